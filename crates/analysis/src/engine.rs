@@ -1,0 +1,403 @@
+//! The split engine: read a capture in parallel byte-range splits, follow every TCP connection in capture
+//! order, and produce the same result whatever the number of splits.
+//!
+//! Two phases run per batch of splits:
+//! 1. **Scan** (one task per split): walk the split's records, decode each, give each flow a split-local
+//!    id, and append a compact [`PacketEvent`] to the list of the flow's *bucket* (a hash of its 4-tuple).
+//! 2. **Track** (one task per bucket): for every split in file order, feed the bucket's events to the
+//!    connection trackers, which live across batches.
+//!
+//! A flow is always fed by one task, in capture order, with its whole history: a connection spanning
+//! splits is tracked exactly as in one piece, so split invariance holds by construction rather than by
+//! merging partial states. Between the phases, each split's starting boundary is checked against where
+//! the previous split really ended ([`pcapsleuth_capture::Split::continues`]) and re-read if the resync
+//! guessed wrong. Memory holds one batch of events plus the open flows, never the file.
+
+use std::collections::HashMap;
+
+use pcapsleuth_capture::{Capture, Damage, ReaderState, RecordReader, Split, Timestamp};
+use pcapsleuth_flow::{
+    decode, server_side_by_port, Connection, ConnectionState, ConnectionTracker, Decoded, Endpoint,
+    FlowKey, FrameRef, RoleBasis, Side, TcpFlags, TcpSegment,
+};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// How to run the engine.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Worker threads (0: all cores).
+    pub threads: usize,
+    /// Exact number of splits (None: enough that each is at most [`SPLIT_TARGET_BYTES`]).
+    pub splits: Option<usize>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            threads: 0,
+            splits: None,
+        }
+    }
+}
+
+/// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a
+/// 48-byte event: a batch of 4 × 32 MiB holds at most ~90 MB of events).
+pub const SPLIT_TARGET_BYTES: u64 = 32 << 20;
+
+/// Packets of every kind, counted while scanning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PacketCounts {
+    pub packets: u64,
+    /// Link-layer bytes on the wire (original lengths).
+    pub wire_bytes: u64,
+    pub tcp: u64,
+    pub other_ip: u64,
+    pub not_ip: u64,
+    pub undecodable: u64,
+    pub unsupported_link: u64,
+    /// Packets cut short by the snap length.
+    pub truncated: u64,
+}
+
+impl PacketCounts {
+    fn add(&mut self, o: &PacketCounts) {
+        self.packets += o.packets;
+        self.wire_bytes += o.wire_bytes;
+        self.tcp += o.tcp;
+        self.other_ip += o.other_ip;
+        self.not_ip += o.not_ip;
+        self.undecodable += o.undecodable;
+        self.unsupported_link += o.unsupported_link;
+        self.truncated += o.truncated;
+    }
+}
+
+/// What the whole capture looked like.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaptureFacts {
+    pub format: String,
+    pub file_bytes: u64,
+    pub counts: PacketCounts,
+    /// Time of frame 1 (`rel_time` is measured from it, as in Wireshark).
+    pub first_ts: Option<Timestamp>,
+    pub last_ts: Option<Timestamp>,
+    #[serde(skip)]
+    pub damage: Vec<Damage>,
+}
+
+/// The merged result of one run over a capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub capture: CaptureFacts,
+    /// Every TCP connection, in order of its first packet.
+    pub connections: Vec<Connection>,
+}
+
+/// A decoded TCP packet, kept compact between the scan and the tracking phase.
+#[derive(Debug, Clone, Copy)]
+struct PacketEvent {
+    ts: i64,
+    /// File offset of the captured payload.
+    payload_at: u64,
+    frame_in_split: u32,
+    flow: u32,
+    seq: u32,
+    ack: u32,
+    payload_captured: u32,
+    payload_len: u32,
+    wire_len: u32,
+    window: u16,
+    flags: u8,
+    side: Side,
+}
+
+/// Phase 1's result for one split.
+struct Scan {
+    split: Split,
+    end: ReaderState,
+    frames: u64,
+    counts: PacketCounts,
+    first_ts: Option<Timestamp>,
+    last_ts: Option<Timestamp>,
+    keys: Vec<FlowKey>,
+    buckets: Vec<Vec<PacketEvent>>,
+    damage: Vec<Damage>,
+}
+
+fn scan(cap: &Capture, split: Split, mut reader: RecordReader<'_>, nbuckets: usize) -> Scan {
+    let base = cap.bytes().as_ptr() as usize;
+    let mut ids: HashMap<FlowKey, u32> = HashMap::new();
+    let mut keys = Vec::new();
+    let mut buckets: Vec<Vec<PacketEvent>> = vec![Vec::new(); nbuckets];
+    let mut counts = PacketCounts::default();
+    let (mut first_ts, mut last_ts) = (None, None);
+    let mut frames: u64 = 0;
+    while let Some(rec) = reader.next_record() {
+        let frame_in_split = frames as u32;
+        frames += 1;
+        counts.packets += 1;
+        counts.wire_bytes += u64::from(rec.orig_len);
+        counts.truncated += u64::from(rec.is_truncated());
+        first_ts.get_or_insert(rec.ts);
+        last_ts = Some(rec.ts);
+        let seg = match decode(rec.link, rec.data) {
+            Decoded::Tcp(seg) => seg,
+            Decoded::OtherIp => {
+                counts.other_ip += 1;
+                continue;
+            }
+            Decoded::NotIp => {
+                counts.not_ip += 1;
+                continue;
+            }
+            Decoded::UnsupportedLink => {
+                counts.unsupported_link += 1;
+                continue;
+            }
+            Decoded::Undecodable => {
+                counts.undecodable += 1;
+                continue;
+            }
+        };
+        counts.tcp += 1;
+        let (key, side) = FlowKey::of(
+            Endpoint {
+                ip: seg.src,
+                port: seg.src_port,
+            },
+            Endpoint {
+                ip: seg.dst,
+                port: seg.dst_port,
+            },
+        );
+        let next_id = keys.len() as u32;
+        let flow = *ids.entry(key).or_insert_with(|| {
+            keys.push(key);
+            next_id
+        });
+        let bucket = (key.stable_hash() % nbuckets as u64) as usize;
+        buckets[bucket].push(PacketEvent {
+            ts: rec.ts.0,
+            payload_at: (seg.payload.as_ptr() as usize - base) as u64,
+            frame_in_split,
+            flow,
+            seq: seg.seq,
+            ack: seg.ack,
+            payload_captured: seg.payload.len() as u32,
+            payload_len: seg.payload_len,
+            wire_len: rec.orig_len,
+            window: seg.window,
+            flags: seg.flags.0,
+            side,
+        });
+    }
+    Scan {
+        split,
+        end: reader.state(),
+        frames,
+        counts,
+        first_ts,
+        last_ts,
+        keys,
+        buckets,
+        damage: reader.take_damage(),
+    }
+}
+
+/// One flow's state in phase 2.
+struct FlowSlot {
+    tracker: ConnectionTracker,
+}
+
+/// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
+#[derive(Default)]
+struct Bucket {
+    index: HashMap<FlowKey, usize>,
+    slots: Vec<FlowSlot>,
+    /// Connections ended by port reuse, concluded at the end with the rest.
+    replaced: Vec<ConnectionState>,
+}
+
+impl Bucket {
+    fn track(&mut self, b: usize, scans: &[Scan], bases: &[u64], bytes: &[u8]) {
+        for (scan, &base) in scans.iter().zip(bases) {
+            let events = &scan.buckets[b];
+            if events.is_empty() {
+                continue;
+            }
+            // Split-local flow id -> slot, resolved once per flow per split rather than hashed per packet.
+            let mut slot_of: Vec<u32> = vec![u32::MAX; scan.keys.len()];
+            for ev in events {
+                let key = scan.keys[ev.flow as usize];
+                let at = FrameRef {
+                    frame: base + u64::from(ev.frame_in_split) + 1,
+                    ts: Timestamp(ev.ts),
+                };
+                let slot = match slot_of[ev.flow as usize] {
+                    u32::MAX => {
+                        let next = self.slots.len();
+                        let i = *self.index.entry(key).or_insert(next);
+                        if i == next {
+                            self.slots.push(FlowSlot {
+                                tracker: ConnectionTracker::new(key, at),
+                            });
+                        }
+                        slot_of[ev.flow as usize] = i as u32;
+                        i
+                    }
+                    i => i as usize,
+                };
+                let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+                let payload = bytes
+                    .get(from..from.saturating_add(ev.payload_captured as usize))
+                    .unwrap_or(&[]);
+                let (src, dst) = (key.endpoint(ev.side), key.endpoint(ev.side.other()));
+                let seg = TcpSegment {
+                    src: src.ip,
+                    src_port: src.port,
+                    dst: dst.ip,
+                    dst_port: dst.port,
+                    seq: ev.seq,
+                    ack: ev.ack,
+                    window: ev.window,
+                    flags: TcpFlags(ev.flags),
+                    payload,
+                    payload_len: ev.payload_len,
+                };
+                let fed = self.slots[slot]
+                    .tracker
+                    .feed(ev.side, &seg, ev.wire_len, at);
+                if let Some(old) = fed.replaced {
+                    self.replaced.push(old);
+                }
+            }
+        }
+    }
+
+    fn into_states(self) -> impl Iterator<Item = ConnectionState> {
+        self.replaced
+            .into_iter()
+            .chain(self.slots.into_iter().map(|s| s.tracker.into_current()))
+    }
+}
+
+/// Reads the capture and tracks every TCP connection.
+pub fn analyze(cap: &Capture, opts: &EngineOptions) -> Analysis {
+    analyze_with_progress(cap, opts, |_, _| {})
+}
+
+/// [`analyze`], calling `progress(bytes_done, bytes_total)` after each batch.
+pub fn analyze_with_progress(
+    cap: &Capture,
+    opts: &EngineOptions,
+    progress: impl Fn(u64, u64) + Sync,
+) -> Analysis {
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .ok();
+    let run = || run_engine(cap, opts, threads, &progress);
+    match pool {
+        Some(pool) => pool.install(run),
+        None => run(),
+    }
+}
+
+fn run_engine(
+    cap: &Capture,
+    opts: &EngineOptions,
+    threads: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Analysis {
+    let auto = (threads as u64 * 2).max(cap.len().div_ceil(SPLIT_TARGET_BYTES)) as usize;
+    let splits = cap.plan_splits(opts.splits.unwrap_or(auto).max(1));
+    let batch_len = (threads * 2).max(1);
+    let nbuckets = (threads * 8).max(16);
+    let mut buckets: Vec<Bucket> = (0..nbuckets).map(|_| Bucket::default()).collect();
+    let mut counts = PacketCounts::default();
+    let (mut first_ts, mut last_ts) = (None, None);
+    let mut damage = Vec::new();
+    let mut frames: u64 = 0;
+    let mut expected = cap.initial_state().clone();
+    for batch in splits.chunks(batch_len) {
+        let mut scans: Vec<Scan> = batch
+            .par_iter()
+            .map(|s| scan(cap, s.clone(), cap.reader(s), nbuckets))
+            .collect();
+        // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
+        let mut bases = Vec::with_capacity(scans.len());
+        for sc in scans.iter_mut() {
+            if !sc.split.continues(&expected) {
+                let split = sc.split.clone();
+                let reader = cap.reader_after(expected.clone(), split.end);
+                *sc = scan(cap, split, reader, nbuckets);
+            }
+            expected = sc.end.clone();
+            bases.push(frames);
+            frames += sc.frames;
+            counts.add(&sc.counts);
+            if first_ts.is_none() {
+                first_ts = sc.first_ts;
+            }
+            last_ts = sc.last_ts.or(last_ts);
+            damage.extend(sc.damage.iter().cloned());
+        }
+        let bytes = cap.bytes();
+        buckets
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes));
+        let done = batch.last().map_or(cap.len(), |s| s.end);
+        cap.release_before(done.min(expected.offset));
+        progress(done, cap.len());
+    }
+    let states: Vec<ConnectionState> = buckets.into_iter().flat_map(Bucket::into_states).collect();
+    let connections = conclude(states);
+    Analysis {
+        capture: CaptureFacts {
+            format: cap.format().describe(),
+            file_bytes: cap.len(),
+            counts,
+            first_ts,
+            last_ts,
+            damage,
+        },
+        connections,
+    }
+}
+
+/// Concludes every connection, deciding roles: from its own handshake; else from an endpoint that
+/// accepted a handshake elsewhere in the capture; else from ports.
+fn conclude(states: Vec<ConnectionState>) -> Vec<Connection> {
+    let listeners: std::collections::HashSet<Endpoint> = states
+        .iter()
+        .filter_map(|s| {
+            s.handshake_client()
+                .map(|(client, _)| s.key().endpoint(client.other()))
+        })
+        .collect();
+    let mut out: Vec<Connection> = states
+        .into_iter()
+        .map(|s| {
+            let key = s.key();
+            let client = s.handshake_client().or_else(|| {
+                let lo_listens = listeners.contains(&key.lo);
+                let hi_listens = listeners.contains(&key.hi);
+                match (lo_listens, hi_listens) {
+                    (true, false) => Some((Side::Hi, RoleBasis::KnownListener)),
+                    (false, true) => Some((Side::Lo, RoleBasis::KnownListener)),
+                    _ => Some((server_side_by_port(&key).other(), RoleBasis::Port)),
+                }
+            });
+            s.finish(client)
+        })
+        .collect();
+    out.sort_by_key(|c| (c.first.frame, c.client, c.server));
+    out
+}

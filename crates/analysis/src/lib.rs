@@ -1,0 +1,23 @@
+//! The analyses of pcapsleuth and the parallel engine they run on.
+//!
+//! [`analyze`] reads a capture in parallel splits and tracks every TCP connection ([`Analysis`]);
+//! the analyses turn that into answers, e.g. [`first_reset`].
+//!
+//! ```no_run
+//! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions};
+//! let cap = pcapsleuth_capture::Capture::open("fixtures/stream-stall.pcap")?;
+//! let analysis = analyze(&cap, &EngineOptions::default());
+//! if let Some(rst) = first_reset(&analysis, 20).first_rst {
+//!     println!("first RST: frame {} by {:?}: {}", rst.frame, rst.initiator, rst.reason);
+//! }
+//! # Ok::<(), pcapsleuth_capture::CaptureError>(())
+//! ```
+
+mod closes;
+mod engine;
+
+pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
+pub use engine::{
+    analyze, analyze_with_progress, Analysis, CaptureFacts, EngineOptions, PacketCounts,
+    SPLIT_TARGET_BYTES,
+};

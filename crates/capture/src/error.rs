@@ -1,0 +1,41 @@
+//! Errors that stop reading a capture ("cannot continue"), as opposed to [`crate::Damage`], which is
+//! reported while reading goes on.
+
+use std::path::PathBuf;
+
+/// Why a capture file cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("{path}: cannot open: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: is a directory, not a capture file")]
+    IsDirectory { path: PathBuf },
+    #[error("{path}: empty file (0 bytes), not a capture")]
+    Empty { path: PathBuf },
+    #[error("{path}: not a pcap or pcapng capture (first bytes {magic:02x?})")]
+    NotACapture { path: PathBuf, magic: Vec<u8> },
+    #[error("{path}: capture header cut short at offset {offset} ({len} bytes in file)")]
+    TruncatedHeader {
+        path: PathBuf,
+        offset: u64,
+        len: u64,
+    },
+    #[error("{path}: unsupported link type {linktype} (supported: Ethernet 1, BSD loopback 0/108, raw IP 12/14/101/228/229, Linux cooked 113/276)")]
+    UnsupportedLinkType { path: PathBuf, linktype: u32 },
+    #[error("{path}: malformed pcapng {what} at offset {offset}")]
+    MalformedPcapng {
+        path: PathBuf,
+        offset: u64,
+        what: &'static str,
+    },
+    #[error("{path}: write failed: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

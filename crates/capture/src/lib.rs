@@ -1,0 +1,395 @@
+//! Zero-copy reading of pcap and pcapng captures, cut into byte-range splits that parallel workers read
+//! independently.
+//!
+//! A [`Capture`] maps the file and knows its format. [`Capture::plan_splits`] cuts the record area into
+//! byte ranges; each [`Split`] starts at a record boundary found by *resynchronisation* (a chain of
+//! plausible record headers). A [`RecordReader`] walks one split and yields [`Record`]s borrowing the
+//! file's bytes. Splits are a guess made without reading what precedes them, so every reader ends with a
+//! [`ReaderState`] (where the next record starts and, for pcapng, which interfaces are defined) and the
+//! caller checks that it equals the next split's starting state: [`Capture::reader_after`] re-reads a
+//! split from the proven state when it does not. That check is what makes results independent of the
+//! number of splits.
+//!
+//! ```no_run
+//! use pcapsleuth_capture::Capture;
+//! let cap = Capture::open("fixtures/err1146-storm.pcap")?;
+//! let mut frames = 0u64;
+//! for split in cap.plan_splits(4) {
+//!     let mut reader = cap.reader(&split);
+//!     while let Some(record) = reader.next_record() {
+//!         frames += 1;
+//!         let _ = (record.ts, record.data);
+//!     }
+//! }
+//! println!("{frames} records");
+//! # Ok::<(), pcapsleuth_capture::CaptureError>(())
+//! ```
+
+mod error;
+mod link;
+mod pcap;
+mod pcapng;
+mod split;
+mod write;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use error::CaptureError;
+pub use link::LinkType;
+pub use split::Split;
+pub use write::PcapWriter;
+
+/// Nanoseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub i64);
+
+impl serde::Serialize for Timestamp {
+    /// Seconds since the epoch, as a float: what scripts and Wireshark's `frame.time_epoch` use.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.as_secs_f64())
+    }
+}
+
+impl Timestamp {
+    /// Seconds since the epoch as a float (for JSON and display).
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+}
+
+/// One captured packet, borrowing the file's bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    /// File offset of the record (classic pcap record header or pcapng block).
+    pub offset: u64,
+    /// The whole record as stored (header, data, padding, options): what a byte-identical copy writes.
+    pub raw: &'a [u8],
+    /// The captured bytes of the packet, starting with the link-layer header.
+    pub data: &'a [u8],
+    /// The packet's length on the wire (may exceed `data.len()` when cut by the snap length).
+    pub orig_len: u32,
+    pub ts: Timestamp,
+    pub link: LinkType,
+    /// pcapng interface id (0 for classic pcap).
+    pub interface: u32,
+}
+
+impl Record<'_> {
+    /// Whether the snap length cut this packet short.
+    pub fn is_truncated(&self) -> bool {
+        (self.data.len() as u64) < u64::from(self.orig_len)
+    }
+}
+
+/// Something wrong in the file that reading survived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// File offset where it was found.
+    pub offset: u64,
+    pub kind: DamageKind,
+}
+
+/// What kind of damage a reader survived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DamageKind {
+    /// The file ends inside a record (a capture killed mid-write): the partial record is dropped.
+    TruncatedTail { have: u64, need: u64 },
+    /// A record header made no sense; reading resumed at the next valid record, `skipped` bytes later.
+    CorruptRecord { reason: String, skipped: u64 },
+    /// A pcapng packet block names an interface no IDB defined, or an IDB with an unusable option.
+    BadInterface { reason: String },
+}
+
+impl Damage {
+    /// Tail truncation is what a killed tcpdump leaves: worth a warning, not a failure.
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self.kind, DamageKind::TruncatedTail { .. })
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            DamageKind::TruncatedTail { have, need } => write!(
+                f,
+                "file ends inside the record at offset {} ({have} of {need} bytes present; capture cut short?)",
+                self.offset
+            ),
+            DamageKind::CorruptRecord { reason, skipped } => write!(
+                f,
+                "corrupt record at offset {}: {reason}; skipped {skipped} bytes to the next valid record",
+                self.offset
+            ),
+            DamageKind::BadInterface { reason } => write!(f, "at offset {}: {reason}", self.offset),
+        }
+    }
+}
+
+/// The on-disk format of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Pcap(pcap::PcapFormat),
+    PcapNg,
+}
+
+impl Format {
+    /// A short human name: "pcap (µs, little-endian)", "pcapng".
+    pub fn describe(&self) -> String {
+        match self {
+            Format::Pcap(p) => p.describe(),
+            Format::PcapNg => "pcapng".into(),
+        }
+    }
+}
+
+/// A pcapng interface, as its Interface Description Block defined it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    pub link: LinkType,
+    pub linktype: u32,
+    pub snaplen: u32,
+    /// Timestamp units per second (`if_tsresol`; 10^6 when absent).
+    pub ts_units_per_sec: u64,
+    /// `if_tsoffset`, seconds added to every timestamp.
+    pub ts_offset_s: i64,
+}
+
+/// The part of a reader's state that a split boundary must agree on besides the offset: for pcapng the
+/// current section's byte order and interfaces. Shared, because it changes only at SHB/IDB blocks.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Section {
+    pub big_endian: bool,
+    pub interfaces: Vec<Interface>,
+}
+
+/// Where a reader stands between two records: enough to continue reading exactly as a sequential reader
+/// would.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReaderState {
+    /// File offset of the next record.
+    pub offset: u64,
+    pub section: Arc<Section>,
+}
+
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// An opened capture file.
+pub struct Capture {
+    path: PathBuf,
+    bytes: Bytes,
+    format: Format,
+    /// State before the first record: after the pcap header, or after the pcapng SHB/IDBs that precede
+    /// the first packet.
+    initial: ReaderState,
+}
+
+impl fmt::Debug for Capture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture")
+            .field("path", &self.path)
+            .field("len", &self.bytes.len())
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+const PCAPNG_SHB: [u8; 4] = [0x0A, 0x0D, 0x0D, 0x0A];
+
+impl Capture {
+    /// Opens and memory-maps a capture, reading its header(s).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        let path = path.as_ref().to_path_buf();
+        let meta = std::fs::metadata(&path).map_err(|source| CaptureError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        if meta.is_dir() {
+            return Err(CaptureError::IsDirectory { path });
+        }
+        if meta.len() == 0 {
+            return Err(CaptureError::Empty { path });
+        }
+        let file = std::fs::File::open(&path).map_err(|source| CaptureError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        // SAFETY: the map is read-only; a capture being rewritten underneath us could change bytes
+        // between reads, which every decoder tolerates (all lengths are re-checked against the slice).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| CaptureError::Open {
+            path: path.clone(),
+            source,
+        })?;
+        Self::from_bytes_inner(path, Bytes::Mapped(map))
+    }
+
+    /// A capture held in memory (tests, fuzzing, embedding); `name` stands in for the path in messages.
+    pub fn from_vec(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<Self, CaptureError> {
+        let path = name.into();
+        if bytes.is_empty() {
+            return Err(CaptureError::Empty { path });
+        }
+        Self::from_bytes_inner(path, Bytes::Owned(bytes))
+    }
+
+    fn from_bytes_inner(path: PathBuf, bytes: Bytes) -> Result<Self, CaptureError> {
+        let head: Vec<u8> = bytes.iter().take(4).copied().collect();
+        if head == PCAPNG_SHB {
+            let (section, first) = pcapng::read_preamble(&path, &bytes)?;
+            let initial = ReaderState {
+                offset: first,
+                section: Arc::new(section),
+            };
+            return Ok(Capture {
+                path,
+                bytes,
+                format: Format::PcapNg,
+                initial,
+            });
+        }
+        let format = pcap::PcapFormat::parse(&path, &bytes)?;
+        if !format.link.is_supported() {
+            return Err(CaptureError::UnsupportedLinkType {
+                path,
+                linktype: format.linktype,
+            });
+        }
+        Ok(Capture {
+            path,
+            bytes,
+            format: Format::Pcap(format),
+            initial: ReaderState {
+                offset: pcap::FILE_HEADER_LEN as u64,
+                section: Arc::new(Section::default()),
+            },
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// State before the first record.
+    pub fn initial_state(&self) -> &ReaderState {
+        &self.initial
+    }
+
+    /// The bytes a copy of this capture starts with (pcap file header, or pcapng SHB + IDBs up to the
+    /// first packet), for writers that keep the original link type and timestamps.
+    pub fn preamble(&self) -> &[u8] {
+        let end = usize::try_from(self.initial.offset)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        &self.bytes[..end]
+    }
+
+    /// Tells the kernel this process is done with the bytes before `offset`: they stop counting in its
+    /// resident memory (the page cache keeps them), so memory does not grow with the file. Reading them
+    /// again stays correct; they fault back in.
+    pub fn release_before(&self, offset: u64) {
+        if let Bytes::Mapped(map) = &self.bytes {
+            let len = usize::try_from(offset).unwrap_or(usize::MAX).min(map.len()) & !0xfff;
+            if len > 0 {
+                // SAFETY: a read-only file mapping; MADV_DONTNEED only drops our page-table entries and
+                // later reads refault the same file contents, so no borrowed slice is invalidated.
+                let _ = unsafe {
+                    map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len)
+                };
+            }
+        }
+    }
+
+    /// Reads one split, starting at its resynchronised boundary.
+    pub fn reader(&self, split: &Split) -> RecordReader<'_> {
+        RecordReader::new(self, split.start_state.clone(), split.end)
+    }
+
+    /// Reads the records that start in `[state.offset, end)` from a proven state (the previous split's end).
+    pub fn reader_after(&self, state: ReaderState, end: u64) -> RecordReader<'_> {
+        RecordReader::new(self, state, end)
+    }
+
+    /// Reads the whole file from the start.
+    pub fn reader_all(&self) -> RecordReader<'_> {
+        RecordReader::new(self, self.initial.clone(), self.len())
+    }
+}
+
+/// Walks the records that start before `end`, zero-copy. Damage is recorded and survived.
+pub struct RecordReader<'a> {
+    cap: &'a Capture,
+    pos: usize,
+    end: usize,
+    section: Arc<Section>,
+    damage: Vec<Damage>,
+}
+
+impl<'a> RecordReader<'a> {
+    fn new(cap: &'a Capture, state: ReaderState, end: u64) -> Self {
+        let len = cap.bytes.len();
+        RecordReader {
+            cap,
+            pos: usize::try_from(state.offset).unwrap_or(len).min(len),
+            end: usize::try_from(end).unwrap_or(len).min(len),
+            section: state.section,
+            damage: Vec::new(),
+        }
+    }
+
+    /// The next record, or `None` at the split's end or the end of the file.
+    #[inline]
+    pub fn next_record(&mut self) -> Option<Record<'a>> {
+        match self.cap.format {
+            Format::Pcap(f) => pcap::next_record(self, f),
+            Format::PcapNg => pcapng::next_record(self),
+        }
+    }
+
+    /// Where the next record starts (and the pcapng section in force there).
+    pub fn state(&self) -> ReaderState {
+        ReaderState {
+            offset: self.pos as u64,
+            section: self.section.clone(),
+        }
+    }
+
+    /// Damage found so far, in file order.
+    pub fn damage(&self) -> &[Damage] {
+        &self.damage
+    }
+
+    pub fn take_damage(&mut self) -> Vec<Damage> {
+        std::mem::take(&mut self.damage)
+    }
+}

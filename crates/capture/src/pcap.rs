@@ -1,0 +1,252 @@
+//! Classic libpcap files: µs and ns magic, both byte orders, and the 24-byte-header "modified" variant.
+
+use std::path::Path;
+
+use pcap_parser::{
+    parse_pcap_frame, parse_pcap_frame_be, parse_pcap_frame_modified, parse_pcap_header,
+};
+
+use crate::{CaptureError, Damage, DamageKind, LinkType, Record, RecordReader, Timestamp};
+
+pub(crate) const FILE_HEADER_LEN: usize = 24;
+
+/// Wireshark's standard maximum packet size: any caplen above it (and above the snap length) is corrupt.
+const MAX_STANDARD_CAPLEN: u32 = 262_144;
+/// The largest caplen believed however large the header's snap length claims to be.
+const MAX_CAPLEN_CEILING: u32 = 16 << 20;
+/// Resync accepts a header only if the next ones chain to it; 3 was wrong 0 times in 20,000 random
+/// offsets in the design measurements, 4 adds margin.
+const RESYNC_CHAIN: usize = 4;
+/// Neighbouring records of a real capture are not a day apart; random bytes usually are.
+const RESYNC_MAX_GAP_S: i64 = 86_400;
+
+/// A classic pcap file's global header, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PcapFormat {
+    pub big_endian: bool,
+    pub nanosecond: bool,
+    /// Kuznetzov's patched format with 24-byte record headers.
+    pub modified: bool,
+    pub snaplen: u32,
+    pub linktype: u32,
+    pub link: LinkType,
+}
+
+impl PcapFormat {
+    pub(crate) fn parse(path: &Path, bytes: &[u8]) -> Result<Self, CaptureError> {
+        let head = &bytes[..bytes.len().min(4)];
+        let magic_le = head.len() == 4
+            && matches!(
+                u32::from_le_bytes([head[0], head[1], head[2], head[3]]),
+                0xa1b2_c3d4 | 0xa1b2_3c4d | 0xa1b2_cd34
+            );
+        let magic_be = head.len() == 4
+            && matches!(
+                u32::from_be_bytes([head[0], head[1], head[2], head[3]]),
+                0xa1b2_c3d4 | 0xa1b2_3c4d | 0xa1b2_cd34
+            );
+        if !magic_le && !magic_be {
+            return Err(CaptureError::NotACapture {
+                path: path.to_path_buf(),
+                magic: head.to_vec(),
+            });
+        }
+        if bytes.len() < FILE_HEADER_LEN {
+            return Err(CaptureError::TruncatedHeader {
+                path: path.to_path_buf(),
+                offset: 0,
+                len: bytes.len() as u64,
+            });
+        }
+        let (_, h) = parse_pcap_header(bytes).map_err(|_| CaptureError::NotACapture {
+            path: path.to_path_buf(),
+            magic: head.to_vec(),
+        })?;
+        let linktype = h.network.0 as u32;
+        Ok(PcapFormat {
+            big_endian: h.is_bigendian(),
+            nanosecond: h.is_nanosecond_precision(),
+            modified: h.is_modified_format(),
+            snaplen: h.snaplen,
+            linktype,
+            link: LinkType::from_number(linktype),
+        })
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "pcap ({}, {}-endian{}, link type {})",
+            if self.nanosecond { "ns" } else { "µs" },
+            if self.big_endian { "big" } else { "little" },
+            if self.modified { ", modified" } else { "" },
+            self.linktype
+        )
+    }
+
+    fn record_header_len(&self) -> usize {
+        if self.modified {
+            24
+        } else {
+            16
+        }
+    }
+
+    fn max_caplen(&self) -> u32 {
+        self.snaplen.clamp(MAX_STANDARD_CAPLEN, MAX_CAPLEN_CEILING)
+    }
+
+    fn frac_per_sec(&self) -> u32 {
+        if self.nanosecond {
+            1_000_000_000
+        } else {
+            1_000_000
+        }
+    }
+
+    /// The four header fields at `p`, if 16 bytes are there.
+    fn header_at(&self, bytes: &[u8], p: usize) -> Option<RecordHeader> {
+        let h = bytes.get(p..p.checked_add(16)?)?;
+        let word = |i: usize| {
+            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
+            if self.big_endian {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        };
+        Some(RecordHeader {
+            ts_sec: word(0),
+            ts_frac: word(4),
+            caplen: word(8),
+            origlen: word(12),
+        })
+    }
+
+    /// A header a resync may start from: stricter than what sequential reading accepts.
+    fn plausible(&self, h: &RecordHeader) -> bool {
+        h.caplen <= self.max_caplen()
+            && h.caplen <= h.origlen
+            && h.origlen <= self.max_caplen().max(1 << 20)
+            && h.ts_frac < self.frac_per_sec()
+    }
+
+    /// Whether a valid chain of records starts at `p`.
+    fn chain_at(&self, bytes: &[u8], mut p: usize) -> bool {
+        let hl = self.record_header_len();
+        let mut prev_sec: Option<i64> = None;
+        for i in 0..RESYNC_CHAIN {
+            if i > 0 && p >= bytes.len() {
+                return true; // the chain reached the end of the file exactly
+            }
+            let Some(h) = self.header_at(bytes, p) else {
+                return i > 0; // a partial header at the very end: a cut-short file
+            };
+            if !self.plausible(&h) {
+                return false;
+            }
+            let sec = i64::from(h.ts_sec);
+            if prev_sec.is_some_and(|prev| (sec - prev).abs() > RESYNC_MAX_GAP_S) {
+                return false;
+            }
+            prev_sec = Some(sec);
+            p = p.saturating_add(hl + h.caplen as usize);
+            if p > bytes.len() {
+                return i > 0;
+            }
+        }
+        true
+    }
+
+    /// The first offset in `[from, limit)` where a valid chain of records starts.
+    pub(crate) fn resync(&self, bytes: &[u8], from: usize, limit: usize) -> Option<usize> {
+        (from..limit.min(bytes.len())).find(|&p| self.chain_at(bytes, p))
+    }
+
+    fn timestamp(&self, sec: u32, frac: u32) -> Timestamp {
+        let frac_ns = if self.nanosecond {
+            i64::from(frac)
+        } else {
+            i64::from(frac) * 1000
+        };
+        Timestamp(i64::from(sec) * 1_000_000_000 + frac_ns)
+    }
+}
+
+struct RecordHeader {
+    ts_sec: u32,
+    ts_frac: u32,
+    caplen: u32,
+    origlen: u32,
+}
+
+#[inline]
+pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option<Record<'a>> {
+    let bytes: &'a [u8] = &r.cap.bytes;
+    loop {
+        if r.pos >= r.end || r.pos >= bytes.len() {
+            return None;
+        }
+        let at = r.pos;
+        let rest = &bytes[at..];
+        let parsed = if f.modified {
+            parse_pcap_frame_modified(rest)
+        } else if f.big_endian {
+            parse_pcap_frame_be(rest)
+        } else {
+            parse_pcap_frame(rest)
+        };
+        let hl = f.record_header_len();
+        match parsed {
+            Ok((_, block))
+                if block.caplen <= f.max_caplen() && block.ts_usec < f.frac_per_sec() =>
+            {
+                let len = hl + block.data.len();
+                r.pos = at + len;
+                return Some(Record {
+                    offset: at as u64,
+                    raw: &rest[..len],
+                    data: block.data,
+                    orig_len: block.origlen,
+                    ts: f.timestamp(block.ts_sec, block.ts_usec),
+                    link: f.link,
+                    interface: 0,
+                });
+            }
+            Err(nom::Err::Incomplete(_))
+                if f.header_at(bytes, at)
+                    .is_none_or(|h| h.caplen <= f.max_caplen()) =>
+            {
+                let need = f
+                    .header_at(bytes, at)
+                    .map_or(hl as u64, |h| hl as u64 + u64::from(h.caplen));
+                r.damage.push(Damage {
+                    offset: at as u64,
+                    kind: DamageKind::TruncatedTail {
+                        have: rest.len() as u64,
+                        need,
+                    },
+                });
+                r.pos = bytes.len();
+                return None;
+            }
+            _ => {
+                let reason = match f.header_at(bytes, at) {
+                    Some(h) if h.caplen > f.max_caplen() => {
+                        format!("caplen {} exceeds the limit {}", h.caplen, f.max_caplen())
+                    }
+                    Some(h) => format!("timestamp fraction {} out of range", h.ts_frac),
+                    None => "unreadable header".to_string(),
+                };
+                let next = f.resync(bytes, at + 1, bytes.len()).unwrap_or(bytes.len());
+                r.damage.push(Damage {
+                    offset: at as u64,
+                    kind: DamageKind::CorruptRecord {
+                        reason,
+                        skipped: (next - at) as u64,
+                    },
+                });
+                r.pos = next;
+            }
+        }
+    }
+}

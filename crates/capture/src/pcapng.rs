@@ -1,0 +1,345 @@
+//! pcapng: sections (SHB), interfaces (IDB with `if_tsresol`/`if_tsoffset`), enhanced and simple packet
+//! blocks; every other block type is skipped by its length.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pcap_parser::pcapng::{parse_block_be, parse_block_le, Block, InterfaceDescriptionBlock};
+
+use crate::{
+    CaptureError, Damage, DamageKind, Interface, LinkType, Record, RecordReader, Section, Timestamp,
+};
+
+const SHB_TYPE: u32 = 0x0A0D_0D0A;
+const BOM: u32 = 0x1A2B_3C4D;
+/// Smallest block: type, length, length.
+const MIN_BLOCK: usize = 12;
+/// No real block is larger; a bigger length is corruption, not a reason to skip gigabytes.
+const MAX_BLOCK: usize = 16 << 20;
+/// Block types a resync may start from (all block types of the pcapng draft that carry packets or
+/// metadata writers emit).
+const KNOWN_TYPES: [u32; 10] = [
+    SHB_TYPE,
+    0x0000_0001, // IDB
+    0x0000_0002, // obsolete packet block
+    0x0000_0003, // SPB
+    0x0000_0004, // NRB
+    0x0000_0005, // ISB
+    0x0000_0006, // EPB
+    0x0000_000A, // DSB
+    0x0000_0BAD, // custom
+    0x4000_0BAD, // custom, do not copy
+];
+const RESYNC_CHAIN: usize = 4;
+
+fn word(bytes: &[u8], p: usize, big_endian: bool) -> Option<u32> {
+    let b = bytes.get(p..p.checked_add(4)?)?;
+    let b = [b[0], b[1], b[2], b[3]];
+    Some(if big_endian {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    })
+}
+
+/// The block at `p`: its type, total length, and the byte order it is written in (an SHB carries its own).
+fn block_frame(bytes: &[u8], p: usize, section_big_endian: bool) -> Option<(u32, usize, bool)> {
+    let raw_type = word(bytes, p, false)?;
+    let big_endian = if raw_type == SHB_TYPE {
+        match word(bytes, p + 8, false)? {
+            BOM => false,
+            x if x.swap_bytes() == BOM => true,
+            _ => return None,
+        }
+    } else {
+        section_big_endian
+    };
+    let block_type = word(bytes, p, big_endian)?;
+    let len = word(bytes, p + 4, big_endian)? as usize;
+    Some((block_type, len, big_endian))
+}
+
+fn framing_ok(len: usize) -> bool {
+    (MIN_BLOCK..=MAX_BLOCK).contains(&len) && len % 4 == 0
+}
+
+/// Units per second of `if_tsresol`: 10^n, or 2^n when the high bit is set.
+fn ts_units(resol: u8) -> Option<u64> {
+    if resol & 0x80 == 0 {
+        10u64.checked_pow(u32::from(resol))
+    } else {
+        1u64.checked_shl(u32::from(resol & 0x7f))
+    }
+}
+
+fn interface_of(idb: &InterfaceDescriptionBlock<'_>) -> (Interface, Option<String>) {
+    let linktype = idb.linktype.0 as u32;
+    let (units, problem) = match ts_units(idb.if_tsresol) {
+        Some(u) if u > 0 => (u, None),
+        _ => (
+            1_000_000,
+            Some(format!(
+                "IDB if_tsresol {} unusable, assuming microseconds",
+                idb.if_tsresol
+            )),
+        ),
+    };
+    (
+        Interface {
+            link: LinkType::from_number(linktype),
+            linktype,
+            snaplen: idb.snaplen,
+            ts_units_per_sec: units,
+            ts_offset_s: idb.if_tsoffset,
+        },
+        problem,
+    )
+}
+
+fn parse(block: &[u8], big_endian: bool) -> Option<Block<'_>> {
+    let parsed = if big_endian {
+        parse_block_be(block)
+    } else {
+        parse_block_le(block)
+    };
+    parsed.ok().map(|(_, b)| b)
+}
+
+/// Reads the SHB and every block before the first packet: the interfaces a split starts with.
+pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64), CaptureError> {
+    let malformed = |offset: usize, what| CaptureError::MalformedPcapng {
+        path: path.to_path_buf(),
+        offset: offset as u64,
+        what,
+    };
+    let Some((_, len, big_endian)) = block_frame(bytes, 0, false) else {
+        return Err(if bytes.len() < MIN_BLOCK {
+            CaptureError::TruncatedHeader {
+                path: path.to_path_buf(),
+                offset: 0,
+                len: bytes.len() as u64,
+            }
+        } else {
+            malformed(0, "section header byte-order magic")
+        });
+    };
+    if !framing_ok(len) || len > bytes.len() {
+        return Err(malformed(0, "section header block length"));
+    }
+    let mut section = Section {
+        big_endian,
+        interfaces: Vec::new(),
+    };
+    let mut p = 0usize;
+    while p < bytes.len() {
+        let Some((block_type, len, be)) = block_frame(bytes, p, section.big_endian) else {
+            break;
+        };
+        if matches!(block_type, 2 | 3 | 6) || !framing_ok(len) || p + len > bytes.len() {
+            break; // the first packet, or damage the record reader will report
+        }
+        match parse(&bytes[p..p + len], be) {
+            Some(Block::SectionHeader(_)) => {
+                section = Section {
+                    big_endian: be,
+                    interfaces: Vec::new(),
+                }
+            }
+            Some(Block::InterfaceDescription(idb)) => section.interfaces.push(interface_of(&idb).0),
+            None if p == 0 => return Err(malformed(0, "section header block")),
+            _ => {}
+        }
+        p += len;
+    }
+    if section.interfaces.is_empty() && p < bytes.len() {
+        return Err(malformed(
+            p,
+            "file: packets before any interface description",
+        ));
+    }
+    if !section.interfaces.is_empty() && section.interfaces.iter().all(|i| !i.link.is_supported()) {
+        return Err(CaptureError::UnsupportedLinkType {
+            path: path.to_path_buf(),
+            linktype: section.interfaces[0].linktype,
+        });
+    }
+    Ok((section, p as u64))
+}
+
+fn chain_at(bytes: &[u8], mut p: usize, mut big_endian: bool) -> bool {
+    for i in 0..RESYNC_CHAIN {
+        if i > 0 && p >= bytes.len() {
+            return true;
+        }
+        let Some((block_type, len, be)) = block_frame(bytes, p, big_endian) else {
+            return false;
+        };
+        if !KNOWN_TYPES.contains(&block_type) || !framing_ok(len) {
+            return false;
+        }
+        if p + len > bytes.len() {
+            return i > 0;
+        }
+        if word(bytes, p + len - 4, be) != Some(len as u32) {
+            return false;
+        }
+        big_endian = be;
+        p += len;
+    }
+    true
+}
+
+/// First 4-byte-aligned offset in `[from, limit)` where a chain of valid blocks starts.
+pub(crate) fn resync(bytes: &[u8], from: usize, limit: usize, big_endian: bool) -> Option<usize> {
+    let start = from.next_multiple_of(4);
+    (start..limit.min(bytes.len()))
+        .step_by(4)
+        .find(|&p| chain_at(bytes, p, big_endian))
+}
+
+fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
+    let units = (i128::from(high) << 32) | i128::from(low);
+    let ns = units * 1_000_000_000 / i128::from(iface.ts_units_per_sec)
+        + i128::from(iface.ts_offset_s) * 1_000_000_000;
+    Timestamp(ns.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+}
+
+pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
+    let bytes: &'a [u8] = &r.cap.bytes;
+    loop {
+        if r.pos >= r.end || r.pos >= bytes.len() {
+            return None;
+        }
+        let at = r.pos;
+        let frame = block_frame(bytes, at, r.section.big_endian);
+        let (block_type, len, be) = match frame {
+            Some((t, len, be)) if framing_ok(len) && at + len <= bytes.len() => {
+                if word(bytes, at + len - 4, be) == Some(len as u32) {
+                    (t, len, be)
+                } else {
+                    corrupt(r, at, "block length not repeated at the block's end".into());
+                    continue;
+                }
+            }
+            Some((_, len, _)) if framing_ok(len) => {
+                truncated_tail(r, at, len as u64);
+                return None;
+            }
+            None if bytes.len() - at < MIN_BLOCK => {
+                truncated_tail(r, at, MIN_BLOCK as u64);
+                return None;
+            }
+            Some((_, len, _)) => {
+                corrupt(r, at, format!("block length {len} impossible"));
+                continue;
+            }
+            None => {
+                corrupt(r, at, "unreadable block header".into());
+                continue;
+            }
+        };
+        r.pos = at + len;
+        let raw = &bytes[at..at + len];
+        // Only blocks that change state or carry packets are parsed; the rest are skipped by length.
+        if !matches!(block_type, SHB_TYPE | 1 | 3 | 6) {
+            continue;
+        }
+        match parse(raw, be) {
+            Some(Block::SectionHeader(_)) => {
+                r.section = Arc::new(Section {
+                    big_endian: be,
+                    interfaces: Vec::new(),
+                });
+            }
+            Some(Block::InterfaceDescription(idb)) => {
+                let (iface, problem) = interface_of(&idb);
+                if let Some(reason) = problem {
+                    r.damage.push(Damage {
+                        offset: at as u64,
+                        kind: DamageKind::BadInterface { reason },
+                    });
+                }
+                Arc::make_mut(&mut r.section).interfaces.push(iface);
+            }
+            Some(Block::EnhancedPacket(epb)) => {
+                let Some(iface) = r.section.interfaces.get(epb.if_id as usize) else {
+                    bad_interface(r, at, epb.if_id);
+                    continue;
+                };
+                let caplen = (epb.caplen as usize).min(epb.data.len());
+                return Some(Record {
+                    offset: at as u64,
+                    raw,
+                    data: &epb.data[..caplen],
+                    orig_len: epb.origlen,
+                    ts: timestamp(iface, epb.ts_high, epb.ts_low),
+                    link: iface.link,
+                    interface: epb.if_id,
+                });
+            }
+            Some(Block::SimplePacket(spb)) => {
+                let Some(iface) = r.section.interfaces.first() else {
+                    bad_interface(r, at, 0);
+                    continue;
+                };
+                let mut caplen = (spb.origlen as usize).min(spb.data.len());
+                if iface.snaplen > 0 {
+                    caplen = caplen.min(iface.snaplen as usize);
+                }
+                // An SPB carries no timestamp; like Wireshark we give it none (the epoch).
+                return Some(Record {
+                    offset: at as u64,
+                    raw,
+                    data: &spb.data[..caplen],
+                    orig_len: spb.origlen,
+                    ts: Timestamp(0),
+                    link: iface.link,
+                    interface: 0,
+                });
+            }
+            _ => {
+                r.damage.push(Damage {
+                    offset: at as u64,
+                    kind: DamageKind::CorruptRecord {
+                        reason: format!("malformed block of type {block_type:#x}"),
+                        skipped: len as u64,
+                    },
+                });
+            }
+        }
+    }
+}
+
+fn bad_interface(r: &mut RecordReader<'_>, at: usize, id: u32) {
+    r.damage.push(Damage {
+        offset: at as u64,
+        kind: DamageKind::BadInterface {
+            reason: format!("packet block names interface {id}, which no IDB defined"),
+        },
+    });
+}
+
+fn truncated_tail(r: &mut RecordReader<'_>, at: usize, need: u64) {
+    let len = r.cap.bytes.len();
+    r.damage.push(Damage {
+        offset: at as u64,
+        kind: DamageKind::TruncatedTail {
+            have: (len - at) as u64,
+            need,
+        },
+    });
+    r.pos = len;
+}
+
+fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
+    let bytes: &[u8] = &r.cap.bytes;
+    let next = resync(bytes, at + 1, bytes.len(), r.section.big_endian).unwrap_or(bytes.len());
+    r.damage.push(Damage {
+        offset: at as u64,
+        kind: DamageKind::CorruptRecord {
+            reason,
+            skipped: (next - at) as u64,
+        },
+    });
+    r.pos = next;
+}

@@ -1,0 +1,73 @@
+//! Cutting a capture into byte ranges that workers read independently.
+
+use crate::{pcapng, Capture, Format, ReaderState};
+
+/// A byte range of the capture: the records whose first byte lies in `[start_state.offset, end)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// Position in the plan (0-based).
+    pub index: usize,
+    /// Where the planner cut (the resynchronised start is at or after it).
+    pub cut: u64,
+    /// Exclusive end of the range of record starts.
+    pub end: u64,
+    /// The resynchronised boundary; equal to `end` when no record starts in the range.
+    pub start_state: ReaderState,
+}
+
+impl Split {
+    /// Whether a reader that finished the previous split in state `prev_end` hands over to this split
+    /// exactly. When it does not (a false resync, or pcapng interfaces defined mid-file), the split must
+    /// be read again with [`Capture::reader_after`]`(prev_end, split.end)`.
+    pub fn continues(&self, prev_end: &ReaderState) -> bool {
+        if prev_end.offset >= self.end {
+            return self.start_state.offset >= self.end;
+        }
+        *prev_end == self.start_state
+    }
+}
+
+impl Capture {
+    /// Cuts the record area into `n` byte ranges (fewer when the file is small), each starting at the
+    /// first offset from which a chain of valid records follows.
+    pub fn plan_splits(&self, n: usize) -> Vec<Split> {
+        let first = self.initial.offset;
+        let len = self.len();
+        let area = len.saturating_sub(first);
+        let n = (n.max(1) as u64).min(area.max(1)) as usize;
+        let cuts: Vec<u64> = (0..=n as u64)
+            .map(|i| first + (u128::from(area) * u128::from(i) / n as u128) as u64)
+            .collect();
+        (0..n)
+            .map(|i| {
+                let (cut, end) = (cuts[i], cuts[i + 1]);
+                let start = if i == 0 {
+                    Some(cut)
+                } else {
+                    self.resync(cut, end)
+                };
+                Split {
+                    index: i,
+                    cut,
+                    end,
+                    start_state: ReaderState {
+                        offset: start.unwrap_or(end),
+                        section: self.initial.section.clone(),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// The first record boundary in `[from, limit)`, judged by a chain of plausible records.
+    pub fn resync(&self, from: u64, limit: u64) -> Option<u64> {
+        let bytes = self.bytes();
+        let from = usize::try_from(from).ok()?;
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        match self.format {
+            Format::Pcap(f) => f.resync(bytes, from, limit),
+            Format::PcapNg => pcapng::resync(bytes, from, limit, self.initial.section.big_endian),
+        }
+        .map(|p| p as u64)
+    }
+}

@@ -1,0 +1,219 @@
+//! From a record's link-layer bytes to the TCP facts tracking needs, zero-copy (etherparse's lax slicing,
+//! so packets cut by the snap length still decode as far as their bytes go).
+
+use std::net::IpAddr;
+
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
+use pcapsleuth_capture::LinkType;
+
+/// TCP header flag bits, as on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const FIN: u8 = 0x01;
+    pub const SYN: u8 = 0x02;
+    pub const RST: u8 = 0x04;
+    pub const PSH: u8 = 0x08;
+    pub const ACK: u8 = 0x10;
+    pub fn fin(self) -> bool {
+        self.0 & Self::FIN != 0
+    }
+    pub fn syn(self) -> bool {
+        self.0 & Self::SYN != 0
+    }
+    pub fn rst(self) -> bool {
+        self.0 & Self::RST != 0
+    }
+    pub fn ack(self) -> bool {
+        self.0 & Self::ACK != 0
+    }
+}
+
+/// One decoded TCP segment; `payload` borrows the record (possibly shorter than `payload_len` when the
+/// snap length cut the packet).
+#[derive(Debug, Clone, Copy)]
+pub struct TcpSegment<'a> {
+    pub src: IpAddr,
+    pub src_port: u16,
+    pub dst: IpAddr,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub window: u16,
+    pub flags: TcpFlags,
+    /// Captured payload bytes.
+    pub payload: &'a [u8],
+    /// Payload length on the wire, from the IP header.
+    pub payload_len: u32,
+}
+
+/// What a packet turned out to be.
+#[derive(Debug, Clone, Copy)]
+pub enum Decoded<'a> {
+    Tcp(TcpSegment<'a>),
+    /// IP but not TCP (UDP, ICMP, ...), or a non-first IP fragment.
+    OtherIp,
+    /// Not IP (ARP, LLDP, ...).
+    NotIp,
+    /// The link type is not one pcapsleuth decodes.
+    UnsupportedLink,
+    /// Too short or inconsistent to reach the TCP header (snap length below the headers, bad lengths).
+    Undecodable,
+}
+
+/// Linux cooked v1 header length; the protocol field is its last two bytes.
+const SLL_LEN: usize = 16;
+/// Linux cooked v2 header length; the protocol field is its first two bytes.
+const SLL2_LEN: usize = 20;
+
+/// Decodes a packet of the given link type.
+pub fn decode(link: LinkType, data: &[u8]) -> Decoded<'_> {
+    let sliced = match link {
+        LinkType::Ethernet => LaxSlicedPacket::from_ethernet(data).ok(),
+        LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6 => LaxSlicedPacket::from_ip(data).ok(),
+        LinkType::Null | LinkType::Loop => {
+            // The 4-byte address family is the writer's byte order (NULL) or network order (LOOP); IP's
+            // version nibble after it says which protocol follows either way.
+            data.get(4..)
+                .and_then(|ip| LaxSlicedPacket::from_ip(ip).ok())
+        }
+        LinkType::LinuxSll => cooked(data, SLL_LEN - 2, SLL_LEN),
+        LinkType::LinuxSll2 => cooked(data, 0, SLL2_LEN),
+        LinkType::Other(_) => return Decoded::UnsupportedLink,
+    };
+    let Some(p) = sliced else {
+        return Decoded::Undecodable;
+    };
+    let (payload_len_ip, fragmented) = match &p.net {
+        Some(LaxNetSlice::Ipv4(v4)) => {
+            let h = v4.header();
+            let ip_payload = u32::from(h.total_len()).saturating_sub(u32::from(h.ihl()) * 4);
+            (Some(ip_payload), v4.is_payload_fragmented())
+        }
+        Some(LaxNetSlice::Ipv6(v6)) => {
+            let ext = v6.extensions().slice().len() as u32;
+            let ip_payload = u32::from(v6.header().payload_length()).saturating_sub(ext);
+            (Some(ip_payload), v6.is_payload_fragmented())
+        }
+        Some(LaxNetSlice::Arp(_)) | None => {
+            return if p.link.is_some() && p.stop_err.is_none() {
+                Decoded::NotIp
+            } else {
+                Decoded::Undecodable
+            }
+        }
+    };
+    let (src, dst) = match &p.net {
+        Some(LaxNetSlice::Ipv4(v4)) => (
+            IpAddr::V4(v4.header().source_addr()),
+            IpAddr::V4(v4.header().destination_addr()),
+        ),
+        Some(LaxNetSlice::Ipv6(v6)) => (
+            IpAddr::V6(v6.header().source_addr()),
+            IpAddr::V6(v6.header().destination_addr()),
+        ),
+        _ => return Decoded::Undecodable,
+    };
+    match &p.transport {
+        Some(TransportSlice::Tcp(tcp)) if !fragmented => {
+            let header_len = u32::from(tcp.data_offset()) * 4;
+            let wire = payload_len_ip
+                .filter(|&l| l > 0)
+                .map(|l| l.saturating_sub(header_len))
+                .unwrap_or(tcp.payload().len() as u32);
+            Decoded::Tcp(TcpSegment {
+                src,
+                src_port: tcp.source_port(),
+                dst,
+                dst_port: tcp.destination_port(),
+                seq: tcp.sequence_number(),
+                ack: tcp.acknowledgment_number(),
+                window: tcp.window_size(),
+                flags: TcpFlags(flag_bits(tcp)),
+                payload: tcp.payload(),
+                payload_len: wire.max(tcp.payload().len() as u32),
+            })
+        }
+        Some(_) => Decoded::OtherIp,
+        None if p.stop_err.is_some() => Decoded::Undecodable,
+        None => Decoded::OtherIp,
+    }
+}
+
+fn flag_bits(tcp: &etherparse::TcpSlice<'_>) -> u8 {
+    let mut f = 0;
+    if tcp.fin() {
+        f |= TcpFlags::FIN;
+    }
+    if tcp.syn() {
+        f |= TcpFlags::SYN;
+    }
+    if tcp.rst() {
+        f |= TcpFlags::RST;
+    }
+    if tcp.psh() {
+        f |= TcpFlags::PSH;
+    }
+    if tcp.ack() {
+        f |= TcpFlags::ACK;
+    }
+    f
+}
+
+fn cooked(data: &[u8], proto_at: usize, header_len: usize) -> Option<LaxSlicedPacket<'_>> {
+    let proto = data.get(proto_at..proto_at + 2)?;
+    let payload = data.get(header_len..)?;
+    let ether_type = EtherType(u16::from_be_bytes([proto[0], proto[1]]));
+    Some(LaxSlicedPacket::from_ether_type(ether_type, payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An Ethernet + IPv4 + TCP SYN built by hand (decoder unit test only).
+    fn syn_frame() -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x08, 0x00]);
+        f.extend_from_slice(&[
+            0x45, 0, 0, 44, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1,
+        ]);
+        f.extend_from_slice(&[
+            0xa4, 0x1d, 0x0c, 0xea, 0, 0, 0, 100, 0, 0, 0, 0, 0x60, 0x02, 0xfa, 0xf0, 0, 0, 0, 0,
+            2, 4, 5, 0xb4,
+        ]);
+        f
+    }
+
+    #[test]
+    fn ethernet_ipv4_syn_decodes_ports_seq_and_flags() {
+        let f = syn_frame();
+        let Decoded::Tcp(t) = decode(LinkType::Ethernet, &f) else {
+            panic!("not tcp")
+        };
+        assert_eq!((t.src_port, t.dst_port, t.seq), (42013, 3306, 100));
+        assert!(t.flags.syn() && !t.flags.ack());
+        assert_eq!(t.payload_len, 0);
+    }
+
+    #[test]
+    fn truncated_headers_are_undecodable_not_a_panic() {
+        let f = syn_frame();
+        for cut in 0..f.len() {
+            let _ = decode(LinkType::Ethernet, &f[..cut]);
+            let _ = decode(LinkType::LinuxSll2, &f[..cut]);
+            let _ = decode(LinkType::Null, &f[..cut]);
+        }
+    }
+
+    #[test]
+    fn linux_cooked_v2_carries_the_ether_type_first() {
+        let eth = syn_frame();
+        let mut f = vec![
+            0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        f.extend_from_slice(&eth[14..]);
+        assert!(matches!(decode(LinkType::LinuxSll2, &f), Decoded::Tcp(t) if t.dst_port == 3306));
+    }
+}

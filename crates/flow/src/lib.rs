@@ -1,0 +1,24 @@
+//! Packet decoding and TCP connection tracking.
+//!
+//! [`decode`] turns a record's bytes into a [`TcpSegment`] (Ethernet with VLAN tags, Linux cooked v1/v2,
+//! raw IP, BSD loopback; IPv4 and IPv6). [`FlowKey`] names a 4-tuple without direction.
+//! [`ConnectionTracker`] follows one 4-tuple through its connections and concludes each into a
+//! [`Connection`]: roles, handshake RTT, per-direction counters, and how it closed.
+//!
+//! ```
+//! use pcapsleuth_flow::{decode, Decoded};
+//! use pcapsleuth_capture::LinkType;
+//! assert!(matches!(decode(LinkType::Ethernet, &[0u8; 10]), Decoded::Undecodable));
+//! ```
+
+mod decode;
+mod key;
+mod tcp;
+
+pub use decode::{decode, Decoded, TcpFlags, TcpSegment};
+pub use key::{Endpoint, FlowKey, Side};
+pub use tcp::{
+    server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,
+    ConnectionState, ConnectionTracker, DirectionStats, Fed, FrameRef, Role, RoleBasis,
+    SegmentClass,
+};

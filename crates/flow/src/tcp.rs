@@ -1,0 +1,445 @@
+//! TCP connection tracking: roles, handshake, per-direction counters, retransmissions, zero windows,
+//! and how and by whom a connection was closed.
+//!
+//! One [`ConnectionTracker`] follows one 4-tuple through time; a SYN after a FIN or RST starts a new
+//! connection on the same 4-tuple (port reuse). Packets must be fed in capture order.
+
+use serde::Serialize;
+
+use crate::decode::{TcpFlags, TcpSegment};
+use crate::key::{Endpoint, FlowKey, Side};
+use pcapsleuth_capture::Timestamp;
+
+/// A packet's place in the capture: Wireshark's frame number and its timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct FrameRef {
+    pub frame: u64,
+    #[serde(serialize_with = "ser_ts")]
+    pub ts: Timestamp,
+}
+
+fn ser_ts<S: serde::Serializer>(ts: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(ts.as_secs_f64())
+}
+
+/// The TCP flag that ended (or began ending) a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum CloseFlag {
+    Fin,
+    Rst,
+}
+
+/// Which role an endpoint plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Client,
+    Server,
+    /// Roles could not be told apart (no handshake, no port hint).
+    Unknown,
+}
+
+/// How the client/server roles of a connection were decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleBasis {
+    /// The client sent the SYN.
+    Syn,
+    /// The server sent the SYN+ACK (the SYN itself was not captured).
+    SynAck,
+    /// The server endpoint accepted a handshake on another connection in this capture.
+    KnownListener,
+    /// Port heuristics: well-known port below 1024, or the non-ephemeral side.
+    Port,
+    /// An application protocol said so (e.g. the MySQL server greeting).
+    Protocol,
+}
+
+/// Traffic of one direction of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct DirectionStats {
+    pub packets: u64,
+    /// TCP payload bytes on the wire (retransmissions included).
+    pub payload_bytes: u64,
+    /// Frame bytes on the wire (link-layer length of every packet).
+    pub wire_bytes: u64,
+    /// Segments that resent sequence space already seen (Wireshark's `tcp.analysis.retransmission`,
+    /// without its out-of-order refinement).
+    pub retransmissions: u64,
+    /// Segments advertising a zero receive window (Wireshark's `tcp.analysis.zero_window`).
+    pub zero_windows: u64,
+    /// Packets the snap length cut short.
+    pub truncated: u64,
+}
+
+/// The first FIN or RST a side sent, and what the other side was waiting for at that moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CloseEvent {
+    pub at: FrameRef,
+    pub flag: CloseFlag,
+    #[serde(skip)]
+    pub side: Side,
+    /// Bytes the peer had sent that the closing side had not acknowledged.
+    pub peer_unacked_bytes: u64,
+    /// The last payload before the close came from the peer: its request was left unanswered.
+    pub peer_awaiting_reply: bool,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "by")]
+pub enum ConnectionEnd {
+    /// Both sides sent FIN; `by` began it.
+    Graceful(Role),
+    /// A RST ended it.
+    Reset(Role),
+    /// Only `by` sent a FIN before the capture ended.
+    HalfClosed(Role),
+    /// Still open when the capture ended.
+    Open,
+}
+
+/// What tracking concluded about one connection of a 4-tuple.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Connection {
+    pub client: Endpoint,
+    pub server: Endpoint,
+    /// Whether `client`/`server` are known; `Unknown` means they are just the two ends.
+    pub roles_known: bool,
+    pub role_basis: Option<RoleBasis>,
+    pub first: FrameRef,
+    pub last: FrameRef,
+    /// SYN to the ACK that completes the handshake (Wireshark's `tcp.analysis.initial_rtt`).
+    pub handshake_rtt_ns: Option<i64>,
+    pub to_server: DirectionStats,
+    pub to_client: DirectionStats,
+    pub first_fin: Option<ClosedBy>,
+    pub first_rst: Option<ClosedBy>,
+    pub end: ConnectionEnd,
+}
+
+/// A [`CloseEvent`] with the role of the side that sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ClosedBy {
+    #[serde(flatten)]
+    pub event: CloseEvent,
+    pub by: Role,
+}
+
+impl Connection {
+    /// The packet that began the end: the earlier of the first FIN and the first RST.
+    pub fn close(&self) -> Option<ClosedBy> {
+        match (self.first_fin, self.first_rst) {
+            (Some(f), Some(r)) => Some(if r.event.at.frame < f.event.at.frame {
+                r
+            } else {
+                f
+            }),
+            (f, r) => f.or(r),
+        }
+    }
+
+    pub fn duration_ns(&self) -> i64 {
+        self.last.ts.0 - self.first.ts.0
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.to_server.wire_bytes + self.to_client.wire_bytes
+    }
+}
+
+/// Per-side sequence state.
+#[derive(Debug, Clone, Copy, Default)]
+struct SideState {
+    /// Highest sequence number sent plus its length: the next byte expected.
+    next_seq: Option<u32>,
+    /// Latest acknowledgment number this side sent.
+    last_ack: Option<u32>,
+    stats: DirectionStats,
+    first_fin: Option<CloseEvent>,
+    first_rst: Option<CloseEvent>,
+    syn: Option<FrameRef>,
+    syn_ack: Option<FrameRef>,
+}
+
+/// Sequence-space comparison (RFC 1982 serial arithmetic).
+fn seq_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// How a segment relates to the sequence space already seen in its direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentClass {
+    /// New sequence space (or a pure ACK).
+    New,
+    /// Resends sequence space already seen.
+    Retransmission,
+    /// A one-byte (or empty) probe at next_seq - 1.
+    KeepAlive,
+}
+
+/// The state of one connection while packets arrive.
+#[derive(Debug, Clone)]
+pub struct ConnectionState {
+    key: FlowKey,
+    sides: [SideState; 2],
+    first: FrameRef,
+    last: FrameRef,
+    handshake_ack: Option<FrameRef>,
+    last_data_side: Option<Side>,
+}
+
+impl ConnectionState {
+    fn new(key: FlowKey, at: FrameRef) -> Self {
+        ConnectionState {
+            key,
+            sides: [SideState::default(); 2],
+            first: at,
+            last: at,
+            handshake_ack: None,
+            last_data_side: None,
+        }
+    }
+
+    pub fn key(&self) -> FlowKey {
+        self.key
+    }
+
+    fn closed(&self) -> bool {
+        self.sides
+            .iter()
+            .any(|s| s.first_fin.is_some() || s.first_rst.is_some())
+    }
+
+    /// The client side, if a handshake packet says which it is.
+    pub fn handshake_client(&self) -> Option<(Side, RoleBasis)> {
+        if self.sides[0].syn.is_some() != self.sides[1].syn.is_some() {
+            let s = if self.sides[0].syn.is_some() {
+                Side::Lo
+            } else {
+                Side::Hi
+            };
+            return Some((s, RoleBasis::Syn));
+        }
+        if self.sides[0].syn_ack.is_some() != self.sides[1].syn_ack.is_some() {
+            let s = if self.sides[0].syn_ack.is_some() {
+                Side::Hi
+            } else {
+                Side::Lo
+            };
+            return Some((s, RoleBasis::SynAck));
+        }
+        None
+    }
+
+    /// Whether the connection began inside the capture (its SYN was seen).
+    pub fn saw_syn(&self) -> bool {
+        self.sides.iter().any(|s| s.syn.is_some())
+    }
+
+    fn update(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        wire_len: u32,
+        at: FrameRef,
+    ) -> SegmentClass {
+        self.last = at;
+        let flags = seg.flags;
+        let seg_len = seg.payload_len + u32::from(flags.syn()) + u32::from(flags.fin());
+        let peer_next = self.sides[side.other().index()].next_seq;
+        let peer_has_data_unanswered = self.last_data_side == Some(side.other());
+        let s = &mut self.sides[side.index()];
+        s.stats.packets += 1;
+        s.stats.payload_bytes += u64::from(seg.payload_len);
+        s.stats.wire_bytes += u64::from(wire_len);
+        if (seg.payload.len() as u32) < seg.payload_len {
+            s.stats.truncated += 1;
+        }
+        if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
+            s.stats.zero_windows += 1;
+        }
+        let mut class = SegmentClass::New;
+        if seg_len > 0 && !flags.rst() {
+            if let Some(next) = s.next_seq {
+                if seq_before(seg.seq, next) {
+                    class = if seg.payload_len <= 1
+                        && seg.seq == next.wrapping_sub(1)
+                        && !flags.syn()
+                        && !flags.fin()
+                    {
+                        SegmentClass::KeepAlive
+                    } else {
+                        s.stats.retransmissions += 1;
+                        SegmentClass::Retransmission
+                    };
+                }
+            }
+            let end = seg.seq.wrapping_add(seg_len);
+            if s.next_seq.is_none_or(|n| seq_before(n, end)) {
+                s.next_seq = Some(end);
+            }
+        }
+        if flags.ack() {
+            s.last_ack = Some(seg.ack);
+        }
+        if flags.syn() {
+            let slot = if flags.ack() {
+                &mut s.syn_ack
+            } else {
+                &mut s.syn
+            };
+            slot.get_or_insert(at);
+        } else if flags.ack() && self.handshake_ack.is_none() {
+            let this_syn = s.syn.is_some();
+            let peer_syn_ack = self.sides[side.other().index()].syn_ack.is_some();
+            if this_syn && peer_syn_ack {
+                self.handshake_ack = Some(at);
+            }
+        }
+        let s = &mut self.sides[side.index()];
+        if flags.fin() || flags.rst() {
+            let unacked = match (peer_next, seg.flags.ack().then_some(seg.ack).or(s.last_ack)) {
+                (Some(n), Some(a)) if seq_before(a, n) => u64::from(n.wrapping_sub(a)),
+                _ => 0,
+            };
+            let event = CloseEvent {
+                at,
+                flag: if flags.rst() {
+                    CloseFlag::Rst
+                } else {
+                    CloseFlag::Fin
+                },
+                side,
+                peer_unacked_bytes: unacked,
+                peer_awaiting_reply: peer_has_data_unanswered,
+            };
+            let slot = if flags.rst() {
+                &mut s.first_rst
+            } else {
+                &mut s.first_fin
+            };
+            slot.get_or_insert(event);
+        }
+        if seg.payload_len > 0 && class == SegmentClass::New {
+            self.last_data_side = Some(side);
+        }
+        class
+    }
+
+    /// Concludes the connection, given who the client is (when known).
+    pub fn finish(self, client: Option<(Side, RoleBasis)>) -> Connection {
+        let (client_side, basis) = match client {
+            Some((s, b)) => (s, Some(b)),
+            None => (Side::Lo, None),
+        };
+        let known = basis.is_some();
+        let role_of = |side: Side| match (known, side == client_side) {
+            (false, _) => Role::Unknown,
+            (true, true) => Role::Client,
+            (true, false) => Role::Server,
+        };
+        let c = &self.sides[client_side.index()];
+        let sv = &self.sides[client_side.other().index()];
+        let first_of = |a: Option<CloseEvent>, b: Option<CloseEvent>| match (a, b) {
+            (Some(x), Some(y)) => Some(if y.at.frame < x.at.frame { y } else { x }),
+            (x, y) => x.or(y),
+        };
+        let with_role = |e: Option<CloseEvent>| {
+            e.map(|event| ClosedBy {
+                event,
+                by: role_of(event.side),
+            })
+        };
+        let first_fin = with_role(first_of(c.first_fin, sv.first_fin));
+        let first_rst = with_role(first_of(c.first_rst, sv.first_rst));
+        let end = match (first_rst, first_fin) {
+            (Some(r), _) => ConnectionEnd::Reset(r.by),
+            (None, Some(f)) if c.first_fin.is_some() && sv.first_fin.is_some() => {
+                ConnectionEnd::Graceful(f.by)
+            }
+            (None, Some(f)) => ConnectionEnd::HalfClosed(f.by),
+            (None, None) => ConnectionEnd::Open,
+        };
+        let syn = c.syn.or(sv.syn);
+        Connection {
+            client: self.key.endpoint(client_side),
+            server: self.key.endpoint(client_side.other()),
+            roles_known: known,
+            role_basis: basis,
+            first: self.first,
+            last: self.last,
+            handshake_rtt_ns: syn.zip(self.handshake_ack).map(|(s, a)| a.ts.0 - s.ts.0),
+            to_server: c.stats,
+            to_client: sv.stats,
+            first_fin,
+            first_rst,
+            end,
+        }
+    }
+}
+
+/// Follows one 4-tuple: the current connection, and those it replaced (port reuse).
+#[derive(Debug, Clone)]
+pub struct ConnectionTracker {
+    current: ConnectionState,
+}
+
+/// What feeding a segment produced.
+pub struct Fed {
+    pub class: SegmentClass,
+    /// The previous connection on this 4-tuple, ended because this segment is a new SYN.
+    pub replaced: Option<ConnectionState>,
+}
+
+impl ConnectionTracker {
+    pub fn new(key: FlowKey, at: FrameRef) -> Self {
+        ConnectionTracker {
+            current: ConnectionState::new(key, at),
+        }
+    }
+
+    /// Feeds one segment sent by `side` (in capture order).
+    #[inline]
+    pub fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, wire_len: u32, at: FrameRef) -> Fed {
+        let mut replaced = None;
+        if seg.flags.syn() && !seg.flags.ack() && self.current.closed() {
+            let key = self.current.key;
+            replaced = Some(std::mem::replace(
+                &mut self.current,
+                ConnectionState::new(key, at),
+            ));
+        }
+        let class = self.current.update(side, seg, wire_len, at);
+        Fed { class, replaced }
+    }
+
+    pub fn current(&self) -> &ConnectionState {
+        &self.current
+    }
+
+    pub fn into_current(self) -> ConnectionState {
+        self.current
+    }
+}
+
+/// Decides the server side of a connection without a usable handshake, from ports: a port below 1024
+/// listens; otherwise the side outside the ephemeral range (32768 and up, and Windows' 49152 and up)
+/// listens; otherwise the lower port.
+pub fn server_side_by_port(key: &FlowKey) -> Side {
+    let (lo, hi) = (key.lo.port, key.hi.port);
+    let well_known = |p: u16| p < 1024;
+    let ephemeral = |p: u16| p >= 32768;
+    if well_known(lo) != well_known(hi) {
+        return if well_known(lo) { Side::Lo } else { Side::Hi };
+    }
+    if ephemeral(lo) != ephemeral(hi) {
+        return if ephemeral(lo) { Side::Hi } else { Side::Lo };
+    }
+    if lo <= hi {
+        Side::Lo
+    } else {
+        Side::Hi
+    }
+}

@@ -1,0 +1,208 @@
+//! Human-readable tables.
+
+use std::fmt::Write;
+
+use pcapsleuth_analysis::{Analysis, CloseReport, FirstReset};
+use pcapsleuth_flow::{CloseFlag, Connection, ConnectionEnd, Role};
+use serde::Serialize;
+
+fn flag(f: CloseFlag) -> &'static str {
+    match f {
+        CloseFlag::Fin => "FIN",
+        CloseFlag::Rst => "RST",
+    }
+}
+
+fn role(r: Role) -> &'static str {
+    match r {
+        Role::Client => "client",
+        Role::Server => "server",
+        Role::Unknown => "unknown",
+    }
+}
+
+/// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, without a date library: civil-from-days
+/// (Howard Hinnant's algorithm).
+pub(crate) fn utc(secs: f64) -> String {
+    let total_us = (secs * 1e6).round() as i64;
+    let (days, rem_us) = (
+        total_us.div_euclid(86_400_000_000),
+        total_us.rem_euclid(86_400_000_000),
+    );
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let s = rem_us / 1_000_000;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:06} UTC",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        rem_us % 1_000_000
+    )
+}
+
+fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
+    let _ = writeln!(
+        out,
+        "{title}: frame {} at {:.6}s ({})",
+        c.frame,
+        c.rel_time,
+        utc(c.time)
+    );
+    let _ = writeln!(
+        out,
+        "  {} {} by the {}   client {}  server {}",
+        flag(c.flag),
+        if c.flag == CloseFlag::Rst {
+            "(reset)"
+        } else {
+            "(close)"
+        },
+        role(c.initiator),
+        c.client,
+        c.server
+    );
+    let _ = writeln!(out, "  {}", c.reason);
+}
+
+/// `pcapsleuth first-reset` for people.
+pub fn render_first_reset(r: &FirstReset) -> String {
+    let mut out = String::new();
+    match (&r.first_rst, &r.first_fin) {
+        (None, None) => {
+            let _ = writeln!(out, "No FIN or RST in {} TCP connections.", r.connections);
+        }
+        (rst, fin) => {
+            if let Some(c) = rst {
+                describe_close(&mut out, "First RST", c);
+            } else {
+                let _ = writeln!(out, "No RST in the capture.");
+            }
+            if let Some(c) = fin {
+                describe_close(&mut out, "First FIN", c);
+            } else {
+                let _ = writeln!(out, "No FIN in the capture.");
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{} connections, {} closed ({} listed below), {} still open at the end of the capture.",
+        r.connections,
+        r.total_closes,
+        r.closes.len(),
+        r.open_at_end
+    );
+    if !r.closes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{:>8}  {:>12}  {:<3}  {:<7}  {:<22}  {:<22}  reason",
+            "frame", "rel_time(s)", "flg", "by", "client", "server"
+        );
+        for c in &r.closes {
+            let _ = writeln!(
+                out,
+                "{:>8}  {:>12.6}  {:<3}  {:<7}  {:<22}  {:<22}  {}",
+                c.frame,
+                c.rel_time,
+                flag(c.flag),
+                role(c.initiator),
+                c.client,
+                c.server,
+                c.reason
+            );
+        }
+    }
+    out
+}
+
+/// Orders for `pcapsleuth flows --sort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FlowSort {
+    Start,
+    Bytes,
+    Duration,
+}
+
+fn end_text(e: ConnectionEnd) -> String {
+    match e {
+        ConnectionEnd::Graceful(r) => format!("FIN by {}", role(r)),
+        ConnectionEnd::Reset(r) => format!("RST by {}", role(r)),
+        ConnectionEnd::HalfClosed(r) => format!("half-closed by {}", role(r)),
+        ConnectionEnd::Open => "open".into(),
+    }
+}
+
+/// Sorts connections for display: by start (frame), bytes or duration (largest first).
+pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
+    let mut v: Vec<&Connection> = conns.iter().collect();
+    match by {
+        FlowSort::Start => {}
+        FlowSort::Bytes => v.sort_by_key(|c| std::cmp::Reverse(c.total_bytes())),
+        FlowSort::Duration => v.sort_by_key(|c| std::cmp::Reverse(c.duration_ns())),
+    }
+    v
+}
+
+/// `pcapsleuth flows` for people: one row per connection.
+pub fn render_flows(a: &Analysis, conns: &[&Connection]) -> String {
+    let first = a.capture.first_ts.map_or(0, |t| t.0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<24} {:>8} {:>10} {:>8} {:>7} {:>7} {:>6} {:>6} {:>9}  end",
+        "client",
+        "server",
+        "frame",
+        "start(s)",
+        "dur(s)",
+        "pkts>",
+        "pkts<",
+        "retr",
+        "zwin",
+        "bytes"
+    );
+    for c in conns {
+        let _ = writeln!(
+            out,
+            "{:<24} {:<24} {:>8} {:>10.3} {:>8.3} {:>7} {:>7} {:>6} {:>6} {:>9}  {}{}",
+            c.client.to_string(),
+            c.server.to_string(),
+            c.first.frame,
+            (c.first.ts.0 - first) as f64 / 1e9,
+            c.duration_ns() as f64 / 1e9,
+            c.to_server.packets,
+            c.to_client.packets,
+            c.to_server.retransmissions + c.to_client.retransmissions,
+            c.to_server.zero_windows + c.to_client.zero_windows,
+            c.total_bytes(),
+            end_text(c.end),
+            if c.roles_known {
+                ""
+            } else {
+                " (roles unknown)"
+            }
+        );
+    }
+    let _ = writeln!(out, "{} connections", conns.len());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_formats_known_instants() {
+        assert_eq!(super::utc(0.0), "1970-01-01 00:00:00.000000 UTC");
+        assert_eq!(
+            super::utc(1_795_333_062.5),
+            "2026-11-22 07:37:42.500000 UTC"
+        );
+    }
+}

@@ -1,0 +1,417 @@
+//! The `pcapsleuth` command: a thin shell over the library.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use pcapsleuth::analysis::{self, Analysis, EngineOptions};
+use pcapsleuth::capture::{Capture, CaptureError, PcapWriter};
+use pcapsleuth::flow::{decode, Decoded, Endpoint};
+use pcapsleuth::report::{self, FlowSort};
+
+/// Offline forensics for MySQL traffic captures: who closed the connection first, and how.
+///
+/// Reads classic pcap (µs/ns, either byte order) and pcapng, Ethernet (VLAN), Linux cooked v1/v2
+/// (`tcpdump -i any`), raw IP and loopback, IPv4 and IPv6, in parallel. Frame numbers are Wireshark's, so
+/// "Go to packet" finds them.
+#[derive(Parser)]
+#[command(name = "pcapsleuth", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct Common {
+    /// Capture file (pcap or pcapng).
+    file: PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(
+        short = 'j',
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        hide_default_value = true
+    )]
+    threads: usize,
+    /// Print JSON for scripts instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Number of byte-range splits (default: automatic). Results do not depend on it.
+    #[arg(long, value_name = "N", hide = true)]
+    splits: Option<usize>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The first FIN and first RST of the capture, and the first connection closes in time order.
+    ///
+    /// For each close: Wireshark frame number, absolute and relative time, client and server, who closed
+    /// (client/server), FIN or RST, and whether the other side still had data unacknowledged or a request
+    /// unanswered.
+    #[command(name = "first-reset")]
+    FirstReset {
+        #[command(flatten)]
+        common: Common,
+        /// How many closes to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One row per TCP connection: roles, times, packets and bytes each way, retransmissions, zero
+    /// windows, and how and by whom it closed (like `tshark -z conv,tcp`, plus the close).
+    Flows {
+        #[command(flatten)]
+        common: Common,
+        /// Order of the rows.
+        #[arg(long, value_enum, default_value_t = SortArg::Start)]
+        sort: SortArg,
+    },
+    /// Copies every packet of the matching TCP connections into a new capture for Wireshark
+    /// (records byte-identical: original link type and timestamps).
+    Extract {
+        /// Capture file to read.
+        file: PathBuf,
+        /// Packets with this TCP port on either side.
+        #[arg(long, value_name = "N", group = "filter")]
+        port: Option<u16>,
+        /// Packets to or from this endpoint (IP:PORT or [IPv6]:PORT).
+        #[arg(long, value_name = "IP:PORT", group = "filter")]
+        flow: Option<String>,
+        /// One connection: CLIENT_IP:PORT-SERVER_IP:PORT (either direction matches).
+        #[arg(long, value_name = "CLIENT-SERVER", group = "filter")]
+        conn: Option<String>,
+        /// Output file.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
+    },
+    /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`), written in parallel.
+    Split {
+        /// Capture file to read.
+        file: PathBuf,
+        /// Packets per piece.
+        #[arg(long, value_name = "N", group = "size", required = true)]
+        packets: Option<u64>,
+        /// Megabytes (10^6 bytes) per piece.
+        #[arg(long, value_name = "N", group = "size", required = true)]
+        megabytes: Option<u64>,
+        /// Directory for the pieces (created if missing).
+        #[arg(short, long, value_name = "DIR")]
+        output: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SortArg {
+    Start,
+    Bytes,
+    Duration,
+}
+
+/// An input problem: exit code 2.
+struct InputError(String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            if let Some(InputError(msg)) = e.downcast_ref::<InputError>() {
+                eprintln!("pcapsleuth: {msg}");
+                return ExitCode::from(2);
+            }
+            if let Some(ce) = e.downcast_ref::<CaptureError>() {
+                eprintln!("pcapsleuth: {ce}");
+                return ExitCode::from(if matches!(ce, CaptureError::Write { .. }) {
+                    1
+                } else {
+                    2
+                });
+            }
+            eprintln!("pcapsleuth: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+impl std::fmt::Debug for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for InputError {}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::FirstReset { common, limit } => {
+            let (cap, a) = analyze(&common)?;
+            let answer = analysis::first_reset(&a, limit);
+            emit(if common.json {
+                report::to_json(&answer)
+            } else {
+                report::render_first_reset(&answer)
+            })?;
+            Ok(finish(&cap, &a))
+        }
+        Command::Flows { common, sort } => {
+            let (cap, a) = analyze(&common)?;
+            let by = match sort {
+                SortArg::Start => FlowSort::Start,
+                SortArg::Bytes => FlowSort::Bytes,
+                SortArg::Duration => FlowSort::Duration,
+            };
+            let rows = report::sorted(&a.connections, by);
+            emit(if common.json {
+                report::to_json(&serde_json::json!({ "capture": a.capture, "connections": rows }))
+            } else {
+                report::render_flows(&a, &rows)
+            })?;
+            Ok(finish(&cap, &a))
+        }
+        Command::Extract {
+            file,
+            port,
+            flow,
+            conn,
+            output,
+        } => extract(&file, port, flow, conn, &output),
+        Command::Split {
+            file,
+            packets,
+            megabytes,
+            output,
+        } => split(&file, packets, megabytes, &output),
+    }
+}
+
+fn emit(text: String) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+fn open(path: &Path) -> anyhow::Result<Capture> {
+    Ok(Capture::open(path)?)
+}
+
+fn analyze(common: &Common) -> anyhow::Result<(Capture, Analysis)> {
+    let cap = open(&common.file)?;
+    let opts = EngineOptions {
+        threads: common.threads,
+        splits: common.splits,
+    };
+    let show = std::io::stderr().is_terminal() && cap.len() > 256 << 20;
+    let a = analysis::analyze_with_progress(&cap, &opts, |done, total| {
+        if show {
+            eprint!(
+                "\rreading {}: {:>3}% ({:.1} of {:.1} GB)",
+                common.file.display(),
+                done * 100 / total.max(1),
+                done as f64 / 1e9,
+                total as f64 / 1e9
+            );
+        }
+    });
+    if show {
+        eprint!("\r\x1b[K");
+    }
+    Ok((cap, a))
+}
+
+/// Warnings for damage the reading survived; exit code 2 if any of it was more than a cut-short tail.
+fn finish(cap: &Capture, a: &Analysis) -> ExitCode {
+    let mut fatal = false;
+    for d in &a.capture.damage {
+        let level = if d.is_fatal() { "error" } else { "warning" };
+        eprintln!("pcapsleuth: {level}: {}: {d}", cap.path().display());
+        fatal |= d.is_fatal();
+    }
+    if fatal {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Which packets `extract` keeps.
+enum Selection {
+    Port(u16),
+    Endpoint(Endpoint),
+    Connection(Endpoint, Endpoint),
+}
+
+fn parse_conn(s: &str) -> anyhow::Result<(Endpoint, Endpoint)> {
+    // The '-' between the endpoints is the one outside IPv6 brackets.
+    let mut depth = 0i32;
+    let cut = s.char_indices().find(|&(_, c)| {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => {}
+        }
+        c == '-' && depth == 0
+    });
+    let Some((i, _)) = cut else {
+        bail!(InputError(format!(
+            "--conn expects CLIENT_IP:PORT-SERVER_IP:PORT, got `{s}`"
+        )));
+    };
+    let a = s[..i]
+        .parse::<Endpoint>()
+        .map_err(|e| InputError(format!("--conn: {e}")))?;
+    let b = s[i + 1..]
+        .parse::<Endpoint>()
+        .map_err(|e| InputError(format!("--conn: {e}")))?;
+    Ok((a, b))
+}
+
+fn extract(
+    file: &Path,
+    port: Option<u16>,
+    flow: Option<String>,
+    conn: Option<String>,
+    output: &Path,
+) -> anyhow::Result<ExitCode> {
+    let sel = match (port, flow, conn) {
+        (Some(p), _, _) => Selection::Port(p),
+        (_, Some(f), _) => Selection::Endpoint(
+            f.parse()
+                .map_err(|e: String| InputError(format!("--flow: {e}")))?,
+        ),
+        (_, _, Some(c)) => {
+            let (a, b) = parse_conn(&c)?;
+            Selection::Connection(a, b)
+        }
+        _ => bail!(InputError(
+            "extract needs one of --port N, --flow IP:PORT or --conn CLIENT-SERVER".into()
+        )),
+    };
+    let cap = open(file)?;
+    let mut w = PcapWriter::create(output, &cap)?;
+    let mut reader = cap.reader_all();
+    while let Some(rec) = reader.next_record() {
+        let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
+            continue;
+        };
+        let src = Endpoint {
+            ip: seg.src,
+            port: seg.src_port,
+        };
+        let dst = Endpoint {
+            ip: seg.dst,
+            port: seg.dst_port,
+        };
+        let keep = match &sel {
+            Selection::Port(p) => src.port == *p || dst.port == *p,
+            Selection::Endpoint(e) => src == *e || dst == *e,
+            Selection::Connection(a, b) => (src == *a && dst == *b) || (src == *b && dst == *a),
+        };
+        if keep {
+            w.write(&rec)?;
+        }
+    }
+    let n = w.finish()?;
+    eprintln!("pcapsleuth: wrote {n} packets to {}", output.display());
+    let damage = reader.take_damage();
+    let mut fatal = false;
+    for d in &damage {
+        eprintln!(
+            "pcapsleuth: {}: {}: {d}",
+            if d.is_fatal() { "error" } else { "warning" },
+            file.display()
+        );
+        fatal |= d.is_fatal();
+    }
+    Ok(if fatal {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn split(
+    file: &Path,
+    packets: Option<u64>,
+    megabytes: Option<u64>,
+    out_dir: &Path,
+) -> anyhow::Result<ExitCode> {
+    use rayon::prelude::*;
+    let cap = open(file)?;
+    if packets == Some(0) || megabytes == Some(0) {
+        bail!(InputError("split size must be at least 1".into()));
+    }
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Piece boundaries: a sequential walk of record headers (fast), then pieces are copied in parallel,
+    // each as one contiguous run of whole records after the source's own header.
+    let mut cuts = vec![cap.initial_state().offset];
+    let mut reader = cap.reader_all();
+    let (mut in_piece, mut piece_start) = (0u64, cap.initial_state().offset);
+    while let Some(rec) = reader.next_record() {
+        let full = match (packets, megabytes) {
+            (Some(n), _) => in_piece >= n,
+            (_, Some(mb)) => {
+                in_piece > 0 && rec.offset + rec.raw.len() as u64 - piece_start > mb * 1_000_000
+            }
+            _ => false,
+        };
+        if full {
+            cuts.push(rec.offset);
+            piece_start = rec.offset;
+            in_piece = 0;
+        }
+        in_piece += 1;
+    }
+    cuts.push(reader.state().offset);
+    let damage = reader.take_damage();
+    let stem = file
+        .file_stem()
+        .map_or("capture".into(), |s| s.to_string_lossy().into_owned());
+    let ext = file
+        .extension()
+        .map_or("pcap".into(), |s| s.to_string_lossy().into_owned());
+    let pieces: Vec<(usize, u64, u64)> = cuts
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[1] > w[0])
+        .map(|(i, w)| (i, w[0], w[1]))
+        .collect();
+    let written: Result<Vec<PathBuf>, CaptureError> = pieces
+        .par_iter()
+        .map(|&(i, a, b)| {
+            let path = out_dir.join(format!("{stem}_{i:05}.{ext}"));
+            let mut w = PcapWriter::create(&path, &cap)?;
+            w.write_raw(&cap.bytes()[a as usize..b as usize])?;
+            w.finish()?;
+            Ok(path)
+        })
+        .collect();
+    let written = written?;
+    eprintln!(
+        "pcapsleuth: wrote {} pieces to {}",
+        written.len(),
+        out_dir.display()
+    );
+    let mut fatal = false;
+    for d in &damage {
+        eprintln!(
+            "pcapsleuth: {}: {}: {d}",
+            if d.is_fatal() { "error" } else { "warning" },
+            file.display()
+        );
+        fatal |= d.is_fatal();
+    }
+    Ok(if fatal {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
