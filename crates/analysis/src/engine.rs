@@ -24,21 +24,12 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 /// How to run the engine.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
     /// Worker threads (0: all cores).
     pub threads: usize,
     /// Exact number of splits (None: enough that each is at most [`SPLIT_TARGET_BYTES`]).
     pub splits: Option<usize>,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions {
-            threads: 0,
-            splits: None,
-        }
-    }
 }
 
 /// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a

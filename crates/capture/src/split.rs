@@ -20,9 +20,8 @@ impl Split {
     /// exactly. When it does not (a false resync, or pcapng interfaces defined mid-file), the split must
     /// be read again with [`Capture::reader_after`]`(prev_end, split.end)`.
     pub fn continues(&self, prev_end: &ReaderState) -> bool {
-        if prev_end.offset >= self.end {
-            return self.start_state.offset >= self.end;
-        }
+        // Exact equality only: when the previous split already read past this one's range, re-reading from
+        // `prev_end` yields nothing and hands `prev_end` on, which is what an empty split must do.
         *prev_end == self.start_state
     }
 }

@@ -276,6 +276,10 @@ impl ConnectionState {
                     };
                 }
             }
+        }
+        // Like Wireshark, every segment (pure ACKs too) advances the next expected sequence number, so a
+        // FIN captured after an ACK that already covers it counts as a retransmission there and here.
+        if !flags.rst() {
             let end = seg.seq.wrapping_add(seg_len);
             if s.next_seq.is_none_or(|n| seq_before(n, end)) {
                 s.next_seq = Some(end);

@@ -1,0 +1,232 @@
+//! The `pcapsleuth` binary end to end: bad input is one clear line and exit code 2, JSON keeps its
+//! documented shape, and `extract`/`split` write captures tshark reads back.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(common::bin()).args(args).output().unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pcapsleuth-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit code 2, exactly one line on stderr naming the file, nothing on stdout, no panic.
+fn assert_input_error(args: &[&str], file: &str, mentions: &str) {
+    let o = run(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: stderr {err}");
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{args:?}: one line expected, got {err}"
+    );
+    assert!(err.contains(file), "{args:?}: {err} does not name {file}");
+    assert!(
+        err.contains(mentions),
+        "{args:?}: {err} does not say {mentions}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn write(name: &str, bytes: &[u8]) -> String {
+    let p = scratch(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+fn pcap_header(linktype: u32) -> Vec<u8> {
+    let mut h = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    h.extend_from_slice(&65535u32.to_le_bytes());
+    h.extend_from_slice(&linktype.to_le_bytes());
+    h
+}
+
+#[test]
+fn bad_inputs_get_one_line_naming_the_file_and_exit_code_2() {
+    assert_input_error(
+        &["first-reset", "/nonexistent/x.pcap"],
+        "/nonexistent/x.pcap",
+        "cannot open",
+    );
+    let dir = std::env::temp_dir();
+    let d = dir.to_str().unwrap();
+    assert_input_error(&["first-reset", d], d, "directory");
+    let empty = write("empty.pcap", b"");
+    assert_input_error(&["first-reset", &empty], &empty, "empty");
+    let text = write("notes.pcap", b"this is not a capture file at all\n");
+    assert_input_error(&["flows", &text], &text, "not a pcap or pcapng");
+    let short = write("short.pcap", &pcap_header(1)[..10]);
+    assert_input_error(&["first-reset", &short], &short, "cut short");
+    let usb = write("usb.pcap", &pcap_header(189));
+    assert_input_error(&["first-reset", &usb], &usb, "unsupported link type 189");
+}
+
+#[test]
+fn garbage_after_a_valid_header_is_reported_with_its_offset() {
+    let mut bytes = pcap_header(1);
+    bytes.extend_from_slice(&[0xff; 64]);
+    let f = write("garbage.pcap", &bytes);
+    let o = run(&["first-reset", "--json", &f]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&f) && err.contains("offset 24") && err.contains("caplen"),
+        "{err}"
+    );
+    // What could be read (nothing) is still reported on stdout.
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["closes"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn a_capture_cut_short_mid_record_gives_results_and_a_warning() {
+    let full = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
+    let cut = write("cut.pcap", &full[..full.len() - 700]);
+    let o = run(&["first-reset", "--json", &cut]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning") && stderr(&o).contains("cut short"),
+        "{}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["first_rst"]["frame"], 2029,
+        "the server's RST is before the cut"
+    );
+}
+
+#[test]
+fn first_reset_json_has_the_documented_fields() {
+    let f = common::fixture("stream-stall.pcap");
+    let o = run(&["first-reset", "--json", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rst = &v["first_rst"];
+    assert_eq!(rst["frame"], 2029);
+    assert_eq!(rst["initiator"], "server");
+    assert_eq!(rst["flag"], "RST");
+    assert_eq!(rst["client"], "10.77.1.2:41452");
+    assert_eq!(rst["server"], "10.77.0.1:3306");
+    assert!(rst["time"].as_f64().unwrap() > 1.7e9);
+    assert!((rst["rel_time"].as_f64().unwrap() - 3.585592).abs() < 1e-6);
+    assert!(rst["reason"].as_str().unwrap().contains("server RST"));
+    let closes = v["closes"].as_array().unwrap();
+    assert_eq!(closes.len(), 4);
+    let times: Vec<f64> = closes.iter().map(|c| c["time"].as_f64().unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "closes in time order"
+    );
+    assert_eq!(v["first_fin"]["frame"], 14);
+}
+
+fn tshark_frames(file: &Path) -> usize {
+    common::tshark_count(file, "frame")
+}
+
+#[test]
+fn extract_writes_exactly_the_connection_and_tshark_reads_it() {
+    let src = common::fixture("stream-stall.pcap");
+    let out = scratch("one.pcap");
+    let o = run(&[
+        "extract",
+        src.to_str().unwrap(),
+        "--conn",
+        "10.77.1.2:41452-10.77.0.1:3306",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        tshark_frames(&out),
+        common::tshark_count(&src, "tcp.port==41452"),
+        "extract --conn equals tshark's tcp.port filter for that client port"
+    );
+    let by_port = scratch("port.pcapng");
+    let cooked = common::fixture("any-cooked.pcapng");
+    let o = run(&[
+        "extract",
+        cooked.to_str().unwrap(),
+        "--port",
+        "3306",
+        "-o",
+        by_port.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        tshark_frames(&by_port),
+        common::tshark_count(&cooked, "tcp.port==3306")
+    );
+    // Records are byte-identical: the same packets decode to the same first-reset answer.
+    let a = run(&["first-reset", "--json", by_port.to_str().unwrap()]);
+    let b = run(&["first-reset", "--json", cooked.to_str().unwrap()]);
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&a.stdout).unwrap(),
+        serde_json::from_slice(&b.stdout).unwrap(),
+    );
+    assert_eq!(a["first_fin"]["time"], b["first_fin"]["time"]);
+}
+
+#[test]
+fn split_cuts_into_pieces_tshark_reads_and_loses_no_packet() {
+    let src = common::fixture("err1146-storm.pcap");
+    let dir = scratch("pieces");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = run(&[
+        "split",
+        src.to_str().unwrap(),
+        "--packets",
+        "5000",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut pieces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pieces.sort();
+    let counts: Vec<usize> = pieces.iter().map(|p| tshark_frames(p)).collect();
+    let total = tshark_frames(&src);
+    assert_eq!(counts.iter().sum::<usize>(), total);
+    assert_eq!(counts.len(), total.div_ceil(5000));
+    assert!(
+        counts[..counts.len() - 1].iter().all(|&c| c == 5000),
+        "{counts:?}"
+    );
+}
+
+#[test]
+fn extract_and_split_refuse_nonsense_arguments() {
+    let src = common::fixture("err1146-storm.pcap");
+    let o = run(&[
+        "extract",
+        src.to_str().unwrap(),
+        "--conn",
+        "nonsense",
+        "-o",
+        "/tmp/x.pcap",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--conn"), "{}", stderr(&o));
+    let o = run(&[
+        "split",
+        src.to_str().unwrap(),
+        "--packets",
+        "0",
+        "-o",
+        "/tmp/x",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,76 @@
+//! Shared helpers of the end-to-end tests: where the real captures are, and how to ask tshark.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The captures recorded for this project (fixtures/) and the external ones others recorded
+/// (../shared/external/zeek-mysql, present beside every checkout and in CI).
+pub fn real_captures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in [
+        root.join("fixtures"),
+        root.join("../shared/external/zeek-mysql"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("");
+            if ext == "pcap" || ext == "pcapng" {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(
+        out.len() >= 5,
+        "expected the fixtures and ../shared/external captures, found {out:?}"
+    );
+    out
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+/// Runs tshark and returns its stdout lines. tshark is a test dependency (`.ci/run` installs it).
+pub fn tshark(args: &[&str]) -> Vec<String> {
+    let out = Command::new("tshark")
+        .args(args)
+        .output()
+        .expect("tshark is required by the cross-check tests: apt-get install -y tshark");
+    assert!(
+        out.status.success(),
+        "tshark {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Number of frames tshark's display filter selects.
+pub fn tshark_count(file: &Path, filter: &str) -> usize {
+    tshark(&[
+        "-r",
+        file.to_str().unwrap(),
+        "-Y",
+        filter,
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ])
+    .len()
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pcapsleuth")
+}

@@ -1,0 +1,59 @@
+//! The invariant that lets pcapsleuth be parallel and right: every analysis gives the identical report
+//! whatever the number of splits and threads.
+
+mod common;
+
+use pcapsleuth::analysis::{analyze, first_reset, EngineOptions};
+use pcapsleuth::capture::Capture;
+use pcapsleuth::report::to_json;
+use proptest::prelude::*;
+
+fn reports(
+    cap: &Capture,
+    splits: usize,
+    threads: usize,
+) -> (pcapsleuth::analysis::Analysis, String) {
+    let a = analyze(
+        cap,
+        &EngineOptions {
+            threads,
+            splits: Some(splits),
+        },
+    );
+    let json = to_json(&first_reset(&a, usize::MAX));
+    (a, json)
+}
+
+#[test]
+fn every_real_capture_gives_the_same_reports_with_1_2_3_7_and_64_splits() {
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let (one, one_json) = reports(&cap, 1, 1);
+        assert!(one.capture.counts.packets > 0, "{path:?} read no packets");
+        for splits in [2, 3, 7, 64] {
+            let (a, json) = reports(&cap, splits, 2);
+            assert_eq!(one, a, "{path:?}: analysis differs with {splits} splits");
+            assert_eq!(
+                one_json, json,
+                "{path:?}: first-reset differs with {splits} splits"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Any split count and thread count, on the capture with the most connection events.
+    #[test]
+    fn any_split_count_matches_one_split(splits in 1usize..400, threads in 1usize..4) {
+        static ONE: std::sync::OnceLock<(Capture, pcapsleuth::analysis::Analysis)> = std::sync::OnceLock::new();
+        let (cap, one) = ONE.get_or_init(|| {
+            let cap = Capture::open(common::fixture("stream-stall.pcap")).unwrap();
+            let one = reports(&cap, 1, 1).0;
+            (cap, one)
+        });
+        let (a, _) = reports(cap, splits, threads);
+        prop_assert_eq!(one, &a);
+    }
+}

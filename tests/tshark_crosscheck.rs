@@ -1,0 +1,59 @@
+//! TCP tracking checked against tshark's dissector on every real capture: packets, connections,
+//! retransmissions, zero windows, and the first FIN and RST frames.
+
+mod common;
+
+use pcapsleuth::analysis::{analyze, first_reset, EngineOptions};
+use pcapsleuth::capture::Capture;
+
+#[test]
+fn tcp_facts_match_tshark_on_every_real_capture() {
+    for path in common::real_captures() {
+        let p = path.to_str().unwrap();
+        let cap = Capture::open(&path).unwrap();
+        let a = analyze(&cap, &EngineOptions::default());
+        let conns = &a.connections;
+        let sum = |f: fn(&pcapsleuth::flow::DirectionStats) -> u64| -> usize {
+            conns
+                .iter()
+                .map(|c| (f(&c.to_server) + f(&c.to_client)) as usize)
+                .sum()
+        };
+        assert_eq!(
+            a.capture.counts.packets as usize,
+            common::tshark_count(&path, "frame"),
+            "{p}: packets"
+        );
+        let tshark_conversations = common::tshark(&["-r", p, "-q", "-z", "conv,tcp"])
+            .iter()
+            .filter(|l| l.contains("<->"))
+            .count();
+        assert_eq!(conns.len(), tshark_conversations, "{p}: TCP connections");
+        assert_eq!(
+            sum(|d| d.retransmissions),
+            common::tshark_count(&path, "tcp.analysis.retransmission"),
+            "{p}: retransmissions"
+        );
+        assert_eq!(
+            sum(|d| d.zero_windows),
+            common::tshark_count(&path, "tcp.analysis.zero_window"),
+            "{p}: zero windows"
+        );
+        let answer = first_reset(&a, 0);
+        let first = |filter: &str| {
+            common::tshark(&["-r", p, "-Y", filter, "-T", "fields", "-e", "frame.number"])
+                .first()
+                .map(|s| s.parse::<u64>().unwrap())
+        };
+        assert_eq!(
+            answer.first_fin.map(|c| c.frame),
+            first("tcp.flags.fin==1"),
+            "{p}: first FIN"
+        );
+        assert_eq!(
+            answer.first_rst.map(|c| c.frame),
+            first("tcp.flags.reset==1"),
+            "{p}: first RST"
+        );
+    }
+}
