@@ -1,0 +1,185 @@
+//! The compressed protocol (CLIENT_COMPRESS): each compressed packet has a 7-byte
+//! header (3-byte compressed length, 1-byte compressed sequence id, 3-byte
+//! uncompressed length; 0 means "stored, not deflated") and a zlib payload. The
+//! inner bytes are an ordinary packet stream, and inner packets may straddle
+//! compressed packets, so this layer only turns bytes into bytes.
+//!
+//! Output is produced in a fixed 16 KiB buffer and bounded by the declared
+//! uncompressed length, so a deflate bomb costs time proportional to its
+//! declared size (at most 16 MiB per compressed packet), never memory.
+
+use miniz_oxide::inflate::stream::{inflate, InflateState};
+use miniz_oxide::{DataFormat, MZFlush, MZStatus};
+
+use crate::wire::le_u24;
+
+const OUT_CHUNK: usize = 16 * 1024;
+
+pub(crate) struct Decompressor {
+    hdr: [u8; 7],
+    hdr_fill: usize,
+    in_payload: bool,
+    remaining: u32,
+    uncompressed_len: u32,
+    produced: u32,
+    deflated: bool,
+    /// The current payload cannot be inflated any further: skip it.
+    broken: bool,
+    finished: bool,
+    state: Box<InflateState>,
+    out: Box<[u8]>,
+    /// Payloads that failed to inflate or inflated past their declared length.
+    pub(crate) errors: u64,
+}
+
+impl Decompressor {
+    pub(crate) fn new() -> Self {
+        Decompressor {
+            hdr: [0; 7],
+            hdr_fill: 0,
+            in_payload: false,
+            remaining: 0,
+            uncompressed_len: 0,
+            produced: 0,
+            deflated: false,
+            broken: false,
+            finished: false,
+            state: InflateState::new_boxed(DataFormat::Zlib),
+            out: vec![0u8; OUT_CHUNK].into_boxed_slice(),
+            errors: 0,
+        }
+    }
+
+    /// Forget the partial compressed packet (resynchronisation).
+    pub(crate) fn reset(&mut self) {
+        self.hdr_fill = 0;
+        self.in_payload = false;
+        self.remaining = 0;
+    }
+
+    /// Consume some input; returns (bytes consumed, inner bytes produced). Every
+    /// call with non-empty input consumes at least one byte or produces output.
+    pub(crate) fn push<'a>(&'a mut self, input: &'a [u8]) -> (usize, &'a [u8]) {
+        if !self.in_payload {
+            let mut i = 0;
+            while self.hdr_fill < 7 {
+                let Some(&b) = input.get(i) else {
+                    return (i, &[]);
+                };
+                if let Some(slot) = self.hdr.get_mut(self.hdr_fill) {
+                    *slot = b;
+                }
+                self.hdr_fill += 1;
+                i += 1;
+            }
+            self.hdr_fill = 0;
+            self.remaining = le_u24(&self.hdr).unwrap_or(0);
+            self.uncompressed_len = le_u24(self.hdr.get(4..).unwrap_or(&[])).unwrap_or(0);
+            self.deflated = self.uncompressed_len != 0;
+            self.produced = 0;
+            self.broken = false;
+            self.finished = false;
+            if self.deflated {
+                self.state.reset(DataFormat::Zlib);
+            }
+            self.in_payload = self.remaining > 0;
+            return (i, &[]);
+        }
+        let avail = input.len().min(self.remaining as usize);
+        let Some(chunk) = input.get(..avail) else {
+            return (0, &[]);
+        };
+        if !self.deflated {
+            self.finish_bytes(avail);
+            return (avail, chunk);
+        }
+        if self.broken || self.finished {
+            self.finish_bytes(avail);
+            return (avail, &[]);
+        }
+        let res = inflate(&mut self.state, chunk, &mut self.out, MZFlush::None);
+        let consumed = res.bytes_consumed.min(avail);
+        let mut written = res.bytes_written.min(self.out.len());
+        let room = (self.uncompressed_len - self.produced) as usize;
+        if written > room {
+            // More output than declared: deliver what was promised, drop the rest.
+            written = room;
+            self.broken = true;
+            self.errors += 1;
+        }
+        self.produced += written as u32;
+        match res.status {
+            Ok(MZStatus::StreamEnd) => self.finished = true,
+            Ok(_) => {}
+            Err(_) => {
+                if !self.broken {
+                    self.errors += 1;
+                }
+                self.broken = true;
+            }
+        }
+        if consumed == 0 && written == 0 && !self.broken && !self.finished {
+            // No progress with input available: treat as corrupt rather than spin.
+            self.broken = true;
+            self.errors += 1;
+        }
+        self.finish_bytes(consumed);
+        (consumed, self.out.get(..written).unwrap_or(&[]))
+    }
+
+    fn finish_bytes(&mut self, n: usize) {
+        self.remaining = self.remaining.saturating_sub(n as u32);
+        if self.remaining == 0 {
+            self.in_payload = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(d: &mut Decompressor, mut input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        while !input.is_empty() {
+            let (n, o) = d.push(input);
+            out.extend_from_slice(o);
+            input = &input[n..];
+        }
+        out
+    }
+
+    #[test]
+    fn stored_and_deflated_payloads_yield_the_inner_stream() {
+        let inner = b"\x05\x00\x00\x00\x03abcd";
+        let z = miniz_oxide::deflate::compress_to_vec_zlib(inner, 6);
+        let mut s = Vec::new();
+        s.extend_from_slice(&(z.len() as u32).to_le_bytes()[..3]);
+        s.push(0);
+        s.extend_from_slice(&(inner.len() as u32).to_le_bytes()[..3]);
+        s.extend_from_slice(&z);
+        s.extend_from_slice(&[inner.len() as u8, 0, 0, 1, 0, 0, 0]);
+        s.extend_from_slice(inner);
+        let mut d = Decompressor::new();
+        let mut expected = inner.to_vec();
+        expected.extend_from_slice(inner);
+        assert_eq!(drain(&mut d, &s), expected);
+        // Byte by byte gives the same bytes.
+        let mut d = Decompressor::new();
+        let mut got = Vec::new();
+        for b in &s {
+            got.extend(drain(&mut d, std::slice::from_ref(b)));
+        }
+        assert_eq!(got, expected);
+        assert_eq!(d.errors, 0);
+    }
+
+    #[test]
+    fn garbage_payload_is_counted_and_skipped() {
+        let mut s = vec![4, 0, 0, 0, 100, 0, 0, 1, 2, 3, 4];
+        s.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, b'x']);
+        let mut d = Decompressor::new();
+        assert_eq!(drain(&mut d, &s), b"x");
+        assert_eq!(d.errors, 1);
+    }
+}

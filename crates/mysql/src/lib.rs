@@ -1,0 +1,399 @@
+//! # pcapsleuth-mysql
+//!
+//! A streaming decoder of the MySQL client/server protocol for offline forensics.
+//! It knows nothing about pcap or TCP: the caller hands it the reassembled,
+//! in-order payload bytes of each direction of one connection (plus the gaps it
+//! could not fill and the FIN/RST it saw), and gets back one [`Transaction`] per
+//! client request: which `COM_*` command, its statement text, when it was sent and
+//! answered (time and frame), how many rows came back and how it ended.
+//!
+//! Design constraints that shape the code:
+//! * **Untrusted bytes.** Nothing panics or loops on data, and no length field is
+//!   trusted for an allocation. Bytes that do not decode are counted in
+//!   [`SessionInfo::counters`], never returned as errors.
+//! * **Bounded memory.** Resultset rows are counted by walking packet headers and
+//!   never buffered; each direction keeps only a packet header and a capped
+//!   prefix of each packet (statement text is kept up to [`STATEMENT_CAP`]).
+//! * **Chunking invariance.** The same bytes split into segments differently
+//!   give the same transactions: the decoder is a byte-level state machine.
+//! * **Resynchronisation.** After a gap the client side hunts for the next
+//!   command packet; the server side resynchronises on the client's next
+//!   command or on two chained packet headers with consecutive sequence ids.
+//!
+//! ```
+//! use pcapsleuth_mysql::{Command, Direction, Meta, Outcome, Session, StartMode};
+//!
+//! let mut s = Session::new(StartMode::MidStream);
+//! let at = |frame| Meta { ts_ns: frame * 1_000, frame };
+//! // COM_QUERY "select 1" (sequence id 0)...
+//! s.feed(Direction::ClientToServer, b"\x09\x00\x00\x00\x03select 1", at(1));
+//! // ...answered by a one-column, one-row resultset (classic EOF framing).
+//! s.feed(
+//!     Direction::ServerToClient,
+//!     b"\x01\x00\x00\x01\x01\
+//!       \x17\x00\x00\x02\x03def\x00\x00\x00\x011\x00\x0c\x3f\x00\x01\x00\x00\x00\x08\x81\x00\x00\x00\x00\
+//!       \x05\x00\x00\x03\xfe\x00\x00\x02\x00\
+//!       \x02\x00\x00\x04\x011\
+//!       \x05\x00\x00\x05\xfe\x00\x00\x02\x00",
+//!     at(2),
+//! );
+//! let t: Vec<_> = s.drain().collect();
+//! assert_eq!(t.len(), 1);
+//! assert_eq!(t[0].command, Command::Query);
+//! assert_eq!(t[0].command.name(), "COM_QUERY");
+//! assert_eq!(t[0].statement.as_deref(), Some("select 1"));
+//! assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 1 });
+//! assert_eq!(t[0].last_response_frame, Some(2));
+//! assert_eq!(pcapsleuth_mysql::fingerprint("SELECT * FROM t WHERE id IN (1, 2, 3)"),
+//!            "select * from t where id in (?)");
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod command;
+mod compress;
+mod detect;
+mod fingerprint;
+mod framing;
+mod session;
+pub mod wire;
+
+use serde::{Deserialize, Serialize};
+
+pub use command::Command;
+pub use detect::{looks_like_client_command, looks_like_greeting};
+pub use fingerprint::fingerprint;
+pub use session::Session;
+
+/// Statement text longer than this is cut (at a character boundary) and marked
+/// with a trailing `/* truncated: N bytes */` comment.
+pub const STATEMENT_CAP: usize = 16 * 1024;
+
+/// Which way bytes travel on the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Direction {
+    /// From the MySQL client to the server (commands).
+    ClientToServer,
+    /// From the server to the client (greeting, responses).
+    ServerToClient,
+}
+
+/// Where bytes were seen: capture time and Wireshark frame number (1-based) of
+/// the TCP segment carrying them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Meta {
+    /// Capture timestamp in nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// Frame number of the segment.
+    pub frame: u64,
+}
+
+/// How much of the connection the capture saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StartMode {
+    /// The connection was seen from its SYN: the first server bytes are the greeting.
+    Handshake,
+    /// The capture began mid-connection: hunt for the first client command.
+    MidStream,
+}
+
+/// How a direction was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CloseFlag {
+    /// Orderly close (TCP FIN).
+    Fin,
+    /// Abortive close (TCP RST).
+    Rst,
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// OK_Packet (or EOF_Packet for commands answered by one).
+    Ok {
+        /// `affected_rows`.
+        affected_rows: u64,
+        /// `last_insert_id`.
+        last_insert_id: u64,
+        /// Server status flags (`SERVER_STATUS_*`).
+        status_flags: u16,
+        /// Warning count.
+        warnings: u16,
+    },
+    /// ERR_Packet.
+    Err {
+        /// MySQL error code (e.g. 1146).
+        code: u16,
+        /// SQLSTATE after the '#' marker; empty when the server sent none.
+        sql_state: String,
+        /// Human-readable message.
+        message: String,
+    },
+    /// One or more resultsets (rows summed over all of them, including
+    /// `SERVER_MORE_RESULTS_EXISTS` continuations). Also used for COM_FIELD_LIST
+    /// (rows = field definitions) and binlog dumps (rows = events).
+    ResultSet {
+        /// Rows (or fields/events, see above).
+        rows: u64,
+    },
+    /// COM_STMT_PREPARE answered by COM_STMT_PREPARE_OK.
+    Prepared {
+        /// Statement id the server assigned.
+        statement_id: u32,
+        /// Parameter count.
+        params: u16,
+        /// Column count.
+        columns: u16,
+    },
+    /// LOAD DATA LOCAL INFILE: the server asked for a file (0xFB), the client
+    /// sent it and the server accepted it with an OK_Packet.
+    LocalInfile {
+        /// Bytes of file data the client sent.
+        file_bytes: u64,
+        /// `affected_rows` of the final OK_Packet.
+        affected_rows: u64,
+    },
+    /// A command the server never answers (COM_QUIT, COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA).
+    NoResponseExpected,
+    /// The connection was closed after part of the response arrived.
+    ClosedMidResponse {
+        /// Which side closed.
+        by: Direction,
+        /// FIN or RST.
+        flag: CloseFlag,
+    },
+    /// The connection was closed before any of the response arrived.
+    ClosedBeforeResponse {
+        /// Which side closed.
+        by: Direction,
+        /// FIN or RST.
+        flag: CloseFlag,
+    },
+    /// The capture ended while the request was open.
+    CaptureEnded,
+    /// Server bytes of this response fell into a gap (loss, snaplen) and the
+    /// decoder had to resynchronise: how the request ended is unknown.
+    GapLost,
+    /// The response did not decode as any valid answer to the command.
+    Unparsed,
+}
+
+/// One client request and its response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transaction {
+    /// The command byte of the request (`Command::Connect` for the connection
+    /// phase: HandshakeResponse up to the authentication OK/ERR).
+    pub command: Command,
+    /// COM_QUERY / COM_STMT_PREPARE text; for COM_STMT_EXECUTE/FETCH/RESET/CLOSE/
+    /// SEND_LONG_DATA the SQL of the prepared statement (when its prepare was
+    /// seen); COM_INIT_DB / CREATE_DB / DROP_DB schema; COM_FIELD_LIST table;
+    /// COM_CHANGE_USER user; COM_PROCESS_KILL the thread id. Capped at
+    /// [`STATEMENT_CAP`]. A gap inside the text is marked `/* gap: N bytes */`.
+    pub statement: Option<String>,
+    /// Statement id for the COM_STMT_* commands (assigned id for COM_STMT_PREPARE).
+    pub statement_id: Option<u32>,
+    /// Time of the segment carrying the first byte of the request.
+    pub request_ts_ns: u64,
+    /// Frame of the segment carrying the first byte of the request.
+    pub request_frame: u64,
+    /// Time of the first response byte.
+    pub first_response_ts_ns: Option<u64>,
+    /// Frame of the first response byte.
+    pub first_response_frame: Option<u64>,
+    /// Time of the last response byte.
+    pub last_response_ts_ns: Option<u64>,
+    /// Frame of the last response byte.
+    pub last_response_frame: Option<u64>,
+    /// Rows returned so far (see [`Outcome::ResultSet`]).
+    pub rows: u64,
+    /// Response bytes on the wire (payloads and packet headers).
+    pub response_bytes: u64,
+    /// Request bytes on the wire (command, LOCAL INFILE data, auth data).
+    pub request_bytes: u64,
+    /// Bytes of this request or response that were missing (gaps absorbed
+    /// without losing the packet framing).
+    pub gap_bytes: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// What a request that is still open looks like (see [`CloseContext`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRequest {
+    /// The command.
+    pub command: Command,
+    /// Its statement text, as in [`Transaction::statement`].
+    pub statement: Option<String>,
+    /// Time of the request.
+    pub request_ts_ns: u64,
+    /// Frame of the request.
+    pub request_frame: u64,
+    /// Rows delivered so far.
+    pub rows: u64,
+    /// Response bytes delivered so far.
+    pub response_bytes: u64,
+    /// Frame of the first response byte, if any came.
+    pub first_response_frame: Option<u64>,
+    /// Frame of the last response byte so far.
+    pub last_response_frame: Option<u64>,
+}
+
+/// What the session was doing when a side closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionPhase {
+    /// Connection phase: greeting, HandshakeResponse, authentication exchange.
+    Handshake,
+    /// Command phase, nothing outstanding.
+    Idle,
+    /// A request was sent and nothing of its response has arrived.
+    AwaitingResponse,
+    /// A resultset is being streamed.
+    InResultset {
+        /// Rows so far.
+        rows: u64,
+        /// Response bytes so far.
+        bytes: u64,
+    },
+    /// A response other than a resultset is partly received (auth exchange,
+    /// COM_STMT_PREPARE metadata, LOCAL INFILE, ...).
+    InResponse {
+        /// Response bytes so far.
+        bytes: u64,
+    },
+    /// The client sent COM_QUIT.
+    AfterQuit,
+    /// TLS was negotiated (CLIENT_SSL): decoding stopped.
+    Encrypted,
+    /// The stream cannot be decoded (e.g. zstd compression): decoding stopped.
+    Undecodable,
+    /// Mid-stream start not yet synchronised, or synchronisation lost.
+    Unknown,
+}
+
+/// The answer of [`Session::close`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloseContext {
+    /// What the session was doing.
+    pub phase: SessionPhase,
+    /// The oldest open request, if any.
+    pub pending: Option<PendingRequest>,
+}
+
+/// Whether the connection is readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Encryption {
+    /// Cleartext MySQL protocol.
+    #[default]
+    Plain,
+    /// The client sent an SSLRequest (CLIENT_SSL): TLS follows and decoding
+    /// stopped cleanly there; later bytes are counted as `undecoded_bytes`.
+    Tls,
+}
+
+/// The compressed protocol in force after authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Compression {
+    /// Not compressed.
+    #[default]
+    None,
+    /// CLIENT_COMPRESS (zlib): decoded.
+    Zlib,
+    /// CLIENT_ZSTD_COMPRESSION_ALGORITHM: not decoded; decoding stopped.
+    Zstd,
+}
+
+/// What caching_sha2_password's AuthMoreData said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CachingSha2Auth {
+    /// `0x01 0x03`: the password hash was in the server cache.
+    FastAuthSuccess,
+    /// `0x01 0x04`: full authentication (cleartext over TLS or RSA) was needed.
+    FullAuthRequired,
+}
+
+/// An ERR_Packet's contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerError {
+    /// Error code.
+    pub code: u16,
+    /// SQLSTATE (may be empty).
+    pub sql_state: String,
+    /// Message.
+    pub message: String,
+}
+
+/// What was skipped or looked wrong, and why. Bad bytes are data: they are
+/// counted here, never reported as errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Bytes fed from the client.
+    pub client_bytes: u64,
+    /// Bytes fed from the server.
+    pub server_bytes: u64,
+    /// Gaps reported by the caller.
+    pub gaps: u64,
+    /// Bytes missing in those gaps.
+    pub gap_bytes: u64,
+    /// Times a direction lost its packet framing and had to hunt.
+    pub resyncs: u64,
+    /// Bytes discarded while hunting for a packet boundary.
+    pub skipped_bytes: u64,
+    /// Packets that did not decode as what the protocol state expected.
+    pub malformed_packets: u64,
+    /// Command packets with a command byte that is not a known `COM_*`.
+    pub unknown_commands: u64,
+    /// Client packets that arrived where no client packet was expected.
+    pub unexpected_client_packets: u64,
+    /// Server packets that arrived with no request outstanding.
+    pub unsolicited_server_packets: u64,
+    /// Of those, ERR_Packets (e.g. a server timeout or shutdown notice).
+    pub unsolicited_errors: u64,
+    /// Packets whose sequence id was not the expected one.
+    pub sequence_anomalies: u64,
+    /// Bytes after TLS started or of an undecodable compression (not errors).
+    pub undecoded_bytes: u64,
+    /// Compressed payloads that failed to inflate.
+    pub decompression_errors: u64,
+    /// Bytes of packets left incomplete at close or end of capture.
+    pub truncated_bytes: u64,
+    /// Requests dropped because too many were outstanding at once.
+    pub dropped_requests: u64,
+    /// Prepared statements not remembered because the statement map was full.
+    pub untracked_statements: u64,
+}
+
+/// What is known about the connection.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Protocol version from the greeting (10 for every server since 3.21).
+    pub protocol_version: Option<u8>,
+    /// Server version string from the greeting (e.g. "8.0.36").
+    pub server_version: Option<String>,
+    /// Connection (thread) id from the greeting.
+    pub connection_id: Option<u32>,
+    /// Server capability flags from the greeting.
+    pub server_capabilities: Option<u32>,
+    /// Client capability flags from the HandshakeResponse (or SSLRequest).
+    pub client_capabilities: Option<u32>,
+    /// Character set the client asked for.
+    pub character_set: Option<u8>,
+    /// Authentication plugin in force: the greeting's, replaced by an AuthSwitchRequest's.
+    pub auth_plugin: Option<String>,
+    /// Plugin the client named in its HandshakeResponse.
+    pub client_auth_plugin: Option<String>,
+    /// caching_sha2_password fast/full authentication, when seen.
+    pub caching_sha2: Option<CachingSha2Auth>,
+    /// User name (HandshakeResponse, then COM_CHANGE_USER).
+    pub user: Option<String>,
+    /// Default schema (HandshakeResponse, COM_INIT_DB, COM_CHANGE_USER).
+    pub schema: Option<String>,
+    /// Plain or TLS.
+    pub encryption: Encryption,
+    /// Compressed protocol in force.
+    pub compression: Compression,
+    /// The last ERR_Packet that arrived with no request outstanding.
+    pub last_unsolicited_error: Option<ServerError>,
+    /// Skipped and malformed bytes, gaps.
+    pub counters: Counters,
+}

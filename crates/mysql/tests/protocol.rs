@@ -1,0 +1,601 @@
+//! Protocol behaviour specified with hand-built packets.
+
+mod common;
+use common::*;
+use pcapsleuth_mysql::{
+    CloseFlag, Command, Compression, Outcome, Session, SessionPhase, StartMode,
+};
+
+const MORE: u16 = 0x0008;
+
+/// A protocol-10 greeting with the given capability flags.
+fn greeting(caps: u32) -> Vec<u8> {
+    let mut p = vec![10];
+    p.extend_from_slice(b"8.0.36\0");
+    p.extend_from_slice(&42u32.to_le_bytes());
+    p.extend_from_slice(b"abcdefgh\0");
+    p.extend_from_slice(&(caps as u16).to_le_bytes());
+    p.push(0xff);
+    p.extend_from_slice(&2u16.to_le_bytes());
+    p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
+    p.push(21);
+    p.extend_from_slice(&[0; 10]);
+    p.extend_from_slice(b"ijklmnopqrst\0");
+    p.extend_from_slice(b"mysql_native_password\0");
+    packet(0, &p)
+}
+
+/// HandshakeResponse41 for user "app", schema "shop".
+fn handshake_response(caps: u32) -> Vec<u8> {
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"app\0");
+    p.push(20);
+    p.extend_from_slice(&[7; 20]);
+    p.extend_from_slice(b"shop\0");
+    p.extend_from_slice(b"mysql_native_password\0");
+    packet(1, &p)
+}
+
+const BASE_CAPS: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_0008; // PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH, CONNECT_WITH_DB
+const DEPRECATE_EOF: u32 = 1 << 24;
+const COMPRESS: u32 = 1 << 5;
+
+fn login(caps: u32) -> Vec<Ev> {
+    vec![
+        Ev::Data(S, greeting(caps)),
+        Ev::Data(C, handshake_response(caps)),
+        Ev::Data(S, packet(2, &ok(0, 2))),
+    ]
+}
+
+fn query(sql: &str) -> Ev {
+    Ev::Data(C, command(0x03, sql.as_bytes()))
+}
+
+#[test]
+fn login_records_user_schema_and_yields_a_connect_transaction() {
+    let (t, s) = play(StartMode::Handshake, &login(BASE_CAPS));
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].command, Command::Connect);
+    assert_eq!(
+        (t[0].request_frame, t[0].first_response_frame),
+        (2, Some(3))
+    );
+    let i = s.info();
+    assert_eq!(
+        (i.user.as_deref(), i.schema.as_deref()),
+        (Some("app"), Some("shop"))
+    );
+    assert_eq!(i.server_version.as_deref(), Some("8.0.36"));
+    assert_eq!(i.connection_id, Some(42));
+}
+
+#[test]
+fn deprecate_eof_resultset_counts_rows_and_ends_on_ok_fe() {
+    let mut evs = login(BASE_CAPS | DEPRECATE_EOF);
+    evs.push(query("select a from t"));
+    evs.push(Ev::Data(
+        S,
+        deprecated_eof_resultset(1, &["a"], &[&["1"], &["2"], &["3"]], 2),
+    ));
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 3 });
+    assert_eq!(s.info().counters.malformed_packets, 0);
+}
+
+#[test]
+fn empty_resultset_under_deprecate_eof_ends_right_after_the_definitions() {
+    let evs = vec![
+        query("select a from t where 0"),
+        Ev::Data(S, deprecated_eof_resultset(1, &["a"], &[], 2)),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 0 });
+    assert_eq!(t[0].last_response_frame, Some(2));
+}
+
+#[test]
+fn multiple_resultsets_are_one_transaction_with_rows_summed() {
+    let mut server = classic_resultset(1, &["a"], &[&["1"], &["2"]], 2 | MORE);
+    // The second resultset continues the sequence ids: 1 + (1 + 1 + 1 + 2 + 1) = 7.
+    server.extend(classic_resultset(7, &["b"], &[&["x"]], 2 | MORE));
+    server.extend(packet(12, &ok(0, 2))); // CALL's final OK
+    let evs = vec![query("call p()"), Ev::Data(S, server)];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 3 });
+    assert_eq!(s.info().counters.sequence_anomalies, 0);
+}
+
+#[test]
+fn ok_with_more_results_then_a_resultset() {
+    let mut server = packet(1, &ok(1, 2 | MORE));
+    server.extend(classic_resultset(2, &["a"], &[&["1"]], 2));
+    let (t, _) = play(
+        StartMode::MidStream,
+        &[
+            query("insert into t values (1); select a from t"),
+            Ev::Data(S, server),
+        ],
+    );
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 1 });
+}
+
+#[test]
+fn a_long_row_starting_with_0xfe_is_a_row_not_a_terminator() {
+    // First value longer than 2^24 bytes: lenenc prefix 0xFE, packet continued.
+    let big = 0x0100_0000usize + 4;
+    let mut row = vec![0xFE];
+    row.extend_from_slice(&(big as u64).to_le_bytes());
+    row.resize(9 + big, b'x');
+    let mut server = packets(1, &[&[1], &coldef("blob"), &eof(2)]);
+    // Split the row payload into 0xFFFFFF + rest physical packets.
+    server.extend(packet(4, &row[..0xFF_FFFF]));
+    server.extend(packet(5, &row[0xFF_FFFF..]));
+    server.extend(packet(6, &eof(2)));
+    let (t, s) = play(
+        StartMode::MidStream,
+        &[query("select blob from t"), Ev::Data(S, server)],
+    );
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 1 });
+    assert!(t[0].response_bytes > big as u64);
+    assert_eq!(s.info().counters.sequence_anomalies, 0);
+}
+
+#[test]
+fn err_response_keeps_code_sqlstate_and_message() {
+    let evs = vec![
+        query("select * from nope"),
+        Ev::Data(
+            S,
+            packet(1, &err(1146, "42S02", "Table 'x.nope' doesn't exist")),
+        ),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    assert_eq!(
+        t[0].outcome,
+        Outcome::Err {
+            code: 1146,
+            sql_state: "42S02".into(),
+            message: "Table 'x.nope' doesn't exist".into()
+        }
+    );
+}
+
+#[test]
+fn err_in_the_middle_of_rows_ends_the_resultset() {
+    let mut server = packets(1, &[&[1], &coldef("a"), &eof(2), &text_row(&["1"])]);
+    server.extend(packet(
+        5,
+        &err(1317, "70100", "Query execution was interrupted"),
+    ));
+    let (t, _) = play(
+        StartMode::MidStream,
+        &[query("select sleep(100)"), Ev::Data(S, server)],
+    );
+    assert!(matches!(t[0].outcome, Outcome::Err { code: 1317, .. }));
+    assert_eq!(t[0].rows, 1);
+}
+
+fn prepare_ok(id: u32, cols: u16, params: u16) -> Vec<u8> {
+    let mut p = vec![0];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.extend_from_slice(&cols.to_le_bytes());
+    p.extend_from_slice(&params.to_le_bytes());
+    p.extend_from_slice(&[0, 0, 0]);
+    p
+}
+
+#[test]
+fn prepared_statements_show_their_sql_on_execute_fetch_and_close() {
+    let sql = "select a from t where id = ?";
+    let mut prep = packets(
+        1,
+        &[
+            &prepare_ok(7, 1, 1),
+            &coldef("?"),
+            &eof(2),
+            &coldef("a"),
+            &eof(2),
+        ],
+    );
+    let exec_body = [7, 0, 0, 0, 0x01, 1, 0, 0, 0, 0, 1, 3, 0, 1, 0, 0, 0]; // cursor, one LONG param
+    let fetch_body = [7, 0, 0, 0, 100, 0, 0, 0];
+    let mut evs = login(BASE_CAPS);
+    evs.push(Ev::Data(C, command(0x16, sql.as_bytes())));
+    evs.push(Ev::Data(S, std::mem::take(&mut prep)));
+    evs.push(Ev::Data(C, command(0x17, &exec_body)));
+    // Cursor opened: definitions then an EOF carrying SERVER_STATUS_CURSOR_EXISTS.
+    evs.push(Ev::Data(
+        S,
+        packets(1, &[&[1], &coldef("a"), &eof(0x0040 | 2)]),
+    ));
+    evs.push(Ev::Data(C, command(0x1c, &fetch_body)));
+    evs.push(Ev::Data(
+        S,
+        packets(
+            1,
+            &[&[0, 0, 1, 0, 0, 0], &[0, 0, 2, 0, 0, 0], &eof(0x0080 | 2)],
+        ),
+    ));
+    evs.push(Ev::Data(C, command(0x19, &[7, 0, 0, 0])));
+    evs.push(Ev::Data(C, command(0x17, &[7, 0, 0, 0, 0, 1, 0, 0, 0])));
+    evs.push(Ev::Data(
+        S,
+        packet(1, &err(1243, "HY000", "Unknown prepared statement handler")),
+    ));
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(
+        t.iter().map(|t| t.command.name()).collect::<Vec<_>>(),
+        [
+            "COM_CONNECT",
+            "COM_STMT_PREPARE",
+            "COM_STMT_EXECUTE",
+            "COM_STMT_FETCH",
+            "COM_STMT_CLOSE",
+            "COM_STMT_EXECUTE"
+        ]
+    );
+    assert_eq!(
+        t[1].outcome,
+        Outcome::Prepared {
+            statement_id: 7,
+            params: 1,
+            columns: 1
+        }
+    );
+    assert_eq!(t[2].statement.as_deref(), Some(sql));
+    assert_eq!(
+        t[2].outcome,
+        Outcome::ResultSet { rows: 0 },
+        "rows come later through the cursor"
+    );
+    assert_eq!(t[3].statement.as_deref(), Some(sql));
+    assert_eq!(t[3].outcome, Outcome::ResultSet { rows: 2 });
+    assert_eq!(t[4].outcome, Outcome::NoResponseExpected);
+    assert_eq!(t[5].statement, None, "closed statements are forgotten");
+    assert_eq!(s.info().counters.unsolicited_server_packets, 0);
+}
+
+#[test]
+fn prepare_under_deprecate_eof_ends_after_the_last_definition() {
+    let mut evs = login(BASE_CAPS | DEPRECATE_EOF);
+    evs.push(Ev::Data(C, command(0x16, b"select ?")));
+    evs.push(Ev::Data(
+        S,
+        packets(1, &[&prepare_ok(1, 1, 1), &coldef("?"), &coldef("?")]),
+    ));
+    evs.push(query("select 1"));
+    evs.push(Ev::Data(
+        S,
+        deprecated_eof_resultset(1, &["1"], &[&["1"]], 2),
+    ));
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(
+        t[1].outcome,
+        Outcome::Prepared {
+            statement_id: 1,
+            params: 1,
+            columns: 1
+        }
+    );
+    assert_eq!(t[2].outcome, Outcome::ResultSet { rows: 1 });
+    assert_eq!(s.info().counters.unsolicited_server_packets, 0);
+}
+
+#[test]
+fn local_infile_exchange_is_one_transaction() {
+    let mut file = packet(2, &[b'x'; 100]);
+    file.extend(packet(3, b""));
+    let evs = vec![
+        query("load data local infile '/tmp/f' into table t"),
+        Ev::Data(S, packet(1, b"\xfb/tmp/f")),
+        Ev::Data(C, file),
+        Ev::Data(S, packet(4, &ok(100, 2))),
+        query("select 1"),
+        Ev::Data(S, classic_resultset(1, &["1"], &[&["1"]], 2)),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        t[0].outcome,
+        Outcome::LocalInfile {
+            file_bytes: 100,
+            affected_rows: 100
+        }
+    );
+    assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 1 });
+    assert_eq!(s.info().counters.unexpected_client_packets, 0);
+}
+
+#[test]
+fn commands_with_simple_answers() {
+    let evs = vec![
+        Ev::Data(C, command(0x0e, b"")),
+        Ev::Data(S, packet(1, &ok(0, 2))),
+        Ev::Data(C, command(0x1b, &[1, 0])),
+        Ev::Data(S, packet(1, &eof(2))),
+        Ev::Data(C, command(0x09, b"")),
+        Ev::Data(S, packet(1, b"Uptime: 5  Threads: 1")),
+        Ev::Data(C, command(0x0c, &77u32.to_le_bytes())),
+        Ev::Data(S, packet(1, &err(1094, "HY000", "Unknown thread id: 77"))),
+        Ev::Data(C, command(0x1f, b"")),
+        Ev::Data(S, packet(1, &ok(0, 2))),
+        Ev::Data(C, command(0x01, b"")),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    let got: Vec<_> = t
+        .iter()
+        .map(|t| (t.command.name(), matches!(t.outcome, Outcome::Ok { .. })))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("COM_PING", true),
+            ("COM_SET_OPTION", true),
+            ("COM_STATISTICS", true),
+            ("COM_PROCESS_KILL", false),
+            ("COM_RESET_CONNECTION", true),
+            ("COM_QUIT", false)
+        ]
+    );
+    assert_eq!(t[3].statement.as_deref(), Some("77"));
+    assert_eq!(s.phase(), SessionPhase::AfterQuit);
+}
+
+#[test]
+fn binlog_dump_counts_events_until_eof() {
+    let mut body = 4u32.to_le_bytes().to_vec();
+    body.extend_from_slice(&[0, 0, 1, 0, 0, 0]);
+    body.extend_from_slice(b"binlog.000001");
+    let evs = vec![
+        Ev::Data(C, command(0x12, &body)),
+        Ev::Data(
+            S,
+            packets(
+                1,
+                &[b"\x00event-1", b"\x00event-2", b"\x00event-3", &eof(0)],
+            ),
+        ),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    assert_eq!(t[0].command, Command::BinlogDump);
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 3 });
+}
+
+#[test]
+fn server_fin_mid_resultset_reports_the_statement_and_rows_so_far() {
+    let mut s = Session::new(StartMode::MidStream);
+    s.feed(C, &command(0x03, b"select * from big"), meta(1));
+    s.feed(
+        S,
+        &packets(
+            1,
+            &[
+                &[1],
+                &coldef("a"),
+                &eof(2),
+                &text_row(&["1"]),
+                &text_row(&["2"]),
+            ],
+        ),
+        meta(2),
+    );
+    let ctx = s.close(S, CloseFlag::Fin, meta(3));
+    assert!(matches!(
+        ctx.phase,
+        SessionPhase::InResultset { rows: 2, .. }
+    ));
+    let p = ctx.pending.unwrap();
+    assert_eq!(p.statement.as_deref(), Some("select * from big"));
+    assert_eq!((p.request_frame, p.rows), (1, 2));
+    let t: Vec<_> = s.drain().collect();
+    assert_eq!(
+        t[0].outcome,
+        Outcome::ClosedMidResponse {
+            by: S,
+            flag: CloseFlag::Fin
+        }
+    );
+}
+
+#[test]
+fn client_rst_before_any_response_and_capture_end() {
+    let mut s = Session::new(StartMode::MidStream);
+    s.feed(C, &command(0x03, b"select 1"), meta(1));
+    let ctx = s.close(C, CloseFlag::Rst, meta(2));
+    assert_eq!(ctx.phase, SessionPhase::AwaitingResponse);
+    assert_eq!(
+        s.drain().next().unwrap().outcome,
+        Outcome::ClosedBeforeResponse {
+            by: C,
+            flag: CloseFlag::Rst
+        }
+    );
+    s.feed(C, &command(0x03, b"select 2"), meta(3));
+    s.finish();
+    assert_eq!(s.drain().next().unwrap().outcome, Outcome::CaptureEnded);
+}
+
+#[test]
+fn unsolicited_err_before_close_is_recorded() {
+    // MySQL 8.0.24+ tells an idle client why it is being disconnected.
+    let (t, s) = play(
+        StartMode::MidStream,
+        &[
+            query("select 1"),
+            Ev::Data(S, classic_resultset(1, &["1"], &[&["1"]], 2)),
+            Ev::Data(
+                S,
+                packet(
+                    0,
+                    &err(
+                        4031,
+                        "HY000",
+                        "The client was disconnected by the server because of inactivity.",
+                    ),
+                ),
+            ),
+        ],
+    );
+    assert_eq!(t.len(), 1);
+    assert_eq!(s.info().counters.unsolicited_errors, 1);
+    assert_eq!(
+        s.info().last_unsolicited_error.as_ref().map(|e| e.code),
+        Some(4031)
+    );
+}
+
+#[test]
+fn long_statements_are_capped_with_a_marker() {
+    let sql = format!("select '{}'", "y".repeat(40_000));
+    let (t, _) = play(
+        StartMode::MidStream,
+        &[query(&sql), Ev::Data(S, packet(1, &ok(0, 2)))],
+    );
+    let st = t[0].statement.as_deref().unwrap();
+    assert!(st.len() < 17_000);
+    assert!(st.ends_with(&format!("/* truncated: {} bytes */", sql.len())));
+}
+
+#[test]
+fn a_gap_inside_a_row_keeps_the_framing_and_the_row_count() {
+    let rows: Vec<Vec<u8>> = (0..3).map(|_| text_row(&[&"z".repeat(200)])).collect();
+    let all = packets(
+        1,
+        &[
+            &[1],
+            &coldef("a"),
+            &eof(2),
+            &rows[0],
+            &rows[1],
+            &rows[2],
+            &eof(2),
+        ],
+    );
+    let row2_start = all.len() - (204 * 2 + 9);
+    // Lose 100 bytes in the middle of the second row.
+    let evs = vec![
+        query("select a from t"),
+        Ev::Data(S, all[..row2_start + 50].to_vec()),
+        Ev::Gap(S, 100),
+        Ev::Data(S, all[row2_start + 150..].to_vec()),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 3 });
+    assert_eq!(t[0].gap_bytes, 100);
+    assert_eq!(s.info().counters.resyncs, 0);
+}
+
+#[test]
+fn a_gap_across_packets_loses_the_response_and_resyncs_on_the_next_command() {
+    let all = classic_resultset(1, &["a"], &[&["1"], &["2"], &["3"]], 2);
+    let evs = vec![
+        query("select a from t"),
+        Ev::Data(S, all[..20].to_vec()),
+        Ev::Gap(S, 40),
+        Ev::Data(S, all[60..].to_vec()),
+        query("select 2"),
+        Ev::Data(S, classic_resultset(1, &["2"], &[&["2"]], 2)),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(t[0].outcome, Outcome::GapLost);
+    assert_eq!(t[1].statement.as_deref(), Some("select 2"));
+    assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 1 });
+    assert_eq!(s.info().counters.resyncs, 1);
+}
+
+#[test]
+fn a_client_gap_is_followed_by_a_hunt_for_the_next_command() {
+    let mut client = command(0x03, b"select 'lost in the gap'");
+    let cut = client.len();
+    client.extend(command(0x03, b"select 'found'"));
+    let evs = vec![
+        Ev::Data(C, client[..6].to_vec()),
+        Ev::Gap(C, (cut - 6 + 3) as u64),
+        Ev::Data(C, client[cut + 3..].to_vec()), // starts mid-header of the next command: not found
+        query("select 'next'"),
+        Ev::Data(S, packet(1, &ok(0, 2))),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    let st: Vec<_> = t
+        .iter()
+        .map(|t| t.statement.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(t.len(), 2, "{st:?}");
+    assert!(st[0].starts_with("s") && st[0].contains("/* gap"), "{st:?}");
+    assert_eq!(st[1], "select 'next'");
+    assert!(s.info().counters.skipped_bytes > 0);
+}
+
+#[test]
+fn compressed_protocol_is_inflated_after_auth() {
+    use miniz_oxide::deflate::compress_to_vec_zlib;
+    fn compressed(seq: u8, inner: &[u8], deflate: bool) -> Vec<u8> {
+        let (body, ulen) = if deflate {
+            (compress_to_vec_zlib(inner, 6), inner.len())
+        } else {
+            (inner.to_vec(), 0)
+        };
+        let mut v = (body.len() as u32).to_le_bytes()[..3].to_vec();
+        v.push(seq);
+        v.extend_from_slice(&(ulen as u32).to_le_bytes()[..3]);
+        v.extend(body);
+        v
+    }
+    let mut evs = login(BASE_CAPS | COMPRESS);
+    evs.push(Ev::Data(
+        C,
+        compressed(0, &command(0x03, b"select a from t"), false),
+    ));
+    let rs = classic_resultset(1, &["a"], &[&["1"], &["2"]], 2);
+    // The resultset in two compressed packets, split mid-packet.
+    evs.push(Ev::Data(S, compressed(0, &rs[..30], true)));
+    evs.push(Ev::Data(S, compressed(1, &rs[30..], true)));
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(s.info().compression, Compression::Zlib);
+    assert_eq!(t[1].statement.as_deref(), Some("select a from t"));
+    assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 2 });
+    assert_eq!(s.info().counters.decompression_errors, 0);
+    let (bytewise, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1);
+    assert_eq!(t, bytewise);
+}
+
+#[test]
+fn pipelined_no_response_commands_keep_request_order() {
+    let evs = vec![
+        query("select 1"),
+        Ev::Data(C, command(0x19, &[9, 0, 0, 0])), // COM_STMT_CLOSE while the query is open
+        Ev::Data(S, classic_resultset(1, &["1"], &[&["1"]], 2)),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    assert_eq!(
+        t.iter().map(|t| t.command.name()).collect::<Vec<_>>(),
+        ["COM_QUERY", "COM_STMT_CLOSE"]
+    );
+}
+
+#[test]
+fn a_large_resultset_is_walked_not_buffered() {
+    // 200k rows fed in 1460-byte segments; only headers and prefixes are kept.
+    let row = packet(0, &text_row(&["0123456789abcdef"]));
+    let mut server = packets(1, &[&[1], &coldef("a"), &eof(2)]);
+    for i in 0..200_000u32 {
+        let mut r = row.clone();
+        r[3] = (4 + i) as u8;
+        server.extend(r);
+    }
+    server.extend(packet((4 + 200_000u32) as u8, &eof(2)));
+    let mut s = Session::new(StartMode::MidStream);
+    s.feed(C, &command(0x03, b"select a from big"), meta(1));
+    for (i, seg) in server.chunks(1460).enumerate() {
+        s.feed(S, seg, meta(2 + i as u64));
+    }
+    let t: Vec<_> = s.drain().collect();
+    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 200_000 });
+    assert_eq!(t[0].response_bytes, server.len() as u64);
+    assert_eq!(s.info().counters.sequence_anomalies, 0);
+}
