@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use pcapsleuth_capture::{Capture, Damage, ReaderState, RecordReader, Split, Timestamp};
 use pcapsleuth_flow::{
     decode, server_side_by_port, Connection, ConnectionState, ConnectionTracker, Decoded, Endpoint,
-    FlowKey, FrameRef, RoleBasis, Side, TcpFlags, TcpSegment,
+    FlowBuildHasher, FlowKey, FrameRef, RoleBasis, Side, TcpFlags, TcpSegment,
 };
 use rayon::prelude::*;
 use serde::Serialize;
@@ -116,11 +116,20 @@ struct Scan {
     damage: Vec<Damage>,
 }
 
-fn scan(cap: &Capture, split: Split, mut reader: RecordReader<'_>, nbuckets: usize) -> Scan {
+/// Event lists of one split, one per bucket; recycled across batches so their memory is allocated once.
+type EventLists = Vec<Vec<PacketEvent>>;
+
+fn scan(
+    cap: &Capture,
+    split: Split,
+    mut reader: RecordReader<'_>,
+    mut buckets: EventLists,
+) -> Scan {
     let base = cap.bytes().as_ptr() as usize;
-    let mut ids: HashMap<FlowKey, u32> = HashMap::new();
+    let nbuckets = buckets.len();
+    buckets.iter_mut().for_each(Vec::clear);
+    let mut ids: HashMap<FlowKey, u32, FlowBuildHasher> = HashMap::default();
     let mut keys = Vec::new();
-    let mut buckets: Vec<Vec<PacketEvent>> = vec![Vec::new(); nbuckets];
     let mut counts = PacketCounts::default();
     let (mut first_ts, mut last_ts) = (None, None);
     let mut frames: u64 = 0;
@@ -167,7 +176,7 @@ fn scan(cap: &Capture, split: Split, mut reader: RecordReader<'_>, nbuckets: usi
             keys.push(key);
             next_id
         });
-        let bucket = (key.stable_hash() % nbuckets as u64) as usize;
+        let bucket = key.bucket(nbuckets);
         buckets[bucket].push(PacketEvent {
             ts: rec.ts.0,
             payload_at: (seg.payload.as_ptr() as usize - base) as u64,
@@ -204,7 +213,7 @@ struct FlowSlot {
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
 #[derive(Default)]
 struct Bucket {
-    index: HashMap<FlowKey, usize>,
+    index: HashMap<FlowKey, usize, FlowBuildHasher>,
     slots: Vec<FlowSlot>,
     /// Connections ended by port reuse, concluded at the end with the rest.
     replaced: Vec<ConnectionState>,
@@ -316,10 +325,16 @@ fn run_engine(
     let mut damage = Vec::new();
     let mut frames: u64 = 0;
     let mut expected = cap.initial_state().clone();
+    let mut pool: Vec<EventLists> = Vec::new();
     for batch in splits.chunks(batch_len) {
+        let lists: Vec<EventLists> = batch
+            .iter()
+            .map(|_| pool.pop().unwrap_or_else(|| vec![Vec::new(); nbuckets]))
+            .collect();
         let mut scans: Vec<Scan> = batch
             .par_iter()
-            .map(|s| scan(cap, s.clone(), cap.reader(s), nbuckets))
+            .zip(lists)
+            .map(|(s, lists)| scan(cap, s.clone(), cap.reader(s), lists))
             .collect();
         // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
         let mut bases = Vec::with_capacity(scans.len());
@@ -327,7 +342,8 @@ fn run_engine(
             if !sc.split.continues(&expected) {
                 let split = sc.split.clone();
                 let reader = cap.reader_after(expected.clone(), split.end);
-                *sc = scan(cap, split, reader, nbuckets);
+                let lists = std::mem::take(&mut sc.buckets);
+                *sc = scan(cap, split, reader, lists);
             }
             expected = sc.end.clone();
             bases.push(frames);
@@ -344,6 +360,7 @@ fn run_engine(
             .par_iter_mut()
             .enumerate()
             .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes));
+        pool.extend(scans.into_iter().map(|sc| sc.buckets));
         let done = batch.last().map_or(cap.len(), |s| s.end);
         cap.release_before(done.min(expected.offset));
         progress(done, cap.len());

@@ -15,8 +15,8 @@ mod decode;
 mod key;
 mod tcp;
 
-pub use decode::{decode, Decoded, TcpFlags, TcpSegment};
-pub use key::{Endpoint, FlowKey, Side};
+pub use decode::{decode, decode_general, Decoded, TcpFlags, TcpSegment};
+pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,
     ConnectionState, ConnectionTracker, DirectionStats, Fed, FrameRef, Role, RoleBasis,

@@ -67,6 +67,9 @@ pub struct DirectionStats {
     /// Segments that resent sequence space already seen (Wireshark's `tcp.analysis.retransmission`,
     /// without its out-of-order refinement).
     pub retransmissions: u64,
+    /// Segments behind the highest sequence seen that arrived within the initial RTT (3 ms when unknown)
+    /// of it: reordered in flight, not resent (Wireshark's `tcp.analysis.out_of_order`).
+    pub out_of_order: u64,
     /// Segments advertising a zero receive window (Wireshark's `tcp.analysis.zero_window`).
     pub zero_windows: u64,
     /// Packets the snap length cut short.
@@ -154,8 +157,14 @@ impl Connection {
 struct SideState {
     /// Highest sequence number sent plus its length: the next byte expected.
     next_seq: Option<u32>,
-    /// Latest acknowledgment number this side sent.
+    /// When `next_seq` last advanced.
+    next_seq_at: Timestamp,
+    /// Latest acknowledgment number this side sent, and when.
     last_ack: Option<u32>,
+    last_ack_at: Timestamp,
+    /// Last advertised window, and how many duplicate ACKs in a row repeated `last_ack`.
+    last_window: u16,
+    dup_acks: u32,
     stats: DirectionStats,
     first_fin: Option<CloseEvent>,
     first_rst: Option<CloseEvent>,
@@ -177,6 +186,8 @@ pub enum SegmentClass {
     Retransmission,
     /// A one-byte (or empty) probe at next_seq - 1.
     KeepAlive,
+    /// Behind the highest sequence, but too soon after it to be a resend.
+    OutOfOrder,
 }
 
 /// The state of one connection while packets arrive.
@@ -233,6 +244,12 @@ impl ConnectionState {
         None
     }
 
+    /// SYN to the ACK that completed the handshake.
+    fn initial_rtt(&self) -> Option<i64> {
+        let syn = self.sides[0].syn.or(self.sides[1].syn)?;
+        Some(self.handshake_ack?.ts.0 - syn.ts.0)
+    }
+
     /// Whether the connection began inside the capture (its SYN was seen).
     pub fn saw_syn(&self) -> bool {
         self.sides.iter().any(|s| s.syn.is_some())
@@ -250,6 +267,8 @@ impl ConnectionState {
         let seg_len = seg.payload_len + u32::from(flags.syn()) + u32::from(flags.fin());
         let peer_next = self.sides[side.other().index()].next_seq;
         let peer_has_data_unanswered = self.last_data_side == Some(side.other());
+        let peer = self.sides[side.other().index()];
+        let initial_rtt = self.initial_rtt();
         let s = &mut self.sides[side.index()];
         s.stats.packets += 1;
         s.stats.payload_bytes += u64::from(seg.payload_len);
@@ -262,19 +281,33 @@ impl ConnectionState {
         }
         let mut class = SegmentClass::New;
         if seg_len > 0 && !flags.rst() {
-            if let Some(next) = s.next_seq {
-                if seq_before(seg.seq, next) {
-                    class = if seg.payload_len <= 1
-                        && seg.seq == next.wrapping_sub(1)
-                        && !flags.syn()
-                        && !flags.fin()
+            if let Some(next) = s.next_seq.filter(|&n| seq_before(seg.seq, n)) {
+                class = if seg.payload_len <= 1
+                    && seg.seq == next.wrapping_sub(1)
+                    && !flags.syn()
+                    && !flags.fin()
+                {
+                    SegmentClass::KeepAlive
+                } else {
+                    // Wireshark's order: a fast retransmission (the peer repeated its ACK of exactly
+                    // this sequence at least twice, under 20 ms ago) is a retransmission; else a segment
+                    // within the initial RTT of the highest one is out of order; else a retransmission.
+                    let fast = peer.dup_acks >= 2
+                        && peer.last_ack == Some(seg.seq)
+                        && at.ts.0 - peer.last_ack_at.0 < 20_000_000;
+                    let since_highest = at.ts.0 - s.next_seq_at.0;
+                    let reorder_window = initial_rtt.unwrap_or(3_000_000);
+                    if !fast
+                        && since_highest < reorder_window
+                        && next != seg.seq.wrapping_add(seg_len)
                     {
-                        SegmentClass::KeepAlive
+                        s.stats.out_of_order += 1;
+                        SegmentClass::OutOfOrder
                     } else {
                         s.stats.retransmissions += 1;
                         SegmentClass::Retransmission
-                    };
-                }
+                    }
+                };
             }
         }
         // Like Wireshark, every segment (pure ACKs too) advances the next expected sequence number, so a
@@ -283,8 +316,25 @@ impl ConnectionState {
             let end = seg.seq.wrapping_add(seg_len);
             if s.next_seq.is_none_or(|n| seq_before(n, end)) {
                 s.next_seq = Some(end);
+                s.next_seq_at = at.ts;
             }
         }
+        // Duplicate ACK: no data, same ACK and window as before, nothing new in sequence space.
+        if flags.ack() {
+            let dup = seg.payload_len == 0
+                && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0
+                && seg.window != 0
+                && seg.window == s.last_window
+                && s.last_ack == Some(seg.ack)
+                && s.next_seq == Some(seg.seq);
+            if dup {
+                s.dup_acks += 1;
+            } else if s.last_ack != Some(seg.ack) {
+                s.dup_acks = 0;
+            }
+            s.last_ack_at = at.ts;
+        }
+        s.last_window = seg.window;
         if flags.ack() {
             s.last_ack = Some(seg.ack);
         }
@@ -366,7 +416,6 @@ impl ConnectionState {
             (None, Some(f)) => ConnectionEnd::HalfClosed(f.by),
             (None, None) => ConnectionEnd::Open,
         };
-        let syn = c.syn.or(sv.syn);
         Connection {
             client: self.key.endpoint(client_side),
             server: self.key.endpoint(client_side.other()),
@@ -374,7 +423,7 @@ impl ConnectionState {
             role_basis: basis,
             first: self.first,
             last: self.last,
-            handshake_rtt_ns: syn.zip(self.handshake_ack).map(|(s, a)| a.ts.0 - s.ts.0),
+            handshake_rtt_ns: self.initial_rtt(),
             to_server: c.stats,
             to_client: sv.stats,
             first_fin,
