@@ -2,7 +2,7 @@
 //!
 //! This facade re-exports the workspace's crates so an embedding program depends on one crate:
 //! [`capture`] reads pcap/pcapng in splits, [`flow`] decodes packets and tracks TCP connections,
-//! [`analysis`] runs the parallel engine and the analyses, [`report`] renders results.
+//! [`mysql`] decodes the MySQL protocol from ordered bytes, [`analysis`] runs the parallel engine and the analyses, [`report`] renders results.
 //!
 //! ```no_run
 //! use pcapsleuth::{analysis, capture::Capture};
@@ -16,4 +16,5 @@
 pub use pcapsleuth_analysis as analysis;
 pub use pcapsleuth_capture as capture;
 pub use pcapsleuth_flow as flow;
+pub use pcapsleuth_mysql as mysql;
 pub use pcapsleuth_report as report;

@@ -39,6 +39,10 @@ struct Common {
     /// Print JSON for scripts instead of text.
     #[arg(long)]
     json: bool,
+    /// Decode connections on this server port as MySQL (MySQL is also recognised on any port from its
+    /// greeting or the shape of its requests and responses).
+    #[arg(long, value_name = "N")]
+    mysql_port: Option<u16>,
     /// Number of byte-range splits (default: automatic). Results do not depend on it.
     #[arg(long, value_name = "N", hide = true)]
     splits: Option<usize>,
@@ -67,6 +71,30 @@ enum Command {
         /// Order of the rows.
         #[arg(long, value_enum, default_value_t = SortArg::Start)]
         sort: SortArg,
+    },
+    /// MySQL forensics: requests and responses with their response times, errors by code (with their own
+    /// response times), statements grouped by fingerprint, and incidents: connections closed while a
+    /// response or resultset was still flowing or a request was unanswered.
+    ///
+    /// Response time is measured from the request's first packet to the last packet of its response.
+    Mysql {
+        #[command(flatten)]
+        common: Common,
+        /// Only connections with this port (client or server side).
+        #[arg(long, value_name = "N")]
+        port: Option<u16>,
+        /// Only connections to this server (IP:PORT or [IPv6]:PORT).
+        #[arg(long, value_name = "IP:PORT")]
+        server: Option<String>,
+        /// Only requests answered with an error.
+        #[arg(long)]
+        errors_only: bool,
+        /// Only requests whose response took at least this long (e.g. 10ms, 1.5s, 250us).
+        #[arg(long, value_name = "DURATION")]
+        slower_than: Option<String>,
+        /// How many statement groups to print.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
     },
     /// Copies every packet of the matching TCP connections into a new capture for Wireshark
     /// (records byte-identical: original link type and timestamps).
@@ -175,6 +203,40 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             Ok(finish(&cap, &a))
         }
+        Command::Mysql {
+            common,
+            port,
+            server,
+            errors_only,
+            slower_than,
+            limit,
+        } => {
+            let server = match server {
+                Some(s) => Some(
+                    s.parse()
+                        .map_err(|e: String| InputError(format!("--server: {e}")))?,
+                ),
+                None => None,
+            };
+            let slower_than_ns = match slower_than {
+                Some(d) => Some(parse_duration_ns(&d)?),
+                None => None,
+            };
+            let filter = analysis::MysqlFilter {
+                port,
+                server,
+                errors_only,
+                slower_than_ns,
+            };
+            let (cap, a) = analyze_with(&common, filter)?;
+            let report = a.mysql.clone().report();
+            emit(if common.json {
+                report::to_json(&report)
+            } else {
+                report::render_mysql(&report, limit)
+            })?;
+            Ok(finish(&cap, &a))
+        }
         Command::Extract {
             file,
             port,
@@ -203,11 +265,46 @@ fn open(path: &Path) -> anyhow::Result<Capture> {
     Ok(Capture::open(path)?)
 }
 
+/// `10ms`, `1.5s`, `250us`, `2m` (a bare number is milliseconds).
+fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "" | "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        _ => f64::NAN,
+    };
+    match num.parse::<f64>() {
+        Ok(v) if scale.is_finite() && v >= 0.0 => Ok((v * scale) as u64),
+        _ => bail!(InputError(format!(
+            "--slower-than expects a duration like 10ms, 1.5s or 250us, got `{s}`"
+        ))),
+    }
+}
+
 fn analyze(common: &Common) -> anyhow::Result<(Capture, Analysis)> {
+    analyze_with(common, analysis::MysqlFilter::default())
+}
+
+fn analyze_with(
+    common: &Common,
+    mysql_filter: analysis::MysqlFilter,
+) -> anyhow::Result<(Capture, Analysis)> {
     let cap = open(&common.file)?;
     let opts = EngineOptions {
         threads: common.threads,
         splits: common.splits,
+        mysql: match common.mysql_port {
+            Some(p) => analysis::MysqlDetection::Port(p),
+            None => analysis::MysqlDetection::Auto,
+        },
+        mysql_filter,
     };
     let show = std::io::stderr().is_terminal() && cap.len() > 256 << 20;
     let a = analysis::analyze_with_progress(&cap, &opts, |done, total| {

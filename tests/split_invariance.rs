@@ -18,9 +18,11 @@ fn reports(
         &EngineOptions {
             threads,
             splits: Some(splits),
+            ..EngineOptions::default()
         },
     );
-    let json = to_json(&first_reset(&a, usize::MAX));
+    // The whole reports as a user sees them: first-reset and the MySQL report, as JSON.
+    let json = to_json(&first_reset(&a, usize::MAX)) + &to_json(&a.mysql.clone().report());
     (a, json)
 }
 

@@ -21,6 +21,8 @@ use pcapsleuth_flow::{
     FlowBuildHasher, FlowKey, FrameRef, RoleBasis, Side, TcpFlags, TcpSegment,
 };
 use rayon::prelude::*;
+
+use crate::mysql::{MysqlAggregate, MysqlDetection, MysqlFilter, MysqlSessionFacts, MysqlTrack};
 use serde::Serialize;
 
 /// How to run the engine.
@@ -30,6 +32,10 @@ pub struct EngineOptions {
     pub threads: usize,
     /// Exact number of splits (None: enough that each is at most [`SPLIT_TARGET_BYTES`]).
     pub splits: Option<usize>,
+    /// Which connections are decoded as MySQL.
+    pub mysql: MysqlDetection,
+    /// Which MySQL transactions the aggregate counts.
+    pub mysql_filter: MysqlFilter,
 }
 
 /// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a
@@ -83,6 +89,10 @@ pub struct Analysis {
     pub capture: CaptureFacts,
     /// Every TCP connection, in order of its first packet.
     pub connections: Vec<Connection>,
+    /// MySQL facts of each connection (same index as `connections`; `None` when it is not MySQL).
+    pub mysql_sessions: Vec<Option<MysqlSessionFacts>>,
+    /// Every MySQL transaction, aggregated.
+    pub mysql: MysqlAggregate,
 }
 
 /// A decoded TCP packet, kept compact between the scan and the tracking phase.
@@ -208,6 +218,7 @@ fn scan(
 /// One flow's state in phase 2.
 struct FlowSlot {
     tracker: ConnectionTracker,
+    mysql: MysqlTrack,
 }
 
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
@@ -216,11 +227,19 @@ struct Bucket {
     index: HashMap<FlowKey, usize, FlowBuildHasher>,
     slots: Vec<FlowSlot>,
     /// Connections ended by port reuse, concluded at the end with the rest.
-    replaced: Vec<ConnectionState>,
+    replaced: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
+    mysql: MysqlAggregate,
 }
 
 impl Bucket {
-    fn track(&mut self, b: usize, scans: &[Scan], bases: &[u64], bytes: &[u8]) {
+    fn track(
+        &mut self,
+        b: usize,
+        scans: &[Scan],
+        bases: &[u64],
+        bytes: &[u8],
+        opts: &EngineOptions,
+    ) {
         for (scan, &base) in scans.iter().zip(bases) {
             let events = &scan.buckets[b];
             if events.is_empty() {
@@ -241,6 +260,7 @@ impl Bucket {
                         if i == next {
                             self.slots.push(FlowSlot {
                                 tracker: ConnectionTracker::new(key, at),
+                                mysql: MysqlTrack::new(opts.mysql),
                             });
                         }
                         slot_of[ev.flow as usize] = i as u32;
@@ -265,20 +285,41 @@ impl Bucket {
                     payload,
                     payload_len: ev.payload_len,
                 };
-                let fed = self.slots[slot]
-                    .tracker
-                    .feed(ev.side, &seg, ev.wire_len, at);
+                let flow = &mut self.slots[slot];
+                let fed = flow.tracker.feed(ev.side, &seg, ev.wire_len, at);
                 if let Some(old) = fed.replaced {
-                    self.replaced.push(old);
+                    let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
+                    let facts = track.conclude(&old, &mut self.mysql, &opts.mysql_filter);
+                    self.replaced.push((old, facts));
                 }
+                flow.mysql.segment(
+                    flow.tracker.current(),
+                    ev.side,
+                    &seg,
+                    at,
+                    &mut self.mysql,
+                    &opts.mysql_filter,
+                );
             }
         }
     }
 
-    fn into_states(self) -> impl Iterator<Item = ConnectionState> {
-        self.replaced
-            .into_iter()
-            .chain(self.slots.into_iter().map(|s| s.tracker.into_current()))
+    fn conclude(
+        mut self,
+        opts: &EngineOptions,
+    ) -> (
+        Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
+        MysqlAggregate,
+    ) {
+        let mut out = std::mem::take(&mut self.replaced);
+        for slot in self.slots {
+            let state = slot.tracker.into_current();
+            let facts = slot
+                .mysql
+                .conclude(&state, &mut self.mysql, &opts.mysql_filter);
+            out.push((state, facts));
+        }
+        (out, self.mysql)
     }
 }
 
@@ -359,14 +400,20 @@ fn run_engine(
         buckets
             .par_iter_mut()
             .enumerate()
-            .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes));
+            .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes, opts));
         pool.extend(scans.into_iter().map(|sc| sc.buckets));
         let done = batch.last().map_or(cap.len(), |s| s.end);
         cap.release_before(done.min(expected.offset));
         progress(done, cap.len());
     }
-    let states: Vec<ConnectionState> = buckets.into_iter().flat_map(Bucket::into_states).collect();
-    let connections = conclude(states);
+    let concluded: Vec<_> = buckets.into_par_iter().map(|b| b.conclude(opts)).collect();
+    let mut mysql = MysqlAggregate::default();
+    let mut states = Vec::new();
+    for (s, agg) in concluded {
+        states.extend(s);
+        mysql.merge(agg);
+    }
+    let (connections, mysql_sessions) = conclude(states);
     Analysis {
         capture: CaptureFacts {
             format: cap.format().describe(),
@@ -377,22 +424,26 @@ fn run_engine(
             damage,
         },
         connections,
+        mysql_sessions,
+        mysql,
     }
 }
 
 /// Concludes every connection, deciding roles: from its own handshake; else from an endpoint that
 /// accepted a handshake elsewhere in the capture; else from ports.
-fn conclude(states: Vec<ConnectionState>) -> Vec<Connection> {
+fn conclude(
+    states: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
+) -> (Vec<Connection>, Vec<Option<MysqlSessionFacts>>) {
     let listeners: std::collections::HashSet<Endpoint> = states
         .iter()
-        .filter_map(|s| {
+        .filter_map(|(s, _)| {
             s.handshake_client()
                 .map(|(client, _)| s.key().endpoint(client.other()))
         })
         .collect();
-    let mut out: Vec<Connection> = states
+    let mut out: Vec<(Connection, Option<MysqlSessionFacts>)> = states
         .into_iter()
-        .map(|s| {
+        .map(|(s, facts)| {
             let key = s.key();
             let client = s.handshake_client().or_else(|| {
                 let lo_listens = listeners.contains(&key.lo);
@@ -403,9 +454,9 @@ fn conclude(states: Vec<ConnectionState>) -> Vec<Connection> {
                     _ => Some((server_side_by_port(&key).other(), RoleBasis::Port)),
                 }
             });
-            s.finish(client)
+            (s.finish(client), facts)
         })
         .collect();
-    out.sort_by_key(|c| (c.first.frame, c.client, c.server));
-    out
+    out.sort_by_key(|(c, _)| (c.first.frame, c.client, c.server));
+    out.into_iter().unzip()
 }

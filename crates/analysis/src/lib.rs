@@ -15,9 +15,16 @@
 
 mod closes;
 mod engine;
+mod histogram;
+mod mysql;
 
 pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
 pub use engine::{
     analyze, analyze_with_progress, Analysis, CaptureFacts, EngineOptions, PacketCounts,
     SPLIT_TARGET_BYTES,
+};
+pub use histogram::{Histogram, RtSummary};
+pub use mysql::{
+    response_time_ns, ErrorDetail, Incident, MysqlAggregate, MysqlDetection, MysqlFilter,
+    MysqlReport, MysqlSessionFacts, RecognisedBy, SecondCounts, StatementGroup,
 };

@@ -280,23 +280,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// What both decoders must agree on.
-    fn facts(
-        d: Decoded<'_>,
-    ) -> Option<(IpAddr, u16, IpAddr, u16, u32, u32, u16, u8, Vec<u8>, u32)> {
+    /// What both decoders must agree on, as comparable text.
+    fn facts(d: Decoded<'_>) -> Option<String> {
         match d {
-            Decoded::Tcp(t) => Some((
-                t.src,
-                t.src_port,
-                t.dst,
-                t.dst_port,
-                t.seq,
-                t.ack,
-                t.window,
-                t.flags.0,
-                t.payload.to_vec(),
-                t.payload_len,
-            )),
+            Decoded::Tcp(t) => Some(format!("{t:?}")),
             _ => None,
         }
     }

@@ -13,10 +13,12 @@
 
 mod decode;
 mod key;
+mod reassembly;
 mod tcp;
 
 pub use decode::{decode, decode_general, Decoded, TcpFlags, TcpSegment};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
+pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,
     ConnectionState, ConnectionTracker, DirectionStats, Fed, FrameRef, Role, RoleBasis,

@@ -5,7 +5,7 @@
 
 mod text;
 
-pub use text::{render_first_reset, render_flows, sorted, FlowSort};
+pub use text::{render_first_reset, render_flows, render_mysql, sorted, FlowSort};
 
 use serde::Serialize;
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{Analysis, CloseReport, FirstReset};
+use pcapsleuth_analysis::{Analysis, CloseReport, FirstReset, MysqlReport, RtSummary};
 use pcapsleuth_flow::{CloseFlag, Connection, ConnectionEnd, Role};
 use serde::Serialize;
 
@@ -75,6 +75,16 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
 /// `pcapsleuth first-reset` for people.
 pub fn render_first_reset(r: &FirstReset) -> String {
     let mut out = String::new();
+    match &r.first_abnormal {
+        Some(c) => describe_close(&mut out, "First abnormal close", c),
+        None => {
+            let _ = writeln!(
+                out,
+                "No abnormal close: every connection ended normally or is still open."
+            );
+        }
+    }
+    let _ = writeln!(out);
     match (&r.first_rst, &r.first_fin) {
         (None, None) => {
             let _ = writeln!(out, "No FIN or RST in {} TCP connections.", r.connections);
@@ -109,7 +119,8 @@ pub fn render_first_reset(r: &FirstReset) -> String {
         for c in &r.closes {
             let _ = writeln!(
                 out,
-                "{:>8}  {:>12.6}  {:<3}  {:<7}  {:<22}  {:<22}  {}",
+                "{}{:>7}  {:>12.6}  {:<3}  {:<7}  {:<22}  {:<22}  {}",
+                if c.abnormal { "!" } else { " " },
                 c.frame,
                 c.rel_time,
                 flag(c.flag),
@@ -117,6 +128,165 @@ pub fn render_first_reset(r: &FirstReset) -> String {
                 c.client,
                 c.server,
                 c.reason
+            );
+        }
+    }
+    out
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn ms(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.1}ms", us / 1000.0)
+    } else {
+        format!("{us:.0}µs")
+    }
+}
+
+fn rt_line(r: &RtSummary) -> String {
+    format!(
+        "n={} mean {} p50 {} p95 {} p99 {} max {}",
+        thousands(r.count),
+        ms(r.mean),
+        ms(r.p50),
+        ms(r.p95),
+        ms(r.p99),
+        ms(r.max)
+    )
+}
+
+/// `pcapsleuth mysql` for people.
+pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
+    let mut out = String::new();
+    let secs = r.per_second.len().max(1);
+    let _ = writeln!(
+        out,
+        "MySQL: {} sessions, {} requests answered or cut off, over {} s ({:.0} per second on average)",
+        thousands(r.sessions),
+        thousands(r.queries),
+        r.per_second.len(),
+        r.queries as f64 / secs as f64
+    );
+    let cmds: Vec<String> = r
+        .commands
+        .iter()
+        .map(|(k, v)| format!("{k} {}", thousands(*v)))
+        .collect();
+    let _ = writeln!(out, "commands: {}", cmds.join(", "));
+    let _ = writeln!(out, "\nresponse time (request to last response byte):");
+    let _ = writeln!(out, "  all       {}", rt_line(&r.rt_us));
+    let _ = writeln!(out, "  success   {}", rt_line(&r.rt_ok_us));
+    let _ = writeln!(out, "  errors    {}", rt_line(&r.rt_error_us));
+    if r.error_details.is_empty() {
+        let _ = writeln!(out, "\nno error responses");
+    } else {
+        let total: u64 = r.error_details.iter().map(|e| e.count).sum();
+        let _ = writeln!(
+            out,
+            "\nerror responses: {} ({:.1}% of requests)",
+            thousands(total),
+            100.0 * total as f64 / r.queries.max(1) as f64
+        );
+        for e in &r.error_details {
+            let _ = writeln!(
+                out,
+                "  ERR {} ({}) x {}   rt mean {} p95 {}",
+                e.code,
+                e.sql_state,
+                thousands(e.count),
+                ms(e.rt_us.mean),
+                ms(e.rt_us.p95)
+            );
+            for m in &e.messages {
+                let _ = writeln!(out, "      e.g. {m}");
+            }
+        }
+    }
+    if !r.statements.is_empty() {
+        let _ = writeln!(out, "\nstatements by total time (top {limit}):");
+        let _ = writeln!(
+            out,
+            "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  fingerprint",
+            "count", "total", "mean", "p50", "p95", "p99", "errors"
+        );
+        for s in r.statements.iter().take(limit) {
+            let fp: String = s.fingerprint.chars().take(100).collect();
+            let _ = writeln!(
+                out,
+                "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
+                thousands(s.count),
+                ms(s.total_us),
+                ms(s.rt_us.mean),
+                ms(s.rt_us.p50),
+                ms(s.rt_us.p95),
+                ms(s.rt_us.p99),
+                thousands(s.errors),
+                fp
+            );
+        }
+    }
+    if r.incidents.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nno incidents (no connection closed with MySQL work in progress)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\nincidents (connections closed with MySQL work in progress):"
+        );
+        for i in &r.incidents {
+            let q: String = i
+                .query
+                .as_deref()
+                .unwrap_or(&i.command)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(100)
+                .collect();
+            let _ = writeln!(
+                out,
+                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, {} rows / {} bytes delivered",
+                i.frame,
+                i.kind.replace('_', " "),
+                i.client,
+                i.server,
+                q,
+                i.request_frame,
+                thousands(i.rows),
+                thousands(i.bytes)
+            );
+        }
+    }
+    if r.per_second.len() > 1 {
+        let _ = writeln!(out, "\nper second: second, requests, errors");
+        for s in r.per_second.iter().take(120) {
+            let _ = writeln!(
+                out,
+                "  {}  {:>8} {:>8}",
+                utc(s.second as f64),
+                thousands(s.queries),
+                thousands(s.errors)
+            );
+        }
+        if r.per_second.len() > 120 {
+            let _ = writeln!(
+                out,
+                "  ... {} more seconds (see --json)",
+                r.per_second.len() - 120
             );
         }
     }

@@ -1,0 +1,787 @@
+//! MySQL on every TCP connection that speaks it: recognised from the server greeting or the shape of a
+//! request and its response (any port, or a port the user names), its bytes put in order and decoded by
+//! `pcapsleuth-mysql`, every transaction aggregated, and every close read in MySQL terms.
+
+use std::collections::{BTreeMap, HashMap};
+
+use pcapsleuth_flow::{
+    CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FrameRef, Side, StreamEvent,
+    StreamReassembler, TcpSegment,
+};
+use pcapsleuth_mysql::{
+    fingerprint, looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag, Command,
+    Direction, Encryption, Meta, Outcome, Session, SessionPhase, StartMode, Transaction,
+};
+use serde::Serialize;
+
+use crate::histogram::{Histogram, RtSummary};
+
+/// Which connections are decoded as MySQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MysqlDetection {
+    /// Recognised from the greeting or the request/response shape, on any port.
+    #[default]
+    Auto,
+    /// Connections with this server port are MySQL (and others are still recognised automatically).
+    Port(u16),
+    /// No MySQL decoding.
+    Off,
+}
+
+/// Which transactions the MySQL report counts (`pcapsleuth mysql --port/--server/--errors-only/--slower-than`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MysqlFilter {
+    pub port: Option<u16>,
+    pub server: Option<Endpoint>,
+    pub errors_only: bool,
+    pub slower_than_ns: Option<u64>,
+}
+
+impl MysqlFilter {
+    fn connection(&self, client: Endpoint, server: Endpoint) -> bool {
+        self.port
+            .is_none_or(|p| client.port == p || server.port == p)
+            && self.server.is_none_or(|s| s == server)
+    }
+
+    fn transaction(&self, t: &Transaction) -> bool {
+        (!self.errors_only || matches!(t.outcome, Outcome::Err { .. }))
+            && self
+                .slower_than_ns
+                .is_none_or(|min| response_time_ns(t).is_some_and(|rt| rt >= min))
+    }
+}
+
+/// Request (first packet) to the last byte of the response: what the client waited for.
+pub fn response_time_ns(t: &Transaction) -> Option<u64> {
+    t.last_response_ts_ns
+        .map(|end| end.saturating_sub(t.request_ts_ns))
+}
+
+/// How a connection was recognised as MySQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecognisedBy {
+    Greeting,
+    RequestResponseShape,
+    Port,
+}
+
+/// How many payload segments a connection may show before it is judged not to be MySQL.
+const DETECTION_SEGMENTS: u32 = 8;
+
+enum Detect {
+    Undecided { segments: u32 },
+    Mysql,
+    NotMysql,
+}
+
+/// A client segment that looked like a command, kept until the server's answer confirms MySQL.
+struct Candidate {
+    side: Side,
+    seq: u32,
+    bytes: Vec<u8>,
+    wire_len: u32,
+    at: FrameRef,
+}
+
+/// What a close found the session doing.
+#[derive(Debug, Clone)]
+pub struct CloseSeen {
+    pub frame: u64,
+    pub side: Side,
+    pub flag: TcpCloseFlag,
+    pub context: CloseContext,
+}
+
+/// MySQL facts about one connection, kept with it for `first-reset` and `flows`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MysqlSessionFacts {
+    pub recognised_by: RecognisedBy,
+    pub server_version: Option<String>,
+    pub user: Option<String>,
+    pub schema: Option<String>,
+    pub encrypted: bool,
+    pub transactions: u64,
+    pub errors: u64,
+    #[serde(skip)]
+    pub closes: Vec<CloseSeenFacts>,
+}
+
+/// A [`CloseSeen`] reduced to what reports print.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloseSeenFacts {
+    pub frame: u64,
+    pub phase: SessionPhase,
+    pub command: Option<Command>,
+    pub statement: Option<String>,
+    pub request_frame: Option<u64>,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// Per-connection MySQL state during tracking.
+pub(crate) struct MysqlTrack {
+    mode: MysqlDetection,
+    detect: Detect,
+    recognised_by: Option<RecognisedBy>,
+    candidate: Option<Candidate>,
+    client: Option<Side>,
+    session: Option<Session>,
+    streams: [StreamReassembler<Meta>; 2],
+    closes: Vec<CloseSeen>,
+    closed: [[bool; 2]; 2],
+    transactions: u64,
+    errors: u64,
+}
+
+fn meta(at: FrameRef) -> Meta {
+    Meta {
+        ts_ns: at.ts.0.max(0) as u64,
+        frame: at.frame,
+    }
+}
+
+/// Does this server payload start like a response to a command (a packet with sequence id 1)?
+fn looks_like_response(bytes: &[u8]) -> bool {
+    bytes.len() >= 5 && bytes[3] == 1 && {
+        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]);
+        len > 0
+            && (bytes[4] == 0x00
+                || bytes[4] == 0xff
+                || bytes[4] == 0xfe
+                || len as usize + 4 >= bytes.len().min(5))
+    }
+}
+
+impl MysqlTrack {
+    pub(crate) fn new(mode: MysqlDetection) -> Self {
+        MysqlTrack {
+            mode,
+            detect: if mode == MysqlDetection::Off {
+                Detect::NotMysql
+            } else {
+                Detect::Undecided { segments: 0 }
+            },
+            recognised_by: None,
+            candidate: None,
+            client: None,
+            session: None,
+            streams: [StreamReassembler::new(), StreamReassembler::new()],
+            closes: Vec::new(),
+            closed: [[false; 2]; 2],
+            transactions: 0,
+            errors: 0,
+        }
+    }
+
+    pub(crate) fn is_mysql(&self) -> bool {
+        matches!(self.detect, Detect::Mysql)
+    }
+
+    fn start(&mut self, client: Side, by: RecognisedBy, mode: StartMode) {
+        self.detect = Detect::Mysql;
+        self.recognised_by = Some(by);
+        self.client = Some(client);
+        self.session = Some(Session::new(mode));
+    }
+
+    /// Feeds one segment of the connection (after the TCP tracker saw it).
+    pub(crate) fn segment(
+        &mut self,
+        conn: &ConnectionState,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        sink: &mut MysqlAggregate,
+        filter: &MysqlFilter,
+    ) {
+        if let Detect::Undecided { segments } = &mut self.detect {
+            if seg.payload_len == 0 {
+                return;
+            }
+            *segments += 1;
+            let give_up = *segments > DETECTION_SEGMENTS;
+            let key = conn.key();
+            let handshake = conn.handshake_client();
+            if let MysqlDetection::Port(p) = self.mode {
+                let server = if key.lo.port == p {
+                    Some(Side::Lo)
+                } else if key.hi.port == p {
+                    Some(Side::Hi)
+                } else {
+                    None
+                };
+                if let Some(server) = server {
+                    let mode = if conn.saw_syn() {
+                        StartMode::Handshake
+                    } else {
+                        StartMode::MidStream
+                    };
+                    self.start(server.other(), RecognisedBy::Port, mode);
+                }
+            }
+            if !self.is_mysql() {
+                if let Some((client, _)) = handshake.filter(|_| conn.saw_syn()) {
+                    // A connection seen from its SYN: MySQL servers speak first.
+                    if side != client && looks_like_greeting(seg.payload) {
+                        self.start(client, RecognisedBy::Greeting, StartMode::Handshake);
+                    } else {
+                        self.detect = Detect::NotMysql;
+                        return;
+                    }
+                } else if let Some(c) = self.candidate.take().filter(|c| c.side != side) {
+                    if looks_like_response(seg.payload) {
+                        self.start(
+                            c.side,
+                            RecognisedBy::RequestResponseShape,
+                            StartMode::MidStream,
+                        );
+                        let Candidate {
+                            side,
+                            seq,
+                            bytes,
+                            wire_len,
+                            at,
+                        } = c;
+                        let seg_c = TcpSegment {
+                            seq,
+                            payload: &bytes,
+                            payload_len: wire_len,
+                            ..*seg
+                        };
+                        self.feed(side, &seg_c, at, sink, filter, conn);
+                    }
+                } else if looks_like_client_command(seg.payload) {
+                    self.candidate = Some(Candidate {
+                        side,
+                        seq: seg.seq,
+                        bytes: seg.payload[..seg.payload.len().min(1 << 16)].to_vec(),
+                        wire_len: seg.payload_len,
+                        at,
+                    });
+                }
+                if !self.is_mysql() {
+                    if give_up {
+                        self.detect = Detect::NotMysql;
+                        self.candidate = None;
+                    }
+                    return;
+                }
+            }
+        }
+        if self.is_mysql() {
+            self.feed(side, seg, at, sink, filter, conn);
+        }
+    }
+
+    fn feed(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        sink: &mut MysqlAggregate,
+        filter: &MysqlFilter,
+        conn: &ConnectionState,
+    ) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        let dir = |s: Side| {
+            if s == client {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            }
+        };
+        let d = dir(side);
+        let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+            StreamEvent::Data(b) => session.feed(d, b, m),
+            StreamEvent::Gap(n) => session.gap(d, n, m),
+        };
+        self.streams[side.index()].segment(
+            seg.seq,
+            seg.flags.syn(),
+            seg.payload,
+            seg.payload_len,
+            meta(at),
+            &mut out,
+        );
+        if seg.flags.ack() {
+            let od = dir(side.other());
+            let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                StreamEvent::Data(b) => session.feed(od, b, m),
+                StreamEvent::Gap(n) => session.gap(od, n, m),
+            };
+            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
+        }
+        let flag = if seg.flags.rst() {
+            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
+        } else if seg.flags.fin() {
+            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
+        } else {
+            None
+        };
+        if let Some((tcp_flag, flag)) = flag {
+            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
+            if !*slot {
+                *slot = true;
+                let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                    StreamEvent::Data(b) => session.feed(d, b, m),
+                    StreamEvent::Gap(n) => session.gap(d, n, m),
+                };
+                self.streams[side.index()].flush(&mut out);
+                let context = session.close(d, flag, meta(at));
+                self.closes.push(CloseSeen {
+                    frame: at.frame,
+                    side,
+                    flag: tcp_flag,
+                    context,
+                });
+            }
+        }
+        self.drain(sink, filter, conn);
+    }
+
+    fn drain(&mut self, sink: &mut MysqlAggregate, filter: &MysqlFilter, conn: &ConnectionState) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        let key = conn.key();
+        let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
+        let wanted = filter.connection(c, s);
+        for t in session.drain() {
+            self.transactions += 1;
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+            if wanted && filter.transaction(&t) {
+                sink.add(&t);
+            }
+        }
+    }
+
+    /// The connection ended (port reuse or end of capture): flush, finish, and summarise it.
+    pub(crate) fn conclude(
+        mut self,
+        conn: &ConnectionState,
+        sink: &mut MysqlAggregate,
+        filter: &MysqlFilter,
+    ) -> Option<MysqlSessionFacts> {
+        if !self.is_mysql() {
+            return None;
+        }
+        let client = self.client?;
+        if let Some(session) = self.session.as_mut() {
+            for side in [Side::Lo, Side::Hi] {
+                let d = if side == client {
+                    Direction::ClientToServer
+                } else {
+                    Direction::ServerToClient
+                };
+                let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                    StreamEvent::Data(b) => session.feed(d, b, m),
+                    StreamEvent::Gap(n) => session.gap(d, n, m),
+                };
+                self.streams[side.index()].flush(&mut out);
+            }
+            session.finish();
+        }
+        self.drain(sink, filter, conn);
+        let key = conn.key();
+        let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
+        if filter.connection(c, s) {
+            sink.sessions += 1;
+            for seen in &self.closes {
+                if let Some(incident) = Incident::from_close(seen, client, c, s) {
+                    sink.incidents.push(incident);
+                }
+            }
+        }
+        let info = self.session.as_ref().map(|s| s.info().clone());
+        Some(MysqlSessionFacts {
+            recognised_by: self.recognised_by?,
+            server_version: info.as_ref().and_then(|i| i.server_version.clone()),
+            user: info.as_ref().and_then(|i| i.user.clone()),
+            schema: info.as_ref().and_then(|i| i.schema.clone()),
+            encrypted: info
+                .as_ref()
+                .is_some_and(|i| i.encryption == Encryption::Tls),
+            transactions: self.transactions,
+            errors: self.errors,
+            closes: self
+                .closes
+                .iter()
+                .map(|c| {
+                    let p = c.context.pending.as_ref();
+                    let (rows, bytes) = match c.context.phase {
+                        SessionPhase::InResultset { rows, bytes } => (rows, bytes),
+                        SessionPhase::InResponse { bytes } => (0, bytes),
+                        _ => (p.map_or(0, |p| p.rows), p.map_or(0, |p| p.response_bytes)),
+                    };
+                    CloseSeenFacts {
+                        frame: c.frame,
+                        phase: c.context.phase,
+                        command: p.map(|p| p.command),
+                        statement: p.and_then(|p| p.statement.clone()),
+                        request_frame: p.map(|p| p.request_frame),
+                        rows,
+                        bytes,
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+/// A connection closed while MySQL work was in progress.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Incident {
+    /// Frame of the FIN or RST.
+    pub frame: u64,
+    /// e.g. `server_fin_mid_resultset`, `server_rst_unanswered`, `client_fin_mid_response`.
+    pub kind: String,
+    pub client: String,
+    pub server: String,
+    pub by: &'static str,
+    pub flag: TcpCloseFlag,
+    pub command: String,
+    pub query: Option<String>,
+    pub request_frame: u64,
+    /// Seconds since the epoch of the request.
+    pub request_time: f64,
+    /// Rows and response bytes delivered before the close.
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+impl Incident {
+    fn from_close(seen: &CloseSeen, client: Side, c: Endpoint, s: Endpoint) -> Option<Incident> {
+        let pending = seen.context.pending.as_ref()?;
+        let state = match seen.context.phase {
+            SessionPhase::InResultset { .. } => "mid_resultset",
+            SessionPhase::InResponse { .. } => "mid_response",
+            SessionPhase::AwaitingResponse => "unanswered",
+            _ if pending.first_response_frame.is_some() => "mid_response",
+            _ => "unanswered",
+        };
+        let by = if seen.side == client {
+            "client"
+        } else {
+            "server"
+        };
+        let flag = match seen.flag {
+            TcpCloseFlag::Fin => "fin",
+            TcpCloseFlag::Rst => "rst",
+        };
+        let (rows, bytes) = match seen.context.phase {
+            SessionPhase::InResultset { rows, bytes } => (rows, bytes),
+            SessionPhase::InResponse { bytes } => (pending.rows, bytes),
+            _ => (pending.rows, pending.response_bytes),
+        };
+        Some(Incident {
+            frame: seen.frame,
+            kind: format!("{by}_{flag}_{state}"),
+            client: c.to_string(),
+            server: s.to_string(),
+            by,
+            flag: seen.flag,
+            command: pending.command.name().to_string(),
+            query: pending.statement.clone(),
+            request_frame: pending.request_frame,
+            request_time: pending.request_ts_ns as f64 / 1e9,
+            rows,
+            bytes,
+        })
+    }
+}
+
+/// Up to this many distinct messages are kept per error code (those seen first).
+const MESSAGE_SAMPLES: usize = 3;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ErrorAgg {
+    count: u64,
+    rt: Histogram,
+    /// message -> first request frame it was seen at; trimmed to the earliest few.
+    messages: BTreeMap<String, u64>,
+    sql_state: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+struct StatementAgg {
+    count: u64,
+    errors: u64,
+    rows: u64,
+    rt: Histogram,
+    /// The earliest statement of the group, and its frame.
+    sample: (u64, String),
+}
+
+/// Everything the `mysql` report counts, mergeable in any order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MysqlAggregate {
+    pub sessions: u64,
+    queries: u64,
+    commands: BTreeMap<&'static str, u64>,
+    errors: BTreeMap<u16, ErrorAgg>,
+    rt_all: Histogram,
+    rt_ok: Histogram,
+    rt_err: Histogram,
+    statements: HashMap<String, StatementAgg>,
+    per_second: BTreeMap<i64, (u64, u64)>,
+    incidents: Vec<Incident>,
+}
+
+fn trim_messages(m: &mut BTreeMap<String, u64>) {
+    while m.len() > MESSAGE_SAMPLES {
+        let latest = m
+            .iter()
+            .max_by_key(|(msg, &f)| (f, (*msg).clone()))
+            .map(|(k, _)| k.clone());
+        if let Some(k) = latest {
+            m.remove(&k);
+        }
+    }
+}
+
+impl MysqlAggregate {
+    fn add(&mut self, t: &Transaction) {
+        *self.commands.entry(t.command.name()).or_insert(0) += 1;
+        let answered_or_cut = matches!(
+            t.outcome,
+            Outcome::Ok { .. }
+                | Outcome::Err { .. }
+                | Outcome::ResultSet { .. }
+                | Outcome::Prepared { .. }
+                | Outcome::LocalInfile { .. }
+                | Outcome::Unparsed
+                | Outcome::ClosedMidResponse { .. }
+                | Outcome::ClosedBeforeResponse { .. }
+        );
+        let is_err = matches!(t.outcome, Outcome::Err { .. });
+        let rt = response_time_ns(t);
+        // Logins (COM_CONNECT) count among errors (1045 access denied, 1130 host not allowed, ...) but not
+        // among queries and their response times.
+        if answered_or_cut && t.command != Command::Connect {
+            self.queries += 1;
+            let sec = (t.request_ts_ns / 1_000_000_000) as i64;
+            let e = self.per_second.entry(sec).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += u64::from(is_err);
+            if let Some(rt) = rt {
+                self.rt_all.add(rt);
+                if is_err {
+                    self.rt_err.add(rt);
+                } else {
+                    self.rt_ok.add(rt);
+                }
+            }
+        }
+        if let Outcome::Err {
+            code,
+            sql_state,
+            message,
+        } = &t.outcome
+        {
+            let agg = self.errors.entry(*code).or_default();
+            agg.count += 1;
+            if let Some(rt) = rt {
+                agg.rt.add(rt);
+            }
+            if agg.sql_state.is_empty() {
+                agg.sql_state = sql_state.clone();
+            }
+            let f = agg
+                .messages
+                .entry(message.clone())
+                .or_insert(t.request_frame);
+            *f = (*f).min(t.request_frame);
+            trim_messages(&mut agg.messages);
+        }
+        if t.command == Command::Connect {
+            return;
+        }
+        if let Some(sql) = &t.statement {
+            let fp = fingerprint(sql);
+            let agg = self.statements.entry(fp).or_insert_with(|| StatementAgg {
+                sample: (t.request_frame, sql.clone()),
+                ..StatementAgg::default()
+            });
+            agg.count += 1;
+            agg.errors += u64::from(is_err);
+            agg.rows += t.rows;
+            if let Some(rt) = rt {
+                agg.rt.add(rt);
+            }
+            if t.request_frame < agg.sample.0 {
+                agg.sample = (t.request_frame, sql.clone());
+            }
+        }
+    }
+
+    pub(crate) fn merge(&mut self, o: MysqlAggregate) {
+        self.sessions += o.sessions;
+        self.queries += o.queries;
+        for (k, v) in o.commands {
+            *self.commands.entry(k).or_insert(0) += v;
+        }
+        for (code, e) in o.errors {
+            let agg = self.errors.entry(code).or_default();
+            agg.count += e.count;
+            agg.rt.merge(&e.rt);
+            if agg.sql_state.is_empty() {
+                agg.sql_state = e.sql_state;
+            }
+            for (m, f) in e.messages {
+                let slot = agg.messages.entry(m).or_insert(f);
+                *slot = (*slot).min(f);
+            }
+            trim_messages(&mut agg.messages);
+        }
+        self.rt_all.merge(&o.rt_all);
+        self.rt_ok.merge(&o.rt_ok);
+        self.rt_err.merge(&o.rt_err);
+        for (fp, s) in o.statements {
+            match self.statements.get_mut(&fp) {
+                None => {
+                    self.statements.insert(fp, s);
+                }
+                Some(agg) => {
+                    agg.count += s.count;
+                    agg.errors += s.errors;
+                    agg.rows += s.rows;
+                    agg.rt.merge(&s.rt);
+                    if s.sample.0 < agg.sample.0 {
+                        agg.sample = s.sample;
+                    }
+                }
+            }
+        }
+        for (sec, (q, e)) in o.per_second {
+            let slot = self.per_second.entry(sec).or_insert((0, 0));
+            slot.0 += q;
+            slot.1 += e;
+        }
+        self.incidents.extend(o.incidents);
+    }
+
+    /// The finished report, in an order that does not depend on how the work was split.
+    pub fn report(mut self) -> MysqlReport {
+        self.incidents
+            .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
+        let mut statements: Vec<StatementGroup> = self
+            .statements
+            .into_iter()
+            .map(|(fp, s)| StatementGroup {
+                fingerprint: fp,
+                sample: s.sample.1,
+                count: s.count,
+                errors: s.errors,
+                rows: s.rows,
+                total_us: s.rt.sum_ns() as f64 / 1e3,
+                rt_us: s.rt.summary_us(),
+            })
+            .collect();
+        statements.sort_by(|a, b| {
+            b.total_us
+                .total_cmp(&a.total_us)
+                .then(b.count.cmp(&a.count))
+                .then(a.fingerprint.cmp(&b.fingerprint))
+        });
+        MysqlReport {
+            sessions: self.sessions,
+            queries: self.queries,
+            commands: self
+                .commands
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            errors: self
+                .errors
+                .iter()
+                .map(|(k, e)| (k.to_string(), e.count))
+                .collect(),
+            error_details: self
+                .errors
+                .iter()
+                .map(|(code, e)| {
+                    let mut msgs: Vec<(u64, String)> =
+                        e.messages.iter().map(|(m, f)| (*f, m.clone())).collect();
+                    msgs.sort();
+                    ErrorDetail {
+                        code: *code,
+                        sql_state: e.sql_state.clone(),
+                        count: e.count,
+                        messages: msgs.into_iter().map(|(_, m)| m).collect(),
+                        rt_us: e.rt.summary_us(),
+                    }
+                })
+                .collect(),
+            rt_us: self.rt_all.summary_us(),
+            rt_ok_us: self.rt_ok.summary_us(),
+            rt_error_us: self.rt_err.summary_us(),
+            statements,
+            per_second: self
+                .per_second
+                .iter()
+                .map(|(&s, &(q, e))| SecondCounts {
+                    second: s,
+                    queries: q,
+                    errors: e,
+                })
+                .collect(),
+            incidents: self.incidents,
+        }
+    }
+}
+
+/// `pcapsleuth mysql --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MysqlReport {
+    /// Connections recognised as MySQL.
+    pub sessions: u64,
+    /// Requests answered or cut off by a close (COM_QUIT and other requests without a response excluded).
+    pub queries: u64,
+    /// Every request by command name ("COM_QUERY", "COM_STMT_EXECUTE", ..., "COM_CONNECT" for logins).
+    pub commands: BTreeMap<String, u64>,
+    /// Error responses by code.
+    pub errors: BTreeMap<String, u64>,
+    pub error_details: Vec<ErrorDetail>,
+    /// Response times of all answered requests, microseconds.
+    pub rt_us: RtSummary,
+    pub rt_ok_us: RtSummary,
+    pub rt_error_us: RtSummary,
+    /// Statements grouped by fingerprint, by total time.
+    pub statements: Vec<StatementGroup>,
+    pub per_second: Vec<SecondCounts>,
+    pub incidents: Vec<Incident>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorDetail {
+    pub code: u16,
+    pub sql_state: String,
+    pub count: u64,
+    /// The first distinct messages seen (up to 3).
+    pub messages: Vec<String>,
+    pub rt_us: RtSummary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatementGroup {
+    pub fingerprint: String,
+    /// The first statement of the group, as sent.
+    pub sample: String,
+    pub count: u64,
+    pub errors: u64,
+    pub rows: u64,
+    pub total_us: f64,
+    pub rt_us: RtSummary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SecondCounts {
+    /// Seconds since the epoch.
+    pub second: i64,
+    pub queries: u64,
+    pub errors: u64,
+}

@@ -1,0 +1,162 @@
+//! The two stories pcapsleuth exists for, answered from real captures by one command each, and the
+//! MySQL counts checked against tshark's dissector on every real capture.
+
+mod common;
+
+use std::process::Command;
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = Command::new(common::bin()).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Story 1: the client said "Lost connection to server during query"; the capture shows the server
+/// hanging up in the middle of the resultset.
+#[test]
+fn the_server_hanging_up_mid_resultset_is_the_first_abnormal_close() {
+    let f = common::fixture("stream-stall.pcap");
+    let v = json(&["first-reset", "--json", f.to_str().unwrap()]);
+    let a = &v["first_abnormal"];
+    assert_eq!(a["frame"], 2029);
+    assert_eq!(a["initiator"], "server");
+    assert_eq!(a["flag"], "RST");
+    assert_eq!(a["mysql_state"], "in_resultset");
+    let reason = a["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("mid-resultset of `select * from big.sbtest1`"),
+        "{reason}"
+    );
+    // The earlier server FIN followed the client's COM_QUIT: normal, never the first abnormal close.
+    assert_eq!(v["first_fin"]["frame"], 14);
+    assert_eq!(v["first_fin"]["abnormal"], false);
+    assert!(v["first_fin"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("after COM_QUIT"));
+
+    let m = json(&["mysql", "--json", f.to_str().unwrap()]);
+    let incidents = m["incidents"].as_array().unwrap();
+    let server_rst = incidents
+        .iter()
+        .find(|i| i["frame"] == 2029)
+        .expect("incident at frame 2029");
+    assert_eq!(server_rst["kind"], "server_rst_mid_resultset");
+    assert_eq!(server_rst["query"], "select * from big.sbtest1");
+    assert_eq!(server_rst["client"], "10.77.1.2:41452");
+    assert!(server_rst["rows"].as_u64().unwrap() > 1000);
+    // The request's frame is tshark's COM_QUERY on that connection.
+    let req = common::tshark(&[
+        "-r",
+        f.to_str().unwrap(),
+        "-Y",
+        "tcp.srcport==41452 && mysql.command==3",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    assert_eq!(
+        server_rst["request_frame"].as_u64().unwrap().to_string(),
+        req[0]
+    );
+}
+
+/// Story 2: sysbench with ignored errors: half the statements hit tables that do not exist.
+#[test]
+fn swallowed_1146_errors_are_counted_with_their_own_response_times() {
+    let f = common::fixture("err1146-storm.pcap");
+    let p = f.to_str().unwrap();
+    let m = json(&["mysql", "--json", p]);
+    let tshark_1146 = common::tshark_count(&f, "mysql.error_code==1146");
+    assert!(tshark_1146 > 1000);
+    assert_eq!(m["errors"]["1146"].as_u64().unwrap() as usize, tshark_1146);
+    assert_eq!(
+        m["rt_error_us"]["count"].as_u64().unwrap() as usize,
+        tshark_1146
+    );
+    let detail = &m["error_details"][0];
+    assert_eq!(detail["code"], 1146);
+    assert_eq!(detail["sql_state"], "42S02");
+    assert!(detail["messages"][0]
+        .as_str()
+        .unwrap()
+        .contains("doesn't exist"));
+    let queries = m["queries"].as_u64().unwrap();
+    assert_eq!(
+        queries as usize,
+        common::tshark_count(&f, "mysql.command==3")
+    );
+    let (p50, p99) = (
+        m["rt_us"]["p50"].as_f64().unwrap(),
+        m["rt_us"]["p99"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p50 <= p99, "{p50} {p99}");
+    // --errors-only keeps exactly the errors.
+    let e = json(&["mysql", "--json", "--errors-only", p]);
+    assert_eq!(e["queries"].as_u64().unwrap() as usize, tshark_1146);
+}
+
+/// Command and error counts equal tshark's MySQL dissector on every real capture (logins, which tshark
+/// does not count as commands, aside; tshark's "commands" above 0x21 are its misparses of auth data).
+#[test]
+fn mysql_counts_match_tshark_on_every_real_capture() {
+    for path in common::real_captures() {
+        let p = path.to_str().unwrap();
+        let m = json(&["mysql", "--json", p]);
+        let mut tshark_cmds = std::collections::BTreeMap::<String, u64>::new();
+        for code in common::tshark(&[
+            "-r",
+            p,
+            "-Y",
+            "mysql.command",
+            "-T",
+            "fields",
+            "-e",
+            "mysql.command",
+        ]) {
+            let code: u8 = code.trim().parse().unwrap();
+            if code <= 0x21 {
+                *tshark_cmds.entry(code.to_string()).or_default() += 1;
+            }
+        }
+        let mut ours = std::collections::BTreeMap::<String, u64>::new();
+        for (name, n) in m["commands"].as_object().unwrap() {
+            if name != "COM_CONNECT" {
+                let code = command_code(name);
+                *ours.entry(code.to_string()).or_default() += n.as_u64().unwrap();
+            }
+        }
+        assert_eq!(ours, tshark_cmds, "{p}: commands by code");
+        let mut tshark_errs = std::collections::BTreeMap::<String, u64>::new();
+        for code in common::tshark(&[
+            "-r",
+            p,
+            "-Y",
+            "mysql.error_code",
+            "-T",
+            "fields",
+            "-e",
+            "mysql.error_code",
+        ]) {
+            *tshark_errs.entry(code.trim().to_string()).or_default() += 1;
+        }
+        let errs: std::collections::BTreeMap<String, u64> = m["errors"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect();
+        assert_eq!(errs, tshark_errs, "{p}: errors by code");
+    }
+}
+
+fn command_code(name: &str) -> u8 {
+    (0..=0x21u8)
+        .find(|&b| pcapsleuth::mysql::Command::from_byte(b).name() == name)
+        .unwrap_or_else(|| panic!("unknown command {name}"))
+}
