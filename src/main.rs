@@ -96,6 +96,35 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
+    /// Packets/s and bits/s per direction, per server and in total, and ceilings: traffic pinned flat at a
+    /// packet-rate or bit-rate cap while load waited behind it (retransmissions, requests queueing).
+    Rate {
+        #[command(flatten)]
+        common: Common,
+        /// Interval of the printed series (e.g. 1s, 100ms).
+        #[arg(long, default_value = "1s")]
+        interval: String,
+    },
+    /// Response-time distribution: percentiles, a log histogram, its humps (modes) and what the slow
+    /// humps have in common. MySQL requests where decoded, else TCP request/response (tcprstat-style).
+    Rt {
+        #[command(flatten)]
+        common: Common,
+        /// Also print a table per interval and server port: count, mean, p95, p99, errors.
+        #[arg(long)]
+        per_interval: bool,
+        /// Interval of the per-interval table (e.g. 1s, 100ms).
+        #[arg(long, default_value = "1s")]
+        interval: String,
+    },
+    /// Every analysis at once, as ranked findings with their evidence (frames, times, values).
+    Report {
+        #[command(flatten)]
+        common: Common,
+        /// Interval of rate series and per-interval response times.
+        #[arg(long, default_value = "1s")]
+        interval: String,
+    },
     /// Copies every packet of the matching TCP connections into a new capture for Wireshark
     /// (records byte-identical: original link type and timestamps).
     Extract {
@@ -228,12 +257,46 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 errors_only,
                 slower_than_ns,
             };
-            let (cap, a) = analyze_with(&common, filter)?;
+            let (cap, a) = analyze_with(&common, filter, 0)?;
             let report = a.mysql.clone().report();
             emit(if common.json {
                 report::to_json(&report)
             } else {
                 report::render_mysql(&report, limit)
+            })?;
+            Ok(finish(&cap, &a))
+        }
+        Command::Rate { common, interval } => {
+            let (cap, a) = analyze_full(&common, &interval)?;
+            let r = a.rates.report();
+            emit(if common.json {
+                report::to_json(&r)
+            } else {
+                report::render_rate(&r)
+            })?;
+            Ok(finish(&cap, &a))
+        }
+        Command::Rt {
+            common,
+            per_interval,
+            interval,
+        } => {
+            let (cap, a) = analyze_full(&common, &interval)?;
+            let r = a.rt.report(&a.mysql);
+            emit(if common.json {
+                report::to_json(&r)
+            } else {
+                report::render_rt(&r, per_interval)
+            })?;
+            Ok(finish(&cap, &a))
+        }
+        Command::Report { common, interval } => {
+            let (cap, a) = analyze_full(&common, &interval)?;
+            let r = analysis::full_report(&a);
+            emit(if common.json {
+                report::to_json(&r)
+            } else {
+                report::render_report(&r)
             })?;
             Ok(finish(&cap, &a))
         }
@@ -289,12 +352,27 @@ fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
 }
 
 fn analyze(common: &Common) -> anyhow::Result<(Capture, Analysis)> {
-    analyze_with(common, analysis::MysqlFilter::default())
+    analyze_with(common, analysis::MysqlFilter::default(), 0)
+}
+
+fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(Capture, Analysis)> {
+    let ns = parse_duration_ns(interval).map_err(|_| {
+        InputError(format!(
+            "--interval expects a duration like 1s or 100ms, got `{interval}`"
+        ))
+    })?;
+    if ns < 1_000_000 {
+        bail!(InputError(format!(
+            "--interval must be at least 1ms, got `{interval}`"
+        )));
+    }
+    analyze_with(common, analysis::MysqlFilter::default(), ns as i64)
 }
 
 fn analyze_with(
     common: &Common,
     mysql_filter: analysis::MysqlFilter,
+    interval_ns: i64,
 ) -> anyhow::Result<(Capture, Analysis)> {
     let cap = open(&common.file)?;
     let opts = EngineOptions {
@@ -305,6 +383,7 @@ fn analyze_with(
             None => analysis::MysqlDetection::Auto,
         },
         mysql_filter,
+        interval_ns,
     };
     let show = std::io::stderr().is_terminal() && cap.len() > 256 << 20;
     let a = analysis::analyze_with_progress(&cap, &opts, |done, total| {

@@ -18,11 +18,13 @@ use std::collections::HashMap;
 use pcapsleuth_capture::{Capture, Damage, ReaderState, RecordReader, Split, Timestamp};
 use pcapsleuth_flow::{
     decode, server_side_by_port, Connection, ConnectionState, ConnectionTracker, Decoded, Endpoint,
-    FlowBuildHasher, FlowKey, FrameRef, RoleBasis, Side, TcpFlags, TcpSegment,
+    FlowBuildHasher, FlowKey, FrameRef, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
 };
 use rayon::prelude::*;
 
 use crate::mysql::{MysqlAggregate, MysqlDetection, MysqlFilter, MysqlSessionFacts, MysqlTrack};
+use crate::rate::{RateAggregate, C2S, S2C};
+use crate::rt::RtAggregate;
 use serde::Serialize;
 
 /// How to run the engine.
@@ -36,6 +38,42 @@ pub struct EngineOptions {
     pub mysql: MysqlDetection,
     /// Which MySQL transactions the aggregate counts.
     pub mysql_filter: MysqlFilter,
+    /// Interval of rate series and per-interval response times (0: one second).
+    pub interval_ns: i64,
+}
+
+impl EngineOptions {
+    fn interval(&self) -> i64 {
+        if self.interval_ns > 0 {
+            self.interval_ns
+        } else {
+            1_000_000_000
+        }
+    }
+}
+
+/// Where per-flow work reports, one set per bucket, merged at the end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Sinks {
+    pub mysql: MysqlAggregate,
+    pub rt: RtAggregate,
+    pub rates: RateAggregate,
+}
+
+impl Sinks {
+    fn new(opts: &EngineOptions) -> Self {
+        Sinks {
+            mysql: MysqlAggregate::default(),
+            rt: RtAggregate::new(opts.interval()),
+            rates: RateAggregate::new(opts.interval()),
+        }
+    }
+
+    fn merge(&mut self, o: Sinks) {
+        self.mysql.merge(o.mysql);
+        self.rt.merge(o.rt);
+        self.rates.merge(o.rates);
+    }
 }
 
 /// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a
@@ -93,6 +131,10 @@ pub struct Analysis {
     pub mysql_sessions: Vec<Option<MysqlSessionFacts>>,
     /// Every MySQL transaction, aggregated.
     pub mysql: MysqlAggregate,
+    /// Response times (MySQL and TCP request/response).
+    pub rt: RtAggregate,
+    /// Packet and bit rates.
+    pub rates: RateAggregate,
 }
 
 /// A decoded TCP packet, kept compact between the scan and the tracking phase.
@@ -219,16 +261,17 @@ fn scan(
 struct FlowSlot {
     tracker: ConnectionTracker,
     mysql: MysqlTrack,
+    /// tcprstat-style: when the client's data began that the server has not answered yet.
+    request_start: Option<i64>,
 }
 
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
-#[derive(Default)]
 struct Bucket {
     index: HashMap<FlowKey, usize, FlowBuildHasher>,
     slots: Vec<FlowSlot>,
     /// Connections ended by port reuse, concluded at the end with the rest.
     replaced: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
-    mysql: MysqlAggregate,
+    sinks: Sinks,
 }
 
 impl Bucket {
@@ -261,6 +304,7 @@ impl Bucket {
                             self.slots.push(FlowSlot {
                                 tracker: ConnectionTracker::new(key, at),
                                 mysql: MysqlTrack::new(opts.mysql),
+                                request_start: None,
                             });
                         }
                         slot_of[ev.flow as usize] = i as u32;
@@ -289,17 +333,50 @@ impl Bucket {
                 let fed = flow.tracker.feed(ev.side, &seg, ev.wire_len, at);
                 if let Some(old) = fed.replaced {
                     let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
-                    let facts = track.conclude(&old, &mut self.mysql, &opts.mysql_filter);
+                    let facts = track.conclude(&old, &mut self.sinks, &opts.mysql_filter);
+                    record_handshake(&old, &mut self.sinks);
                     self.replaced.push((old, facts));
+                    flow.request_start = None;
+                }
+                let retransmitted = fed.class == SegmentClass::Retransmission;
+                if retransmitted {
+                    flow.mysql.retransmission(at.ts.0);
                 }
                 flow.mysql.segment(
                     flow.tracker.current(),
                     ev.side,
                     &seg,
                     at,
-                    &mut self.mysql,
+                    &mut self.sinks,
                     &opts.mysql_filter,
                 );
+                // Roles as known at this packet: MySQL's word, the handshake, else the ports.
+                let client = flow
+                    .mysql
+                    .client()
+                    .or_else(|| flow.tracker.current().handshake_client().map(|(c, _)| c))
+                    .unwrap_or_else(|| server_side_by_port(&key).other());
+                let server = key.endpoint(client.other());
+                let dir = if ev.side == client { C2S } else { S2C };
+                self.sinks
+                    .rates
+                    .packet(server, dir, at.ts.0, ev.wire_len, retransmitted);
+                if ev.payload_len > 0 && fed.class == SegmentClass::New {
+                    if dir == C2S {
+                        flow.request_start.get_or_insert(at.ts.0);
+                    } else if let Some(start) = flow.request_start.take() {
+                        let retrans = flow
+                            .tracker
+                            .current()
+                            .retransmissions_between(start, at.ts.0);
+                        self.sinks.rt.tcp(
+                            server.port,
+                            start,
+                            (at.ts.0 - start).max(0) as u64,
+                            retrans,
+                        );
+                    }
+                }
             }
         }
     }
@@ -307,19 +384,26 @@ impl Bucket {
     fn conclude(
         mut self,
         opts: &EngineOptions,
-    ) -> (
-        Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
-        MysqlAggregate,
-    ) {
+    ) -> (Vec<(ConnectionState, Option<MysqlSessionFacts>)>, Sinks) {
         let mut out = std::mem::take(&mut self.replaced);
         for slot in self.slots {
             let state = slot.tracker.into_current();
             let facts = slot
                 .mysql
-                .conclude(&state, &mut self.mysql, &opts.mysql_filter);
+                .conclude(&state, &mut self.sinks, &opts.mysql_filter);
+            record_handshake(&state, &mut self.sinks);
             out.push((state, facts));
         }
-        (out, self.mysql)
+        (out, self.sinks)
+    }
+}
+
+/// A connection's handshake gives the path's round trip, the baseline for queueing evidence.
+fn record_handshake(state: &ConnectionState, sinks: &mut Sinks) {
+    if let (Some((client, _)), Some(rtt)) = (state.handshake_client(), state.initial_rtt()) {
+        sinks
+            .rates
+            .handshake(state.key().endpoint(client.other()), rtt);
     }
 }
 
@@ -360,7 +444,14 @@ fn run_engine(
     let splits = cap.plan_splits(opts.splits.unwrap_or(auto).max(1));
     let batch_len = (threads * 2).max(1);
     let nbuckets = (threads * 8).max(16);
-    let mut buckets: Vec<Bucket> = (0..nbuckets).map(|_| Bucket::default()).collect();
+    let mut buckets: Vec<Bucket> = (0..nbuckets)
+        .map(|_| Bucket {
+            index: HashMap::default(),
+            slots: Vec::new(),
+            replaced: Vec::new(),
+            sinks: Sinks::new(opts),
+        })
+        .collect();
     let mut counts = PacketCounts::default();
     let (mut first_ts, mut last_ts) = (None, None);
     let mut damage = Vec::new();
@@ -407,11 +498,11 @@ fn run_engine(
         progress(done, cap.len());
     }
     let concluded: Vec<_> = buckets.into_par_iter().map(|b| b.conclude(opts)).collect();
-    let mut mysql = MysqlAggregate::default();
+    let mut sinks = Sinks::new(opts);
     let mut states = Vec::new();
-    for (s, agg) in concluded {
+    for (s, bucket_sinks) in concluded {
         states.extend(s);
-        mysql.merge(agg);
+        sinks.merge(bucket_sinks);
     }
     let (connections, mysql_sessions) = conclude(states);
     Analysis {
@@ -425,7 +516,9 @@ fn run_engine(
         },
         connections,
         mysql_sessions,
-        mysql,
+        mysql: sinks.mysql,
+        rt: sinks.rt,
+        rates: sinks.rates,
     }
 }
 

@@ -97,6 +97,14 @@ impl Histogram {
         self.max_ns
     }
 
+    /// How many values fell in bins whose upper edge lies in `(lo_ns, hi_ns]`.
+    pub fn count_between(&self, lo_ns: u64, hi_ns: u64) -> u64 {
+        self.bins()
+            .filter(|&(_, hi, _)| hi > lo_ns && hi <= hi_ns)
+            .map(|(_, _, n)| n)
+            .sum()
+    }
+
     /// Bins as (lower edge ns, upper edge ns, count), in order: what plots and mode detection read.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         self.bins.iter().map(|(&b, &n)| {

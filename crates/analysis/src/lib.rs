@@ -15,16 +15,25 @@
 
 mod closes;
 mod engine;
+mod findings;
 mod histogram;
+mod modes;
 mod mysql;
+mod rate;
+mod rt;
+mod thresholds;
 
 pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
 pub use engine::{
     analyze, analyze_with_progress, Analysis, CaptureFacts, EngineOptions, PacketCounts,
     SPLIT_TARGET_BYTES,
 };
+pub use findings::{full_report, Finding, FullReport};
 pub use histogram::{Histogram, RtSummary};
+pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ErrorDetail, Incident, MysqlAggregate, MysqlDetection, MysqlFilter,
     MysqlReport, MysqlSessionFacts, RecognisedBy, SecondCounts, StatementGroup,
 };
+pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
+pub use rt::{HistogramBin, IntervalRt, RtAggregate, RtReport, SlowModeTraits};

@@ -2,7 +2,7 @@
 //! request and its response (any port, or a port the user names), its bytes put in order and decoded by
 //! `pcapsleuth-mysql`, every transaction aggregated, and every close read in MySQL terms.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use pcapsleuth_flow::{
     CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FrameRef, Side, StreamEvent,
@@ -14,6 +14,7 @@ use pcapsleuth_mysql::{
 };
 use serde::Serialize;
 
+use crate::engine::Sinks;
 use crate::histogram::{Histogram, RtSummary};
 
 /// Which connections are decoded as MySQL.
@@ -133,7 +134,12 @@ pub(crate) struct MysqlTrack {
     closed: [[bool; 2]; 2],
     transactions: u64,
     errors: u64,
+    /// Times of this connection's recent retransmissions, to tell which exchanges saw one.
+    retransmissions: VecDeque<i64>,
 }
+
+/// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
+const RETRANSMISSIONS_KEPT: usize = 256;
 
 fn meta(at: FrameRef) -> Meta {
     Meta {
@@ -172,7 +178,21 @@ impl MysqlTrack {
             closed: [[false; 2]; 2],
             transactions: 0,
             errors: 0,
+            retransmissions: VecDeque::new(),
         }
+    }
+
+    /// The connection retransmitted a segment at `ts_ns`.
+    pub(crate) fn retransmission(&mut self, ts_ns: i64) {
+        if self.retransmissions.len() == RETRANSMISSIONS_KEPT {
+            self.retransmissions.pop_front();
+        }
+        self.retransmissions.push_back(ts_ns);
+    }
+
+    /// The client side, once MySQL told it (greeting, or request/response shape).
+    pub(crate) fn client(&self) -> Option<Side> {
+        self.client.filter(|_| self.is_mysql())
     }
 
     pub(crate) fn is_mysql(&self) -> bool {
@@ -193,7 +213,7 @@ impl MysqlTrack {
         side: Side,
         seg: &TcpSegment<'_>,
         at: FrameRef,
-        sink: &mut MysqlAggregate,
+        sinks: &mut Sinks,
         filter: &MysqlFilter,
     ) {
         if let Detect::Undecided { segments } = &mut self.detect {
@@ -250,7 +270,7 @@ impl MysqlTrack {
                             payload_len: wire_len,
                             ..*seg
                         };
-                        self.feed(side, &seg_c, at, sink, filter, conn);
+                        self.feed(side, &seg_c, at, sinks, filter, conn);
                     }
                 } else if looks_like_client_command(seg.payload) {
                     self.candidate = Some(Candidate {
@@ -271,7 +291,7 @@ impl MysqlTrack {
             }
         }
         if self.is_mysql() {
-            self.feed(side, seg, at, sink, filter, conn);
+            self.feed(side, seg, at, sinks, filter, conn);
         }
     }
 
@@ -280,7 +300,7 @@ impl MysqlTrack {
         side: Side,
         seg: &TcpSegment<'_>,
         at: FrameRef,
-        sink: &mut MysqlAggregate,
+        sinks: &mut Sinks,
         filter: &MysqlFilter,
         conn: &ConnectionState,
     ) {
@@ -340,10 +360,10 @@ impl MysqlTrack {
                 });
             }
         }
-        self.drain(sink, filter, conn);
+        self.drain(sinks, filter, conn);
     }
 
-    fn drain(&mut self, sink: &mut MysqlAggregate, filter: &MysqlFilter, conn: &ConnectionState) {
+    fn drain(&mut self, sinks: &mut Sinks, filter: &MysqlFilter, conn: &ConnectionState) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
@@ -352,9 +372,17 @@ impl MysqlTrack {
         let wanted = filter.connection(c, s);
         for t in session.drain() {
             self.transactions += 1;
-            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+            let error = matches!(t.outcome, Outcome::Err { .. });
+            self.errors += u64::from(error);
+            if let (Some(rt), false) = (response_time_ns(&t), t.command == Command::Connect) {
+                let start = t.request_ts_ns as i64;
+                let end = start.saturating_add(rt as i64);
+                let retransmitted = self.retransmissions.iter().any(|&r| r >= start && r <= end);
+                sinks.rt.mysql(s.port, start, rt, error, retransmitted);
+                sinks.rates.response_time(s, start, rt);
+            }
             if wanted && filter.transaction(&t) {
-                sink.add(&t);
+                sinks.mysql.add(&t);
             }
         }
     }
@@ -363,7 +391,7 @@ impl MysqlTrack {
     pub(crate) fn conclude(
         mut self,
         conn: &ConnectionState,
-        sink: &mut MysqlAggregate,
+        sinks: &mut Sinks,
         filter: &MysqlFilter,
     ) -> Option<MysqlSessionFacts> {
         if !self.is_mysql() {
@@ -385,14 +413,14 @@ impl MysqlTrack {
             }
             session.finish();
         }
-        self.drain(sink, filter, conn);
+        self.drain(sinks, filter, conn);
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
         if filter.connection(c, s) {
-            sink.sessions += 1;
+            sinks.mysql.sessions += 1;
             for seen in &self.closes {
                 if let Some(incident) = Incident::from_close(seen, client, c, s) {
-                    sink.incidents.push(incident);
+                    sinks.mysql.incidents.push(incident);
                 }
             }
         }
@@ -662,6 +690,11 @@ impl MysqlAggregate {
             slot.1 += e;
         }
         self.incidents.extend(o.incidents);
+    }
+
+    /// Response-time distribution of each statement group.
+    pub(crate) fn statement_histograms(&self) -> impl Iterator<Item = (&String, &Histogram)> {
+        self.statements.iter().map(|(fp, s)| (fp, &s.rt))
     }
 
     /// The finished report, in an order that does not depend on how the work was split.

@@ -199,6 +199,7 @@ pub struct ConnectionState {
     last: FrameRef,
     handshake_ack: Option<FrameRef>,
     last_data_side: Option<Side>,
+    last_retransmission: Option<Timestamp>,
 }
 
 impl ConnectionState {
@@ -210,6 +211,7 @@ impl ConnectionState {
             last: at,
             handshake_ack: None,
             last_data_side: None,
+            last_retransmission: None,
         }
     }
 
@@ -245,9 +247,15 @@ impl ConnectionState {
     }
 
     /// SYN to the ACK that completed the handshake.
-    fn initial_rtt(&self) -> Option<i64> {
+    pub fn initial_rtt(&self) -> Option<i64> {
         let syn = self.sides[0].syn.or(self.sides[1].syn)?;
         Some(self.handshake_ack?.ts.0 - syn.ts.0)
+    }
+
+    /// Whether a retransmission happened between `from_ns` and `to_ns`.
+    pub fn retransmissions_between(&self, from_ns: i64, to_ns: i64) -> bool {
+        self.last_retransmission
+            .is_some_and(|t| t.0 >= from_ns && t.0 <= to_ns)
     }
 
     /// Whether the connection began inside the capture (its SYN was seen).
@@ -305,6 +313,7 @@ impl ConnectionState {
                         SegmentClass::OutOfOrder
                     } else {
                         s.stats.retransmissions += 1;
+                        self.last_retransmission = Some(at.ts);
                         SegmentClass::Retransmission
                     }
                 };

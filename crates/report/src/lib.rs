@@ -3,8 +3,10 @@
 //! Every `render_*` function writes complete output for one command; JSON shapes are the serde models of
 //! `pcapsleuth-analysis`, documented field by field in the README.
 
+mod analyses;
 mod text;
 
+pub use analyses::{render_rate, render_report, render_rt};
 pub use text::{render_first_reset, render_flows, render_mysql, sorted, FlowSort};
 
 use serde::Serialize;

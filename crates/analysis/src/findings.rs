@@ -1,0 +1,225 @@
+//! `pcapsleuth report`: every analysis at once, turned into ranked findings with their evidence.
+
+use serde::Serialize;
+
+use crate::closes::first_reset;
+use crate::engine::Analysis;
+use crate::mysql::MysqlReport;
+use crate::rate::RateReport;
+use crate::rt::RtReport;
+
+/// One thing worth a user's attention.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// 1 (look first) to 4 (for the record).
+    pub severity: u8,
+    /// "first_abnormal_close", "mid_response_close", "ceiling", "errors", "rt_multimodal",
+    /// "retransmissions", "capture_damage".
+    pub kind: &'static str,
+    pub summary: String,
+    /// The facts behind it: frames, times, values.
+    pub evidence: Vec<String>,
+    /// Wireshark frame numbers to look at.
+    pub frames: Vec<u64>,
+}
+
+/// Everything `pcapsleuth report` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FullReport {
+    pub findings: Vec<Finding>,
+    pub first_reset: crate::closes::FirstReset,
+    pub mysql: MysqlReport,
+    pub rt: RtReport,
+    pub rate: RateReport,
+}
+
+fn us(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.1} ms", v / 1000.0)
+    } else {
+        format!("{v:.0} µs")
+    }
+}
+
+fn rate_text(kind: &str, v: f64) -> String {
+    match kind {
+        "pps" => format!("{v:.0} packets/s"),
+        _ if v >= 1e9 => format!("{:.2} Gbit/s", v / 1e9),
+        _ if v >= 1e6 => format!("{:.1} Mbit/s", v / 1e6),
+        _ => format!("{:.0} kbit/s", v / 1e3),
+    }
+}
+
+/// Runs every analysis on `a` and ranks what it found.
+pub fn full_report(a: &Analysis) -> FullReport {
+    let fr = first_reset(a, 20);
+    let mysql = a.mysql.clone().report();
+    let rt = a.rt.report(&a.mysql);
+    let rate = a.rates.report();
+    let mut f = Vec::new();
+    if let Some(c) = &fr.first_abnormal {
+        f.push(Finding {
+            severity: 1,
+            kind: "first_abnormal_close",
+            summary: format!(
+                "first abnormal close at frame {} ({:.6} s): {}",
+                c.frame, c.rel_time, c.reason
+            ),
+            evidence: vec![format!("client {} server {}", c.client, c.server)],
+            frames: vec![c.frame],
+        });
+    }
+    for i in &mysql.incidents {
+        f.push(Finding {
+            severity: if i.by == "server" { 1 } else { 2 },
+            kind: "mid_response_close",
+            summary: format!(
+                "{} {} {} of `{}` ({} rows, {} bytes delivered)",
+                i.by,
+                if i.flag == pcapsleuth_flow::CloseFlag::Rst {
+                    "RST"
+                } else {
+                    "FIN"
+                },
+                i.kind.split('_').skip(2).collect::<Vec<_>>().join(" "),
+                i.query.as_deref().unwrap_or(&i.command),
+                i.rows,
+                i.bytes
+            ),
+            evidence: vec![format!(
+                "request frame {}, close frame {}, {} -> {}",
+                i.request_frame, i.frame, i.client, i.server
+            )],
+            frames: vec![i.request_frame, i.frame],
+        });
+    }
+    for c in &rate.ceilings {
+        let other = if c.kind == "pps" {
+            rate_text("bps", c.other_value)
+        } else {
+            rate_text("pps", c.other_value)
+        };
+        f.push(Finding {
+            severity: 1,
+            kind: "ceiling",
+            summary: format!(
+                "{} {} pinned at {} for {:.1} s while only {} ({:.0}-byte packets): a {} cap",
+                c.server.as_deref().unwrap_or("all traffic"),
+                c.direction.replace('_', " "),
+                rate_text(c.kind, c.value),
+                c.end - c.start,
+                other,
+                c.mean_packet_bytes,
+                if c.kind == "pps" {
+                    "packet-rate"
+                } else {
+                    "bit-rate"
+                }
+            ),
+            evidence: c.evidence.clone(),
+            frames: vec![],
+        });
+    }
+    let errors: u64 = mysql.error_details.iter().map(|e| e.count).sum();
+    if errors > 0 {
+        let share = errors as f64 / mysql.queries.max(1) as f64;
+        let top = &mysql.error_details.iter().max_by_key(|e| e.count);
+        f.push(Finding {
+            severity: if share >= 0.01 { 1 } else { 3 },
+            kind: "errors",
+            summary: format!(
+                "{errors} MySQL error responses ({:.1}% of {} requests); errors answered in {} on average vs {} for successes",
+                100.0 * share,
+                mysql.queries,
+                us(mysql.rt_error_us.mean),
+                us(mysql.rt_ok_us.mean)
+            ),
+            evidence: top
+                .iter()
+                .map(|e| format!("ERR {} x {}: {}", e.code, e.count, e.messages.first().cloned().unwrap_or_default()))
+                .collect(),
+            frames: vec![],
+        });
+    }
+    if rt.multimodal {
+        let humps: Vec<String> = rt
+            .modes
+            .iter()
+            .map(|m| format!("{:.1}% at ~{}", 100.0 * m.share, us(m.center_us)))
+            .collect();
+        let mut evidence = Vec::new();
+        for s in &rt.slow_modes {
+            let mut traits = vec![format!(
+                "{:.0}% retransmitted",
+                100.0 * s.retransmitted_share
+            )];
+            if s.error_share > 0.0 {
+                traits.push(format!("{:.0}% errors", 100.0 * s.error_share));
+            }
+            if let Some((fp, share)) = s.statements.first() {
+                traits.push(format!(
+                    "{:.0}% are `{}`",
+                    100.0 * share,
+                    fp.chars().take(80).collect::<String>()
+                ));
+            }
+            if !s.time_windows.is_empty() {
+                traits.push(format!(
+                    "concentrated in {} interval(s)",
+                    s.time_windows.len()
+                ));
+            }
+            evidence.push(format!(
+                "hump at ~{}: {}",
+                us(s.center_us),
+                traits.join(", ")
+            ));
+        }
+        f.push(Finding {
+            severity: 2,
+            kind: "rt_multimodal",
+            summary: format!(
+                "{} response times are multimodal: {}",
+                rt.source,
+                humps.join(", ")
+            ),
+            evidence,
+            frames: vec![],
+        });
+    }
+    let (pk, re) = a.connections.iter().fold((0u64, 0u64), |(p, r), c| {
+        (
+            p + c.to_server.packets + c.to_client.packets,
+            r + c.to_server.retransmissions + c.to_client.retransmissions,
+        )
+    });
+    if pk > 0 && re as f64 >= 0.01 * pk as f64 {
+        f.push(Finding {
+            severity: 2,
+            kind: "retransmissions",
+            summary: format!(
+                "{re} retransmitted segments ({:.1}% of {pk} TCP packets)",
+                100.0 * re as f64 / pk as f64
+            ),
+            evidence: vec![],
+            frames: vec![],
+        });
+    }
+    for d in a.capture.damage.iter().take(5) {
+        f.push(Finding {
+            severity: if d.is_fatal() { 2 } else { 4 },
+            kind: "capture_damage",
+            summary: d.to_string(),
+            evidence: vec![],
+            frames: vec![],
+        });
+    }
+    f.sort_by_key(|x| x.severity);
+    FullReport {
+        findings: f,
+        first_reset: fr,
+        mysql,
+        rt,
+        rate,
+    }
+}

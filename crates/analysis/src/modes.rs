@@ -1,0 +1,805 @@
+//! Modes of a response-time distribution: "RT is bimodal: 70% at ~0.12 ms, 30% at ~20 ms".
+//!
+//! Works on the log axis, where a response time's humps (a cache hit and a disk read, thread-pool
+//! queueing steps, a TCP retransmission timeout) look alike whatever their scale.
+//!
+//! 1. A pilot density: every 1% bin of the [`Histogram`] is spread with a Gaussian kernel of a fixed
+//!    width that shrinks slowly with the count (Silverman's `n^-1/5`).
+//! 2. The final density is a sample-point adaptive kernel estimate (Abramson): where the pilot is thin
+//!    (tails, small humps) the kernel is widened by `sqrt(g / pilot)`, so a handful of scattered tail
+//!    samples blur into a tail instead of making one bump each, while dense humps stay sharp.
+//! 3. Its local maxima are candidate modes and the minima between them valleys. Candidates are merged,
+//!    shallowest valley first, while a valley is not clearly lower than its smaller neighbouring peak,
+//!    the dip is not statistically significant (the counts near the smaller peak and near the valley
+//!    differ by fewer than `Z_MIN` Poisson standard deviations), or a side holds too few samples.
+//! 4. The raw bins are assigned to the surviving modes, split at the valley minima; a mode's center is
+//!    its median and its spread its p75/p25.
+//!
+//! Deterministic: no randomness and no hash maps, only ordered arrays.
+
+use serde::Serialize;
+
+use crate::histogram::Histogram;
+
+// ---- Constants ------------------------------------------------------------------------------------
+/// Step of the evaluation grid on the ln axis (1%): as fine as the histogram's own bins, and at least
+/// twice finer than the narrowest kernel (`H_MIN`), so peaks and valleys are located to within 1%.
+const GRID_STEP: f64 = 0.01;
+/// Base kernel width (sigma on the ln axis) is `H_REF * n^(-1/5)`: 0.104 at 200 samples, 0.061 at
+/// 3,000, 0.026 at 200,000. Narrow enough to separate thread-pool steps 0.6 s / 0.9 s (ln distance 0.41,
+/// each hump ~0.1 wide) from a few thousand samples; wide enough that 200 samples of a smooth
+/// distribution do not break into bumps (those the significance test below does not already reject).
+const H_REF_: f64 = 0.3;
+#[allow(non_snake_case)]
+fn HR() -> f64 {
+    std::env::var("HR")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(H_REF_)
+}
+/// Narrowest base kernel: 2% on the ln axis, twice the grid step; finer structure than that is below
+/// the resolution a capture's timestamps and the 1% bins give anyway.
+const H_MIN: f64 = 0.02;
+/// Widest base kernel (reached only below ~8 samples, where no mode can pass `MIN_COUNT` twice anyway).
+const H_MAX: f64 = 0.2;
+/// The adaptive widening `sqrt(g / pilot)` is capped at this factor: enough to blur the sparse far
+/// tails of an exponential or a log-normal sampled 200 times (gaps of 0.2–0.7 in ln between the
+/// extreme samples), while a small genuine hump far from the main one (an RTO at 200 ms next to a few
+/// ms) stays far narrower than the distance between them.
+const MAX_WIDEN: f64 = 5.0;
+/// Timestamps in classic pcap files have a resolution of 1 µs, so response times are multiples of
+/// 1,000 ns: near 20 µs that is a comb with teeth 5% apart. The kernel is never narrower than one tick,
+/// `RES_NS / x`, so the comb is smoothed away instead of becoming modes.
+const RES_NS: f64 = 1_000.0;
+/// No kernel wider than this (sigma on the ln axis, a factor e): reached only by sub-µs values through
+/// the `RES_NS` floor, which cannot be resolved into modes anyway.
+const H_CAP: f64 = 1.0;
+/// Kernels are cut at this many sigmas (the Gaussian is 3e-4 of its peak there).
+const KERNEL_CUTOFF: f64 = 4.0;
+/// Two neighbouring peaks stay separate modes only when the valley between them is below this fraction
+/// of the smaller peak's density: a 1:1 mixture of two equal Gaussians has a valley at 50–60% of its
+/// peaks exactly when it is visibly two humps (separation ~2.5–3 sigma); shallower dips are skew,
+/// shoulders or noise.
+const VALLEY_RATIO_MAX_: f64 = 0.55;
+#[allow(non_snake_case)]
+fn VRM() -> f64 {
+    std::env::var("VRM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(VALLEY_RATIO_MAX_)
+}
+/// The dip must be significant: counts within one local kernel width of the smaller peak (`p`) and of
+/// the valley (`v`) must satisfy `(p - v) / sqrt(p + v) >= Z_MIN`. Poisson noise of a smooth
+/// distribution sampled 200 times makes many small wiggles; 2.5 sigma rejects them (with the valley
+/// ratio above, false modes are rare over dozens of wiggles) while a tight hump of 7 samples with an
+/// empty valley around it still counts.
+const Z_MIN_: f64 = 2.5;
+#[allow(non_snake_case)]
+fn ZM() -> f64 {
+    std::env::var("ZM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(Z_MIN_)
+}
+/// A mode holds at least this many samples: fewer cannot be told from stray outliers.
+const MIN_COUNT: u64 = 5;
+/// ... and at least this share of all samples: below one request in a thousand a hump does not change
+/// what the distribution means to a user. The retransmission-timeout hump (0.3%) passes.
+const MIN_SHARE: f64 = 0.001;
+// ----------------------------------------------------------------------------------------------------
+
+/// The modes of a response-time distribution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModeAnalysis {
+    /// At least two modes.
+    pub multimodal: bool,
+    /// Ordered by center, fastest first. Empty only for an empty histogram.
+    pub modes: Vec<Mode>,
+    /// The valleys between consecutive modes (`modes.len() - 1` of them), in the same order.
+    pub valleys: Vec<Valley>,
+}
+
+/// One hump of the distribution.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mode {
+    /// The median of the mode's own samples, µs.
+    pub center_us: f64,
+    /// The share of all samples in this mode, 0..1.
+    pub share: f64,
+    pub count: u64,
+    /// The mode's extent, valley to valley (the distribution's minimum and maximum at the ends), µs.
+    pub lo_us: f64,
+    pub hi_us: f64,
+    /// p75/p25 of the mode's own samples, >= 1: 1.1 is a tight hump, 3 a broad one.
+    pub spread: f64,
+}
+
+/// The lowest point between two modes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Valley {
+    pub at_us: f64,
+    /// Smoothed density at the valley over that of the lower neighbouring peak, 0..1: near 0 is an
+    /// empty gap, near `VALLEY_RATIO_MAX` a shallow dip.
+    pub depth: f64,
+}
+
+/// One non-empty histogram bin on the ln axis.
+struct Point {
+    /// ln of the bin's geometric center in ns.
+    x: f64,
+    lo_ns: f64,
+    hi_ns: f64,
+    n: u64,
+}
+
+fn points_of(h: &Histogram) -> Vec<Point> {
+    h.bins()
+        .filter(|&(_, _, n)| n > 0)
+        .map(|(lo, hi, n)| {
+            let (lo_ns, hi_ns) = (lo as f64, (hi as f64).max(1.0));
+            let x = (lo_ns.max(1.0) * hi_ns).sqrt().ln();
+            Point { x, lo_ns, hi_ns, n }
+        })
+        .collect()
+}
+
+/// The ln-axis grid the densities are evaluated on.
+struct Grid {
+    x0: f64,
+    len: usize,
+}
+
+impl Grid {
+    fn x(&self, i: usize) -> f64 {
+        self.x0 + i as f64 * GRID_STEP
+    }
+    fn index(&self, x: f64) -> usize {
+        let i = ((x - self.x0) / GRID_STEP).round();
+        if i.is_nan() || i < 0.0 {
+            0
+        } else {
+            (i as usize).min(self.len - 1)
+        }
+    }
+}
+
+/// The smallest kernel width the timestamp resolution allows at ln position `x`.
+fn resolution_floor(x: f64) -> f64 {
+    (RES_NS / x.exp()).min(H_CAP)
+}
+
+/// Adds `w` times a Gaussian of width `sigma` centered at `x` to the density `f` (counts per ln unit).
+fn deposit(f: &mut [f64], grid: &Grid, x: f64, sigma: f64, w: f64) {
+    let reach = KERNEL_CUTOFF * sigma;
+    let first = grid.index(x - reach);
+    let last = grid.index(x + reach);
+    let norm = w / (sigma * (2.0 * std::f64::consts::PI).sqrt());
+    for (i, slot) in f.iter_mut().enumerate().take(last + 1).skip(first) {
+        let d = (grid.x(i) - x) / sigma;
+        *slot += norm * (-0.5 * d * d).exp();
+    }
+}
+
+/// A candidate mode during merging: the grid range `[start, end)` and its highest density.
+#[derive(Clone, Copy)]
+struct Region {
+    start: usize,
+    end: usize,
+    peak_at: usize,
+    peak: f64,
+}
+
+/// Finds the modes of a response-time histogram. Never panics; an empty histogram has no mode.
+pub fn detect_modes(h: &Histogram) -> ModeAnalysis {
+    let points = points_of(h);
+    let total: u64 = points.iter().map(|p| p.n).sum();
+    if points.is_empty() || total == 0 {
+        return ModeAnalysis {
+            multimodal: false,
+            modes: Vec::new(),
+            valleys: Vec::new(),
+        };
+    }
+    let n = total as f64;
+    let h0 = (HR() * n.powf(-0.2)).clamp(H_MIN, H_MAX);
+    let widest = H_CAP.max(h0 * MAX_WIDEN);
+    let x_min = points.first().map_or(0.0, |p| p.x);
+    let x_max = points.last().map_or(0.0, |p| p.x);
+    let margin = KERNEL_CUTOFF * widest + GRID_STEP;
+    let x0 = x_min - margin;
+    let len = (((x_max + margin - x0) / GRID_STEP).ceil() as usize).clamp(1, 1 << 20) + 1;
+    let grid = Grid { x0, len };
+
+    // Pilot density with the base width, then the adaptive final density.
+    let base_width = |x: f64| h0.max(resolution_floor(x)).min(H_CAP);
+    let mut pilot = vec![0.0; len];
+    for p in &points {
+        deposit(&mut pilot, &grid, p.x, base_width(p.x), p.n as f64);
+    }
+    let log_g = points
+        .iter()
+        .map(|p| p.n as f64 * pilot[grid.index(p.x)].max(f64::MIN_POSITIVE).ln())
+        .sum::<f64>()
+        / n;
+    let g = log_g.exp();
+    let local_width = |x: f64| {
+        let f = pilot[grid.index(x)];
+        let widen = if f > 0.0 {
+            (g / f).sqrt().clamp(1.0, MAX_WIDEN)
+        } else {
+            MAX_WIDEN
+        };
+        (h0 * widen).max(resolution_floor(x)).min(H_CAP)
+    };
+    let mut f = vec![0.0; len];
+    for p in &points {
+        deposit(&mut f, &grid, p.x, local_width(p.x), p.n as f64);
+    }
+
+    // Raw counts per grid cell, cumulated: mass of any grid range in O(1).
+    let mut cum = vec![0u64; len + 1];
+    for p in &points {
+        cum[grid.index(p.x) + 1] += p.n;
+    }
+    for i in 0..len {
+        cum[i + 1] += cum[i];
+    }
+    let mass = |a: usize, b: usize| cum[b.min(len)] - cum[a.min(len)];
+
+    let mut regions = initial_regions(&f);
+    let min_mass = (MIN_SHARE * n).ceil().max(MIN_COUNT as f64);
+    loop {
+        // The shallowest valley that does not separate two genuine modes, if any.
+        let mut worst: Option<(usize, f64)> = None;
+        for i in 0..regions.len().saturating_sub(1) {
+            let (l, r) = (regions[i], regions[i + 1]);
+            let valley_at = r.start;
+            let lower = l.peak.min(r.peak);
+            let ratio = if lower > 0.0 {
+                f[valley_at] / lower
+            } else {
+                1.0
+            };
+            let small = if l.peak <= r.peak { l } else { r };
+            let w = local_width(grid.x(small.peak_at));
+            let k = (w / GRID_STEP).round() as usize;
+            let window = |c: usize| mass(c.saturating_sub(k), c + k + 1) as f64;
+            let (p, v) = (window(small.peak_at), window(valley_at));
+            let z = if p + v > 0.0 {
+                (p - v) / (p + v).sqrt()
+            } else {
+                0.0
+            };
+            let too_small = (mass(l.start, l.end) as f64) < min_mass
+                || (mass(r.start, r.end) as f64) < min_mass;
+            if std::env::var("MODES_DBG").is_ok() {
+                eprintln!(
+                    "pair {i}: ratio {ratio:.3} z {z:.2} p {p} v {v} k {k} masses {} {}",
+                    mass(l.start, l.end),
+                    mass(r.start, r.end)
+                );
+            }
+            let bad = ratio > VRM() || z < ZM() || too_small;
+            if bad && worst.is_none_or(|(_, wr)| ratio > wr) {
+                worst = Some((i, ratio));
+            }
+        }
+        let Some((i, _)) = worst else { break };
+        let r = regions.remove(i + 1);
+        let l = &mut regions[i];
+        l.end = r.end;
+        if r.peak > l.peak {
+            l.peak = r.peak;
+            l.peak_at = r.peak_at;
+        }
+    }
+
+    // Assign the raw bins to the modes, split at the valleys.
+    let mut members: Vec<Vec<&Point>> = vec![Vec::new(); regions.len()];
+    let mut ri = 0;
+    for p in &points {
+        let gi = grid.index(p.x);
+        while ri + 1 < regions.len() && gi >= regions[ri + 1].start {
+            ri += 1;
+        }
+        members[ri].push(p);
+    }
+    let summary = h.summary_us();
+    let valley_us: Vec<f64> = regions
+        .iter()
+        .skip(1)
+        .map(|r| grid.x(r.start).exp() / 1e3)
+        .collect();
+    let mut modes = Vec::new();
+    let mut valleys = Vec::new();
+    for (i, pts) in members.iter().enumerate() {
+        let count: u64 = pts.iter().map(|p| p.n).sum();
+        if count == 0 {
+            continue;
+        }
+        let q = |q: f64| quantile_us(pts, count, q);
+        let (p25, p75) = (q(0.25), q(0.75));
+        modes.push(Mode {
+            center_us: q(0.5),
+            share: count as f64 / n,
+            count,
+            lo_us: if i == 0 {
+                summary.min
+            } else {
+                valley_us[i - 1]
+            },
+            hi_us: valley_us.get(i).copied().unwrap_or(summary.max),
+            spread: if p25 > 0.0 { (p75 / p25).max(1.0) } else { 1.0 },
+        });
+        if i + 1 < regions.len() {
+            let (l, r) = (regions[i], regions[i + 1]);
+            let lower = l.peak.min(r.peak);
+            valleys.push(Valley {
+                at_us: valley_us[i],
+                depth: if lower > 0.0 {
+                    (f[r.start] / lower).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                },
+            });
+        }
+    }
+    ModeAnalysis {
+        multimodal: modes.len() >= 2,
+        modes,
+        valleys,
+    }
+}
+
+/// Splits the grid at every local minimum between two local maxima of `f`. Plateaus count once: a
+/// flat top is one peak, a flat bottom one valley (split at its middle).
+fn initial_regions(f: &[f64]) -> Vec<Region> {
+    // Runs of equal values: (start, end exclusive, value).
+    let mut runs: Vec<(usize, usize, f64)> = Vec::new();
+    for (i, &v) in f.iter().enumerate() {
+        match runs.last_mut() {
+            Some(last) if last.2 == v => last.1 = i + 1,
+            _ => runs.push((i, i + 1, v)),
+        }
+    }
+    let higher = |a: Option<&(usize, usize, f64)>, v: f64| a.is_none_or(|r| r.2 < v);
+    let is_peak = |j: usize| {
+        let v = runs[j].2;
+        v > 0.0 && higher(j.checked_sub(1).map(|k| &runs[k]), v) && higher(runs.get(j + 1), v)
+    };
+    let peaks: Vec<usize> = (0..runs.len()).filter(|&j| is_peak(j)).collect();
+    if peaks.is_empty() {
+        return vec![Region {
+            start: 0,
+            end: f.len(),
+            peak_at: 0,
+            peak: f.iter().copied().fold(0.0, f64::max),
+        }];
+    }
+    let mut regions = Vec::with_capacity(peaks.len());
+    let mut start = 0;
+    for (k, &j) in peaks.iter().enumerate() {
+        let peak_at = (runs[j].0 + runs[j].1 - 1) / 2;
+        let end = match peaks.get(k + 1) {
+            Some(&next) => {
+                // The lowest run between this peak and the next: the valley.
+                let m = (j + 1..next)
+                    .min_by(|&a, &b| runs[a].2.total_cmp(&runs[b].2))
+                    .unwrap_or(j);
+                (runs[m].0 + runs[m].1 - 1) / 2
+            }
+            None => f.len(),
+        };
+        regions.push(Region {
+            start,
+            end,
+            peak_at,
+            peak: runs[j].2,
+        });
+        start = end;
+    }
+    regions
+}
+
+/// The quantile `q` of a mode's own samples in µs, interpolated geometrically inside the bin.
+fn quantile_us(pts: &[&Point], count: u64, q: f64) -> f64 {
+    let rank = (q * count as f64).clamp(0.0, count as f64);
+    let mut seen = 0.0;
+    for p in pts {
+        let n = p.n as f64;
+        if seen + n >= rank {
+            let t = ((rank - seen) / n).clamp(0.0, 1.0);
+            let lo = p.lo_ns.max(1.0).min(p.hi_ns);
+            return lo * (p.hi_ns / lo).powf(t) / 1e3;
+        }
+        seen += n;
+    }
+    pts.last().map_or(0.0, |p| p.hi_ns / 1e3)
+}
+
+#[cfg(test)]
+use tests::{self as tests_support};
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// splitmix64: a tiny deterministic generator for synthetic samples.
+    pub struct Rng(pub u64);
+
+    impl Rng {
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        /// Uniform in (0, 1).
+        pub fn uniform(&mut self) -> f64 {
+            ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+        /// Standard normal (Box-Muller).
+        pub fn normal(&mut self) -> f64 {
+            let (u1, u2) = (self.uniform(), self.uniform());
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+        /// Log-normal with the given median (ns) and sigma on the ln axis.
+        pub fn lognormal(&mut self, median_ns: f64, sigma: f64) -> u64 {
+            (median_ns * (sigma * self.normal()).exp()).round().max(1.0) as u64
+        }
+    }
+
+    fn hist(samples: impl IntoIterator<Item = u64>) -> Histogram {
+        let mut h = Histogram::default();
+        for s in samples {
+            h.add(s);
+        }
+        h
+    }
+
+    /// Rounds to whole microseconds, as classic pcap timestamps do.
+    fn us_ticks(ns: u64) -> u64 {
+        (ns + 500) / 1000 * 1000
+    }
+
+    pub fn describe(m: &ModeAnalysis) -> String {
+        m.modes
+            .iter()
+            .map(|m| format!("{:.1}% at {:.1} us", m.share * 100.0, m.center_us))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn bimodal(seed: u64, n: usize) -> Histogram {
+        let mut rng = Rng(seed);
+        hist((0..n).map(|i| {
+            if i % 10 < 7 {
+                us_ticks(rng.lognormal(120_000.0, 0.2))
+            } else {
+                us_ticks(rng.lognormal(20_100_000.0, 0.03))
+            }
+        }))
+    }
+
+    #[test]
+    fn modes_two_humps_70_30() {
+        for seed in 1..=5 {
+            for n in [2_000, 20_000] {
+                let m = detect_modes(&bimodal(seed, n));
+                assert!(m.multimodal, "seed {seed} n {n}: {}", describe(&m));
+                assert_eq!(m.modes.len(), 2, "seed {seed} n {n}: {}", describe(&m));
+                assert_eq!(m.valleys.len(), 1);
+                let (a, b) = (&m.modes[0], &m.modes[1]);
+                assert!((a.share - 0.7).abs() <= 0.03, "{}", describe(&m));
+                assert!((b.share - 0.3).abs() <= 0.03, "{}", describe(&m));
+                assert!((a.center_us / 120.0 - 1.0).abs() <= 0.1, "{}", describe(&m));
+                assert!(
+                    (b.center_us / 20_100.0 - 1.0).abs() <= 0.1,
+                    "{}",
+                    describe(&m)
+                );
+                assert_eq!(a.count + b.count, n as u64);
+                assert!(a.spread >= 1.0 && a.spread < 1.5, "{}", a.spread);
+                assert!(b.spread >= 1.0 && b.spread < 1.1, "{}", b.spread);
+                let v = &m.valleys[0];
+                assert!(v.at_us > 300.0 && v.at_us < 19_000.0, "{v:?}");
+                assert!(v.depth < 0.05, "{v:?}");
+                assert_eq!(a.hi_us, v.at_us);
+                assert_eq!(b.lo_us, v.at_us);
+            }
+        }
+    }
+
+    #[test]
+    fn modes_thread_pool_steps() {
+        for seed in 1..=5 {
+            let mut rng = Rng(seed);
+            let h = hist((0..3_000).map(|i| {
+                let step = [0.3e9, 0.6e9, 0.9e9][i % 3];
+                us_ticks((step * (1.0 + 0.1 * rng.normal())).max(1.0) as u64)
+            }));
+            let m = detect_modes(&h);
+            assert_eq!(m.modes.len(), 3, "seed {seed}: {}", describe(&m));
+            for (mode, want) in m.modes.iter().zip([300_000.0, 600_000.0, 900_000.0]) {
+                assert!(
+                    (mode.center_us / want - 1.0).abs() < 0.1,
+                    "{}",
+                    describe(&m)
+                );
+                assert!((mode.share - 1.0 / 3.0).abs() < 0.06, "{}", describe(&m));
+            }
+        }
+    }
+
+    #[test]
+    fn modes_small_retransmission_hump() {
+        for seed in 1..=3 {
+            let mut rng = Rng(seed);
+            let h = hist((0..100_000).map(|i| {
+                if i % 1000 < 3 {
+                    us_ticks(rng.lognormal(210_000_000.0, 0.05))
+                } else {
+                    us_ticks(rng.lognormal(4_000_000.0, 0.4))
+                }
+            }));
+            let m = detect_modes(&h);
+            assert_eq!(m.modes.len(), 2, "seed {seed}: {}", describe(&m));
+            let rto = &m.modes[1];
+            assert!(
+                (rto.center_us / 210_000.0 - 1.0).abs() < 0.1,
+                "{}",
+                describe(&m)
+            );
+            assert!((rto.share - 0.003).abs() < 0.001, "{}", describe(&m));
+        }
+    }
+
+    fn assert_unimodal(name: &str, h: &Histogram) {
+        let m = detect_modes(h);
+        assert!(!m.multimodal, "{name}: {}", describe(&m));
+        assert_eq!(m.modes.len(), 1, "{name}");
+        assert!(m.valleys.is_empty());
+        assert_eq!(m.modes[0].count, h.count());
+        assert_eq!(m.modes[0].share, 1.0);
+    }
+
+    #[test]
+    fn modes_unimodal_distributions_stay_one_mode() {
+        for n in [200usize, 2_000, 200_000] {
+            let seeds = if n > 10_000 { 1..=2 } else { 1..=20 };
+            for seed in seeds {
+                for sigma in [0.3, 0.6, 1.0] {
+                    let mut rng = Rng(seed);
+                    let h = hist((0..n).map(|_| us_ticks(rng.lognormal(2_000_000.0, sigma))));
+                    assert_unimodal(&format!("lognormal {sigma} n {n} seed {seed}"), &h);
+                }
+                let mut rng = Rng(seed);
+                let h = hist(
+                    (0..n).map(|_| us_ticks((-rng.uniform().ln() * 3_000_000.0).max(1.0) as u64)),
+                );
+                assert_unimodal(&format!("exponential n {n} seed {seed}"), &h);
+                let mut rng = Rng(seed);
+                let h = hist((0..n).map(|_| {
+                    us_ticks((10_000_000.0 + 2_500_000.0 * rng.normal()).max(1_000.0) as u64)
+                }));
+                assert_unimodal(&format!("normal n {n} seed {seed}"), &h);
+            }
+        }
+    }
+
+    #[test]
+    fn modes_degenerate_inputs() {
+        let m = detect_modes(&Histogram::default());
+        assert!(!m.multimodal && m.modes.is_empty() && m.valleys.is_empty());
+
+        for v in [0u64, 1, 2, 1_000, 123_456_789, u64::MAX] {
+            let m = detect_modes(&hist([v]));
+            assert_eq!(m.modes.len(), 1, "{v}");
+            assert_eq!(m.modes[0].count, 1);
+            assert!(m.modes[0].spread >= 1.0);
+            let m = detect_modes(&hist(std::iter::repeat_n(v, 1000)));
+            assert_eq!(m.modes.len(), 1, "{v}");
+        }
+
+        // Extremes together, and a huge count.
+        let mut h = hist([0, 1, u64::MAX, u64::MAX / 2, 5, 5_000_000_000]);
+        let mut big = Histogram::default();
+        big.add(1_000_000);
+        for _ in 0..40 {
+            let b = big.clone();
+            big.merge(&b);
+        }
+        h.merge(&big);
+        let m = detect_modes(&h);
+        assert_eq!(m.modes.iter().map(|m| m.count).sum::<u64>(), h.count());
+        assert!(m
+            .modes
+            .iter()
+            .all(|m| m.center_us.is_finite() && m.spread >= 1.0));
+    }
+
+    #[test]
+    fn modes_are_deterministic_and_ordered() {
+        let h = bimodal(7, 5_000);
+        let (a, b) = (detect_modes(&h), detect_modes(&h));
+        assert_eq!(a, b);
+        assert!(a.modes.windows(2).all(|w| w[0].center_us < w[1].center_us));
+        assert!(a.modes.windows(2).all(|w| w[0].hi_us <= w[1].lo_us));
+    }
+}
+#[cfg(test)]
+mod stress_tmp {
+    use super::tests_support::*;
+    use super::*;
+    #[test]
+    #[ignore]
+    fn modes_stress() {
+        let mut fails = std::collections::BTreeMap::<String, u32>::new();
+        for seed in 100..400u64 {
+            for n in [50usize, 100, 200, 500, 2_000, 20_000] {
+                let mut cases: Vec<(String, Vec<u64>)> = Vec::new();
+                for sigma in [0.1, 0.3, 0.6, 1.0, 1.5] {
+                    let mut rng = Rng(seed);
+                    cases.push((
+                        format!("ln{sigma} {n}"),
+                        (0..n).map(|_| rng.lognormal(2_000_000.0, sigma)).collect(),
+                    ));
+                    let mut rng = Rng(seed);
+                    cases.push((
+                        format!("ln{sigma}us {n}"),
+                        (0..n)
+                            .map(|_| (rng.lognormal(30_000.0, sigma) + 500) / 1000 * 1000)
+                            .collect(),
+                    ));
+                }
+                let mut rng = Rng(seed);
+                cases.push((
+                    format!("exp {n}"),
+                    (0..n)
+                        .map(|_| (-rng.uniform().ln() * 3e6) as u64 + 1)
+                        .collect(),
+                ));
+                let mut rng = Rng(seed);
+                cases.push((
+                    format!("exp+base {n}"),
+                    (0..n)
+                        .map(|_| (-rng.uniform().ln() * 3e6) as u64 + 100_000)
+                        .collect(),
+                ));
+                let mut rng = Rng(seed);
+                cases.push((
+                    format!("normal {n}"),
+                    (0..n)
+                        .map(|_| (1e7 + 2.5e6 * rng.normal()).max(1000.0) as u64)
+                        .collect(),
+                ));
+                let mut rng = Rng(seed);
+                cases.push((
+                    format!("pareto {n}"),
+                    (0..n)
+                        .map(|_| (1e5 * rng.uniform().powf(-1.0 / 1.5)) as u64)
+                        .collect(),
+                ));
+                let mut rng = Rng(seed);
+                cases.push((
+                    format!("uniform {n}"),
+                    (0..n).map(|_| (1e5 + 1e6 * rng.uniform()) as u64).collect(),
+                ));
+                let mut rng = Rng(seed);
+                cases.push((
+                    format!("gamma2 {n}"),
+                    (0..n)
+                        .map(|_| (-(rng.uniform() * rng.uniform()).ln() * 1e6) as u64 + 1)
+                        .collect(),
+                ));
+                for (name, s) in cases {
+                    if n > 2_000 && seed > 130 {
+                        continue;
+                    }
+                    let mut h = Histogram::default();
+                    for v in s {
+                        h.add(v);
+                    }
+                    let m = detect_modes(&h);
+                    if m.multimodal {
+                        *fails.entry(name.clone()).or_default() += 1;
+                        if fails[&name] <= 2 {
+                            eprintln!("FP {name} seed {seed}: {}", describe(&m));
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{fails:?}");
+        // sensitivity
+        for n in [200usize, 500, 1000, 3000, 10000] {
+            let mut ok = 0;
+            for seed in 0..50u64 {
+                let mut rng = Rng(seed);
+                let mut h = Histogram::default();
+                for i in 0..n {
+                    let step = [0.3e9, 0.6e9, 0.9e9][i % 3];
+                    h.add((step * (1.0 + 0.1 * rng.normal())) as u64);
+                }
+                if detect_modes(&h).modes.len() == 3 {
+                    ok += 1;
+                }
+            }
+            let mut ok2 = 0;
+            for seed in 0..50u64 {
+                let mut rng = Rng(seed);
+                let mut h = Histogram::default();
+                for i in 0..n {
+                    if i % 10 < 7 {
+                        h.add(rng.lognormal(120_000.0, 0.2))
+                    } else {
+                        h.add(rng.lognormal(20_100_000.0, 0.03))
+                    }
+                }
+                if detect_modes(&h).modes.len() == 2 {
+                    ok2 += 1;
+                }
+            }
+            eprintln!("n {n}: 3 steps found {ok}/50, 70/30 found {ok2}/50");
+        }
+        for k in [3usize, 5, 7, 10, 20, 50] {
+            for n in [2000usize, 20000, 200000] {
+                let mut ok = 0;
+                for seed in 0..20u64 {
+                    let mut rng = Rng(seed);
+                    let mut h = Histogram::default();
+                    for _ in 0..n {
+                        h.add(rng.lognormal(4e6, 0.4));
+                    }
+                    for _ in 0..k {
+                        h.add(rng.lognormal(210e6, 0.05));
+                    }
+                    if detect_modes(&h).modes.len() == 2 {
+                        ok += 1;
+                    }
+                }
+                eprint!("rto k {k} n {n}: {ok}/20; ");
+            }
+            eprintln!();
+        }
+        // separation sensitivity: equal mixture of two lognormal sigma .2 at ratio r
+        for r in [1.5f64, 1.8, 2.0, 2.5, 3.0] {
+            for n in [200usize, 2000, 20000] {
+                let mut ok = 0;
+                for seed in 0..20u64 {
+                    let mut rng = Rng(seed);
+                    let mut h = Histogram::default();
+                    for i in 0..n {
+                        h.add(rng.lognormal(if i % 2 == 0 { 1e6 } else { 1e6 * r }, 0.2));
+                    }
+                    if detect_modes(&h).modes.len() == 2 {
+                        ok += 1;
+                    }
+                }
+                eprint!("sep {r} n {n}: {ok}/20; ");
+            }
+            eprintln!();
+        }
+    }
+}
+#[cfg(test)]
+mod dbg_tmp {
+    use super::tests_support::*;
+    use super::*;
+    #[test]
+    #[ignore]
+    fn modes_dbg() {
+        let mut rng = Rng(135);
+        let mut h = Histogram::default();
+        for _ in 0..200 {
+            h.add((-rng.uniform().ln() * 3e6) as u64 + 1);
+        }
+        let m = detect_modes(&h);
+        eprintln!("{m:#?}");
+        let mut s = String::new();
+        for (lo, _, n) in h.bins() {
+            s += &format!("{:.0}:{} ", lo as f64 / 1e3, n);
+        }
+        eprintln!("{s}");
+    }
+}

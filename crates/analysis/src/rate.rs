@@ -1,0 +1,461 @@
+//! Packets/s and bits/s per direction, per server endpoint and in total, and the detection of ceilings:
+//! traffic pinned flat at a packet-rate or bit-rate cap while load was clearly waiting behind it.
+
+use std::collections::BTreeMap;
+
+use pcapsleuth_flow::Endpoint;
+use serde::Serialize;
+
+use crate::histogram::Histogram;
+use crate::thresholds::*;
+
+/// Client to server (0) and server to client (1).
+pub const C2S: usize = 0;
+pub const S2C: usize = 1;
+
+/// Counters of one time bin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cell {
+    packets: [u64; 2],
+    /// Link-layer bytes on the wire.
+    bytes: [u64; 2],
+    retrans: [u64; 2],
+    /// Response times of requests sent in this bin (for queueing evidence).
+    rt_sum_ns: u64,
+    rt_count: u64,
+}
+
+impl Cell {
+    fn add(&mut self, o: &Cell) {
+        for d in 0..2 {
+            self.packets[d] += o.packets[d];
+            self.bytes[d] += o.bytes[d];
+            self.retrans[d] += o.retrans[d];
+        }
+        self.rt_sum_ns += o.rt_sum_ns;
+        self.rt_count += o.rt_count;
+    }
+}
+
+type Series = BTreeMap<i64, Cell>;
+
+/// `None` is all traffic; `Some(server)` one server endpoint.
+type Scope = Option<Endpoint>;
+
+/// Rate series at the printed interval and at the detector's resolution, mergeable by addition.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RateAggregate {
+    interval_ns: i64,
+    printed: BTreeMap<Scope, Series>,
+    fine: BTreeMap<Scope, Series>,
+    handshake_rtt: BTreeMap<Scope, Histogram>,
+}
+
+fn bump(map: &mut BTreeMap<Scope, Series>, scope: Scope, bin: i64, f: impl Fn(&mut Cell)) {
+    f(map.entry(scope).or_default().entry(bin).or_default());
+}
+
+impl RateAggregate {
+    pub fn new(interval_ns: i64) -> Self {
+        RateAggregate {
+            interval_ns: interval_ns.max(1),
+            ..Default::default()
+        }
+    }
+
+    /// One packet of a connection to `server`, in direction `dir` ([`C2S`] or [`S2C`]).
+    pub(crate) fn packet(
+        &mut self,
+        server: Endpoint,
+        dir: usize,
+        ts_ns: i64,
+        wire_len: u32,
+        retrans: bool,
+    ) {
+        let add = |c: &mut Cell| {
+            c.packets[dir] += 1;
+            c.bytes[dir] += u64::from(wire_len);
+            c.retrans[dir] += u64::from(retrans);
+        };
+        let (p, f) = (
+            ts_ns.div_euclid(self.interval_ns),
+            ts_ns.div_euclid(CEILING_BIN_NS),
+        );
+        for scope in [None, Some(server)] {
+            bump(&mut self.printed, scope, p, add);
+            bump(&mut self.fine, scope, f, add);
+        }
+    }
+
+    /// A request to `server` sent at `ts_ns` was answered after `rt_ns`.
+    pub(crate) fn response_time(&mut self, server: Endpoint, ts_ns: i64, rt_ns: u64) {
+        let f = ts_ns.div_euclid(CEILING_BIN_NS);
+        for scope in [None, Some(server)] {
+            bump(&mut self.fine, scope, f, |c| {
+                c.rt_sum_ns += rt_ns;
+                c.rt_count += 1;
+            });
+        }
+    }
+
+    /// A connection to `server` completed its handshake in `rtt_ns`: the path's round trip.
+    pub(crate) fn handshake(&mut self, server: Endpoint, rtt_ns: i64) {
+        for scope in [None, Some(server)] {
+            self.handshake_rtt
+                .entry(scope)
+                .or_default()
+                .add(rtt_ns.max(0) as u64);
+        }
+    }
+
+    pub(crate) fn merge(&mut self, o: RateAggregate) {
+        for (mine, theirs) in [(&mut self.printed, o.printed), (&mut self.fine, o.fine)] {
+            for (scope, series) in theirs {
+                let s = mine.entry(scope).or_default();
+                for (bin, cell) in series {
+                    s.entry(bin).or_default().add(&cell);
+                }
+            }
+        }
+        for (scope, h) in o.handshake_rtt {
+            self.handshake_rtt.entry(scope).or_default().merge(&h);
+        }
+        if self.interval_ns == 0 {
+            self.interval_ns = o.interval_ns;
+        }
+    }
+
+    /// The finished report: series at the printed interval and the ceilings found.
+    pub fn report(&self) -> RateReport {
+        let secs = self.interval_ns as f64 / 1e9;
+        let rows = |series: &Series| -> Vec<RatePoint> {
+            let (Some(first), Some(last)) = (series.keys().next(), series.keys().next_back())
+            else {
+                return Vec::new();
+            };
+            (*first..=*last)
+                .map(|bin| {
+                    let c = series.get(&bin).copied().unwrap_or_default();
+                    RatePoint {
+                        start: bin as f64 * secs,
+                        c2s_pps: c.packets[C2S] as f64 / secs,
+                        s2c_pps: c.packets[S2C] as f64 / secs,
+                        c2s_bps: c.bytes[C2S] as f64 * 8.0 / secs,
+                        s2c_bps: c.bytes[S2C] as f64 * 8.0 / secs,
+                        c2s_retrans: c.retrans[C2S],
+                        s2c_retrans: c.retrans[S2C],
+                    }
+                })
+                .collect()
+        };
+        let mut ceilings = Vec::new();
+        for (scope, series) in &self.fine {
+            let rtt = self
+                .handshake_rtt
+                .get(scope)
+                .filter(|h| h.count() > 0)
+                .map(|h| h.quantile_ns(0.5));
+            ceilings.extend(detect(*scope, series, rtt));
+        }
+        // A cap on all traffic that one server's own ceiling explains is the same finding: keep the server's.
+        let per_server: Vec<Ceiling> = ceilings
+            .iter()
+            .filter(|c| c.server.is_some())
+            .cloned()
+            .collect();
+        ceilings.retain(|c| {
+            c.server.is_some()
+                || !per_server.iter().any(|s| {
+                    s.kind == c.kind
+                        && s.direction == c.direction
+                        && overlap(s, c)
+                        && (s.value - c.value).abs() <= c.value * CEILING_BAND
+                })
+        });
+        ceilings.sort_by(|a, b| {
+            a.start
+                .total_cmp(&b.start)
+                .then_with(|| a.server.cmp(&b.server))
+                .then_with(|| a.direction.cmp(b.direction))
+        });
+        RateReport {
+            interval_s: secs,
+            ceilings,
+            total: self.printed.get(&None).map(rows).unwrap_or_default(),
+            servers: self
+                .printed
+                .iter()
+                .filter_map(|(s, series)| s.map(|e| (e.to_string(), rows(series))))
+                .collect(),
+        }
+    }
+}
+
+/// One interval of a rate series (per second values).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RatePoint {
+    /// Seconds since the epoch of the interval's start.
+    pub start: f64,
+    pub c2s_pps: f64,
+    pub s2c_pps: f64,
+    pub c2s_bps: f64,
+    pub s2c_bps: f64,
+    pub c2s_retrans: u64,
+    pub s2c_retrans: u64,
+}
+
+/// `pcapsleuth rate --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RateReport {
+    pub interval_s: f64,
+    pub ceilings: Vec<Ceiling>,
+    /// All TCP traffic.
+    pub total: Vec<RatePoint>,
+    /// Per server endpoint ("ip:port").
+    pub servers: BTreeMap<String, Vec<RatePoint>>,
+}
+
+/// Traffic pinned at a cap.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ceiling {
+    /// "pps" or "bps".
+    pub kind: &'static str,
+    /// "client_to_server" or "server_to_client".
+    pub direction: &'static str,
+    /// The server endpoint, or null for all traffic.
+    pub server: Option<String>,
+    /// The cap, per second (packets or bits).
+    pub value: f64,
+    /// Seconds since the epoch.
+    pub start: f64,
+    pub end: f64,
+    /// The other measure in the same run (bits/s for a packet cap, packets/s for a bit cap) and its mean
+    /// packet size: a packet cap on small packets leaves the bit rate far from any cap.
+    pub other_value: f64,
+    pub mean_packet_bytes: f64,
+    /// Coefficient of variation of the capped measure over the run's bins.
+    pub flatness_cv: f64,
+    /// Why this is a cap and not steady load: drops/retransmissions, requests queueing.
+    pub evidence: Vec<String>,
+}
+
+struct Run {
+    from: usize,
+    to: usize,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn cv(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if mean == 0.0 {
+        return f64::INFINITY;
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    var.sqrt() / mean
+}
+
+/// Runs of bins at the series' highest sustained level.
+fn flat_runs(values: &[f64]) -> Vec<Run> {
+    if values.len() < CEILING_LEVEL_WINDOW_BINS {
+        return Vec::new();
+    }
+    let level = values
+        .windows(CEILING_LEVEL_WINDOW_BINS)
+        .map(|w| median(&mut w.to_vec()))
+        .fold(0.0, f64::max);
+    if level <= 0.0 {
+        return Vec::new();
+    }
+    let at = |v: f64| (v - level).abs() <= level * CEILING_BAND;
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < values.len() {
+        if !at(values[i]) {
+            i += 1;
+            continue;
+        }
+        let (from, mut to, mut misses) = (i, i, 0usize);
+        let mut j = i + 1;
+        while j < values.len() {
+            if at(values[j]) {
+                to = j;
+            } else if j + 1 < values.len()
+                && at(values[j + 1])
+                && (misses + 1) as f64 <= CEILING_MAX_MISSES * (j - from + 1) as f64
+            {
+                misses += 1;
+            } else {
+                break;
+            }
+            j += 1;
+        }
+        if to + 1 - from >= CEILING_MIN_RUN_BINS {
+            runs.push(Run { from, to });
+        }
+        i = to + 1;
+    }
+    runs
+}
+
+struct Candidate {
+    ceiling: Ceiling,
+    cv: f64,
+    dir: usize,
+    bytes: f64,
+}
+
+fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceiling> {
+    let (Some(&first), Some(&last)) = (series.keys().next(), series.keys().next_back()) else {
+        return Vec::new();
+    };
+    // The first and last bins are partial (the capture starts and ends inside them).
+    if last - first < 2 {
+        return Vec::new();
+    }
+    let bins: Vec<(i64, Cell)> = (first + 1..last)
+        .map(|b| (b, series.get(&b).copied().unwrap_or_default()))
+        .collect();
+    let secs = CEILING_BIN_NS as f64 / 1e9;
+    let mut found: Vec<Candidate> = Vec::new();
+    for dir in [C2S, S2C] {
+        for kind in ["pps", "bps"] {
+            let value = |c: &Cell| match kind {
+                "pps" => c.packets[dir] as f64 / secs,
+                _ => c.bytes[dir] as f64 * 8.0 / secs,
+            };
+            let values: Vec<f64> = bins.iter().map(|(_, c)| value(c)).collect();
+            for run in flat_runs(&values) {
+                let cells = &bins[run.from..=run.to];
+                let vals: Vec<f64> = values[run.from..=run.to].to_vec();
+                let cap = median(&mut vals.clone());
+                let min_rate = if kind == "pps" {
+                    CEILING_MIN_PPS
+                } else {
+                    CEILING_MIN_BPS
+                };
+                if cap < min_rate {
+                    continue;
+                }
+                let packets: u64 = cells.iter().map(|(_, c)| c.packets[dir]).sum();
+                let bytes: u64 = cells.iter().map(|(_, c)| c.bytes[dir]).sum();
+                let retrans: u64 = cells.iter().map(|(_, c)| c.retrans[dir]).sum();
+                let (rt_sum, rt_n) = cells.iter().fold((0u64, 0u64), |(s, n), (_, c)| {
+                    (s + c.rt_sum_ns, n + c.rt_count)
+                });
+                let mut evidence = Vec::new();
+                if packets > 0 && retrans as f64 >= EVIDENCE_RETRANS_SHARE * packets as f64 {
+                    evidence.push(format!(
+                        "{retrans} retransmitted segments ({:.2}% of {packets} packets): drops at the cap",
+                        100.0 * retrans as f64 / packets as f64
+                    ));
+                }
+                if let (Some(rtt), true) = (path_rtt_ns, rt_n > 0) {
+                    let mean_rt = rt_sum as f64 / rt_n as f64;
+                    if mean_rt >= EVIDENCE_RT_FACTOR * rtt as f64 && mean_rt >= EVIDENCE_RT_MIN_NS {
+                        evidence.push(format!(
+                            "requests queueing: mean response time {:.2} ms over {rt_n} requests, {:.0}x the path round trip ({:.3} ms)",
+                            mean_rt / 1e6,
+                            mean_rt / rtt.max(1) as f64,
+                            rtt as f64 / 1e6
+                        ));
+                    }
+                }
+                if evidence.is_empty() {
+                    continue; // steady load: flat but nothing waiting behind it
+                }
+                let duration = (run.to + 1 - run.from) as f64 * secs;
+                let mean_size = if packets == 0 {
+                    0.0
+                } else {
+                    bytes as f64 / packets as f64
+                };
+                let other_value = match kind {
+                    "pps" => bytes as f64 * 8.0 / duration,
+                    _ => packets as f64 / duration,
+                };
+                found.push(Candidate {
+                    cv: cv(&vals),
+                    dir,
+                    bytes: bytes as f64,
+                    ceiling: Ceiling {
+                        kind,
+                        direction: if dir == C2S {
+                            "client_to_server"
+                        } else {
+                            "server_to_client"
+                        },
+                        server: scope.map(|e| e.to_string()),
+                        value: cap,
+                        start: cells[0].0 as f64 * secs,
+                        end: (cells[cells.len() - 1].0 + 1) as f64 * secs,
+                        other_value,
+                        mean_packet_bytes: mean_size,
+                        flatness_cv: cv(&vals),
+                        evidence,
+                    },
+                });
+            }
+        }
+    }
+    choose(found)
+}
+
+fn overlap(a: &Ceiling, b: &Ceiling) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// One cap per time span: of a flat packet rate and a flat bit rate in the same direction, the flatter is
+/// the cap (equally flat: small packets mean a packet cap); of both directions flat at once (a closed loop
+/// of requests and responses mirrors a cap), the direction carrying more bytes.
+fn choose(mut found: Vec<Candidate>) -> Vec<Ceiling> {
+    let mut keep = vec![true; found.len()];
+    for i in 0..found.len() {
+        for j in 0..found.len() {
+            if i == j || !keep[i] || !keep[j] || !overlap(&found[i].ceiling, &found[j].ceiling) {
+                continue;
+            }
+            let (a, b) = (&found[i], &found[j]);
+            let loser = if a.dir == b.dir {
+                if a.ceiling.kind == b.ceiling.kind {
+                    continue;
+                }
+                if (a.cv - b.cv).abs() > CV_TIE {
+                    if a.cv > b.cv {
+                        i
+                    } else {
+                        j
+                    }
+                } else {
+                    let small = a.ceiling.mean_packet_bytes < SMALL_PACKET_BYTES;
+                    let a_wins = (a.ceiling.kind == "pps") == small;
+                    if a_wins {
+                        j
+                    } else {
+                        i
+                    }
+                }
+            } else if a.bytes >= b.bytes {
+                j
+            } else {
+                i
+            };
+            keep[loser] = false;
+        }
+    }
+    let mut out = Vec::new();
+    for (k, c) in keep.into_iter().zip(found.drain(..)) {
+        if k {
+            out.push(c.ceiling);
+        }
+    }
+    out
+}

@@ -1,0 +1,266 @@
+//! Response-time distributions: MySQL transactions where the protocol was decoded, and tcprstat-style
+//! request/response on any TCP connection (client data, then the server's next data); per server port and
+//! interval (tsar tcprt / tcprstat tables), their modes, and what the slow modes have in common.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::histogram::{Histogram, RtSummary};
+use crate::modes::{detect_modes, Mode, ModeAnalysis};
+use crate::mysql::MysqlAggregate;
+
+/// Response times from one source.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RtSide {
+    all: Histogram,
+    errors: Histogram,
+    /// Exchanges during which the connection retransmitted a segment.
+    retransmitted: Histogram,
+    by_port: BTreeMap<u16, Histogram>,
+    /// (server port, interval) -> distribution and error count.
+    per_interval: BTreeMap<(u16, i64), (Histogram, u64)>,
+}
+
+impl RtSide {
+    fn add(
+        &mut self,
+        interval_ns: i64,
+        port: u16,
+        request_ts_ns: i64,
+        rt_ns: u64,
+        error: bool,
+        retransmitted: bool,
+    ) {
+        self.all.add(rt_ns);
+        if error {
+            self.errors.add(rt_ns);
+        }
+        if retransmitted {
+            self.retransmitted.add(rt_ns);
+        }
+        self.by_port.entry(port).or_default().add(rt_ns);
+        let cell = self
+            .per_interval
+            .entry((port, request_ts_ns.div_euclid(interval_ns)))
+            .or_default();
+        cell.0.add(rt_ns);
+        cell.1 += u64::from(error);
+    }
+
+    fn merge(&mut self, o: RtSide) {
+        self.all.merge(&o.all);
+        self.errors.merge(&o.errors);
+        self.retransmitted.merge(&o.retransmitted);
+        for (p, h) in o.by_port {
+            self.by_port.entry(p).or_default().merge(&h);
+        }
+        for (k, (h, e)) in o.per_interval {
+            let c = self.per_interval.entry(k).or_default();
+            c.0.merge(&h);
+            c.1 += e;
+        }
+    }
+}
+
+/// Response times of the whole run, mergeable by addition.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RtAggregate {
+    interval_ns: i64,
+    pub(crate) mysql: RtSide,
+    pub(crate) tcp: RtSide,
+}
+
+impl RtAggregate {
+    pub fn new(interval_ns: i64) -> Self {
+        RtAggregate {
+            interval_ns: interval_ns.max(1),
+            ..Default::default()
+        }
+    }
+
+    pub(crate) fn mysql(&mut self, port: u16, ts: i64, rt: u64, error: bool, retransmitted: bool) {
+        self.mysql
+            .add(self.interval_ns, port, ts, rt, error, retransmitted);
+    }
+
+    pub(crate) fn tcp(&mut self, port: u16, ts: i64, rt: u64, retransmitted: bool) {
+        self.tcp
+            .add(self.interval_ns, port, ts, rt, false, retransmitted);
+    }
+
+    pub(crate) fn merge(&mut self, o: RtAggregate) {
+        self.mysql.merge(o.mysql);
+        self.tcp.merge(o.tcp);
+        if self.interval_ns == 0 {
+            self.interval_ns = o.interval_ns;
+        }
+    }
+
+    /// The report: MySQL response times when MySQL was decoded, else TCP request/response times.
+    pub fn report(&self, mysql: &MysqlAggregate) -> RtReport {
+        let (source, side) = if self.mysql.all.count() > 0 {
+            ("mysql", &self.mysql)
+        } else {
+            ("tcp", &self.tcp)
+        };
+        let modes = detect_modes(&side.all);
+        let explained = modes
+            .modes
+            .iter()
+            .skip(1)
+            .map(|m| {
+                explain(
+                    m,
+                    side,
+                    if source == "mysql" { Some(mysql) } else { None },
+                    self.interval_ns,
+                )
+            })
+            .collect();
+        let secs = self.interval_ns as f64 / 1e9;
+        RtReport {
+            source,
+            multimodal: modes.multimodal,
+            percentiles_us: side.all.summary_us(),
+            modes: modes.modes.clone(),
+            valleys: modes.valleys.clone(),
+            slow_modes: explained,
+            histogram: side
+                .all
+                .bins()
+                .map(|(lo, hi, count)| HistogramBin {
+                    lo_us: lo as f64 / 1e3,
+                    hi_us: hi as f64 / 1e3,
+                    count,
+                })
+                .collect(),
+            by_port: side
+                .by_port
+                .iter()
+                .map(|(p, h)| (p.to_string(), h.summary_us()))
+                .collect(),
+            per_interval: side
+                .per_interval
+                .iter()
+                .map(|(&(port, bin), (h, errors))| IntervalRt {
+                    port,
+                    start: bin as f64 * secs,
+                    count: h.count(),
+                    mean_us: h.summary_us().mean,
+                    p95_us: h.summary_us().p95,
+                    p99_us: h.summary_us().p99,
+                    errors: *errors,
+                })
+                .collect(),
+            interval_s: secs,
+            analysis: modes,
+        }
+    }
+}
+
+/// What the requests of a slow mode have in common.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowModeTraits {
+    pub center_us: f64,
+    pub share: f64,
+    pub count: u64,
+    /// Share of them whose exchange saw a retransmitted segment (a mode near 200 ms × 2^n with a high share
+    /// is retransmission timeouts).
+    pub retransmitted_share: f64,
+    /// Share of them answered with an error.
+    pub error_share: f64,
+    /// Statements (fingerprints) holding most of the mode, with their share of it.
+    pub statements: Vec<(String, f64)>,
+    /// Intervals (start, seconds since the epoch) holding most of the mode when it is concentrated in
+    /// time, with their share of it; empty when spread over the capture.
+    pub time_windows: Vec<(f64, f64)>,
+}
+
+fn explain(
+    m: &Mode,
+    side: &RtSide,
+    mysql: Option<&MysqlAggregate>,
+    interval_ns: i64,
+) -> SlowModeTraits {
+    let (lo, hi) = ((m.lo_us * 1e3) as u64, (m.hi_us * 1e3) as u64);
+    let in_mode = side.all.count_between(lo, hi).max(1) as f64;
+    let share_of = |h: &Histogram| h.count_between(lo, hi) as f64 / in_mode;
+    let mut statements: Vec<(String, f64)> = mysql
+        .map(|a| {
+            a.statement_histograms()
+                .map(|(fp, h)| (fp.clone(), share_of(h)))
+                .filter(|(_, s)| *s >= 0.05)
+                .collect()
+        })
+        .unwrap_or_default();
+    statements.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    statements.truncate(5);
+    let mut windows: BTreeMap<i64, u64> = BTreeMap::new();
+    for (&(_, bin), (h, _)) in &side.per_interval {
+        *windows.entry(bin).or_default() += h.count_between(lo, hi);
+    }
+    let mut ranked: Vec<(i64, u64)> = windows.into_iter().filter(|(_, n)| *n > 0).collect();
+    let intervals = ranked.len();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut time_windows = Vec::new();
+    let mut covered = 0.0;
+    for (bin, n) in &ranked {
+        if covered >= 0.5 {
+            break;
+        }
+        let s = *n as f64 / in_mode;
+        covered += s;
+        time_windows.push((*bin as f64 * interval_ns as f64 / 1e9, s));
+    }
+    // Only worth saying when the mode is concentrated: at most a fifth of its intervals hold half of it.
+    if intervals < 5 || time_windows.len() * 5 > intervals {
+        time_windows.clear();
+    }
+    SlowModeTraits {
+        center_us: m.center_us,
+        share: m.share,
+        count: m.count,
+        retransmitted_share: share_of(&side.retransmitted),
+        error_share: share_of(&side.errors),
+        statements,
+        time_windows,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistogramBin {
+    pub lo_us: f64,
+    pub hi_us: f64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalRt {
+    pub port: u16,
+    /// Seconds since the epoch.
+    pub start: f64,
+    pub count: u64,
+    pub mean_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub errors: u64,
+}
+
+/// `pcapsleuth rt --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RtReport {
+    /// "mysql" (decoded transactions) or "tcp" (request/response on TCP).
+    pub source: &'static str,
+    pub multimodal: bool,
+    pub modes: Vec<Mode>,
+    pub valleys: Vec<crate::modes::Valley>,
+    pub percentiles_us: RtSummary,
+    pub slow_modes: Vec<SlowModeTraits>,
+    pub histogram: Vec<HistogramBin>,
+    pub by_port: BTreeMap<String, RtSummary>,
+    pub interval_s: f64,
+    pub per_interval: Vec<IntervalRt>,
+    #[serde(skip)]
+    pub analysis: ModeAnalysis,
+}

@@ -1,0 +1,222 @@
+//! Text for `rate`, `rt` and `report`.
+
+use std::fmt::Write;
+
+use pcapsleuth_analysis::{FullReport, RateReport, RtReport};
+
+use crate::text::utc;
+
+fn us(v: f64) -> String {
+    if v >= 1_000_000.0 {
+        format!("{:.2}s", v / 1e6)
+    } else if v >= 1000.0 {
+        format!("{:.2}ms", v / 1000.0)
+    } else {
+        format!("{v:.0}µs")
+    }
+}
+
+fn rate(kind: &str, v: f64) -> String {
+    match kind {
+        "pps" => format!("{v:.0} pkt/s"),
+        _ if v >= 1e9 => format!("{:.2} Gbit/s", v / 1e9),
+        _ if v >= 1e6 => format!("{:.2} Mbit/s", v / 1e6),
+        _ => format!("{:.0} kbit/s", v / 1e3),
+    }
+}
+
+/// `pcapsleuth rate` for people.
+pub fn render_rate(r: &RateReport) -> String {
+    let mut out = String::new();
+    if r.ceilings.is_empty() {
+        let _ = writeln!(
+            out,
+            "No ceiling: no rate held flat at a cap with load waiting behind it."
+        );
+    }
+    for c in &r.ceilings {
+        let other = if c.kind == "pps" {
+            rate("bps", c.other_value)
+        } else {
+            rate("pps", c.other_value)
+        };
+        let _ = writeln!(
+            out,
+            "CEILING: {} {} pinned at {} from {} for {:.1} s (flatness cv {:.3}), while {} with {:.0}-byte packets",
+            c.server.as_deref().unwrap_or("all traffic"),
+            c.direction.replace('_', " "),
+            rate(c.kind, c.value),
+            utc(c.start),
+            c.end - c.start,
+            c.flatness_cv,
+            other,
+            c.mean_packet_bytes
+        );
+        for e in &c.evidence {
+            let _ = writeln!(out, "  evidence: {e}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nall TCP traffic, per {} s (client->server | server->client):",
+        r.interval_s
+    );
+    let _ = writeln!(
+        out,
+        "{:<30} {:>10} {:>13} {:>10} {:>13} {:>6}",
+        "interval start", "c2s pkt/s", "c2s bit/s", "s2c pkt/s", "s2c bit/s", "retr"
+    );
+    for p in r.total.iter().take(600) {
+        let _ = writeln!(
+            out,
+            "{:<30} {:>10.0} {:>13} {:>10.0} {:>13} {:>6}",
+            utc(p.start),
+            p.c2s_pps,
+            rate("bps", p.c2s_bps),
+            p.s2c_pps,
+            rate("bps", p.s2c_bps),
+            p.c2s_retrans + p.s2c_retrans
+        );
+    }
+    if r.total.len() > 600 {
+        let _ = writeln!(
+            out,
+            "... {} more intervals (see --json)",
+            r.total.len() - 600
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nservers: {}",
+        r.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
+    out
+}
+
+/// `pcapsleuth rt` for people.
+pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
+    let mut out = String::new();
+    let p = &r.percentiles_us;
+    let source = if r.source == "mysql" {
+        "MySQL requests (request to last response byte)"
+    } else {
+        "TCP request/response (client data to the server's next data)"
+    };
+    let _ = writeln!(out, "response time of {} {}", p.count, source);
+    let _ = writeln!(
+        out,
+        "  min {}  p50 {}  p95 {}  p99 {}  max {}  mean {}",
+        us(p.min),
+        us(p.p50),
+        us(p.p95),
+        us(p.p99),
+        us(p.max),
+        us(p.mean)
+    );
+    if r.multimodal {
+        let _ = writeln!(out, "\nMULTIMODAL: {} humps", r.modes.len());
+    } else {
+        let _ = writeln!(out, "\none hump");
+    }
+    for m in &r.modes {
+        let _ = writeln!(
+            out,
+            "  {:>5.1}% ({:>7}) at ~{:<9} spans {} .. {}  (spread p75/p25 {:.2})",
+            100.0 * m.share,
+            m.count,
+            us(m.center_us),
+            us(m.lo_us),
+            us(m.hi_us),
+            m.spread
+        );
+    }
+    for s in &r.slow_modes {
+        let _ = writeln!(out, "  the hump at ~{}:", us(s.center_us));
+        let _ = writeln!(
+            out,
+            "    {:.0}% of its requests saw a retransmission, {:.0}% were errors",
+            100.0 * s.retransmitted_share,
+            100.0 * s.error_share
+        );
+        for (fp, share) in &s.statements {
+            let _ = writeln!(
+                out,
+                "    {:.0}%: {}",
+                100.0 * share,
+                fp.chars().take(100).collect::<String>()
+            );
+        }
+        for (t, share) in &s.time_windows {
+            let _ = writeln!(
+                out,
+                "    {:.0}% in the interval from {}",
+                100.0 * share,
+                utc(*t)
+            );
+        }
+    }
+    // A log-scale histogram as text: 10% bins, bars scaled to the largest.
+    let mut coarse: Vec<(f64, f64, u64)> = Vec::new();
+    for b in &r.histogram {
+        match coarse.last_mut() {
+            Some(last) if b.hi_us <= last.0 * 1.26 => {
+                last.1 = b.hi_us;
+                last.2 += b.count;
+            }
+            _ => coarse.push((b.lo_us.max(0.001), b.hi_us, b.count)),
+        }
+    }
+    let peak = coarse.iter().map(|c| c.2).max().unwrap_or(1).max(1);
+    let _ = writeln!(out, "\nhistogram (log bins):");
+    for (lo, hi, n) in &coarse {
+        let bar = "#".repeat(((*n as f64 / peak as f64) * 50.0).ceil() as usize);
+        let _ = writeln!(out, "  {:>9} .. {:<9} {:>8} {}", us(*lo), us(*hi), n, bar);
+    }
+    if per_interval {
+        let _ = writeln!(out, "\nper interval ({} s) and server port:", r.interval_s);
+        let _ = writeln!(
+            out,
+            "{:<30} {:>6} {:>8} {:>10} {:>10} {:>10} {:>7}",
+            "interval start", "port", "count", "mean", "p95", "p99", "errors"
+        );
+        for i in &r.per_interval {
+            let _ = writeln!(
+                out,
+                "{:<30} {:>6} {:>8} {:>10} {:>10} {:>10} {:>7}",
+                utc(i.start),
+                i.port,
+                i.count,
+                us(i.mean_us),
+                us(i.p95_us),
+                us(i.p99_us),
+                i.errors
+            );
+        }
+    }
+    out
+}
+
+/// `pcapsleuth report` for people: findings first, ranked.
+pub fn render_report(r: &FullReport) -> String {
+    let mut out = String::new();
+    if r.findings.is_empty() {
+        let _ = writeln!(out, "Nothing abnormal found.");
+    }
+    for (i, f) in r.findings.iter().enumerate() {
+        let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, f.summary);
+        for e in &f.evidence {
+            let _ = writeln!(out, "     {e}");
+        }
+    }
+    let m = &r.mysql;
+    let _ = writeln!(
+        out,
+        "\n{} TCP connections, {} MySQL sessions, {} MySQL requests; response time p50 {} p99 {}",
+        r.first_reset.connections,
+        m.sessions,
+        m.queries,
+        us(r.rt.percentiles_us.p50),
+        us(r.rt.percentiles_us.p99)
+    );
+    out
+}
