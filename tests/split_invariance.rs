@@ -18,11 +18,13 @@ fn reports(
         &EngineOptions {
             threads,
             splits: Some(splits),
+            interval_ns: 100_000_000,
             ..EngineOptions::default()
         },
     );
     // The whole reports as a user sees them: first-reset and the MySQL report, as JSON.
-    let json = to_json(&first_reset(&a, usize::MAX)) + &to_json(&a.mysql.clone().report());
+    let json =
+        to_json(&first_reset(&a, usize::MAX)) + &to_json(&pcapsleuth::analysis::full_report(&a));
     (a, json)
 }
 

@@ -137,7 +137,9 @@ fn points_of(h: &Histogram) -> Vec<Point> {
         .filter(|&(_, _, n)| n > 0)
         .map(|(lo, hi, n)| {
             let (lo_ns, hi_ns) = (lo as f64, (hi as f64).max(1.0));
-            let x = (lo_ns.max(1.0) * hi_ns).sqrt().ln();
+            // Below one timestamp tick (a response in the same µs, 0 ns) there is nothing to resolve:
+            // such bins sit at half a tick, inside the widest kernels, instead of far out at 1 ns.
+            let x = (lo_ns.max(1.0) * hi_ns).sqrt().max(RES_NS / 2.0).ln();
             Point { x, lo_ns, hi_ns, n }
         })
         .collect()
@@ -279,7 +281,16 @@ pub fn detect_modes(h: &Histogram) -> ModeAnalysis {
                     mass(r.start, r.end)
                 );
             }
-            let bad = ratio > VRM() || z < ZM() || too_small;
+            let zd: f64 = std::env::var("ZD")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(99.0);
+            let dr: f64 = std::env::var("DR")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.1);
+            let significant = (ratio <= VRM() && z >= ZM()) || (ratio <= dr && z >= zd);
+            let bad = !significant || too_small;
             if bad && worst.is_none_or(|(_, wr)| ratio > wr) {
                 worst = Some((i, ratio));
             }
@@ -703,7 +714,7 @@ mod stress_tmp {
                     let m = detect_modes(&h);
                     if m.multimodal {
                         *fails.entry(name.clone()).or_default() += 1;
-                        if fails[&name] <= 2 {
+                        if fails[&name] <= 0 {
                             eprintln!("FP {name} seed {seed}: {}", describe(&m));
                         }
                     }

@@ -418,9 +418,14 @@ impl MysqlTrack {
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
         if filter.connection(c, s) {
             sinks.mysql.sessions += 1;
+            // One incident per request: a FIN then an RST on the same request is one event.
+            let mut reported: Option<u64> = None;
             for seen in &self.closes {
                 if let Some(incident) = Incident::from_close(seen, client, c, s) {
-                    sinks.mysql.incidents.push(incident);
+                    if reported != Some(incident.request_frame) {
+                        reported = Some(incident.request_frame);
+                        sinks.mysql.incidents.push(incident);
+                    }
                 }
             }
         }
