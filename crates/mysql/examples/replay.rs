@@ -2,9 +2,12 @@
 //! segment's payload per line, client or server, in capture order: the shape of
 //! `tshark -q -z follow,tcp,raw,N` output) and prints what the decoder makes of it.
 //!
+//! Extra lines: `CG <n>` / `SG <n>` for `n` missing bytes (a gap, e.g. cut by the
+//! snap length), `CF` / `SF` for a FIN and `CR` / `SR` for a RST from that side.
+//!
 //! `cargo run -p pcapsleuth-mysql --example replay -- FILE [midstream]`
 
-use pcapsleuth_mysql::{Direction, Meta, Session, StartMode};
+use pcapsleuth_mysql::{CloseFlag, Direction, Meta, Session, StartMode};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -22,23 +25,33 @@ fn main() {
     });
     let mut s = Session::new(mode);
     for (i, line) in text.lines().enumerate() {
-        let (dir, hex) = match line.split_once(' ') {
-            Some(("C", h)) => (Direction::ClientToServer, h),
-            Some(("S", h)) => (Direction::ServerToClient, h),
+        let frame = i as u64 + 1;
+        let m = Meta {
+            ts_ns: frame,
+            frame,
+        };
+        let (tag, arg) = line.split_once(' ').unwrap_or((line, ""));
+        let dir = match tag.get(..1) {
+            Some("C") => Direction::ClientToServer,
+            Some("S") => Direction::ServerToClient,
             _ => continue,
         };
-        let bytes: Vec<u8> = (0..hex.len() / 2)
-            .filter_map(|k| u8::from_str_radix(hex.get(2 * k..2 * k + 2)?, 16).ok())
-            .collect();
-        let frame = i as u64 + 1;
-        s.feed(
-            dir,
-            &bytes,
-            Meta {
-                ts_ns: frame,
-                frame,
-            },
-        );
+        match tag.get(1..) {
+            Some("") => {
+                let bytes: Vec<u8> = (0..arg.len() / 2)
+                    .filter_map(|k| u8::from_str_radix(arg.get(2 * k..2 * k + 2)?, 16).ok())
+                    .collect();
+                s.feed(dir, &bytes, m);
+            }
+            Some("G") => s.gap(dir, arg.trim().parse().unwrap_or(0), m),
+            Some("F") => {
+                s.close(dir, CloseFlag::Fin, m);
+            }
+            Some("R") => {
+                s.close(dir, CloseFlag::Rst, m);
+            }
+            _ => continue,
+        }
         s.drain().for_each(print);
     }
     s.finish();

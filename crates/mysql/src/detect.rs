@@ -105,7 +105,15 @@ pub fn looks_like_greeting(server_first_bytes: &[u8]) -> bool {
         Some(&10) => {
             let version_and_rest = payload.get(1..).unwrap_or(&[]);
             let Some(nul) = version_and_rest.iter().position(|&c| c == 0) else {
-                return false;
+                // Cut by the snap length before the version's NUL: judge the version prefix captured.
+                let cut_short = b.len() < 4 + len as usize;
+                return cut_short
+                    && len >= 20
+                    && version_and_rest.len() >= 3
+                    && version_and_rest.first().is_some_and(u8::is_ascii_digit)
+                    && version_and_rest
+                        .iter()
+                        .all(|c| c.is_ascii_graphic() || *c == b' ');
             };
             let version = version_and_rest.get(..nul).unwrap_or(&[]);
             // "5.0.54", "8.0.36", "5.5.5-10.6.12-MariaDB": starts with a digit, all printable.
@@ -177,7 +185,10 @@ mod tests {
         let g = hex(MYSQL_5_0_GREETING);
         assert!(looks_like_greeting(&g));
         assert!(looks_like_greeting(&g[..30]));
-        assert!(!looks_like_greeting(&g[..10]));
+        // A snap length of 80 leaves ~14 bytes: the header, protocol 10 and the start of the version.
+        assert!(looks_like_greeting(&g[..10]));
+        // Too little of the version to judge.
+        assert!(!looks_like_greeting(&g[..7]));
     }
 
     #[test]

@@ -2,17 +2,17 @@
 //! differ only in literal values, case, spacing or comments share a fingerprint.
 
 #[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    /// Identifier or keyword, lowercased (backquoted names keep their quotes).
-    Word(String),
+enum Tok<'a> {
+    /// Identifier or keyword as written (lowercased when printed; backquoted names keep their quotes).
+    Word(&'a str),
     /// A literal: number, quoted string, hex/bit literal or `?` placeholder.
     Lit,
     /// Any other character.
     Punct(char),
 }
 
-struct Token {
-    tok: Tok,
+struct Token<'a> {
+    tok: Tok<'a>,
     /// Whitespace or a comment preceded it.
     spaced: bool,
 }
@@ -21,38 +21,45 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$'
 }
 
-fn tokenize(sql: &str) -> Vec<Token> {
-    let chars: Vec<char> = sql.chars().collect();
-    let mut out: Vec<Token> = Vec::new();
+/// Splits a statement into tokens, walking byte positions (always at character boundaries) and borrowing
+/// words from the input: one pass, no per-character or per-word allocation. Fingerprinting runs once per
+/// request, so this is on the hot path of `pcapsleuth mysql`.
+fn tokenize(sql: &str) -> Vec<Token<'_>> {
+    let bytes = sql.as_bytes();
+    let at = |k: usize| sql.get(k..).and_then(|s| s.chars().next());
+    let byte = |k: usize| bytes.get(k).copied();
+    let mut out: Vec<Token<'_>> = Vec::with_capacity(32);
     let mut i = 0usize;
     let mut spaced = false;
-    let at = |k: usize| chars.get(k).copied();
     while let Some(c) = at(i) {
+        let n = c.len_utf8();
         // Whitespace and comments only mark that tokens are separated.
         if c.is_whitespace() {
             spaced = true;
-            i += 1;
+            i += n;
             continue;
         }
-        if c == '/' && at(i + 1) == Some('*') {
+        if c == '/' && byte(i + 1) == Some(b'*') {
             i += 2;
-            while let Some(d) = at(i) {
-                if d == '*' && at(i + 1) == Some('/') {
-                    i += 1;
-                    break;
+            loop {
+                match at(i) {
+                    None => break,
+                    Some('*') if byte(i + 1) == Some(b'/') => {
+                        i += 2;
+                        break;
+                    }
+                    Some(d) => i += d.len_utf8(),
                 }
-                i += 1;
             }
-            i += 1;
             spaced = true;
             continue;
         }
-        if c == '#' || (c == '-' && at(i + 1) == Some('-')) {
+        if c == '#' || (c == '-' && byte(i + 1) == Some(b'-')) {
             while let Some(d) = at(i) {
                 if d == '\n' {
                     break;
                 }
-                i += 1;
+                i += d.len_utf8();
             }
             spaced = true;
             continue;
@@ -62,7 +69,10 @@ fn tokenize(sql: &str) -> Vec<Token> {
             i += 1;
             while let Some(d) = at(i) {
                 if d == '\\' {
-                    i += 2;
+                    i += 1;
+                    if let Some(e) = at(i) {
+                        i += e.len_utf8();
+                    }
                     continue;
                 }
                 if d == c {
@@ -72,13 +82,16 @@ fn tokenize(sql: &str) -> Vec<Token> {
                     }
                     break;
                 }
-                i += 1;
+                i += d.len_utf8();
             }
             i += 1;
             // x'..', b'..', n'..', _utf8mb4'..': the prefix belongs to the literal.
             let prefixed = !sp
                 && matches!(out.last(), Some(Token { tok: Tok::Word(w), .. })
-                    if w == "x" || w == "b" || w == "n" || w.starts_with('_'));
+                    if w.eq_ignore_ascii_case("x")
+                        || w.eq_ignore_ascii_case("b")
+                        || w.eq_ignore_ascii_case("n")
+                        || w.starts_with('_'));
             if prefixed {
                 if let Some(last) = out.last_mut() {
                     last.tok = Tok::Lit;
@@ -95,18 +108,13 @@ fn tokenize(sql: &str) -> Vec<Token> {
             let start = i;
             i += 1;
             while let Some(d) = at(i) {
-                i += 1;
+                i += d.len_utf8();
                 if d == '`' {
                     break;
                 }
             }
-            let w: String = chars
-                .get(start..i.min(chars.len()))
-                .unwrap_or(&[])
-                .iter()
-                .collect();
             out.push(Token {
-                tok: Tok::Word(w.to_lowercase()),
+                tok: Tok::Word(sql.get(start..i.min(sql.len())).unwrap_or("")),
                 spaced: sp,
             });
             continue;
@@ -115,10 +123,11 @@ fn tokenize(sql: &str) -> Vec<Token> {
             c.is_ascii_digit() || (c == '.' && at(i + 1).is_some_and(|d| d.is_ascii_digit()));
         if number_start {
             while let Some(d) = at(i) {
-                let exp_sign =
-                    (d == '+' || d == '-') && matches!(at(i.wrapping_sub(1)), Some('e' | 'E'));
+                let exp_sign = (d == '+' || d == '-')
+                    && i > 0
+                    && matches!(byte(i - 1), Some(b'e' | b'E'));
                 if is_word_char(d) || d == '.' || exp_sign {
-                    i += 1;
+                    i += d.len_utf8();
                 } else {
                     break;
                 }
@@ -131,25 +140,24 @@ fn tokenize(sql: &str) -> Vec<Token> {
         }
         if is_word_char(c) {
             let start = i;
-            while at(i).is_some_and(is_word_char) {
-                i += 1;
+            while let Some(d) = at(i).filter(|&d| is_word_char(d)) {
+                i += d.len_utf8();
             }
-            let w: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
             out.push(Token {
-                tok: Tok::Word(w.to_lowercase()),
+                tok: Tok::Word(sql.get(start..i).unwrap_or("")),
                 spaced: sp,
             });
             continue;
         }
         let tok = if c == '?' { Tok::Lit } else { Tok::Punct(c) };
         out.push(Token { tok, spaced: sp });
-        i += 1;
+        i += n;
     }
     out
 }
 
 /// Length of a `( ? [, ?]* )` group starting at `i`, if there is one.
-fn lit_group(t: &[Token], i: usize) -> Option<usize> {
+fn lit_group(t: &[Token<'_>], i: usize) -> Option<usize> {
     if t.get(i)?.tok != Tok::Punct('(') {
         return None;
     }
@@ -186,23 +194,34 @@ pub fn fingerprint(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len().min(4096));
     let mut i = 0usize;
     let mut first = true;
-    let push = |out: &mut String, spaced: bool, s: &str, first: &mut bool| {
+    let sep = |out: &mut String, spaced: bool, first: &mut bool| {
         if spaced && !*first {
             out.push(' ');
         }
-        out.push_str(s);
         *first = false;
+    };
+    let lower = |out: &mut String, w: &str| {
+        if w.is_ascii() {
+            out.extend(w.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            out.push_str(&w.to_lowercase());
+        }
     };
     while let Some(t) = toks.get(i) {
         match &t.tok {
-            Tok::Word(w) if w == "in" || w == "values" || w == "value" => {
+            Tok::Word(w)
+                if w.eq_ignore_ascii_case("in")
+                    || w.eq_ignore_ascii_case("values")
+                    || w.eq_ignore_ascii_case("value") =>
+            {
+                let is_in = w.eq_ignore_ascii_case("in");
                 let mut k = i + 1;
                 let mut folded = false;
                 while let Some(n) = lit_group(&toks, k) {
                     folded = true;
                     k += n;
                     // Only VALUES lists continue with `, (...)`.
-                    if w != "in"
+                    if !is_in
                         && toks.get(k).is_some_and(|t| t.tok == Tok::Punct(','))
                         && lit_group(&toks, k + 1).is_some()
                     {
@@ -211,7 +230,8 @@ pub fn fingerprint(sql: &str) -> String {
                     }
                     break;
                 }
-                push(&mut out, t.spaced, w, &mut first);
+                sep(&mut out, t.spaced, &mut first);
+                lower(&mut out, w);
                 if folded {
                     out.push_str(" (?)");
                     i = k;
@@ -220,16 +240,18 @@ pub fn fingerprint(sql: &str) -> String {
                 }
             }
             Tok::Word(w) => {
-                push(&mut out, t.spaced, w, &mut first);
+                sep(&mut out, t.spaced, &mut first);
+                lower(&mut out, w);
                 i += 1;
             }
             Tok::Lit => {
-                push(&mut out, t.spaced, "?", &mut first);
+                sep(&mut out, t.spaced, &mut first);
+                out.push('?');
                 i += 1;
             }
             Tok::Punct(c) => {
-                let mut b = [0u8; 4];
-                push(&mut out, t.spaced, c.encode_utf8(&mut b), &mut first);
+                sep(&mut out, t.spaced, &mut first);
+                out.push(*c);
                 i += 1;
             }
         }

@@ -105,6 +105,15 @@ impl Framer {
         dropped
     }
 
+    /// Payload bytes still expected in the current physical packet.
+    pub(crate) fn remaining(&self) -> u64 {
+        if self.in_payload {
+            u64::from(self.remaining)
+        } else {
+            0
+        }
+    }
+
     /// A partial packet whose header was read, as a damaged packet (the rest lost).
     pub(crate) fn take_partial(&mut self, end: Meta) -> Option<PacketEnd> {
         if !self.started {

@@ -315,6 +315,8 @@ struct Core {
     /// A classic trailing EOF after COM_STMT_PREPARE_OK definitions may follow
     /// with this sequence id (only when the EOF mode is unknown).
     trailing_eof: Option<u8>,
+    /// The client half-closed (FIN): the server may still answer what it read.
+    client_fin: bool,
 }
 
 /// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
@@ -377,6 +379,7 @@ impl Core {
             statements: HashMap::new(),
             eof_mode: EofMode::Unknown,
             trailing_eof: None,
+            client_fin: false,
         }
     }
 
@@ -524,7 +527,8 @@ impl Core {
         let mut pending = Pending::new(Command::Connect, pkt.start, Stage::Auth);
         pending.request_bytes = wire_len(pkt.len);
         pending.next_seq = pkt.seq.wrapping_add(1);
-        match wire::parse_handshake_response(prefix) {
+        // A response cut by a gap still gives the capabilities (first 4 bytes).
+        match wire::parse_handshake_response(prefix, !pkt.damaged) {
             Some(hr) => {
                 self.info.client_capabilities = Some(hr.capabilities);
                 self.info.character_set = hr.character_set.or(self.info.character_set);
@@ -551,6 +555,8 @@ impl Core {
                     EofMode::Classic
                 };
             }
+            // Cut before the capabilities: nothing to read, but nothing wrong.
+            None if pkt.damaged => {}
             None => self.info.counters.malformed_packets += 1,
         }
         self.phase = Phase::Authenticating;
@@ -760,14 +766,21 @@ impl Core {
                 return;
             }
         }
-        match wire::parse_greeting(prefix) {
+        // A greeting cut by a gap (snap length, loss) still opens the
+        // connection phase: what it kept is recorded, the rest stays unknown.
+        match wire::parse_greeting(prefix, !pkt.damaged) {
             Some(g) => {
                 self.info.protocol_version = Some(g.protocol);
-                self.info.server_version = Some(wire::text(g.version));
-                self.info.connection_id = Some(g.connection_id);
-                self.info.server_capabilities = Some(g.capabilities);
+                self.info.server_version = g.version.map(wire::text);
+                self.info.connection_id = g.connection_id;
+                self.info.server_capabilities = g.capabilities;
                 self.info.character_set = g.character_set;
                 self.info.auth_plugin = g.auth_plugin.filter(|p| !p.is_empty()).map(wire::text);
+                self.phase = Phase::AwaitHandshakeResponse;
+            }
+            // Not even the protocol byte was kept: the first server packet is
+            // still the greeting.
+            None if pkt.damaged && prefix.is_empty() && pkt.seq == 0 => {
                 self.phase = Phase::AwaitHandshakeResponse;
             }
             None => self.info.counters.malformed_packets += 1,
@@ -984,7 +997,7 @@ impl Core {
                 }
             },
             Stage::PrepareFirst => match first {
-                Some(0x00) => match wire::parse_prepare_ok(p, len) {
+                Some(0x00) => match wire::parse_prepare_ok(p, len, !pkt.damaged) {
                     Some(ok) => {
                         head.statement_id = Some(ok.statement_id);
                         if let Some(sql) = &head.statement {
@@ -1435,9 +1448,37 @@ impl Session {
                 cur.start_hunting();
             }
             Direction::ServerToClient => {
-                let partial = cur.framer.take_partial(meta);
-                if let Some(p) = partial {
-                    core.info.counters.skipped_bytes += p.len.saturating_sub(p.gap_bytes);
+                // The packet the gap cut still says what it was (an OK, an ERR
+                // and its code, a COM_STMT_PREPARE_OK, the start of a row):
+                // interpret its kept bytes before the framing is given up.
+                let remaining = cur.framer.remaining();
+                if let Some(mut pkt) = cur.framer.take_partial(meta) {
+                    let prefix = cur.framer.prefix();
+                    if prefix.is_empty() {
+                        core.info.counters.skipped_bytes += pkt.len.saturating_sub(pkt.gap_bytes);
+                    } else {
+                        // The packet's missing tail is part of this gap, counted below.
+                        pkt.gap_bytes = pkt.gap_bytes.saturating_sub(remaining);
+                        let fx = core.on_server_packet(pkt, prefix);
+                        Self::apply(cur, other, core, dir, fx);
+                        if cur.mode == StreamMode::Stopped {
+                            return;
+                        }
+                    }
+                }
+                // COM_STMT_PREPARE_OK was read: the definitions lost after it
+                // do not change the outcome.
+                if let Some(head) = core.queue.front_mut() {
+                    if let (Stage::PrepareDefs { .. }, Some((statement_id, params, columns))) =
+                        (head.stage, head.prepared)
+                    {
+                        head.gap_bytes += len;
+                        core.complete_head(Outcome::Prepared {
+                            statement_id,
+                            params,
+                            columns,
+                        });
+                    }
                 }
                 for p in core.queue.iter_mut() {
                     p.lost = true;
@@ -1456,6 +1497,12 @@ impl Session {
     /// FIN or RST seen from `by`. Returns what the session was doing at that
     /// moment; every open request then ends as [`Outcome::ClosedMidResponse`]
     /// (part of the response had arrived) or [`Outcome::ClosedBeforeResponse`].
+    ///
+    /// A FIN from the client is a half-close: the server still answers what it
+    /// has read (MySQL answers a login abandoned this way with ERR 1158), so
+    /// open requests stay open for their responses. Those still open at the
+    /// server's close, a RST or the end of the capture end as closed by the
+    /// client's FIN.
     pub fn close(&mut self, by: Direction, kind: CloseFlag, _meta: Meta) -> CloseContext {
         let ctx = CloseContext {
             phase: self.core.phase_for_close(),
@@ -1466,20 +1513,38 @@ impl Session {
                 .find(|p| p.stage != Stage::NoResponse)
                 .map(Pending::snapshot),
         };
-        self.core.complete_all(|p| {
-            if p.first_response.is_some() {
-                Outcome::ClosedMidResponse { by, flag: kind }
-            } else {
-                Outcome::ClosedBeforeResponse { by, flag: kind }
-            }
-        });
+        let (by, kind) = if self.core.client_fin {
+            (Direction::ClientToServer, CloseFlag::Fin)
+        } else if by == Direction::ClientToServer && kind == CloseFlag::Fin {
+            self.core.client_fin = true;
+            return ctx;
+        } else {
+            (by, kind)
+        };
+        self.core
+            .complete_all(|p| Self::closed_outcome(p, by, kind));
         ctx
     }
 
-    /// End of capture: open requests end as [`Outcome::CaptureEnded`]; partial
+    fn closed_outcome(p: &Pending, by: Direction, flag: CloseFlag) -> Outcome {
+        if p.first_response.is_some() {
+            Outcome::ClosedMidResponse { by, flag }
+        } else {
+            Outcome::ClosedBeforeResponse { by, flag }
+        }
+    }
+
+    /// End of capture: open requests end as [`Outcome::CaptureEnded`] (or as
+    /// closed by the client, after its FIN); partial
     /// packets are counted as `truncated_bytes`.
     pub fn finish(&mut self) {
-        self.core.complete_all(|_| Outcome::CaptureEnded);
+        if self.core.client_fin {
+            self.core.complete_all(|p| {
+                Self::closed_outcome(p, Direction::ClientToServer, CloseFlag::Fin)
+            });
+        } else {
+            self.core.complete_all(|_| Outcome::CaptureEnded);
+        }
         let dropped = self.client.framer.reset() + self.server.framer.reset();
         self.core.info.counters.truncated_bytes += dropped;
     }

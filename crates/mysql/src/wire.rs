@@ -169,63 +169,96 @@ pub(crate) fn text(b: &[u8]) -> String {
 }
 
 /// The server greeting (Protocol::Handshake, protocol version 10, or the ancient 9).
+/// Fields past the end of a greeting cut short by a gap are `None`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Greeting<'a> {
     pub protocol: u8,
-    pub version: &'a [u8],
-    pub connection_id: u32,
-    pub capabilities: u32,
+    pub version: Option<&'a [u8]>,
+    pub connection_id: Option<u32>,
+    pub capabilities: Option<u32>,
     pub character_set: Option<u8>,
     pub auth_plugin: Option<&'a [u8]>,
 }
 
-pub(crate) fn parse_greeting(p: &[u8]) -> Option<Greeting<'_>> {
+/// Parse a greeting. `complete` is false when the payload was cut by a gap
+/// (snap length, loss): the fields that were kept are returned and the others
+/// are `None`, as long as the protocol version byte is there.
+pub(crate) fn parse_greeting(p: &[u8], complete: bool) -> Option<Greeting<'_>> {
     let mut r = Reader::new(p);
     let protocol = r.u8()?;
     if protocol != 10 && protocol != 9 {
         return None;
     }
-    let version = r.nul_bytes()?;
-    let connection_id = r.u32()?;
-    if protocol == 9 {
-        return Some(Greeting {
-            protocol,
-            version,
-            connection_id,
-            capabilities: 0,
-            character_set: None,
-            auth_plugin: None,
-        });
-    }
-    r.skip(8)?; // auth-plugin-data-part-1
-    r.skip(1)?; // filler
-    let cap_low = u32::from(r.u16().unwrap_or(0));
     let mut g = Greeting {
         protocol,
-        version,
-        connection_id,
-        capabilities: cap_low,
+        version: None,
+        connection_id: None,
+        capabilities: None,
         character_set: None,
         auth_plugin: None,
     };
+    // Once the payload runs out: a complete greeting is malformed, a cut one stops here.
+    fn cut(g: Greeting<'_>, complete: bool) -> Option<Greeting<'_>> {
+        if complete {
+            None
+        } else {
+            Some(g)
+        }
+    }
+    let Some(version) = r.nul_bytes() else {
+        return cut(g, complete);
+    };
+    g.version = Some(version);
+    let Some(connection_id) = r.u32() else {
+        return cut(g, complete);
+    };
+    g.connection_id = Some(connection_id);
+    if protocol == 9 {
+        g.capabilities = Some(0);
+        return Some(g);
+    }
+    // auth-plugin-data-part-1, filler
+    if r.skip(9).is_none() {
+        return cut(g, complete);
+    }
+    let cap_low = match r.u16() {
+        Some(c) => u32::from(c),
+        // A complete greeting may stop before the capabilities (very old servers).
+        None if complete => 0,
+        None => return Some(g),
+    };
+    g.capabilities = Some(cap_low);
     let Some(cs) = r.u8() else { return Some(g) };
     g.character_set = Some(cs);
     let _status = r.u16();
-    let cap_high = u32::from(r.u16().unwrap_or(0));
-    g.capabilities |= cap_high << 16;
+    let cap_high = match r.u16() {
+        Some(c) => u32::from(c),
+        None if complete => 0,
+        None => {
+            // The upper half was cut: the flags are not known.
+            g.capabilities = None;
+            return Some(g);
+        }
+    };
+    let caps = cap_low | cap_high << 16;
+    g.capabilities = Some(caps);
     let auth_len = r.u8().unwrap_or(0);
     if r.skip(10).is_none() {
         return Some(g);
     }
-    if g.capabilities & capability::CLIENT_SECURE_CONNECTION != 0 {
+    if caps & capability::CLIENT_SECURE_CONNECTION != 0 {
         // auth-plugin-data-part-2: max(13, len - 8) bytes.
         let n = usize::from(auth_len).saturating_sub(8).max(13);
         if r.skip(n).is_none() {
             return Some(g);
         }
     }
-    if g.capabilities & capability::CLIENT_PLUGIN_AUTH != 0 && r.remaining() > 0 {
-        g.auth_plugin = Some(r.nul_or_rest());
+    if caps & capability::CLIENT_PLUGIN_AUTH != 0 && r.remaining() > 0 {
+        g.auth_plugin = if complete {
+            Some(r.nul_or_rest())
+        } else {
+            r.nul_bytes()
+        };
     }
     Some(g)
 }
@@ -241,13 +274,15 @@ pub(crate) struct HandshakeResponse<'a> {
     pub auth_plugin: Option<&'a [u8]>,
 }
 
-pub(crate) fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse<'_>> {
+/// Parse a HandshakeResponse. `complete` is false when the payload was cut by
+/// a gap: the capabilities (and what else was kept) are still returned, but
+/// only NUL-terminated names are taken, and a cut packet is never an SSLRequest.
+pub(crate) fn parse_handshake_response(p: &[u8], complete: bool) -> Option<HandshakeResponse<'_>> {
     let mut r = Reader::new(p);
     let low = r.u16()?;
     if u32::from(low) & capability::CLIENT_PROTOCOL_41 == 0 {
         // HandshakeResponse320: 2-byte capabilities, 3-byte max packet size.
         let caps = u32::from(low);
-        r.skip(3)?;
         let mut hr = HandshakeResponse {
             capabilities: caps,
             character_set: None,
@@ -255,10 +290,17 @@ pub(crate) fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse<'_>
             schema: None,
             auth_plugin: None,
         };
+        if r.skip(3).is_none() {
+            return if complete { None } else { Some(hr) };
+        }
         if r.remaining() == 0 {
             return Some(hr);
         }
-        hr.user = Some(r.nul_or_rest());
+        hr.user = if complete {
+            Some(r.nul_or_rest())
+        } else {
+            r.nul_bytes()
+        };
         if caps & capability::CLIENT_CONNECT_WITH_DB != 0 {
             let _auth = r.nul_bytes();
             hr.schema = r.nul_bytes();
@@ -267,20 +309,38 @@ pub(crate) fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse<'_>
     }
     let high = r.u16()?;
     let caps = u32::from(low) | u32::from(high) << 16;
-    r.skip(4)?; // max packet size
-    let cs = r.u8()?;
-    r.skip(23)?; // filler
     let mut hr = HandshakeResponse {
         capabilities: caps,
-        character_set: Some(cs),
+        character_set: None,
         user: None,
         schema: None,
         auth_plugin: None,
     };
-    if r.remaining() == 0 {
-        return Some(hr); // SSLRequest
+    if r.skip(4).is_none() {
+        // max packet size
+        return if complete { None } else { Some(hr) };
     }
-    hr.user = Some(r.nul_or_rest());
+    let Some(cs) = r.u8() else {
+        return if complete { None } else { Some(hr) };
+    };
+    hr.character_set = Some(cs);
+    if r.skip(23).is_none() {
+        // filler
+        return if complete { None } else { Some(hr) };
+    }
+    if r.remaining() == 0 {
+        // SSLRequest (or, when cut, nothing kept past the filler).
+        return Some(hr);
+    }
+    // A user name cut by the gap has no NUL: dropped rather than kept as a fragment.
+    hr.user = if complete {
+        Some(r.nul_or_rest())
+    } else {
+        match r.nul_bytes() {
+            Some(u) => Some(u),
+            None => return Some(hr),
+        }
+    };
     let auth_ok = if caps & capability::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
         r.lenenc_bytes().is_some()
     } else if caps & capability::CLIENT_SECURE_CONNECTION != 0 {
@@ -425,7 +485,9 @@ pub(crate) struct PrepareOk {
     pub metadata_follows: bool,
 }
 
-pub(crate) fn parse_prepare_ok(p: &[u8], len: u64) -> Option<PrepareOk> {
+/// `complete` is false when a gap cut the payload: the statement id and the
+/// counts (the first 9 bytes) are then enough.
+pub(crate) fn parse_prepare_ok(p: &[u8], len: u64, complete: bool) -> Option<PrepareOk> {
     if len < 12 {
         return None;
     }
@@ -436,10 +498,13 @@ pub(crate) fn parse_prepare_ok(p: &[u8], len: u64) -> Option<PrepareOk> {
     let statement_id = r.u32()?;
     let num_columns = r.u16()?;
     let num_params = r.u16()?;
-    r.skip(1)?;
-    let _warnings = r.u16()?;
-    // Byte 12 is present only under CLIENT_OPTIONAL_RESULTSET_METADATA; 0 = RESULTSET_METADATA_NONE.
-    let metadata_follows = r.u8().is_none_or(|m| m != 0);
+    // filler, warning count; then byte 12, present only under
+    // CLIENT_OPTIONAL_RESULTSET_METADATA (0 = RESULTSET_METADATA_NONE).
+    let metadata_follows = match r.skip(3) {
+        Some(()) => r.u8().is_none_or(|m| m != 0),
+        None if complete => return None,
+        None => true,
+    };
     Some(PrepareOk {
         statement_id,
         num_columns,
@@ -607,5 +672,63 @@ mod tests {
     fn query_attributes_with_absurd_count_are_refused_without_looping() {
         let body = b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f\x01";
         assert_eq!(split_query_attributes(body), None);
+    }
+
+    #[test]
+    fn cut_greeting_gives_what_was_kept() {
+        // First 10 payload bytes of the MariaDB 10.11 greeting in fixtures/snaplen80.pcap.
+        let p = b"\x0a5.5.5-10.";
+        assert_eq!(parse_greeting(p, true), None);
+        let g = parse_greeting(p, false).unwrap();
+        assert_eq!((g.protocol, g.version, g.capabilities), (10, None, None));
+        let mut p = b"\x0a8.0.36\x00".to_vec();
+        p.extend_from_slice(&7u32.to_le_bytes());
+        p.extend_from_slice(b"abcdefgh\x00\xff\xf7\x21\x02\x00");
+        let g = parse_greeting(&p, false).unwrap();
+        assert_eq!(g.version, Some(&b"8.0.36"[..]));
+        assert_eq!(g.connection_id, Some(7));
+        assert_eq!(g.capabilities, None, "upper half of the flags cut");
+        let g = parse_greeting(&p, true).unwrap();
+        assert_eq!(g.capabilities, Some(0xf7ff), "a short complete greeting");
+        assert_eq!(parse_greeting(b"\x0b", false), None);
+    }
+
+    #[test]
+    fn cut_handshake_response_gives_the_capabilities_and_no_name_fragment() {
+        // First 10 payload bytes of the HandshakeResponse in fixtures/snaplen80.pcap.
+        let p = [0x8c, 0xa2, 0xbf, 0x00, 0x00, 0x00, 0x10, 0x00, 0x2d, 0x00];
+        assert_eq!(parse_handshake_response(&p, true), None);
+        let hr = parse_handshake_response(&p, false).unwrap();
+        assert_eq!(hr.capabilities, 0x00bf_a28c);
+        assert_eq!((hr.character_set, hr.user), (Some(0x2d), None));
+        let hr = parse_handshake_response(&p[..8], false).unwrap();
+        assert_eq!(hr.character_set, None, "cut before the character set");
+        let mut p = p.to_vec();
+        p.extend_from_slice(&[0; 22]);
+        p.extend_from_slice(b"ro");
+        let hr = parse_handshake_response(&p, false).unwrap();
+        assert_eq!(hr.user, None, "a cut name is not kept");
+        assert_eq!(
+            parse_handshake_response(&p, true).unwrap().user,
+            Some(&b"ro"[..])
+        );
+        assert_eq!(parse_handshake_response(&[0x8c], false), None);
+    }
+
+    #[test]
+    fn cut_prepare_ok_needs_only_the_id_and_counts() {
+        let p = [0, 1, 0, 0, 0, 1, 0, 1, 0, 0];
+        assert_eq!(parse_prepare_ok(&p, 12, true), None);
+        let ok = parse_prepare_ok(&p, 12, false).unwrap();
+        assert_eq!(
+            (
+                ok.statement_id,
+                ok.num_columns,
+                ok.num_params,
+                ok.metadata_follows
+            ),
+            (1, 1, 1, true)
+        );
+        assert_eq!(parse_prepare_ok(&p[..8], 12, false), None);
     }
 }

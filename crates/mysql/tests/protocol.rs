@@ -599,3 +599,199 @@ fn a_large_resultset_is_walked_not_buffered() {
     assert_eq!(t[0].response_bytes, server.len() as u64);
     assert_eq!(s.info().counters.sequence_anomalies, 0);
 }
+
+/// One segment cut by the snap length: `keep` bytes captured, the rest a gap.
+fn snapped(dir: pcapsleuth_mysql::Direction, bytes: &[u8], keep: usize) -> Vec<Ev> {
+    let keep = keep.min(bytes.len());
+    let mut v = vec![Ev::Data(dir, bytes[..keep].to_vec())];
+    if keep < bytes.len() {
+        v.push(Ev::Gap(dir, (bytes.len() - keep) as u64));
+    }
+    v
+}
+
+#[test]
+fn a_login_cut_by_the_snap_length_still_leads_to_the_command_phase() {
+    // Regression (fixtures/snaplen80.pcap, hand-built here): with ~14 bytes kept
+    // per segment, the greeting and the HandshakeResponse were unparseable, the
+    // session stayed waiting for a greeting and the first command after the
+    // login was lost.
+    let caps = BASE_CAPS | DEPRECATE_EOF;
+    for keep in [5, 10, 14, 20, 26, 30, 38, 40] {
+        let mut evs = snapped(S, &greeting(caps), keep);
+        evs.extend(snapped(C, &handshake_response(caps), keep));
+        evs.extend(snapped(S, &packet(2, &ok(0, 2)), keep));
+        evs.push(query("select 1"));
+        evs.push(Ev::Data(
+            S,
+            deprecated_eof_resultset(1, &["1"], &[&["1"]], 2),
+        ));
+        let (t, s) = play(StartMode::Handshake, &evs);
+        assert_eq!(
+            names_of(&t),
+            ["COM_CONNECT", "COM_QUERY"],
+            "keep {keep}: {t:?}"
+        );
+        assert!(matches!(t[0].outcome, Outcome::Ok { .. }), "keep {keep}");
+        assert_eq!(t[1].statement.as_deref(), Some("select 1"));
+        assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 1 }, "keep {keep}");
+        let i = s.info();
+        assert_eq!(i.protocol_version, Some(10));
+        // What was kept is recorded, what was cut stays unknown.
+        let version_kept = keep >= 4 + 1 + 7;
+        assert_eq!(i.server_version.is_some(), version_kept, "keep {keep}");
+        assert_eq!(
+            i.connection_id.is_some(),
+            keep >= 4 + 1 + 7 + 4,
+            "keep {keep}"
+        );
+        // Flags are taken only when both halves were kept.
+        assert_eq!(
+            i.server_capabilities.is_some(),
+            keep >= 4 + 28,
+            "keep {keep}"
+        );
+        assert_eq!(i.client_capabilities.is_some(), keep >= 8, "keep {keep}");
+        // A user name is taken only when its NUL was kept.
+        let user_kept = keep >= 4 + 32 + 4;
+        assert_eq!(i.user.as_deref(), user_kept.then_some("app"), "keep {keep}");
+        assert_eq!(i.counters.malformed_packets, 0, "keep {keep}");
+        assert_eq!(i.counters.unexpected_client_packets, 0, "keep {keep}");
+    }
+}
+
+#[test]
+fn a_greeting_whose_payload_is_entirely_cut_still_opens_the_login() {
+    let mut evs = snapped(S, &greeting(BASE_CAPS), 4);
+    evs.extend(snapped(C, &handshake_response(BASE_CAPS), 14));
+    evs.push(Ev::Data(S, packet(2, &ok(0, 2))));
+    evs.push(query("select 1"));
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(names_of(&t), ["COM_CONNECT", "COM_QUERY"]);
+    assert_eq!(s.info().protocol_version, None);
+    // A whole greeting that does not parse is still malformed.
+    let (t, s) = play(
+        StartMode::Handshake,
+        &[Ev::Data(S, packet(0, &[10, b'8', b'.'])), query("select 1")],
+    );
+    assert_eq!(s.info().counters.malformed_packets, 1);
+    assert_eq!(t.len(), 0);
+}
+
+#[test]
+fn a_prepare_ok_cut_by_a_gap_across_the_definitions_is_still_prepared() {
+    // Regression (fixtures/snaplen80.pcap, hand-built here): the first 10 bytes
+    // of COM_STMT_PREPARE_OK carry the statement id and the counts; the gap
+    // that follows swallows the definitions. Outcome and statement are known.
+    let sql = "select c from t where id = ?";
+    let resp = packets(
+        1,
+        &[
+            &prepare_ok(5, 1, 1),
+            &coldef("?"),
+            &eof(2),
+            &coldef("c"),
+            &eof(2),
+        ],
+    );
+    let mut exec = vec![5, 0, 0, 0, 0, 1, 0, 0, 0];
+    exec.extend_from_slice(&[0, 1, 3, 0]);
+    let mut evs = vec![Ev::Data(C, command(0x16, sql.as_bytes()))];
+    evs.extend(snapped(S, &resp, 14));
+    evs.push(Ev::Data(C, command(0x17, &exec)));
+    evs.push(Ev::Data(S, packet(1, &ok(1, 2))));
+    // A prepare answered by a cut ERR keeps its code.
+    evs.push(Ev::Data(C, command(0x16, b"selec")));
+    evs.extend(snapped(
+        S,
+        &[
+            packet(1, &err(1064, "42000", "You have an error")),
+            packet(2, &ok(0, 2)),
+        ]
+        .concat(),
+        12,
+    ));
+    evs.push(query("select 1"));
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(
+        t[0].outcome,
+        Outcome::Prepared {
+            statement_id: 5,
+            params: 1,
+            columns: 1
+        }
+    );
+    assert_eq!(t[1].command, Command::StmtExecute);
+    assert_eq!(t[1].statement.as_deref(), Some(sql));
+    assert!(matches!(
+        t[1].outcome,
+        Outcome::Ok {
+            affected_rows: 1,
+            ..
+        }
+    ));
+    assert!(
+        matches!(t[2].outcome, Outcome::Err { code: 1064, .. }),
+        "{:?}",
+        t[2]
+    );
+    assert_eq!(s.info().counters.malformed_packets, 0);
+}
+
+#[test]
+fn a_client_fin_is_a_half_close_and_the_server_may_still_answer() {
+    // Regression (zeek-mysql/caching_sha2_password.pcap stream 0, hand-built
+    // here): the client gives up during caching_sha2 full authentication and
+    // sends FIN; the server then answers the login with ERR 1158.
+    let mut evs = vec![
+        Ev::Data(S, greeting(BASE_CAPS)),
+        Ev::Data(C, handshake_response(BASE_CAPS)),
+        Ev::Data(S, packet(2, &[0x01, 0x04])),
+        Ev::Close(C, CloseFlag::Fin),
+        Ev::Data(
+            S,
+            packet(
+                3,
+                &err(1158, "08S01", "Got an error reading communication packets"),
+            ),
+        ),
+        Ev::Close(C, CloseFlag::Rst),
+    ];
+    let (t, _) = play(StartMode::Handshake, &evs);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].command, Command::Connect);
+    assert!(matches!(&t[0].outcome, Outcome::Err { code: 1158, .. }));
+
+    // Unanswered: the server's close, a RST or the end of the capture ends the
+    // request as closed by the client's FIN, as before.
+    evs.truncate(3);
+    for end in [
+        Some(Ev::Close(S, CloseFlag::Fin)),
+        Some(Ev::Close(C, CloseFlag::Rst)),
+        None,
+    ] {
+        let mut e = evs.clone();
+        e.push(Ev::Close(C, CloseFlag::Fin));
+        e.extend(end);
+        let (t, _) = play(StartMode::Handshake, &e);
+        assert_eq!(
+            t[0].outcome,
+            Outcome::ClosedMidResponse {
+                by: C,
+                flag: CloseFlag::Fin
+            }
+        );
+    }
+    let mut s = Session::new(StartMode::MidStream);
+    s.feed(C, &command(0x03, b"select sleep(10)"), meta(1));
+    let ctx = s.close(C, CloseFlag::Fin, meta(2));
+    assert_eq!(ctx.phase, SessionPhase::AwaitingResponse);
+    assert_eq!(s.drain().count(), 0, "still open after the client's FIN");
+    s.feed(S, &packet(1, &ok(0, 2)), meta(3));
+    let t: Vec<_> = s.drain().collect();
+    assert!(matches!(t[0].outcome, Outcome::Ok { .. }));
+}
+
+fn names_of(t: &[pcapsleuth_mysql::Transaction]) -> Vec<&'static str> {
+    t.iter().map(|t| t.command.name()).collect()
+}

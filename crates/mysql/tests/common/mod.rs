@@ -117,18 +117,32 @@ pub enum Ev {
     Close(Direction, CloseFlag),
 }
 
-/// Reads a `tests/data` conversation (`C <hex>` / `S <hex>` lines).
+/// Reads a `tests/data` conversation: `C <hex>` / `S <hex>` lines (segment
+/// payloads), `CG <n>` / `SG <n>` (n bytes missing, e.g. cut by the snap
+/// length), `CF` / `SF` (FIN) and `CR` / `SR` (RST) from that side.
 pub fn load(name: &str) -> Vec<Ev> {
     let path = format!("{}/tests/data/{name}.txt", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect(&path);
     text.lines()
         .filter_map(|l| {
-            let (d, h) = l.split_once(' ')?;
-            let dir = if d == "C" { C } else { S };
-            let bytes = (0..h.len() / 2)
-                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
-                .collect();
-            Some(Ev::Data(dir, bytes))
+            let (tag, h) = l.split_once(' ').unwrap_or((l, ""));
+            let dir = match tag.get(..1)? {
+                "C" => C,
+                "S" => S,
+                _ => return None,
+            };
+            match tag.get(1..)? {
+                "" => Some(Ev::Data(
+                    dir,
+                    (0..h.len() / 2)
+                        .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+                        .collect(),
+                )),
+                "G" => Some(Ev::Gap(dir, h.trim().parse().unwrap())),
+                "F" => Some(Ev::Close(dir, CloseFlag::Fin)),
+                "R" => Some(Ev::Close(dir, CloseFlag::Rst)),
+                _ => None,
+            }
         })
         .collect()
 }
