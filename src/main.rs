@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pcapsleuth::analysis::{self, Analysis, EngineOptions};
+use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
 use pcapsleuth::capture::{Capture, CaptureError, PcapWriter};
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
@@ -257,7 +257,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 errors_only,
                 slower_than_ns,
             };
-            let (cap, a) = analyze_with(&common, filter, 0)?;
+            let (cap, a) = analyze_with(&common, filter, 0, Aggregation::Everything)?;
             let report = a.mysql.clone().report();
             emit(if common.json {
                 report::to_json(&report)
@@ -351,8 +351,14 @@ fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
     }
 }
 
+/// Connections and their closes only (`first-reset`, `flows`).
 fn analyze(common: &Common) -> anyhow::Result<(Capture, Analysis)> {
-    analyze_with(common, analysis::MysqlFilter::default(), 0)
+    analyze_with(
+        common,
+        analysis::MysqlFilter::default(),
+        0,
+        Aggregation::ConnectionsOnly,
+    )
 }
 
 fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(Capture, Analysis)> {
@@ -366,13 +372,19 @@ fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(Capture, Ana
             "--interval must be at least 1ms, got `{interval}`"
         )));
     }
-    analyze_with(common, analysis::MysqlFilter::default(), ns as i64)
+    analyze_with(
+        common,
+        analysis::MysqlFilter::default(),
+        ns as i64,
+        Aggregation::Everything,
+    )
 }
 
 fn analyze_with(
     common: &Common,
     mysql_filter: analysis::MysqlFilter,
     interval_ns: i64,
+    aggregation: Aggregation,
 ) -> anyhow::Result<(Capture, Analysis)> {
     let cap = open(&common.file)?;
     let opts = EngineOptions {
@@ -384,6 +396,7 @@ fn analyze_with(
         },
         mysql_filter,
         interval_ns,
+        aggregation,
     };
     let show = std::io::stderr().is_terminal() && cap.len() > 256 << 20;
     let a = analysis::analyze_with_progress(&cap, &opts, |done, total| {

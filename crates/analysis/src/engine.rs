@@ -40,6 +40,19 @@ pub struct EngineOptions {
     pub mysql_filter: MysqlFilter,
     /// Interval of rate series and per-interval response times (0: one second).
     pub interval_ns: i64,
+    /// What to collect besides connections.
+    pub aggregation: Aggregation,
+}
+
+/// How much the engine collects. Closes are always read in MySQL terms (`first-reset` needs the session
+/// state); statistics over every transaction and packet cost time only the commands that print them pay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aggregation {
+    /// Connections and their closes (`first-reset`, `flows`).
+    ConnectionsOnly,
+    /// Also MySQL statistics, response-time distributions and rate series.
+    #[default]
+    Everything,
 }
 
 impl EngineOptions {
@@ -263,6 +276,8 @@ struct FlowSlot {
     mysql: MysqlTrack,
     /// tcprstat-style: when the client's data began that the server has not answered yet.
     request_start: Option<i64>,
+    /// The rate scope of the flow's server, once known.
+    scope: Option<(Endpoint, u32)>,
 }
 
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
@@ -305,6 +320,7 @@ impl Bucket {
                                 tracker: ConnectionTracker::new(key, at),
                                 mysql: MysqlTrack::new(opts.mysql),
                                 request_start: None,
+                                scope: None,
                             });
                         }
                         slot_of[ev.flow as usize] = i as u32;
@@ -333,7 +349,7 @@ impl Bucket {
                 let fed = flow.tracker.feed(ev.side, &seg, ev.wire_len, at);
                 if let Some(old) = fed.replaced {
                     let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
-                    let facts = track.conclude(&old, &mut self.sinks, &opts.mysql_filter);
+                    let facts = track.conclude(&old, &mut self.sinks, opts);
                     record_handshake(&old, &mut self.sinks);
                     self.replaced.push((old, facts));
                     flow.request_start = None;
@@ -348,8 +364,11 @@ impl Bucket {
                     &seg,
                     at,
                     &mut self.sinks,
-                    &opts.mysql_filter,
+                    opts,
                 );
+                if opts.aggregation == Aggregation::ConnectionsOnly {
+                    continue;
+                }
                 // Roles as known at this packet: MySQL's word, the handshake, else the ports.
                 let client = flow
                     .mysql
@@ -358,9 +377,17 @@ impl Bucket {
                     .unwrap_or_else(|| server_side_by_port(&key).other());
                 let server = key.endpoint(client.other());
                 let dir = if ev.side == client { C2S } else { S2C };
+                let scope = match flow.scope {
+                    Some((e, id)) if e == server => id,
+                    _ => {
+                        let id = self.sinks.rates.scope_id(server);
+                        flow.scope = Some((server, id));
+                        id
+                    }
+                };
                 self.sinks
                     .rates
-                    .packet(server, dir, at.ts.0, ev.wire_len, retransmitted);
+                    .packet(scope, dir, at.ts.0, ev.wire_len, retransmitted);
                 if ev.payload_len > 0 && fed.class == SegmentClass::New {
                     if dir == C2S {
                         flow.request_start.get_or_insert(at.ts.0);
@@ -388,9 +415,7 @@ impl Bucket {
         let mut out = std::mem::take(&mut self.replaced);
         for slot in self.slots {
             let state = slot.tracker.into_current();
-            let facts = slot
-                .mysql
-                .conclude(&state, &mut self.sinks, &opts.mysql_filter);
+            let facts = slot.mysql.conclude(&state, &mut self.sinks, opts);
             record_handshake(&state, &mut self.sinks);
             out.push((state, facts));
         }

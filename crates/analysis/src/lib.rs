@@ -25,8 +25,8 @@ mod thresholds;
 
 pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
 pub use engine::{
-    analyze, analyze_with_progress, Analysis, CaptureFacts, EngineOptions, PacketCounts,
-    SPLIT_TARGET_BYTES,
+    analyze, analyze_with_progress, Aggregation, Analysis, CaptureFacts, EngineOptions,
+    PacketCounts, SPLIT_TARGET_BYTES,
 };
 pub use findings::{full_report, Finding, FullReport};
 pub use histogram::{Histogram, RtSummary};

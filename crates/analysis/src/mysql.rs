@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use pcapsleuth_flow::{
-    CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FrameRef, Side, StreamEvent,
-    StreamReassembler, TcpSegment,
+    CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FlowBuildHasher, FrameRef, Side,
+    StreamEvent, StreamReassembler, TcpSegment,
 };
 use pcapsleuth_mysql::{
     fingerprint, looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag, Command,
@@ -14,7 +14,7 @@ use pcapsleuth_mysql::{
 };
 use serde::Serialize;
 
-use crate::engine::Sinks;
+use crate::engine::{Aggregation, EngineOptions, Sinks};
 use crate::histogram::{Histogram, RtSummary};
 
 /// Which connections are decoded as MySQL.
@@ -214,7 +214,7 @@ impl MysqlTrack {
         seg: &TcpSegment<'_>,
         at: FrameRef,
         sinks: &mut Sinks,
-        filter: &MysqlFilter,
+        opts: &EngineOptions,
     ) {
         if let Detect::Undecided { segments } = &mut self.detect {
             if seg.payload_len == 0 {
@@ -270,7 +270,7 @@ impl MysqlTrack {
                             payload_len: wire_len,
                             ..*seg
                         };
-                        self.feed(side, &seg_c, at, sinks, filter, conn);
+                        self.feed(side, &seg_c, at, sinks, opts, conn);
                     }
                 } else if looks_like_client_command(seg.payload) {
                     self.candidate = Some(Candidate {
@@ -291,7 +291,7 @@ impl MysqlTrack {
             }
         }
         if self.is_mysql() {
-            self.feed(side, seg, at, sinks, filter, conn);
+            self.feed(side, seg, at, sinks, opts, conn);
         }
     }
 
@@ -301,7 +301,7 @@ impl MysqlTrack {
         seg: &TcpSegment<'_>,
         at: FrameRef,
         sinks: &mut Sinks,
-        filter: &MysqlFilter,
+        opts: &EngineOptions,
         conn: &ConnectionState,
     ) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
@@ -360,10 +360,12 @@ impl MysqlTrack {
                 });
             }
         }
-        self.drain(sinks, filter, conn);
+        self.drain(sinks, opts, conn);
     }
 
-    fn drain(&mut self, sinks: &mut Sinks, filter: &MysqlFilter, conn: &ConnectionState) {
+    fn drain(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
+        let filter = &opts.mysql_filter;
+        let everything = opts.aggregation == Aggregation::Everything;
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
@@ -374,6 +376,9 @@ impl MysqlTrack {
             self.transactions += 1;
             let error = matches!(t.outcome, Outcome::Err { .. });
             self.errors += u64::from(error);
+            if !everything {
+                continue;
+            }
             if let (Some(rt), false) = (response_time_ns(&t), t.command == Command::Connect) {
                 let start = t.request_ts_ns as i64;
                 let end = start.saturating_add(rt as i64);
@@ -392,8 +397,9 @@ impl MysqlTrack {
         mut self,
         conn: &ConnectionState,
         sinks: &mut Sinks,
-        filter: &MysqlFilter,
+        opts: &EngineOptions,
     ) -> Option<MysqlSessionFacts> {
+        let filter = &opts.mysql_filter;
         if !self.is_mysql() {
             return None;
         }
@@ -413,7 +419,7 @@ impl MysqlTrack {
             }
             session.finish();
         }
-        self.drain(sinks, filter, conn);
+        self.drain(sinks, opts, conn);
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
         if filter.connection(c, s) {
@@ -560,7 +566,7 @@ pub struct MysqlAggregate {
     rt_ok: Histogram,
     rt_err: Histogram,
     statements: HashMap<String, StatementAgg>,
-    per_second: BTreeMap<i64, (u64, u64)>,
+    per_second: HashMap<i64, (u64, u64), FlowBuildHasher>,
     incidents: Vec<Incident>,
 }
 
@@ -761,6 +767,8 @@ impl MysqlAggregate {
             per_second: self
                 .per_second
                 .iter()
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
                 .map(|(&s, &(q, e))| SecondCounts {
                     second: s,
                     queries: q,

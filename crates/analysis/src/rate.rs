@@ -1,9 +1,9 @@
 //! Packets/s and bits/s per direction, per server endpoint and in total, and the detection of ceilings:
 //! traffic pinned flat at a packet-rate or bit-rate cap while load was clearly waiting behind it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use pcapsleuth_flow::Endpoint;
+use pcapsleuth_flow::{Endpoint, FlowBuildHasher};
 use serde::Serialize;
 
 use crate::histogram::Histogram;
@@ -42,59 +42,124 @@ type Series = BTreeMap<i64, Cell>;
 /// `None` is all traffic; `Some(server)` one server endpoint.
 type Scope = Option<Endpoint>;
 
+/// One scope's bins, found by hash with a one-entry cache: the packets of a flow arrive in time order, so
+/// most packets land in the bin the previous one did.
+#[derive(Debug, Clone, Default)]
+struct Bins {
+    index: HashMap<i64, u32, FlowBuildHasher>,
+    cells: Vec<(i64, Cell)>,
+    last: Option<(i64, u32)>,
+}
+
+impl Bins {
+    #[inline]
+    fn cell(&mut self, bin: i64) -> &mut Cell {
+        let i = match self.last {
+            Some((b, i)) if b == bin => i,
+            _ => {
+                let next = self.cells.len() as u32;
+                let i = *self.index.entry(bin).or_insert(next);
+                if i == next {
+                    self.cells.push((bin, Cell::default()));
+                }
+                self.last = Some((bin, i));
+                i
+            }
+        };
+        &mut self.cells[i as usize].1
+    }
+
+    fn sorted(&self) -> Series {
+        self.cells.iter().map(|&(b, c)| (b, c)).collect()
+    }
+}
+
 /// Rate series at the printed interval and at the detector's resolution, mergeable by addition.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RateAggregate {
     interval_ns: i64,
-    printed: BTreeMap<Scope, Series>,
-    fine: BTreeMap<Scope, Series>,
+    /// Scope of each id; id 0 is all traffic.
+    scopes: Vec<Scope>,
+    ids: HashMap<Endpoint, u32, FlowBuildHasher>,
+    printed: Vec<Bins>,
+    fine: Vec<Bins>,
     handshake_rtt: BTreeMap<Scope, Histogram>,
 }
 
-fn bump(map: &mut BTreeMap<Scope, Series>, scope: Scope, bin: i64, f: impl Fn(&mut Cell)) {
-    f(map.entry(scope).or_default().entry(bin).or_default());
+impl PartialEq for RateAggregate {
+    /// Equal content, whatever order scopes and bins were first seen in.
+    fn eq(&self, o: &Self) -> bool {
+        self.interval_ns == o.interval_ns
+            && self.handshake_rtt == o.handshake_rtt
+            && self.canonical(&self.printed) == o.canonical(&o.printed)
+            && self.canonical(&self.fine) == o.canonical(&o.fine)
+    }
 }
 
 impl RateAggregate {
     pub fn new(interval_ns: i64) -> Self {
         RateAggregate {
             interval_ns: interval_ns.max(1),
+            scopes: vec![None],
+            printed: vec![Bins::default()],
+            fine: vec![Bins::default()],
             ..Default::default()
         }
     }
 
-    /// One packet of a connection to `server`, in direction `dir` ([`C2S`] or [`S2C`]).
+    fn canonical(&self, series: &[Bins]) -> BTreeMap<Scope, Series> {
+        self.scopes
+            .iter()
+            .zip(series)
+            .map(|(s, b)| (*s, b.sorted()))
+            .filter(|(_, s)| !s.is_empty())
+            .collect()
+    }
+
+    /// The id of a server's scope (stable for a run; callers may cache it).
+    pub(crate) fn scope_id(&mut self, server: Endpoint) -> u32 {
+        let next = self.scopes.len() as u32;
+        let id = *self.ids.entry(server).or_insert(next);
+        if id == next {
+            self.scopes.push(Some(server));
+            self.printed.push(Bins::default());
+            self.fine.push(Bins::default());
+        }
+        id
+    }
+
+    /// One packet of a connection to the server of scope `scope` (from [`RateAggregate::scope_id`]), in
+    /// direction `dir` ([`C2S`] or [`S2C`]).
+    #[inline]
     pub(crate) fn packet(
         &mut self,
-        server: Endpoint,
+        scope: u32,
         dir: usize,
         ts_ns: i64,
         wire_len: u32,
         retrans: bool,
     ) {
-        let add = |c: &mut Cell| {
-            c.packets[dir] += 1;
-            c.bytes[dir] += u64::from(wire_len);
-            c.retrans[dir] += u64::from(retrans);
-        };
         let (p, f) = (
             ts_ns.div_euclid(self.interval_ns),
             ts_ns.div_euclid(CEILING_BIN_NS),
         );
-        for scope in [None, Some(server)] {
-            bump(&mut self.printed, scope, p, add);
-            bump(&mut self.fine, scope, f, add);
+        for id in [0, scope as usize] {
+            for c in [self.printed[id].cell(p), self.fine[id].cell(f)] {
+                c.packets[dir] += 1;
+                c.bytes[dir] += u64::from(wire_len);
+                c.retrans[dir] += u64::from(retrans);
+            }
         }
     }
 
     /// A request to `server` sent at `ts_ns` was answered after `rt_ns`.
     pub(crate) fn response_time(&mut self, server: Endpoint, ts_ns: i64, rt_ns: u64) {
         let f = ts_ns.div_euclid(CEILING_BIN_NS);
-        for scope in [None, Some(server)] {
-            bump(&mut self.fine, scope, f, |c| {
-                c.rt_sum_ns += rt_ns;
-                c.rt_count += 1;
-            });
+        let id = self.scope_id(server) as usize;
+        for i in [0, id] {
+            let c = self.fine[i].cell(f);
+            c.rt_sum_ns += rt_ns;
+            c.rt_count += 1;
         }
     }
 
@@ -109,19 +174,22 @@ impl RateAggregate {
     }
 
     pub(crate) fn merge(&mut self, o: RateAggregate) {
-        for (mine, theirs) in [(&mut self.printed, o.printed), (&mut self.fine, o.fine)] {
-            for (scope, series) in theirs {
-                let s = mine.entry(scope).or_default();
-                for (bin, cell) in series {
-                    s.entry(bin).or_default().add(&cell);
+        if self.scopes.is_empty() {
+            *self = RateAggregate::new(o.interval_ns);
+        }
+        for (i, scope) in o.scopes.iter().enumerate() {
+            let id = match scope {
+                None => 0,
+                Some(e) => self.scope_id(*e) as usize,
+            };
+            for (mine, theirs) in [(&mut self.printed, &o.printed), (&mut self.fine, &o.fine)] {
+                for (bin, cell) in &theirs[i].cells {
+                    mine[id].cell(*bin).add(cell);
                 }
             }
         }
         for (scope, h) in o.handshake_rtt {
             self.handshake_rtt.entry(scope).or_default().merge(&h);
-        }
-        if self.interval_ns == 0 {
-            self.interval_ns = o.interval_ns;
         }
     }
 
@@ -148,8 +216,10 @@ impl RateAggregate {
                 })
                 .collect()
         };
+        let printed = self.canonical(&self.printed);
+        let fine = self.canonical(&self.fine);
         let mut ceilings = Vec::new();
-        for (scope, series) in &self.fine {
+        for (scope, series) in &fine {
             let rtt = self
                 .handshake_rtt
                 .get(scope)
@@ -181,9 +251,8 @@ impl RateAggregate {
         RateReport {
             interval_s: secs,
             ceilings,
-            total: self.printed.get(&None).map(rows).unwrap_or_default(),
-            servers: self
-                .printed
+            total: printed.get(&None).map(rows).unwrap_or_default(),
+            servers: printed
                 .iter()
                 .filter_map(|(s, series)| s.map(|e| (e.to_string(), rows(series))))
                 .collect(),

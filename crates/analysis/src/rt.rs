@@ -2,7 +2,9 @@
 //! request/response on any TCP connection (client data, then the server's next data); per server port and
 //! interval (tsar tcprt / tcprstat tables), their modes, and what the slow modes have in common.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use pcapsleuth_flow::FlowBuildHasher;
 
 use serde::Serialize;
 
@@ -19,7 +21,7 @@ pub struct RtSide {
     retransmitted: Histogram,
     by_port: BTreeMap<u16, Histogram>,
     /// (server port, interval) -> distribution and error count.
-    per_interval: BTreeMap<(u16, i64), (Histogram, u64)>,
+    per_interval: HashMap<(u16, i64), (Histogram, u64), FlowBuildHasher>,
 }
 
 impl RtSide {
@@ -143,6 +145,8 @@ impl RtAggregate {
             per_interval: side
                 .per_interval
                 .iter()
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
                 .map(|(&(port, bin), (h, errors))| IntervalRt {
                     port,
                     start: bin as f64 * secs,

@@ -26,7 +26,12 @@ fn is_word_char(c: char) -> bool {
 /// request, so this is on the hot path of `pcapsleuth mysql`.
 fn tokenize(sql: &str) -> Vec<Token<'_>> {
     let bytes = sql.as_bytes();
-    let at = |k: usize| sql.get(k..).and_then(|s| s.chars().next());
+    // ASCII (nearly all SQL) is read byte by byte; other characters are decoded.
+    let at = |k: usize| match bytes.get(k) {
+        Some(&b) if b < 0x80 => Some(char::from(b)),
+        Some(_) => sql.get(k..).and_then(|s| s.chars().next()),
+        None => None,
+    };
     let byte = |k: usize| bytes.get(k).copied();
     let mut out: Vec<Token<'_>> = Vec::with_capacity(32);
     let mut i = 0usize;
@@ -123,9 +128,8 @@ fn tokenize(sql: &str) -> Vec<Token<'_>> {
             c.is_ascii_digit() || (c == '.' && at(i + 1).is_some_and(|d| d.is_ascii_digit()));
         if number_start {
             while let Some(d) = at(i) {
-                let exp_sign = (d == '+' || d == '-')
-                    && i > 0
-                    && matches!(byte(i - 1), Some(b'e' | b'E'));
+                let exp_sign =
+                    (d == '+' || d == '-') && i > 0 && matches!(byte(i - 1), Some(b'e' | b'E'));
                 if is_word_char(d) || d == '.' || exp_sign {
                     i += d.len_utf8();
                 } else {
