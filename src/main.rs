@@ -43,6 +43,9 @@ struct Common {
     /// greeting or the shape of its requests and responses).
     #[arg(long, value_name = "N")]
     mysql_port: Option<u16>,
+    /// Do not decode MySQL: TCP facts only (faster; closes are then described in TCP terms).
+    #[arg(long, conflicts_with = "mysql_port")]
+    no_mysql: bool,
     /// Number of byte-range splits (default: automatic). Results do not depend on it.
     #[arg(long, value_name = "N", hide = true)]
     splits: Option<usize>,
@@ -95,6 +98,9 @@ enum Command {
         /// How many statement groups to print.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Also write plots (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// Packets/s and bits/s per direction, per server and in total, and ceilings: traffic pinned flat at a
     /// packet-rate or bit-rate cap while load waited behind it (retransmissions, requests queueing).
@@ -104,6 +110,9 @@ enum Command {
         /// Interval of the printed series (e.g. 1s, 100ms).
         #[arg(long, default_value = "1s")]
         interval: String,
+        /// Also write plots (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// Response-time distribution: percentiles, a log histogram, its humps (modes) and what the slow
     /// humps have in common. MySQL requests where decoded, else TCP request/response (tcprstat-style).
@@ -116,6 +125,9 @@ enum Command {
         /// Interval of the per-interval table (e.g. 1s, 100ms).
         #[arg(long, default_value = "1s")]
         interval: String,
+        /// Also write plots (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// Every analysis at once, as ranked findings with their evidence (frames, times, values).
     Report {
@@ -124,6 +136,9 @@ enum Command {
         /// Interval of rate series and per-interval response times.
         #[arg(long, default_value = "1s")]
         interval: String,
+        /// Also write plots (PNG and SVG) into this directory.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// Copies every packet of the matching TCP connections into a new capture for Wireshark
     /// (records byte-identical: original link type and timestamps).
@@ -239,6 +254,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             errors_only,
             slower_than,
             limit,
+            plots,
         } => {
             let server = match server {
                 Some(s) => Some(
@@ -264,9 +280,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report::render_mysql(&report, limit)
             })?;
+            write_plots(plots.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
-        Command::Rate { common, interval } => {
+        Command::Rate {
+            common,
+            interval,
+            plots,
+        } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rates.report();
             emit(if common.json {
@@ -274,12 +295,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report::render_rate(&r)
             })?;
+            write_plots(plots.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
         Command::Rt {
             common,
             per_interval,
             interval,
+            plots,
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rt.report(&a.mysql);
@@ -288,9 +311,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report::render_rt(&r, per_interval)
             })?;
+            write_plots(plots.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
-        Command::Report { common, interval } => {
+        Command::Report {
+            common,
+            interval,
+            plots,
+        } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = analysis::full_report(&a);
             emit(if common.json {
@@ -298,6 +326,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report::render_report(&r)
             })?;
+            if let Some(dir) = plots.as_deref() {
+                plot_report(dir, &r)?;
+            }
             Ok(finish(&cap, &a))
         }
         Command::Extract {
@@ -314,6 +345,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             output,
         } => split(&file, packets, megabytes, &output),
     }
+}
+
+/// Writes the plots of every analysis into `dir`, naming on stderr what was written and what was skipped.
+fn write_plots(dir: Option<&Path>, a: &Analysis) -> anyhow::Result<()> {
+    match dir {
+        Some(dir) => plot_report(dir, &analysis::full_report(a)),
+        None => Ok(()),
+    }
+}
+
+fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
+    let set = report::write_plot_set(dir, r)?;
+    for p in &set.written {
+        eprintln!("pcapsleuth: wrote {}", p.display());
+    }
+    for s in &set.skipped {
+        eprintln!("pcapsleuth: no {} plot: {}", s.name, s.reason);
+    }
+    Ok(())
 }
 
 fn emit(text: String) -> anyhow::Result<()> {
@@ -390,9 +440,10 @@ fn analyze_with(
     let opts = EngineOptions {
         threads: common.threads,
         splits: common.splits,
-        mysql: match common.mysql_port {
-            Some(p) => analysis::MysqlDetection::Port(p),
-            None => analysis::MysqlDetection::Auto,
+        mysql: match (common.no_mysql, common.mysql_port) {
+            (true, _) => analysis::MysqlDetection::Off,
+            (false, Some(p)) => analysis::MysqlDetection::Port(p),
+            (false, None) => analysis::MysqlDetection::Auto,
         },
         mysql_filter,
         interval_ns,

@@ -84,12 +84,15 @@ pub struct RateAggregate {
     printed: Vec<Bins>,
     fine: Vec<Bins>,
     handshake_rtt: BTreeMap<Scope, Histogram>,
+    /// First and last packet times: the first and last intervals are only partly covered.
+    span: Option<(i64, i64)>,
 }
 
 impl PartialEq for RateAggregate {
     /// Equal content, whatever order scopes and bins were first seen in.
     fn eq(&self, o: &Self) -> bool {
         self.interval_ns == o.interval_ns
+            && self.span == o.span
             && self.handshake_rtt == o.handshake_rtt
             && self.canonical(&self.printed) == o.canonical(&o.printed)
             && self.canonical(&self.fine) == o.canonical(&o.fine)
@@ -143,6 +146,10 @@ impl RateAggregate {
             ts_ns.div_euclid(self.interval_ns),
             ts_ns.div_euclid(CEILING_BIN_NS),
         );
+        self.span = Some(match self.span {
+            None => (ts_ns, ts_ns),
+            Some((a, b)) => (a.min(ts_ns), b.max(ts_ns)),
+        });
         for id in [0, scope as usize] {
             for c in [self.printed[id].cell(p), self.fine[id].cell(f)] {
                 c.packets[dir] += 1;
@@ -191,11 +198,27 @@ impl RateAggregate {
         for (scope, h) in o.handshake_rtt {
             self.handshake_rtt.entry(scope).or_default().merge(&h);
         }
+        self.span = match (self.span, o.span) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, y) => x.or(y),
+        };
     }
 
     /// The finished report: series at the printed interval and the ceilings found.
     pub fn report(&self) -> RateReport {
         let secs = self.interval_ns as f64 / 1e9;
+        // Seconds of an interval the capture covers: the first and last are partial, and dividing their
+        // counts by the whole interval would draw a ramp that never happened.
+        let covered = |bin: i64| -> f64 {
+            let (start, end) = (bin * self.interval_ns, (bin + 1) * self.interval_ns);
+            match self.span {
+                Some((first, last)) => {
+                    let c = end.min(last + 1) - start.max(first);
+                    (c.max(1) as f64 / 1e9).min(secs)
+                }
+                None => secs,
+            }
+        };
         let rows = |series: &Series| -> Vec<RatePoint> {
             let (Some(first), Some(last)) = (series.keys().next(), series.keys().next_back())
             else {
@@ -204,8 +227,10 @@ impl RateAggregate {
             (*first..=*last)
                 .map(|bin| {
                     let c = series.get(&bin).copied().unwrap_or_default();
+                    let secs = covered(bin);
                     RatePoint {
-                        start: bin as f64 * secs,
+                        start: bin as f64 * self.interval_ns as f64 / 1e9,
+                        covered_s: secs,
                         c2s_pps: c.packets[C2S] as f64 / secs,
                         s2c_pps: c.packets[S2C] as f64 / secs,
                         c2s_bps: c.bytes[C2S] as f64 * 8.0 / secs,
@@ -265,6 +290,9 @@ impl RateAggregate {
 pub struct RatePoint {
     /// Seconds since the epoch of the interval's start.
     pub start: f64,
+    /// Seconds of the interval the capture covers (less than the interval at the capture's ends); the
+    /// rates divide by it.
+    pub covered_s: f64,
     pub c2s_pps: f64,
     pub s2c_pps: f64,
     pub c2s_bps: f64,

@@ -4,9 +4,11 @@
 //! `pcapsleuth-analysis`, documented field by field in the README.
 
 mod analyses;
+pub mod plots;
 mod text;
 
 pub use analyses::{render_rate, render_report, render_rt};
+pub use plots::{write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot};
 pub use text::{render_first_reset, render_flows, render_mysql, sorted, FlowSort};
 
 use serde::Serialize;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Whole-binary benchmark on a >= 2 GB capture built from a real fixture (time-shifted copies with distinct
+# client addresses): pcapsleuth's commands against tcpdump's BPF filter for FIN/RST and tshark, with wall
+# time, throughput and peak RSS. Needs tcpdump and tshark (apt-get install tcpdump tshark).
+#
+# usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=${1:-fixtures/err1146-storm.pcap}
+SIZE=${2:-2.1}
+DIR=${BENCH_DIR:-/tmp/pcapsleuth-bench}
+mkdir -p "$DIR"
+BIG="$DIR/$(basename "${SRC%.*}")-${SIZE}g.pcap"
+cargo build -q --release --example make_bench_capture
+cargo build -q --release
+[ -f "$BIG" ] || target/release/examples/make_bench_capture "$SRC" "$BIG" "$SIZE"
+BYTES=$(stat -c %s "$BIG")
+PACKETS=$(target/release/pcapsleuth flows --json "$BIG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["capture"]["counts"]["packets"])')
+cat "$BIG" > /dev/null   # all runs read from the page cache
+echo "capture: $BIG, $BYTES bytes, $PACKETS packets, $(nproc) cores"
+run() {
+  local name=$1; shift
+  local best=
+  for _ in 1 2 3; do
+    /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" > /dev/null 2> /dev/null || true
+    read -r secs rss < "$DIR/time"
+    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; fi
+  done
+  awk -v n="$name" -v s="$best" -v b="$BYTES" -v p="$PACKETS" -v r="$best_rss" \
+    'BEGIN{printf "%-44s %7.2f s  %5.2f GB/s  %6.1f Mpkt/s  peak RSS %4d MB\n", n, s, b/s/1e9, p/s/1e6, r/1024}'
+}
+P=target/release/pcapsleuth
+run "pcapsleuth first-reset" $P first-reset "$BIG"
+run "pcapsleuth first-reset --no-mysql" $P first-reset --no-mysql "$BIG"
+run "pcapsleuth mysql" $P mysql "$BIG"
+run "pcapsleuth report" $P report "$BIG"
+run "pcapsleuth first-reset -j 1" $P first-reset -j 1 "$BIG"
+run "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'" tcpdump -n -r "$BIG" 'tcp[tcpflags] & (tcp-fin|tcp-rst) != 0'
+# tshark is too slow for the whole file: time it on the first 200 MB and report its rate.
+head -c 200000000 "$BIG" > "$DIR/head.pcap"
+BYTES_ALL=$BYTES; BYTES=200000000
+PACKETS=$(target/release/pcapsleuth flows --json "$DIR/head.pcap" | python3 -c 'import json,sys; print(json.load(sys.stdin)["capture"]["counts"]["packets"])')
+run "tshark -Y 'tcp.flags.fin==1||tcp.flags.reset==1' (200 MB)" tshark -r "$DIR/head.pcap" -Y 'tcp.flags.fin==1 || tcp.flags.reset==1'
+run "tshark -Y mysql.error_code (200 MB)" tshark -r "$DIR/head.pcap" -Y 'mysql.error_code'
+BYTES=$BYTES_ALL
