@@ -278,6 +278,11 @@ struct FlowSlot {
     request_start: Option<i64>,
     /// The rate scope of the flow's server, once known.
     scope: Option<(Endpoint, u32)>,
+    /// MySQL facts of the current connection, concluded as soon as it finished so that its decoder state
+    /// is freed: memory follows open connections, not all connections ever seen.
+    concluded: Option<Option<MysqlSessionFacts>>,
+    /// The client side MySQL named, kept when its decoder is concluded.
+    mysql_client: Option<Side>,
 }
 
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
@@ -321,6 +326,8 @@ impl Bucket {
                                 mysql: MysqlTrack::new(opts.mysql),
                                 request_start: None,
                                 scope: None,
+                                concluded: None,
+                                mysql_client: None,
                             });
                         }
                         slot_of[ev.flow as usize] = i as u32;
@@ -347,25 +354,41 @@ impl Bucket {
                 };
                 let flow = &mut self.slots[slot];
                 let fed = flow.tracker.feed(ev.side, &seg, ev.wire_len, at);
-                if let Some(old) = fed.replaced {
+                if let Some(old) = fed.replaced.map(|b| *b) {
                     let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
-                    let facts = track.conclude(&old, &mut self.sinks, opts);
+                    let facts = match flow.concluded.take() {
+                        Some(facts) => facts,
+                        None => track.conclude(&old, &mut self.sinks, opts),
+                    };
                     record_handshake(&old, &mut self.sinks);
                     self.replaced.push((old, facts));
                     flow.request_start = None;
+                    flow.mysql_client = None;
                 }
                 let retransmitted = fed.class == SegmentClass::Retransmission;
                 if retransmitted {
                     flow.mysql.retransmission(at.ts.0);
                 }
-                flow.mysql.segment(
-                    flow.tracker.current(),
-                    ev.side,
-                    &seg,
-                    at,
-                    &mut self.sinks,
-                    opts,
-                );
+                if flow.concluded.is_none() {
+                    flow.mysql.segment(
+                        flow.tracker.current(),
+                        ev.side,
+                        &seg,
+                        at,
+                        &mut self.sinks,
+                        opts,
+                    );
+                    if flow.tracker.current().is_finished() {
+                        let track = std::mem::replace(
+                            &mut flow.mysql,
+                            MysqlTrack::new(MysqlDetection::Off),
+                        );
+                        let client = track.client();
+                        flow.concluded =
+                            Some(track.conclude(flow.tracker.current(), &mut self.sinks, opts));
+                        flow.mysql_client = client;
+                    }
+                }
                 if opts.aggregation == Aggregation::ConnectionsOnly {
                     continue;
                 }
@@ -373,6 +396,7 @@ impl Bucket {
                 let client = flow
                     .mysql
                     .client()
+                    .or(flow.mysql_client)
                     .or_else(|| flow.tracker.current().handshake_client().map(|(c, _)| c))
                     .unwrap_or_else(|| server_side_by_port(&key).other());
                 let server = key.endpoint(client.other());
@@ -415,7 +439,10 @@ impl Bucket {
         let mut out = std::mem::take(&mut self.replaced);
         for slot in self.slots {
             let state = slot.tracker.into_current();
-            let facts = slot.mysql.conclude(&state, &mut self.sinks, opts);
+            let facts = match slot.concluded {
+                Some(facts) => facts,
+                None => slot.mysql.conclude(&state, &mut self.sinks, opts),
+            };
             record_handshake(&state, &mut self.sinks);
             out.push((state, facts));
         }
@@ -467,6 +494,7 @@ fn run_engine(
 ) -> Analysis {
     let auto = (threads as u64 * 2).max(cap.len().div_ceil(SPLIT_TARGET_BYTES)) as usize;
     let splits = cap.plan_splits(opts.splits.unwrap_or(auto).max(1));
+    cap.release(0, cap.len());
     let batch_len = (threads * 2).max(1);
     let nbuckets = (threads * 8).max(16);
     let mut buckets: Vec<Bucket> = (0..nbuckets)
@@ -483,6 +511,7 @@ fn run_engine(
     let mut frames: u64 = 0;
     let mut expected = cap.initial_state().clone();
     let mut pool: Vec<EventLists> = Vec::new();
+    let mut released = 0;
     for batch in splits.chunks(batch_len) {
         let lists: Vec<EventLists> = batch
             .iter()
@@ -519,7 +548,8 @@ fn run_engine(
             .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes, opts));
         pool.extend(scans.into_iter().map(|sc| sc.buckets));
         let done = batch.last().map_or(cap.len(), |s| s.end);
-        cap.release_before(done.min(expected.offset));
+        cap.release(released, done.min(expected.offset));
+        released = done.min(expected.offset);
         progress(done, cap.len());
     }
     let concluded: Vec<_> = buckets.into_par_iter().map(|b| b.conclude(opts)).collect();

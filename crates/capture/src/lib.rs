@@ -330,6 +330,28 @@ impl Capture {
         }
     }
 
+    /// Like [`Capture::release_before`], for the bytes in `[from, to)` (page-aligned inwards). Planning
+    /// splits touches the pages around every cut (a page-cache folio can map megabytes at once), so the
+    /// engine releases everything after planning.
+    pub fn release(&self, from: u64, to: u64) {
+        if let Bytes::Mapped(map) = &self.bytes {
+            let start =
+                (usize::try_from(from).unwrap_or(usize::MAX).min(map.len()) + 0xfff) & !0xfff;
+            let end = usize::try_from(to).unwrap_or(usize::MAX).min(map.len()) & !0xfff;
+            if end > start {
+                // SAFETY: a read-only file mapping; MADV_DONTNEED only drops our page-table entries and
+                // later reads refault the same file contents, so no borrowed slice is invalidated.
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        start,
+                        end - start,
+                    )
+                };
+            }
+        }
+    }
+
     /// Reads one split, starting at its resynchronised boundary.
     pub fn reader(&self, split: &Split) -> RecordReader<'_> {
         RecordReader::new(self, split.start_state.clone(), split.end)

@@ -258,6 +258,12 @@ impl ConnectionState {
             .is_some_and(|t| t.0 >= from_ns && t.0 <= to_ns)
     }
 
+    /// Whether the connection is over: a RST, or a FIN from both sides. Later packets are stragglers.
+    pub fn is_finished(&self) -> bool {
+        self.sides.iter().any(|s| s.first_rst.is_some())
+            || self.sides.iter().all(|s| s.first_fin.is_some())
+    }
+
     /// Whether the connection began inside the capture (its SYN was seen).
     pub fn saw_syn(&self) -> bool {
         self.sides.iter().any(|s| s.syn.is_some())
@@ -451,8 +457,9 @@ pub struct ConnectionTracker {
 /// What feeding a segment produced.
 pub struct Fed {
     pub class: SegmentClass,
-    /// The previous connection on this 4-tuple, ended because this segment is a new SYN.
-    pub replaced: Option<ConnectionState>,
+    /// The previous connection on this 4-tuple, ended because this segment is a new SYN (boxed: rare, and
+    /// large to move on every packet).
+    pub replaced: Option<Box<ConnectionState>>,
 }
 
 impl ConnectionTracker {
@@ -468,10 +475,10 @@ impl ConnectionTracker {
         let mut replaced = None;
         if seg.flags.syn() && !seg.flags.ack() && self.current.closed() {
             let key = self.current.key;
-            replaced = Some(std::mem::replace(
+            replaced = Some(Box::new(std::mem::replace(
                 &mut self.current,
                 ConnectionState::new(key, at),
-            ));
+            )));
         }
         let class = self.current.update(side, seg, wire_len, at);
         Fed { class, replaced }
