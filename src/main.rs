@@ -225,11 +225,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FirstReset { common, limit } => {
             let (cap, a) = analyze(&common)?;
             let answer = analysis::first_reset(&a, limit);
-            emit(if common.json {
-                report::to_json(&answer)
-            } else {
-                report::render_first_reset(&answer)
-            })?;
+            output(common.json, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
@@ -274,12 +270,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 slower_than_ns,
             };
             let (cap, a) = analyze_with(&common, filter, 0, Aggregation::Everything)?;
-            let report = a.mysql.clone().report();
-            emit(if common.json {
-                report::to_json(&report)
-            } else {
-                report::render_mysql(&report, limit)
-            })?;
+            let mysql = a.mysql.clone().report();
+            output(common.json, &mysql, |r| report::render_mysql(r, limit))?;
             write_plots(plots.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -290,11 +282,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rates.report();
-            emit(if common.json {
-                report::to_json(&r)
-            } else {
-                report::render_rate(&r)
-            })?;
+            output(common.json, &r, report::render_rate)?;
             write_plots(plots.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -306,11 +294,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rt.report(&a.mysql);
-            emit(if common.json {
-                report::to_json(&r)
-            } else {
-                report::render_rt(&r, per_interval)
-            })?;
+            output(common.json, &r, |r| report::render_rt(r, per_interval))?;
             write_plots(plots.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -321,11 +305,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = analysis::full_report(&a);
-            emit(if common.json {
-                report::to_json(&r)
-            } else {
-                report::render_report(&r)
-            })?;
+            output(common.json, &r, report::render_report)?;
             if let Some(dir) = plots.as_deref() {
                 plot_report(dir, &r)?;
             }
@@ -364,6 +344,19 @@ fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
         eprintln!("pcapsleuth: no {} plot: {}", s.name, s.reason);
     }
     Ok(())
+}
+
+/// Prints `value` as JSON for scripts or, rendered by `text`, for people.
+fn output<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> anyhow::Result<()> {
+    emit(if json {
+        report::to_json(value)
+    } else {
+        text(value)
+    })
 }
 
 fn emit(text: String) -> anyhow::Result<()> {

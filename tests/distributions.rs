@@ -2,17 +2,7 @@
 
 mod common;
 
-use std::process::Command;
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let o = Command::new(common::bin()).args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
+use common::json;
 
 fn rate(fixture: &str) -> serde_json::Value {
     json(&["rate", "--json", common::fixture(fixture).to_str().unwrap()])

@@ -3,17 +3,7 @@
 
 mod common;
 
-use std::process::Command;
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let o = Command::new(common::bin()).args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
+use common::json;
 
 /// Story 1: the client said "Lost connection to server during query"; the capture shows the server
 /// hanging up in the middle of the resultset.

@@ -74,3 +74,14 @@ pub fn tshark_count(file: &Path, filter: &str) -> usize {
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_pcapsleuth")
 }
+
+/// Runs the binary with `args`, asserts success, and parses its stdout as JSON.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let o = Command::new(bin()).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}

@@ -7,6 +7,7 @@ use crate::engine::Analysis;
 use crate::mysql::MysqlReport;
 use crate::rate::RateReport;
 use crate::rt::RtReport;
+use crate::units::{self, duration_us};
 
 /// One thing worth a user's attention.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -31,23 +32,6 @@ pub struct FullReport {
     pub mysql: MysqlReport,
     pub rt: RtReport,
     pub rate: RateReport,
-}
-
-fn us(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{:.1} ms", v / 1000.0)
-    } else {
-        format!("{v:.0} µs")
-    }
-}
-
-fn rate_text(kind: &str, v: f64) -> String {
-    match kind {
-        "pps" => format!("{v:.0} packets/s"),
-        _ if v >= 1e9 => format!("{:.2} Gbit/s", v / 1e9),
-        _ if v >= 1e6 => format!("{:.1} Mbit/s", v / 1e6),
-        _ => format!("{:.0} kbit/s", v / 1e3),
-    }
 }
 
 /// Runs every analysis on `a` and ranks what it found.
@@ -95,9 +79,9 @@ pub fn full_report(a: &Analysis) -> FullReport {
     }
     for c in &rate.ceilings {
         let other = if c.kind == "pps" {
-            rate_text("bps", c.other_value)
+            units::rate("bps", c.other_value)
         } else {
-            rate_text("pps", c.other_value)
+            units::rate("pps", c.other_value)
         };
         f.push(Finding {
             severity: 1,
@@ -106,7 +90,7 @@ pub fn full_report(a: &Analysis) -> FullReport {
                 "{} {} pinned at {} for {:.1} s while only {} ({:.0}-byte packets): a {} cap",
                 c.server.as_deref().unwrap_or("all traffic"),
                 c.direction.replace('_', " "),
-                rate_text(c.kind, c.value),
+                units::rate(c.kind, c.value),
                 c.end - c.start,
                 other,
                 c.mean_packet_bytes,
@@ -131,8 +115,8 @@ pub fn full_report(a: &Analysis) -> FullReport {
                 "{errors} MySQL error responses ({:.1}% of {} requests); errors answered in {} on average vs {} for successes",
                 100.0 * share,
                 mysql.queries,
-                us(mysql.rt_error_us.mean),
-                us(mysql.rt_ok_us.mean)
+                duration_us(mysql.rt_error_us.mean),
+                duration_us(mysql.rt_ok_us.mean)
             ),
             evidence: top
                 .iter()
@@ -145,7 +129,7 @@ pub fn full_report(a: &Analysis) -> FullReport {
         let humps: Vec<String> = rt
             .modes
             .iter()
-            .map(|m| format!("{:.1}% at ~{}", 100.0 * m.share, us(m.center_us)))
+            .map(|m| format!("{:.1}% at ~{}", 100.0 * m.share, duration_us(m.center_us)))
             .collect();
         let mut evidence = Vec::new();
         for s in &rt.slow_modes {
@@ -171,7 +155,7 @@ pub fn full_report(a: &Analysis) -> FullReport {
             }
             evidence.push(format!(
                 "hump at ~{}: {}",
-                us(s.center_us),
+                duration_us(s.center_us),
                 traits.join(", ")
             ));
         }

@@ -22,6 +22,7 @@ mod mysql;
 mod rate;
 mod rt;
 mod thresholds;
+pub mod units;
 
 pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
 pub use engine::{

@@ -4,26 +4,9 @@ use std::fmt::Write;
 
 use pcapsleuth_analysis::{FullReport, RateReport, RtReport};
 
+use pcapsleuth_analysis::units::{duration_us as us, rate};
+
 use crate::text::utc;
-
-fn us(v: f64) -> String {
-    if v >= 1_000_000.0 {
-        format!("{:.2}s", v / 1e6)
-    } else if v >= 1000.0 {
-        format!("{:.2}ms", v / 1000.0)
-    } else {
-        format!("{v:.0}µs")
-    }
-}
-
-fn rate(kind: &str, v: f64) -> String {
-    match kind {
-        "pps" => format!("{v:.0} pkt/s"),
-        _ if v >= 1e9 => format!("{:.2} Gbit/s", v / 1e9),
-        _ if v >= 1e6 => format!("{:.2} Mbit/s", v / 1e6),
-        _ => format!("{:.0} kbit/s", v / 1e3),
-    }
-}
 
 /// `pcapsleuth rate` for people.
 pub fn render_rate(r: &RateReport) -> String {
