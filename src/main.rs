@@ -53,7 +53,8 @@ struct Common {
 
 #[derive(Subcommand)]
 enum Command {
-    /// The first FIN and first RST of the capture, and the first connection closes in time order.
+    /// The first abnormal close (an RST, a close mid-response or with a request unanswered), the first FIN
+    /// and first RST of the capture, and the first connection closes in time order.
     ///
     /// For each close: Wireshark frame number, absolute and relative time, client and server, who closed
     /// (client/server), FIN or RST, and whether the other side still had data unacknowledged or a request

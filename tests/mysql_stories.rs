@@ -150,3 +150,92 @@ fn command_code(name: &str) -> u8 {
         .find(|&b| pcapsleuth::mysql::Command::from_byte(b).name() == name)
         .unwrap_or_else(|| panic!("unknown command {name}"))
 }
+
+/// The records of a real capture, rewritten by `f` (Ethernet + IPv4 without options: TCP at offset 34).
+fn rewritten(
+    fixture: &str,
+    keep: impl Fn(usize) -> bool,
+    f: impl Fn(&mut [u8]),
+) -> pcapsleuth::capture::Capture {
+    let bytes = std::fs::read(common::fixture(fixture)).unwrap();
+    let cap = pcapsleuth::capture::Capture::open(common::fixture(fixture)).unwrap();
+    let mut out = bytes[..24].to_vec();
+    let mut r = cap.reader_all();
+    let mut i = 0;
+    while let Some(rec) = r.next_record() {
+        if keep(i) {
+            let mut raw = rec.raw.to_vec();
+            f(&mut raw[16..]);
+            out.extend_from_slice(&raw);
+        }
+        i += 1;
+    }
+    pcapsleuth::capture::Capture::from_vec(fixture, out).unwrap()
+}
+
+fn mysql_report(cap: &pcapsleuth::capture::Capture) -> serde_json::Value {
+    let a = pcapsleuth::analysis::analyze(cap, &pcapsleuth::analysis::EngineOptions::default());
+    serde_json::to_value(a.mysql.clone().report()).unwrap()
+}
+
+/// Proxies listen on 6033, 4000, 9913...: MySQL is recognised from its greeting, not its port.
+#[test]
+fn mysql_on_another_port_gives_the_same_report() {
+    let original = mysql_report(&rewritten("err1146-storm.pcap", |_| true, |_| {}));
+    let moved = mysql_report(&rewritten(
+        "err1146-storm.pcap",
+        |_| true,
+        |frame| {
+            for at in [34, 36] {
+                if frame[at..at + 2] == 3306u16.to_be_bytes() {
+                    frame[at..at + 2].copy_from_slice(&6033u16.to_be_bytes());
+                }
+            }
+        },
+    ));
+    assert_eq!(original["queries"], 6191);
+    assert_eq!(moved, original);
+}
+
+/// A capture started while connections were busy: no greeting, no handshake. The sessions are recognised
+/// from the shape of a request and its response, and every later request is decoded.
+#[test]
+fn a_capture_that_starts_mid_connection_is_still_decoded() {
+    let cut = rewritten("err1146-storm.pcap", |i| i >= 5000, |_| {});
+    let m = mysql_report(&cut);
+    assert_eq!(m["sessions"], 4);
+    // tshark, told the port is MySQL, on the same cut capture.
+    let path =
+        std::env::temp_dir().join(format!("pcapsleuth-midstream-{}.pcap", std::process::id()));
+    std::fs::write(&path, cut.bytes()).unwrap();
+    let p = path.to_str().unwrap();
+    let decode_as = ["-d", "tcp.port==3306,mysql"];
+    let count = |filter: &str| {
+        common::tshark(&[
+            "-r",
+            p,
+            decode_as[0],
+            decode_as[1],
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .len() as u64
+    };
+    let queries = count("mysql.command==3");
+    let errors = count("mysql.error_code==1146");
+    // At most the one request per connection that was in flight when the capture began is not counted.
+    let ours_q = m["queries"].as_u64().unwrap();
+    let ours_e = m["errors"]["1146"].as_u64().unwrap();
+    assert!(
+        ours_q <= queries && ours_q + 4 >= queries,
+        "queries {ours_q} vs tshark {queries}"
+    );
+    assert!(
+        ours_e <= errors && ours_e + 4 >= errors,
+        "1146 {ours_e} vs tshark {errors}"
+    );
+}
