@@ -16,64 +16,16 @@
 //! 4. The raw bins are assigned to the surviving modes, split at the valley minima; a mode's center is
 //!    its median and its spread its p75/p25.
 //!
-//! Deterministic: no randomness and no hash maps, only ordered arrays.
+//! Deterministic: no randomness and no hash maps, only ordered arrays. The constants, with the reason for
+//! each value, are in `crate::thresholds` with the other detectors'.
 
 use serde::Serialize;
 
 use crate::histogram::Histogram;
-
-// ---- Constants ------------------------------------------------------------------------------------
-/// Step of the evaluation grid on the ln axis (1%): as fine as the histogram's own bins, and at least
-/// twice finer than the narrowest kernel (`H_MIN`), so peaks and valleys are located to within 1%.
-const GRID_STEP: f64 = 0.01;
-/// Base kernel width (sigma on the ln axis) is `H_REF * n^(-1/5)`: 0.104 at 200 samples, 0.061 at
-/// 3,000, 0.026 at 200,000. Narrow enough to separate thread-pool steps 0.6 s / 0.9 s (ln distance 0.41,
-/// each hump ~0.1 wide) from a few thousand samples; wide enough that 200 samples of a smooth
-/// distribution do not break into bumps (those the significance test below does not already reject).
-const H_REF: f64 = 0.3;
-/// Narrowest base kernel: 2% on the ln axis, twice the grid step; finer structure than that is below
-/// the resolution a capture's timestamps and the 1% bins give anyway.
-const H_MIN: f64 = 0.02;
-/// Widest base kernel (reached only below ~8 samples, where no mode can pass `MIN_COUNT` twice anyway).
-const H_MAX: f64 = 0.2;
-/// The adaptive widening `sqrt(g / pilot)` is capped at this factor: enough to blur the sparse far
-/// tails of an exponential or a log-normal sampled 200 times (gaps of 0.2–0.7 in ln between the
-/// extreme samples), while a small genuine hump far from the main one (an RTO at 200 ms next to a few
-/// ms) stays far narrower than the distance between them.
-const MAX_WIDEN: f64 = 5.0;
-/// Timestamps in classic pcap files have a resolution of 1 µs, so response times are multiples of
-/// 1,000 ns: near 20 µs that is a comb with teeth 5% apart. The kernel is never narrower than one tick,
-/// `RES_NS / x`, so the comb is smoothed away instead of becoming modes.
-const RES_NS: f64 = 1_000.0;
-/// No kernel wider than this (sigma on the ln axis, a factor e): reached only by sub-µs values through
-/// the `RES_NS` floor, which cannot be resolved into modes anyway.
-const H_CAP: f64 = 1.0;
-/// Kernels are cut at this many sigmas (the Gaussian is 3e-4 of its peak there).
-const KERNEL_CUTOFF: f64 = 4.0;
-/// Two neighbouring peaks stay separate modes only when the valley between them is below this fraction
-/// of the smaller peak's density: a 1:1 mixture of two equal Gaussians has a valley at 50–60% of its
-/// peaks exactly when it is visibly two humps (separation ~2.5–3 sigma); shallower dips are skew,
-/// shoulders or noise.
-const VALLEY_RATIO_MAX: f64 = 0.55;
-/// The dip must also be significant: counts within one local kernel width of the smaller peak (`p`) and
-/// of the valley (`v`) must give `z = (p - v) / sqrt(p + v) >= Z_MIN`. The highest wiggle and the
-/// lowest dip among the dozens a smooth distribution sampled 200 times shows reach z ~2.5–3 routinely
-/// (measured: 2.5 split 5–10% of 200-sample exponentials and log-normals), 4 practically never (none
-/// of 300 seeds each of log-normals with sigma up to 1.5, exponentials, normals, gammas, uniforms and
-/// Paretos for n = 200..20,000), while true humps of a few hundred samples give z of 6 and more.
-const Z_MIN: f64 = 4.0;
-/// A near-empty valley (density below this fraction of the smaller peak) ...
-const DEEP_RATIO: f64 = 0.1;
-/// ... needs less evidence: `z >= 2.6` is 7 samples with nothing around them, the small far hump of a
-/// retransmission timeout in a modest capture. Scattered tail samples do not form such a gap, because
-/// the adaptive kernel has already blurred them together.
-const Z_DEEP: f64 = 2.6;
-/// A mode holds at least this many samples: fewer cannot be told from stray outliers.
-const MIN_COUNT: u64 = 5;
-/// ... and at least this share of all samples: below one request in a thousand a hump does not change
-/// what the distribution means to a user. The retransmission-timeout hump (0.3%) passes.
-const MIN_SHARE: f64 = 0.001;
-// ----------------------------------------------------------------------------------------------------
+use crate::thresholds::{
+    DEEP_RATIO, GRID_STEP, H_CAP, H_MAX, H_MIN, H_REF, KERNEL_CUTOFF, MAX_WIDEN, MIN_COUNT,
+    MIN_SHARE, RES_NS, VALLEY_RATIO_MAX, Z_DEEP, Z_MIN,
+};
 
 /// The modes of a response-time distribution.
 #[derive(Debug, Clone, PartialEq, Serialize)]
