@@ -82,6 +82,18 @@ impl Sinks {
         }
     }
 
+    /// Moves what was aggregated out; the rate scopes stay, since flows keep their ids.
+    fn take(&mut self) -> Sinks {
+        Sinks {
+            mysql: std::mem::take(&mut self.mysql),
+            rt: {
+                let fresh = RtAggregate::new(self.rt.interval_ns());
+                std::mem::replace(&mut self.rt, fresh)
+            },
+            rates: self.rates.take_series(),
+        }
+    }
+
     fn merge(&mut self, o: Sinks) {
         self.mysql.merge(o.mysql);
         self.rt.merge(o.rt);
@@ -412,7 +424,12 @@ impl Bucket {
                 self.sinks
                     .rates
                     .packet(scope, dir, at.ts.0, ev.wire_len, retransmitted);
-                if ev.payload_len > 0 && fed.class == SegmentClass::New {
+                // tcprstat-style response times, for connections not decoded as MySQL.
+                if ev.payload_len > 0
+                    && fed.class == SegmentClass::New
+                    && !flow.mysql.is_mysql()
+                    && flow.mysql_client.is_none()
+                {
                     if dir == C2S {
                         flow.request_start.get_or_insert(at.ts.0);
                     } else if let Some(start) = flow.request_start.take() {
@@ -511,6 +528,7 @@ fn run_engine(
     let mut frames: u64 = 0;
     let mut expected = cap.initial_state().clone();
     let mut pool: Vec<EventLists> = Vec::new();
+    let mut sinks = Sinks::new(opts);
     let mut released = 0;
     for batch in splits.chunks(batch_len) {
         let lists: Vec<EventLists> = batch
@@ -547,13 +565,18 @@ fn run_engine(
             .enumerate()
             .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes, opts));
         pool.extend(scans.into_iter().map(|sc| sc.buckets));
+        // Fold what the buckets aggregated into one set, so time series are held once, not per bucket.
+        if opts.aggregation == Aggregation::Everything {
+            for bucket in buckets.iter_mut() {
+                sinks.merge(bucket.sinks.take());
+            }
+        }
         let done = batch.last().map_or(cap.len(), |s| s.end);
         cap.release(released, done.min(expected.offset));
         released = done.min(expected.offset);
         progress(done, cap.len());
     }
     let concluded: Vec<_> = buckets.into_par_iter().map(|b| b.conclude(opts)).collect();
-    let mut sinks = Sinks::new(opts);
     let mut states = Vec::new();
     for (s, bucket_sinks) in concluded {
         states.extend(s);

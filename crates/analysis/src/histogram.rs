@@ -9,13 +9,15 @@
 
 use serde::Serialize;
 
-/// Bins per octave (a power of two: 2^SUB_BITS).
-const SUB_BITS: u32 = 7;
-const SUB: u64 = 1 << SUB_BITS;
+/// Bins per octave, as a power of two: 2^7 = 128 for distributions reported on their own.
+pub const FINE: u32 = 7;
+/// 2^4 = 16 bins per octave (4.4% wide) for the many per-interval distributions, where a p95 within 4% is
+/// plenty and memory matters.
+pub const COARSE: u32 = 4;
 
 /// A distribution of durations in nanoseconds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Histogram {
+pub struct Histogram<const SUB_BITS: u32 = FINE> {
     /// Counts of bins `base..base + counts.len()`: dense over the span of values seen, so adding is O(1)
     /// on the per-request path; the span is a few octaves (128 bins each) in practice. Never starts or ends
     /// with a zero, so equal distributions have equal representations.
@@ -27,32 +29,37 @@ pub struct Histogram {
     max_ns: u64,
 }
 
-fn bin_of(ns: u64) -> u16 {
-    if ns < SUB {
+/// A per-interval distribution: 16 bins per octave.
+pub type CoarseHistogram = Histogram<COARSE>;
+
+fn bin_of<const SUB_BITS: u32>(ns: u64) -> u16 {
+    let sub: u64 = 1 << SUB_BITS;
+    if ns < sub {
         return ns as u16;
     }
     let octave = 63 - ns.leading_zeros(); // >= SUB_BITS
     let shift = octave - SUB_BITS;
-    let sub = (ns >> shift) & (SUB - 1);
-    (SUB + u64::from(shift) * SUB + sub) as u16
+    let within = (ns >> shift) & (sub - 1);
+    (sub + u64::from(shift) * sub + within) as u16
 }
 
 /// The smallest value of the next bin (bins hold `[lower, upper)`).
-fn upper_edge(bin: u16) -> u64 {
+fn upper_edge<const SUB_BITS: u32>(bin: u16) -> u64 {
+    let sub: u64 = 1 << SUB_BITS;
     let bin = u64::from(bin);
-    if bin < SUB {
+    if bin < sub {
         return bin + 1;
     }
-    let shift = (bin - SUB) / SUB;
-    let sub = (bin - SUB) % SUB;
-    u64::try_from(u128::from(SUB + sub + 1) << shift).unwrap_or(u64::MAX)
+    let shift = (bin - sub) / sub;
+    let within = (bin - sub) % sub;
+    u64::try_from(u128::from(sub + within + 1) << shift).unwrap_or(u64::MAX)
 }
 
-fn lower_edge(bin: u16) -> u64 {
+fn lower_edge<const SUB_BITS: u32>(bin: u16) -> u64 {
     if bin == 0 {
         0
     } else {
-        upper_edge(bin - 1)
+        upper_edge::<SUB_BITS>(bin - 1)
     }
 }
 
@@ -68,9 +75,9 @@ pub struct RtSummary {
     pub min: f64,
 }
 
-impl Histogram {
+impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
     pub fn add(&mut self, ns: u64) {
-        self.add_to_bin(bin_of(ns), 1);
+        self.add_to_bin(bin_of::<SUB_BITS>(ns), 1);
         if self.count == 0 || ns < self.min_ns {
             self.min_ns = ns;
         }
@@ -98,7 +105,7 @@ impl Histogram {
         self.counts[i] += n;
     }
 
-    pub fn merge(&mut self, other: &Histogram) {
+    pub fn merge(&mut self, other: &Histogram<SUB_BITS>) {
         if other.count == 0 {
             return;
         }
@@ -142,7 +149,7 @@ impl Histogram {
         for (b, n) in self.nonzero() {
             seen += n;
             if seen >= rank {
-                return upper_edge(b).clamp(self.min_ns, self.max_ns);
+                return upper_edge::<SUB_BITS>(b).clamp(self.min_ns, self.max_ns);
             }
         }
         self.max_ns
@@ -159,7 +166,7 @@ impl Histogram {
     /// Bins as (lower edge ns, upper edge ns, count), in order: what plots and mode detection read.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         self.nonzero()
-            .map(|(b, n)| (lower_edge(b), upper_edge(b), n))
+            .map(|(b, n)| (lower_edge::<SUB_BITS>(b), upper_edge::<SUB_BITS>(b), n))
     }
 
     pub fn summary_us(&self) -> RtSummary {
@@ -186,7 +193,7 @@ mod tests {
 
     #[test]
     fn percentiles_are_within_one_percent_above_the_exact_value() {
-        let mut h = Histogram::default();
+        let mut h: Histogram = Histogram::default();
         for v in 1..=10_000u64 {
             h.add(v * 1000);
         }
@@ -204,8 +211,8 @@ mod tests {
     fn bins_tile_the_axis_and_hold_their_values() {
         let mut prev_upper = 0;
         for bin in 0..4000u16 {
-            assert_eq!(lower_edge(bin), prev_upper, "bin {bin}");
-            prev_upper = upper_edge(bin);
+            assert_eq!(lower_edge::<FINE>(bin), prev_upper, "bin {bin}");
+            prev_upper = upper_edge::<FINE>(bin);
         }
         for v in [
             0u64,
@@ -219,18 +226,17 @@ mod tests {
             123_456_789,
             u64::MAX / 3,
         ] {
-            let b = bin_of(v);
-            assert!(lower_edge(b) <= v && v < upper_edge(b), "{v} in bin {b}");
+            let b = bin_of::<FINE>(v);
+            assert!(
+                lower_edge::<FINE>(b) <= v && v < upper_edge::<FINE>(b),
+                "{v} in bin {b}"
+            );
         }
     }
 
     #[test]
     fn merging_equals_adding_in_any_order() {
-        let (mut a, mut b, mut all) = (
-            Histogram::default(),
-            Histogram::default(),
-            Histogram::default(),
-        );
+        let (mut a, mut b, mut all): (Histogram, Histogram, Histogram) = Default::default();
         for v in [5u64, 900, 77_000, 3, 1_000_000_000] {
             a.add(v);
             all.add(v);

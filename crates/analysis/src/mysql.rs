@@ -701,6 +701,9 @@ impl MysqlAggregate {
             slot.1 += e;
         }
         self.incidents.extend(o.incidents);
+        // Kept in one order whatever the merge order (batches, buckets): frame, then kind.
+        self.incidents
+            .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
     }
 
     /// Response-time distribution of each statement group.

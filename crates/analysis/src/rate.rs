@@ -159,6 +159,20 @@ impl RateAggregate {
         }
     }
 
+    /// Moves the series out, keeping the scope ids (flows cache them) and an empty series per scope.
+    pub(crate) fn take_series(&mut self) -> RateAggregate {
+        let empty = || vec![Bins::default(); self.scopes.len()];
+        RateAggregate {
+            interval_ns: self.interval_ns,
+            scopes: self.scopes.clone(),
+            ids: self.ids.clone(),
+            printed: std::mem::replace(&mut self.printed, empty()),
+            fine: std::mem::replace(&mut self.fine, empty()),
+            handshake_rtt: std::mem::take(&mut self.handshake_rtt),
+            span: self.span.take(),
+        }
+    }
+
     /// A request to `server` sent at `ts_ns` was answered after `rt_ns`.
     pub(crate) fn response_time(&mut self, server: Endpoint, ts_ns: i64, rt_ns: u64) {
         let f = ts_ns.div_euclid(CEILING_BIN_NS);

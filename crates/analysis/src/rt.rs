@@ -8,7 +8,7 @@ use pcapsleuth_flow::FlowBuildHasher;
 
 use serde::Serialize;
 
-use crate::histogram::{Histogram, RtSummary};
+use crate::histogram::{CoarseHistogram, Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::MysqlAggregate;
 
@@ -21,7 +21,7 @@ pub struct RtSide {
     retransmitted: Histogram,
     by_port: BTreeMap<u16, Histogram>,
     /// (server port, interval) -> distribution and error count.
-    per_interval: HashMap<(u16, i64), (Histogram, u64), FlowBuildHasher>,
+    per_interval: HashMap<(u16, i64), (CoarseHistogram, u64), FlowBuildHasher>,
 }
 
 impl RtSide {
@@ -79,6 +79,10 @@ impl RtAggregate {
             interval_ns: interval_ns.max(1),
             ..Default::default()
         }
+    }
+
+    pub(crate) fn interval_ns(&self) -> i64 {
+        self.interval_ns
     }
 
     pub(crate) fn mysql(&mut self, port: u16, ts: i64, rt: u64, error: bool, retransmitted: bool) {

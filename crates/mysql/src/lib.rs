@@ -327,6 +327,8 @@ pub struct ServerError {
 /// counted here, never reported as errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Counters {
+    /// MariaDB progress reports (ERR_Packet with code 0xFFFF), which are not errors.
+    pub progress_reports: u64,
     /// Bytes fed from the client.
     pub client_bytes: u64,
     /// Bytes fed from the server.

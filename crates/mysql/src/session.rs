@@ -730,6 +730,12 @@ impl Core {
         head.next_seq = pkt
             .seq
             .wrapping_add(1 + (pkt.len / u64::from(wire::MAX_PAYLOAD)) as u8);
+        // MariaDB's progress report (LOAD DATA, ALTER, ... with progress reporting on) is an ERR_Packet
+        // with code 0xFFFF: not an error, and the request goes on.
+        if prefix.starts_with(&[0xFF, 0xFF, 0xFF]) {
+            self.info.counters.progress_reports += 1;
+            return fx;
+        }
         let step = self.response_step(pkt, prefix, &mut fx);
         if let Step::Done(outcome) = step {
             self.complete_head(outcome);

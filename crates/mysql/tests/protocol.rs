@@ -795,3 +795,31 @@ fn a_client_fin_is_a_half_close_and_the_server_may_still_answer() {
 fn names_of(t: &[pcapsleuth_mysql::Transaction]) -> Vec<&'static str> {
     t.iter().map(|t| t.command.name()).collect()
 }
+
+/// MariaDB's progress report during a long statement (seen in fixtures/local-infile.pcap as "Stage: 1 of
+/// 2 'End bulk insert'"): an ERR_Packet with code 0xFFFF that is not an error; the OK that follows ends the
+/// request.
+#[test]
+fn mariadb_progress_report_is_not_an_error() {
+    let mut progress = vec![0xFF, 0xFF, 0xFF, 0x01, 0x01, 0x02, 0xE8, 0x03, 0x00];
+    progress.extend_from_slice(b"\x0fEnd bulk insert");
+    let evs = vec![
+        query("load data local infile '/tmp/x.csv' into table t"),
+        Ev::Data(S, packet(1, &progress)),
+        Ev::Data(S, packet(2, &ok(3, 0x0002))),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(t.len(), 1);
+    assert!(
+        matches!(
+            t[0].outcome,
+            Outcome::Ok {
+                affected_rows: 3,
+                ..
+            }
+        ),
+        "{:?}",
+        t[0].outcome
+    );
+    assert_eq!(s.info().counters.progress_reports, 1);
+}
