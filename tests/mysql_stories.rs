@@ -248,3 +248,71 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
         "1146 {ours_e} vs tshark {errors}"
     );
 }
+
+/// Story 1 again, through a proxy on port 6033 (socat, killed while the client read slowly): the proxy's
+/// FIN in the middle of the resultset, recognised as MySQL from the greeting, not the port.
+#[test]
+fn a_proxy_hanging_up_mid_resultset_on_port_6033_is_the_first_abnormal_close() {
+    let f = common::fixture("proxy-6033.pcap");
+    let p = f.to_str().unwrap();
+    let v = json(&["first-reset", "--json", p]);
+    let a = &v["first_abnormal"];
+    assert_eq!(a["initiator"], "server");
+    assert_eq!(a["flag"], "FIN");
+    assert_eq!(a["server"], "10.77.0.1:6033");
+    assert_eq!(a["mysql_state"], "in_resultset");
+    assert!(a["reason"]
+        .as_str()
+        .unwrap()
+        .contains("mid-resultset of `select * from big.sbtest1`"));
+    let client_port = a["client"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let filter = format!("tcp.srcport==6033 && tcp.dstport=={client_port} && tcp.flags.fin==1");
+    let fin = common::tshark(&["-r", p, "-Y", &filter, "-T", "fields", "-e", "frame.number"]);
+    assert_eq!(a["frame"].as_u64().unwrap().to_string(), fin[0]);
+}
+
+/// Compressed protocol sessions are decoded through the compression: commands, the ERR 1146 and response
+/// times of every query (tshark counts the commands but cannot unpack the compressed responses).
+#[test]
+fn compressed_sessions_are_decoded() {
+    let m = json(&[
+        "mysql",
+        "--json",
+        common::fixture("compressed.pcap").to_str().unwrap(),
+    ]);
+    assert_eq!(m["commands"]["COM_QUERY"], 8);
+    assert_eq!(m["errors"]["1146"], 1);
+    assert_eq!(m["rt_us"]["count"], 8);
+}
+
+/// Prepared statements: every COM_STMT_EXECUTE is grouped under the SQL it was prepared with.
+#[test]
+fn executes_of_prepared_statements_carry_their_sql() {
+    let m = json(&[
+        "mysql",
+        "--json",
+        common::fixture("prepared-full.pcap").to_str().unwrap(),
+    ]);
+    let executes = m["commands"]["COM_STMT_EXECUTE"].as_u64().unwrap();
+    let grouped: u64 = m["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["count"].as_u64().unwrap())
+        .sum();
+    // PREPARE requests are statements too; every EXECUTE must be among the groups.
+    assert!(
+        grouped >= executes,
+        "{grouped} grouped vs {executes} executes"
+    );
+    assert!(m["statements"][0]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("select c from sbtest"));
+}
