@@ -148,15 +148,13 @@ fn meta(at: FrameRef) -> Meta {
     }
 }
 
-/// Does this server payload start like a response to a command (a packet with sequence id 1)?
+/// Does this server payload start like a response to a command: a packet header with sequence id 1 and a
+/// non-empty payload? Together with a client command just before it (checked by the caller),
+/// this recognises MySQL on a connection whose handshake the capture missed.
 fn looks_like_response(bytes: &[u8]) -> bool {
-    bytes.len() >= 5 && bytes[3] == 1 && {
-        let len = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]);
-        len > 0
-            && (bytes[4] == 0x00
-                || bytes[4] == 0xff
-                || bytes[4] == 0xfe
-                || len as usize + 4 >= bytes.len().min(5))
+    match bytes {
+        [a, b, c, 1, _, ..] => u32::from_le_bytes([*a, *b, *c, 0]) > 0,
+        _ => false,
     }
 }
 
