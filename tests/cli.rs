@@ -67,6 +67,8 @@ fn bad_inputs_get_one_line_naming_the_file_and_exit_code_2() {
     assert_input_error(&["flows", &text], &text, "not a pcap or pcapng");
     let short = write("short.pcap", &pcap_header(1)[..10]);
     assert_input_error(&["first-reset", &short], &short, "cut short");
+    assert_input_error(&["first-reset", "-"], "-", "standard input");
+    assert_input_error(&["flows", "/dev/null"], "/dev/null", "not a regular file");
     let usb = write("usb.pcap", &pcap_header(189));
     assert_input_error(&["first-reset", &usb], &usb, "unsupported link type 189");
 }

@@ -14,6 +14,8 @@ pub enum CaptureError {
     },
     #[error("{path}: is a directory, not a capture file")]
     IsDirectory { path: PathBuf },
+    #[error("{path}: {what}, not a regular file; pcapsleuth maps the capture to read it in parallel: write it to a file first (tcpdump -w FILE)")]
+    NotRegularFile { path: PathBuf, what: &'static str },
     #[error("{path}: empty file (0 bytes), not a capture")]
     Empty { path: PathBuf },
     #[error("{path}: not a pcap or pcapng capture (first bytes {magic:02x?})")]

@@ -214,12 +214,24 @@ impl Capture {
     /// Opens and memory-maps a capture, reading its header(s).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
         let path = path.as_ref().to_path_buf();
+        if path.as_os_str() == "-" {
+            return Err(CaptureError::NotRegularFile {
+                path,
+                what: "standard input",
+            });
+        }
         let meta = std::fs::metadata(&path).map_err(|source| CaptureError::Open {
             path: path.clone(),
             source,
         })?;
         if meta.is_dir() {
             return Err(CaptureError::IsDirectory { path });
+        }
+        if !meta.is_file() {
+            return Err(CaptureError::NotRegularFile {
+                path,
+                what: "a pipe, socket or device",
+            });
         }
         if meta.len() == 0 {
             return Err(CaptureError::Empty { path });
