@@ -4,14 +4,18 @@
 //! Two phases run per batch of splits:
 //! 1. **Scan** (one task per split): walk the split's records, decode each, give each flow a split-local
 //!    id, and append a compact [`PacketEvent`] to the list of the flow's *bucket* (a hash of its 4-tuple).
-//! 2. **Track** (one task per bucket): for every split in file order, feed the bucket's events to the
-//!    connection trackers, which live across batches.
+//! 2. **Track** (one task per bucket): for every split in file order, feed the bucket's events to each
+//!    flow's TCP tracker and MySQL decoder (stream reassembly, session), which live across batches, and
+//!    to the bucket's [`Sinks`] (MySQL statistics, response times, rate series).
 //!
 //! A flow is always fed by one task, in capture order, with its whole history: a connection spanning
 //! splits is tracked exactly as in one piece, so split invariance holds by construction rather than by
 //! merging partial states. Between the phases, each split's starting boundary is checked against where
 //! the previous split really ended ([`pcapsleuth_capture::Split::continues`]) and re-read if the resync
-//! guessed wrong. Memory holds one batch of events plus the open flows, never the file.
+//! guessed wrong. After each batch the buckets' sinks are folded into one set (merging is addition, so
+//! the order does not matter). Memory holds one batch of events, the open flows' state, the concluded
+//! connections' facts and the aggregates, never the file: pages already read are released, and a
+//! connection's decoder is freed when the connection ends.
 
 use std::collections::HashMap;
 

@@ -1,7 +1,11 @@
 //! The analyses of pcapsleuth and the parallel engine they run on.
 //!
-//! [`analyze`] reads a capture in parallel splits and tracks every TCP connection ([`Analysis`]);
-//! the analyses turn that into answers, e.g. [`first_reset`].
+//! [`analyze`] reads a capture in parallel splits, tracks every TCP connection, decodes MySQL wherever it
+//! is spoken, and aggregates transactions, response times and rates ([`Analysis`]). The analyses turn that
+//! into answers: [`first_reset`] (who closed first, and how), [`MysqlAggregate::report`] (errors,
+//! statements, incidents), [`RtAggregate::report`] (response-time modes), [`RateAggregate::report`]
+//! (ceilings), and [`full_report`] (everything, as ranked findings). Detector thresholds live in one place,
+//! with the reason for each value: the `thresholds` module.
 //!
 //! ```no_run
 //! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions};
