@@ -1,0 +1,55 @@
+//! The same packets in other file formats give the same reports: nanosecond pcap and pcapng, written by
+//! editcap (Wireshark's own converter) from a real capture.
+
+mod common;
+
+use std::process::Command;
+
+fn convert(fixture: &str, format: &str) -> std::path::PathBuf {
+    let out = std::env::temp_dir().join(format!(
+        "pcapsleuth-{}-{format}-{fixture}",
+        std::process::id()
+    ));
+    let status = Command::new("editcap")
+        .args(["-F", format])
+        .arg(common::fixture(fixture))
+        .arg(&out)
+        .status()
+        .expect("editcap comes with tshark (.ci/run installs it)");
+    assert!(status.success());
+    out
+}
+
+#[test]
+fn nanosecond_pcap_and_pcapng_give_the_same_reports() {
+    for fixture in ["stream-stall.pcap", "ipv6.pcap"] {
+        let original = common::fixture(fixture);
+        for format in ["nsecpcap", "pcapng"] {
+            let converted = convert(fixture, format);
+            for command in [
+                &["first-reset", "--json"][..],
+                &["mysql", "--json"][..],
+                &["report", "--json"][..],
+            ] {
+                let run = |p: &std::path::Path| {
+                    let mut args = command.to_vec();
+                    args.push(p.to_str().unwrap());
+                    common::json(&args)
+                };
+                assert_eq!(
+                    run(&original),
+                    run(&converted),
+                    "{fixture} as {format}: {command:?}"
+                );
+            }
+            let flows = |p: &std::path::Path| {
+                common::json(&["flows", "--json", p.to_str().unwrap()])["connections"].clone()
+            };
+            assert_eq!(
+                flows(&original),
+                flows(&converted),
+                "{fixture} as {format}: flows"
+            );
+        }
+    }
+}
