@@ -232,3 +232,58 @@ fn extract_and_split_refuse_nonsense_arguments() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn split_by_megabytes_keeps_pieces_under_the_size_and_every_packet() {
+    let src = common::fixture("stream-stall.pcap");
+    let dir = scratch("pieces-mb");
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = run(&[
+        "split",
+        src.to_str().unwrap(),
+        "--megabytes",
+        "1",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pieces: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(pieces.len() >= 4, "{pieces:?}");
+    for p in &pieces {
+        // Each piece: the 24-byte file header plus records up to 1 MB (a piece holds at least one record).
+        assert!(
+            std::fs::metadata(p).unwrap().len() <= 1_000_000 + 24 + 262_160,
+            "{p:?}"
+        );
+    }
+    let total: usize = pieces.iter().map(|p| tshark_frames(p)).sum();
+    assert_eq!(total, tshark_frames(&src));
+}
+
+#[test]
+fn extract_by_endpoint_takes_every_connection_of_that_endpoint() {
+    let src = common::fixture("ipv6.pcap");
+    let out = scratch("flow.pcap");
+    let server = common::json(&["flows", "--json", src.to_str().unwrap()])["connections"][0]
+        ["server"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = run(&[
+        "extract",
+        src.to_str().unwrap(),
+        "--flow",
+        &server,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(server.starts_with('['), "an IPv6 endpoint: {server}");
+    assert_eq!(
+        tshark_frames(&out),
+        common::tshark_count(&src, "tcp.port==3306")
+    );
+}
