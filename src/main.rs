@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
-use pcapsleuth::capture::{Capture, CaptureError, PcapWriter};
+use pcapsleuth::capture::{Capture, CaptureError, Damage, PcapWriter};
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
 
@@ -49,6 +49,14 @@ struct Common {
     /// Number of byte-range splits (default: automatic). Results do not depend on it.
     #[arg(long, value_name = "N", hide = true)]
     splits: Option<usize>,
+}
+
+/// `--plots DIR` of the commands that can draw.
+#[derive(Args, Clone)]
+struct PlotsArg {
+    /// Also write plots (PNG and SVG) into this directory.
+    #[arg(long = "plots", value_name = "DIR")]
+    dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -99,9 +107,8 @@ enum Command {
         /// How many statement groups to print.
         #[arg(long, default_value_t = 20)]
         limit: usize,
-        /// Also write plots (PNG and SVG) into this directory.
-        #[arg(long, value_name = "DIR")]
-        plots: Option<PathBuf>,
+        #[command(flatten)]
+        plots: PlotsArg,
     },
     /// Packets/s and bits/s per direction, per server and in total, and ceilings: traffic pinned flat at a
     /// packet-rate or bit-rate cap while load waited behind it (retransmissions, requests queueing).
@@ -111,9 +118,8 @@ enum Command {
         /// Interval of the printed series (e.g. 1s, 100ms).
         #[arg(long, default_value = "1s")]
         interval: String,
-        /// Also write plots (PNG and SVG) into this directory.
-        #[arg(long, value_name = "DIR")]
-        plots: Option<PathBuf>,
+        #[command(flatten)]
+        plots: PlotsArg,
     },
     /// Response-time distribution: percentiles, a log histogram, its humps (modes) and what the slow
     /// humps have in common. MySQL requests where decoded, else TCP request/response (tcprstat-style).
@@ -126,9 +132,8 @@ enum Command {
         /// Interval of the per-interval table (e.g. 1s, 100ms).
         #[arg(long, default_value = "1s")]
         interval: String,
-        /// Also write plots (PNG and SVG) into this directory.
-        #[arg(long, value_name = "DIR")]
-        plots: Option<PathBuf>,
+        #[command(flatten)]
+        plots: PlotsArg,
     },
     /// Every analysis at once, as ranked findings with their evidence (frames, times, values).
     Report {
@@ -137,9 +142,8 @@ enum Command {
         /// Interval of rate series and per-interval response times.
         #[arg(long, default_value = "1s")]
         interval: String,
-        /// Also write plots (PNG and SVG) into this directory.
-        #[arg(long, value_name = "DIR")]
-        plots: Option<PathBuf>,
+        #[command(flatten)]
+        plots: PlotsArg,
     },
     /// Copies every packet of the matching TCP connections into a new capture for Wireshark
     /// (records byte-identical: original link type and timestamps).
@@ -273,7 +277,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (cap, a) = analyze_with(&common, filter, 0, Aggregation::Everything)?;
             let mysql = a.mysql.clone().report();
             output(common.json, &mysql, |r| report::render_mysql(r, limit))?;
-            write_plots(plots.as_deref(), &a)?;
+            write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
         Command::Rate {
@@ -284,7 +288,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rates.report();
             output(common.json, &r, report::render_rate)?;
-            write_plots(plots.as_deref(), &a)?;
+            write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
         Command::Rt {
@@ -296,7 +300,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rt.report(&a.mysql);
             output(common.json, &r, |r| report::render_rt(r, per_interval))?;
-            write_plots(plots.as_deref(), &a)?;
+            write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
         Command::Report {
@@ -307,7 +311,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = analysis::full_report(&a);
             output(common.json, &r, report::render_report)?;
-            if let Some(dir) = plots.as_deref() {
+            if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
             Ok(finish(&cap, &a))
@@ -463,10 +467,14 @@ fn analyze_with(
 
 /// Warnings for damage the reading survived; exit code 2 if any of it was more than a cut-short tail.
 fn finish(cap: &Capture, a: &Analysis) -> ExitCode {
+    report_damage(cap.path(), &a.capture.damage)
+}
+
+fn report_damage(file: &Path, damage: &[Damage]) -> ExitCode {
     let mut fatal = false;
-    for d in &a.capture.damage {
+    for d in damage {
         let level = if d.is_fatal() { "error" } else { "warning" };
-        eprintln!("pcapsleuth: {level}: {}: {d}", cap.path().display());
+        eprintln!("pcapsleuth: {level}: {}: {d}", file.display());
         fatal |= d.is_fatal();
     }
     if fatal {
@@ -555,21 +563,7 @@ fn extract(
     }
     let n = w.finish()?;
     eprintln!("pcapsleuth: wrote {n} packets to {}", output.display());
-    let damage = reader.take_damage();
-    let mut fatal = false;
-    for d in &damage {
-        eprintln!(
-            "pcapsleuth: {}: {}: {d}",
-            if d.is_fatal() { "error" } else { "warning" },
-            file.display()
-        );
-        fatal |= d.is_fatal();
-    }
-    Ok(if fatal {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(report_damage(file, &reader.take_damage()))
 }
 
 fn split(
@@ -634,18 +628,5 @@ fn split(
         written.len(),
         out_dir.display()
     );
-    let mut fatal = false;
-    for d in &damage {
-        eprintln!(
-            "pcapsleuth: {}: {}: {d}",
-            if d.is_fatal() { "error" } else { "warning" },
-            file.display()
-        );
-        fatal |= d.is_fatal();
-    }
-    Ok(if fatal {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(report_damage(file, &damage))
 }

@@ -217,22 +217,8 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
     let path =
         std::env::temp_dir().join(format!("pcapsleuth-midstream-{}.pcap", std::process::id()));
     std::fs::write(&path, cut.bytes()).unwrap();
-    let p = path.to_str().unwrap();
-    let decode_as = ["-d", "tcp.port==3306,mysql"];
     let count = |filter: &str| {
-        common::tshark(&[
-            "-r",
-            p,
-            decode_as[0],
-            decode_as[1],
-            "-Y",
-            filter,
-            "-T",
-            "fields",
-            "-e",
-            "frame.number",
-        ])
-        .len() as u64
+        common::tshark_count_with(&path, &["-d", "tcp.port==3306,mysql"], filter) as u64
     };
     let queries = count("mysql.command==3");
     let errors = count("mysql.error_code==1146");

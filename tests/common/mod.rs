@@ -58,17 +58,15 @@ pub fn tshark(args: &[&str]) -> Vec<String> {
 
 /// Number of frames tshark's display filter selects.
 pub fn tshark_count(file: &Path, filter: &str) -> usize {
-    tshark(&[
-        "-r",
-        file.to_str().unwrap(),
-        "-Y",
-        filter,
-        "-T",
-        "fields",
-        "-e",
-        "frame.number",
-    ])
-    .len()
+    tshark_count_with(file, &[], filter)
+}
+
+/// [`tshark_count`] with extra tshark arguments (e.g. `-d tcp.port==N,mysql`).
+pub fn tshark_count_with(file: &Path, extra: &[&str], filter: &str) -> usize {
+    let mut args = vec!["-r", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-Y", filter, "-T", "fields", "-e", "frame.number"]);
+    tshark(&args).len()
 }
 
 pub fn bin() -> &'static str {

@@ -151,14 +151,17 @@ impl RtAggregate {
                 .iter()
                 .collect::<BTreeMap<_, _>>()
                 .into_iter()
-                .map(|(&(port, bin), (h, errors))| IntervalRt {
-                    port,
-                    start: bin as f64 * secs,
-                    count: h.count(),
-                    mean_us: h.summary_us().mean,
-                    p95_us: h.summary_us().p95,
-                    p99_us: h.summary_us().p99,
-                    errors: *errors,
+                .map(|(&(port, bin), (h, errors))| {
+                    let summary = h.summary_us();
+                    IntervalRt {
+                        port,
+                        start: bin as f64 * secs,
+                        count: h.count(),
+                        mean_us: summary.mean,
+                        p95_us: summary.p95,
+                        p99_us: summary.p99,
+                        errors: *errors,
+                    }
                 })
                 .collect(),
             interval_s: secs,
