@@ -274,7 +274,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 errors_only,
                 slower_than_ns,
             };
-            let (cap, a) = analyze_with(&common, filter, 0, Aggregation::Everything)?;
+            // Rate series and response-time distributions are only drawn, never printed, by `mysql`.
+            let aggregation = if plots.dir.is_some() {
+                Aggregation::Everything
+            } else {
+                Aggregation::Mysql
+            };
+            let (cap, a) = analyze_with(&common, filter, 0, aggregation)?;
             let mysql = a.mysql.clone().report();
             output(common.json, &mysql, |r| report::render_mysql(r, limit))?;
             write_plots(plots.dir.as_deref(), &a)?;

@@ -9,8 +9,8 @@ use pcapsleuth_flow::{
     StreamEvent, StreamReassembler, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    fingerprint, looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag, Command,
-    Direction, Encryption, Meta, Outcome, Session, SessionPhase, StartMode, Transaction,
+    fingerprint_into, looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag,
+    Command, Direction, Encryption, Meta, Outcome, Session, SessionPhase, StartMode, Transaction,
 };
 use serde::Serialize;
 
@@ -363,7 +363,8 @@ impl MysqlTrack {
 
     fn drain(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
         let filter = &opts.mysql_filter;
-        let everything = opts.aggregation == Aggregation::Everything;
+        let statistics = opts.aggregation != Aggregation::ConnectionsOnly;
+        let distributions = opts.aggregation == Aggregation::Everything;
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
@@ -374,10 +375,14 @@ impl MysqlTrack {
             self.transactions += 1;
             let error = matches!(t.outcome, Outcome::Err { .. });
             self.errors += u64::from(error);
-            if !everything {
+            if !statistics {
                 continue;
             }
-            if let (Some(rt), false) = (response_time_ns(&t), t.command == Command::Connect) {
+            if let (Some(rt), false, true) = (
+                response_time_ns(&t),
+                t.command == Command::Connect,
+                distributions,
+            ) {
                 let start = t.request_ts_ns as i64;
                 let end = start.saturating_add(rt as i64);
                 let retransmitted = self.retransmissions.iter().any(|&r| r >= start && r <= end);
@@ -531,6 +536,11 @@ impl Incident {
     }
 }
 
+thread_local! {
+    /// Scratch buffer of [`MysqlAggregate::add`]'s fingerprints.
+    static FINGERPRINT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 /// Up to this many distinct messages are kept per error code (those seen first).
 const MESSAGE_SAMPLES: usize = 3;
 
@@ -558,12 +568,12 @@ struct StatementAgg {
 pub struct MysqlAggregate {
     pub sessions: u64,
     queries: u64,
-    commands: BTreeMap<&'static str, u64>,
+    commands: HashMap<Command, u64, FlowBuildHasher>,
     errors: BTreeMap<u16, ErrorAgg>,
-    rt_all: Histogram,
+    /// Response times of answered requests, split by outcome (all of them: their sum, at report time).
     rt_ok: Histogram,
     rt_err: Histogram,
-    statements: HashMap<String, StatementAgg>,
+    statements: HashMap<String, StatementAgg, FlowBuildHasher>,
     per_second: HashMap<i64, (u64, u64), FlowBuildHasher>,
     incidents: Vec<Incident>,
 }
@@ -582,7 +592,7 @@ fn trim_messages(m: &mut BTreeMap<String, u64>) {
 
 impl MysqlAggregate {
     fn add(&mut self, t: &Transaction) {
-        *self.commands.entry(t.command.name()).or_insert(0) += 1;
+        *self.commands.entry(t.command).or_insert(0) += 1;
         let answered_or_cut = matches!(
             t.outcome,
             Outcome::Ok { .. }
@@ -605,7 +615,6 @@ impl MysqlAggregate {
             e.0 += 1;
             e.1 += u64::from(is_err);
             if let Some(rt) = rt {
-                self.rt_all.add(rt);
                 if is_err {
                     self.rt_err.add(rt);
                 } else {
@@ -627,31 +636,46 @@ impl MysqlAggregate {
             if agg.sql_state.is_empty() {
                 agg.sql_state = sql_state.clone();
             }
-            let f = agg
-                .messages
-                .entry(message.clone())
-                .or_insert(t.request_frame);
-            *f = (*f).min(t.request_frame);
-            trim_messages(&mut agg.messages);
+            // Looked up before cloning: a storm repeats a few messages millions of times.
+            match agg.messages.get_mut(message.as_str()) {
+                Some(f) => *f = (*f).min(t.request_frame),
+                None => {
+                    agg.messages.insert(message.clone(), t.request_frame);
+                    trim_messages(&mut agg.messages);
+                }
+            }
         }
         if t.command == Command::Connect {
             return;
         }
         if let Some(sql) = &t.statement {
-            let fp = fingerprint(sql);
-            let agg = self.statements.entry(fp).or_insert_with(|| StatementAgg {
-                sample: (t.request_frame, sql.clone()),
-                ..StatementAgg::default()
+            let count = |agg: &mut StatementAgg| {
+                agg.count += 1;
+                agg.errors += u64::from(is_err);
+                agg.rows += t.rows;
+                if let Some(rt) = rt {
+                    agg.rt.add(rt);
+                }
+                if t.request_frame < agg.sample.0 {
+                    agg.sample = (t.request_frame, sql.clone());
+                }
+            };
+            // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
+            // allocated once per statement group, not once per request.
+            FINGERPRINT.with_borrow_mut(|fp| {
+                fingerprint_into(sql, fp);
+                match self.statements.get_mut(fp.as_str()) {
+                    Some(agg) => count(agg),
+                    None => {
+                        let mut agg = StatementAgg {
+                            sample: (t.request_frame, sql.clone()),
+                            ..StatementAgg::default()
+                        };
+                        count(&mut agg);
+                        self.statements.insert(fp.clone(), agg);
+                    }
+                }
             });
-            agg.count += 1;
-            agg.errors += u64::from(is_err);
-            agg.rows += t.rows;
-            if let Some(rt) = rt {
-                agg.rt.add(rt);
-            }
-            if t.request_frame < agg.sample.0 {
-                agg.sample = (t.request_frame, sql.clone());
-            }
         }
     }
 
@@ -674,7 +698,6 @@ impl MysqlAggregate {
             }
             trim_messages(&mut agg.messages);
         }
-        self.rt_all.merge(&o.rt_all);
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
         for (fp, s) in o.statements {
@@ -738,8 +761,11 @@ impl MysqlAggregate {
             commands: self
                 .commands
                 .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
+                .fold(BTreeMap::new(), |mut names, (c, n)| {
+                    // Unknown command bytes share one name.
+                    *names.entry(c.name().to_string()).or_insert(0) += n;
+                    names
+                }),
             errors: self
                 .errors
                 .iter()
@@ -761,7 +787,11 @@ impl MysqlAggregate {
                     }
                 })
                 .collect(),
-            rt_us: self.rt_all.summary_us(),
+            rt_us: {
+                let mut all = self.rt_ok.clone();
+                all.merge(&self.rt_err);
+                all.summary_us()
+            },
             rt_ok_us: self.rt_ok.summary_us(),
             rt_error_us: self.rt_err.summary_us(),
             statements,

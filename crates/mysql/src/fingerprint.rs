@@ -1,179 +1,506 @@
 //! Statement fingerprints in the style of pt-query-digest: statements that
 //! differ only in literal values, case, spacing or comments share a fingerprint.
+//!
+//! Fingerprinting runs once per request, so it is on the hot path of `pcapsleuth mysql`. It is a
+//! single pass over the bytes that writes the output as it goes, with no token list:
+//!
+//! * Most of a statement is words, single spaces and punctuation that come out unchanged apart
+//!   from lowercasing. [`plain_run_end`] finds such a stretch with one table lookup per byte, and
+//!   it is copied in one go.
+//! * Everything else goes token by token through [`next_token`]: literals become `?`, whitespace
+//!   and comments collapse to one space, non-ASCII words are lowercased with Unicode rules.
+//! * After `IN`, `VALUES` or `VALUE`, [`literal_list_end`] looks ahead for a list of literal rows;
+//!   if there is one it is printed as ` (?)` and skipped. Lookahead stops at the first token that
+//!   does not fit a list, and no word fits, so it never reaches the next keyword: each byte is
+//!   scanned a bounded number of times.
+//!
+//! The fast paths ([`plain_run_end`], [`list_token`], [`simple_row_end`], [`find_either`]) exist
+//! because the work is dominated by data-dependent branches: a loop per byte class, or a check per
+//! call site, predicts far better than one dispatch over every kind of token. Each fast path only
+//! takes input whose result it can state exactly and leaves everything else to the general code.
+//!
+//! ASCII is classified through tables; other characters are decoded and classified with the
+//! `char` methods the definition is stated in (`is_whitespace`, `is_alphanumeric`). Scanning bytes finds the same token boundaries
+//! as scanning characters would: every delimiter looked for (quotes, backslash, backquote, `*/`,
+//! newline) is ASCII, and the bytes of a multi-byte character are all >= 0x80, so they never match
+//! one. The scan only stops inside a character in a quoted string (a backslash skips one byte),
+//! and a string only ends at an ASCII quote, so tokens always start at character boundaries.
 
-#[derive(Debug, Clone, PartialEq)]
-enum Tok<'a> {
-    /// Identifier or keyword as written (lowercased when printed; backquoted names keep their quotes).
-    Word(&'a str),
-    /// A literal: number, quoted string, hex/bit literal or `?` placeholder.
-    Lit,
-    /// Any other character.
-    Punct(char),
+/// What a byte starts, for ASCII bytes. (`char::is_whitespace` and `char::is_alphanumeric` agree
+/// with this on ASCII; a unit test checks it.)
+const OTHER: u8 = 0;
+/// A letter, `_` or `$`: starts a word. Words continue with letters, digits, `_` and `$`.
+const WORD: u8 = 1;
+/// A digit: starts a number, and continues a word.
+const DIGIT: u8 = 2;
+/// Tab, line feed, vertical tab, form feed, carriage return, space.
+const SPACE: u8 = 3;
+/// `'` or `"`.
+const QUOTE: u8 = 4;
+const BACKQUOTE: u8 = 5;
+/// `/`: a comment if followed by `*`.
+const SLASH: u8 = 6;
+/// `-`: a comment if followed by `-`.
+const DASH: u8 = 7;
+const HASH: u8 = 8;
+/// `.`: a number if followed by a digit.
+const DOT: u8 = 9;
+const QUESTION: u8 = 10;
+/// A byte >= 0x80, starting a multi-byte character.
+const NON_ASCII: u8 = 11;
+
+const CLASS: [u8; 256] = {
+    let mut t = [OTHER; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = match b {
+            0x80..=0xFF => NON_ASCII,
+            b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' => SPACE,
+            b'0'..=b'9' => DIGIT,
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'$' => WORD,
+            b'\'' | b'"' => QUOTE,
+            b'`' => BACKQUOTE,
+            b'/' => SLASH,
+            b'-' => DASH,
+            b'#' => HASH,
+            b'.' => DOT,
+            b'?' => QUESTION,
+            _ => OTHER,
+        };
+        i += 1;
+    }
+    t
+};
+
+fn class(b: u8) -> u8 {
+    CLASS[usize::from(b)]
 }
 
-struct Token<'a> {
-    tok: Tok<'a>,
+/// An ASCII letter, digit, `_` or `$`.
+fn is_word_byte(b: u8) -> bool {
+    matches!(class(b), WORD | DIGIT)
+}
+
+/// For [`plain_run_end`]: what the previous byte of a run was (a bit position in [`RUN`] masks).
+const AFTER_SPACE: u8 = 0; // or the start of the run
+const AFTER_WORD: u8 = 1;
+const AFTER_PUNCT: u8 = 2;
+
+/// In [`RUN`]: starts a word that may be `IN`, `VALUES` or `VALUE`.
+const MAYBE_KEYWORD: u8 = 1 << 3;
+
+/// End of the run of ASCII word bytes starting at `i`.
+fn ascii_word_end(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(|&b| is_word_byte(b)) {
+        i += 1;
+    }
+    i
+}
+
+/// For each byte: in bits 0..3, after which kinds of byte ([`AFTER_SPACE`], ...) it may continue a
+/// plain run; in bits 4..6, what it is for the byte after it. A plain run is text the token loop
+/// would copy unchanged except for ASCII lowercasing:
+/// * letters, `_`, `$`, and digits inside a word (a digit starting a token is a number); but the
+///   token loop must see `IN`/`VALUES`/`VALUE`, so a word starting with `i` or `v`
+///   ([`MAYBE_KEYWORD`]) only starts in a run once it is known not to be one of them;
+/// * ASCII punctuation that never starts anything special: not quotes, backquote, `?`, `.`
+///   (`.5`), or `/`, `-`, `#` (comments); `(`, `,` and `)` are fine, as a run is never inside a
+///   literal list (list keywords end runs);
+/// * a single space (` ` only) after a word or punctuation; a run never ends with one.
+const RUN: [u8; 256] = {
+    const ANY: u8 = (1 << AFTER_SPACE) | (1 << AFTER_WORD) | (1 << AFTER_PUNCT);
+    const IN_WORD: u8 = 1 << AFTER_WORD;
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 128 {
+        let b = i as u8;
+        t[i] = match b {
+            b'i' | b'I' | b'v' | b'V' => IN_WORD | MAYBE_KEYWORD | (AFTER_WORD << 4),
+            b'0'..=b'9' => IN_WORD | (AFTER_WORD << 4),
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' | b'$' => ANY | (AFTER_WORD << 4),
+            b' ' => (1 << AFTER_WORD) | (1 << AFTER_PUNCT) | (AFTER_SPACE << 4),
+            _ if CLASS[i] == OTHER => ANY | (AFTER_PUNCT << 4),
+            _ => 0,
+        };
+        i += 1;
+    }
+    t
+};
+
+/// End of the plain run (see [`RUN`]) starting at `i`, which is 0 or directly follows a token
+/// (`after_token`). May be `i`.
+fn plain_run_end(bytes: &[u8], i: usize, after_token: bool) -> usize {
+    let mut j = i;
+    // After a token, a space is a separator (if a token follows), and the next byte does not
+    // continue that token (tokens are scanned to their end): like after punctuation.
+    let mut after = if after_token {
+        AFTER_PUNCT
+    } else {
+        AFTER_SPACE
+    };
+    while let Some(&b) = bytes.get(j) {
+        let e = RUN[usize::from(b)];
+        // Where a word starts, one starting with `i` or `v` is plain unless it is a list keyword.
+        let plain = (e >> after) & 1 != 0
+            || (e & MAYBE_KEYWORD != 0
+                && list_keyword(&bytes[j..ascii_word_end(bytes, j)]).is_none());
+        if !plain {
+            break;
+        }
+        after = e >> 4;
+        j += 1;
+    }
+    // A word running into a quote may be a literal prefix (`x'..'`, `_utf8mb4'..'`), and one
+    // running into a non-ASCII character may go on (if it is alphanumeric): leave the whole word
+    // to the token loop.
+    if after == AFTER_WORD && matches!(bytes.get(j).map(|&b| class(b)), Some(QUOTE | NON_ASCII)) {
+        while j > i && is_word_byte(bytes[j - 1]) {
+            j -= 1;
+        }
+    }
+    // A space is only plain between two tokens: whatever follows may be more whitespace or a
+    // comment, so leave it to the token loop.
+    if j > i && bytes[j - 1] == b' ' {
+        j -= 1;
+    }
+    j
+}
+
+/// What a token is, as far as printing and list folding are concerned.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// Identifier or keyword (lowercased when printed; backquoted names keep their quotes), and
+    /// whether it is all ASCII.
+    Word {
+        ascii: bool,
+    },
+    /// A number, quoted string, prefixed literal (`x'..'`, `_utf8mb4'..'`) or `?`: printed as `?`.
+    Lit,
+    Open,
+    Comma,
+    Close,
+    /// Any other character, printed as is.
+    Other,
+}
+
+#[derive(Clone, Copy)]
+struct Token {
+    kind: Kind,
+    /// Byte range in the statement.
+    start: usize,
+    end: usize,
     /// Whitespace or a comment preceded it.
     spaced: bool,
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '$'
-}
-
-/// Splits a statement into tokens, walking byte positions (always at character boundaries) and borrowing
-/// words from the input: one pass, no per-character or per-word allocation. Fingerprinting runs once per
-/// request, so this is on the hot path of `pcapsleuth mysql`.
-fn tokenize(sql: &str) -> Vec<Token<'_>> {
+/// The first token at or after `i`, skipping whitespace and comments; `None` at the end.
+#[inline(always)]
+fn next_token(sql: &str, mut i: usize) -> Option<Token> {
     let bytes = sql.as_bytes();
-    // ASCII (nearly all SQL) is read byte by byte; other characters are decoded.
-    let at = |k: usize| match bytes.get(k) {
-        Some(&b) if b < 0x80 => Some(char::from(b)),
-        Some(_) => sql.get(k..).and_then(|s| s.chars().next()),
-        None => None,
-    };
-    let byte = |k: usize| bytes.get(k).copied();
-    let mut out: Vec<Token<'_>> = Vec::with_capacity(32);
-    let mut i = 0usize;
     let mut spaced = false;
-    while let Some(c) = at(i) {
-        let n = c.len_utf8();
-        // Whitespace and comments only mark that tokens are separated.
-        if c.is_whitespace() {
+    loop {
+        let &b = bytes.get(i)?;
+        let class = class(b);
+        // Spaces and words are most of SQL: tested before the general `match`.
+        let (kind, end) = if class == SPACE {
             spaced = true;
-            i += n;
-            continue;
-        }
-        if c == '/' && byte(i + 1) == Some(b'*') {
-            i += 2;
-            loop {
-                match at(i) {
-                    None => break,
-                    Some('*') if byte(i + 1) == Some(b'/') => {
-                        i += 2;
-                        break;
-                    }
-                    Some(d) => i += d.len_utf8(),
-                }
-            }
-            spaced = true;
-            continue;
-        }
-        if c == '#' || (c == '-' && byte(i + 1) == Some(b'-')) {
-            while let Some(d) = at(i) {
-                if d == '\n' {
-                    break;
-                }
-                i += d.len_utf8();
-            }
-            spaced = true;
-            continue;
-        }
-        let sp = std::mem::replace(&mut spaced, false);
-        if c == '\'' || c == '"' {
             i += 1;
-            while let Some(d) = at(i) {
-                if d == '\\' {
-                    i += 1;
-                    if let Some(e) = at(i) {
-                        i += e.len_utf8();
-                    }
+            continue;
+        } else if class == WORD {
+            word(sql, i)
+        } else {
+            let next = bytes.get(i + 1).copied();
+            match class {
+                // Comments only separate tokens; unterminated ones run to the end.
+                SLASH if next == Some(b'*') => {
+                    spaced = true;
+                    i = block_comment_end(bytes, i + 2);
                     continue;
                 }
-                if d == c {
-                    if at(i + 1) == Some(c) {
-                        i += 2; // doubled quote inside the string
+                DASH if next == Some(b'-') => {
+                    spaced = true;
+                    i = line_end(bytes, i);
+                    continue;
+                }
+                HASH => {
+                    spaced = true;
+                    i = line_end(bytes, i);
+                    continue;
+                }
+                QUOTE => (Kind::Lit, string_end(bytes, i)),
+                BACKQUOTE => {
+                    let end = backquote_end(bytes, i);
+                    let ascii = bytes[i..end].is_ascii();
+                    (Kind::Word { ascii }, end)
+                }
+                DIGIT => (Kind::Lit, word_end(sql, i, true).0),
+                DOT if next.is_some_and(|d| d.is_ascii_digit()) => {
+                    (Kind::Lit, word_end(sql, i, true).0)
+                }
+                QUESTION => (Kind::Lit, i + 1),
+                NON_ASCII => {
+                    let c = char_at(sql, i)?;
+                    if c.is_whitespace() {
+                        // Unicode whitespace (U+00A0, U+3000, ...) separates like a space.
+                        spaced = true;
+                        i += c.len_utf8();
                         continue;
                     }
-                    break;
+                    if c.is_alphanumeric() {
+                        word(sql, i)
+                    } else {
+                        (Kind::Other, i + c.len_utf8())
+                    }
                 }
-                i += d.len_utf8();
-            }
-            i += 1;
-            // x'..', b'..', n'..', _utf8mb4'..': the prefix belongs to the literal.
-            let prefixed = !sp
-                && matches!(out.last(), Some(Token { tok: Tok::Word(w), .. })
-                    if w.eq_ignore_ascii_case("x")
-                        || w.eq_ignore_ascii_case("b")
-                        || w.eq_ignore_ascii_case("n")
-                        || w.starts_with('_'));
-            if prefixed {
-                if let Some(last) = out.last_mut() {
-                    last.tok = Tok::Lit;
-                }
-            } else {
-                out.push(Token {
-                    tok: Tok::Lit,
-                    spaced: sp,
-                });
-            }
-            continue;
-        }
-        if c == '`' {
-            let start = i;
-            i += 1;
-            while let Some(d) = at(i) {
-                i += d.len_utf8();
-                if d == '`' {
-                    break;
+                _ => {
+                    let kind = match b {
+                        b'(' => Kind::Open,
+                        b',' => Kind::Comma,
+                        b')' => Kind::Close,
+                        _ => Kind::Other,
+                    };
+                    (kind, i + 1)
                 }
             }
-            out.push(Token {
-                tok: Tok::Word(sql.get(start..i.min(sql.len())).unwrap_or("")),
-                spaced: sp,
-            });
-            continue;
-        }
-        let number_start =
-            c.is_ascii_digit() || (c == '.' && at(i + 1).is_some_and(|d| d.is_ascii_digit()));
-        if number_start {
-            while let Some(d) = at(i) {
-                let exp_sign =
-                    (d == '+' || d == '-') && i > 0 && matches!(byte(i - 1), Some(b'e' | b'E'));
-                if is_word_char(d) || d == '.' || exp_sign {
-                    i += d.len_utf8();
-                } else {
-                    break;
-                }
-            }
-            out.push(Token {
-                tok: Tok::Lit,
-                spaced: sp,
-            });
-            continue;
-        }
-        if is_word_char(c) {
-            let start = i;
-            while let Some(d) = at(i).filter(|&d| is_word_char(d)) {
-                i += d.len_utf8();
-            }
-            out.push(Token {
-                tok: Tok::Word(sql.get(start..i).unwrap_or("")),
-                spaced: sp,
-            });
-            continue;
-        }
-        let tok = if c == '?' { Tok::Lit } else { Tok::Punct(c) };
-        out.push(Token { tok, spaced: sp });
-        i += n;
+        };
+        return Some(Token {
+            kind,
+            start: i,
+            end,
+            spaced,
+        });
     }
-    out
 }
 
-/// Length of a `( ? [, ?]* )` group starting at `i`, if there is one.
-fn lit_group(t: &[Token<'_>], i: usize) -> Option<usize> {
-    if t.get(i)?.tok != Tok::Punct('(') {
-        return None;
-    }
-    let mut k = i + 1;
+fn char_at(sql: &str, i: usize) -> Option<char> {
+    sql.get(i..)?.chars().next()
+}
+
+/// End of the word starting at `i`, and whether it is all ASCII. A number (`number`) also takes
+/// `.` and a sign right after `e`/`E` (`1.5e-3`); its first byte is a digit or `.`, so a sign is
+/// never first.
+#[inline(always)]
+fn word_end(sql: &str, mut i: usize, number: bool) -> (usize, bool) {
+    let bytes = sql.as_bytes();
+    let mut ascii = true;
     loop {
-        if t.get(k)?.tok != Tok::Lit {
+        // The common case first, as a tight loop: a run of ASCII word characters.
+        while bytes.get(i).is_some_and(|&b| is_word_byte(b)) {
+            i += 1;
+        }
+        let Some(&b) = bytes.get(i) else { break };
+        if b >= 0x80 {
+            match char_at(sql, i) {
+                Some(c) if c.is_alphanumeric() => {
+                    ascii = false;
+                    i += c.len_utf8();
+                }
+                _ => break,
+            }
+        } else if number
+            && (b == b'.'
+                || (matches!(b, b'+' | b'-')
+                    && i > 0
+                    && matches!(bytes.get(i - 1), Some(b'e' | b'E'))))
+        {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    (i, ascii)
+}
+
+/// The word starting at `start`, or, when it is a literal prefix immediately followed by a quote
+/// (`x'..'`, `b'..'`, `n'..'`, `_utf8mb4'..'`), the whole prefixed literal.
+fn word(sql: &str, start: usize) -> (Kind, usize) {
+    let bytes = sql.as_bytes();
+    let (end, ascii) = word_end(sql, start, false);
+    let prefix = matches!(
+        &bytes[start..end],
+        [b'x' | b'X' | b'b' | b'B' | b'n' | b'N'] | [b'_', ..]
+    );
+    if prefix && matches!(bytes.get(end), Some(b'\'' | b'"')) {
+        (Kind::Lit, string_end(bytes, end))
+    } else {
+        (Kind::Word { ascii }, end)
+    }
+}
+
+/// Position after the quoted string opening at `open` (with `'` or `"`): a backslash escapes the
+/// next byte, a doubled quote stands for itself. An unterminated string runs to the end.
+fn string_end(bytes: &[u8], open: usize) -> usize {
+    let quote = bytes[open];
+    let mut i = open + 1;
+    loop {
+        i = find_either(bytes, i, quote, b'\\');
+        match bytes.get(i) {
+            None => return bytes.len(),
+            Some(b'\\') => i += 2,
+            Some(_) if bytes.get(i + 1) == Some(&quote) => i += 2,
+            Some(_) => return i + 1,
+        }
+    }
+}
+
+/// Position of the first `a` or `b` at or after `i`, or the end. Long strings are common (row
+/// values), so this tests 8 bytes at a time.
+fn find_either(bytes: &[u8], mut i: usize, a: u8, b: u8) -> usize {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // High bit set in each byte of `x` that is zero, below the lowest such byte exact (borrows
+    // only run upwards), which is all that is used.
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let word = u64::from_le_bytes(chunk);
+        let hits =
+            zero_bytes(word ^ (ONES * u64::from(a))) | zero_bytes(word ^ (ONES * u64::from(b)));
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = bytes.get(i) {
+        if c == a || c == b {
+            return i;
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+/// Position after the backquote closing the name opened at `open` (no escapes), or the end.
+fn backquote_end(bytes: &[u8], open: usize) -> usize {
+    bytes[open + 1..]
+        .iter()
+        .position(|&b| b == b'`')
+        .map_or(bytes.len(), |k| open + 1 + k + 1)
+}
+
+/// Position after the `*/` closing a comment whose body starts at `i`, or the end.
+fn block_comment_end(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = bytes.get(i) {
+        if b == b'*' && bytes.get(i + 1) == Some(&b'/') {
+            return i + 2;
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+/// Position of the newline ending a line comment at `i` (the newline itself is whitespace), or the end.
+fn line_end(bytes: &[u8], i: usize) -> usize {
+    bytes[i..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |k| i + k)
+}
+
+/// `Some(is_in)` for the keywords after which a literal list is folded: `IN`, `VALUES`, `VALUE`.
+fn list_keyword(w: &[u8]) -> Option<bool> {
+    match w.len() {
+        2 if w.eq_ignore_ascii_case(b"in") => Some(true),
+        5 if w.eq_ignore_ascii_case(b"value") => Some(false),
+        6 if w.eq_ignore_ascii_case(b"values") => Some(false),
+        _ => None,
+    }
+}
+
+/// End of the literal list after a list keyword ending at `i`: one row `( ? [, ?]* )` after `IN`,
+/// rows separated by `,` after `VALUES`/`VALUE`. `None` if no row of literals follows.
+fn literal_list_end(sql: &str, i: usize, is_in: bool) -> Option<usize> {
+    let mut end = literal_row_end(sql, i)?;
+    if !is_in {
+        while let Some(comma) = list_token(sql, end).filter(|t| t.kind == Kind::Comma) {
+            match literal_row_end(sql, comma.end) {
+                Some(e) => end = e,
+                None => break,
+            }
+        }
+    }
+    Some(end)
+}
+
+/// [`next_token`], with a shortcut for what lists of literals are mostly made of: numbers,
+/// single-quoted strings, `,`, `)` and `(`, after plain spaces.
+#[inline(always)]
+fn list_token(sql: &str, i: usize) -> Option<Token> {
+    let bytes = sql.as_bytes();
+    let mut j = i;
+    while bytes.get(j) == Some(&b' ') {
+        j += 1;
+    }
+    let b = *bytes.get(j)?;
+    let (kind, end) = if b.is_ascii_digit() {
+        (Kind::Lit, word_end(sql, j, true).0)
+    } else if b == b',' {
+        (Kind::Comma, j + 1)
+    } else if b == b')' {
+        (Kind::Close, j + 1)
+    } else if b == b'\'' {
+        (Kind::Lit, string_end(bytes, j))
+    } else if b == b'(' {
+        (Kind::Open, j + 1)
+    } else {
+        return next_token(sql, i);
+    };
+    Some(Token {
+        kind,
+        start: j,
+        end,
+        spaced: j > i,
+    })
+}
+
+/// Fast path for the commonest rows, `(1, 'abc', 22)`, from just after the `(`: integers and
+/// single-quoted strings separated by commas, plain spaces around them, then `)`. `None` if the
+/// row holds anything else: the general path then decides.
+fn simple_row_end(bytes: &[u8], mut i: usize) -> Option<usize> {
+    // After `(` or `,`: a literal must come next.
+    let mut want_literal = true;
+    // The previous byte was a digit: another one continues the integer.
+    let mut in_number = false;
+    loop {
+        let b = *bytes.get(i)?;
+        if b.is_ascii_digit() && (want_literal || in_number) {
+            want_literal = false;
+            in_number = true;
+            i += 1;
+        } else if b == b'\'' && want_literal {
+            want_literal = false;
+            i = string_end(bytes, i);
+        } else if b == b' ' {
+            in_number = false;
+            i += 1;
+        } else if b == b',' && !want_literal {
+            want_literal = true;
+            in_number = false;
+            i += 1;
+        } else if b == b')' && !want_literal {
+            return Some(i + 1);
+        } else {
             return None;
         }
-        k += 1;
-        match t.get(k)?.tok {
-            Tok::Punct(',') => k += 1,
-            Tok::Punct(')') => return Some(k + 1 - i),
+    }
+}
+
+/// End of a row `( ? [, ?]* )` (of literals, whatever spacing or comments) starting at `i`.
+fn literal_row_end(sql: &str, i: usize) -> Option<usize> {
+    let open = list_token(sql, i).filter(|t| t.kind == Kind::Open)?;
+    if let Some(end) = simple_row_end(sql.as_bytes(), open.end) {
+        return Some(end);
+    }
+    let mut i = open.end;
+    loop {
+        let lit = list_token(sql, i).filter(|t| t.kind == Kind::Lit)?;
+        let sep = list_token(sql, lit.end)?;
+        match sep.kind {
+            Kind::Comma => i = sep.end,
+            Kind::Close => return Some(sep.end),
             _ => return None,
         }
     }
@@ -194,78 +521,79 @@ fn lit_group(t: &[Token<'_>], i: usize) -> Option<usize> {
 ///            "select * from `t` where x = ? and y in (?)");
 /// ```
 pub fn fingerprint(sql: &str) -> String {
-    let toks = tokenize(sql);
     let mut out = String::with_capacity(sql.len().min(4096));
-    let mut i = 0usize;
-    let mut first = true;
-    let sep = |out: &mut String, spaced: bool, first: &mut bool| {
-        if spaced && !*first {
+    fingerprint_into(sql, &mut out);
+    out
+}
+
+/// Writes the fingerprint of `sql` into `out` (cleared first). Same result as [`fingerprint`].
+///
+/// Lets a caller reuse one buffer and allocate only for fingerprints it has not seen yet.
+///
+/// ```
+/// let mut fp = String::new();
+/// pcapsleuth_mysql::fingerprint_into("SELECT c FROM sbtest1 WHERE id=50123", &mut fp);
+/// assert_eq!(fp, "select c from sbtest1 where id=?");
+/// ```
+pub fn fingerprint_into(sql: &str, out: &mut String) {
+    out.clear();
+    let mut i = 0;
+    loop {
+        let run_end = plain_run_end(sql.as_bytes(), i, !out.is_empty());
+        push_ascii_lowercase(out, sql.get(i..run_end).unwrap_or(""));
+        let Some(t) = next_token(sql, run_end) else {
+            break;
+        };
+        i = t.end;
+        // Every token prints something, so an empty output means this is the first token.
+        if t.spaced && !out.is_empty() {
             out.push(' ');
         }
-        *first = false;
-    };
-    let lower = |out: &mut String, w: &str| {
-        if w.is_ascii() {
-            out.extend(w.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-        } else {
-            out.push_str(&w.to_lowercase());
-        }
-    };
-    while let Some(t) = toks.get(i) {
-        match &t.tok {
-            Tok::Word(w)
-                if w.eq_ignore_ascii_case("in")
-                    || w.eq_ignore_ascii_case("values")
-                    || w.eq_ignore_ascii_case("value") =>
-            {
-                let is_in = w.eq_ignore_ascii_case("in");
-                let mut k = i + 1;
-                let mut folded = false;
-                while let Some(n) = lit_group(&toks, k) {
-                    folded = true;
-                    k += n;
-                    // Only VALUES lists continue with `, (...)`.
-                    if !is_in
-                        && toks.get(k).is_some_and(|t| t.tok == Tok::Punct(','))
-                        && lit_group(&toks, k + 1).is_some()
-                    {
-                        k += 1;
-                        continue;
+        let text = sql.get(t.start..t.end).unwrap_or("");
+        match t.kind {
+            Kind::Word { ascii: true } => {
+                // Usually short: byte by byte beats a call to `memcpy`.
+                out.extend(text.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+                if let Some(is_in) = list_keyword(text.as_bytes()) {
+                    if let Some(end) = literal_list_end(sql, i, is_in) {
+                        out.push_str(" (?)");
+                        i = end;
                     }
-                    break;
-                }
-                sep(&mut out, t.spaced, &mut first);
-                lower(&mut out, w);
-                if folded {
-                    out.push_str(" (?)");
-                    i = k;
-                } else {
-                    i += 1;
                 }
             }
-            Tok::Word(w) => {
-                sep(&mut out, t.spaced, &mut first);
-                lower(&mut out, w);
-                i += 1;
-            }
-            Tok::Lit => {
-                sep(&mut out, t.spaced, &mut first);
-                out.push('?');
-                i += 1;
-            }
-            Tok::Punct(c) => {
-                sep(&mut out, t.spaced, &mut first);
-                out.push(*c);
-                i += 1;
-            }
+            // Whole-word Unicode lowercasing: the final-sigma rule looks at the neighbouring
+            // letters. (Never a list keyword: those are ASCII.)
+            Kind::Word { ascii: false } => out.push_str(&text.to_lowercase()),
+            Kind::Lit => out.push('?'),
+            Kind::Open | Kind::Comma | Kind::Close | Kind::Other => out.push_str(text),
         }
     }
-    out
+}
+
+fn push_ascii_lowercase(out: &mut String, s: &str) {
+    let start = out.len();
+    out.push_str(s);
+    out[start..].make_ascii_lowercase();
 }
 
 #[cfg(test)]
 mod tests {
-    use super::fingerprint;
+    use super::{fingerprint, CLASS, DIGIT, NON_ASCII, SPACE, WORD};
+
+    #[test]
+    fn ascii_classes_match_char_methods() {
+        for b in 0..=255u8 {
+            let c = char::from(b);
+            let class = CLASS[usize::from(b)];
+            assert_eq!(class == NON_ASCII, b >= 0x80, "byte {b:#04x}");
+            if b < 0x80 {
+                assert_eq!(class == SPACE, c.is_whitespace(), "byte {b:#04x}");
+                assert_eq!(class == DIGIT, c.is_ascii_digit(), "byte {b:#04x}");
+                let word = c.is_alphanumeric() || c == '_' || c == '$';
+                assert_eq!(matches!(class, WORD | DIGIT), word, "byte {b:#04x}");
+            }
+        }
+    }
 
     #[test]
     fn literals_become_placeholders() {

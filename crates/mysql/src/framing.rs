@@ -37,6 +37,9 @@ pub(crate) enum GapEffect {
     Lost,
 }
 
+/// What [`Framer::push`] did: bytes consumed, and the packet completed with its kept first bytes.
+pub(crate) type Pushed<'a> = (usize, Option<(PacketEnd, &'a [u8])>);
+
 #[derive(Debug)]
 pub(crate) struct Framer {
     hdr: [u8; 4],
@@ -47,7 +50,6 @@ pub(crate) struct Framer {
     continued: bool,
     started: bool,
     seq: u8,
-    last_seq: u8,
     len: u64,
     start: Meta,
     prefix: Vec<u8>,
@@ -69,7 +71,6 @@ impl Framer {
             continued: false,
             started: false,
             seq: 0,
-            last_seq: 0,
             len: 0,
             start: NO_META,
             prefix: Vec::with_capacity(cap),
@@ -138,23 +139,39 @@ impl Framer {
     }
 
     /// Consume bytes until one logical packet completes or the input runs out.
-    /// Returns the bytes consumed and the completed packet, if any.
-    pub(crate) fn push(&mut self, input: &[u8], meta: Meta) -> (usize, Option<PacketEnd>) {
+    /// Returns the bytes consumed and the completed packet with its kept first bytes (at most `cap`).
+    ///
+    /// A packet that lies whole in `input` (the common case: a request or a small response in one
+    /// segment) is handed back as a slice of `input`, with no copy; only packets that straddle inputs are
+    /// gathered into the prefix buffer.
+    pub(crate) fn push<'a>(&'a mut self, input: &'a [u8], meta: Meta) -> Pushed<'a> {
         let mut i = 0usize;
         loop {
             if !self.in_payload {
-                while self.hdr_fill < 4 {
-                    let Some(&b) = input.get(i) else {
-                        return (i, None);
-                    };
-                    if self.hdr_fill == 0 {
-                        self.hdr_start = meta;
+                if self.hdr_fill == 0 && !self.started {
+                    if let Some(whole) = self.whole_packet(input, i, meta) {
+                        return whole;
                     }
-                    if let Some(slot) = self.hdr.get_mut(self.hdr_fill) {
-                        *slot = b;
+                }
+                if self.hdr_fill == 0 && input.len() >= i + 4 {
+                    // The whole header is here: read it in place (no byte-by-byte staging).
+                    self.hdr_start = meta;
+                    self.hdr.copy_from_slice(&input[i..i + 4]);
+                    i += 4;
+                } else {
+                    while self.hdr_fill < 4 {
+                        let Some(&b) = input.get(i) else {
+                            return (i, None);
+                        };
+                        if self.hdr_fill == 0 {
+                            self.hdr_start = meta;
+                        }
+                        if let Some(slot) = self.hdr.get_mut(self.hdr_fill) {
+                            *slot = b;
+                        }
+                        self.hdr_fill += 1;
+                        i += 1;
                     }
-                    self.hdr_fill += 1;
-                    i += 1;
                 }
                 self.hdr_fill = 0;
                 let len = le_u24(&self.hdr).unwrap_or(0);
@@ -168,7 +185,6 @@ impl Framer {
                     self.damaged = false;
                     self.gap_bytes = 0;
                 }
-                self.last_seq = seq;
                 self.len += u64::from(len);
                 self.remaining = len;
                 self.continued = len == MAX_PAYLOAD;
@@ -192,18 +208,41 @@ impl Framer {
                 continue;
             }
             self.started = false;
-            return (
-                i,
-                Some(PacketEnd {
-                    seq: self.seq,
-                    len: self.len,
-                    start: self.start,
-                    end: meta,
-                    gap_bytes: self.gap_bytes,
-                    damaged: self.damaged,
-                }),
-            );
+            let end = PacketEnd {
+                seq: self.seq,
+                len: self.len,
+                start: self.start,
+                end: meta,
+                gap_bytes: self.gap_bytes,
+                damaged: self.damaged,
+            };
+            return (i, Some((end, &self.prefix)));
         }
+    }
+
+    /// At a packet boundary: the packet starting at `input[i]`, if its header and whole payload are in
+    /// `input` and it is not continued. Framing state is left as after a completed packet.
+    fn whole_packet<'a>(&self, input: &'a [u8], i: usize, meta: Meta) -> Option<Pushed<'a>> {
+        let hdr = input.get(i..i + 4)?;
+        let len = le_u24(hdr)?;
+        if len == MAX_PAYLOAD {
+            return None;
+        }
+        let body_start = i + 4;
+        let body_end = body_start + len as usize;
+        if body_end > input.len() {
+            return None;
+        }
+        let kept = input.get(body_start..body_start + (len as usize).min(self.cap))?;
+        let end = PacketEnd {
+            seq: hdr[3],
+            len: u64::from(len),
+            start: meta,
+            end: meta,
+            gap_bytes: 0,
+            damaged: false,
+        };
+        Some((body_end, Some((end, kept))))
     }
 
     /// `n` bytes are missing at the current position.
@@ -249,12 +288,12 @@ mod tests {
     fn a_packet_split_in_its_header_is_reassembled() {
         let mut f = Framer::new(16);
         let bytes = [3, 0, 0, 7, b'a', b'b', b'c'];
-        assert_eq!(f.push(&bytes[..2], M).1.map(|p| p.len), None);
+        assert_eq!(f.push(&bytes[..2], M).1.map(|p| p.0.len), None);
         let (n, p) = f.push(&bytes[2..], M);
         assert_eq!(n, 5);
-        let p = p.unwrap();
+        let (p, body) = p.unwrap();
         assert_eq!((p.seq, p.len), (7, 3));
-        assert_eq!(f.prefix(), b"abc");
+        assert_eq!(body, b"abc");
     }
 
     #[test]
@@ -265,9 +304,9 @@ mod tests {
         s.extend([2, 0, 0, 1, b'y', b'z']);
         let (n, p) = f.push(&s, M);
         assert_eq!(n, s.len());
-        let p = p.unwrap();
+        let (p, body) = p.unwrap();
         assert_eq!(p.len, u64::from(MAX_PAYLOAD) + 2);
-        assert_eq!(f.prefix(), b"xxxx");
+        assert_eq!(body, b"xxxx");
     }
 
     #[test]
@@ -276,10 +315,24 @@ mod tests {
         assert!(f.push(&[10, 0, 0, 1, b'a'], M).1.is_none());
         assert_eq!(f.gap(4, M).0, GapEffect::Absorbed);
         let (_, p) = f.push(&[1, 2, 3, 4, 5, 9, 9], M);
-        let p = p.unwrap();
+        let (p, body) = p.unwrap();
         assert!(p.damaged);
         assert_eq!(p.gap_bytes, 4);
-        assert_eq!(f.prefix(), b"a");
+        assert_eq!(body, b"a");
         assert_eq!(f.gap(1, M).0, GapEffect::Lost);
+    }
+
+    #[test]
+    fn whole_packets_are_handed_back_in_place_and_capped() {
+        let mut f = Framer::new(2);
+        let bytes = [3, 0, 0, 0, b'a', b'b', b'c', 1, 0, 0, 1, b'd'];
+        let (n, p) = f.push(&bytes, M);
+        assert_eq!(n, 7);
+        let (p, body) = p.unwrap();
+        assert_eq!((p.seq, p.len, p.damaged), (0, 3, false));
+        assert_eq!(body, b"ab");
+        let (n, p) = f.push(&bytes[7..], M);
+        assert_eq!((n, p.map(|p| p.1)), (5, Some(&b"d"[..])));
+        assert!(f.at_boundary());
     }
 }

@@ -356,7 +356,7 @@ fn is_terminator(p: &[u8], len: u64) -> bool {
 /// Statement text from a packet body, capped, with markers for truncation and gaps.
 fn capped_text(text: &[u8], total: u64, damaged: bool, gap_bytes: u64) -> String {
     let keep = text.get(..text.len().min(STATEMENT_CAP)).unwrap_or(&[]);
-    let mut s = String::from_utf8_lossy(keep).into_owned();
+    let mut s = wire::text(keep);
     if damaged {
         s.push_str(&format!(" /* gap: {gap_bytes} bytes */"));
     } else if total > keep.len() as u64 {
@@ -1316,13 +1316,12 @@ impl Session {
                 let (n, mut out) = inflater.push(input.get(consumed..).unwrap_or(&[]));
                 consumed += n;
                 while !out.is_empty() {
+                    // Read per packet: the previous packet may have resynchronised the server.
+                    let server_hunting = Self::server_hunting(dir, cur, other);
                     let (k, pkt) = cur.framer.push(out, meta);
                     out = out.get(k..).unwrap_or(&[]);
-                    if let Some(pkt) = pkt {
-                        // Read per packet: the previous packet may have resynchronised the server.
-                        let server_hunting = Self::server_hunting(dir, cur, other);
-                        let fx =
-                            Self::dispatch(core, dir, pkt, cur.framer.prefix(), server_hunting);
+                    if let Some((pkt, body)) = pkt {
+                        let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
                         Self::apply(cur, other, core, dir, fx);
                     }
                 }
@@ -1336,10 +1335,10 @@ impl Session {
             }
             return consumed;
         }
+        let server_hunting = Self::server_hunting(dir, cur, other);
         let (n, pkt) = cur.framer.push(input, meta);
-        if let Some(pkt) = pkt {
-            let server_hunting = Self::server_hunting(dir, cur, other);
-            let fx = Self::dispatch(core, dir, pkt, cur.framer.prefix(), server_hunting);
+        if let Some((pkt, body)) = pkt {
+            let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
             Self::apply(cur, other, core, dir, fx);
         }
         n

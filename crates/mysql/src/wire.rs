@@ -165,7 +165,11 @@ pub(crate) fn le_u24(b: &[u8]) -> Option<u32> {
 
 /// Lossy UTF-8, for names and messages that should be text.
 pub(crate) fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    // Valid UTF-8 (nearly always) takes the validator's ASCII fast path; only bad bytes pay for repair.
+    match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
+    }
 }
 
 /// The server greeting (Protocol::Handshake, protocol version 10, or the ancient 9).
