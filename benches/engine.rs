@@ -45,8 +45,9 @@ fn stages(c: &mut Criterion) {
             "engine, connections only (first-reset)",
             Aggregation::ConnectionsOnly,
         ),
+        ("engine, MySQL statistics (mysql)", Aggregation::Mysql),
         (
-            "engine, everything (mysql, report)",
+            "engine, everything (report, rt, rate)",
             Aggregation::Everything,
         ),
     ] {

@@ -331,8 +331,10 @@ impl Bucket {
             }
             // Split-local flow id -> slot, resolved once per flow per split rather than hashed per packet.
             let mut slot_of: Vec<u32> = vec![u32::MAX; scan.keys.len()];
+            // Only MySQL decoding reads payloads.
+            let prefetch = opts.mysql != MysqlDetection::Off;
             for (i, ev) in events.iter().enumerate() {
-                if let Some(ahead) = events.get(i + PREFETCH_DISTANCE) {
+                if let Some(ahead) = events.get(i + PREFETCH_DISTANCE).filter(|_| prefetch) {
                     prefetch_payload(bytes, ahead);
                 }
                 let key = scan.keys[ev.flow as usize];

@@ -371,7 +371,7 @@ impl MysqlTrack {
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
         let wanted = filter.connection(c, s);
-        for t in session.drain() {
+        for t in session.completed() {
             self.transactions += 1;
             let error = matches!(t.outcome, Outcome::Err { .. });
             self.errors += u64::from(error);
@@ -379,7 +379,7 @@ impl MysqlTrack {
                 continue;
             }
             if let (Some(rt), false, true) = (
-                response_time_ns(&t),
+                response_time_ns(t),
                 t.command == Command::Connect,
                 distributions,
             ) {
@@ -389,10 +389,11 @@ impl MysqlTrack {
                 sinks.rt.mysql(s.port, start, rt, error, retransmitted);
                 sinks.rates.response_time(s, start, rt);
             }
-            if wanted && filter.transaction(&t) {
-                sinks.mysql.add(&t);
+            if wanted && filter.transaction(t) {
+                sinks.mysql.add(t);
             }
         }
+        session.clear_completed();
     }
 
     /// The connection ended (port reuse or end of capture): flush, finish, and summarise it.
@@ -582,12 +583,27 @@ fn trim_messages(m: &mut BTreeMap<String, u64>) {
     while m.len() > MESSAGE_SAMPLES {
         let latest = m
             .iter()
-            .max_by_key(|(msg, &f)| (f, (*msg).clone()))
+            .max_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)))
             .map(|(k, _)| k.clone());
         if let Some(k) = latest {
             m.remove(&k);
         }
     }
+}
+
+/// Keeps `message` first seen at `frame` among the earliest [`MESSAGE_SAMPLES`] messages.
+fn note_message(m: &mut BTreeMap<String, u64>, message: &str, frame: u64) {
+    if let Some(f) = m.get_mut(message) {
+        *f = (*f).min(frame);
+        return;
+    }
+    // A storm repeats a few messages millions of times: one that would be trimmed at once is not copied.
+    let full = m.len() >= MESSAGE_SAMPLES;
+    if full && m.iter().all(|(k, &f)| (f, k.as_str()) < (frame, message)) {
+        return;
+    }
+    m.insert(message.to_string(), frame);
+    trim_messages(m);
 }
 
 impl MysqlAggregate {
@@ -636,14 +652,7 @@ impl MysqlAggregate {
             if agg.sql_state.is_empty() {
                 agg.sql_state = sql_state.clone();
             }
-            // Looked up before cloning: a storm repeats a few messages millions of times.
-            match agg.messages.get_mut(message.as_str()) {
-                Some(f) => *f = (*f).min(t.request_frame),
-                None => {
-                    agg.messages.insert(message.clone(), t.request_frame);
-                    trim_messages(&mut agg.messages);
-                }
-            }
+            note_message(&mut agg.messages, message, t.request_frame);
         }
         if t.command == Command::Connect {
             return;

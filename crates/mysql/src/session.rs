@@ -1559,6 +1559,17 @@ impl Session {
         self.core.done.drain(..)
     }
 
+    /// Completed transactions not yet drained or cleared, in request order: for callers that only read
+    /// them, and so need not move each one out (see [`Session::clear_completed`]).
+    pub fn completed(&self) -> &[Transaction] {
+        &self.core.done
+    }
+
+    /// Forgets the completed transactions.
+    pub fn clear_completed(&mut self) {
+        self.core.done.clear();
+    }
+
     /// What is known about the connection, and the counters.
     pub fn info(&self) -> &SessionInfo {
         &self.core.info
