@@ -368,6 +368,9 @@ impl MysqlTrack {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
+        if session.completed().is_empty() {
+            return;
+        }
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
         let wanted = filter.connection(c, s);
