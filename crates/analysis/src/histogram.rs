@@ -76,6 +76,7 @@ pub struct RtSummary {
 }
 
 impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
+    #[inline]
     pub fn add(&mut self, ns: u64) {
         self.add_to_bin(bin_of::<SUB_BITS>(ns), 1);
         if self.count == 0 || ns < self.min_ns {
@@ -88,6 +89,21 @@ impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
 
     #[inline]
     fn add_to_bin(&mut self, b: u16, n: u64) {
+        // Nearly every value lands inside the span already seen.
+        if let Some(c) = b
+            .checked_sub(self.base)
+            .and_then(|i| self.counts.get_mut(usize::from(i)))
+        {
+            *c += n;
+            return;
+        }
+        self.grow_to(b, n);
+    }
+
+    /// [`Histogram::add_to_bin`] for a bin outside the span so far.
+    #[cold]
+    #[inline(never)]
+    fn grow_to(&mut self, b: u16, n: u64) {
         if self.counts.is_empty() {
             self.base = b;
             self.counts.push(n);
