@@ -1,5 +1,6 @@
 //! Statement fingerprints in the style of pt-query-digest: statements that
-//! differ only in literal values, case, spacing or comments share a fingerprint.
+//! differ only in literal values, case, runs of whitespace or comments share a fingerprint.
+//! As in pt-query-digest, whether there is a space matters: `id=1` and `id = 1` are two groups.
 //!
 //! Fingerprinting runs once per request, so it is on the hot path of `pcapsleuth mysql`. It is a
 //! single pass over the bytes that writes the output as it goes, with no token list:
