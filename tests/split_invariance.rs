@@ -3,7 +3,7 @@
 
 mod common;
 
-use pcapsleuth::analysis::{analyze, first_reset, EngineOptions};
+use pcapsleuth::analysis::{analyze, first_reset, Aggregation, EngineOptions};
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::to_json;
 use proptest::prelude::*;
@@ -40,6 +40,37 @@ fn every_real_capture_gives_the_same_reports_with_1_2_3_7_and_64_splits() {
             assert_eq!(
                 one_json, json,
                 "{path:?}: first-reset differs with {splits} splits"
+            );
+        }
+    }
+}
+
+/// `pcapsleuth mysql` collects only MySQL statistics (no rate series or RT distributions): its report and
+/// the closes must be what the full run gives, with any number of splits.
+#[test]
+fn the_mysql_level_gives_the_full_runs_mysql_report() {
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let full = analyze(&cap, &EngineOptions::default());
+        for splits in [1, 7] {
+            let lean = analyze(
+                &cap,
+                &EngineOptions {
+                    threads: 2,
+                    splits: Some(splits),
+                    aggregation: Aggregation::Mysql,
+                    ..EngineOptions::default()
+                },
+            );
+            assert_eq!(
+                to_json(&full.mysql.clone().report()),
+                to_json(&lean.mysql.clone().report()),
+                "{path:?}: MySQL report differs at the Mysql level with {splits} splits"
+            );
+            assert_eq!(
+                to_json(&first_reset(&full, usize::MAX)),
+                to_json(&first_reset(&lean, usize::MAX)),
+                "{path:?}: closes differ at the Mysql level with {splits} splits"
             );
         }
     }
