@@ -122,12 +122,9 @@ impl Framer {
             return None;
         }
         let p = PacketEnd {
-            seq: self.seq,
-            len: self.len,
-            start: self.start,
-            end,
             gap_bytes: self.gap_bytes + u64::from(self.remaining),
             damaged: true,
+            ..self.packet_end(end)
         };
         // Keep the prefix readable for the caller; only the framing state resets.
         self.hdr_fill = 0;
@@ -208,15 +205,7 @@ impl Framer {
                 continue;
             }
             self.started = false;
-            let end = PacketEnd {
-                seq: self.seq,
-                len: self.len,
-                start: self.start,
-                end: meta,
-                gap_bytes: self.gap_bytes,
-                damaged: self.damaged,
-            };
-            return (i, Some((end, &self.prefix)));
+            return (i, Some((self.packet_end(meta), &self.prefix)));
         }
     }
 
@@ -264,17 +253,19 @@ impl Framer {
             return (GapEffect::Absorbed, None);
         }
         self.started = false;
-        (
-            GapEffect::Completed,
-            Some(PacketEnd {
-                seq: self.seq,
-                len: self.len,
-                start: self.start,
-                end: meta,
-                gap_bytes: self.gap_bytes,
-                damaged: self.damaged,
-            }),
-        )
+        (GapEffect::Completed, Some(self.packet_end(meta)))
+    }
+
+    /// The logical packet being framed, ending at `end`.
+    fn packet_end(&self, end: Meta) -> PacketEnd {
+        PacketEnd {
+            seq: self.seq,
+            len: self.len,
+            start: self.start,
+            end,
+            gap_bytes: self.gap_bytes,
+            damaged: self.damaged,
+        }
     }
 }
 
