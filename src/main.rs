@@ -550,14 +550,7 @@ fn extract(
         let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
             continue;
         };
-        let src = Endpoint {
-            ip: seg.src,
-            port: seg.src_port,
-        };
-        let dst = Endpoint {
-            ip: seg.dst,
-            port: seg.dst_port,
-        };
+        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
         let keep = match &sel {
             Selection::Port(p) => src.port == *p || dst.port == *p,
             Selection::Endpoint(e) => src == *e || dst == *e,

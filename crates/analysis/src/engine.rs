@@ -18,6 +18,7 @@
 //! connection's decoder is freed when the connection ends.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 use pcapsleuth_capture::{Capture, Damage, ReaderState, RecordReader, Split, Timestamp};
 use pcapsleuth_flow::{
@@ -199,6 +200,52 @@ struct Scan {
     damage: Vec<Damage>,
 }
 
+/// A split's flows, numbered in order of first packet: (split-local id, bucket) by 4-tuple.
+///
+/// This lookup runs for every packet. IPv4 4-tuples, nearly all traffic, are looked up as one 96-bit
+/// integer (each endpoint as address << 16 | port, which orders as [`Endpoint`] does), so hashing and
+/// comparing are a few integer operations; the [`FlowKey`] is built once per flow. Other flows use the
+/// key itself.
+#[derive(Default)]
+struct FlowIds {
+    v4: HashMap<u128, (u32, u32), FlowBuildHasher>,
+    other: HashMap<FlowKey, (u32, u32), FlowBuildHasher>,
+}
+
+impl FlowIds {
+    /// The flow of `seg` (registering it in `keys` if new), the side that sent it, and its bucket.
+    #[inline]
+    fn of(
+        &mut self,
+        seg: &TcpSegment<'_>,
+        keys: &mut Vec<FlowKey>,
+        nbuckets: usize,
+    ) -> (u32, Side, u32) {
+        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
+        let mut new_flow = |key: FlowKey| {
+            keys.push(key);
+            ((keys.len() - 1) as u32, key.bucket(nbuckets) as u32)
+        };
+        if let (IpAddr::V4(s), IpAddr::V4(d)) = (seg.src, seg.dst) {
+            let s = u64::from(u32::from(s)) << 16 | u64::from(seg.src_port);
+            let d = u64::from(u32::from(d)) << 16 | u64::from(seg.dst_port);
+            let (lo, hi, side) = if s <= d {
+                (s, d, Side::Lo)
+            } else {
+                (d, s, Side::Hi)
+            };
+            let (id, bucket) = *self
+                .v4
+                .entry(u128::from(lo) << 48 | u128::from(hi))
+                .or_insert_with(|| new_flow(FlowKey::of(src, dst).0));
+            return (id, side, bucket);
+        }
+        let (key, side) = FlowKey::of(src, dst);
+        let (id, bucket) = *self.other.entry(key).or_insert_with(|| new_flow(key));
+        (id, side, bucket)
+    }
+}
+
 /// Event lists of one split, one per bucket; recycled across batches so their memory is allocated once.
 type EventLists = Vec<Vec<PacketEvent>>;
 
@@ -211,7 +258,7 @@ fn scan(
     let base = cap.bytes().as_ptr() as usize;
     let nbuckets = buckets.len();
     buckets.iter_mut().for_each(Vec::clear);
-    let mut ids: HashMap<FlowKey, u32, FlowBuildHasher> = HashMap::default();
+    let mut ids = FlowIds::default();
     let mut keys = Vec::new();
     let mut counts = PacketCounts::default();
     let (mut first_ts, mut last_ts) = (None, None);
@@ -244,23 +291,8 @@ fn scan(
             }
         };
         counts.tcp += 1;
-        let (key, side) = FlowKey::of(
-            Endpoint {
-                ip: seg.src,
-                port: seg.src_port,
-            },
-            Endpoint {
-                ip: seg.dst,
-                port: seg.dst_port,
-            },
-        );
-        let next_id = keys.len() as u32;
-        let flow = *ids.entry(key).or_insert_with(|| {
-            keys.push(key);
-            next_id
-        });
-        let bucket = key.bucket(nbuckets);
-        buckets[bucket].push(PacketEvent {
+        let (flow, side, bucket) = ids.of(&seg, &mut keys, nbuckets);
+        buckets[bucket as usize].push(PacketEvent {
             ts: rec.ts.0,
             payload_at: (seg.payload.as_ptr() as usize - base) as u64,
             frame_in_split,
@@ -671,4 +703,54 @@ fn conclude(
         .collect();
     out.sort_by_key(|(c, _)| (c.first.frame, c.client, c.server));
     out.into_iter().unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn endpoint() -> impl Strategy<Value = Endpoint> {
+        let ip = prop_oneof![
+            // Few distinct values, so that flows repeat and addresses tie.
+            (0u8..3).prop_map(|b| IpAddr::from([10, 0, 0, b])),
+            any::<[u8; 4]>().prop_map(IpAddr::from),
+            (0u8..2)
+                .prop_map(|b| IpAddr::from([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b])),
+        ];
+        (ip, prop_oneof![3305u16..3308, any::<u16>()]).prop_map(|(ip, port)| Endpoint { ip, port })
+    }
+
+    proptest! {
+        /// The packed IPv4 lookup numbers flows, and names sides and buckets, exactly as the flow keys do.
+        #[test]
+        fn flow_ids_agree_with_flow_keys(packets in proptest::collection::vec((endpoint(), endpoint()), 1..40)) {
+            let mut ids = FlowIds::default();
+            let mut keys = Vec::new();
+            let mut first_id: Vec<FlowKey> = Vec::new();
+            for (src, dst) in packets {
+                let seg = TcpSegment {
+                    src: src.ip,
+                    src_port: src.port,
+                    dst: dst.ip,
+                    dst_port: dst.port,
+                    seq: 0,
+                    ack: 0,
+                    window: 0,
+                    flags: TcpFlags(0),
+                    payload: &[],
+                    payload_len: 0,
+                };
+                let (id, side, bucket) = ids.of(&seg, &mut keys, 16);
+                let (key, want_side) = FlowKey::of(src, dst);
+                if !first_id.contains(&key) {
+                    first_id.push(key);
+                }
+                prop_assert_eq!(side, want_side);
+                prop_assert_eq!(keys[id as usize], key);
+                prop_assert_eq!(first_id.iter().position(|k| *k == key), Some(id as usize));
+                prop_assert_eq!(bucket as usize, key.bucket(16));
+            }
+        }
+    }
 }

@@ -10,7 +10,8 @@ use pcapsleuth_flow::{
 };
 use pcapsleuth_mysql::{
     fingerprint_into, looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag,
-    Command, Direction, Encryption, Meta, Outcome, Session, SessionPhase, StartMode, Transaction,
+    Command, Direction, Encryption, Meta, Outcome, Session, SessionPhase, SqlState, StartMode,
+    Transaction,
 };
 use serde::Serialize;
 
@@ -554,7 +555,7 @@ struct ErrorAgg {
     rt: Histogram,
     /// message -> first request frame it was seen at; trimmed to the earliest few.
     messages: BTreeMap<String, u64>,
-    sql_state: String,
+    sql_state: SqlState,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -653,7 +654,7 @@ impl MysqlAggregate {
                 agg.rt.add(rt);
             }
             if agg.sql_state.is_empty() {
-                agg.sql_state = sql_state.clone();
+                agg.sql_state = *sql_state;
             }
             note_message(&mut agg.messages, message, t.request_frame);
         }
@@ -792,7 +793,7 @@ impl MysqlAggregate {
                     msgs.sort();
                     ErrorDetail {
                         code: *code,
-                        sql_state: e.sql_state.clone(),
+                        sql_state: e.sql_state.to_string(),
                         count: e.count,
                         messages: msgs.into_iter().map(|(_, m)| m).collect(),
                         rt_us: e.rt.summary_us(),

@@ -6,6 +6,8 @@ use std::net::IpAddr;
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use pcapsleuth_capture::LinkType;
 
+use crate::Endpoint;
+
 /// TCP header flag bits, as on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct TcpFlags(pub u8);
@@ -46,6 +48,24 @@ pub struct TcpSegment<'a> {
     pub payload: &'a [u8],
     /// Payload length on the wire, from the IP header.
     pub payload_len: u32,
+}
+
+impl TcpSegment<'_> {
+    /// The sender's address and port.
+    pub fn src_endpoint(&self) -> Endpoint {
+        Endpoint {
+            ip: self.src,
+            port: self.src_port,
+        }
+    }
+
+    /// The receiver's address and port.
+    pub fn dst_endpoint(&self) -> Endpoint {
+        Endpoint {
+            ip: self.dst,
+            port: self.dst_port,
+        }
+    }
 }
 
 /// What a packet turned out to be.

@@ -141,6 +141,7 @@ impl Framer {
     /// A packet that lies whole in `input` (the common case: a request or a small response in one
     /// segment) is handed back as a slice of `input`, with no copy; only packets that straddle inputs are
     /// gathered into the prefix buffer.
+    #[inline(always)]
     pub(crate) fn push<'a>(&'a mut self, input: &'a [u8], meta: Meta) -> Pushed<'a> {
         let mut i = 0usize;
         loop {

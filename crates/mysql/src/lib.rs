@@ -126,7 +126,7 @@ pub enum Outcome {
         /// MySQL error code (e.g. 1146).
         code: u16,
         /// SQLSTATE after the '#' marker; empty when the server sent none.
-        sql_state: String,
+        sql_state: SqlState,
         /// Human-readable message.
         message: String,
     },
@@ -312,13 +312,74 @@ pub enum CachingSha2Auth {
     FullAuthRequired,
 }
 
+/// A SQLSTATE (`42S02`): five ASCII letters and digits, or empty when the server sent none (pre-4.1
+/// protocol). Held inline, as error storms carry one per response.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct SqlState {
+    bytes: [u8; 5],
+    len: u8,
+}
+
+impl SqlState {
+    /// From the five bytes after an ERR_Packet's `#` marker; anything but five ASCII letters or digits
+    /// (a damaged or hostile packet) reads as empty.
+    pub fn from_wire(b: &[u8]) -> SqlState {
+        match <[u8; 5]>::try_from(b) {
+            Ok(bytes) if bytes.iter().all(u8::is_ascii_alphanumeric) => SqlState { bytes, len: 5 },
+            _ => SqlState::default(),
+        }
+    }
+
+    /// The five characters, or `""`.
+    pub fn as_str(&self) -> &str {
+        let b = self.bytes.get(..usize::from(self.len)).unwrap_or(&[]);
+        std::str::from_utf8(b).unwrap_or("")
+    }
+
+    /// The server sent none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Display for SqlState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for SqlState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<&str> for SqlState {
+    fn eq(&self, o: &&str) -> bool {
+        self.as_str() == *o
+    }
+}
+
+impl Serialize for SqlState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for SqlState {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(SqlState::from_wire(s.as_bytes()))
+    }
+}
+
 /// An ERR_Packet's contents.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerError {
     /// Error code.
     pub code: u16,
     /// SQLSTATE (may be empty).
-    pub sql_state: String,
+    pub sql_state: SqlState,
     /// Message.
     pub message: String,
 }

@@ -16,7 +16,8 @@ use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::wire::{self, capability as cap, le_u24, status, OkPacket};
 use crate::{
     CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, Meta, Outcome,
-    PendingRequest, ServerError, SessionInfo, SessionPhase, StartMode, Transaction, STATEMENT_CAP,
+    PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode, Transaction,
+    STATEMENT_CAP,
 };
 
 /// Kept prefix of a client packet: statement text plus room for query attributes.
@@ -332,7 +333,7 @@ fn err_outcome(p: &[u8]) -> Option<Outcome> {
         .unwrap_or(&[]);
     Some(Outcome::Err {
         code: e.code,
-        sql_state: wire::text(e.sql_state),
+        sql_state: SqlState::from_wire(e.sql_state),
         message: wire::text(msg),
     })
 }

@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use pcapsleuth_mysql::{
-    CloseFlag, Command, Compression, Outcome, Session, SessionPhase, StartMode,
+    CloseFlag, Command, Compression, Outcome, Session, SessionPhase, SqlState, StartMode,
 };
 
 const MORE: u16 = 0x0008;
@@ -159,7 +159,7 @@ fn err_response_keeps_code_sqlstate_and_message() {
         t[0].outcome,
         Outcome::Err {
             code: 1146,
-            sql_state: "42S02".into(),
+            sql_state: SqlState::from_wire(b"42S02"),
             message: "Table 'x.nope' doesn't exist".into()
         }
     );
