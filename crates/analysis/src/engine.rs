@@ -221,7 +221,7 @@ impl FlowIds {
         keys: &mut Vec<FlowKey>,
         nbuckets: usize,
     ) -> (u32, Side, u32) {
-        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
+        let key_of = || FlowKey::of(seg.src_endpoint(), seg.dst_endpoint());
         let mut new_flow = |key: FlowKey| {
             keys.push(key);
             ((keys.len() - 1) as u32, key.bucket(nbuckets) as u32)
@@ -237,10 +237,10 @@ impl FlowIds {
             let (id, bucket) = *self
                 .v4
                 .entry(u128::from(lo) << 48 | u128::from(hi))
-                .or_insert_with(|| new_flow(FlowKey::of(src, dst).0));
+                .or_insert_with(|| new_flow(key_of().0));
             return (id, side, bucket);
         }
-        let (key, side) = FlowKey::of(src, dst);
+        let (key, side) = key_of();
         let (id, bucket) = *self.other.entry(key).or_insert_with(|| new_flow(key));
         (id, side, bucket)
     }

@@ -314,7 +314,7 @@ pub enum CachingSha2Auth {
 
 /// A SQLSTATE (`42S02`): five ASCII letters and digits, or empty when the server sent none (pre-4.1
 /// protocol). Held inline, as error storms carry one per response.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct SqlState {
     bytes: [u8; 5],
     len: u8,
@@ -351,12 +351,6 @@ impl std::fmt::Display for SqlState {
 impl std::fmt::Debug for SqlState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl PartialEq<&str> for SqlState {
-    fn eq(&self, o: &&str) -> bool {
-        self.as_str() == *o
     }
 }
 
