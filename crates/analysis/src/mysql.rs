@@ -9,8 +9,8 @@ use pcapsleuth_flow::{
     StreamEvent, StreamReassembler, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    fingerprint_into, looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag,
-    Command, Direction, Encryption, Meta, Outcome, Session, SessionPhase, SqlState, StartMode,
+    looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag, Command, Direction,
+    Encryption, Fingerprinter, Meta, Outcome, Session, SessionPhase, SqlState, StartMode,
     Transaction,
 };
 use serde::Serialize;
@@ -542,8 +542,9 @@ impl Incident {
 }
 
 thread_local! {
-    /// Scratch buffer of [`MysqlAggregate::add`]'s fingerprints.
-    static FINGERPRINT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// [`MysqlAggregate::add`]'s fingerprints: the buffer and the statement heads it remembers are
+    /// the thread's, whichever aggregate it fills.
+    static FINGERPRINTER: std::cell::RefCell<Fingerprinter> = std::cell::RefCell::new(Fingerprinter::default());
 }
 
 /// Up to this many distinct messages are kept per error code (those seen first).
@@ -675,9 +676,9 @@ impl MysqlAggregate {
             };
             // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
             // allocated once per statement group, not once per request.
-            FINGERPRINT.with_borrow_mut(|fp| {
-                fingerprint_into(sql, fp);
-                match self.statements.get_mut(fp.as_str()) {
+            FINGERPRINTER.with_borrow_mut(|fingerprinter| {
+                let fp = fingerprinter.fingerprint(sql);
+                match self.statements.get_mut(fp) {
                     Some(agg) => count(agg),
                     None => {
                         let mut agg = StatementAgg {
@@ -685,7 +686,7 @@ impl MysqlAggregate {
                             ..StatementAgg::default()
                         };
                         count(&mut agg);
-                        self.statements.insert(fp.clone(), agg);
+                        self.statements.insert(fp.to_string(), agg);
                     }
                 }
             });

@@ -6,7 +6,7 @@
 //! single pass over the bytes that writes the output as it goes, with no token list:
 //!
 //! * Most of a statement is words, single spaces and punctuation that come out unchanged apart
-//!   from lowercasing. [`plain_run_end`] finds such a stretch with one table lookup per byte, and
+//!   from lowercasing. [`plain_run`] finds such a stretch with one table lookup per byte, and
 //!   it is copied in one go.
 //! * Everything else goes token by token through [`next_token`]: literals become `?`, whitespace
 //!   and comments collapse to one space, non-ASCII words are lowercased with Unicode rules.
@@ -15,7 +15,7 @@
 //!   does not fit a list, and no word fits, so it never reaches the next keyword: each byte is
 //!   scanned a bounded number of times.
 //!
-//! The fast paths ([`plain_run_end`], [`list_token`], [`simple_row_end`], [`find_either`]) exist
+//! The fast paths ([`plain_run`], [`list_token`], [`simple_row_end`], [`find_either`]) exist
 //! because the work is dominated by data-dependent branches: a loop per byte class, or a check per
 //! call site, predicts far better than one dispatch over every kind of token. Each fast path only
 //! takes input whose result it can state exactly and leaves everything else to the general code.
@@ -83,7 +83,7 @@ fn is_word_byte(b: u8) -> bool {
     matches!(class(b), WORD | DIGIT)
 }
 
-/// For [`plain_run_end`]: what the previous byte of a run was (a bit position in [`RUN`] masks).
+/// For [`plain_run`]: what the previous byte of a run was (a bit position in [`RUN`] masks).
 const AFTER_SPACE: u8 = 0; // or the start of the run
 const AFTER_WORD: u8 = 1;
 const AFTER_PUNCT: u8 = 2;
@@ -129,9 +129,41 @@ const RUN: [u8; 256] = {
     t
 };
 
-/// End of the plain run (see [`RUN`]) starting at `i`, which is 0 or directly follows a token
-/// (`after_token`). May be `i`.
-fn plain_run_end(bytes: &[u8], i: usize, after_token: bool) -> usize {
+/// Where a plain run (see [`RUN`]) ends, and why.
+#[derive(Clone, Copy)]
+struct Run {
+    /// End of the run: what is copied (lowercased) to the output.
+    end: usize,
+    /// Where the scan stopped: the first byte that does not continue the run, or the length.
+    stop: usize,
+    /// What the byte before `stop` was ([`AFTER_SPACE`], ...).
+    after: u8,
+    /// The run ended in a word that runs into a quote or a non-ASCII character: that word was left
+    /// to the token loop.
+    backed_off: bool,
+}
+
+/// `Some(what it is for the next byte)` if the byte at `j` continues a plain run whose previous
+/// byte was `after`.
+#[inline(always)]
+fn continues_run(bytes: &[u8], j: usize, after: u8) -> Option<u8> {
+    let e = RUN[usize::from(*bytes.get(j)?)];
+    // Where a word starts, one starting with `i` or `v` is plain unless it is a list keyword.
+    let plain = (e >> after) & 1 != 0
+        || (e & MAYBE_KEYWORD != 0 && list_keyword(&bytes[j..ascii_word_end(bytes, j)]).is_none());
+    plain.then_some(e >> 4)
+}
+
+/// Whether a run that stopped at `stop` after `after` leaves its last word to the token loop: a
+/// word running into a quote may be a literal prefix (`x'..'`, `_utf8mb4'..'`), and one running
+/// into a non-ASCII character may go on (if it is alphanumeric).
+fn backs_off(bytes: &[u8], stop: usize, after: u8) -> bool {
+    after == AFTER_WORD && matches!(bytes.get(stop).map(|&b| class(b)), Some(QUOTE | NON_ASCII))
+}
+
+/// The plain run (see [`RUN`]) starting at `i`, which is 0 or directly follows a token
+/// (`after_token`). Its end may be `i`.
+fn plain_run(bytes: &[u8], i: usize, after_token: bool) -> Run {
     let mut j = i;
     // After a token, a space is a separator (if a token follows), and the next byte does not
     // continue that token (tokens are scanned to their end): like after punctuation.
@@ -140,22 +172,13 @@ fn plain_run_end(bytes: &[u8], i: usize, after_token: bool) -> usize {
     } else {
         AFTER_SPACE
     };
-    while let Some(&b) = bytes.get(j) {
-        let e = RUN[usize::from(b)];
-        // Where a word starts, one starting with `i` or `v` is plain unless it is a list keyword.
-        let plain = (e >> after) & 1 != 0
-            || (e & MAYBE_KEYWORD != 0
-                && list_keyword(&bytes[j..ascii_word_end(bytes, j)]).is_none());
-        if !plain {
-            break;
-        }
-        after = e >> 4;
+    while let Some(next) = continues_run(bytes, j, after) {
+        after = next;
         j += 1;
     }
-    // A word running into a quote may be a literal prefix (`x'..'`, `_utf8mb4'..'`), and one
-    // running into a non-ASCII character may go on (if it is alphanumeric): leave the whole word
-    // to the token loop.
-    if after == AFTER_WORD && matches!(bytes.get(j).map(|&b| class(b)), Some(QUOTE | NON_ASCII)) {
+    let stop = j;
+    let backed_off = backs_off(bytes, stop, after);
+    if backed_off {
         while j > i && is_word_byte(bytes[j - 1]) {
             j -= 1;
         }
@@ -165,7 +188,12 @@ fn plain_run_end(bytes: &[u8], i: usize, after_token: bool) -> usize {
     if j > i && bytes[j - 1] == b' ' {
         j -= 1;
     }
-    j
+    Run {
+        end: j,
+        stop,
+        after,
+        backed_off,
+    }
 }
 
 /// What a token is, as far as printing and list folding are concerned.
@@ -538,24 +566,27 @@ pub fn fingerprint(sql: &str) -> String {
 /// ```
 pub fn fingerprint_into(sql: &str, out: &mut String) {
     out.clear();
-    let mut i = 0;
-    loop {
-        let run_end = plain_run_end(sql.as_bytes(), i, !out.is_empty());
-        push_ascii_lowercase(out, sql.get(i..run_end).unwrap_or(""));
-        let Some(t) = next_token(sql, run_end) else {
-            break;
-        };
+    let run = plain_run(sql.as_bytes(), 0, false);
+    push_ascii_lowercase(out, sql.get(..run.end).unwrap_or(""));
+    fingerprint_rest(sql, run.end, out);
+}
+
+/// Goes on with a fingerprint from `i`, the end of a plain run, `out` holding the output so far.
+fn fingerprint_rest(sql: &str, mut i: usize, out: &mut String) {
+    let bytes = sql.as_bytes();
+    while let Some(t) = next_token(sql, i) {
         i = t.end;
         // Every token prints something, so an empty output means this is the first token.
         if t.spaced && !out.is_empty() {
             out.push(' ');
         }
-        let text = sql.get(t.start..t.end).unwrap_or("");
         match t.kind {
+            Kind::Lit => out.push('?'),
             Kind::Word { ascii: true } => {
+                let word = bytes.get(t.start..t.end).unwrap_or(&[]);
                 // Usually short: byte by byte beats a call to `memcpy`.
-                out.extend(text.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-                if let Some(is_in) = list_keyword(text.as_bytes()) {
+                out.extend(word.iter().map(|&b| char::from(b.to_ascii_lowercase())));
+                if let Some(is_in) = list_keyword(word) {
                     if let Some(end) = literal_list_end(sql, i, is_in) {
                         out.push_str(" (?)");
                         i = end;
@@ -564,10 +595,139 @@ pub fn fingerprint_into(sql: &str, out: &mut String) {
             }
             // Whole-word Unicode lowercasing: the final-sigma rule looks at the neighbouring
             // letters. (Never a list keyword: those are ASCII.)
-            Kind::Word { ascii: false } => out.push_str(&text.to_lowercase()),
-            Kind::Lit => out.push('?'),
-            Kind::Open | Kind::Comma | Kind::Close | Kind::Other => out.push_str(text),
+            Kind::Word { ascii: false } => {
+                out.push_str(&sql.get(t.start..t.end).unwrap_or("").to_lowercase());
+            }
+            Kind::Open | Kind::Comma | Kind::Close | Kind::Other => {
+                out.push_str(sql.get(t.start..t.end).unwrap_or(""));
+            }
         }
+        // A token was printed, so the run follows a token.
+        let run_end = plain_run(bytes, i, true).end;
+        if run_end > i {
+            push_ascii_lowercase(out, sql.get(i..run_end).unwrap_or(""));
+            i = run_end;
+        }
+    }
+}
+
+/// Fingerprints many statements, remembering the literal-free heads it has seen.
+///
+/// Statements of one kind repeat their text up to the first literal (`SELECT c FROM sbtest1 WHERE
+/// id=`), and scanning that head is most of the work of [`fingerprint_into`]. A `Fingerprinter`
+/// keeps up to [`Fingerprinter::HEADS`] such heads. When a statement starts with one and its next
+/// byte ends the head's plain run in the same way, the run's output is copied instead of scanned:
+/// the fingerprint is exactly [`fingerprint`]'s (a differential test checks it), only cheaper.
+///
+/// ```
+/// let mut fp = pcapsleuth_mysql::Fingerprinter::default();
+/// assert_eq!(fp.fingerprint("SELECT c FROM sbtest1 WHERE id=50123"), "select c from sbtest1 where id=?");
+/// // The head is remembered: only `7 LIMIT 1` is scanned.
+/// assert_eq!(fp.fingerprint("SELECT c FROM sbtest1 WHERE id=7 LIMIT 1"), "select c from sbtest1 where id=? limit ?");
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct Fingerprinter {
+    out: String,
+    /// Heads by the hash of their first [`Fingerprinter::SHORTEST_HEAD`] bytes ([`slot`]): a
+    /// statement finds the heads it may start with in one probe.
+    slots: Vec<Vec<Head>>,
+    heads: usize,
+}
+
+/// The first plain run of a statement, as [`Fingerprinter`] remembers it.
+#[derive(Debug, Clone)]
+struct Head {
+    /// The statement's bytes before the byte the run stopped at ([`Run::stop`]).
+    prefix: Box<[u8]>,
+    /// [`Run::after`] and [`Run::backed_off`] at the stop.
+    after: u8,
+    backed_off: bool,
+    /// The run's output: the statement up to [`Run::end`], lowercased.
+    output: Box<str>,
+}
+
+impl Head {
+    /// Whether the plain run of `sql` ends exactly as this head's: `sql` starts with its bytes,
+    /// and the next byte stops the run and backs off as the head's did.
+    #[inline(always)]
+    fn fits(&self, sql: &[u8]) -> bool {
+        let stop = self.prefix.len();
+        sql.starts_with(&self.prefix)
+            && continues_run(sql, stop, self.after).is_none()
+            && backs_off(sql, stop, self.after) == self.backed_off
+    }
+}
+
+/// Which of [`Fingerprinter::SLOTS`] slots the heads starting with `bytes`' first
+/// [`Fingerprinter::SHORTEST_HEAD`] bytes go to; `None` if it is shorter.
+#[inline(always)]
+fn slot(bytes: &[u8]) -> Option<usize> {
+    let key = bytes.get(..Fingerprinter::SHORTEST_HEAD)?;
+    let mut h = 0u64;
+    for c in key.chunks_exact(8) {
+        let mut w = [0; 8];
+        w.copy_from_slice(c);
+        h = (h.rotate_left(26) ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    Some((h >> (64 - Fingerprinter::SLOTS.trailing_zeros())) as usize)
+}
+
+impl Fingerprinter {
+    /// At most this many heads are remembered (the first seen), so memory stays bounded: heads are
+    /// at most [`Fingerprinter::LONGEST_HEAD`] bytes long.
+    pub const HEADS: usize = 2048;
+    /// At most this many heads share a slot, so a miss costs a bounded search.
+    const SLOT_HEADS: usize = 8;
+    const SLOTS: usize = 1024;
+    /// Heads shorter than this are not remembered: scanning them costs little more than finding
+    /// them. It is also the length of the slot key.
+    pub const SHORTEST_HEAD: usize = 24;
+    /// Heads longer than this are not remembered.
+    pub const LONGEST_HEAD: usize = 512;
+
+    /// The fingerprint of `sql`, as [`fingerprint`] gives it.
+    pub fn fingerprint(&mut self, sql: &str) -> &str {
+        let bytes = sql.as_bytes();
+        let out = &mut self.out;
+        out.clear();
+        let Some(slot) = slot(bytes) else {
+            fingerprint_into(sql, out);
+            return out;
+        };
+        if let Some(h) = self
+            .slots
+            .get(slot)
+            .and_then(|heads| heads.iter().find(|h| h.fits(bytes)))
+        {
+            out.push_str(&h.output);
+            // The run is ASCII, so its output is as long as it is.
+            fingerprint_rest(sql, h.output.len(), out);
+            return out;
+        }
+        let run = plain_run(bytes, 0, false);
+        push_ascii_lowercase(out, sql.get(..run.end).unwrap_or(""));
+        if (Self::SHORTEST_HEAD..=Self::LONGEST_HEAD).contains(&run.stop)
+            && self.heads < Self::HEADS
+        {
+            if self.slots.is_empty() {
+                self.slots.resize_with(Self::SLOTS, Vec::new);
+            }
+            if let Some(heads) = self
+                .slots
+                .get_mut(slot)
+                .filter(|h| h.len() < Self::SLOT_HEADS)
+            {
+                heads.push(Head {
+                    prefix: bytes[..run.stop].into(),
+                    after: run.after,
+                    backed_off: run.backed_off,
+                    output: out.as_str().into(),
+                });
+                self.heads += 1;
+            }
+        }
+        fingerprint_rest(sql, run.end, out);
+        out
     }
 }
 
@@ -579,7 +739,40 @@ fn push_ascii_lowercase(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{fingerprint, CLASS, DIGIT, NON_ASCII, SPACE, WORD};
+    use super::{fingerprint, Fingerprinter, CLASS, DIGIT, NON_ASCII, SPACE, WORD};
+
+    #[test]
+    fn fingerprinter_copies_a_remembered_head_only_where_it_fits() {
+        let mut f = Fingerprinter::default();
+        assert_eq!(
+            f.fingerprint("SELECT c FROM sbtest1 WHERE id=1"),
+            "select c from sbtest1 where id=?"
+        );
+        assert_eq!(f.heads, 1);
+        // Mark the remembered output (same length) to see where it is used.
+        for head in f.slots.iter_mut().flatten() {
+            head.output = head.output.to_uppercase().into();
+        }
+        assert_eq!(
+            f.fingerprint("SELECT c FROM sbtest1 WHERE id=22 AND k=3"),
+            "SELECT C FROM SBTEST1 WHERE ID=? and k=?"
+        );
+        // The next byte continues the run (`idx`), or the head is not all there: scanned afresh.
+        assert_eq!(
+            f.fingerprint("SELECT c FROM sbtest1 WHERE idx=2"),
+            "select c from sbtest1 where idx=?"
+        );
+        assert_eq!(
+            f.fingerprint("SELECT c FROM sbtest1 WHERE i"),
+            "select c from sbtest1 where i"
+        );
+        // A different head in the same slot or not: remembered as well, up to the bounds.
+        assert_eq!(
+            f.fingerprint("SELECT c FROM sbtest1 WHERE k IN (1, 2)"),
+            "select c from sbtest1 where k in (?)"
+        );
+        assert!(f.heads <= Fingerprinter::HEADS);
+    }
 
     #[test]
     fn ascii_classes_match_char_methods() {

@@ -63,7 +63,7 @@ use serde::{Deserialize, Serialize};
 
 pub use command::Command;
 pub use detect::{looks_like_client_command, looks_like_greeting};
-pub use fingerprint::{fingerprint, fingerprint_into};
+pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
 pub use session::Session;
 
 /// Statement text longer than this is cut (at a character boundary) and marked

@@ -1,8 +1,11 @@
 //! Differential test: the byte-level streaming [`pcapsleuth_mysql::fingerprint`] must produce exactly
 //! what the original token-vector implementation produced, for every input. The original is kept
 //! verbatim below as `reference_fingerprint` (only renamed, its doctest dropped).
+//!
+//! [`pcapsleuth_mysql::Fingerprinter`], which remembers statement heads, must in turn give exactly
+//! what `fingerprint` gives, whatever statements came before.
 
-use pcapsleuth_mysql::{fingerprint, fingerprint_into};
+use pcapsleuth_mysql::{fingerprint, fingerprint_into, Fingerprinter};
 use proptest::prelude::*;
 
 #[allow(clippy::all)]
@@ -355,6 +358,35 @@ proptest! {
     }
 }
 
+/// A head long enough for [`Fingerprinter`] to remember: plain text (words, single spaces,
+/// punctuation; near list keywords too), then maybe anything.
+fn head() -> impl Strategy<Value = String> {
+    (
+        "[a-zA-Z_$ ,=()*<>]{20,40}",
+        prop_oneof![2 => Just(String::new()), 1 => statement()],
+    )
+        .prop_map(|(plain, more)| plain + &more)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+
+    /// Statements sharing a few heads, each followed by anything (literals, list keywords, word
+    /// characters that continue the head's run, quotes that make its last word a literal prefix,
+    /// non-ASCII letters, the end), through one `Fingerprinter`.
+    #[test]
+    fn fingerprinter_matches_fingerprint(
+        heads in proptest::collection::vec(head(), 1..6),
+        statements in proptest::collection::vec((0usize..6, statement()), 1..40),
+    ) {
+        let mut fingerprinter = Fingerprinter::default();
+        for (k, tail) in statements {
+            let s = heads[k % heads.len()].clone() + &tail;
+            prop_assert_eq!(fingerprinter.fingerprint(&s), fingerprint(&s), "input: {:?}", s);
+        }
+    }
+}
+
 /// A cheap deterministic sweep on top of proptest: many more concatenations of the same fragments.
 #[test]
 fn fingerprint_matches_reference_deterministic_sweep() {
@@ -368,8 +400,19 @@ fn fingerprint_matches_reference_deterministic_sweep() {
     };
     let mut s = String::new();
     let mut out = String::from("stale contents");
+    let mut fingerprinter = Fingerprinter::default();
+    let heads = [
+        "SELECT c FROM sbtest1 WHERE id",
+        "select DISTINCT c from sbtest12 where k ",
+        "INSERT INTO orders (a, b, c) ",
+        "update t set name=",
+        "SELECT * FROM users WHERE email ",
+    ];
     for _ in 0..200_000 {
         s.clear();
+        if next() % 2 == 0 {
+            s.push_str(heads[(next() % heads.len() as u64) as usize]);
+        }
         let n = next() % 24;
         for _ in 0..n {
             s.push_str(FRAGMENTS[(next() % FRAGMENTS.len() as u64) as usize]);
@@ -380,6 +423,7 @@ fn fingerprint_matches_reference_deterministic_sweep() {
         let want = reference_fingerprint(&s);
         fingerprint_into(&s, &mut out);
         assert_eq!(out, want, "input: {s:?}");
+        assert_eq!(fingerprinter.fingerprint(&s), want, "input: {s:?}");
     }
 }
 
