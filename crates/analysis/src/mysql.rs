@@ -574,7 +574,9 @@ struct StatementAgg {
 pub struct MysqlAggregate {
     pub sessions: u64,
     queries: u64,
-    commands: HashMap<Command, u64, FlowBuildHasher>,
+    /// Requests by command byte ([`Command::byte`]; empty until the first): one counter per
+    /// possible byte costs less than a map lookup per request.
+    commands: Vec<u64>,
     errors: BTreeMap<u16, ErrorAgg>,
     /// Response times of answered requests, split by outcome (all of them: their sum, at report time).
     rt_ok: Histogram,
@@ -613,7 +615,10 @@ fn note_message(m: &mut BTreeMap<String, u64>, message: &str, frame: u64) {
 
 impl MysqlAggregate {
     fn add(&mut self, t: &Transaction) {
-        *self.commands.entry(t.command).or_insert(0) += 1;
+        self.commands.resize(256, 0);
+        if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
+            *n += 1;
+        }
         let answered_or_cut = matches!(
             t.outcome,
             Outcome::Ok { .. }
@@ -696,8 +701,11 @@ impl MysqlAggregate {
     pub(crate) fn merge(&mut self, o: MysqlAggregate) {
         self.sessions += o.sessions;
         self.queries += o.queries;
-        for (k, v) in o.commands {
-            *self.commands.entry(k).or_insert(0) += v;
+        if self.commands.len() < o.commands.len() {
+            self.commands.resize(o.commands.len(), 0);
+        }
+        for (n, m) in self.commands.iter_mut().zip(&o.commands) {
+            *n += m;
         }
         for (code, e) in o.errors {
             let agg = self.errors.entry(code).or_default();
@@ -772,12 +780,14 @@ impl MysqlAggregate {
         MysqlReport {
             sessions: self.sessions,
             queries: self.queries,
-            commands: self
-                .commands
-                .iter()
-                .fold(BTreeMap::new(), |mut names, (c, n)| {
+            commands: (0..=u8::MAX)
+                .zip(&self.commands)
+                .filter(|&(_, &n)| n > 0)
+                .fold(BTreeMap::new(), |mut names, (b, n)| {
                     // Unknown command bytes share one name.
-                    *names.entry(c.name().to_string()).or_insert(0) += n;
+                    *names
+                        .entry(Command::from_byte(b).name().to_string())
+                        .or_insert(0) += n;
                     names
                 }),
             errors: self

@@ -334,7 +334,7 @@ fn err_outcome(p: &[u8]) -> Option<Outcome> {
     Some(Outcome::Err {
         code: e.code,
         sql_state: SqlState::from_wire(e.sql_state),
-        message: wire::text(msg),
+        message: wire::recycled_text(msg),
     })
 }
 
@@ -357,7 +357,7 @@ fn is_terminator(p: &[u8], len: u64) -> bool {
 /// Statement text from a packet body, capped, with markers for truncation and gaps.
 fn capped_text(text: &[u8], total: u64, damaged: bool, gap_bytes: u64) -> String {
     let keep = text.get(..text.len().min(STATEMENT_CAP)).unwrap_or(&[]);
-    let mut s = wire::text(keep);
+    let mut s = wire::recycled_text(keep);
     if damaged {
         s.push_str(&format!(" /* gap: {gap_bytes} bytes */"));
     } else if total > keep.len() as u64 {
@@ -1566,9 +1566,17 @@ impl Session {
         &self.core.done
     }
 
-    /// Forgets the completed transactions.
+    /// Forgets the completed transactions. (Their texts are kept, on this thread, for those of
+    /// transactions to come.)
     pub fn clear_completed(&mut self) {
-        self.core.done.clear();
+        for t in self.core.done.drain(..) {
+            if let Some(s) = t.statement {
+                wire::recycle(s);
+            }
+            if let Outcome::Err { message, .. } = t.outcome {
+                wire::recycle(message);
+            }
+        }
     }
 
     /// What is known about the connection, and the counters.
