@@ -577,7 +577,8 @@ pub struct MysqlAggregate {
     /// Requests by command byte ([`Command::byte`]; empty until the first): one counter per
     /// possible byte costs less than a map lookup per request.
     commands: Vec<u64>,
-    errors: BTreeMap<u16, ErrorAgg>,
+    /// By error code (a hash map: looked up once per error response; sorted when reported).
+    errors: HashMap<u16, ErrorAgg, FlowBuildHasher>,
     /// Response times of answered requests, split by outcome (all of them: their sum, at report time).
     rt_ok: Histogram,
     rt_err: Histogram,
@@ -798,6 +799,8 @@ impl MysqlAggregate {
             error_details: self
                 .errors
                 .iter()
+                .collect::<BTreeMap<_, _>>()
+                .into_iter()
                 .map(|(code, e)| {
                     let mut msgs: Vec<(u64, String)> =
                         e.messages.iter().map(|(m, f)| (*f, m.clone())).collect();

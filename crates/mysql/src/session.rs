@@ -322,6 +322,10 @@ struct Core {
 
 /// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
 fn wire_len(len: u64) -> u64 {
+    // Nearly every packet fits one physical packet: no division for those.
+    if len < u64::from(wire::MAX_PAYLOAD) {
+        return len + 4;
+    }
     len + 4 * (len / u64::from(wire::MAX_PAYLOAD) + 1)
 }
 
@@ -1366,7 +1370,22 @@ impl Session {
         }
     }
 
+    /// Applies what a packet did to the streams. Most packets (rows, OKs) do nothing to them: that
+    /// case is tested where the packet was dispatched.
+    #[inline(always)]
     fn apply(
+        cur: &mut DirStream,
+        other: &mut DirStream,
+        core: &mut Core,
+        dir: Direction,
+        fx: Effects,
+    ) {
+        if fx.stop || fx.compress || fx.new_command {
+            Self::apply_effects(cur, other, core, dir, fx);
+        }
+    }
+
+    fn apply_effects(
         cur: &mut DirStream,
         other: &mut DirStream,
         core: &mut Core,
