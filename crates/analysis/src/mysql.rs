@@ -362,16 +362,25 @@ impl MysqlTrack {
         self.drain(sinks, opts, conn);
     }
 
+    /// Counts the transactions the session completed. Called after every segment: most complete none.
+    #[inline]
     fn drain(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(sinks, opts, conn);
+        }
+    }
+
+    fn drain_completed(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
         let filter = &opts.mysql_filter;
         let statistics = opts.aggregation != Aggregation::ConnectionsOnly;
         let distributions = opts.aggregation == Aggregation::Everything;
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
-        if session.completed().is_empty() {
-            return;
-        }
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
         let wanted = filter.connection(c, s);

@@ -78,14 +78,25 @@ impl<M: Copy> StreamReassembler<M> {
             return; // entirely a retransmission
         }
         Self::deliver(&mut self.next, seq, skip, payload, wire_len, meta, out);
-        self.drain_held(out);
+        // In order (nearly always), nothing is held: no search for what might now follow.
+        if !self.held.is_empty() {
+            self.drain_held(out);
+        }
     }
 
     /// The peer acknowledged everything before `ack`: a hole before it was received by the peer but not
     /// captured, so it is reported as a gap and what was held after it is released.
+    #[inline]
     pub fn acknowledged(&mut self, ack: u32, out: &mut impl FnMut(StreamEvent<'_>, M)) {
+        // Called for every ACK; nearly always nothing is held.
+        if !self.held.is_empty() {
+            self.acknowledged_held(ack, out);
+        }
+    }
+
+    fn acknowledged_held(&mut self, ack: u32, out: &mut impl FnMut(StreamEvent<'_>, M)) {
         let Some(next) = self.next else { return };
-        if self.held.is_empty() || !before(next, ack) {
+        if !before(next, ack) {
             return;
         }
         let first = self.first_held_seq();

@@ -219,7 +219,6 @@ struct Pending {
     saw_resultset: bool,
     saw_infile: bool,
     file_bytes: u64,
-    last_ok: Option<OkPacket>,
     /// Server bytes of this response may be in a gap.
     lost: bool,
     /// COM_STMT_EXECUTE asked for a cursor.
@@ -249,7 +248,6 @@ impl Pending {
             saw_resultset: false,
             saw_infile: false,
             file_bytes: 0,
-            last_ok: None,
             lost: false,
             cursor: false,
             prepared: None,
@@ -322,11 +320,16 @@ struct Core {
 
 /// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
 fn wire_len(len: u64) -> u64 {
-    // Nearly every packet fits one physical packet: no division for those.
+    len + 4 * physical_packets(len)
+}
+
+/// Physical packets of a logical packet of `len` bytes: one more than its full (0xFFFFFF-byte) ones.
+fn physical_packets(len: u64) -> u64 {
+    // Nearly every packet is one physical packet: no division for those.
     if len < u64::from(wire::MAX_PAYLOAD) {
-        return len + 4;
+        return 1;
     }
-    len + 4 * (len / u64::from(wire::MAX_PAYLOAD) + 1)
+    len / u64::from(wire::MAX_PAYLOAD) + 1
 }
 
 fn err_outcome(p: &[u8]) -> Option<Outcome> {
@@ -732,9 +735,7 @@ impl Core {
         if pkt.seq != head.next_seq && head.stage != Stage::Lost {
             self.info.counters.sequence_anomalies += 1;
         }
-        head.next_seq = pkt
-            .seq
-            .wrapping_add(1 + (pkt.len / u64::from(wire::MAX_PAYLOAD)) as u8);
+        head.next_seq = pkt.seq.wrapping_add(physical_packets(pkt.len) as u8);
         // MariaDB's progress report (LOAD DATA, ALTER, ... with progress reporting on) is an ERR_Packet
         // with code 0xFFFF: not an error, and the request goes on.
         if prefix.starts_with(&[0xFF, 0xFF, 0xFF]) {
@@ -875,7 +876,6 @@ impl Core {
                 Some(0x00) => match wire::parse_ok(p) {
                     Some(ok) => {
                         if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
-                            head.last_ok = Some(ok);
                             Step::Continue
                         } else if head.saw_infile {
                             Step::Done(Outcome::LocalInfile {
