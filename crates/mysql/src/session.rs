@@ -256,10 +256,15 @@ impl Pending {
         }
     }
 
-    fn into_transaction(self, outcome: Outcome) -> Transaction {
+    fn into_transaction(mut self, outcome: Outcome) -> Transaction {
+        let statement = self.statement.take();
+        self.to_transaction(statement, outcome)
+    }
+
+    fn to_transaction(&self, statement: Option<String>, outcome: Outcome) -> Transaction {
         Transaction {
             command: self.command,
-            statement: self.statement,
+            statement,
             statement_id: self.statement_id,
             request_ts_ns: self.request.ts_ns,
             request_frame: self.request.frame,
@@ -401,8 +406,24 @@ impl Core {
     }
 
     fn complete_head(&mut self, outcome: Outcome) {
-        if let Some(p) = self.queue.pop_front() {
-            self.finish_request(p, outcome);
+        match self.queue.front_mut() {
+            // The common case, with nothing to record in the session info: the transaction is
+            // built from the request where it lies rather than from a copy of it.
+            Some(p)
+                if p.new_schema.is_none()
+                    && p.new_user.is_none()
+                    && !matches!(p.command, Command::ChangeUser | Command::ResetConnection) =>
+            {
+                let statement = p.statement.take();
+                self.done.push(p.to_transaction(statement, outcome));
+                self.queue.pop_front();
+            }
+            Some(_) => {
+                if let Some(p) = self.queue.pop_front() {
+                    self.finish_request(p, outcome);
+                }
+            }
+            None => {}
         }
         self.flush_no_response();
     }
