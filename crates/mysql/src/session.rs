@@ -1609,14 +1609,16 @@ impl Session {
     /// Forgets the completed transactions. (Their texts are kept, on this thread, for those of
     /// transactions to come.)
     pub fn clear_completed(&mut self) {
-        for t in self.core.done.drain(..) {
-            if let Some(s) = t.statement {
+        // The texts are taken where they lie: moving each transaction out would copy it.
+        for t in &mut self.core.done {
+            if let Some(s) = t.statement.take() {
                 wire::recycle(s);
             }
-            if let Outcome::Err { message, .. } = t.outcome {
-                wire::recycle(message);
+            if let Outcome::Err { message, .. } = &mut t.outcome {
+                wire::recycle(std::mem::take(message));
             }
         }
+        self.core.done.clear();
     }
 
     /// What is known about the connection, and the counters.
