@@ -1361,13 +1361,28 @@ impl Session {
             }
             return consumed;
         }
-        let server_hunting = Self::server_hunting(dir, cur, other);
-        let (n, pkt) = cur.framer.push(input, meta);
-        if let Some((pkt, body)) = pkt {
-            let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
-            Self::apply(cur, other, core, dir, fx);
+        // Every packet the input holds, while nothing changes how the stream is read (a stop, a
+        // switch to compression): a segment often carries several (a resultset's column count,
+        // definitions, rows and terminator).
+        let mut consumed = 0;
+        loop {
+            // Read per packet: the previous packet may have resynchronised the server.
+            let server_hunting = Self::server_hunting(dir, cur, other);
+            let rest = input.get(consumed..).unwrap_or(&[]);
+            let (n, pkt) = cur.framer.push(rest, meta);
+            consumed += n;
+            if let Some((pkt, body)) = pkt {
+                let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
+                Self::apply(cur, other, core, dir, fx);
+            }
+            if n == 0
+                || consumed >= input.len()
+                || cur.mode != StreamMode::Framed
+                || cur.inflater.is_some()
+            {
+                return consumed;
+            }
         }
-        n
     }
 
     fn server_hunting(dir: Direction, cur: &DirStream, other: &DirStream) -> bool {
