@@ -574,32 +574,42 @@ pub fn fingerprint_into(sql: &str, out: &mut String) {
 /// Goes on with a fingerprint from `i`, the end of a plain run, `out` holding the output so far.
 fn fingerprint_rest(sql: &str, mut i: usize, out: &mut String) {
     let bytes = sql.as_bytes();
-    while let Some(t) = next_token(sql, i) {
-        i = t.end;
-        // Every token prints something, so an empty output means this is the first token.
-        if t.spaced && !out.is_empty() {
-            out.push(' ');
-        }
-        match t.kind {
-            Kind::Lit => out.push('?'),
-            Kind::Word { ascii: true } => {
-                let word = bytes.get(t.start..t.end).unwrap_or(&[]);
-                // Usually short: byte by byte beats a call to `memcpy`.
-                out.extend(word.iter().map(|&b| char::from(b.to_ascii_lowercase())));
-                if let Some(is_in) = list_keyword(word) {
-                    if let Some(end) = literal_list_end(sql, i, is_in) {
-                        out.push_str(" (?)");
-                        i = end;
+    loop {
+        // Integers are the commonest literal: one right here, that ends where no number goes on,
+        // is printed without the general tokenizer (which would find the same token).
+        if let Some(end) = integer_end(bytes, i) {
+            out.push('?');
+            i = end;
+        } else {
+            let Some(t) = next_token(sql, i) else {
+                break;
+            };
+            i = t.end;
+            // Every token prints something, so an empty output means this is the first token.
+            if t.spaced && !out.is_empty() {
+                out.push(' ');
+            }
+            match t.kind {
+                Kind::Lit => out.push('?'),
+                Kind::Word { ascii: true } => {
+                    let word = bytes.get(t.start..t.end).unwrap_or(&[]);
+                    // Usually short: byte by byte beats a call to `memcpy`.
+                    out.extend(word.iter().map(|&b| char::from(b.to_ascii_lowercase())));
+                    if let Some(is_in) = list_keyword(word) {
+                        if let Some(end) = literal_list_end(sql, i, is_in) {
+                            out.push_str(" (?)");
+                            i = end;
+                        }
                     }
                 }
-            }
-            // Whole-word Unicode lowercasing: the final-sigma rule looks at the neighbouring
-            // letters. (Never a list keyword: those are ASCII.)
-            Kind::Word { ascii: false } => {
-                out.push_str(&sql.get(t.start..t.end).unwrap_or("").to_lowercase());
-            }
-            Kind::Open | Kind::Comma | Kind::Close | Kind::Other => {
-                out.push_str(sql.get(t.start..t.end).unwrap_or(""));
+                // Whole-word Unicode lowercasing: the final-sigma rule looks at the neighbouring
+                // letters. (Never a list keyword: those are ASCII.)
+                Kind::Word { ascii: false } => {
+                    out.push_str(&sql.get(t.start..t.end).unwrap_or("").to_lowercase());
+                }
+                Kind::Open | Kind::Comma | Kind::Close | Kind::Other => {
+                    out.push_str(sql.get(t.start..t.end).unwrap_or(""));
+                }
             }
         }
         // A token was printed, so the run follows a token.
@@ -608,6 +618,25 @@ fn fingerprint_rest(sql: &str, mut i: usize, out: &mut String) {
             push_ascii_lowercase(out, sql.get(i..run_end).unwrap_or(""));
             i = run_end;
         }
+    }
+}
+
+/// End of the integer starting at `i` (ASCII digits), if one does and the byte after it cannot
+/// continue a number token (a letter, digit, `_`, `$`, `.` or a non-ASCII character could); else
+/// `None`, for [`next_token`] to decide.
+#[inline(always)]
+fn integer_end(bytes: &[u8], i: usize) -> Option<usize> {
+    if !bytes.get(i)?.is_ascii_digit() {
+        return None;
+    }
+    let mut j = i + 1;
+    while bytes.get(j).is_some_and(u8::is_ascii_digit) {
+        j += 1;
+    }
+    match bytes.get(j) {
+        None => Some(j),
+        Some(&b) if class(b) == NON_ASCII || b == b'.' || is_word_byte(b) => None,
+        Some(_) => Some(j),
     }
 }
 
