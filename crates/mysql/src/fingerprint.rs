@@ -315,9 +315,7 @@ fn word_end(sql: &str, mut i: usize, number: bool) -> (usize, bool) {
     let mut ascii = true;
     loop {
         // The common case first, as a tight loop: a run of ASCII word characters.
-        while bytes.get(i).is_some_and(|&b| is_word_byte(b)) {
-            i += 1;
-        }
+        i = ascii_word_end(bytes, i);
         let Some(&b) = bytes.get(i) else { break };
         if b >= 0x80 {
             match char_at(sql, i) {
@@ -374,32 +372,10 @@ fn string_end(bytes: &[u8], open: usize) -> usize {
 }
 
 /// Position of the first `a` or `b` at or after `i`, or the end. Long strings are common (row
-/// values), so this tests 8 bytes at a time.
-fn find_either(bytes: &[u8], mut i: usize, a: u8, b: u8) -> usize {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    // High bit set in each byte of `x` that is zero, below the lowest such byte exact (borrows
-    // only run upwards), which is all that is used.
-    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let word = u64::from_le_bytes(chunk);
-        let hits =
-            zero_bytes(word ^ (ONES * u64::from(a))) | zero_bytes(word ^ (ONES * u64::from(b)));
-        if hits != 0 {
-            return i + (hits.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while let Some(&c) = bytes.get(i) {
-        if c == a || c == b {
-            return i;
-        }
-        i += 1;
-    }
-    bytes.len()
+/// values), so this is `memchr`'s vectorised search.
+fn find_either(bytes: &[u8], i: usize, a: u8, b: u8) -> usize {
+    let rest = bytes.get(i..).unwrap_or(&[]);
+    memchr::memchr2(a, b, rest).map_or(bytes.len(), |k| i + k)
 }
 
 /// Position after the backquote closing the name opened at `open` (no escapes), or the end.
@@ -566,9 +542,15 @@ pub fn fingerprint(sql: &str) -> String {
 /// ```
 pub fn fingerprint_into(sql: &str, out: &mut String) {
     out.clear();
+    let run = first_run(sql, out);
+    fingerprint_rest(sql, run.end, out);
+}
+
+/// Prints the plain run that starts `sql` into `out`, and says where and how it ended.
+fn first_run(sql: &str, out: &mut String) -> Run {
     let run = plain_run(sql.as_bytes(), 0, false);
     push_ascii_lowercase(out, sql.get(..run.end).unwrap_or(""));
-    fingerprint_rest(sql, run.end, out);
+    run
 }
 
 /// Goes on with a fingerprint from `i`, the end of a plain run, `out` holding the output so far.
@@ -733,8 +715,7 @@ impl Fingerprinter {
             fingerprint_rest(sql, h.output.len(), out);
             return out;
         }
-        let run = plain_run(bytes, 0, false);
-        push_ascii_lowercase(out, sql.get(..run.end).unwrap_or(""));
+        let run = first_run(sql, out);
         if (Self::SHORTEST_HEAD..=Self::LONGEST_HEAD).contains(&run.stop)
             && self.heads < Self::HEADS
         {
