@@ -18,7 +18,6 @@
 //! connection's decoder is freed when the connection ends.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 
 use pcapsleuth_capture::{Capture, Damage, ReaderState, RecordReader, Split, Timestamp};
 use pcapsleuth_flow::{
@@ -203,7 +202,7 @@ struct Scan {
 /// A split's flows, numbered in order of first packet: (split-local id, bucket) by 4-tuple.
 ///
 /// This lookup runs for every packet. IPv4 4-tuples, nearly all traffic, are looked up as one 96-bit
-/// integer (each endpoint as address << 16 | port, which orders as [`Endpoint`] does), so hashing and
+/// integer (each endpoint as its [`Endpoint::v4_word`], which orders as endpoints do), so hashing and
 /// comparing are a few integer operations; the [`FlowKey`] is built once per flow. Other flows use the
 /// key itself.
 #[derive(Default)]
@@ -226,9 +225,7 @@ impl FlowIds {
             keys.push(key);
             ((keys.len() - 1) as u32, key.bucket(nbuckets) as u32)
         };
-        if let (IpAddr::V4(s), IpAddr::V4(d)) = (seg.src, seg.dst) {
-            let s = u64::from(u32::from(s)) << 16 | u64::from(seg.src_port);
-            let d = u64::from(u32::from(d)) << 16 | u64::from(seg.dst_port);
+        if let (Some(s), Some(d)) = (seg.src_endpoint().v4_word(), seg.dst_endpoint().v4_word()) {
             let (lo, hi, side) = if s <= d {
                 (s, d, Side::Lo)
             } else {
@@ -709,6 +706,7 @@ fn conclude(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::net::IpAddr;
 
     fn endpoint() -> impl Strategy<Value = Endpoint> {
         let ip = prop_oneof![
