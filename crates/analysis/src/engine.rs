@@ -599,17 +599,24 @@ fn run_engine(
     let mut expected = cap.initial_state().clone();
     let mut pool: Vec<EventLists> = Vec::new();
     let mut sinks = Sinks::new(opts);
-    let mut released = 0;
+    // The pages of the batch tracked last are released while the next batch is scanned: dropping
+    // page-table entries is kernel work that would otherwise hold up every thread between batches.
+    let mut read = 0..0;
     for batch in splits.chunks(batch_len) {
         let lists: Vec<EventLists> = batch
             .iter()
             .map(|_| pool.pop().unwrap_or_else(|| vec![Vec::new(); nbuckets]))
             .collect();
-        let mut scans: Vec<Scan> = batch
-            .par_iter()
-            .zip(lists)
-            .map(|(s, lists)| scan(cap, s.clone(), cap.reader(s), lists))
-            .collect();
+        let ((), mut scans) = rayon::join(
+            || cap.release(read.start, read.end),
+            || {
+                batch
+                    .par_iter()
+                    .zip(lists)
+                    .map(|(s, lists)| scan(cap, s.clone(), cap.reader(s), lists))
+                    .collect::<Vec<Scan>>()
+            },
+        );
         // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
         let mut bases = Vec::with_capacity(scans.len());
         for sc in scans.iter_mut() {
@@ -642,11 +649,18 @@ fn run_engine(
             }
         }
         let done = batch.last().map_or(cap.len(), |s| s.end);
-        cap.release(released, done.min(expected.offset));
-        released = done.min(expected.offset);
+        read = read.end..done.min(expected.offset);
         progress(done, cap.len());
     }
-    let concluded: Vec<_> = buckets.into_par_iter().map(|b| b.conclude(opts)).collect();
+    let ((), concluded) = rayon::join(
+        || cap.release(read.start, read.end),
+        || {
+            buckets
+                .into_par_iter()
+                .map(|b| b.conclude(opts))
+                .collect::<Vec<_>>()
+        },
+    );
     let mut states = Vec::new();
     for (s, bucket_sinks) in concluded {
         states.extend(s);

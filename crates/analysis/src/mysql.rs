@@ -563,8 +563,7 @@ const MESSAGE_SAMPLES: usize = 3;
 struct ErrorAgg {
     count: u64,
     rt: Histogram,
-    /// message -> first request frame it was seen at; trimmed to the earliest few.
-    messages: BTreeMap<String, u64>,
+    messages: MessageSamples,
     sql_state: SqlState,
 }
 
@@ -596,31 +595,51 @@ pub struct MysqlAggregate {
     incidents: Vec<Incident>,
 }
 
-fn trim_messages(m: &mut BTreeMap<String, u64>) {
-    while m.len() > MESSAGE_SAMPLES {
-        let latest = m
-            .iter()
-            .max_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)))
-            .map(|(k, _)| k.clone());
-        if let Some(k) = latest {
-            m.remove(&k);
+/// The earliest [`MESSAGE_SAMPLES`] distinct messages of one error code, each with the first request
+/// frame it was seen at, in (frame, message) order. A short vector: an error storm looks a message up
+/// once per error, and comparing a few lengths is cheaper than walking a tree.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct MessageSamples(Vec<(u64, String)>);
+
+impl MessageSamples {
+    /// Keeps `message`, first seen at `frame`, if it is among the earliest.
+    fn note(&mut self, message: &str, frame: u64) {
+        // Later than every kept message: it changes nothing, whether it is one of them or not. In capture
+        // order this is nearly every call, and it compares no text.
+        if self.0.len() >= MESSAGE_SAMPLES && self.0.iter().all(|(f, _)| *f < frame) {
+            return;
+        }
+        if let Some(seen) = self.0.iter_mut().find(|(_, m)| m == message) {
+            if frame < seen.0 {
+                seen.0 = frame;
+                self.0.sort_unstable();
+            }
+            return;
+        }
+        // A storm repeats a few messages millions of times: one that would be trimmed at once is not copied.
+        let full = self.0.len() >= MESSAGE_SAMPLES;
+        if full
+            && self
+                .0
+                .iter()
+                .all(|(f, m)| (*f, m.as_str()) < (frame, message))
+        {
+            return;
+        }
+        self.0.push((frame, message.to_string()));
+        self.0.sort_unstable();
+        self.0.truncate(MESSAGE_SAMPLES);
+    }
+
+    fn merge(&mut self, o: MessageSamples) {
+        for (frame, message) in o.0 {
+            self.note(&message, frame);
         }
     }
-}
 
-/// Keeps `message` first seen at `frame` among the earliest [`MESSAGE_SAMPLES`] messages.
-fn note_message(m: &mut BTreeMap<String, u64>, message: &str, frame: u64) {
-    if let Some(f) = m.get_mut(message) {
-        *f = (*f).min(frame);
-        return;
+    fn messages(&self) -> Vec<String> {
+        self.0.iter().map(|(_, m)| m.clone()).collect()
     }
-    // A storm repeats a few messages millions of times: one that would be trimmed at once is not copied.
-    let full = m.len() >= MESSAGE_SAMPLES;
-    if full && m.iter().all(|(k, &f)| (f, k.as_str()) < (frame, message)) {
-        return;
-    }
-    m.insert(message.to_string(), frame);
-    trim_messages(m);
 }
 
 impl MysqlAggregate {
@@ -672,7 +691,7 @@ impl MysqlAggregate {
             if agg.sql_state.is_empty() {
                 agg.sql_state = *sql_state;
             }
-            note_message(&mut agg.messages, message, t.request_frame);
+            agg.messages.note(message, t.request_frame);
         }
         if t.command == Command::Connect {
             return;
@@ -724,11 +743,7 @@ impl MysqlAggregate {
             if agg.sql_state.is_empty() {
                 agg.sql_state = e.sql_state;
             }
-            for (m, f) in e.messages {
-                let slot = agg.messages.entry(m).or_insert(f);
-                *slot = (*slot).min(f);
-            }
-            trim_messages(&mut agg.messages);
+            agg.messages.merge(e.messages);
         }
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
@@ -810,17 +825,12 @@ impl MysqlAggregate {
                 .iter()
                 .collect::<BTreeMap<_, _>>()
                 .into_iter()
-                .map(|(code, e)| {
-                    let mut msgs: Vec<(u64, String)> =
-                        e.messages.iter().map(|(m, f)| (*f, m.clone())).collect();
-                    msgs.sort();
-                    ErrorDetail {
-                        code: *code,
-                        sql_state: e.sql_state.to_string(),
-                        count: e.count,
-                        messages: msgs.into_iter().map(|(_, m)| m).collect(),
-                        rt_us: e.rt.summary_us(),
-                    }
+                .map(|(code, e)| ErrorDetail {
+                    code: *code,
+                    sql_state: e.sql_state.to_string(),
+                    count: e.count,
+                    messages: e.messages.messages(),
+                    rt_us: e.rt.summary_us(),
                 })
                 .collect(),
             rt_us: {
@@ -897,4 +907,41 @@ pub struct SecondCounts {
     pub second: i64,
     pub queries: u64,
     pub errors: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Noting messages in any two parts and merging them keeps what the definition says: the earliest
+        /// few distinct messages, each at the first frame it was seen at, in (frame, message) order.
+        #[test]
+        fn message_samples_keep_the_earliest(
+            seen in proptest::collection::vec((0u8..6, 0u64..40), 0..40),
+            cut in 0usize..40,
+        ) {
+            let seen: Vec<(String, u64)> =
+                seen.into_iter().map(|(m, f)| (format!("Table 't{m}' doesn't exist"), f)).collect();
+            let cut = cut.min(seen.len());
+            let (mut a, mut b) = (MessageSamples::default(), MessageSamples::default());
+            for (m, f) in &seen[..cut] {
+                a.note(m, *f);
+            }
+            for (m, f) in &seen[cut..] {
+                b.note(m, *f);
+            }
+            a.merge(b);
+            let mut first: BTreeMap<&str, u64> = BTreeMap::new();
+            for (m, f) in &seen {
+                let slot = first.entry(m.as_str()).or_insert(*f);
+                *slot = (*slot).min(*f);
+            }
+            let mut want: Vec<(u64, String)> = first.into_iter().map(|(m, f)| (f, m.to_string())).collect();
+            want.sort();
+            want.truncate(MESSAGE_SAMPLES);
+            prop_assert_eq!(a.0, want);
+        }
+    }
 }

@@ -52,6 +52,7 @@ impl<M: Copy> StreamReassembler<M> {
 
     /// Feeds one segment: `seq` of its first payload byte (the SYN's own sequence number is not payload),
     /// the captured payload, and its length on the wire.
+    #[inline]
     pub fn segment(
         &mut self,
         seq: u32,
