@@ -14,7 +14,8 @@ use pcapsleuth::report::{self, FlowSort};
 /// Offline forensics for MySQL traffic captures: who closed the connection first, and how.
 ///
 /// Reads classic pcap (µs/ns, either byte order) and pcapng, Ethernet (VLAN), Linux cooked v1/v2
-/// (`tcpdump -i any`), raw IP and loopback, IPv4 and IPv6, in parallel. Frame numbers are Wireshark's, so
+/// (`tcpdump -i any`), raw IP and loopback, IPv4 and IPv6, in parallel; through VXLAN, Geneve, GRE/ERSPAN,
+/// IP-in-IP and MPLS tunnels (mirror and overlay capture points). Frame numbers are Wireshark's, so
 /// "Go to packet" finds them.
 #[derive(Parser)]
 #[command(name = "pcapsleuth", version, propagate_version = true)]

@@ -263,6 +263,43 @@ fn a_proxy_hanging_up_mid_resultset_on_port_6033_is_the_first_abnormal_close() {
     assert_eq!(a["frame"].as_u64().unwrap().to_string(), fin[0]);
 }
 
+/// A capture from a mirror point (VXLAN on UDP 4789 seen on the underlay, as AWS VPC Traffic Mirroring
+/// delivers it) reads like one taken at the server: connections at their inner addresses, every command and
+/// error, and the first FIN with who sent it, checked against tshark's reading of the inner packets.
+#[test]
+fn a_vxlan_mirror_capture_reads_like_one_at_the_server() {
+    let f = common::fixture("vxlan-mirror.pcap");
+    let p = f.to_str().unwrap();
+    let fin = &json(&["first-reset", "--json", p])["first_fin"];
+    let tshark_fin = common::tshark(&[
+        "-r",
+        p,
+        "-Y",
+        "tcp.flags.fin==1",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "ip.src",
+        "-e",
+        "tcp.srcport",
+    ]);
+    let first: Vec<&str> = tshark_fin[0].split('\t').collect();
+    // tshark lists the outer and then the inner source address.
+    let inner_src = first[1].rsplit(',').next().unwrap();
+    assert_eq!(fin["frame"].as_u64().unwrap().to_string(), first[0]);
+    assert_eq!(fin["client"], format!("{inner_src}:{}", first[2]));
+    assert_eq!(fin["server"], "10.88.0.1:3306");
+    assert_eq!(fin["initiator"], "client");
+    let m = json(&["mysql", "--json", p]);
+    assert_eq!(m["sessions"], 4);
+    assert_eq!(
+        m["errors"]["1146"].as_u64().unwrap() as usize,
+        common::tshark_count(&f, "mysql.error_code == 1146")
+    );
+}
+
 /// Compressed protocol sessions are decoded through the compression: commands, the ERR 1146 and response
 /// times of every query (tshark counts the commands but cannot unpack the compressed responses).
 #[test]

@@ -1,7 +1,8 @@
 //! Packet decoding and TCP connection tracking.
 //!
 //! [`decode`] turns a record's bytes into a [`TcpSegment`] (Ethernet with VLAN tags, Linux cooked v1/v2,
-//! raw IP, BSD loopback; IPv4 and IPv6). [`FlowKey`] names a 4-tuple without direction.
+//! raw IP, BSD loopback; IPv4 and IPv6; through VXLAN, Geneve, GRE/ERSPAN, IP-in-IP and MPLS tunnels to the
+//! packet they carry). [`FlowKey`] names a 4-tuple without direction.
 //! [`ConnectionTracker`] follows one 4-tuple through its connections and concludes each into a
 //! [`Connection`]: roles, handshake RTT, per-direction counters, and how it closed.
 //!
@@ -15,6 +16,7 @@ mod decode;
 mod key;
 mod reassembly;
 mod tcp;
+mod tunnel;
 
 pub use decode::{decode, decode_general, Decoded, TcpFlags, TcpSegment};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
