@@ -604,9 +604,16 @@ struct MessageSamples(Vec<(u64, String)>);
 impl MessageSamples {
     /// Keeps `message`, first seen at `frame`, if it is among the earliest.
     fn note(&mut self, message: &str, frame: u64) {
-        // Later than every kept message: it changes nothing, whether it is one of them or not. In capture
-        // order this is nearly every call, and it compares no text.
-        if self.0.len() >= MESSAGE_SAMPLES && self.0.iter().all(|(f, _)| *f < frame) {
+        // Later than every kept message (the last: they are sorted), it changes nothing, whether it is one
+        // of them or not, and is not copied. An error storm repeats a few messages millions of times in
+        // capture order, so this is nearly every call; the frames differ, so no text is compared.
+        let full = self.0.len() >= MESSAGE_SAMPLES;
+        if full
+            && self
+                .0
+                .last()
+                .is_some_and(|(f, m)| (*f, m.as_str()) < (frame, message))
+        {
             return;
         }
         if let Some(seen) = self.0.iter_mut().find(|(_, m)| m == message) {
@@ -614,16 +621,6 @@ impl MessageSamples {
                 seen.0 = frame;
                 self.0.sort_unstable();
             }
-            return;
-        }
-        // A storm repeats a few messages millions of times: one that would be trimmed at once is not copied.
-        let full = self.0.len() >= MESSAGE_SAMPLES;
-        if full
-            && self
-                .0
-                .iter()
-                .all(|(f, m)| (*f, m.as_str()) < (frame, message))
-        {
             return;
         }
         self.0.push((frame, message.to_string()));

@@ -116,7 +116,7 @@ fn carried<'a>(inner: Option<(LinkType, &'a [u8])>, depth: u8) -> Option<Decoded
 }
 
 #[inline(always)]
-fn be16(d: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn be16(d: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*d.get(at)?, *d.get(at + 1)?]))
 }
 
@@ -126,8 +126,8 @@ fn be32(d: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86DD;
+pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
+pub(crate) const ETHERTYPE_IPV6: u16 = 0x86DD;
 
 /// The common case, decoded by reading header fields in place: link header (Ethernet with VLAN tags,
 /// cooked, raw, loopback) → IPv4 without fragmentation or IPv6 without extension headers → a TCP header
@@ -306,13 +306,12 @@ fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
         }
         Some(_) => Decoded::OtherIp,
         None => {
-            let ip = match &p.net {
-                _ if fragmented => None,
-                Some(LaxNetSlice::Ipv4(v4)) => Some(v4.payload()),
-                Some(LaxNetSlice::Ipv6(v6)) => Some(v6.payload()),
-                _ => None,
-            };
-            let inner = ip.and_then(|ip| tunnel::in_ip(ip.ip_number.0, ip.payload));
+            let inner = p
+                .net
+                .as_ref()
+                .and_then(|net| net.ip_payload_ref())
+                .filter(|ip| !ip.fragmented)
+                .and_then(|ip| tunnel::in_ip(ip.ip_number.0, ip.payload));
             match carried(inner, depth) {
                 Some(d) => d,
                 None if p.stop_err.is_some() => Decoded::Undecodable,

@@ -13,12 +13,12 @@
 
 use pcapsleuth_capture::LinkType;
 
+use crate::decode::{be16, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+
 /// How many encapsulations deep the decoder follows (a hostile capture could nest them without end).
 pub(crate) const MAX_DEPTH: u8 = 4;
 
 const ETHERTYPE_TEB: u16 = 0x6558;
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86DD;
 const ETHERTYPE_MPLS: u16 = 0x8847;
 const ETHERTYPE_MPLS_MULTICAST: u16 = 0x8848;
 const ETHERTYPE_ERSPAN_1_2: u16 = 0x88BE;
@@ -28,10 +28,6 @@ const ETHERTYPE_ERSPAN_3: u16 = 0x22EB;
 pub(crate) const IP_IN_IP: u8 = 4;
 pub(crate) const IPV6_IN_IP: u8 = 41;
 pub(crate) const GRE: u8 = 47;
-
-fn be16(d: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*d.get(at)?, *d.get(at + 1)?]))
-}
 
 /// The packet an ether type names, if it is one the decoder can start from.
 pub(crate) fn by_ether_type(ether_type: u16, body: &[u8]) -> Option<(LinkType, &[u8])> {
@@ -87,10 +83,8 @@ fn gre(p: &[u8]) -> Option<(LinkType, &[u8])> {
         return None;
     }
     let sequenced = flags & 0x1000 != 0;
-    let options = [0x8000u16, 0x2000, 0x1000]
-        .iter()
-        .filter(|&&bit| flags & bit != 0)
-        .count();
+    // One 4-byte word for each of C (0x8000), K (0x2000) and S (0x1000) that is set.
+    let options = (flags & 0xB000).count_ones() as usize;
     let body = p.get(4 + 4 * options..)?;
     match be16(p, 2)? {
         // Type I has no header of its own (and no sequence number); type II has 8 bytes.
