@@ -44,22 +44,22 @@ pub(crate) fn client_command_at(w: &[u8]) -> Verdict {
     match cmd {
         // COM_QUIT, COM_STATISTICS, COM_PROCESS_INFO, COM_DEBUG, COM_PING, COM_RESET_CONNECTION
         0x01 | 0x09 | 0x0a | 0x0d | 0x0e | 0x1f => exact(1),
-        // COM_QUERY: text, or a query-attribute prefix (count, set count 1).
+        // COM_QUERY: text, or a query-attribute prefix (count, set count 1). Only the
+        // packet's own bytes may decide: what follows its end is another packet, which
+        // may or may not have arrived yet, so reading it would make the answer depend on
+        // how TCP cut the stream.
         0x03 => {
             if len < 2 {
                 return Verdict::No;
             }
-            match (next, w.get(6)) {
-                (None, _) => Verdict::NeedMore,
-                (Some(b), _) if is_text_start(b) => Verdict::Yes,
-                (Some(_), None) if len >= 3 => Verdict::NeedMore,
-                (Some(_), _) => {
-                    if w.get(5..).is_some_and(wire::looks_like_attribute_prefix) {
-                        Verdict::Yes
-                    } else {
-                        Verdict::No
-                    }
-                }
+            let body = w.get(5..).unwrap_or(&[]);
+            let body = body.get(..body.len().min(len as usize - 1)).unwrap_or(&[]);
+            match body {
+                [] => Verdict::NeedMore,
+                [b, ..] if is_text_start(*b) => Verdict::Yes,
+                [_] if len >= 3 => Verdict::NeedMore,
+                _ if wire::looks_like_attribute_prefix(body) => Verdict::Yes,
+                _ => Verdict::No,
             }
         }
         // COM_INIT_DB, COM_FIELD_LIST, COM_CREATE_DB, COM_DROP_DB, COM_STMT_PREPARE, COM_CHANGE_USER
@@ -211,6 +211,55 @@ mod tests {
         let mut b = vec![p.len() as u8, 0, 0, 0];
         b.extend(p);
         assert!(looks_like_greeting(&b));
+    }
+
+    /// `02 00 00 00 03 02`: a 2-byte COM_QUERY whose one byte is not text, from the
+    /// fuzz finding `min-of-crash-f2e2431b`. Whatever follows it is the next packet
+    /// and must not change the verdict.
+    #[test]
+    fn a_short_query_is_judged_by_its_own_bytes() {
+        let short = [0x02, 0, 0, 0, 0x03, 0x02];
+        assert_eq!(client_command_at(&short), Verdict::No);
+        assert_eq!(
+            client_command_at(&[&short[..], &[0x01]].concat()),
+            Verdict::No
+        );
+        // With a third byte the packet itself can hold the attribute prefix (count 2, set count 1).
+        let attrs = [0x03, 0, 0, 0, 0x03, 0x02, 0x01];
+        assert_eq!(client_command_at(&attrs[..6]), Verdict::NeedMore);
+        assert_eq!(client_command_at(&attrs), Verdict::Yes);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+        /// The boundary search asks again with more bytes only after `NeedMore`, so a
+        /// verdict given on a prefix must be the verdict on every extension of it;
+        /// otherwise where TCP cut the stream would change what is decoded. And only
+        /// the packet's own bytes count: once it is whole, what follows is irrelevant.
+        #[test]
+        fn client_command_verdicts_depend_only_on_the_packets_own_bytes(
+            head in prop_oneof![
+                (prop_oneof![0u8..4, 0u8..12], prop_oneof![Just(0x03), 0u8..0x20])
+                    .prop_map(|(len, cmd)| vec![len, 0, 0, 0, cmd]),
+                proptest::collection::vec(any::<u8>(), 0..5),
+            ],
+            // Small values often, so that lengths, sequence ids and attribute counts line up.
+            body in proptest::collection::vec(prop_oneof![0u8..4, any::<u8>()], 0..16),
+            after in proptest::collection::vec(any::<u8>(), 0..16),
+        ) {
+            let w: Vec<u8> = [head, body].concat();
+            let whole = client_command_at(&w);
+            for cut in 0..w.len() {
+                let v = client_command_at(&w[..cut]);
+                prop_assert!(v == Verdict::NeedMore || v == whole, "{:?} at {}", v, cut);
+            }
+            if let Some(len) = le_u24(&w).filter(|&l| w.len() >= 4 + l as usize) {
+                let packet = &w[..4 + len as usize];
+                prop_assert_eq!(client_command_at(&[packet, &after[..]].concat()), client_command_at(packet));
+            }
+        }
     }
 
     #[test]

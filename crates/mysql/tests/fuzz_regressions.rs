@@ -117,3 +117,56 @@ fn seeds_are_chunking_invariant() {
         check(&std::fs::read(e.unwrap().path()).unwrap());
     }
 }
+
+/// The inputs of `../shared/fuzz-findings/mysql-session/` (read from there, never copied): the session
+/// target's 7 rejections and their minimised forms. In each, a session hunting for a client packet
+/// boundary meets a 2-byte COM_QUERY whose one payload byte is not text, e.g. `02 00 00 00 03 02`; the
+/// query-attribute test read the byte after the packet, so the verdict depended on whether that byte had
+/// arrived yet.
+fn fuzz_finding(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fuzz-findings/mysql-session")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+macro_rules! fuzz_findings {
+    ($($test:ident: $file:literal, $min:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            check(&fuzz_finding(concat!("crash-", $file)));
+            check(&fuzz_finding(concat!("minimized/min-of-crash-", $min)));
+        }
+    )*};
+}
+
+fuzz_findings! {
+    short_query_5f5ba1fd_decides_from_its_own_bytes: "5f5ba1fd9e3bfe5a1866cbace11e769e93431104", "5f5ba1fd";
+    short_query_65d955df_decides_from_its_own_bytes: "65d955df64d84f3c8cdbf7a7029f57a4cfb57d0b", "65d955df";
+    short_query_76075717_decides_from_its_own_bytes: "76075717c774b3b04fa4771fb17c00adebf4f5de", "76075717";
+    short_query_8396218e_decides_from_its_own_bytes: "8396218e567602e4a37607bbe82598f9c3f9903b", "8396218e";
+    short_query_af866edc_decides_from_its_own_bytes: "af866edc9503a2c7a718cca926ff44d7b101f045", "af866edc";
+    short_query_f2e2431b_decides_from_its_own_bytes: "f2e2431bcd564b84b196def4f580ae8e96c54c0e", "f2e2431b";
+    short_query_fdb32e3a_decides_from_its_own_bytes: "fdb32e3a30c9a6e16c4482b9bec14b61d7f90cd2", "fdb32e3a";
+}
+
+/// Every file of `../shared/fuzz-findings/mysql-session/` is one of the named cases above.
+#[test]
+fn every_shared_session_finding_has_a_named_test() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fuzz-findings/mysql-session");
+    let mut n = 0;
+    for dir in [root.clone(), root.join("minimized")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                check(&std::fs::read(&p).unwrap());
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(
+        n, 14,
+        "new inputs in mysql-session/: give each a named test"
+    );
+}
