@@ -3,7 +3,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use pcapsleuth_testkit::oracle;
+
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
@@ -133,12 +135,11 @@ fn first_reset_json_has_the_documented_fields() {
     assert_eq!(v["first_fin"]["frame"], 14);
 }
 
-fn tshark_frames(file: &Path) -> usize {
-    common::tshark_count(file, "frame")
-}
-
 #[test]
 fn extract_writes_exactly_the_connection_and_tshark_reads_it() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let src = common::fixture("stream-stall.pcap");
     let out = scratch("one.pcap");
     let o = run(&[
@@ -151,8 +152,8 @@ fn extract_writes_exactly_the_connection_and_tshark_reads_it() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        tshark_frames(&out),
-        common::tshark_count(&src, "tcp.port==41452"),
+        tshark.count(&out, "frame"),
+        tshark.count(&src, "tcp.port==41452"),
         "extract --conn equals tshark's tcp.port filter for that client port"
     );
     let by_port = scratch("port.pcapng");
@@ -167,8 +168,8 @@ fn extract_writes_exactly_the_connection_and_tshark_reads_it() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
-        tshark_frames(&by_port),
-        common::tshark_count(&cooked, "tcp.port==3306")
+        tshark.count(&by_port, "frame"),
+        tshark.count(&cooked, "tcp.port==3306")
     );
     // Records are byte-identical: the same packets decode to the same first-reset answer.
     let a = run(&["first-reset", "--json", by_port.to_str().unwrap()]);
@@ -182,6 +183,9 @@ fn extract_writes_exactly_the_connection_and_tshark_reads_it() {
 
 #[test]
 fn split_cuts_into_pieces_tshark_reads_and_loses_no_packet() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let src = common::fixture("err1146-storm.pcap");
     let dir = scratch("pieces");
     let _ = std::fs::remove_dir_all(&dir);
@@ -199,8 +203,8 @@ fn split_cuts_into_pieces_tshark_reads_and_loses_no_packet() {
         .map(|e| e.unwrap().path())
         .collect();
     pieces.sort();
-    let counts: Vec<usize> = pieces.iter().map(|p| tshark_frames(p)).collect();
-    let total = tshark_frames(&src);
+    let counts: Vec<usize> = pieces.iter().map(|p| tshark.count(p, "frame")).collect();
+    let total = tshark.count(&src, "frame");
     assert_eq!(counts.iter().sum::<usize>(), total);
     assert_eq!(counts.len(), total.div_ceil(5000));
     assert!(
@@ -235,6 +239,9 @@ fn extract_and_split_refuse_nonsense_arguments() {
 
 #[test]
 fn split_by_megabytes_keeps_pieces_under_the_size_and_every_packet() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let src = common::fixture("stream-stall.pcap");
     let dir = scratch("pieces-mb");
     let _ = std::fs::remove_dir_all(&dir);
@@ -259,12 +266,15 @@ fn split_by_megabytes_keeps_pieces_under_the_size_and_every_packet() {
             "{p:?}"
         );
     }
-    let total: usize = pieces.iter().map(|p| tshark_frames(p)).sum();
-    assert_eq!(total, tshark_frames(&src));
+    let total: usize = pieces.iter().map(|p| tshark.count(p, "frame")).sum();
+    assert_eq!(total, tshark.count(&src, "frame"));
 }
 
 #[test]
 fn extract_by_endpoint_takes_every_connection_of_that_endpoint() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let src = common::fixture("ipv6.pcap");
     let out = scratch("flow.pcap");
     let server = common::json(&["flows", "--json", src.to_str().unwrap()])["connections"][0]
@@ -283,7 +293,7 @@ fn extract_by_endpoint_takes_every_connection_of_that_endpoint() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(server.starts_with('['), "an IPv6 endpoint: {server}");
     assert_eq!(
-        tshark_frames(&out),
-        common::tshark_count(&src, "tcp.port==3306")
+        tshark.count(&out, "frame"),
+        tshark.count(&src, "tcp.port==3306")
     );
 }

@@ -2,6 +2,8 @@
 
 mod common;
 
+use pcapsleuth_testkit::oracle;
+
 use common::json;
 
 fn rate(fixture: &str) -> serde_json::Value {
@@ -62,6 +64,9 @@ fn uncapped_traffic_gets_no_ceiling() {
 
 #[test]
 fn rate_series_count_every_tcp_packet() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("pps-cap.pcap");
     let r = json(&["rate", "--json", "--interval", "100ms", f.to_str().unwrap()]);
     assert!((r["interval_s"].as_f64().unwrap() - 0.1).abs() < 1e-9);
@@ -74,20 +79,23 @@ fn rate_series_count_every_tcp_packet() {
                 * p["covered_s"].as_f64().unwrap()
         })
         .sum();
-    assert_eq!(total.round() as usize, common::tshark_count(&f, "tcp"));
+    assert_eq!(total.round() as usize, tshark.count(&f, "tcp"));
 }
 
 /// Point selects at ~0.1 ms and `SELECT SLEEP(0.02)` from the same threads: two humps, and the slow one is
 /// the sleeps.
 #[test]
 fn bimodal_response_times_are_found_and_the_slow_hump_explained() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("rt-bimodal.pcap");
     let r = json(&["rt", "--json", f.to_str().unwrap()]);
     assert_eq!(r["source"], "mysql");
     assert_eq!(r["multimodal"], true);
     let modes = r["modes"].as_array().unwrap();
     assert_eq!(modes.len(), 2, "{modes:#?}");
-    let sleeps = common::tshark_count(
+    let sleeps = tshark.count(
         &f,
         "mysql.query contains \"SLEEP\" || mysql.query contains \"sleep\"",
     );
@@ -119,6 +127,9 @@ fn unimodal_response_times_are_not_called_multimodal() {
 
 #[test]
 fn the_per_interval_table_accounts_for_every_response() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("err1146-storm.pcap");
     let r = json(&[
         "rt",
@@ -133,10 +144,7 @@ fn the_per_interval_table_accounts_for_every_response() {
     let n: u64 = rows.iter().map(|i| i["count"].as_u64().unwrap()).sum();
     let e: u64 = rows.iter().map(|i| i["errors"].as_u64().unwrap()).sum();
     assert_eq!(n, r["percentiles_us"]["count"].as_u64().unwrap());
-    assert_eq!(
-        e as usize,
-        common::tshark_count(&f, "mysql.error_code==1146")
-    );
+    assert_eq!(e as usize, tshark.count(&f, "mysql.error_code==1146"));
 }
 
 #[test]

@@ -3,29 +3,27 @@
 
 mod common;
 
-use std::process::Command;
+use pcapsleuth_testkit::oracle::{self, Oracle, Tool};
 
-fn convert(fixture: &str, format: &str) -> std::path::PathBuf {
+fn convert(editcap: &Tool, fixture: &str, format: &str) -> std::path::PathBuf {
     let out = std::env::temp_dir().join(format!(
         "pcapsleuth-{}-{format}-{fixture}",
         std::process::id()
     ));
-    let status = Command::new("editcap")
-        .args(["-F", format])
-        .arg(common::fixture(fixture))
-        .arg(&out)
-        .status()
-        .expect("editcap comes with tshark (.ci/run installs it)");
-    assert!(status.success());
+    let src = common::fixture(fixture);
+    editcap.stdout(["-F", format, src.to_str().unwrap(), out.to_str().unwrap()]);
     out
 }
 
 #[test]
 fn nanosecond_pcap_and_pcapng_give_the_same_reports() {
+    let Some(editcap) = oracle::require(Oracle::Editcap) else {
+        return;
+    };
     for fixture in ["stream-stall.pcap", "ipv6.pcap"] {
         let original = common::fixture(fixture);
         for format in ["nsecpcap", "pcapng"] {
-            let converted = convert(fixture, format);
+            let converted = convert(&editcap, fixture, format);
             for command in [
                 &["first-reset", "--json"][..],
                 &["mysql", "--json"][..],

@@ -3,12 +3,17 @@
 
 mod common;
 
+use pcapsleuth_testkit::oracle;
+
 use common::json;
 
 /// Story 1: the client said "Lost connection to server during query"; the capture shows the server
 /// hanging up in the middle of the resultset.
 #[test]
 fn the_server_hanging_up_mid_resultset_is_the_first_abnormal_close() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("stream-stall.pcap");
     let v = json(&["first-reset", "--json", f.to_str().unwrap()]);
     let a = &v["first_abnormal"];
@@ -40,7 +45,7 @@ fn the_server_hanging_up_mid_resultset_is_the_first_abnormal_close() {
     assert_eq!(server_rst["client"], "10.77.1.2:41452");
     assert!(server_rst["rows"].as_u64().unwrap() > 1000);
     // The request's frame is tshark's COM_QUERY on that connection.
-    let req = common::tshark(&[
+    let req = tshark.lines([
         "-r",
         f.to_str().unwrap(),
         "-Y",
@@ -59,10 +64,13 @@ fn the_server_hanging_up_mid_resultset_is_the_first_abnormal_close() {
 /// Story 2: sysbench with ignored errors: half the statements hit tables that do not exist.
 #[test]
 fn swallowed_1146_errors_are_counted_with_their_own_response_times() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("err1146-storm.pcap");
     let p = f.to_str().unwrap();
     let m = json(&["mysql", "--json", p]);
-    let tshark_1146 = common::tshark_count(&f, "mysql.error_code==1146");
+    let tshark_1146 = tshark.count(&f, "mysql.error_code==1146");
     assert!(tshark_1146 > 1000);
     assert_eq!(m["errors"]["1146"].as_u64().unwrap() as usize, tshark_1146);
     assert_eq!(
@@ -77,10 +85,7 @@ fn swallowed_1146_errors_are_counted_with_their_own_response_times() {
         .unwrap()
         .contains("doesn't exist"));
     let queries = m["queries"].as_u64().unwrap();
-    assert_eq!(
-        queries as usize,
-        common::tshark_count(&f, "mysql.command==3")
-    );
+    assert_eq!(queries as usize, tshark.count(&f, "mysql.command==3"));
     let (p50, p99) = (
         m["rt_us"]["p50"].as_f64().unwrap(),
         m["rt_us"]["p99"].as_f64().unwrap(),
@@ -97,11 +102,14 @@ fn swallowed_1146_errors_are_counted_with_their_own_response_times() {
 /// tshark must be told is MySQL (we recognise it from the greeting).
 #[test]
 fn mysql_counts_match_tshark_on_every_real_capture() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     for path in common::real_captures() {
         let p = path.to_str().unwrap();
         let m = json(&["mysql", "--json", p]);
         let mut tshark_cmds = std::collections::BTreeMap::<String, u64>::new();
-        for code in common::tshark(&[
+        for code in tshark.lines([
             "-r",
             p,
             "-d",
@@ -127,7 +135,7 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
         }
         assert_eq!(ours, tshark_cmds, "{p}: commands by code");
         let mut tshark_errs = std::collections::BTreeMap::<String, u64>::new();
-        for code in common::tshark(&[
+        for code in tshark.lines([
             "-r",
             p,
             "-d",
@@ -210,6 +218,9 @@ fn mysql_on_another_port_gives_the_same_report() {
 /// from the shape of a request and its response, and every later request is decoded.
 #[test]
 fn a_capture_that_starts_mid_connection_is_still_decoded() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let cut = rewritten("err1146-storm.pcap", |i| i >= 5000, |_| {});
     let m = mysql_report(&cut);
     assert_eq!(m["sessions"], 4);
@@ -217,9 +228,8 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
     let path =
         std::env::temp_dir().join(format!("pcapsleuth-midstream-{}.pcap", std::process::id()));
     std::fs::write(&path, cut.bytes()).unwrap();
-    let count = |filter: &str| {
-        common::tshark_count_with(&path, &["-d", "tcp.port==3306,mysql"], filter) as u64
-    };
+    let count =
+        |filter: &str| tshark.count_with(&path, &["-d", "tcp.port==3306,mysql"], filter) as u64;
     let queries = count("mysql.command==3");
     let errors = count("mysql.error_code==1146");
     // At most the one request per connection that was in flight when the capture began is not counted.
@@ -239,6 +249,9 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
 /// FIN in the middle of the resultset, recognised as MySQL from the greeting, not the port.
 #[test]
 fn a_proxy_hanging_up_mid_resultset_on_port_6033_is_the_first_abnormal_close() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("proxy-6033.pcap");
     let p = f.to_str().unwrap();
     let v = json(&["first-reset", "--json", p]);
@@ -259,7 +272,7 @@ fn a_proxy_hanging_up_mid_resultset_on_port_6033_is_the_first_abnormal_close() {
         .unwrap()
         .to_string();
     let filter = format!("tcp.srcport==6033 && tcp.dstport=={client_port} && tcp.flags.fin==1");
-    let fin = common::tshark(&["-r", p, "-Y", &filter, "-T", "fields", "-e", "frame.number"]);
+    let fin = tshark.lines(["-r", p, "-Y", &filter, "-T", "fields", "-e", "frame.number"]);
     assert_eq!(a["frame"].as_u64().unwrap().to_string(), fin[0]);
 }
 
@@ -268,10 +281,13 @@ fn a_proxy_hanging_up_mid_resultset_on_port_6033_is_the_first_abnormal_close() {
 /// error, and the first FIN with who sent it, checked against tshark's reading of the inner packets.
 #[test]
 fn a_vxlan_mirror_capture_reads_like_one_at_the_server() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     let f = common::fixture("vxlan-mirror.pcap");
     let p = f.to_str().unwrap();
     let fin = &json(&["first-reset", "--json", p])["first_fin"];
-    let tshark_fin = common::tshark(&[
+    let tshark_fin = tshark.lines([
         "-r",
         p,
         "-Y",
@@ -296,7 +312,7 @@ fn a_vxlan_mirror_capture_reads_like_one_at_the_server() {
     assert_eq!(m["sessions"], 4);
     assert_eq!(
         m["errors"]["1146"].as_u64().unwrap() as usize,
-        common::tshark_count(&f, "mysql.error_code == 1146")
+        tshark.count(&f, "mysql.error_code == 1146")
     );
 }
 

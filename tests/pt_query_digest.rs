@@ -9,37 +9,27 @@
 
 mod common;
 
+use pcapsleuth_testkit::oracle::{self, Oracle, Tool};
 use std::process::Command;
 
-fn pt_query_digest(fixture: &str) -> serde_json::Value {
+fn pt_query_digest([tcpdump, digest]: &[Tool; 2], fixture: &str) -> serde_json::Value {
     let pcap = common::fixture(fixture);
-    let text = Command::new("tcpdump")
-        .args(["-r", pcap.to_str().unwrap(), "-x", "-n", "-q", "-tttt"])
-        .output()
-        .expect("tcpdump is a test dependency (.ci/run installs it)");
+    let text = tcpdump.stdout(["-r", pcap.to_str().unwrap(), "-x", "-n", "-q", "-tttt"]);
     let dump =
         std::env::temp_dir().join(format!("pcapsleuth-{}-{fixture}.txt", std::process::id()));
-    std::fs::write(&dump, &text.stdout).unwrap();
-    let out = Command::new("pt-query-digest")
-        .args([
-            "--type",
-            "tcpdump",
-            "--watch-server",
-            "10.77.0.1:3306",
-            "--limit",
-            "100%:1000",
-            "--output",
-            "json",
-        ])
-        .arg(&dump)
-        .output()
-        .expect("pt-query-digest is a test dependency (percona-toolkit; .ci/run installs it)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    std::fs::write(&dump, text).unwrap();
+    let out = digest.stdout([
+        "--type",
+        "tcpdump",
+        "--watch-server",
+        "10.77.0.1:3306",
+        "--limit",
+        "100%:1000",
+        "--output",
+        "json",
+        dump.to_str().unwrap(),
+    ]);
+    serde_json::from_str(&out).unwrap()
 }
 
 fn ours(fixture: &str) -> serde_json::Value {
@@ -64,8 +54,11 @@ fn secs(v: &serde_json::Value) -> f64 {
 
 #[test]
 fn response_times_agree_with_pt_query_digest() {
+    let Some(oracles) = oracle::require_all([Oracle::Tcpdump, Oracle::PtQueryDigest]) else {
+        return;
+    };
     for fixture in ["err1146-storm.pcap", "rt-bimodal.pcap", "no-cap.pcap"] {
-        let pt = pt_query_digest(fixture);
+        let pt = pt_query_digest(&oracles, fixture);
         let us = ours(fixture);
         // pt-query-digest's classes hold the queries (COM_QUIT appears only in its global count, at 0 s).
         let classes = pt["classes"].as_array().unwrap();

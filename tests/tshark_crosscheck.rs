@@ -3,11 +3,16 @@
 
 mod common;
 
+use pcapsleuth_testkit::oracle;
+
 use pcapsleuth::analysis::{analyze, first_reset, EngineOptions};
 use pcapsleuth::capture::Capture;
 
 #[test]
 fn tcp_facts_match_tshark_on_every_real_capture() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     for path in common::real_captures() {
         let p = path.to_str().unwrap();
         let cap = Capture::open(&path).unwrap();
@@ -21,10 +26,11 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
         };
         assert_eq!(
             a.capture.counts.packets as usize,
-            common::tshark_count(&path, "frame"),
+            tshark.count(&path, "frame"),
             "{p}: packets"
         );
-        let tshark_conversations = common::tshark(&["-r", p, "-q", "-z", "conv,tcp"])
+        let tshark_conversations = tshark
+            .lines(["-r", p, "-q", "-z", "conv,tcp"])
             .iter()
             .filter(|l| l.contains("<->"))
             .count();
@@ -33,7 +39,7 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
         // Wireshark's timing heuristics (initial RTT, duplicate ACKs); they may differ on a rare segment.
         assert_eq!(
             sum(|d| d.retransmissions + d.out_of_order),
-            common::tshark_count(
+            tshark.count(
                 &path,
                 "tcp.analysis.retransmission || tcp.analysis.out_of_order"
             ),
@@ -41,7 +47,7 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
         );
         let (ours, theirs) = (
             sum(|d| d.retransmissions),
-            common::tshark_count(&path, "tcp.analysis.retransmission"),
+            tshark.count(&path, "tcp.analysis.retransmission"),
         );
         assert!(
             ours.abs_diff(theirs) <= (theirs / 100).max(1),
@@ -49,12 +55,13 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
         );
         assert_eq!(
             sum(|d| d.zero_windows),
-            common::tshark_count(&path, "tcp.analysis.zero_window"),
+            tshark.count(&path, "tcp.analysis.zero_window"),
             "{p}: zero windows"
         );
         let answer = first_reset(&a, 0);
         let first = |filter: &str| {
-            common::tshark(&["-r", p, "-Y", filter, "-T", "fields", "-e", "frame.number"])
+            tshark
+                .lines(["-r", p, "-Y", filter, "-T", "fields", "-e", "frame.number"])
                 .first()
                 .map(|s| s.parse::<u64>().unwrap())
         };

@@ -1,4 +1,5 @@
-//! Shared helpers of the end-to-end tests: where the real captures are, and how to ask tshark.
+//! Shared helpers of the end-to-end tests: where the real captures are, and how to run the binary.
+//! The tools the tests compare against (tshark, ...) are asked for through `pcapsleuth_testkit::oracle`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -36,37 +37,6 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(name)
-}
-
-/// Runs tshark and returns its stdout lines. tshark is a test dependency (`.ci/run` installs it).
-pub fn tshark(args: &[&str]) -> Vec<String> {
-    let out = Command::new("tshark")
-        .args(args)
-        .output()
-        .expect("tshark is required by the cross-check tests: apt-get install -y tshark");
-    assert!(
-        out.status.success(),
-        "tshark {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// Number of frames tshark's display filter selects.
-pub fn tshark_count(file: &Path, filter: &str) -> usize {
-    tshark_count_with(file, &[], filter)
-}
-
-/// [`tshark_count`] with extra tshark arguments (e.g. `-d tcp.port==N,mysql`).
-pub fn tshark_count_with(file: &Path, extra: &[&str], filter: &str) -> usize {
-    let mut args = vec!["-r", file.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["-Y", filter, "-T", "fields", "-e", "frame.number"]);
-    tshark(&args).len()
 }
 
 pub fn bin() -> &'static str {

@@ -87,8 +87,8 @@ const SLL_LEN: usize = 16;
 /// Linux cooked v2 header length; the protocol field is its first two bytes.
 const SLL2_LEN: usize = 20;
 
-/// Decodes a packet of the given link type, through any tunnels to the innermost TCP segment
-/// ([`crate::tunnel`]).
+/// Decodes a packet of the given link type, through any tunnels (VXLAN, Geneve, GRE and ERSPAN, IP in
+/// IP, MPLS) to the innermost TCP segment.
 #[inline]
 pub fn decode(link: LinkType, data: &[u8]) -> Decoded<'_> {
     decode_at(link, data, 0)

@@ -1,0 +1,234 @@
+//! Finding an oracle, skipping or failing where it is missing, and running it.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The variable that turns a missing oracle from a skip into a failure (`.ci/run` sets it to `1`).
+pub const REQUIRE_VAR: &str = "PCAPSLEUTH_REQUIRE_ORACLES";
+
+/// An outside tool a test compares pcapsleuth with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Oracle {
+    /// Wireshark's dissectors on the command line.
+    Tshark,
+    /// Wireshark's capture converter (`editcap -F pcapng`, `-c N` splits).
+    Editcap,
+    /// Wireshark's capture merger.
+    Mergecap,
+    /// tcpdump, whose `-x` output pt-query-digest reads.
+    Tcpdump,
+    /// pt-query-digest from Percona Toolkit: MySQL response times from tcpdump output.
+    PtQueryDigest,
+}
+
+impl Oracle {
+    /// Every oracle, for `.ci/run`'s install list and the summary.
+    pub const ALL: [Oracle; 5] = [
+        Oracle::Tshark,
+        Oracle::Editcap,
+        Oracle::Mergecap,
+        Oracle::Tcpdump,
+        Oracle::PtQueryDigest,
+    ];
+
+    /// The program looked up on `PATH`.
+    pub fn program(self) -> &'static str {
+        match self {
+            Oracle::Tshark => "tshark",
+            Oracle::Editcap => "editcap",
+            Oracle::Mergecap => "mergecap",
+            Oracle::Tcpdump => "tcpdump",
+            Oracle::PtQueryDigest => "pt-query-digest",
+        }
+    }
+
+    /// The Debian package that brings it (editcap and mergecap come with tshark's dependencies).
+    pub fn package(self) -> &'static str {
+        match self {
+            Oracle::Tshark | Oracle::Editcap | Oracle::Mergecap => "tshark",
+            Oracle::Tcpdump => "tcpdump",
+            Oracle::PtQueryDigest => "percona-toolkit",
+        }
+    }
+
+    /// Where the program is, looked up on `PATH` once per process.
+    fn location(self) -> Option<&'static Path> {
+        static FOUND: [OnceLock<Option<PathBuf>>; Oracle::ALL.len()] =
+            [const { OnceLock::new() }; Oracle::ALL.len()];
+        FOUND[self as usize]
+            .get_or_init(|| which::which(self.program()).ok())
+            .as_deref()
+    }
+
+    /// `tshark (apt-get install tshark)`.
+    fn need(self) -> String {
+        format!("{} (apt-get install {})", self.program(), self.package())
+    }
+}
+
+/// Whether a missing oracle fails the test (`PCAPSLEUTH_REQUIRE_ORACLES` set to anything but `0`).
+pub fn required() -> bool {
+    std::env::var_os(REQUIRE_VAR).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The oracle, if it is installed. If not, prints `skipped: needs ...`, records the skip for the run's
+/// summary and returns `None`; the caller returns at once. Panics instead when
+/// `PCAPSLEUTH_REQUIRE_ORACLES=1`.
+pub fn require(oracle: Oracle) -> Option<Tool> {
+    require_all([oracle]).map(|[tool]| tool)
+}
+
+/// Several oracles, all or none: a test that needs two skips once, naming every missing one.
+pub fn require_all<const N: usize>(oracles: [Oracle; N]) -> Option<[Tool; N]> {
+    let missing: Vec<String> = oracles
+        .iter()
+        .filter(|o| o.location().is_none())
+        .map(|o| o.need())
+        .collect();
+    if missing.is_empty() {
+        return Some(oracles.map(|oracle| Tool {
+            oracle,
+            path: oracle.location().expect("looked up above"),
+        }));
+    }
+    let reason = format!("needs {}", missing.join(", "));
+    assert!(
+        !required(),
+        "{reason}: {REQUIRE_VAR} is set, so a missing oracle is a failure"
+    );
+    crate::skips::record(&reason);
+    None
+}
+
+/// tshark, with helpers for its display filters; see [`require`].
+pub fn tshark() -> Option<Tshark> {
+    require(Oracle::Tshark).map(Tshark)
+}
+
+/// An oracle that was found. Only [`require`] makes one, so running an oracle implies having asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Tool {
+    oracle: Oracle,
+    path: &'static Path,
+}
+
+impl Tool {
+    /// Which oracle this is.
+    pub fn oracle(&self) -> Oracle {
+        self.oracle
+    }
+
+    /// A command for the program, to add arguments to.
+    pub fn command(&self) -> Command {
+        Command::new(self.path)
+    }
+
+    /// Runs it with `args` and returns its stdout; panics, with its stderr, unless it exits with 0.
+    pub fn stdout<I, S>(&self, args: I) -> String
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let program = self.oracle.program();
+        let out = self
+            .command()
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// [`Tool::stdout`]'s lines, blank ones left out.
+    pub fn lines<I, S>(&self, args: I) -> Vec<String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.stdout(args)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// tshark, found: [`Tool`]'s runners plus counts of what a display filter selects.
+#[derive(Debug, Clone, Copy)]
+pub struct Tshark(Tool);
+
+impl Tshark {
+    /// The underlying [`Tool`].
+    pub fn tool(&self) -> Tool {
+        self.0
+    }
+
+    /// tshark's non-blank output lines for `args`; see [`Tool::lines`].
+    pub fn lines<I, S>(&self, args: I) -> Vec<String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.0.lines(args)
+    }
+
+    /// The number of frames of `file` that the display filter selects.
+    pub fn count(&self, file: &Path, filter: &str) -> usize {
+        self.count_with(file, &[], filter)
+    }
+
+    /// [`Tshark::count`] with extra arguments before the filter, e.g. `["-d", "tcp.port==6033,mysql"]`.
+    pub fn count_with(&self, file: &Path, extra: &[&str], filter: &str) -> usize {
+        let mut args: Vec<&OsStr> = vec!["-r".as_ref(), file.as_os_str()];
+        args.extend(extra.iter().map(OsStr::new));
+        args.extend(["-Y", filter, "-T", "fields", "-e", "frame.number"].map(OsStr::new));
+        self.lines(args).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_oracle_is_listed_once_in_variant_order() {
+        for (i, o) in Oracle::ALL.iter().enumerate() {
+            assert_eq!(*o as usize, i, "{o:?}: ALL is indexed by the variant");
+        }
+    }
+
+    /// CI must install every oracle, or `PCAPSLEUTH_REQUIRE_ORACLES=1` fails its tests there.
+    #[test]
+    fn ci_installs_every_oracle() {
+        let ci = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/run");
+        let script = std::fs::read_to_string(&ci).expect(".ci/run");
+        let list = script
+            .lines()
+            .find_map(|l| l.strip_prefix("oracles=("))
+            .expect(".ci/run lists the oracles as `oracles=(program:package ...)`");
+        for o in Oracle::ALL {
+            let entry = format!("{}:{}", o.program(), o.package());
+            assert!(
+                list.split([' ', ')']).any(|e| e == entry),
+                "{}: `oracles=(...)` must have `{entry}`",
+                ci.display()
+            );
+        }
+    }
+
+    #[test]
+    fn the_skip_reason_names_the_program_and_its_package() {
+        assert_eq!(
+            Oracle::PtQueryDigest.need(),
+            "pt-query-digest (apt-get install percona-toolkit)"
+        );
+    }
+}
