@@ -48,10 +48,13 @@ for dir in crates/*/fuzz; do
   [ -f "$dir/Cargo.toml" ] || continue
   crate=$(basename "$(dirname "$dir")")
   echo "== building $dir" >&2
-  if ! (cd "$dir" && cargo +nightly fuzz build -O >/dev/null); then
+  build_log=$(mktemp)
+  if ! (cd "$dir" && cargo +nightly fuzz build -O) >"$build_log" 2>&1; then
+    cat "$build_log" >&2
     echo "fuzz: $dir does not build" >&2
     exit 1
   fi
+  rm -f "$build_log"
   for target in $(cd "$dir" && cargo +nightly fuzz list); do
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$target"; then
       continue

@@ -76,11 +76,13 @@ pub fn required() -> bool {
 /// The oracle, if it is installed. If not, prints `skipped: needs ...`, records the skip for the run's
 /// summary and returns `None`; the caller returns at once. Panics instead when
 /// `PCAPSLEUTH_REQUIRE_ORACLES=1`.
+#[track_caller]
 pub fn require(oracle: Oracle) -> Option<Tool> {
     require_all([oracle]).map(|[tool]| tool)
 }
 
 /// Several oracles, all or none: a test that needs two skips once, naming every missing one.
+#[track_caller]
 pub fn require_all<const N: usize>(oracles: [Oracle; N]) -> Option<[Tool; N]> {
     let missing: Vec<String> = oracles
         .iter()
@@ -103,6 +105,7 @@ pub fn require_all<const N: usize>(oracles: [Oracle; N]) -> Option<[Tool; N]> {
 }
 
 /// tshark, with helpers for its display filters; see [`require`].
+#[track_caller]
 pub fn tshark() -> Option<Tshark> {
     require(Oracle::Tshark).map(Tshark)
 }

@@ -35,14 +35,10 @@ pub(crate) fn record(reason: &str) {
             .unwrap_or("<unnamed>")
             .to_owned(),
     };
-    // Straight to the stream: the harness captures print!/eprint! of passing tests, not this.
-    let _ = writeln!(
-        std::io::stderr(),
-        "skipped: {} [{}::{}]",
-        skip.reason,
-        skip.target,
-        skip.test
-    );
+    // Straight to the stream, in one write: the harness captures print!/eprint! of passing tests, not
+    // this, and other tests write beside it.
+    let line = format!("skipped: {} [{}::{}]\n", skip.reason, skip.target, skip.test);
+    let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(dir) = run_dir() {
         if let Err(e) = append(&dir, &skip) {
             let _ = writeln!(
@@ -93,6 +89,8 @@ pub fn summary(skips: &[Skip]) -> String {
         skips.len(),
         targets.len()
     );
+    let mut by_reason: Vec<(&str, Vec<&Skip>)> = by_reason.into_iter().collect();
+    by_reason.sort_by_key(|(_, tests)| std::cmp::Reverse(tests.len()));
     for (reason, tests) in by_reason {
         out.push_str(&format!("\n  {} {reason}:", tests.len()));
         for t in tests {
