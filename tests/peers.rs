@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use pcapsleuth_testkit::oracle;
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
@@ -182,7 +183,7 @@ struct Tshark {
     logins_us: Vec<u64>,
 }
 
-fn tshark(file: &Path, ports: &[u16]) -> Tshark {
+fn tshark(tool: &oracle::Tshark, file: &Path, ports: &[u16]) -> Tshark {
     let decode: Vec<String> = ports
         .iter()
         .flat_map(|p| ["-d".to_string(), format!("tcp.port=={p},mysql")])
@@ -214,7 +215,7 @@ fn tshark(file: &Path, ports: &[u16]) -> Tshark {
         "conv,tcp",
     ]);
     let mut t = Tshark::default();
-    let lines = cached(file, &args);
+    let lines = cached(tool, file, &args);
     // Per stream: the open login (its time and the client's port).
     let mut login: HashMap<String, (f64, String)> = HashMap::new();
     for line in lines {
@@ -265,12 +266,12 @@ fn tshark(file: &Path, ports: &[u16]) -> Tshark {
     t
 }
 
-/// `common::tshark(args)`, remembered in the build's scratch directory under the hash of tshark's version,
+/// `tool.lines(args)`, remembered in the build's scratch directory under the hash of tshark's version,
 /// the arguments and the capture's bytes: most of a run's time is tshark starting up, 72 times.
-fn cached(file: &Path, args: &[&str]) -> Vec<String> {
+fn cached(tool: &oracle::Tshark, file: &Path, args: &[&str]) -> Vec<String> {
     use std::hash::{Hash, Hasher};
     static VERSION: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let version = VERSION.get_or_init(|| common::tshark(&["-v"]).into_iter().take(1).collect());
+    let version = VERSION.get_or_init(|| tool.lines(["-v"]).into_iter().take(1).collect());
     let mut h = std::collections::hash_map::DefaultHasher::new();
     version.hash(&mut h);
     args.iter().skip(2).collect::<Vec<_>>().hash(&mut h);
@@ -280,7 +281,7 @@ fn cached(file: &Path, args: &[&str]) -> Vec<String> {
     if let Ok(text) = std::fs::read_to_string(&path) {
         return text.lines().map(str::to_owned).collect();
     }
-    let lines = common::tshark(args);
+    let lines = tool.lines(args);
     // Written whole, then renamed: a run interrupted half-way leaves no half answer behind.
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
     if std::fs::create_dir_all(&dir).is_ok() && std::fs::write(&tmp, lines.join("\n")).is_ok() {
@@ -651,6 +652,9 @@ const KNOWN_WRONG: &[(&str, &str)] = &[
 
 #[test]
 fn every_peer_expectation_and_tshark_check_holds() {
+    let Some(tool) = oracle::tshark() else {
+        return;
+    };
     let m = manifest();
     assert_eq!(m.captures.len(), 72, "the manifest lists 72 captures");
     // tshark spends much of its start-up waiting rather than computing: more runs than cores at once.
@@ -664,7 +668,7 @@ fn every_peer_expectation_and_tshark_check_holds() {
             .map(|entry| {
                 let file = peers_dir().join(&entry.file);
                 let o = ours(&file, &entry.expect);
-                let t = tshark(&file, &entry.mysql_ports);
+                let t = tshark(&tool, &file, &entry.mysql_ports);
                 let mut all = against_peer(&entry.expect, &o);
                 all.extend(against_tshark(entry, &o, &t));
                 all.retain(|d| {

@@ -37,7 +37,10 @@ pub(crate) fn record(reason: &str) {
     };
     // Straight to the stream, in one write: the harness captures print!/eprint! of passing tests, not
     // this, and other tests write beside it.
-    let line = format!("skipped: {} [{}::{}]\n", skip.reason, skip.target, skip.test);
+    let line = format!(
+        "skipped: {} [{}::{}]\n",
+        skip.reason, skip.target, skip.test
+    );
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(dir) = run_dir() {
         if let Err(e) = append(&dir, &skip) {
