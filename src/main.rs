@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
-use pcapsleuth::capture::{Capture, CaptureError, Damage, PcapWriter};
+use pcapsleuth::capture::{refuse_input_as_output, Capture, CaptureError, Damage, PcapWriter};
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
 
@@ -187,29 +187,58 @@ enum SortArg {
     Duration,
 }
 
+/// Writes to stderr, ignoring a closed stderr (`2>&1 | head -1`): warnings and progress are not worth
+/// dying for, and `eprint!` would panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`say!`] with a newline.
+macro_rules! sayln {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// An input problem: exit code 2.
 struct InputError(String);
 
 fn main() -> ExitCode {
+    keep_standard_streams_open();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
             let _ = std::io::stdout().flush();
             if let Some(InputError(msg)) = e.downcast_ref::<InputError>() {
-                eprintln!("pcapsleuth: {msg}");
+                sayln!("pcapsleuth: {msg}");
                 return ExitCode::from(2);
             }
             if let Some(ce) = e.downcast_ref::<CaptureError>() {
-                eprintln!("pcapsleuth: {ce}");
-                return ExitCode::from(if matches!(ce, CaptureError::Write { .. }) {
-                    1
-                } else {
-                    2
+                sayln!("pcapsleuth: {ce}");
+                return ExitCode::from(match ce {
+                    CaptureError::Write { .. } => 1,
+                    _ => 2,
                 });
             }
-            eprintln!("pcapsleuth: {e:#}");
+            sayln!("pcapsleuth: {e:#}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// Opens /dev/null on any of the standard streams the caller closed (`2>&-`): otherwise the next file
+/// opened, the input or an output being written, would take its number, and a warning meant for stderr
+/// would be written into it.
+fn keep_standard_streams_open() {
+    for fd in 0..=2 {
+        // SAFETY: fcntl(F_GETFD) only queries the descriptor; open returns a new one we keep for good.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) == -1 {
+                libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+            }
         }
     }
 }
@@ -350,10 +379,10 @@ fn write_plots(dir: Option<&Path>, a: &Analysis) -> anyhow::Result<()> {
 fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
     let set = report::write_plot_set(dir, r)?;
     for p in &set.written {
-        eprintln!("pcapsleuth: wrote {}", p.display());
+        sayln!("pcapsleuth: wrote {}", p.display());
     }
     for s in &set.skipped {
-        eprintln!("pcapsleuth: no {} plot: {}", s.name, s.reason);
+        sayln!("pcapsleuth: no {} plot: {}", s.name, s.reason);
     }
     Ok(())
 }
@@ -454,23 +483,57 @@ fn analyze_with(
         interval_ns,
         aggregation,
     };
-    let show = std::io::stderr().is_terminal() && cap.len() > 256 << 20;
-    let a = analysis::analyze_with_progress(&cap, &opts, |done, total| {
-        if show {
-            eprint!(
-                "\rreading {}: {:>3}% ({:.1} of {:.1} GB)",
-                common.file.display(),
-                done * 100 / total.max(1),
+    let progress = Progress::new("reading", &common.file, cap.len());
+    let a = analysis::analyze_with_progress(&cap, &opts, |done, total| progress.show(done, total));
+    progress.clear();
+    Ok((cap, a))
+}
+
+/// A progress line on stderr, for inputs over 256 MB when stderr is a terminal. Cheap to call per record:
+/// it writes only when the percentage changes.
+struct Progress {
+    label: String,
+    shown: bool,
+    percent: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn new(verb: &str, file: &Path, len: u64) -> Self {
+        Progress {
+            label: format!("{verb} {}", file.display()),
+            shown: std::io::stderr().is_terminal() && len > 256 << 20,
+            percent: std::sync::atomic::AtomicU64::new(u64::MAX),
+        }
+    }
+
+    fn show(&self, done: u64, total: u64) {
+        let percent = done.saturating_mul(100) / total.max(1);
+        if self.shown
+            && self
+                .percent
+                .swap(percent, std::sync::atomic::Ordering::Relaxed)
+                != percent
+        {
+            say!(
+                "\r{}: {:>3}% ({:.1} of {:.1} GB)",
+                self.label,
+                percent,
                 done as f64 / 1e9,
                 total as f64 / 1e9
             );
         }
-    });
-    if show {
-        eprint!("\r\x1b[K");
     }
-    Ok((cap, a))
+
+    fn clear(&self) {
+        if self.shown {
+            say!("\r\x1b[K");
+        }
+    }
 }
+
+/// `split` copies a piece in steps of this size, releasing each step's pages: memory stays flat however
+/// large the pieces.
+const COPY_STEP: u64 = 64 << 20;
 
 /// Warnings for damage the reading survived; exit code 2 if any of it was more than a cut-short tail.
 fn finish(cap: &Capture, a: &Analysis) -> ExitCode {
@@ -481,7 +544,7 @@ fn report_damage(file: &Path, damage: &[Damage]) -> ExitCode {
     let mut fatal = false;
     for d in damage {
         let level = if d.is_fatal() { "error" } else { "warning" };
-        eprintln!("pcapsleuth: {level}: {}: {d}", file.display());
+        sayln!("pcapsleuth: {level}: {}: {d}", file.display());
         fatal |= d.is_fatal();
     }
     if fatal {
@@ -546,8 +609,10 @@ fn extract(
     };
     let cap = open(file)?;
     let mut w = PcapWriter::create(output, &cap)?;
-    let mut reader = cap.reader_all();
-    while let Some(rec) = reader.next_record() {
+    let progress = Progress::new("extracting from", file, cap.len());
+    let mut pass = cap.pass();
+    while let Some(rec) = pass.next_record() {
+        progress.show(rec.offset, cap.len());
         let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
             continue;
         };
@@ -561,9 +626,11 @@ fn extract(
             w.write(&rec)?;
         }
     }
+    progress.clear();
     let n = w.finish()?;
-    eprintln!("pcapsleuth: wrote {n} packets to {}", output.display());
-    Ok(report_damage(file, &reader.take_damage()))
+    let damage = pass.finish();
+    sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
+    Ok(report_damage(file, &damage))
 }
 
 fn split(
@@ -577,13 +644,15 @@ fn split(
     if packets == Some(0) || megabytes == Some(0) {
         bail!(InputError("split size must be at least 1".into()));
     }
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let progress = Progress::new("splitting", file, cap.len());
     // Piece boundaries: a sequential walk of record headers (fast), then pieces are copied in parallel,
     // each as one contiguous run of whole records after the source's own header.
     let mut cuts = vec![cap.initial_state().offset];
-    let mut reader = cap.reader_all();
+    let mut pass = cap.pass();
     let (mut in_piece, mut piece_start) = (0u64, cap.initial_state().offset);
-    while let Some(rec) = reader.next_record() {
+    while let Some(rec) = pass.next_record() {
+        // The walk is the quick half: the copy shows the second half of the progress.
+        progress.show(rec.offset / 2, cap.len());
         let full = match (packets, megabytes) {
             (Some(n), _) => in_piece >= n,
             (_, Some(mb)) => {
@@ -598,32 +667,47 @@ fn split(
         }
         in_piece += 1;
     }
-    cuts.push(reader.state().offset);
-    let damage = reader.take_damage();
+    cuts.push(pass.offset());
+    let damage = pass.finish();
     let stem = file
         .file_stem()
         .map_or("capture".into(), |s| s.to_string_lossy().into_owned());
     let ext = file
         .extension()
         .map_or("pcap".into(), |s| s.to_string_lossy().into_owned());
-    let pieces: Vec<(usize, u64, u64)> = cuts
+    let pieces: Vec<(PathBuf, u64, u64)> = cuts
         .windows(2)
         .enumerate()
         .filter(|(_, w)| w[1] > w[0])
-        .map(|(i, w)| (i, w[0], w[1]))
+        .map(|(i, w)| (out_dir.join(format!("{stem}_{i:05}.{ext}")), w[0], w[1]))
         .collect();
-    let written: Result<Vec<PathBuf>, CaptureError> = pieces
+    // No piece may replace the input (`split x.pcap -o .` where x.pcap is itself a piece's name).
+    for (path, _, _) in &pieces {
+        refuse_input_as_output(path, [(file, cap.file_id())])?;
+    }
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let copied = std::sync::atomic::AtomicU64::new(0);
+    let written: Result<Vec<&PathBuf>, CaptureError> = pieces
         .par_iter()
-        .map(|&(i, a, b)| {
-            let path = out_dir.join(format!("{stem}_{i:05}.{ext}"));
-            let mut w = PcapWriter::create(&path, &cap)?;
-            w.write_raw(&cap.bytes()[a as usize..b as usize])?;
+        .map(|(path, a, b)| {
+            let mut w = PcapWriter::create(path, &cap)?;
+            // In steps, releasing what was copied: a piece can be gigabytes.
+            let mut at = *a;
+            while at < *b {
+                let to = (at + COPY_STEP).min(*b);
+                w.write_raw(&cap.bytes()[at as usize..to as usize])?;
+                cap.release(at, to);
+                let done = copied.fetch_add(to - at, std::sync::atomic::Ordering::Relaxed);
+                progress.show((cap.len() + done + to - at) / 2, cap.len());
+                at = to;
+            }
             w.finish()?;
             Ok(path)
         })
         .collect();
     let written = written?;
-    eprintln!(
+    progress.clear();
+    sayln!(
         "pcapsleuth: wrote {} pieces to {}",
         written.len(),
         out_dir.display()

@@ -617,6 +617,17 @@ fn run_engine(
                     .collect::<Vec<Scan>>()
             },
         );
+        // A file that shrank while this batch was scanned (logrotate's copytruncate) was read as zeros
+        // past its new end: read again up to the end, which readers now stop at.
+        if let Some(shrank) = cap.recheck_size() {
+            for sc in scans.iter_mut().filter(|sc| sc.end.offset > shrank.offset) {
+                let split = sc.split.clone();
+                let reader = cap.reader(&split);
+                let lists = std::mem::take(&mut sc.buckets);
+                *sc = scan(cap, split, reader, lists);
+            }
+            damage.push(shrank);
+        }
         // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
         let mut bases = Vec::with_capacity(scans.len());
         for sc in scans.iter_mut() {
@@ -666,6 +677,7 @@ fn run_engine(
         states.extend(s);
         sinks.merge(bucket_sinks);
     }
+    damage.extend(cap.growth());
     let (connections, mysql_sessions) = conclude(states);
     Analysis {
         capture: CaptureFacts {

@@ -34,6 +34,8 @@ pub enum CaptureError {
         offset: u64,
         what: &'static str,
     },
+    #[error("{output}: is the input {input} (the same file): refusing to overwrite a capture being read; write the output elsewhere")]
+    OutputIsInput { output: PathBuf, input: PathBuf },
     #[error("{path}: write failed: {source}")]
     Write {
         path: PathBuf,

@@ -26,6 +26,7 @@
 //! ```
 
 mod error;
+mod guard;
 mod link;
 mod pcap;
 mod pcapng;
@@ -34,12 +35,37 @@ mod write;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use error::CaptureError;
 pub use link::LinkType;
 pub use split::Split;
-pub use write::PcapWriter;
+pub use write::{refuse_input_as_output, PcapWriter};
+
+/// The identity of a file: device and inode. Two paths name the same file when these agree, whatever
+/// the names (hard links, symlinks, `./x` and `x`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of an opened file.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The identity of the file at `path` (following symlinks), if there is one.
+    pub fn of_path(path: &Path) -> Option<Self> {
+        std::fs::metadata(path).ok().map(|m| Self::of(&m))
+    }
+}
 
 /// Nanoseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -100,12 +126,21 @@ pub enum DamageKind {
     CorruptRecord { reason: String, skipped: u64 },
     /// A pcapng packet block names an interface no IDB defined, or an IDB with an unusable option.
     BadInterface { reason: String },
+    /// The file became shorter while it was read (logrotate's `copytruncate`, a rewrite): reading
+    /// stopped at the new end, `offset`.
+    Shrank { mapped: u64 },
+    /// The file grew while it was read (a capture still being written): what was added after it was
+    /// opened is not read.
+    Grew { now: u64 },
 }
 
 impl Damage {
     /// Tail truncation is what a killed tcpdump leaves: worth a warning, not a failure.
     pub fn is_fatal(&self) -> bool {
-        !matches!(self.kind, DamageKind::TruncatedTail { .. })
+        !matches!(
+            self.kind,
+            DamageKind::TruncatedTail { .. } | DamageKind::Shrank { .. } | DamageKind::Grew { .. }
+        )
     }
 }
 
@@ -123,6 +158,16 @@ impl fmt::Display for Damage {
                 self.offset
             ),
             DamageKind::BadInterface { reason } => write!(f, "at offset {}: {reason}", self.offset),
+            DamageKind::Shrank { mapped } => write!(
+                f,
+                "the file shrank from {mapped} to {} bytes while it was read (truncated by logrotate's copytruncate?): reading stopped where its data ended",
+                self.offset
+            ),
+            DamageKind::Grew { now } => write!(
+                f,
+                "the file grew from {} to {now} bytes while it was read (still being written?): results cover the first {} bytes",
+                self.offset, self.offset
+            ),
         }
     }
 }
@@ -196,6 +241,13 @@ pub struct Capture {
     /// State before the first record: after the pcap header, or after the pcapng SHB/IDBs that precede
     /// the first packet.
     initial: ReaderState,
+    /// The file, for checking its size again, and its identity.
+    file: Option<(std::fs::File, FileId)>,
+    /// Records are read up to here: the mapped length, lowered when the file shrinks.
+    limit: AtomicU64,
+    /// Makes a page that vanishes from the mapping read as zeros instead of killing the process.
+    /// Declared after `bytes`, so that it is unregistered only after the mapping is gone.
+    guard: Option<guard::Guard>,
 }
 
 impl fmt::Debug for Capture {
@@ -241,12 +293,17 @@ impl Capture {
             source,
         })?;
         // SAFETY: the map is read-only; a capture being rewritten underneath us could change bytes
-        // between reads, which every decoder tolerates (all lengths are re-checked against the slice).
+        // between reads, which every decoder tolerates (all lengths are re-checked against the slice),
+        // and a capture truncated underneath us is survived by the guard registered just below.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| CaptureError::Open {
             path: path.clone(),
             source,
         })?;
-        Self::from_bytes_inner(path, Bytes::Mapped(map))
+        let guard = guard::Guard::register(map.as_ptr(), map.len());
+        let mut cap = Self::from_bytes_inner(path, Bytes::Mapped(map))?;
+        cap.file = Some((file, FileId::of(&meta)));
+        cap.guard = guard;
+        Ok(cap)
     }
 
     /// A capture held in memory (tests, fuzzing, embedding); `name` stands in for the path in messages.
@@ -268,9 +325,12 @@ impl Capture {
             };
             return Ok(Capture {
                 path,
+                limit: AtomicU64::new(bytes.len() as u64),
                 bytes,
                 format: Format::PcapNg,
                 initial,
+                file: None,
+                guard: None,
             });
         }
         let format = pcap::PcapFormat::parse(&path, &bytes)?;
@@ -282,17 +342,60 @@ impl Capture {
         }
         Ok(Capture {
             path,
+            limit: AtomicU64::new(bytes.len() as u64),
             bytes,
             format: Format::Pcap(format),
             initial: ReaderState {
                 offset: pcap::FILE_HEADER_LEN as u64,
                 section: Arc::new(Section::default()),
             },
+            file: None,
+            guard: None,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file's device and inode (`None` for a capture held in memory).
+    pub fn file_id(&self) -> Option<FileId> {
+        self.file.as_ref().map(|(_, id)| *id)
+    }
+
+    /// Records are read up to this offset: the file's length when it was opened, or its new length if
+    /// it shrank since ([`Capture::recheck_size`]).
+    pub fn readable_len(&self) -> u64 {
+        self.limit.load(Ordering::Acquire)
+    }
+
+    /// Checks the file's size again. If it shrank below what is read (or a page of the mapping vanished),
+    /// readers created from now on stop at the new end, and the change is returned as a warning, once.
+    /// A file that grew is reported too, without changing what is read: the mapping covers the length
+    /// at opening. Cheap (one `fstat`): the engine calls it after every batch.
+    pub fn recheck_size(&self) -> Option<Damage> {
+        let (file, _) = self.file.as_ref()?;
+        let now = file.metadata().ok()?.len();
+        let limit = self.readable_len();
+        let mapped = self.len();
+        if now < limit {
+            self.limit.store(now, Ordering::Release);
+            return Some(Damage {
+                offset: now,
+                kind: DamageKind::Shrank { mapped },
+            });
+        }
+        None
+    }
+
+    /// A warning if the file is now longer than when it was opened (a capture still being written).
+    pub fn growth(&self) -> Option<Damage> {
+        let (file, _) = self.file.as_ref()?;
+        let now = file.metadata().ok()?.len();
+        (now > self.len()).then(|| Damage {
+            offset: self.len(),
+            kind: DamageKind::Grew { now },
+        })
     }
 
     pub fn format(&self) -> Format {
@@ -378,11 +481,65 @@ impl Capture {
     pub fn reader_all(&self) -> RecordReader<'_> {
         RecordReader::new(self, self.initial.clone(), self.len())
     }
+
+    /// Reads the whole file once, in order, for sequential tools (`extract`, `split`): pages already
+    /// read are released as it goes, so memory stays flat, and reading stops at the new end if the file
+    /// shrinks meanwhile.
+    pub fn pass(&self) -> Pass<'_> {
+        Pass {
+            cap: self,
+            reader: self.reader_all(),
+            next_step: PASS_STEP,
+            changes: Vec::new(),
+        }
+    }
+}
+
+/// How often a [`Pass`] releases the pages behind it and checks the file's size.
+const PASS_STEP: u64 = 64 << 20;
+
+/// A sequential read of a whole capture: see [`Capture::pass`].
+pub struct Pass<'a> {
+    cap: &'a Capture,
+    reader: RecordReader<'a>,
+    next_step: u64,
+    changes: Vec<Damage>,
+}
+
+impl<'a> Pass<'a> {
+    /// The next record, or `None` at the end.
+    pub fn next_record(&mut self) -> Option<Record<'a>> {
+        let rec = self.reader.next_record()?;
+        if rec.offset >= self.next_step {
+            self.next_step = rec.offset + PASS_STEP;
+            self.cap.release_before(rec.offset);
+            if let Some(shrank) = self.cap.recheck_size() {
+                self.reader.limit_to(shrank.offset);
+                self.changes.push(shrank);
+            }
+        }
+        Some(rec)
+    }
+
+    /// Where the next record starts.
+    pub fn offset(&self) -> u64 {
+        self.reader.pos as u64
+    }
+
+    /// Ends the pass: the damage found, in file order, then any change of the file's size.
+    pub fn finish(self) -> Vec<Damage> {
+        let mut damage = self.reader.damage;
+        damage.extend(self.changes);
+        damage.extend(self.cap.growth());
+        damage
+    }
 }
 
 /// Walks the records that start before `end`, zero-copy. Damage is recorded and survived.
 pub struct RecordReader<'a> {
-    cap: &'a Capture,
+    /// The file's bytes that may be read: up to its readable length when the reader was made.
+    bytes: &'a [u8],
+    format: Format,
     pos: usize,
     end: usize,
     section: Arc<Section>,
@@ -391,9 +548,12 @@ pub struct RecordReader<'a> {
 
 impl<'a> RecordReader<'a> {
     fn new(cap: &'a Capture, state: ReaderState, end: u64) -> Self {
-        let len = cap.bytes.len();
+        let readable = usize::try_from(cap.readable_len()).unwrap_or(usize::MAX);
+        let bytes = &cap.bytes[..readable.min(cap.bytes.len())];
+        let len = bytes.len();
         RecordReader {
-            cap,
+            bytes,
+            format: cap.format,
             pos: usize::try_from(state.offset).unwrap_or(len).min(len),
             end: usize::try_from(end).unwrap_or(len).min(len),
             section: state.section,
@@ -404,10 +564,21 @@ impl<'a> RecordReader<'a> {
     /// The next record, or `None` at the split's end or the end of the file.
     #[inline]
     pub fn next_record(&mut self) -> Option<Record<'a>> {
-        match self.cap.format {
+        match self.format {
             Format::Pcap(f) => pcap::next_record(self, f),
             Format::PcapNg => pcapng::next_record(self),
         }
+    }
+
+    /// Stops reading at `end` (or where the reader already is, if further): for a capture that shrank
+    /// while it was read ([`Capture::recheck_size`]).
+    pub fn limit_to(&mut self, end: u64) {
+        let end = usize::try_from(end)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        self.bytes = &self.bytes[..end];
+        self.end = self.end.min(end);
+        self.pos = self.pos.min(end);
     }
 
     /// Where the next record starts (and the pcapng section in force there).

@@ -181,7 +181,7 @@ struct RecordHeader {
 
 #[inline]
 pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option<Record<'a>> {
-    let bytes: &'a [u8] = &r.cap.bytes;
+    let bytes: &'a [u8] = r.bytes;
     loop {
         if r.pos >= r.end || r.pos >= bytes.len() {
             return None;

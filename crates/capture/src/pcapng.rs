@@ -205,7 +205,7 @@ fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
 }
 
 pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
-    let bytes: &'a [u8] = &r.cap.bytes;
+    let bytes: &'a [u8] = r.bytes;
     loop {
         if r.pos >= r.end || r.pos >= bytes.len() {
             return None;
@@ -320,7 +320,7 @@ fn bad_interface(r: &mut RecordReader<'_>, at: usize, id: u32) {
 }
 
 fn truncated_tail(r: &mut RecordReader<'_>, at: usize, need: u64) {
-    let len = r.cap.bytes.len();
+    let len = r.bytes.len();
     r.damage.push(Damage {
         offset: at as u64,
         kind: DamageKind::TruncatedTail {
@@ -332,7 +332,7 @@ fn truncated_tail(r: &mut RecordReader<'_>, at: usize, need: u64) {
 }
 
 fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
-    let bytes: &[u8] = &r.cap.bytes;
+    let bytes: &[u8] = r.bytes;
     let next = resync(bytes, at + 1, bytes.len(), r.section.big_endian).unwrap_or(bytes.len());
     r.damage.push(Damage {
         offset: at as u64,

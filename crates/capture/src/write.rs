@@ -1,25 +1,51 @@
 //! Writing captures that Wireshark opens as the original: the source's own header (pcap file header, or
 //! pcapng SHB and IDBs) followed by records copied byte for byte.
+//!
+//! An output appears only when complete: records go to an unnamed temporary file in the target's
+//! directory (`O_TMPFILE` where the file system has it, else a hidden temporary name), which
+//! [`PcapWriter::finish`] renames into place. A run that is killed or fails leaves no truncated capture
+//! behind, and never an output that replaced one of its inputs: [`refuse_input_as_output`] compares
+//! device and inode, so a hard link or a symlink to an input is refused as well as its own name.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::{Capture, CaptureError, Record};
+use atomic_write_file::AtomicWriteFile;
+
+use crate::{Capture, CaptureError, FileId, Record};
+
+/// Fails if `output` is the same file as one of `inputs` (by device and inode, not by name).
+pub fn refuse_input_as_output<'a>(
+    output: &Path,
+    inputs: impl IntoIterator<Item = (&'a Path, Option<FileId>)>,
+) -> Result<(), CaptureError> {
+    let Some(out) = FileId::of_path(output) else {
+        return Ok(()); // does not exist yet: cannot be an input
+    };
+    match inputs.into_iter().find(|(_, id)| *id == Some(out)) {
+        Some((input, _)) => Err(CaptureError::OutputIsInput {
+            output: output.to_path_buf(),
+            input: input.to_path_buf(),
+        }),
+        None => Ok(()),
+    }
+}
 
 /// Writes selected records of a capture into a new file of the same format, link type and timestamps.
 pub struct PcapWriter {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: BufWriter<AtomicWriteFile>,
     records: u64,
 }
 
 impl PcapWriter {
-    /// Creates `path` and writes the source's preamble. Records of a pcapng source must come from its first
-    /// section (every capture tool writes one section).
+    /// Prepares `path` (refused if it is the source itself) and writes the source's preamble. Records of
+    /// a pcapng source must come from its first section (every capture tool writes one section). Nothing
+    /// appears at `path` until [`PcapWriter::finish`].
     pub fn create(path: impl AsRef<Path>, source: &Capture) -> Result<Self, CaptureError> {
         let path = path.as_ref().to_path_buf();
-        let file = File::create(&path).map_err(|source| CaptureError::Write {
+        refuse_input_as_output(&path, [(source.path(), source.file_id())])?;
+        let file = AtomicWriteFile::open(&path).map_err(|source| CaptureError::Write {
             path: path.clone(),
             source,
         })?;
@@ -53,12 +79,20 @@ impl PcapWriter {
         self.records
     }
 
-    /// Flushes and closes the file.
-    pub fn finish(mut self) -> Result<u64, CaptureError> {
-        self.out.flush().map_err(|source| CaptureError::Write {
-            path: self.path.clone(),
+    /// Flushes the file and puts it in place at its path (replacing a file there). Dropping a writer
+    /// without finishing it discards what was written.
+    pub fn finish(self) -> Result<u64, CaptureError> {
+        let path = self.path;
+        let records = self.records;
+        let write_error = |source| CaptureError::Write {
+            path: path.clone(),
             source,
-        })?;
-        Ok(self.records)
+        };
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| write_error(e.into_error()))?;
+        file.commit().map_err(write_error)?;
+        Ok(records)
     }
 }

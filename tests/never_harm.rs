@@ -1,0 +1,203 @@
+//! Never harm the input, never leave a half-written output, never die of a closed pipe or a file that
+//! shrinks underneath: the promises `extract` and `split` make about the files they touch.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use pcapsleuth::analysis::{analyze, EngineOptions};
+use pcapsleuth::capture::{Capture, DamageKind, PcapWriter};
+use pcapsleuth::report::to_json;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(common::bin()).args(args).output().unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pcapsleuth-harm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn copy_of(fixture: &str, name: &str) -> PathBuf {
+    let p = scratch(name);
+    std::fs::copy(common::fixture(fixture), &p).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn extract_refuses_its_own_input_as_output_by_inode_and_leaves_it_untouched() {
+    let input = copy_of("stream-stall.pcap", "self.pcap");
+    let before = std::fs::read(&input).unwrap();
+    let link = scratch("hard-link.pcap");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(&input, &link).unwrap();
+    let sym = scratch("sym-link.pcap");
+    let _ = std::fs::remove_file(&sym);
+    std::os::unix::fs::symlink(&input, &sym).unwrap();
+    for out in [&input, &link, &sym] {
+        let o = run(&["extract", s(&input), "--port", "3306", "-o", s(out)]);
+        assert_eq!(o.status.code(), Some(2), "-o {out:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is the input") && stderr(&o).contains(s(&input)),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(&input).unwrap(), before, "-o {out:?}");
+    }
+}
+
+#[test]
+fn split_refuses_a_piece_that_would_replace_its_input() {
+    let dir = scratch("split-self");
+    std::fs::create_dir_all(&dir).unwrap();
+    // `split x_00000.pcap -o DIR` names its first piece DIR/x_00000_00000.pcap; a piece named like the
+    // input needs the input to be named like a piece of itself: `x_00000.pcap` split as `x`.
+    let input = dir.join("x_00000.pcap");
+    std::fs::copy(common::fixture("stream-stall.pcap"), &input).unwrap();
+    let link = dir.join("x_00000_00000.pcap");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(&input, &link).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let o = run(&["split", s(&input), "--packets", "100", "-o", s(&dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is the input"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    let pieces = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(pieces, 2, "nothing written besides the input and its link");
+}
+
+#[test]
+fn an_unfinished_output_never_appears() {
+    let cap = Capture::open(common::fixture("stream-stall.pcap")).unwrap();
+    let out = scratch("unfinished.pcap");
+    let _ = std::fs::remove_file(&out);
+    let mut w = PcapWriter::create(&out, &cap).unwrap();
+    let mut reader = cap.reader_all();
+    while let Some(rec) = reader.next_record() {
+        w.write(&rec).unwrap();
+    }
+    assert!(!out.exists(), "visible before finish");
+    drop(w);
+    assert!(!out.exists(), "a writer dropped unfinished left a file");
+    let dir_entries: Vec<_> = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        !dir_entries
+            .iter()
+            .any(|n| n.to_string_lossy().contains("unfinished")),
+        "a temporary file was left: {dir_entries:?}"
+    );
+    // Finished, it appears whole.
+    let mut w = PcapWriter::create(&out, &cap).unwrap();
+    let mut reader = cap.reader_all();
+    while let Some(rec) = reader.next_record() {
+        w.write(&rec).unwrap();
+    }
+    w.finish().unwrap();
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        std::fs::read(common::fixture("stream-stall.pcap")).unwrap()
+    );
+}
+
+#[test]
+fn a_capture_truncated_while_mapped_gives_the_results_of_what_is_left_and_a_warning() {
+    let whole = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
+    let keep = 1_500_000;
+    let path = scratch("shrinking.pcap");
+    std::fs::write(&path, &whole).unwrap();
+    let cap = Capture::open(&path).unwrap();
+    // logrotate's copytruncate, after the capture was opened and mapped: the pages past the new end
+    // vanish, and reading them would raise SIGBUS.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(keep)
+        .unwrap();
+    let opts = EngineOptions {
+        splits: Some(7),
+        threads: 2,
+        ..EngineOptions::default()
+    };
+    let shrunk = analyze(&cap, &opts);
+    let cut = Capture::from_vec("cut", whole[..keep as usize].to_vec()).unwrap();
+    let expected = analyze(&cut, &opts);
+    // Everything but the warning is what the bytes left give.
+    assert_eq!(shrunk.capture.counts, expected.capture.counts);
+    assert!(shrunk.connections == expected.connections);
+    assert!(shrunk.mysql_sessions == expected.mysql_sessions);
+    assert!(
+        to_json(&shrunk.mysql.clone().report()) == to_json(&expected.mysql.clone().report()),
+        "MySQL reports differ"
+    );
+    assert!(shrunk.rt == expected.rt && shrunk.rates == expected.rates);
+    assert_eq!(shrunk.capture.damage[1..], expected.capture.damage[..]);
+    assert!(
+        shrunk
+            .capture
+            .damage
+            .iter()
+            .any(|d| d.offset == keep && matches!(d.kind, DamageKind::Shrank { .. })),
+        "{:?}",
+        shrunk.capture.damage
+    );
+}
+
+/// Runs the binary with its stdout (and `stderr` too if asked) closed from the start, as `head` does to
+/// its input when it has read enough.
+fn spawn_closing(args: &[&str], stderr: bool) -> std::process::Child {
+    let mut child = Command::new(common::bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    if stderr {
+        drop(child.stderr.take());
+    }
+    child
+}
+
+/// Output read by `head`, which exits early: no panic, no error message, whichever stream is closed.
+#[test]
+fn closed_pipes_end_the_run_quietly() {
+    let full = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
+    // A capture cut short, so that there is a warning on stderr as well as results on stdout.
+    let cut = scratch("cut-for-pipes.pcap");
+    std::fs::write(&cut, &full[..full.len() - 700]).unwrap();
+    for args in [
+        vec!["flows", s(&cut)],
+        vec!["report", s(&cut)],
+        vec!["mysql", "--json", s(&cut)],
+    ] {
+        // stdout and stderr both closed before the program writes (like `2>&1 | head -0`).
+        let status = spawn_closing(&args, true).wait().unwrap();
+        assert!(
+            status.code().is_some_and(|c| c == 0 || c == 1),
+            "{args:?}: {status:?} (101 is a panic)"
+        );
+        // Only stdout closed: nothing but the capture's own warning on stderr.
+        let child = spawn_closing(&args, false);
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.lines().all(|l| l.contains("warning")),
+            "{args:?}: {err}"
+        );
+    }
+}
