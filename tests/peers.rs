@@ -613,15 +613,6 @@ fn against_tshark(entry: &Entry, o: &Ours, t: &Tshark) -> Vec<Disagreement> {
 /// Captures and keys on which pcapsleuth is still known to be wrong (issue 11). The test fails if one of
 /// them comes right (remove it here) as much as if anything else goes wrong.
 const KNOWN_WRONG: &[(&str, &str)] = &[
-    ("pcap2mysql-log/compressed-data-missing.pcap", "commands"),
-    ("pcap2mysql-log/compressed-data-missing.pcap", "rows_total"),
-    (
-        "pcap2mysql-log/compressed-data-missing.pcap",
-        "statements_contain",
-    ),
-    ("pcap2mysql-log/error.pcap", "commands"),
-    ("pcap2mysql-log/error.pcap", "errors"),
-    ("pcap2mysql-log/error.pcap", "statements_contain"),
     ("deepflow/mysql-compressed-response.pcap", "commands"),
     (
         "deepflow/mysql-compressed-response.pcap",

@@ -7,9 +7,14 @@
 //! Output is produced in a fixed 16 KiB buffer and bounded by the declared
 //! uncompressed length, so a deflate bomb costs time proportional to its
 //! declared size (at most 16 MiB per compressed packet), never memory.
+//!
+//! The inflater works in its own 32 KiB window and hands out at most one
+//! buffer at a time, so it may still hold output after it has read the last
+//! byte of a payload: the payload ends only once that output is out
+//! ([`Decompressor::has_pending_output`] tells the caller to call again).
 
 use miniz_oxide::inflate::stream::{inflate, InflateState};
-use miniz_oxide::{DataFormat, MZFlush, MZStatus};
+use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
 use crate::wire::le_u24;
 
@@ -26,6 +31,8 @@ pub(crate) struct Decompressor {
     /// The current payload cannot be inflated any further: skip it.
     broken: bool,
     finished: bool,
+    /// The last call filled the output buffer: the inflater may hold more.
+    pending: bool,
     state: Box<InflateState>,
     out: Box<[u8]>,
     /// Payloads that failed to inflate or inflated past their declared length.
@@ -44,6 +51,7 @@ impl Decompressor {
             deflated: false,
             broken: false,
             finished: false,
+            pending: false,
             state: InflateState::new_boxed(DataFormat::Zlib),
             out: vec![0u8; OUT_CHUNK].into_boxed_slice(),
             errors: 0,
@@ -55,10 +63,19 @@ impl Decompressor {
         self.hdr_fill = 0;
         self.in_payload = false;
         self.remaining = 0;
+        self.pending = false;
+    }
+
+    /// The inflater may hold output of the current payload that did not fit the
+    /// last call's buffer: call [`Decompressor::push`] again, even with no input,
+    /// before the segment is done.
+    pub(crate) fn has_pending_output(&self) -> bool {
+        self.in_payload && self.pending
     }
 
     /// Consume some input; returns (bytes consumed, inner bytes produced). Every
-    /// call with non-empty input consumes at least one byte or produces output.
+    /// call with non-empty input, or with output pending, consumes at least one
+    /// byte, produces output, or ends the current payload.
     pub(crate) fn push<'a>(&'a mut self, input: &'a [u8]) -> (usize, &'a [u8]) {
         if !self.in_payload {
             let mut i = 0;
@@ -79,6 +96,7 @@ impl Decompressor {
             self.produced = 0;
             self.broken = false;
             self.finished = false;
+            self.pending = false;
             if self.deflated {
                 self.state.reset(DataFormat::Zlib);
             }
@@ -111,6 +129,8 @@ impl Decompressor {
         match res.status {
             Ok(MZStatus::StreamEnd) => self.finished = true,
             Ok(_) => {}
+            // Asked for what it still held and it held nothing: not an error.
+            Err(MZError::Buf) if chunk.is_empty() => {}
             Err(_) => {
                 if !self.broken {
                     self.errors += 1;
@@ -118,7 +138,11 @@ impl Decompressor {
                 self.broken = true;
             }
         }
-        if consumed == 0 && written == 0 && !self.broken && !self.finished {
+        self.pending = written == self.out.len()
+            && self.produced < self.uncompressed_len
+            && !self.broken
+            && !self.finished;
+        if consumed == 0 && written == 0 && !chunk.is_empty() && !self.broken && !self.finished {
             // No progress with input available: treat as corrupt rather than spin.
             self.broken = true;
             self.errors += 1;
@@ -129,7 +153,7 @@ impl Decompressor {
 
     fn finish_bytes(&mut self, n: usize) {
         self.remaining = self.remaining.saturating_sub(n as u32);
-        if self.remaining == 0 {
+        if self.remaining == 0 && !self.pending {
             self.in_payload = false;
         }
     }
@@ -172,6 +196,72 @@ mod tests {
         }
         assert_eq!(got, expected);
         assert_eq!(d.errors, 0);
+    }
+
+    /// Compressed packets of `inner`'s pieces, each deflated.
+    fn deflated_packets(pieces: &[&[u8]]) -> Vec<u8> {
+        let mut s = Vec::new();
+        for (seq, p) in pieces.iter().enumerate() {
+            let z = miniz_oxide::deflate::compress_to_vec_zlib(p, 6);
+            s.extend_from_slice(&(z.len() as u32).to_le_bytes()[..3]);
+            s.push(seq as u8);
+            s.extend_from_slice(&(p.len() as u32).to_le_bytes()[..3]);
+            s.extend_from_slice(&z);
+        }
+        s
+    }
+
+    /// Text that deflates well, as resultsets and long INSERTs do.
+    fn rows(n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n);
+        let mut i = 0u32;
+        while v.len() < n {
+            v.extend_from_slice(format!("({i}, 'row {i}', NULL), ").as_bytes());
+            i += 1;
+        }
+        v.truncate(n);
+        v
+    }
+
+    #[test]
+    fn payloads_inflating_far_past_the_output_buffer_are_delivered_whole() {
+        // The inflater's window is 32 KiB and the output buffer 16 KiB: a payload whose last window
+        // holds more than 16 KiB (17-32 KB, 50-65 KB, ...) used to lose that window's tail once the
+        // input was all read, and the next compressed packet with it.
+        for size in [17_000, 20_000, 32_768, 40_000, 50_000, 65_000, 1 << 20] {
+            let (big, next) = (rows(size), rows(300));
+            let s = deflated_packets(&[&big, &next]);
+            let mut want = big.clone();
+            want.extend_from_slice(&next);
+            let mut d = Decompressor::new();
+            let mut got = Vec::new();
+            let mut input = &s[..];
+            while !input.is_empty() || d.has_pending_output() {
+                let (n, o) = d.push(input);
+                got.extend_from_slice(o);
+                input = &input[n..];
+            }
+            assert!(got == want, "{size}: {} bytes of {}", got.len(), want.len());
+            assert_eq!(d.errors, 0, "{size}");
+            // In 1460-byte segments, each drained before the next, as a session does.
+            let mut d = Decompressor::new();
+            let mut got = Vec::new();
+            for seg in s.chunks(1460) {
+                let mut input = seg;
+                while !input.is_empty() || d.has_pending_output() {
+                    let (n, o) = d.push(input);
+                    got.extend_from_slice(o);
+                    input = &input[n..];
+                }
+            }
+            assert!(
+                got == want,
+                "{size} in segments: {} bytes of {}",
+                got.len(),
+                want.len()
+            );
+            assert_eq!(d.errors, 0, "{size}");
+        }
     }
 
     #[test]

@@ -1338,7 +1338,8 @@ impl Session {
         let (cur, other, core) = self.streams(dir);
         if let Some(mut inflater) = cur.inflater.take() {
             let mut consumed = 0;
-            while consumed < input.len() {
+            // Output the inflater still holds belongs to this segment, even after its last byte.
+            while consumed < input.len() || inflater.has_pending_output() {
                 let (n, mut out) = inflater.push(input.get(consumed..).unwrap_or(&[]));
                 consumed += n;
                 while !out.is_empty() {

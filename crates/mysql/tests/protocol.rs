@@ -533,19 +533,6 @@ fn a_client_gap_is_followed_by_a_hunt_for_the_next_command() {
 
 #[test]
 fn compressed_protocol_is_inflated_after_auth() {
-    use miniz_oxide::deflate::compress_to_vec_zlib;
-    fn compressed(seq: u8, inner: &[u8], deflate: bool) -> Vec<u8> {
-        let (body, ulen) = if deflate {
-            (compress_to_vec_zlib(inner, 6), inner.len())
-        } else {
-            (inner.to_vec(), 0)
-        };
-        let mut v = (body.len() as u32).to_le_bytes()[..3].to_vec();
-        v.push(seq);
-        v.extend_from_slice(&(ulen as u32).to_le_bytes()[..3]);
-        v.extend(body);
-        v
-    }
     let mut evs = login(BASE_CAPS | COMPRESS);
     evs.push(Ev::Data(
         C,
@@ -562,6 +549,60 @@ fn compressed_protocol_is_inflated_after_auth() {
     assert_eq!(s.info().counters.decompression_errors, 0);
     let (bytewise, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1);
     assert_eq!(t, bytewise);
+}
+
+/// pcap2mysql-log's error.pcap and compressed-data-missing.pcap: a long INSERT, its ERR and a big
+/// resultset, each in compressed packets that inflate far past 16 KiB (the sizes that once lost the tail
+/// of the inflater's window, and every packet after it).
+#[test]
+fn compressed_packets_inflating_past_16_kib_lose_nothing() {
+    for size in [20_000usize, 40_000, 60_000, 200_000] {
+        let mut sql = b"INSERT INTO demo.lots VALUES ".to_vec();
+        while sql.len() < size {
+            sql.extend_from_slice(format!("({}, 'lorem ipsum'), ", sql.len()).as_bytes());
+        }
+        let mut evs = login(BASE_CAPS | COMPRESS);
+        evs.push(Ev::Data(C, compressed(0, &command(0x03, &sql), true)));
+        evs.push(Ev::Data(
+            S,
+            compressed(
+                0,
+                &packet(1, &err(1064, "42000", "You have an error")),
+                true,
+            ),
+        ));
+        evs.push(Ev::Data(
+            C,
+            compressed(0, &command(0x03, b"select v from t"), false),
+        ));
+        let row = "x".repeat(200);
+        let rows: Vec<Vec<&str>> = (0..size / 200).map(|_| vec![row.as_str()]).collect();
+        let rows: Vec<&[&str]> = rows.iter().map(Vec::as_slice).collect();
+        evs.push(Ev::Data(
+            S,
+            compressed(0, &classic_resultset(1, &["v"], &rows, 2), true),
+        ));
+        evs.push(Ev::Data(C, compressed(0, &command(0x01, b""), true)));
+        let (t, s) = play(StartMode::Handshake, &evs);
+        assert_eq!(
+            t.iter().map(|t| t.command.name()).collect::<Vec<_>>(),
+            ["COM_CONNECT", "COM_QUERY", "COM_QUERY", "COM_QUIT"],
+            "{size}"
+        );
+        assert!(matches!(t[1].outcome, Outcome::Err { code: 1064, .. }));
+        assert_eq!(t[1].last_response_frame, Some(5), "{size}");
+        assert_eq!(
+            t[2].outcome,
+            Outcome::ResultSet {
+                rows: rows.len() as u64
+            }
+        );
+        assert_eq!(t[2].last_response_frame, Some(7), "{size}");
+        assert_eq!(s.info().counters.decompression_errors, 0);
+        assert_eq!(s.info().counters.malformed_packets, 0);
+        let (in_segments, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1448);
+        assert_eq!(t, in_segments, "{size}");
+    }
 }
 
 #[test]

@@ -109,6 +109,23 @@ pub fn deprecated_eof_resultset(
     packets(seq, &refs)
 }
 
+/// A compressed-protocol packet (CLIENT_COMPRESS) carrying `inner`: deflated, or stored as is.
+pub fn compressed(seq: u8, inner: &[u8], deflate: bool) -> Vec<u8> {
+    let (body, ulen) = if deflate {
+        (
+            miniz_oxide::deflate::compress_to_vec_zlib(inner, 6),
+            inner.len(),
+        )
+    } else {
+        (inner.to_vec(), 0)
+    };
+    let mut v = (body.len() as u32).to_le_bytes()[..3].to_vec();
+    v.push(seq);
+    v.extend_from_slice(&(ulen as u32).to_le_bytes()[..3]);
+    v.extend(body);
+    v
+}
+
 /// A step of a conversation.
 #[derive(Debug, Clone)]
 pub enum Ev {
