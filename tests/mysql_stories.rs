@@ -168,26 +168,38 @@ fn command_code(name: &str) -> u8 {
         .unwrap_or_else(|| panic!("unknown command {name}"))
 }
 
-/// The records of a real capture, rewritten by `f` (Ethernet + IPv4 without options: TCP at offset 34).
+/// The records of a real capture that `keep(index, frame)` keeps, each rewritten by `f` (Ethernet + IPv4
+/// without options: TCP at offset 34).
 fn rewritten(
-    fixture: &str,
-    keep: impl Fn(usize) -> bool,
+    path: &std::path::Path,
+    keep: impl Fn(usize, &[u8]) -> bool,
     f: impl Fn(&mut [u8]),
 ) -> pcapsleuth::capture::Capture {
-    let bytes = std::fs::read(common::fixture(fixture)).unwrap();
-    let cap = pcapsleuth::capture::Capture::open(common::fixture(fixture)).unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let cap = pcapsleuth::capture::Capture::open(path).unwrap();
     let mut out = bytes[..24].to_vec();
     let mut r = cap.reader_all();
     let mut i = 0;
     while let Some(rec) = r.next_record() {
-        if keep(i) {
+        if keep(i, &rec.raw[16..]) {
             let mut raw = rec.raw.to_vec();
             f(&mut raw[16..]);
             out.extend_from_slice(&raw);
         }
         i += 1;
     }
-    pcapsleuth::capture::Capture::from_vec(fixture, out).unwrap()
+    pcapsleuth::capture::Capture::from_vec(path.to_str().unwrap(), out).unwrap()
+}
+
+/// Is this Ethernet + IPv4 frame a TCP SYN (or SYN-ACK)?
+fn is_syn(frame: &[u8]) -> bool {
+    frame.get(47).is_some_and(|flags| flags & 0x02 != 0)
+}
+
+fn peer_capture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/external/peers")
+        .join(name)
 }
 
 fn mysql_report(cap: &pcapsleuth::capture::Capture) -> serde_json::Value {
@@ -198,10 +210,11 @@ fn mysql_report(cap: &pcapsleuth::capture::Capture) -> serde_json::Value {
 /// Proxies listen on 6033, 4000, 9913...: MySQL is recognised from its greeting, not its port.
 #[test]
 fn mysql_on_another_port_gives_the_same_report() {
-    let original = mysql_report(&rewritten("err1146-storm.pcap", |_| true, |_| {}));
+    let storm = common::fixture("err1146-storm.pcap");
+    let original = mysql_report(&rewritten(&storm, |_, _| true, |_| {}));
     let moved = mysql_report(&rewritten(
-        "err1146-storm.pcap",
-        |_| true,
+        &storm,
+        |_, _| true,
         |frame| {
             for at in [34, 36] {
                 if frame[at..at + 2] == 3306u16.to_be_bytes() {
@@ -221,7 +234,11 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
     let Some(tshark) = oracle::tshark() else {
         return;
     };
-    let cut = rewritten("err1146-storm.pcap", |i| i >= 5000, |_| {});
+    let cut = rewritten(
+        &common::fixture("err1146-storm.pcap"),
+        |i, _| i >= 5000,
+        |_| {},
+    );
     let m = mysql_report(&cut);
     assert_eq!(m["sessions"], 4);
     // tshark, told the port is MySQL, on the same cut capture.
@@ -243,6 +260,81 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
         ours_e <= errors && ours_e + 4 >= errors,
         "1146 {ours_e} vs tshark {errors}"
     );
+}
+
+/// A capture that began just after the TCP handshakes (a rotated file, a capture started a moment late)
+/// still holds each greeting and login: with every SYN and SYN-ACK removed, the MySQL report is the whole
+/// capture's, logins, compressed sessions and LOCAL INFILE included.
+#[test]
+fn connections_whose_syn_the_capture_missed_still_show_their_login() {
+    for name in [
+        "err1146-storm.pcap",
+        "compressed.pcap",
+        "prepared-full.pcap",
+        "local-infile.pcap",
+    ] {
+        let f = common::fixture(name);
+        let whole = mysql_report(&rewritten(&f, |_, _| true, |_| {}));
+        let without_syn = mysql_report(&rewritten(&f, |_, frame| !is_syn(frame), |_| {}));
+        assert!(
+            whole["commands"]["COM_CONNECT"].as_u64().unwrap() > 0,
+            "{name}"
+        );
+        assert_eq!(without_syn, whole, "{name}");
+    }
+    // DeepFlow's login refused with ERR 1040 "Too many connections", its SYNs removed.
+    let refused = mysql_report(&rewritten(
+        &peer_capture("deepflow/mysql-login-error.pcap"),
+        |_, frame| !is_syn(frame),
+        |_| {},
+    ));
+    assert_eq!(refused["commands"]["COM_CONNECT"], 1);
+    assert_eq!(refused["errors"]["1040"], 1);
+}
+
+/// Compressed sessions joined after their login (the greeting, the login and its OK, which negotiated the
+/// compression, are not in the capture): compression is recognised from the first command, and every
+/// request, error and response time is the whole capture's, the logins aside.
+#[test]
+fn compressed_sessions_joined_after_the_login_are_decoded() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("compressed.pcap");
+    // Where each connection's first query is, from tshark (which follows compression from the handshake).
+    let mut first_query: std::collections::HashMap<String, usize> = Default::default();
+    let mut stream_of = Vec::new();
+    for line in tshark.lines([
+        "-r",
+        f.to_str().unwrap(),
+        "-T",
+        "fields",
+        "-e",
+        "tcp.stream",
+        "-e",
+        "mysql.command",
+    ]) {
+        let (stream, command) = line.split_once('\t').unwrap_or((line.as_str(), ""));
+        if command.split(',').any(|c| c == "3") {
+            first_query
+                .entry(stream.to_string())
+                .or_insert(stream_of.len());
+        }
+        stream_of.push(stream.to_string());
+    }
+    assert_eq!(first_query.len(), 2, "two compressed sessions");
+    let joined = mysql_report(&rewritten(
+        &f,
+        |i, _| first_query.get(&stream_of[i]).is_some_and(|&q| i >= q),
+        |_| {},
+    ));
+    let mut want = mysql_report(&rewritten(&f, |_, _| true, |_| {}));
+    want["commands"]
+        .as_object_mut()
+        .unwrap()
+        .remove("COM_CONNECT");
+    assert_eq!(joined, want);
+    assert_eq!(joined["commands"]["COM_QUERY"], 8);
 }
 
 /// Story 1 again, through a proxy on port 6033 (socat, killed while the client read slowly): the proxy's

@@ -613,29 +613,11 @@ fn against_tshark(entry: &Entry, o: &Ours, t: &Tshark) -> Vec<Disagreement> {
 /// Captures and keys on which pcapsleuth is still known to be wrong (issue 11). The test fails if one of
 /// them comes right (remove it here) as much as if anything else goes wrong.
 const KNOWN_WRONG: &[(&str, &str)] = &[
-    ("deepflow/mysql-compressed-response.pcap", "commands"),
-    (
-        "deepflow/mysql-compressed-response.pcap",
-        "statements_contain",
-    ),
     ("deepflow/mysql-statement.pcap", "commands"),
-    ("deepflow/mysql-use.pcap", "commands"),
-    ("deepflow/mysql-use.pcap", "statements_contain"),
-    ("deepflow/partial-packet-compressed.pcap", "commands"),
-    (
-        "deepflow/partial-packet-compressed.pcap",
-        "statements_contain",
-    ),
-    ("packetbeat/mysql_int_string_operations.pcap", "commands"),
     ("arkime/mysql-tls.pcap", "commands"),
     ("ndpi/mysql.pcapng", "commands"),
-    ("percona-toolkit/tcpdump014.pcap", "commands"),
-    ("percona-toolkit/tcpdump014.pcap", "statements_contain"),
     ("percona-toolkit/tcpdump014.pcap", "rt"),
-    ("percona-toolkit/tcpdump015.pcap", "commands"),
-    ("percona-toolkit/tcpdump015.pcap", "statements_contain"),
     ("percona-toolkit/tcpdump015.pcap", "rt"),
-    ("percona-toolkit/tcpdump016.pcap", "commands"),
     ("percona-toolkit/tcpdump019.pcap", "commands"),
     ("percona-toolkit/tcpdump019.pcap", "statements_contain"),
     ("percona-toolkit/tcpdump043.pcap", "errors"),

@@ -223,6 +223,10 @@ impl MysqlTrack {
             let give_up = *segments > DETECTION_SEGMENTS;
             let key = conn.key();
             let handshake = conn.handshake_client();
+            // The connection's first bytes are a greeting: its connection phase is in the capture even
+            // when the SYN is not (the capture began between the TCP handshake and the greeting, as a
+            // rotated file or a capture started under load does). MySQL servers speak first.
+            let greeting_first = *segments == 1 && looks_like_greeting(seg.payload);
             if let MysqlDetection::Port(p) = self.mode {
                 let server = if key.lo.port == p {
                     Some(Side::Lo)
@@ -232,7 +236,7 @@ impl MysqlTrack {
                     None
                 };
                 if let Some(server) = server {
-                    let mode = if conn.saw_syn() {
+                    let mode = if conn.saw_syn() || (greeting_first && side == server) {
                         StartMode::Handshake
                     } else {
                         StartMode::MidStream
@@ -242,13 +246,14 @@ impl MysqlTrack {
             }
             if !self.is_mysql() {
                 if let Some((client, _)) = handshake.filter(|_| conn.saw_syn()) {
-                    // A connection seen from its SYN: MySQL servers speak first.
                     if side != client && looks_like_greeting(seg.payload) {
                         self.start(client, RecognisedBy::Greeting, StartMode::Handshake);
                     } else {
                         self.detect = Detect::NotMysql;
                         return;
                     }
+                } else if greeting_first {
+                    self.start(side.other(), RecognisedBy::Greeting, StartMode::Handshake);
                 } else if let Some(c) = self.candidate.take().filter(|c| c.side != side) {
                     if looks_like_response(seg.payload) {
                         self.start(

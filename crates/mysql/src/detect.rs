@@ -1,7 +1,11 @@
 //! Recognising MySQL from a few bytes: the server greeting on an unknown port,
-//! and client command packets when a capture starts mid-connection or after a gap.
+//! and client command packets when a capture starts mid-connection or after a gap,
+//! plain or inside the compressed protocol (CLIENT_COMPRESS).
 
-use crate::wire::{self, le_u24};
+use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+use miniz_oxide::inflate::TINFLStatus;
+
+use crate::wire::{self, le_u24, MAX_PAYLOAD};
 
 /// Answer of a check that may need more bytes than it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +88,175 @@ pub(crate) fn client_command_at(w: &[u8]) -> Verdict {
     }
 }
 
+/// Is `w` (starting at a candidate packet header) the start of a run of server
+/// packets: a packet that fits the window followed by the header of the next one,
+/// with the next sequence id? One packet alone says too little: a row, a column
+/// definition or random bytes could look like any header.
+pub(crate) fn server_packets_at(w: &[u8], window_cap: usize) -> Verdict {
+    let (Some(len), Some(&seq)) = (le_u24(w), w.get(3)) else {
+        return Verdict::NeedMore;
+    };
+    let len = len as usize;
+    if len == 0 || len + 8 > window_cap {
+        return Verdict::No;
+    }
+    let next = w.get(4 + len..).unwrap_or(&[]);
+    match (le_u24(next), next.get(3)) {
+        (Some(l2), Some(&s2)) if s2 == seq.wrapping_add(1) && l2 > 0 => Verdict::Yes,
+        (Some(_), Some(_)) => Verdict::No,
+        _ => Verdict::NeedMore,
+    }
+}
+
+/// A compressed-protocol packet's header: compressed payload length, sequence id,
+/// and the length it inflates to (0: stored as is, not deflated).
+pub(crate) fn compressed_header(w: &[u8]) -> Option<(u32, u8, u32)> {
+    Some((le_u24(w)?, *w.get(3)?, le_u24(w.get(4..)?)?))
+}
+
+/// The zlib stream header (RFC 1950) MySQL's zlib writes: deflate with a 32 KiB
+/// window, no preset dictionary, any compression level.
+fn is_zlib_header(cmf: u8, flg: u8) -> bool {
+    cmf == 0x78 && matches!(flg, 0x01 | 0x5E | 0x9C | 0xDA)
+}
+
+/// Inflates the start of a zlib stream, at most `limit` bytes; `None` if the bytes
+/// are not a deflate stream. More input only ever extends what a prefix gave.
+fn inflate_start(z: &[u8], limit: usize) -> Option<Vec<u8>> {
+    // Rare (a candidate with a zlib header while hunting or recognising a connection):
+    // a fresh inflater each time, boxed as it is 10 KiB.
+    let mut inflater = Box::<DecompressorOxide>::default();
+    let mut out = vec![0u8; limit];
+    let flags = inflate_flags::TINFL_FLAG_PARSE_ZLIB_HEADER
+        | inflate_flags::TINFL_FLAG_HAS_MORE_INPUT
+        | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
+    let (status, _, produced) = decompress(&mut inflater, z, &mut out, 0, flags);
+    match status {
+        TINFLStatus::Done | TINFLStatus::NeedsMoreInput | TINFLStatus::HasMoreOutput => {
+            out.truncate(produced);
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// The captured part of a compressed packet's payload (its own bytes only).
+fn compressed_payload(w: &[u8], clen: u32) -> &[u8] {
+    let rest = w.get(7..).unwrap_or(&[]);
+    rest.get(..rest.len().min(clen as usize)).unwrap_or(&[])
+}
+
+/// The start of a deflated payload, inflated (at most `limit` bytes), or the verdict
+/// already known: not a zlib stream, or not enough of it yet. It is judged on the
+/// whole payload, or on all the window holds of it: a later byte could show a stream
+/// that inflated well so far to be corrupt, and a verdict must not change.
+fn deflated_start(
+    payload: &[u8],
+    complete: bool,
+    window_full: bool,
+    limit: usize,
+) -> Result<Vec<u8>, Verdict> {
+    match payload {
+        [] | [0x78] => return Err(Verdict::NeedMore),
+        [cmf, flg, ..] if is_zlib_header(*cmf, *flg) => {}
+        _ => return Err(Verdict::No),
+    }
+    if !complete && !window_full {
+        return Err(Verdict::NeedMore);
+    }
+    inflate_start(payload, limit).ok_or(Verdict::No)
+}
+
+/// Is `w` a compressed packet carrying the start of a client command (sequence id
+/// 0)? A client sends each command in compressed packets of its own: stored as is
+/// when deflating would not make it smaller (always below 50 bytes), otherwise
+/// deflated, then the start of the stream must inflate to a command packet that
+/// fills what the header says it inflates to. A deflated payload whose first
+/// output needs more bytes than the window holds is judged by its headers.
+pub(crate) fn compressed_client_command_at(w: &[u8], window_cap: usize) -> Verdict {
+    // Each header field is judged as soon as it is here: a plain command as short as
+    // a compressed header must not wait for bytes that may never come.
+    let Some(clen) = le_u24(w) else {
+        return Verdict::NeedMore;
+    };
+    if clen < 5 || w.get(3).is_some_and(|&seq| seq != 0) {
+        return Verdict::No;
+    }
+    let Some((clen, _, ulen)) = compressed_header(w) else {
+        return Verdict::NeedMore;
+    };
+    let payload = compressed_payload(w, clen);
+    let complete = payload.len() == clen as usize;
+    // One command fills the compressed packet (a command of 16 MiB or more spans several).
+    let fills = |inner: &[u8], total: u32| match le_u24(inner) {
+        Some(len) if len != MAX_PAYLOAD && len + 4 != total => Verdict::No,
+        _ => client_command_at(inner),
+    };
+    if ulen == 0 {
+        return fills(payload, clen);
+    }
+    // Deflated only when that made it smaller.
+    if clen >= ulen || ulen < 5 {
+        return Verdict::No;
+    }
+    let inner = match deflated_start(payload, complete, w.len() >= window_cap, 64) {
+        Ok(inner) => inner,
+        Err(v) => return v,
+    };
+    match fills(&inner, ulen) {
+        // Too little came out of what the window holds: the headers have to do.
+        Verdict::NeedMore if !complete && inner.is_empty() => Verdict::Yes,
+        Verdict::NeedMore => Verdict::No,
+        v => v,
+    }
+}
+
+/// Is `w` a compressed packet a server sent, at a boundary of the packets it
+/// carries: what it carries (stored, or the start of its inflated stream) begins
+/// with two chained packets, or is one whole packet followed by the next
+/// compressed packet's header with the next sequence id.
+pub(crate) fn compressed_server_packet_at(w: &[u8], window_cap: usize) -> Verdict {
+    let Some((clen, seq, ulen)) = compressed_header(w) else {
+        return Verdict::NeedMore;
+    };
+    if clen == 0 || (ulen != 0 && clen >= ulen) {
+        return Verdict::No;
+    }
+    let payload = compressed_payload(w, clen);
+    let complete = payload.len() == clen as usize;
+    let (inner, inner_total) = if ulen == 0 {
+        (std::borrow::Cow::Borrowed(payload), clen)
+    } else {
+        match deflated_start(payload, complete, w.len() >= window_cap, window_cap) {
+            Ok(out) => (std::borrow::Cow::Owned(out), ulen),
+            Err(v) => return v,
+        }
+    };
+    match server_packets_at(&inner, window_cap) {
+        Verdict::NeedMore => {}
+        v => return v,
+    }
+    let whole_inner = inner.len() == inner_total as usize;
+    if !whole_inner {
+        return if complete || w.len() >= window_cap {
+            Verdict::No
+        } else {
+            Verdict::NeedMore
+        };
+    }
+    // One packet that fills it exactly, then the next compressed packet.
+    if le_u24(&inner).is_none_or(|len| len + 4 != inner_total) {
+        return Verdict::No;
+    }
+    let next = w.get(7 + clen as usize..).unwrap_or(&[]);
+    match compressed_header(next) {
+        Some((c2, s2, _)) if c2 > 0 && s2 == seq.wrapping_add(1) => Verdict::Yes,
+        Some(_) => Verdict::No,
+        None if w.len() >= window_cap => Verdict::No,
+        None => Verdict::NeedMore,
+    }
+}
+
 /// Do these bytes, the first a server sent on a connection, look like a MySQL
 /// server greeting? Accepts protocol 10 handshakes (a printable version string,
 /// then connection id, scramble and capability flags) and the ERR_Packet a
@@ -137,10 +310,26 @@ pub fn looks_like_greeting(server_first_bytes: &[u8]) -> bool {
 }
 
 /// Do these client bytes start with a MySQL command packet (sequence id 0, a
-/// known `COM_*` byte with a plausible length)? When the whole packet is
-/// present, COM_QUERY text must also look like text, which makes a false
-/// positive on other protocols unlikely.
+/// known `COM_*` byte with a plausible length), plain or in a compressed packet
+/// (CLIENT_COMPRESS)? When the whole packet is present, COM_QUERY text must also
+/// look like text, which makes a false positive on other protocols unlikely.
 pub fn looks_like_client_command(client_bytes: &[u8]) -> bool {
+    if compressed_client_command_at(client_bytes, client_bytes.len()) == Verdict::Yes {
+        let Some((clen, _, ulen)) = compressed_header(client_bytes) else {
+            return false;
+        };
+        let payload = compressed_payload(client_bytes, clen);
+        return if ulen == 0 {
+            looks_like_plain_command(payload)
+        } else {
+            inflate_start(payload, 4 + 256)
+                .is_some_and(|inner| inner.is_empty() || looks_like_plain_command(&inner))
+        };
+    }
+    looks_like_plain_command(client_bytes)
+}
+
+fn looks_like_plain_command(client_bytes: &[u8]) -> bool {
     if client_command_at(client_bytes) != Verdict::Yes {
         return false;
     }
@@ -258,6 +447,129 @@ mod tests {
             if let Some(len) = le_u24(&w).filter(|&l| w.len() >= 4 + l as usize) {
                 let packet = &w[..4 + len as usize];
                 prop_assert_eq!(client_command_at(&[packet, &after[..]].concat()), client_command_at(packet));
+            }
+        }
+    }
+
+    /// A compressed-protocol packet of `inner`, deflated or stored.
+    fn compressed(seq: u8, inner: &[u8], deflate: bool) -> Vec<u8> {
+        let (body, ulen) = if deflate {
+            (
+                miniz_oxide::deflate::compress_to_vec_zlib(inner, 6),
+                inner.len(),
+            )
+        } else {
+            (inner.to_vec(), 0)
+        };
+        let mut v = (body.len() as u32).to_le_bytes()[..3].to_vec();
+        v.push(seq);
+        v.extend_from_slice(&(ulen as u32).to_le_bytes()[..3]);
+        v.extend(body);
+        v
+    }
+
+    fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        v.push(seq);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    #[test]
+    fn compressed_commands_are_recognised_stored_or_deflated() {
+        let short = packet(0, b"\x03show databases");
+        let long = packet(
+            0,
+            b"\x03SELECT * FROM `process` WHERE `process`.`deleted_at` IS NULL AND `process`.`id` > 0",
+        );
+        for (inner, deflate) in [(&short, false), (&long, true), (&long, false)] {
+            let c = compressed(0, inner, deflate);
+            assert_eq!(
+                compressed_client_command_at(&c, 512),
+                Verdict::Yes,
+                "{deflate}"
+            );
+            assert!(looks_like_client_command(&c));
+            // The plain check never takes a compressed command for a plain one.
+            assert_eq!(client_command_at(&c), Verdict::No);
+        }
+        // Plain commands are not compressed ones, and say so as soon as their header does.
+        assert_eq!(compressed_client_command_at(&short, 512), Verdict::No);
+        assert_eq!(compressed_client_command_at(&long, 512), Verdict::No);
+        assert_eq!(
+            compressed_client_command_at(b"\x01\x00\x00\x00\x0e", 512),
+            Verdict::No
+        );
+        // A stored packet must hold the one command exactly; a deflated one must inflate to it.
+        let mut loose = compressed(0, &short, false);
+        loose[0] += 1;
+        loose.push(0);
+        assert_eq!(compressed_client_command_at(&loose, 512), Verdict::No);
+        let mut garbled = compressed(0, &long, true);
+        let n = garbled.len();
+        garbled[9..n].iter_mut().for_each(|b| *b ^= 0x5A);
+        assert_eq!(compressed_client_command_at(&garbled, 512), Verdict::No);
+    }
+
+    #[test]
+    fn compressed_server_packets_are_found_at_their_boundaries() {
+        // A resultset's start: column count, then a column definition.
+        let mut rs = packet(1, &[1]);
+        rs.extend(packet(
+            2,
+            b"\x03def\x00\x00\x00\x01a\x00\x0c\x21\x00\x0f\x00\x00\x00\xfd\x00\x00\x1f\x00\x00",
+        ));
+        for row in 0..20u8 {
+            rs.extend(packet(3 + row, b"\x0bsome value."));
+        }
+        rs.extend(packet(23, b"\xfe\x00\x00\x02\x00"));
+        for deflate in [false, true] {
+            let c = compressed(1, &rs, deflate);
+            assert_eq!(compressed_server_packet_at(&c, 2048), Verdict::Yes);
+            // One byte later is no boundary.
+            assert_eq!(compressed_server_packet_at(&c[1..], 2048), Verdict::No);
+        }
+        // One whole packet (an OK) in a stored compressed packet: the next compressed header decides.
+        let ok = compressed(1, &packet(1, b"\x00\x00\x00\x02\x00\x00\x00"), false);
+        assert_eq!(compressed_server_packet_at(&ok, 2048), Verdict::NeedMore);
+        let next = compressed(2, &packet(2, b"\x00\x00\x00\x02\x00\x00\x00"), false);
+        assert_eq!(
+            compressed_server_packet_at(&[&ok[..], &next[..]].concat(), 2048),
+            Verdict::Yes
+        );
+        let stray = compressed(7, &packet(2, b"\x00\x00\x00\x02\x00\x00\x00"), false);
+        assert_eq!(
+            compressed_server_packet_at(&[&ok[..], &stray[..]].concat(), 2048),
+            Verdict::No
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+        /// As for plain commands: a verdict given on a prefix of the window is the verdict on the
+        /// whole window, so that where TCP cut the stream never changes what is found.
+        #[test]
+        fn compressed_verdicts_on_a_prefix_hold_for_the_whole_window(
+            text in proptest::collection::vec(prop_oneof![Just(b'a'), any::<u8>()], 1..120),
+            deflate in any::<bool>(),
+            garble in proptest::collection::vec((0usize..140, any::<u8>()), 0..3),
+            window in 16usize..200,
+        ) {
+            let mut inner = vec![0x03];
+            inner.extend(text);
+            let mut w = compressed(0, &packet(0, &inner), deflate);
+            for (at, b) in garble {
+                if let Some(x) = w.get_mut(at) {
+                    *x = b;
+                }
+            }
+            w.truncate(window);
+            for check in [compressed_client_command_at, compressed_server_packet_at] {
+                let whole = check(&w, window);
+                for cut in 0..w.len() {
+                    let v = check(&w[..cut], window);
+                    prop_assert!(v == Verdict::NeedMore || v == whole, "{:?} at {} of {:?}", v, cut, w);
+                }
             }
         }
     }

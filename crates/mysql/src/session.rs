@@ -11,9 +11,12 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::command::Command;
 use crate::compress::Decompressor;
-use crate::detect::{client_command_at, Verdict};
+use crate::detect::{
+    client_command_at, compressed_client_command_at, compressed_server_packet_at,
+    server_packets_at, Verdict,
+};
 use crate::framing::{Framer, GapEffect, PacketEnd};
-use crate::wire::{self, capability as cap, le_u24, status, OkPacket};
+use crate::wire::{self, capability as cap, status, OkPacket};
 use crate::{
     CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, Meta, Outcome,
     PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode, Transaction,
@@ -25,8 +28,10 @@ const CLIENT_PREFIX_CAP: usize = STATEMENT_CAP + 4 * 1024;
 /// Kept prefix of a server packet: enough for a greeting, an ERR_Packet's message
 /// (MySQL caps them at 512 bytes) and every fixed-layout response.
 const SERVER_PREFIX_CAP: usize = 1024;
-/// Hunting window of the client side (a header, a command byte and two more).
-const CLIENT_HUNT_WINDOW: usize = 64;
+/// Hunting window of the client side: a header, a command byte and a few more, or a
+/// compressed packet's headers and enough of its zlib stream to inflate a command
+/// header (a dynamic Huffman table comes first).
+const CLIENT_HUNT_WINDOW: usize = 512;
 /// Hunting window of the server side: two chained packets must fit in it.
 const SERVER_HUNT_WINDOW: usize = 2048;
 /// Open requests kept at once; a client pipelining more than this is pathological.
@@ -93,55 +98,61 @@ impl DirStream {
     }
 }
 
-/// Is `w` a plausible start of the stream at a packet boundary?
-fn hunt_check(dir: Direction, compressed: bool, w: &[u8], window_cap: usize) -> Verdict {
-    match (dir, compressed) {
-        (Direction::ClientToServer, false) => client_command_at(w),
-        (Direction::ClientToServer, true) => {
-            // Compressed packet with sequence id 0 carrying a command: stored
-            // (inner header follows) or deflated (zlib header 0x78 follows).
-            let (Some(clen), Some(&seq), Some(ulen)) =
-                (le_u24(w), w.get(3), le_u24(w.get(4..).unwrap_or(&[])))
-            else {
-                return Verdict::NeedMore;
-            };
-            if seq != 0 || clen == 0 {
-                return Verdict::No;
-            }
-            if ulen == 0 {
-                client_command_at(w.get(7..).unwrap_or(&[]))
-            } else {
-                match (w.get(7), w.get(8)) {
-                    (Some(0x78), Some(0x01 | 0x5E | 0x9C | 0xDA)) if ulen >= 5 => Verdict::Yes,
-                    (Some(_), Some(_)) => Verdict::No,
-                    (Some(0x78), None) => Verdict::NeedMore,
-                    (Some(_), None) => Verdict::No,
-                    _ => Verdict::NeedMore,
-                }
-            }
+/// How a direction's packets are carried, as far as the session knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carriage {
+    Plain,
+    /// Inside compressed-protocol packets (CLIENT_COMPRESS).
+    Compressed,
+    /// Joined mid-stream: the first client command found says which.
+    Unknown,
+}
+
+/// What the boundary search found at a position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Boundary {
+    /// A packet starts here, carried so.
+    Here(Carriage),
+    NotHere,
+    NeedMore,
+}
+
+impl Boundary {
+    fn from(v: Verdict, carriage: Carriage) -> Boundary {
+        match v {
+            Verdict::Yes => Boundary::Here(carriage),
+            Verdict::No => Boundary::NotHere,
+            Verdict::NeedMore => Boundary::NeedMore,
         }
-        // Compressed server streams resynchronise only on the client's next command.
-        (Direction::ServerToClient, true) => Verdict::No,
-        (Direction::ServerToClient, false) => {
-            let (Some(len), Some(&seq)) = (le_u24(w), w.get(3)) else {
-                return Verdict::NeedMore;
-            };
-            let len = len as usize;
-            if len == 0 || len + 8 > window_cap {
-                return Verdict::No;
-            }
-            let next = w.get(4 + len..).unwrap_or(&[]);
-            match (le_u24(next), next.get(3)) {
-                (Some(l2), Some(&s2)) => {
-                    if s2 == seq.wrapping_add(1) && l2 > 0 {
-                        Verdict::Yes
-                    } else {
-                        Verdict::No
-                    }
-                }
-                _ => Verdict::NeedMore,
-            }
+    }
+}
+
+/// Is `w` a plausible start of the stream at a packet boundary? Client side: a
+/// command; server side: a run of packets. A compressed stream must be at a
+/// boundary of both the compressed packets and the packets they carry.
+fn hunt_check(dir: Direction, carriage: Carriage, w: &[u8], window_cap: usize) -> Boundary {
+    use Carriage::*;
+    match (dir, carriage) {
+        (Direction::ClientToServer, Plain) => Boundary::from(client_command_at(w), Plain),
+        (Direction::ClientToServer, Compressed) => {
+            Boundary::from(compressed_client_command_at(w, window_cap), Compressed)
         }
+        // A compressed command never reads as a plain one at the same place (its
+        // "command byte" would be 0x00, or the inflated stream would not check out), and
+        // is asked first: its verdict needs more bytes.
+        (Direction::ClientToServer, Unknown) => match compressed_client_command_at(w, window_cap) {
+            Verdict::Yes => Boundary::Here(Compressed),
+            Verdict::NeedMore => Boundary::NeedMore,
+            Verdict::No => Boundary::from(client_command_at(w), Plain),
+        },
+        (Direction::ServerToClient, Plain) => {
+            Boundary::from(server_packets_at(w, window_cap), Plain)
+        }
+        (Direction::ServerToClient, Compressed) => {
+            Boundary::from(compressed_server_packet_at(w, window_cap), Compressed)
+        }
+        // Until the client's first command tells how packets are carried.
+        (Direction::ServerToClient, Unknown) => Boundary::NotHere,
     }
 }
 
@@ -321,6 +332,9 @@ struct Core {
     trailing_eof: Option<u8>,
     /// The client half-closed (FIN): the server may still answer what it read.
     client_fin: bool,
+    /// Joined mid-stream and no client command found yet: whether the compressed
+    /// protocol is in force is not known.
+    compression_unknown: bool,
 }
 
 /// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
@@ -393,6 +407,7 @@ impl Core {
             eof_mode: EofMode::Unknown,
             trailing_eof: None,
             client_fin: false,
+            compression_unknown: mode == StartMode::MidStream,
         }
     }
 
@@ -1259,8 +1274,26 @@ impl Session {
                     }
                     let (n, found) = Self::hunt(cur, core, dir, input);
                     input = input.get(n..).unwrap_or(&[]);
-                    if found {
-                        let (cur, _, _) = self.streams(dir);
+                    if let Some(carriage) = found {
+                        let (cur, other, core) = self.streams(dir);
+                        if dir == Direction::ClientToServer && core.compression_unknown {
+                            // Joined mid-stream: the first command says whether the connection
+                            // negotiated the compressed protocol.
+                            core.compression_unknown = false;
+                            if carriage == Carriage::Compressed {
+                                core.info.compression = Compression::Zlib;
+                                Self::apply_effects(
+                                    cur,
+                                    other,
+                                    core,
+                                    dir,
+                                    Effects {
+                                        compress: true,
+                                        ..Effects::default()
+                                    },
+                                );
+                            }
+                        }
                         cur.mode = StreamMode::Framed;
                         cur.framer.reset();
                         if let Some(d) = cur.inflater.as_mut() {
@@ -1287,10 +1320,21 @@ impl Session {
         }
     }
 
-    /// Scan for a packet boundary; returns (bytes consumed, found). When found,
-    /// the window holds the bytes from the boundary on.
-    fn hunt(cur: &mut DirStream, core: &mut Core, dir: Direction, input: &[u8]) -> (usize, bool) {
-        let compressed = cur.inflater.is_some();
+    /// Scan for a packet boundary; returns (bytes consumed, how the packet found is
+    /// carried). When found, the window holds the bytes from the boundary on.
+    fn hunt(
+        cur: &mut DirStream,
+        core: &mut Core,
+        dir: Direction,
+        input: &[u8],
+    ) -> (usize, Option<Carriage>) {
+        let carriage = if cur.inflater.is_some() {
+            Carriage::Compressed
+        } else if core.compression_unknown {
+            Carriage::Unknown
+        } else {
+            Carriage::Plain
+        };
         let mut consumed = 0usize;
         loop {
             let space = cur.window_cap.saturating_sub(cur.window.len());
@@ -1300,34 +1344,31 @@ impl Session {
             }
             consumed += take;
             let mut at = 0usize;
-            let mut found = false;
+            let mut found = None;
             while at < cur.window.len() {
                 match hunt_check(
                     dir,
-                    compressed,
+                    carriage,
                     cur.window.get(at..).unwrap_or(&[]),
                     cur.window_cap,
                 ) {
-                    Verdict::Yes => {
-                        found = true;
+                    Boundary::Here(c) => {
+                        found = Some(c);
                         break;
                     }
-                    Verdict::No => at += 1,
-                    Verdict::NeedMore => break,
+                    Boundary::NotHere => at += 1,
+                    Boundary::NeedMore => break,
                 }
             }
-            if at == 0 && !found && take == 0 && cur.window.len() >= cur.window_cap {
+            if at == 0 && found.is_none() && take == 0 && cur.window.len() >= cur.window_cap {
                 // Cannot happen by construction (checks never need more than the
                 // window); drop a byte rather than spin if it ever does.
                 at = 1;
             }
             core.info.counters.skipped_bytes += at as u64;
             cur.window.drain(..at.min(cur.window.len()));
-            if found {
-                return (consumed, true);
-            }
-            if consumed >= input.len() {
-                return (consumed, false);
+            if found.is_some() || consumed >= input.len() {
+                return (consumed, found);
             }
         }
     }
@@ -1493,8 +1534,10 @@ impl Session {
         );
         if in_connection_phase {
             // Without the handshake we cannot follow authentication: continue as
-            // if joining mid-stream.
+            // if joining mid-stream. The compressed protocol starts after the lost
+            // authentication only if both sides asked for it (or we could not see).
             core.phase = Phase::Unknown;
+            core.compression_unknown = core.caps().is_none_or(|c| c & cap::CLIENT_COMPRESS != 0);
             core.complete_all(|_| Outcome::GapLost);
             cur.start_hunting();
             other.start_hunting();

@@ -514,6 +514,10 @@ fn a_client_gap_is_followed_by_a_hunt_for_the_next_command() {
     let cut = client.len();
     client.extend(command(0x03, b"select 'found'"));
     let evs = vec![
+        // A first exchange shows the connection is not compressed: six bytes of a command
+        // are then enough to know it started.
+        query("select 'first'"),
+        Ev::Data(S, packet(1, &ok(0, 2))),
         Ev::Data(C, client[..6].to_vec()),
         Ev::Gap(C, (cut - 6 + 3) as u64),
         Ev::Data(C, client[cut + 3..].to_vec()), // starts mid-header of the next command: not found
@@ -525,9 +529,9 @@ fn a_client_gap_is_followed_by_a_hunt_for_the_next_command() {
         .iter()
         .map(|t| t.statement.clone().unwrap_or_default())
         .collect();
-    assert_eq!(t.len(), 2, "{st:?}");
-    assert!(st[0].starts_with("s") && st[0].contains("/* gap"), "{st:?}");
-    assert_eq!(st[1], "select 'next'");
+    assert_eq!(t.len(), 3, "{st:?}");
+    assert!(st[1].starts_with("s") && st[1].contains("/* gap"), "{st:?}");
+    assert_eq!(st[2], "select 'next'");
     assert!(s.info().counters.skipped_bytes > 0);
 }
 
@@ -603,6 +607,99 @@ fn compressed_packets_inflating_past_16_kib_lose_nothing() {
         let (in_segments, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1448);
         assert_eq!(t, in_segments, "{size}");
     }
+}
+
+/// A session joined after its login: nothing says the compressed protocol was negotiated but the
+/// first command itself, stored (short) or deflated (long).
+#[test]
+fn compressed_sessions_are_recognised_mid_stream() {
+    let long = format!(
+        "SELECT * FROM `process` WHERE `process`.`deleted_at` IS NULL AND id IN ({})",
+        (0..40)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let rs = classic_resultset(1, &["a"], &[&["1"], &["2"], &["3"]], 2);
+    let evs = vec![
+        Ev::Data(C, compressed(0, &command(0x03, b"use `test`"), false)),
+        Ev::Data(S, compressed(1, &packet(1, &ok(0, 2)), false)),
+        Ev::Data(C, compressed(0, &command(0x03, long.as_bytes()), true)),
+        Ev::Data(S, compressed(1, &rs, true)),
+        Ev::Data(C, compressed(0, &command(0x01, b""), false)),
+    ];
+    let (t, s) = play(StartMode::MidStream, &evs);
+    assert_eq!(s.info().compression, Compression::Zlib);
+    assert_eq!(
+        t.iter().map(|t| t.command.name()).collect::<Vec<_>>(),
+        ["COM_QUERY", "COM_QUERY", "COM_QUIT"]
+    );
+    assert_eq!(t[0].statement.as_deref(), Some("use `test`"));
+    assert!(matches!(t[0].outcome, Outcome::Ok { .. }));
+    assert_eq!(t[1].statement.as_deref(), Some(long.as_str()));
+    assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 3 });
+    let c = s.info().counters;
+    assert_eq!(
+        c.skipped_bytes + c.malformed_packets + c.decompression_errors,
+        0
+    );
+    let (bytewise, _) = play_chunked(StartMode::MidStream, &evs, &mut |_| 1);
+    assert_eq!(t, bytewise);
+    // A plain session joined mid-stream stays plain.
+    let (t, s) = play(
+        StartMode::MidStream,
+        &[query("select 1"), Ev::Data(S, packet(1, &ok(0, 2)))],
+    );
+    assert_eq!((t.len(), s.info().compression), (1, Compression::None));
+}
+
+/// A gap in a compressed server stream: the server side finds the next compressed packet by itself
+/// (its inflated start is a run of packets), so the rest of the resultset is read.
+#[test]
+fn a_compressed_server_stream_resynchronises_after_a_gap() {
+    let rows: Vec<Vec<String>> = (0..60).map(|i| vec![format!("row {i:03}")]).collect();
+    let rows: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
+        .collect();
+    let rows: Vec<&[&str]> = rows.iter().map(Vec::as_slice).collect();
+    let rs = classic_resultset(1, &["v"], &rows, 2);
+    // The resultset in three compressed packets cut at packet boundaries; the second is lost.
+    let cut = |n: usize| {
+        let mut at = 0;
+        for _ in 0..n {
+            at += 4 + u32::from_le_bytes([rs[at], rs[at + 1], rs[at + 2], 0]) as usize;
+        }
+        at
+    };
+    let (a, b) = (cut(20), cut(40));
+    let parts = [
+        compressed(1, &rs[..a], true),
+        compressed(2, &rs[a..b], true),
+        compressed(3, &rs[b..], true),
+    ];
+    let mut evs = login(BASE_CAPS | COMPRESS);
+    evs.push(Ev::Data(
+        C,
+        compressed(0, &command(0x03, b"select v from t"), false),
+    ));
+    evs.push(Ev::Data(S, parts[0].clone()));
+    evs.push(Ev::Gap(S, parts[1].len() as u64));
+    evs.push(Ev::Data(S, parts[2].clone()));
+    evs.push(Ev::Data(
+        C,
+        compressed(0, &command(0x03, b"select 2"), false),
+    ));
+    evs.push(Ev::Data(S, compressed(1, &packet(1, &ok(0, 2)), false)));
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(t[1].outcome, Outcome::GapLost);
+    assert_eq!(t[1].last_response_frame, Some(7), "read on after the gap");
+    assert_eq!(t[2].statement.as_deref(), Some("select 2"));
+    assert!(matches!(t[2].outcome, Outcome::Ok { .. }));
+    // Found right at the next compressed packet: nothing skipped.
+    assert_eq!(s.info().counters.skipped_bytes, 0);
+    let (bytewise, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1);
+    assert_eq!(t, bytewise);
 }
 
 #[test]
