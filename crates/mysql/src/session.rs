@@ -472,15 +472,6 @@ impl Core {
         }
     }
 
-    fn enqueue(&mut self, p: Pending) {
-        if self.queue.len() >= MAX_PENDING {
-            self.info.counters.dropped_requests += 1;
-            self.complete_head(Outcome::Unparsed);
-        }
-        self.queue.push_back(p);
-        self.flush_no_response();
-    }
-
     fn phase_for_close(&self) -> SessionPhase {
         match self.phase {
             Phase::AwaitGreeting | Phase::AwaitHandshakeResponse | Phase::Authenticating => {
@@ -653,14 +644,25 @@ impl Core {
             }
             _ => Stage::Simple,
         };
-        let mut p = Pending::new(command, pkt.start, stage);
+        let caps = self.caps();
+        if self.queue.len() >= MAX_PENDING {
+            self.info.counters.dropped_requests += 1;
+            self.complete_head(Outcome::Unparsed);
+        }
+        // Built where it will wait for its response: a request is large, and moving it in
+        // costs a copy per command.
+        self.queue
+            .push_back(Pending::new(command, pkt.start, stage));
+        let Some(p) = self.queue.back_mut() else {
+            return fx;
+        };
         p.request_bytes = wire_len(pkt.len);
         p.gap_bytes = pkt.gap_bytes;
         p.next_seq = pkt.seq.wrapping_add(1);
         let text = |b: &[u8], total: u64| Some(capped_text(b, total, pkt.damaged, pkt.gap_bytes));
         match command {
             Command::Query => {
-                let with_attrs = match self.caps() {
+                let with_attrs = match caps {
                     Some(c) => c & cap::CLIENT_QUERY_ATTRIBUTES != 0,
                     None => wire::looks_like_attribute_prefix(body),
                 };
@@ -687,7 +689,7 @@ impl Core {
                 p.statement = text(table, table.len() as u64);
             }
             Command::ChangeUser => {
-                if let Some(cu) = wire::parse_change_user(body, self.caps()) {
+                if let Some(cu) = wire::parse_change_user(body, caps) {
                     p.statement = Some(wire::text(cu.user));
                     p.new_user = Some(wire::text(cu.user));
                     p.new_schema = cu.schema.filter(|s| !s.is_empty()).map(wire::text);
@@ -726,7 +728,7 @@ impl Core {
         if command == Command::Quit {
             self.phase = Phase::Quit;
         }
-        self.enqueue(p);
+        self.flush_no_response();
         fx
     }
 
