@@ -137,9 +137,10 @@ fn hunt_check(dir: Direction, carriage: Carriage, w: &[u8], window_cap: usize) -
         (Direction::ClientToServer, Compressed) => {
             Boundary::from(compressed_client_command_at(w, window_cap), Compressed)
         }
-        // A compressed command never reads as a plain one at the same place (its
-        // "command byte" would be 0x00, or the inflated stream would not check out), and
-        // is asked first: its verdict needs more bytes.
+        // Asked at the stream's first byte only (see `Session::hunt`). A compressed
+        // command never reads as a plain one at the same place (its "command byte" would
+        // be 0x00, or the inflated stream would not check out), and is asked first: its
+        // verdict needs more bytes.
         (Direction::ClientToServer, Unknown) => match compressed_client_command_at(w, window_cap) {
             Verdict::Yes => Boundary::Here(Compressed),
             Verdict::NeedMore => Boundary::NeedMore,
@@ -1330,7 +1331,7 @@ impl Session {
         dir: Direction,
         input: &[u8],
     ) -> (usize, Option<Carriage>) {
-        let carriage = if cur.inflater.is_some() {
+        let mut carriage = if cur.inflater.is_some() {
             Carriage::Compressed
         } else if core.compression_unknown {
             Carriage::Unknown
@@ -1358,7 +1359,18 @@ impl Session {
                         found = Some(c);
                         break;
                     }
-                    Boundary::NotHere => at += 1,
+                    Boundary::NotHere => {
+                        at += 1;
+                        if carriage == Carriage::Unknown && dir == Direction::ClientToServer {
+                            // Only the stream's first byte may start the compressed command that
+                            // says the protocol is compressed (a session is joined on a command);
+                            // past it, the connection is plain. Asking at every byte would let a
+                            // header-like run, waiting for bytes the capture may not hold, hide
+                            // the plain command after it.
+                            carriage = Carriage::Plain;
+                            core.compression_unknown = false;
+                        }
+                    }
                     Boundary::NeedMore => break,
                 }
             }
@@ -1537,9 +1549,20 @@ impl Session {
         if in_connection_phase {
             // Without the handshake we cannot follow authentication: continue as
             // if joining mid-stream. The compressed protocol starts after the lost
-            // authentication only if both sides asked for it (or we could not see).
+            // authentication if both sides asked for it; if the capabilities were lost
+            // too, the first command found says.
             core.phase = Phase::Unknown;
-            core.compression_unknown = core.caps().is_none_or(|c| c & cap::CLIENT_COMPRESS != 0);
+            match core.caps() {
+                Some(c) if c & cap::CLIENT_COMPRESS != 0 => {
+                    core.info.compression = Compression::Zlib;
+                    for d in [&mut *cur, &mut *other] {
+                        d.inflater
+                            .get_or_insert_with(|| Box::new(Decompressor::new()));
+                    }
+                }
+                Some(_) => {}
+                None => core.compression_unknown = true,
+            }
             core.complete_all(|_| Outcome::GapLost);
             cur.start_hunting();
             other.start_hunting();

@@ -645,6 +645,23 @@ fn compressed_sessions_are_recognised_mid_stream() {
     );
     let (bytewise, _) = play_chunked(StartMode::MidStream, &evs, &mut |_| 1);
     assert_eq!(t, bytewise);
+    // The first client bytes decide: here no compressed command (a 2-byte COM_QUERY that is not one
+    // either), so the connection is plain, and a compressed-looking header later on ("03 02 01 00 00 00
+    // 0e": 66 KB inflating to 900 KB) does not hold up the COM_PING right after it, however the bytes
+    // were cut (../shared/fuzz-findings/segmentation).
+    let evs = [
+        Ev::Data(C, b"\x02\x00\x00\x00\x03\x02\x01\x00\x00\x00\x0e".to_vec()),
+        Ev::Data(S, packet(1, &ok(0, 2))),
+    ];
+    for size in [1, 2, 6, 11] {
+        let (t, s) = play_chunked(StartMode::MidStream, &evs, &mut |_| size);
+        assert_eq!(
+            t.iter().map(|t| t.command.name()).collect::<Vec<_>>(),
+            ["COM_PING"],
+            "{size}"
+        );
+        assert_eq!(s.info().compression, Compression::None);
+    }
     // A plain session joined mid-stream stays plain.
     let (t, s) = play(
         StartMode::MidStream,
