@@ -119,7 +119,12 @@ fn bimodal_response_times_are_found_and_the_slow_hump_explained() {
 
 #[test]
 fn unimodal_response_times_are_not_called_multimodal() {
-    for f in ["no-cap.pcap", "err1146-storm.pcap", "pps-cap.pcap"] {
+    for f in [
+        "no-cap.pcap",
+        "err1146-storm.pcap",
+        "pps-cap.pcap",
+        "point-select-slope.pcap",
+    ] {
         let r = json(&["rt", "--json", common::fixture(f).to_str().unwrap()]);
         assert_eq!(r["multimodal"], false, "{f}: {:#}", r["modes"]);
     }
@@ -178,5 +183,87 @@ fn report_ranks_the_cap_the_error_storm_and_the_hang_up() {
         0,
         "{:#}",
         calm["findings"]
+    );
+}
+
+/// Response times computed from tshark's fields: each COM_QUERY to the server's next data segment on the same
+/// connection (responses of one segment, as a `select sleep()` answer is).
+fn tshark_query_response_times(f: &std::path::Path, port: u16) -> Vec<f64> {
+    let decode = format!("tcp.port=={port},mysql");
+    let rows = common::tshark(&[
+        "-r",
+        f.to_str().unwrap(),
+        "-d",
+        &decode,
+        "-T",
+        "fields",
+        "-e",
+        "tcp.stream",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "tcp.len",
+        "-e",
+        "mysql.command",
+    ]);
+    let mut waiting = std::collections::HashMap::new();
+    let mut rts = Vec::new();
+    for row in rows {
+        let f: Vec<&str> = row.split('\t').collect();
+        let t: f64 = f[1].parse().unwrap();
+        if f.get(4) == Some(&"3") {
+            waiting.insert(f[0].to_string(), t);
+        } else if f[2] == port.to_string() && f[3].parse::<u32>().unwrap_or(0) > 0 {
+            if let Some(start) = waiting.remove(f[0]) {
+                rts.push(t - start);
+            }
+        }
+    }
+    rts
+}
+
+/// The thread-pool staircase, on a real MariaDB thread pool (fixtures/README.md): 30 requests served at once
+/// (300-325 ms) and 12 that waited one more service time (575-589 ms), nothing between. Two humps, each with
+/// exactly the requests tshark times on its step.
+#[test]
+fn a_thread_pool_staircase_of_a_few_dozen_requests_is_two_humps() {
+    let f = common::fixture("thread-pool.pcap");
+    let r = json(&["rt", "--json", f.to_str().unwrap()]);
+    let modes = r["modes"].as_array().unwrap();
+    assert_eq!(r["multimodal"], true, "{modes:#?}");
+    assert_eq!(modes.len(), 2, "{modes:#?}");
+    let rts = tshark_query_response_times(&f, 3307);
+    let first_step = rts.iter().filter(|&&t| t < 0.45).count() as u64;
+    let second_step = rts.iter().filter(|&&t| t >= 0.45).count() as u64;
+    assert!(first_step >= 8 && second_step >= 8, "{rts:?}");
+    assert_eq!(modes[0]["count"].as_u64().unwrap(), first_step);
+    assert_eq!(modes[1]["count"].as_u64().unwrap(), second_step);
+    assert!(within(&modes[0]["center_us"], 310_000.0, 0.05));
+    assert!(within(&modes[1]["center_us"], 580_000.0, 0.05));
+    let valley = r["valleys"][0]["at_us"].as_f64().unwrap();
+    assert!(valley > 325_000.0 && valley < 574_000.0, "{valley}");
+    let text = common::text(&["rt", f.to_str().unwrap()]);
+    assert!(text.contains("MULTIMODAL: 2 humps"), "{text}");
+}
+
+/// Point selects under CPU contention (16 sysbench threads on 2 cores): a peak near 50-90 µs and a steady
+/// slope to 7 ms with small shoulders on it. No valley separates the shoulders: one hump.
+#[test]
+fn a_slope_with_shoulders_is_one_hump() {
+    let f = common::fixture("point-select-slope.pcap");
+    let r = json(&["rt", "--json", f.to_str().unwrap()]);
+    assert_eq!(r["multimodal"], false, "{:#}", r["modes"]);
+    assert_eq!(r["modes"][0]["count"], r["percentiles_us"]["count"]);
+    let report = json(&["report", "--json", f.to_str().unwrap()]);
+    assert!(
+        !report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "rt_multimodal"),
+        "{:#}",
+        report["findings"]
     );
 }

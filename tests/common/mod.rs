@@ -43,13 +43,23 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_pcapsleuth")
 }
 
-/// Runs the binary with `args`, asserts success, and parses its stdout as JSON.
-pub fn json(args: &[&str]) -> serde_json::Value {
+/// Runs the binary with `args`, asserts success, and returns its stdout.
+fn stdout(args: &[&str]) -> Vec<u8> {
     let o = Command::new(bin()).args(args).output().unwrap();
     assert!(
         o.status.success(),
         "{args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    serde_json::from_slice(&o.stdout).unwrap()
+    o.stdout
+}
+
+/// Runs the binary with `args`, asserts success, and parses its stdout as JSON.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_slice(&stdout(args)).unwrap()
+}
+
+/// Runs the binary with `args`, asserts success, and returns its stdout as text.
+pub fn text(args: &[&str]) -> String {
+    String::from_utf8_lossy(&stdout(args)).into_owned()
 }

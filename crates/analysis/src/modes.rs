@@ -13,7 +13,14 @@
 //!    the dip is not statistically significant (the counts near the smaller peak and near the valley
 //!    differ by fewer than `Z_MIN` Poisson standard deviations, `Z_DEEP` for a near-empty valley), or
 //!    a side holds too few samples (`MIN_COUNT`, `MIN_SHARE`).
-//! 4. The raw bins are assigned to the surviving modes, split at the valley minima; a mode's center is
+//! 4. Groups of samples separated by an empty stretch are separate modes, whatever the density estimate
+//!    says: with a few dozen samples the kernels are wide enough to bridge the gap between the steps of a
+//!    thread-pool staircase (32 requests at 300 ms, 10 at 580 ms, nothing between). A stretch counts when
+//!    at least `GAP_MIN_COUNT` samples lie on each side, it is at least `GAP_MIN_RATIO` wide (and a few
+//!    timestamp ticks), and it is `GAP_SPAN_FACTOR` times wider than the span of the `GAP_MIN_COUNT`
+//!    samples nearest to it on either side: so in a thinning tail, where the samples beyond a gap are
+//!    spread as widely as the gap itself, it is not.
+//! 5. The raw bins are assigned to the surviving modes, split at the valley minima; a mode's center is
 //!    its median and its spread its p75/p25.
 //!
 //! Deterministic: no randomness and no hash maps, only ordered arrays. The constants, with the reason for
@@ -23,8 +30,9 @@ use serde::Serialize;
 
 use crate::histogram::Histogram;
 use crate::thresholds::{
-    DEEP_RATIO, GRID_STEP, H_CAP, H_MAX, H_MIN, H_REF, KERNEL_CUTOFF, MAX_WIDEN, MIN_COUNT,
-    MIN_SHARE, RES_NS, VALLEY_RATIO_MAX, Z_DEEP, Z_MIN,
+    DEEP_RATIO, GAP_MIN_COUNT, GAP_MIN_RATIO, GAP_MIN_TICKS, GAP_SPAN_FACTOR, GRID_STEP, H_CAP,
+    H_MAX, H_MIN, H_REF, KERNEL_CUTOFF, MAX_WIDEN, MIN_COUNT, MIN_SHARE, RES_NS, VALLEY_RATIO_MAX,
+    Z_DEEP, Z_MIN,
 };
 
 /// The modes of a response-time distribution.
@@ -128,6 +136,91 @@ struct Region {
     end: usize,
     peak_at: usize,
     peak: f64,
+    /// An empty stretch separates this region from the previous one: they are never merged.
+    after_gap: bool,
+}
+
+/// The empty stretches between the points that separate two groups (see the module's step 4), as the ln
+/// positions of the last point before and the first point after each.
+fn empty_stretches(points: &[Point]) -> Vec<(f64, f64)> {
+    let counts: Vec<u64> = points.iter().map(|p| p.n).collect();
+    // The ln span of the `GAP_MIN_COUNT` samples nearest to the boundary after point `i` (going left from
+    // it, or right from `i + 1`), or None when there are fewer samples on that side.
+    let span = |from: usize, leftwards: bool| -> Option<f64> {
+        let mut seen = 0u64;
+        let mut j = from;
+        loop {
+            seen += counts[j];
+            if seen >= GAP_MIN_COUNT {
+                return Some((points[j].x - points[from].x).abs());
+            }
+            if leftwards {
+                j = j.checked_sub(1)?;
+            } else {
+                j += 1;
+                if j >= points.len() {
+                    return None;
+                }
+            }
+        }
+    };
+    let mut out = Vec::new();
+    for i in 0..points.len().saturating_sub(1) {
+        let (a, b) = (&points[i], &points[i + 1]);
+        let width = b.x - a.x;
+        let ticks = (b.lo_ns - a.hi_ns) / RES_NS;
+        if width < GAP_MIN_RATIO.ln() || ticks < GAP_MIN_TICKS {
+            continue;
+        }
+        if let (Some(left), Some(right)) = (span(i, true), span(i + 1, false)) {
+            if width >= GAP_SPAN_FACTOR * left.max(right) {
+                out.push((a.x, b.x));
+            }
+        }
+    }
+    out
+}
+
+/// Makes every empty stretch a boundary between regions: a boundary already inside it is kept (and marked),
+/// else the region spanning it is cut at its middle.
+fn split_at_stretches(regions: &mut Vec<Region>, f: &[f64], grid: &Grid, stretches: &[(f64, f64)]) {
+    for &(a, b) in stretches {
+        if let Some(r) = regions
+            .iter_mut()
+            .find(|r| r.start > 0 && grid.x(r.start) > a && grid.x(r.start) < b)
+        {
+            r.after_gap = true;
+            continue;
+        }
+        let cut = grid.index((a + b) / 2.0);
+        let Some(i) = regions.iter().position(|r| r.start < cut && cut < r.end) else {
+            continue;
+        };
+        let whole = regions[i];
+        let peak_of = |from: usize, to: usize| {
+            (from..to)
+                .max_by(|&x, &y| f[x].total_cmp(&f[y]))
+                .map_or((from, 0.0), |at| (at, f[at]))
+        };
+        let (lp, lv) = peak_of(whole.start, cut);
+        let (rp, rv) = peak_of(cut, whole.end);
+        regions[i] = Region {
+            end: cut,
+            peak_at: lp,
+            peak: lv,
+            ..whole
+        };
+        regions.insert(
+            i + 1,
+            Region {
+                start: cut,
+                end: whole.end,
+                peak_at: rp,
+                peak: rv,
+                after_gap: true,
+            },
+        );
+    }
 }
 
 /// Finds the modes of a response-time histogram. Never panics; an empty histogram has no mode.
@@ -188,12 +281,19 @@ pub fn detect_modes(h: &Histogram) -> ModeAnalysis {
     let mass = |a: usize, b: usize| cum[b.min(len)] - cum[a.min(len)];
 
     let mut regions = initial_regions(&f);
+    split_at_stretches(&mut regions, &f, &grid, &empty_stretches(&points));
     let min_mass = (MIN_SHARE * n).ceil().max(MIN_COUNT as f64);
     loop {
         // The shallowest valley that does not separate two genuine modes, if any.
         let mut worst: Option<(usize, f64)> = None;
         for i in 0..regions.len().saturating_sub(1) {
             let (l, r) = (regions[i], regions[i + 1]);
+            let too_small = (mass(l.start, l.end) as f64) < min_mass
+                || (mass(r.start, r.end) as f64) < min_mass;
+            // Groups an empty stretch separates stay apart, unless one is too small to be a mode at all.
+            if r.after_gap && !too_small {
+                continue;
+            }
             let valley_at = r.start;
             let lower = l.peak.min(r.peak);
             let ratio = if lower > 0.0 {
@@ -211,8 +311,6 @@ pub fn detect_modes(h: &Histogram) -> ModeAnalysis {
             } else {
                 0.0
             };
-            let too_small = (mass(l.start, l.end) as f64) < min_mass
-                || (mass(r.start, r.end) as f64) < min_mass;
             let significant =
                 (ratio <= VALLEY_RATIO_MAX && z >= Z_MIN) || (ratio <= DEEP_RATIO && z >= Z_DEEP);
             let bad = !significant || too_small;
@@ -310,6 +408,7 @@ fn initial_regions(f: &[f64]) -> Vec<Region> {
             end: f.len(),
             peak_at: 0,
             peak: f.iter().copied().fold(0.0, f64::max),
+            after_gap: false,
         }];
     }
     let mut regions = Vec::with_capacity(peaks.len());
@@ -331,6 +430,7 @@ fn initial_regions(f: &[f64]) -> Vec<Region> {
             end,
             peak_at,
             peak: runs[j].2,
+            after_gap: false,
         });
         start = end;
     }
@@ -461,6 +561,73 @@ mod tests {
                     describe(&m)
                 );
                 assert!((mode.share - 1.0 / 3.0).abs() < 0.06, "{}", describe(&m));
+            }
+        }
+    }
+
+    /// The thread-pool staircase: 32 requests served at once (300-319 ms) and 10 that waited one
+    /// more service time (579-583 ms), nothing between. Too few samples for the density estimate to show a
+    /// valley (its kernels bridge the gap); the empty stretch still makes them two humps.
+    #[test]
+    fn modes_a_staircase_of_a_few_dozen_requests_is_two_humps() {
+        for seed in 1..=20 {
+            let mut rng = Rng(seed);
+            let h = hist((0..42).map(|i| {
+                let (lo, hi) = if i < 32 {
+                    (300.0, 319.0)
+                } else {
+                    (579.0, 583.0)
+                };
+                us_ticks(((lo + (hi - lo) * rng.uniform()) * 1e6) as u64)
+            }));
+            let m = detect_modes(&h);
+            assert_eq!(m.modes.len(), 2, "seed {seed}: {}", describe(&m));
+            assert_eq!((m.modes[0].count, m.modes[1].count), (32, 10));
+            let v = &m.valleys[0];
+            assert!(v.at_us > 319_000.0 && v.at_us < 579_000.0, "{v:?}");
+        }
+    }
+
+    /// Seven requests beyond an empty stretch are a handful of outliers, not a hump; eight are a hump.
+    #[test]
+    fn modes_an_empty_stretch_needs_eight_requests_on_each_side() {
+        let step = |n: u64| {
+            hist(
+                (0..40)
+                    .map(|i| 300_000_000 + i * 400_000)
+                    .chain((0..n).map(|i| 580_000_000 + i * 300_000)),
+            )
+        };
+        assert_eq!(
+            detect_modes(&step(7)).modes.len(),
+            1,
+            "{}",
+            describe(&detect_modes(&step(7)))
+        );
+        assert_eq!(
+            detect_modes(&step(8)).modes.len(),
+            2,
+            "{}",
+            describe(&detect_modes(&step(8)))
+        );
+    }
+
+    /// A steady slope (the density falling by a factor e every 0.8 in ln) with a small shoulder on it (10%
+    /// of the requests, centred 1.5 e-folds out, as wide as the slope is steep): no valley, one hump.
+    #[test]
+    fn modes_a_shoulder_on_a_slope_is_one_hump() {
+        for n in [300usize, 3_000, 30_000] {
+            for seed in 1..=10 {
+                let mut rng = Rng(seed);
+                let h = hist((0..n).map(|i| {
+                    let ln = if i % 10 == 0 {
+                        1.5 + 0.4 * rng.normal()
+                    } else {
+                        -0.8 * rng.uniform().ln()
+                    };
+                    us_ticks((50_000.0 * ln.exp()) as u64)
+                }));
+                assert_unimodal(&format!("slope and shoulder n {n} seed {seed}"), &h);
             }
         }
     }

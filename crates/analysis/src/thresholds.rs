@@ -94,3 +94,19 @@ pub(crate) const MIN_COUNT: u64 = 5;
 /// ... and at least this share of all samples: below one request in a thousand a hump does not change
 /// what the distribution means to a user. The retransmission-timeout hump (0.3%) passes.
 pub(crate) const MIN_SHARE: f64 = 0.001;
+/// An empty stretch of the response-time axis separates two modes when at least this many samples lie
+/// on each side of it: the thread-pool staircase has 10 requests on its second step; fewer than 8
+/// in a group are a handful of outliers.
+pub(crate) const GAP_MIN_COUNT: u64 = 8;
+/// ... the stretch spans at least this ratio (its edges 25% apart): closer groups are the ripples of one
+/// hump (and the 1% bins, timestamp ticks and statement mixes make such ripples) ...
+pub(crate) const GAP_MIN_RATIO: f64 = 1.25;
+/// ... and at least this many timestamp ticks (`RES_NS`): at a few microseconds, adjacent tick values are
+/// 25% apart and the empty ticks between them say nothing ...
+pub(crate) const GAP_MIN_TICKS: f64 = 4.0;
+/// ... and it is this many times wider (on the ln axis) than the span of the `GAP_MIN_COUNT` samples
+/// nearest to it on each side. Under a smooth density, `GAP_MIN_COUNT` consecutive samples occupy about
+/// `GAP_MIN_COUNT - 1` mean spacings, so an empty stretch 3 times their span is about 21 spacings long,
+/// which a density without a gap leaves empty with odds near e^-21; in a thinning tail the samples beyond
+/// the stretch are spread as widely as it, and it does not count.
+pub(crate) const GAP_SPAN_FACTOR: f64 = 3.0;
