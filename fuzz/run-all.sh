@@ -42,6 +42,10 @@ fi
 flags=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1)
 [ -n "${FUZZ_SEED:-}" ] && flags+=(-seed="$FUZZ_SEED")
 
+# One target directory for every fuzz crate, so that what they share (libFuzzer itself, common
+# dependencies) is built once; under the workspace's target/, which git ignores.
+target_dir=$PWD/target/fuzz
+
 rows=()
 crashed=0
 for dir in crates/*/fuzz; do
@@ -49,7 +53,7 @@ for dir in crates/*/fuzz; do
   crate=$(basename "$(dirname "$dir")")
   echo "== building $dir" >&2
   build_log=$(mktemp)
-  if ! (cd "$dir" && cargo +nightly fuzz build -O) >"$build_log" 2>&1; then
+  if ! (cd "$dir" && cargo +nightly fuzz build -O --target-dir "$target_dir") >"$build_log" 2>&1; then
     cat "$build_log" >&2
     echo "fuzz: $dir does not build" >&2
     exit 1
@@ -63,7 +67,7 @@ for dir in crates/*/fuzz; do
     mkdir -p "$dir/corpus/$target" "$dir/artifacts/$target"
     before=$(ls "$dir/artifacts/$target" | wc -l)
     echo "== $crate/$target for ${seconds}s" >&2
-    (cd "$dir" && cargo +nightly fuzz run -O "$target" "corpus/$target" "seeds/$target" -- "${flags[@]}") \
+    (cd "$dir" && cargo +nightly fuzz run -O --target-dir "$target_dir" "$target" "corpus/$target" "seeds/$target" -- "${flags[@]}") \
       >"$log" 2>&1
     status=$?
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)

@@ -202,6 +202,28 @@ mod tests {
         );
     }
 
+    /// The summary runs after every other test binary only while this package's name sorts last.
+    #[test]
+    fn no_workspace_package_sorts_after_this_one() {
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for member in fs::read_dir(&crates).unwrap().flatten() {
+            let Ok(manifest) = fs::read_to_string(member.path().join("Cargo.toml")) else {
+                continue;
+            };
+            let name = manifest
+                .lines()
+                .find_map(|l| l.strip_prefix("name = \""))
+                .and_then(|l| l.strip_suffix('"'))
+                .unwrap_or_else(|| panic!("{:?}: no package name", member.path()));
+            assert!(
+                name <= env!("CARGO_PKG_NAME"),
+                "package `{name}` sorts after `{}`, so cargo would run its tests after the oracle summary: \
+                 rename one of them",
+                env!("CARGO_PKG_NAME")
+            );
+        }
+    }
+
     #[test]
     fn a_test_binary_is_named_without_cargos_hash() {
         // This unit test binary is target/<profile>/deps/pcapsleuth_testkit-<hash>.
