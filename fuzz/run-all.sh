@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of the workspace (crates/*/fuzz) in turn, one libFuzzer process at a time,
+# Runs every cargo-fuzz target of the workspace (crates/*/fuzz, and fuzz/ at the top) in turn, one libFuzzer process at a time,
 # from its committed seeds (seeds/<target>, only read) and its local working corpus (corpus/<target>,
 # git-ignored, grows from run to run), and prints per target: executions, executions per second, coverage
 # (libFuzzer's `cov`: code edges reached; `ft`: features), corpus size, and crashes.
@@ -48,9 +48,10 @@ target_dir=$PWD/target/fuzz
 
 rows=()
 crashed=0
-for dir in crates/*/fuzz; do
+for dir in crates/*/fuzz fuzz; do
   [ -f "$dir/Cargo.toml" ] || continue
   crate=$(basename "$(dirname "$dir")")
+  [ "$dir" = fuzz ] && crate=pcapsleuth
   echo "== building $dir" >&2
   build_log=$(mktemp)
   if ! (cd "$dir" && cargo +nightly fuzz build -O --target-dir "$target_dir") >"$build_log" 2>&1; then
@@ -66,8 +67,10 @@ for dir in crates/*/fuzz; do
     log=$(mktemp)
     mkdir -p "$dir/corpus/$target" "$dir/artifacts/$target"
     before=$(ls "$dir/artifacts/$target" | wc -l)
+    corpora=("corpus/$target")
+    [ -d "$dir/seeds/$target" ] && corpora+=("seeds/$target")
     echo "== $crate/$target for ${seconds}s" >&2
-    (cd "$dir" && cargo +nightly fuzz run -O --target-dir "$target_dir" "$target" "corpus/$target" "seeds/$target" -- "${flags[@]}") \
+    (cd "$dir" && cargo +nightly fuzz run -O --target-dir "$target_dir" "$target" "${corpora[@]}" -- "${flags[@]}") \
       >"$log" 2>&1
     status=$?
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
