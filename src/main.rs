@@ -272,7 +272,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let rows = report::sorted(&a.connections, by);
             emit(if common.json {
-                report::to_json(&serde_json::json!({ "capture": a.capture, "connections": rows }))
+                report::to_json(&serde_json::json!({
+                    "capture": a.capture,
+                    "connects": analysis::connect_report(&a),
+                    "connections": rows,
+                }))
             } else {
                 report::render_flows(&a, &rows)
             })?;

@@ -9,7 +9,7 @@ use pcapsleuth::flow::{decode, decode_general, Decoded};
 fn facts(d: Decoded<'_>) -> String {
     match d {
         Decoded::Tcp(t) => format!(
-            "{}:{}>{}:{} seq {} ack {} win {} flags {:#x} payload {:?} len {}",
+            "{}:{}>{}:{} seq {} ack {} win {} flags {:#x} options {:?} payload {:?} len {}",
             t.src,
             t.src_port,
             t.dst,
@@ -18,6 +18,7 @@ fn facts(d: Decoded<'_>) -> String {
             t.ack,
             t.window,
             t.flags.0,
+            t.options,
             t.payload,
             t.payload_len
         ),

@@ -145,10 +145,18 @@ fn the_per_interval_table_accounts_for_every_response() {
         f.to_str().unwrap(),
     ]);
     let rows = r["per_interval"].as_array().unwrap();
-    assert!(rows.len() >= 10);
-    let n: u64 = rows.iter().map(|i| i["count"].as_u64().unwrap()).sum();
-    let e: u64 = rows.iter().map(|i| i["errors"].as_u64().unwrap()).sum();
+    let of = |kind: &'static str| rows.iter().filter(move |i| i["kind"] == kind);
+    assert!(of("requests").count() >= 10);
+    let n: u64 = of("requests").map(|i| i["count"].as_u64().unwrap()).sum();
+    let e: u64 = of("requests").map(|i| i["errors"].as_u64().unwrap()).sum();
     assert_eq!(n, r["percentiles_us"]["count"].as_u64().unwrap());
+    // The 4 sysbench logins, each seen from its SYN, in the connect rows.
+    let logins: u64 = of("connect").map(|i| i["count"].as_u64().unwrap()).sum();
+    assert_eq!(logins, r["connect_us"]["count"].as_u64().unwrap());
+    assert_eq!(
+        logins as usize,
+        tshark.count(&f, "tcp.flags.syn==1 && tcp.flags.ack==0")
+    );
     assert_eq!(e as usize, tshark.count(&f, "mysql.error_code==1146"));
 }
 

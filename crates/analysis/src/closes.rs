@@ -1,11 +1,18 @@
 //! `first-reset`: the first FIN, the first RST, and every connection's close in time order, each with who
 //! closed it and what the other side was waiting for.
 
-use pcapsleuth_flow::{CloseFlag, ClosedBy, Connection, ConnectionEnd, Role};
+use std::collections::BTreeSet;
+
+use pcapsleuth_flow::{
+    AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Endpoint, Role,
+};
 use serde::Serialize;
 
+use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Analysis;
-use crate::mysql::{CloseSeenFacts, MysqlSessionFacts};
+use crate::findings::Finding;
+use crate::mysql::{CloseSeenFacts, MysqlSessionFacts, RecognisedBy};
+use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
 use pcapsleuth_mysql::SessionPhase;
 
 /// One connection's close, as `first-reset` prints it.
@@ -53,6 +60,129 @@ pub struct FirstReset {
     pub connections: usize,
     /// Connections still open when the capture ended.
     pub open_at_end: usize,
+    /// Connections the client closed while waiting for the greeting of a server that speaks first.
+    pub greeting_waits: GreetingWaits,
+    /// Every connection attempt: refused, unanswered, delayed by retransmitted SYNs.
+    pub connects: ConnectReport,
+}
+
+/// Connections the client believed open and gave up on while waiting for the server's greeting: the
+/// server had not accepted them (a full accept queue; with SYN cookies the server's kernel does not
+/// even know them until the client's next packet).
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct GreetingWaits {
+    /// Closes while waiting at least [`GREETING_WAIT_ABNORMAL_NS`], or answered by a greeting only
+    /// after the close.
+    pub count: usize,
+    /// The longest wait, seconds.
+    pub longest_s: f64,
+    /// Of them: greeted only after the client's close (the server accepted only then).
+    pub greeted_after_close: usize,
+    /// Of them: the SYN-ACK echoed none of the SYN's options (a SYN cookie made without timestamps).
+    pub synack_without_options: usize,
+    /// The closes (FIN or RST frames), the first few.
+    pub frames: Vec<u64>,
+}
+
+impl GreetingWaits {
+    /// The finding, when any client gave up waiting for a greeting.
+    pub fn finding(&self) -> Option<Finding> {
+        if self.count == 0 {
+            return None;
+        }
+        let mut cause = vec![
+            "the server had not accepted them: its accept queue was full (a stalled or slow accept \
+             loop; back_log, net.core.somaxconn)"
+                .to_string(),
+        ];
+        if self.greeted_after_close > 0 {
+            cause.push(format!(
+                "{} were greeted only after the client's close: the server's kernel knew them only \
+                 then, as when it answered their SYNs with SYN cookies and dropped the client's ACK at \
+                 the full accept queue",
+                self.greeted_after_close
+            ));
+        }
+        if self.synack_without_options > 0 {
+            cause.push(format!(
+                "{} SYN-ACKs echoed none of the SYN's options: SYN cookies",
+                self.synack_without_options
+            ));
+        }
+        Some(Finding {
+            severity: 1,
+            kind: "greeting_wait",
+            summary: format!(
+                "{} connections were closed by the client while waiting for the server greeting (up \
+                 to {:.1} s): {}",
+                self.count,
+                self.longest_s,
+                cause.join("; ")
+            ),
+            evidence: vec![format!(
+                "closes in frames {}{}",
+                self.frames
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if self.count > self.frames.len() {
+                    ", ..."
+                } else {
+                    ""
+                }
+            )],
+            frames: self.frames.clone(),
+        })
+    }
+}
+
+/// How long the client waited for a greeting before closing, and when the greeting came, if at all.
+struct GreetingWait {
+    waited_ns: i64,
+    greeted_after: Option<pcapsleuth_flow::FrameRef>,
+}
+
+/// The client closed an established connection to a server that speaks first before either side sent
+/// anything: it was waiting for the greeting.
+fn greeting_wait(
+    conn: &Connection,
+    ev: &ClosedBy,
+    mysql: Option<&MysqlSessionFacts>,
+    speaks_first: &BTreeSet<Endpoint>,
+) -> Option<GreetingWait> {
+    let h = &conn.handshake;
+    let answer = h
+        .answer
+        .filter(|_| h.outcome == Some(AttemptOutcome::Established))?;
+    let at = ev.event.at;
+    let silent_until_close =
+        |first: Option<pcapsleuth_flow::FrameRef>| first.is_none_or(|f| f.frame > at.frame);
+    let greeted_later = mysql.is_some_and(|m| m.recognised_by == RecognisedBy::Greeting);
+    if ev.by != Role::Client
+        || !silent_until_close(conn.to_server.first_data)
+        || !silent_until_close(conn.to_client.first_data)
+        || !(greeted_later || speaks_first.contains(&conn.server))
+    {
+        return None;
+    }
+    Some(GreetingWait {
+        waited_ns: at.ts.0 - answer.ts.0,
+        greeted_after: conn.to_client.first_data.filter(|_| greeted_later),
+    })
+}
+
+/// Servers known to speak first: those that greeted a MySQL connection of the capture.
+fn greeting_servers(a: &Analysis) -> BTreeSet<Endpoint> {
+    a.connections
+        .iter()
+        .zip(&a.mysql_sessions)
+        .filter(|(_, m)| {
+            m.as_ref()
+                .is_some_and(|m| m.recognised_by == RecognisedBy::Greeting)
+        })
+        .map(|(c, _)| c.server)
+        .collect()
 }
 
 fn role_name(r: Role) -> &'static str {
@@ -80,6 +210,24 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
         CloseFlag::Rst => "RST",
     };
     let mut parts = vec![format!("{by} {flag}")];
+    let h = &conn.handshake;
+    if h.outcome == Some(AttemptOutcome::Refused) && h.answer == Some(ev.event.at) {
+        parts.push(format!(
+            "refusing the connection attempt (the answer to the client's SYN, frame {}): nothing \
+             listened on {} (or a firewall rejected it)",
+            h.first_syn.map_or(0, |f| f.frame),
+            conn.server
+        ));
+    }
+    if let (Some(ack), Some(resent), Role::Client, CloseFlag::Rst) =
+        (h.ack_to_syn, h.resumed_by, ev.by, ev.event.flag)
+    {
+        parts.push(format!(
+            "answering the server's plain ACK to its SYN (frame {}: a TIME_WAIT rejected the SYN); \
+             the client resent the SYN in frame {}",
+            ack.frame, resent.frame
+        ));
+    }
     if ev.event.peer_awaiting_reply {
         parts.push(format!("while the {peer}'s last data was unanswered"));
     }
@@ -199,8 +347,33 @@ fn classify(
     conn: &Connection,
     ev: &ClosedBy,
     mysql: Option<&MysqlSessionFacts>,
+    speaks_first: &BTreeSet<Endpoint>,
 ) -> (String, bool, Option<&'static str>) {
     let tcp = tcp_reason(conn, ev);
+    if let Some(w) = greeting_wait(conn, ev, mysql, speaks_first) {
+        let flag = match ev.event.flag {
+            CloseFlag::Fin => "FIN",
+            CloseFlag::Rst => "RST",
+        };
+        let mut reason = format!(
+            "client {flag} while waiting for the server greeting for {:.1} s",
+            w.waited_ns as f64 / 1e9
+        );
+        if let Some(g) = w.greeted_after {
+            reason.push_str(&format!(
+                " (the server greeted only after it, frame {}, {:.1} s later: it had not accepted \
+                 the connection until then)",
+                g.frame,
+                (g.ts.0 - ev.event.at.ts.0) as f64 / 1e9
+            ));
+        }
+        let abnormal = w.waited_ns >= GREETING_WAIT_ABNORMAL_NS || w.greeted_after.is_some();
+        return (
+            format!("{reason}; TCP: {tcp}"),
+            abnormal,
+            Some("awaiting_greeting"),
+        );
+    }
     let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));
     match seen {
         Some(seen)
@@ -225,11 +398,11 @@ fn classify(
     }
 }
 
-fn report(a: &Analysis, i: usize, ev: &ClosedBy) -> CloseReport {
+fn report(a: &Analysis, i: usize, ev: &ClosedBy, speaks_first: &BTreeSet<Endpoint>) -> CloseReport {
     let conn = &a.connections[i];
     let first = a.capture.first_ts.map_or(0, |t| t.0);
     let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
-    let (reason, abnormal, mysql_state) = classify(conn, ev, mysql);
+    let (reason, abnormal, mysql_state) = classify(conn, ev, mysql, speaks_first);
     CloseReport {
         frame: ev.event.at.frame,
         time: ev.event.at.ts.as_secs_f64(),
@@ -250,6 +423,8 @@ fn report(a: &Analysis, i: usize, ev: &ClosedBy) -> CloseReport {
 
 /// Builds the `first-reset` answer, listing at most `limit` closes.
 pub fn first_reset(a: &Analysis, limit: usize) -> FirstReset {
+    let speaks_first = greeting_servers(a);
+    let report = |a: &Analysis, i: usize, ev: &ClosedBy| report(a, i, ev, &speaks_first);
     let order = |ev: &ClosedBy| (ev.event.at.ts, ev.event.at.frame);
     let earliest = |pick: fn(&Connection) -> Option<ClosedBy>| {
         a.connections
@@ -299,5 +474,40 @@ pub fn first_reset(a: &Analysis, limit: usize) -> FirstReset {
             .iter()
             .filter(|c| c.end == ConnectionEnd::Open)
             .count(),
+        greeting_waits: greeting_waits(a, &closes, &speaks_first),
+        connects: connect_report(a),
     }
 }
+
+/// How many closes of `closes` (in time order) came while the client waited for a greeting.
+fn greeting_waits(
+    a: &Analysis,
+    closes: &[(usize, ClosedBy)],
+    speaks_first: &BTreeSet<Endpoint>,
+) -> GreetingWaits {
+    let mut w = GreetingWaits::default();
+    for (i, ev) in closes {
+        let conn = &a.connections[*i];
+        let mysql = a.mysql_sessions.get(*i).and_then(Option::as_ref);
+        let Some(g) = greeting_wait(conn, ev, mysql, speaks_first) else {
+            continue;
+        };
+        if g.waited_ns < GREETING_WAIT_ABNORMAL_NS && g.greeted_after.is_none() {
+            continue;
+        }
+        w.count += 1;
+        w.longest_s = w.longest_s.max(g.waited_ns as f64 / 1e9);
+        w.greeted_after_close += usize::from(g.greeted_after.is_some());
+        let h = &conn.handshake;
+        if let (Some(syn), Some(synack)) = (h.syn_options, h.synack_options) {
+            w.synack_without_options += usize::from(synack.echoes_none_of(&syn));
+        }
+        if w.frames.len() < GREETING_WAIT_FRAMES {
+            w.frames.push(ev.event.at.frame);
+        }
+    }
+    w
+}
+
+/// How many greeting-wait closes are listed by frame.
+const GREETING_WAIT_FRAMES: usize = 10;

@@ -183,7 +183,41 @@ struct PacketEvent {
     wire_len: u32,
     window: u16,
     flags: u8,
-    side: Side,
+    /// The sending [`Side`] (bit 7) and the length of the TCP options in 32-bit words (bits 0..=3, at
+    /// most 10): two facts in the byte a `Side` alone would take, so that an event stays 48 bytes.
+    side_options: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
+
+impl PacketEvent {
+    const SIDE_HI: u8 = 0x80;
+
+    /// `side_options` of a segment. The options are found again before the payload, so they are kept
+    /// only where the record has them there (always, for the decoders' slices of one header).
+    fn side_options(side: Side, seg: &TcpSegment<'_>) -> u8 {
+        let adjacent = seg.options.as_ptr_range().end == seg.payload.as_ptr();
+        let words = if adjacent {
+            (seg.options.len() / 4).min(10) as u8
+        } else {
+            0
+        };
+        words | if side == Side::Hi { Self::SIDE_HI } else { 0 }
+    }
+
+    fn side(&self) -> Side {
+        if self.side_options & Self::SIDE_HI != 0 {
+            Side::Hi
+        } else {
+            Side::Lo
+        }
+    }
+
+    /// Where the TCP options lie in the file: right before the payload.
+    fn options_at(&self) -> std::ops::Range<u64> {
+        let len = u64::from(self.side_options & 0x0f) * 4;
+        self.payload_at.saturating_sub(len)..self.payload_at
+    }
 }
 
 /// Phase 1's result for one split.
@@ -301,7 +335,7 @@ fn scan(
             wire_len: rec.orig_len,
             window: seg.window,
             flags: seg.flags.0,
-            side,
+            side_options: PacketEvent::side_options(side, &seg),
         });
     }
     Scan {
@@ -394,7 +428,14 @@ impl Bucket {
                 let payload = bytes
                     .get(from..from.saturating_add(ev.payload_captured as usize))
                     .unwrap_or(&[]);
-                let (src, dst) = (key.endpoint(ev.side), key.endpoint(ev.side.other()));
+                let options = ev.options_at();
+                let options = usize::try_from(options.start)
+                    .ok()
+                    .zip(usize::try_from(options.end).ok())
+                    .and_then(|(a, b)| bytes.get(a..b))
+                    .unwrap_or(&[]);
+                let side = ev.side();
+                let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
                 let seg = TcpSegment {
                     src: src.ip,
                     src_port: src.port,
@@ -404,11 +445,12 @@ impl Bucket {
                     ack: ev.ack,
                     window: ev.window,
                     flags: TcpFlags(ev.flags),
+                    options,
                     payload,
                     payload_len: ev.payload_len,
                 };
                 let flow = &mut self.slots[slot];
-                let fed = flow.tracker.feed(ev.side, &seg, ev.wire_len, at);
+                let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
                 if let Some(old) = fed.replaced.map(|b| *b) {
                     let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
                     let facts = match flow.concluded.take() {
@@ -427,7 +469,7 @@ impl Bucket {
                 if flow.concluded.is_none() {
                     flow.mysql.segment(
                         flow.tracker.current(),
-                        ev.side,
+                        side,
                         &seg,
                         at,
                         &mut self.sinks,
@@ -455,7 +497,7 @@ impl Bucket {
                     .or_else(|| flow.tracker.current().handshake_client().map(|(c, _)| c))
                     .unwrap_or_else(|| server_side_by_port(&key).other());
                 let server = key.endpoint(client.other());
-                let dir = if ev.side == client { C2S } else { S2C };
+                let dir = if side == client { C2S } else { S2C };
                 let scope = match flow.scope {
                     Some((e, id)) if e == server => id,
                     _ => {
@@ -762,6 +804,7 @@ mod tests {
                     ack: 0,
                     window: 0,
                     flags: TcpFlags(0),
+                    options: &[],
                     payload: &[],
                     payload_len: 0,
                 };

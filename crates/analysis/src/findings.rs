@@ -14,8 +14,8 @@ use crate::units::{self, duration_us};
 pub struct Finding {
     /// 1 (look first) to 4 (for the record).
     pub severity: u8,
-    /// "first_abnormal_close", "mid_response_close", "ceiling", "errors", "rt_multimodal",
-    /// "retransmissions", "capture_damage".
+    /// "first_abnormal_close", "greeting_wait", "syn_drops", "connect_refused", "late_accept",
+    /// "mid_response_close", "ceiling", "errors", "rt_multimodal", "retransmissions", "capture_damage".
     pub kind: &'static str,
     pub summary: String,
     /// The facts behind it: frames, times, values.
@@ -53,6 +53,8 @@ pub fn full_report(a: &Analysis) -> FullReport {
             frames: vec![c.frame],
         });
     }
+    f.extend(fr.greeting_waits.finding());
+    f.extend(fr.connects.findings());
     for i in &mysql.incidents {
         f.push(Finding {
             severity: if i.by == "server" { 1 } else { 2 },

@@ -18,6 +18,7 @@
 //! ```
 
 mod closes;
+mod connects;
 mod engine;
 mod findings;
 mod histogram;
@@ -29,6 +30,9 @@ mod thresholds;
 pub mod units;
 
 pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
+pub use connects::{
+    connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
+};
 pub use engine::{
     analyze, analyze_with_progress, Aggregation, Analysis, CaptureFacts, EngineOptions,
     PacketCounts, SPLIT_TARGET_BYTES,
@@ -37,8 +41,8 @@ pub use findings::{full_report, Finding, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ErrorDetail, Incident, MysqlAggregate, MysqlDetection, MysqlFilter,
-    MysqlReport, MysqlSessionFacts, RecognisedBy, SecondCounts, StatementGroup,
+    response_time_ns, ConnectSummary, ErrorDetail, Incident, MysqlAggregate, MysqlDetection,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, RecognisedBy, SecondCounts, StatementGroup,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
-pub use rt::{HistogramBin, IntervalRt, RtAggregate, RtReport, SlowModeTraits};
+pub use rt::{HistogramBin, IntervalKind, IntervalRt, RtAggregate, RtReport, SlowModeTraits};

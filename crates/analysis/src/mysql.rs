@@ -396,6 +396,23 @@ impl MysqlTrack {
             if !statistics {
                 continue;
             }
+            // A login: what the client waited for from its first SYN.
+            if let (Command::Connect, Some(syn), Some(answer)) =
+                (t.command, conn.first_syn(), t.last_response_ts_ns)
+            {
+                let since_syn = |ns: i64| u64::try_from(ns - syn.ts.0).unwrap_or(0);
+                let login = since_syn(answer as i64);
+                if wanted && filter.transaction(t) {
+                    sinks.mysql.connect.add(
+                        conn.connect_ns(),
+                        conn.first_data(client.other()).map(|g| since_syn(g.ts.0)),
+                        login,
+                    );
+                }
+                if distributions {
+                    sinks.rt.connect(s.port, syn.ts.0, login);
+                }
+            }
             if let (Some(rt), false, true) = (
                 response_time_ns(t),
                 t.command == Command::Connect,
@@ -598,6 +615,44 @@ pub struct MysqlAggregate {
     statements: HashMap<String, StatementAgg, FlowBuildHasher>,
     per_second: HashMap<i64, (u64, u64), FlowBuildHasher>,
     incidents: Vec<Incident>,
+    connect: ConnectTimes,
+}
+
+/// What MySQL clients seen from their first SYN waited for before their first command.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ConnectTimes {
+    syn_ack: Histogram,
+    greeting: Histogram,
+    login: Histogram,
+}
+
+impl ConnectTimes {
+    fn add(&mut self, syn_ack: Option<u64>, greeting: Option<u64>, login: u64) {
+        if let Some(ns) = syn_ack {
+            self.syn_ack.add(ns);
+        }
+        if let Some(ns) = greeting {
+            self.greeting.add(ns);
+        }
+        self.login.add(login);
+    }
+
+    fn merge(&mut self, o: &ConnectTimes) {
+        self.syn_ack.merge(&o.syn_ack);
+        self.greeting.merge(&o.greeting);
+        self.login.merge(&o.login);
+    }
+}
+
+/// Times from the client's first SYN, µs, of the logins the capture saw from their SYN.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectSummary {
+    /// To the SYN-ACK the client answered (what `connect()` waited for).
+    pub syn_ack_us: RtSummary,
+    /// To the server's greeting.
+    pub greeting_us: RtSummary,
+    /// To the answer to the login (OK or ERR): all the client waited for before its first command.
+    pub login_us: RtSummary,
 }
 
 /// The earliest [`MESSAGE_SAMPLES`] distinct messages of one error code, each with the first request
@@ -771,6 +826,7 @@ impl MysqlAggregate {
             slot.1 += e;
         }
         self.incidents.extend(o.incidents);
+        self.connect.merge(&o.connect);
         // Kept in one order whatever the merge order (batches, buckets): frame, then kind.
         self.incidents
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
@@ -855,6 +911,11 @@ impl MysqlAggregate {
                 })
                 .collect(),
             incidents: self.incidents,
+            connect: ConnectSummary {
+                syn_ack_us: self.connect.syn_ack.summary_us(),
+                greeting_us: self.connect.greeting.summary_us(),
+                login_us: self.connect.login.summary_us(),
+            },
         }
     }
 }
@@ -879,6 +940,8 @@ pub struct MysqlReport {
     pub statements: Vec<StatementGroup>,
     pub per_second: Vec<SecondCounts>,
     pub incidents: Vec<Incident>,
+    /// Logins seen from the client's first SYN: what the client waited for before its first command.
+    pub connect: ConnectSummary,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

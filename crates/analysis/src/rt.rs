@@ -71,6 +71,8 @@ pub struct RtAggregate {
     interval_ns: i64,
     pub(crate) mysql: RtSide,
     pub(crate) tcp: RtSide,
+    /// MySQL logins: the client's first SYN to the answer to its login.
+    pub(crate) connect: RtSide,
 }
 
 impl RtAggregate {
@@ -90,6 +92,11 @@ impl RtAggregate {
             .add(self.interval_ns, port, ts, rt, error, retransmitted);
     }
 
+    pub(crate) fn connect(&mut self, port: u16, syn_ts: i64, login_ns: u64) {
+        self.connect
+            .add(self.interval_ns, port, syn_ts, login_ns, false, false);
+    }
+
     pub(crate) fn tcp(&mut self, port: u16, ts: i64, rt: u64, retransmitted: bool) {
         self.tcp
             .add(self.interval_ns, port, ts, rt, false, retransmitted);
@@ -98,6 +105,7 @@ impl RtAggregate {
     pub(crate) fn merge(&mut self, o: RtAggregate) {
         self.mysql.merge(o.mysql);
         self.tcp.merge(o.tcp);
+        self.connect.merge(o.connect);
         if self.interval_ns == 0 {
             self.interval_ns = o.interval_ns;
         }
@@ -146,28 +154,53 @@ impl RtAggregate {
                 .iter()
                 .map(|(p, h)| (p.to_string(), h.summary_us()))
                 .collect(),
-            per_interval: side
-                .per_interval
-                .iter()
-                .collect::<BTreeMap<_, _>>()
-                .into_iter()
-                .map(|(&(port, bin), (h, errors))| {
-                    let summary = h.summary_us();
-                    IntervalRt {
-                        port,
-                        start: bin as f64 * secs,
-                        count: h.count(),
-                        mean_us: summary.mean,
-                        p95_us: summary.p95,
-                        p99_us: summary.p99,
-                        errors: *errors,
-                    }
-                })
-                .collect(),
+            per_interval: {
+                let mut rows = intervals(side, secs, IntervalKind::Requests);
+                rows.extend(intervals(&self.connect, secs, IntervalKind::Connect));
+                rows.sort_by(|a, b| {
+                    (a.start, a.port, a.kind)
+                        .partial_cmp(&(b.start, b.port, b.kind))
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                });
+                rows
+            },
+            connect_us: self.connect.all.summary_us(),
             interval_s: secs,
             analysis: modes,
         }
     }
+}
+
+/// The per-interval rows of one distribution.
+fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<IntervalRt> {
+    side.per_interval
+        .iter()
+        .collect::<BTreeMap<_, _>>()
+        .into_iter()
+        .map(|(&(port, bin), (h, errors))| {
+            let summary = h.summary_us();
+            IntervalRt {
+                port,
+                kind,
+                start: bin as f64 * secs,
+                count: h.count(),
+                mean_us: summary.mean,
+                p95_us: summary.p95,
+                p99_us: summary.p99,
+                errors: *errors,
+            }
+        })
+        .collect()
+}
+
+/// What a per-interval row measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalKind {
+    /// Requests to their responses (of the report's `source`).
+    Requests,
+    /// MySQL logins: the client's first SYN to the answer to its login (by the interval of the SYN).
+    Connect,
 }
 
 /// What the requests of a slow mode have in common.
@@ -249,6 +282,7 @@ pub struct HistogramBin {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IntervalRt {
     pub port: u16,
+    pub kind: IntervalKind,
     /// Seconds since the epoch.
     pub start: f64,
     pub count: u64,
@@ -271,7 +305,10 @@ pub struct RtReport {
     pub histogram: Vec<HistogramBin>,
     pub by_port: BTreeMap<String, RtSummary>,
     pub interval_s: f64,
+    /// Rows by interval, server port and kind: requests, and MySQL logins from their first SYN.
     pub per_interval: Vec<IntervalRt>,
+    /// MySQL logins seen from their first SYN: the SYN to the answer to the login.
+    pub connect_us: RtSummary,
     #[serde(skip)]
     pub analysis: ModeAnalysis,
 }

@@ -110,3 +110,16 @@ pub(crate) const GAP_MIN_TICKS: f64 = 4.0;
 /// which a density without a gap leaves empty with odds near e^-21; in a thinning tail the samples beyond
 /// the stretch are spread as widely as it, and it does not count.
 pub(crate) const GAP_SPAN_FACTOR: f64 = 3.0;
+
+// ---- Connection attempts and greetings (crate::connects, crate::closes) ----
+
+/// A MySQL greeting this long after the handshake means the server accepted the connection late. A
+/// server greets within a millisecond of accepting (tens of ms when it must start a thread); 100 ms is
+/// far above that and far below the waits a stalled accept loop or a full accept queue cause (the
+/// client's SYN-ACK retransmission steps of 1 s and more).
+pub const LATE_GREETING_NS: u64 = 100_000_000;
+
+/// A client that closes a connection to a server that speaks first (MySQL) after waiting this long for
+/// the greeting gave up on it (a connect timeout): abnormal. Health checks that only open and close a
+/// connection do so within milliseconds.
+pub const GREETING_WAIT_ABNORMAL_NS: i64 = 1_000_000_000;

@@ -44,6 +44,9 @@ pub struct TcpSegment<'a> {
     pub ack: u32,
     pub window: u16,
     pub flags: TcpFlags,
+    /// The TCP options (the header after its first 20 bytes), which directly precede the payload in
+    /// the record.
+    pub options: &'a [u8],
     /// Captured payload bytes.
     pub payload: &'a [u8],
     /// Payload length on the wire, from the IP header.
@@ -193,6 +196,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
         ack: u32::from_be_bytes([tcp[8], tcp[9], tcp[10], tcp[11]]),
         window: u16::from_be_bytes([tcp[14], tcp[15]]),
         flags: TcpFlags(tcp[13] & 0x1f),
+        options: &d[tcp_at + 20..tcp_at + header_len],
         payload,
         payload_len: ((ip_payload - header_len) as u32).max(payload.len() as u32),
     })
@@ -296,6 +300,7 @@ fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
                 ack: tcp.acknowledgment_number(),
                 window: tcp.window_size(),
                 flags: TcpFlags(flag_bits(tcp)),
+                options: tcp.header_slice().get(20..).unwrap_or(&[]),
                 payload: tcp.payload(),
                 payload_len: wire.max(tcp.payload().len() as u32),
             })

@@ -13,12 +13,14 @@
 //! ```
 
 mod decode;
+mod handshake;
 mod key;
 mod reassembly;
 mod tcp;
 mod tunnel;
 
 pub use decode::{decode, decode_general, Decoded, TcpFlags, TcpSegment};
+pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
 pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{

@@ -1,12 +1,15 @@
 //! TCP connection tracking: roles, handshake, per-direction counters, retransmissions, zero windows,
 //! and how and by whom a connection was closed.
 //!
-//! One [`ConnectionTracker`] follows one 4-tuple through time; a SYN after a FIN or RST starts a new
-//! connection on the same 4-tuple (port reuse). Packets must be fed in capture order.
+//! One [`ConnectionTracker`] follows one 4-tuple through time. A SYN after a FIN or RST, or a SYN with
+//! another initial sequence number than the connection's own, starts a new connection on the same
+//! 4-tuple (port reuse, a new attempt); the attempt itself is followed by [`crate::handshake`].
+//! Packets must be fed in capture order.
 
 use serde::Serialize;
 
 use crate::decode::{TcpFlags, TcpSegment};
+use crate::handshake::{AttemptState, Handshake};
 use crate::key::{Endpoint, FlowKey, Side};
 use pcapsleuth_capture::Timestamp;
 
@@ -74,6 +77,8 @@ pub struct DirectionStats {
     pub zero_windows: u64,
     /// Packets the snap length cut short.
     pub truncated: u64,
+    /// The first packet carrying payload (for a server that speaks first, its greeting).
+    pub first_data: Option<FrameRef>,
 }
 
 /// The first FIN or RST a side sent, and what the other side was waiting for at that moment.
@@ -120,6 +125,9 @@ pub struct Connection {
     pub first_fin: Option<ClosedBy>,
     pub first_rst: Option<ClosedBy>,
     pub end: ConnectionEnd,
+    /// The connection attempt: SYNs, SYN-ACKs, connect time and outcome.
+    #[serde(flatten)]
+    pub handshake: Handshake,
 }
 
 /// A [`CloseEvent`] with the role of the side that sent it.
@@ -200,6 +208,7 @@ pub struct ConnectionState {
     handshake_ack: Option<FrameRef>,
     last_data_side: Option<Side>,
     last_retransmission: Option<Timestamp>,
+    attempt: AttemptState,
 }
 
 impl ConnectionState {
@@ -212,6 +221,7 @@ impl ConnectionState {
             handshake_ack: None,
             last_data_side: None,
             last_retransmission: None,
+            attempt: AttemptState::default(),
         }
     }
 
@@ -269,6 +279,28 @@ impl ConnectionState {
         self.sides.iter().any(|s| s.syn.is_some())
     }
 
+    /// The client's first SYN of the attempt this connection carries (resent SYNs of the same attempt
+    /// on an earlier connection of the 4-tuple included).
+    pub fn first_syn(&self) -> Option<FrameRef> {
+        self.attempt.first_syn()
+    }
+
+    /// The client's first SYN to the SYN-ACK it answered: what `connect()` waited for.
+    pub fn connect_ns(&self) -> Option<u64> {
+        self.attempt.connect_ns()
+    }
+
+    /// The first packet with payload that `side` sent.
+    pub fn first_data(&self, side: Side) -> Option<FrameRef> {
+        self.sides[side.index()].stats.first_data
+    }
+
+    /// Whether a SYN (without ACK) from `side` starts a new connection on this 4-tuple: after a FIN or
+    /// RST, or with another ISN than this connection's attempt.
+    fn starts_anew(&self, side: Side, seq: u32) -> bool {
+        self.closed() || self.attempt.is_other_attempt(side, seq)
+    }
+
     fn update(
         &mut self,
         side: Side,
@@ -289,6 +321,9 @@ impl ConnectionState {
         s.stats.wire_bytes += u64::from(wire_len);
         if (seg.payload.len() as u32) < seg.payload_len {
             s.stats.truncated += 1;
+        }
+        if seg.payload_len > 0 {
+            s.stats.first_data.get_or_insert(at);
         }
         if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
             s.stats.zero_windows += 1;
@@ -394,6 +429,7 @@ impl ConnectionState {
         if seg.payload_len > 0 && class == SegmentClass::New {
             self.last_data_side = Some(side);
         }
+        self.attempt.segment(side, seg, at);
         class
     }
 
@@ -444,6 +480,7 @@ impl ConnectionState {
             first_fin,
             first_rst,
             end,
+            handshake: self.attempt.conclude(),
         }
     }
 }
@@ -473,12 +510,10 @@ impl ConnectionTracker {
     #[inline]
     pub fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, wire_len: u32, at: FrameRef) -> Fed {
         let mut replaced = None;
-        if seg.flags.syn() && !seg.flags.ack() && self.current.closed() {
-            let key = self.current.key;
-            replaced = Some(Box::new(std::mem::replace(
-                &mut self.current,
-                ConnectionState::new(key, at),
-            )));
+        if seg.flags.syn() && !seg.flags.ack() && self.current.starts_anew(side, seg.seq) {
+            let mut next = ConnectionState::new(self.current.key, at);
+            next.attempt = self.current.attempt.resumed(side, seg.seq, at);
+            replaced = Some(Box::new(std::mem::replace(&mut self.current, next)));
         }
         let class = self.current.update(side, seg, wire_len, at);
         Fed { class, replaced }

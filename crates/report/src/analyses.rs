@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{FullReport, RateReport, RtReport};
+use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport};
 
 use pcapsleuth_analysis::units::{duration_us as us, rate};
 
@@ -96,6 +96,17 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         us(p.max),
         us(p.mean)
     );
+    let c = &r.connect_us;
+    if c.count > 0 {
+        let _ = writeln!(
+            out,
+            "connect of {} MySQL logins (first SYN to the login's answer): p50 {}  p95 {}  max {}",
+            c.count,
+            us(c.p50),
+            us(c.p95),
+            us(c.max)
+        );
+    }
     if r.multimodal {
         let _ = writeln!(out, "\nMULTIMODAL: {} humps", r.modes.len());
     } else {
@@ -159,15 +170,19 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         let _ = writeln!(out, "\nper interval ({} s) and server port:", r.interval_s);
         let _ = writeln!(
             out,
-            "{:<30} {:>6} {:>8} {:>10} {:>10} {:>10} {:>7}",
-            "interval start", "port", "count", "mean", "p95", "p99", "errors"
+            "{:<30} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+            "interval start", "port", "what", "count", "mean", "p95", "p99", "errors"
         );
         for i in &r.per_interval {
             let _ = writeln!(
                 out,
-                "{:<30} {:>6} {:>8} {:>10} {:>10} {:>10} {:>7}",
+                "{:<30} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
                 utc(i.start),
                 i.port,
+                match i.kind {
+                    IntervalKind::Requests => "requests",
+                    IntervalKind::Connect => "connect",
+                },
                 i.count,
                 us(i.mean_us),
                 us(i.p95_us),

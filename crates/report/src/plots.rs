@@ -1222,8 +1222,13 @@ fn interval_text(s: f64) -> String {
 type NamedSeries = (&'static str, RGBColor, u32, Vec<(f64, f64)>);
 
 fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, String> {
+    let requests = || {
+        rt.per_interval
+            .iter()
+            .filter(|i| i.kind == pcapsleuth_analysis::IntervalKind::Requests)
+    };
     let mut by_port: std::collections::BTreeMap<u16, u64> = Default::default();
-    for i in &rt.per_interval {
+    for i in requests() {
         *by_port.entry(i.port).or_default() += i.count;
     }
     let Some((&port, _)) = by_port
@@ -1232,9 +1237,7 @@ fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, String> {
     else {
         return Err("no response times".into());
     };
-    let mut rows: Vec<_> = rt
-        .per_interval
-        .iter()
+    let mut rows: Vec<_> = requests()
         .filter(|i| i.port == port && i.count > 0)
         .collect();
     rows.sort_by(|a, b| a.start.total_cmp(&b.start));

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::{Analysis, CloseReport, FirstReset, MysqlReport, RtSummary};
-use pcapsleuth_flow::{CloseFlag, Connection, ConnectionEnd, Role};
+use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, Role};
 use serde::Serialize;
 
 fn flag(f: CloseFlag) -> &'static str {
@@ -110,6 +110,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
         r.closes.len(),
         r.open_at_end
     );
+    connects(&mut out, r);
     if !r.closes.is_empty() {
         let _ = writeln!(
             out,
@@ -132,6 +133,31 @@ pub fn render_first_reset(r: &FirstReset) -> String {
         }
     }
     out
+}
+
+/// The connection attempts, when any could not get in (or waited for a greeting that did not come).
+fn connects(out: &mut String, r: &FirstReset) {
+    let c = &r.connects;
+    let findings: Vec<_> = r
+        .greeting_waits
+        .finding()
+        .into_iter()
+        .chain(c.findings())
+        .collect();
+    if findings.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nConnection attempts: {} ({} established, {} only after a retransmitted SYN; {} refused; {} never answered; {} SYNs resent)",
+        c.attempts, c.established, c.delayed, c.refused, c.unanswered, c.retransmitted_syns
+    );
+    for f in findings {
+        let _ = writeln!(out, "  {}", f.summary);
+        for e in &f.evidence {
+            let _ = writeln!(out, "    {e}");
+        }
+    }
 }
 
 fn thousands(n: u64) -> String {
@@ -188,6 +214,13 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let _ = writeln!(out, "  all       {}", rt_line(&r.rt_us));
     let _ = writeln!(out, "  success   {}", rt_line(&r.rt_ok_us));
     let _ = writeln!(out, "  errors    {}", rt_line(&r.rt_error_us));
+    let c = &r.connect;
+    if c.login_us.count > 0 {
+        let _ = writeln!(out, "connect, from the client's first SYN to:");
+        let _ = writeln!(out, "  SYN-ACK   {}", rt_line(&c.syn_ack_us));
+        let _ = writeln!(out, "  greeting  {}", rt_line(&c.greeting_us));
+        let _ = writeln!(out, "  login     {}", rt_line(&c.login_us));
+    }
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
     } else {
@@ -327,12 +360,14 @@ pub fn render_flows(a: &Analysis, conns: &[&Connection]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<24} {:<24} {:>8} {:>10} {:>8} {:>7} {:>7} {:>6} {:>6} {:>9}  end",
+        "{:<24} {:<24} {:>8} {:>10} {:>8} {:>4} {:>10} {:>7} {:>7} {:>6} {:>6} {:>9}  end",
         "client",
         "server",
         "frame",
         "start(s)",
         "dur(s)",
+        "syn",
+        "connect",
         "pkts>",
         "pkts<",
         "retr",
@@ -340,14 +375,23 @@ pub fn render_flows(a: &Analysis, conns: &[&Connection]) -> String {
         "bytes"
     );
     for c in conns {
+        let h = &c.handshake;
+        let connect = match (h.outcome, h.connect_ns) {
+            (_, Some(ns)) => ms(ns as f64 / 1e3),
+            (Some(AttemptOutcome::Refused), None) => "refused".into(),
+            (Some(AttemptOutcome::Unanswered), None) => "no answer".into(),
+            _ => "-".into(),
+        };
         let _ = writeln!(
             out,
-            "{:<24} {:<24} {:>8} {:>10.3} {:>8.3} {:>7} {:>7} {:>6} {:>6} {:>9}  {}{}",
+            "{:<24} {:<24} {:>8} {:>10.3} {:>8.3} {:>4} {:>10} {:>7} {:>7} {:>6} {:>6} {:>9}  {}{}",
             c.client.to_string(),
             c.server.to_string(),
             c.first.frame,
             (c.first.ts.0 - first) as f64 / 1e9,
             c.duration_ns() as f64 / 1e9,
+            h.syn_count,
+            connect,
             c.to_server.packets,
             c.to_client.packets,
             c.to_server.retransmissions + c.to_client.retransmissions,

@@ -1,0 +1,317 @@
+//! A connection attempt as its handshake shows it: the client's SYNs, the server's answers, and the
+//! options each side offered.
+//!
+//! An attempt is a SYN's 4-tuple and initial sequence number (ISN). A SYN repeating the ISN is the
+//! client's kernel retransmitting it, whatever its timing (classically 1 s, 3 s, 7 s after the first;
+//! newer kernels may resend linearly every second); a SYN with another ISN is another attempt. The
+//! server answers with a SYN-ACK (the attempt is established), a RST (refused: nothing listens there),
+//! a plain ACK of an older connection on the same 4-tuple (a TIME_WAIT that rejected the SYN, e.g. by
+//! PAWS when timestamps go backwards), or not at all.
+
+use serde::{Serialize, Serializer};
+
+use crate::decode::TcpSegment;
+use crate::key::Side;
+use crate::tcp::FrameRef;
+
+/// What a SYN or SYN-ACK offered in its TCP options: maximum segment size (RFC 9293), window scale and
+/// timestamps (RFC 7323), SACK (RFC 2018).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct SynOptions {
+    pub mss: Option<u16>,
+    pub window_scale: Option<u8>,
+    pub sack_permitted: bool,
+    /// The sender's timestamp (TSval) when the timestamps option was present.
+    pub timestamp: Option<u32>,
+}
+
+const OPT_END: u8 = 0;
+const OPT_NOP: u8 = 1;
+const OPT_MSS: u8 = 2;
+const OPT_WINDOW_SCALE: u8 = 3;
+const OPT_SACK_PERMITTED: u8 = 4;
+const OPT_TIMESTAMPS: u8 = 8;
+
+impl SynOptions {
+    /// Reads the options of a TCP header (the bytes after its first 20). Options of other kinds are
+    /// skipped by their length, so that one this does not know (a Fast Open cookie, MPTCP) does not hide
+    /// those after it, which is why this is not etherparse's options iterator (it stops at an unknown
+    /// kind). A malformed length ends the walk.
+    pub fn parse(options: &[u8]) -> SynOptions {
+        let mut o = SynOptions::default();
+        let mut rest = options;
+        while let Some((&kind, tail)) = rest.split_first() {
+            match kind {
+                OPT_END => break,
+                OPT_NOP => {
+                    rest = tail;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(len) = tail.first().map(|&l| usize::from(l)) else {
+                break;
+            };
+            let Some(body) = rest.get(2..len) else {
+                break;
+            };
+            match (kind, body) {
+                (OPT_MSS, &[a, b]) => o.mss = Some(u16::from_be_bytes([a, b])),
+                (OPT_WINDOW_SCALE, &[shift]) => o.window_scale = Some(shift),
+                (OPT_SACK_PERMITTED, []) => o.sack_permitted = true,
+                (OPT_TIMESTAMPS, &[a, b, c, d, _, _, _, _]) => {
+                    o.timestamp = Some(u32::from_be_bytes([a, b, c, d]))
+                }
+                _ => {}
+            }
+            rest = &rest[len..];
+        }
+        o
+    }
+
+    /// Whether this SYN-ACK echoes none of the options `syn` offered that a server echoes when it
+    /// supports them (window scale, SACK, timestamps). A SYN cookie made without timestamps cannot
+    /// remember them, so such a SYN-ACK is one sign that the server answered with a SYN cookie (a full
+    /// SYN queue); a server that supports none of them looks the same.
+    pub fn echoes_none_of(&self, syn: &SynOptions) -> bool {
+        let offered = syn.window_scale.is_some() || syn.sack_permitted || syn.timestamp.is_some();
+        let echoed = (syn.window_scale.is_some() && self.window_scale.is_some())
+            || (syn.sack_permitted && self.sack_permitted)
+            || (syn.timestamp.is_some() && self.timestamp.is_some());
+        offered && !echoed
+    }
+}
+
+/// How a connection attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// The server answered with a SYN-ACK.
+    Established,
+    /// The server answered with a RST: nothing listened on the port (or a firewall rejected it).
+    Refused,
+    /// No answer was seen: SYNs lost or dropped (a full listen queue, a firewall), or the capture ended.
+    Unanswered,
+}
+
+/// The handshake of one connection, as tracking concluded it. An attempt exists when the capture saw
+/// the client's SYN; a connection that began before the capture has none (`outcome` null).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Handshake {
+    /// SYNs the client sent with the attempt's ISN: 1 when the first was answered, more when it was
+    /// retransmitted.
+    pub syn_count: u32,
+    /// SYN-ACKs the server sent: more than one when it resent it (its SYN-ACK or the client's ACK was
+    /// lost, or the client's ACK was dropped at a full accept queue) or answered retransmitted SYNs.
+    pub synack_count: u32,
+    /// The client's first SYN to the SYN-ACK it answered: what `connect()` waited for.
+    #[serde(rename = "connect_us", serialize_with = "ns_as_us")]
+    pub connect_ns: Option<u64>,
+    pub outcome: Option<AttemptOutcome>,
+    /// The client's initial sequence number.
+    pub isn: Option<u32>,
+    pub first_syn: Option<FrameRef>,
+    /// The first SYN the client sent again.
+    pub retransmitted_syn: Option<FrameRef>,
+    /// SYNs sent up to the answer: 2 or more when the answer came only to a retransmitted SYN.
+    pub syns_before_answer: u32,
+    /// The SYN-ACK the client answered, or the RST that refused the attempt.
+    pub answer: Option<FrameRef>,
+    /// The server answered a SYN with a plain ACK (of an older connection on this 4-tuple: a TIME_WAIT
+    /// that rejected the SYN, or a challenge ACK).
+    pub ack_to_syn: Option<FrameRef>,
+    pub syn_options: Option<SynOptions>,
+    /// The options of the answered SYN-ACK.
+    pub synack_options: Option<SynOptions>,
+    /// The client resent this attempt's SYN after this connection was reset before any answer, and
+    /// the attempt went on as the next connection of the 4-tuple from this frame (`outcome` is then
+    /// null here and told there).
+    pub resumed_by: Option<FrameRef>,
+}
+
+fn ns_as_us<S: Serializer>(ns: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match ns {
+        Some(ns) => s.serialize_f64(*ns as f64 / 1e3),
+        None => s.serialize_none(),
+    }
+}
+
+/// The attempt while packets arrive.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AttemptState {
+    /// The side that sent the first SYN, and its ISN.
+    opener: Option<(Side, u32)>,
+    first_syn: Option<FrameRef>,
+    syns: u32,
+    retransmitted_syn: Option<FrameRef>,
+    syn_options: Option<SynOptions>,
+    synacks: u32,
+    /// The latest SYN-ACK answering the ISN before the client's first other packet after one.
+    synack: Option<(FrameRef, u32, SynOptions)>,
+    /// The client sent a packet after a SYN-ACK: the answer it acted on is settled.
+    settled: bool,
+    refused: Option<FrameRef>,
+    ack_to_syn: Option<FrameRef>,
+    /// The SYN that resumed this attempt on the next connection of the 4-tuple.
+    resumed_by: Option<FrameRef>,
+}
+
+impl AttemptState {
+    /// Whether a SYN (without ACK) from `side` with sequence number `seq` is another attempt than this
+    /// one: another ISN from the side that opened.
+    pub(crate) fn is_other_attempt(&self, side: Side, seq: u32) -> bool {
+        matches!(self.opener, Some((s, isn)) if s == side && isn != seq)
+    }
+
+    /// The attempt a connection begun by this SYN continues: this one when the SYN repeats its ISN
+    /// before any SYN-ACK answered it (the client resent its SYN after the exchange was reset, e.g.
+    /// by its own RST to the plain ACK of a TIME_WAIT), else a new one. The connection that is left
+    /// behind says at which frame its attempt was resumed.
+    pub(crate) fn resumed(&mut self, side: Side, seq: u32, at: FrameRef) -> AttemptState {
+        if self.opener == Some((side, seq)) && self.synack.is_none() {
+            self.resumed_by = Some(at);
+            AttemptState {
+                resumed_by: None,
+                ..*self
+            }
+        } else {
+            AttemptState::default()
+        }
+    }
+
+    /// Notes one segment of the connection.
+    pub(crate) fn segment(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
+        let flags = seg.flags;
+        let opener = match self.opener {
+            Some(o) => o,
+            None if flags.syn() && !flags.ack() => {
+                self.opener = Some((side, seg.seq));
+                self.first_syn = Some(at);
+                self.syns = 1;
+                self.syn_options = Some(SynOptions::parse(seg.options));
+                return;
+            }
+            None => {
+                // Seen from its SYN-ACK on (the SYN was not captured): count the server's answers.
+                self.synacks += u32::from(flags.syn() && flags.ack());
+                return;
+            }
+        };
+        let (client, isn) = opener;
+        if side == client {
+            if flags.syn() && !flags.ack() {
+                if seg.seq == isn {
+                    self.syns += 1;
+                    self.retransmitted_syn.get_or_insert(at);
+                }
+            } else if self.synack.is_some() {
+                self.settled = true;
+            }
+            return;
+        }
+        if flags.syn() && flags.ack() {
+            self.synacks += 1;
+            if !self.settled && seg.ack == isn.wrapping_add(1) {
+                self.synack = Some((at, self.syns, SynOptions::parse(seg.options)));
+            }
+        } else if self.synack.is_none() {
+            if flags.rst() {
+                self.refused.get_or_insert(at);
+            } else if flags.ack() && seg.payload_len == 0 && !flags.fin() {
+                self.ack_to_syn.get_or_insert(at);
+            }
+        }
+    }
+
+    pub(crate) fn first_syn(&self) -> Option<FrameRef> {
+        self.first_syn
+    }
+
+    /// The first SYN to the SYN-ACK the client answered (so far).
+    pub(crate) fn connect_ns(&self) -> Option<u64> {
+        let (syn, (answer, _, _)) = (self.first_syn?, self.synack?);
+        u64::try_from(answer.ts.0 - syn.ts.0).ok()
+    }
+
+    pub(crate) fn conclude(&self) -> Handshake {
+        let outcome = self.opener.filter(|_| self.resumed_by.is_none()).map(|_| {
+            match (self.synack, self.refused) {
+                (Some(_), _) => AttemptOutcome::Established,
+                (None, Some(_)) => AttemptOutcome::Refused,
+                (None, None) => AttemptOutcome::Unanswered,
+            }
+        });
+        let connect_ns = self.connect_ns();
+        Handshake {
+            syn_count: self.syns,
+            synack_count: self.synacks,
+            connect_ns,
+            outcome,
+            isn: self.opener.map(|(_, isn)| isn),
+            first_syn: self.first_syn,
+            retransmitted_syn: self.retransmitted_syn,
+            syns_before_answer: self.synack.map_or(self.syns, |(_, n, _)| n),
+            answer: self.synack.map(|(at, _, _)| at).or(self.refused),
+            ack_to_syn: self.ack_to_syn,
+            syn_options: self.syn_options,
+            synack_options: self.synack.map(|(_, _, o)| o),
+            resumed_by: self.resumed_by,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linux_syn_options_are_read() {
+        // MSS 1460, SACK permitted, timestamps 2779406187/0, NOP, window scale 7.
+        let linux = [
+            2, 4, 5, 180, 4, 2, 8, 10, 165, 170, 95, 107, 0, 0, 0, 0, 1, 3, 3, 7,
+        ];
+        assert_eq!(
+            SynOptions::parse(&linux),
+            SynOptions {
+                mss: Some(1460),
+                window_scale: Some(7),
+                sack_permitted: true,
+                timestamp: Some(2_779_406_187),
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_options_are_skipped_and_bad_lengths_end_the_walk() {
+        // A Fast Open cookie (kind 34, 10 bytes) before the MSS.
+        let tfo_first = [34, 10, 1, 2, 3, 4, 5, 6, 7, 8, 2, 4, 5, 180];
+        assert_eq!(SynOptions::parse(&tfo_first).mss, Some(1460));
+        for bad in [
+            &[2u8, 4, 5][..],
+            &[2, 0, 5, 180],
+            &[2, 1],
+            &[8, 10, 1, 2],
+            &[3],
+        ] {
+            assert_eq!(SynOptions::parse(bad), SynOptions::default(), "{bad:?}");
+        }
+        assert_eq!(SynOptions::parse(&[0, 2, 4, 5, 180]).mss, None);
+    }
+
+    #[test]
+    fn a_synack_echoing_nothing_offered_is_told() {
+        let syn = SynOptions {
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_permitted: true,
+            timestamp: Some(1),
+        };
+        let mss_only = SynOptions {
+            mss: Some(1460),
+            ..SynOptions::default()
+        };
+        assert!(mss_only.echoes_none_of(&syn));
+        assert!(!syn.echoes_none_of(&syn));
+        assert!(!mss_only.echoes_none_of(&mss_only));
+    }
+}

@@ -1,0 +1,412 @@
+//! Connection attempts checked against tshark's dissection on every real capture: each attempt (4-tuple
+//! and ISN), its SYNs and SYN-ACKs, its outcome, its connect time, the SYN that was answered, the humps
+//! of the connect-time distribution, and the clients that gave up waiting for a greeting. On captures
+//! where tshark shows no such trouble, the reports say nothing of the kind.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use pcapsleuth::analysis::{analyze, connect_report, first_reset, ConnectReport, EngineOptions};
+use pcapsleuth::capture::Capture;
+use pcapsleuth::flow::AttemptOutcome;
+
+/// One packet as tshark dissects it: the packets that matter to a handshake (SYNs, SYN-ACKs, RSTs,
+/// and the packets of each side that begin its stream: relative sequence number 1).
+#[derive(Debug, Clone)]
+struct Packet {
+    frame: u64,
+    /// Nanoseconds since the epoch.
+    ns: i64,
+    src: String,
+    dst: String,
+    syn: bool,
+    ack: bool,
+    rst: bool,
+    fin: bool,
+    seq: u32,
+    ack_no: u32,
+    len: u32,
+    retransmission: bool,
+}
+
+fn last_value(field: &str) -> &str {
+    // Tunnelled packets carry the outer and the inner address: the inner one is the connection's.
+    field.rsplit(',').next().unwrap_or("")
+}
+
+fn tshark_packets(path: &Path) -> Vec<Packet> {
+    let p = path.to_str().unwrap();
+    let lines = common::tshark(&[
+        "-r",
+        p,
+        "-Y",
+        "tcp.flags.syn==1 || tcp.flags.reset==1 || tcp.seq==1",
+        "-T",
+        "fields",
+        "-E",
+        "separator=|",
+        "-e",
+        "frame.number",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "ip.src",
+        "-e",
+        "ipv6.src",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "ip.dst",
+        "-e",
+        "ipv6.dst",
+        "-e",
+        "tcp.dstport",
+        "-e",
+        "tcp.flags",
+        "-e",
+        "tcp.seq_raw",
+        "-e",
+        "tcp.ack_raw",
+        "-e",
+        "tcp.len",
+        "-e",
+        "tcp.analysis.retransmission",
+    ]);
+    lines
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let endpoint = |v4: &str, v6: &str, port: &str| {
+                if v6.is_empty() {
+                    format!("{}:{port}", last_value(v4))
+                } else {
+                    format!("[{}]:{port}", last_value(v6))
+                }
+            };
+            let flags = u16::from_str_radix(f[8].trim_start_matches("0x"), 16).unwrap();
+            let (secs, frac) = f[1].split_once('.').unwrap();
+            Packet {
+                frame: f[0].parse().unwrap(),
+                ns: secs.parse::<i64>().unwrap() * 1_000_000_000 + frac.parse::<i64>().unwrap(),
+                src: endpoint(f[2], f[3], f[4]),
+                dst: endpoint(f[5], f[6], f[7]),
+                syn: flags & 0x02 != 0,
+                ack: flags & 0x10 != 0,
+                rst: flags & 0x04 != 0,
+                fin: flags & 0x01 != 0,
+                seq: f[9].parse().unwrap(),
+                ack_no: f[10].parse().unwrap(),
+                len: f[11].parse().unwrap(),
+                retransmission: !f[12].is_empty(),
+            }
+        })
+        .collect()
+}
+
+/// tshark's view of one attempt, computed from its packets.
+#[derive(Debug, Clone, PartialEq)]
+struct TsharkAttempt {
+    syns: u32,
+    synacks: u32,
+    outcome: AttemptOutcome,
+    /// First SYN to the SYN-ACK the client answered (the last before its first other packet), ns.
+    connect_ns: Option<i64>,
+    /// SYNs sent up to that SYN-ACK.
+    answered_at_syn: Option<u32>,
+    /// The client closed before either side sent data, this long after the answered SYN-ACK (ns),
+    /// and whether the server's first data came after that close.
+    closed_waiting: Option<(i64, bool)>,
+    /// The server's first data (a greeting) this long after the answered SYN-ACK, ns.
+    greeting_after_ns: Option<i64>,
+}
+
+/// Every attempt of the capture by (client, server, ISN), from tshark's packets.
+fn tshark_attempts(packets: &[Packet]) -> BTreeMap<(String, String, u32), TsharkAttempt> {
+    let mut by_tuple: BTreeMap<(String, String), Vec<&Packet>> = BTreeMap::new();
+    for p in packets {
+        let key = if p.src <= p.dst {
+            (p.src.clone(), p.dst.clone())
+        } else {
+            (p.dst.clone(), p.src.clone())
+        };
+        by_tuple.entry(key).or_default().push(p);
+    }
+    let mut out = BTreeMap::new();
+    for list in by_tuple.values() {
+        // Each SYN (without ACK) with a new ISN begins an attempt; it lasts until the next one.
+        let starts: Vec<usize> = list
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| {
+                p.syn
+                    && !p.ack
+                    && !list[..*i]
+                        .iter()
+                        .any(|q| q.syn && !q.ack && q.src == p.src && q.seq == p.seq)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for (n, &start) in starts.iter().enumerate() {
+            let end = starts.get(n + 1).copied().unwrap_or(list.len());
+            let span = &list[start..end];
+            let first = span[0];
+            let (client, server, isn) = (&first.src, &first.dst, first.seq);
+            let mut syns = 0;
+            let mut synacks = 0;
+            let mut answer: Option<(&Packet, u32)> = None;
+            let mut settled = false;
+            let mut refused = false;
+            let mut client_first: Option<&Packet> = None;
+            let mut server_data: Option<&Packet> = None;
+            for p in span {
+                if &p.src == client {
+                    if p.syn && !p.ack {
+                        syns += u32::from(p.seq == isn);
+                    } else {
+                        if answer.is_some() {
+                            settled = true;
+                        }
+                        client_first.get_or_insert(p);
+                    }
+                } else if p.syn && p.ack {
+                    synacks += 1;
+                    if !settled && p.ack_no == isn.wrapping_add(1) {
+                        answer = Some((p, syns));
+                    }
+                } else if p.rst && answer.is_none() {
+                    refused = true;
+                } else if p.len > 0 && !p.syn {
+                    server_data.get_or_insert(p);
+                }
+            }
+            let outcome = match (answer, refused) {
+                (Some(_), _) => AttemptOutcome::Established,
+                (None, true) => AttemptOutcome::Refused,
+                (None, false) => AttemptOutcome::Unanswered,
+            };
+            let client_data_first = client_first.filter(|c| c.len > 0 && !c.fin && !c.rst);
+            let closed_waiting = match (answer, client_first) {
+                (Some((a, _)), _) => span
+                    .iter()
+                    .find(|p| &p.src == client && (p.fin || p.rst))
+                    .filter(|close| {
+                        client_data_first.is_none_or(|d| d.frame > close.frame)
+                            && server_data.is_none_or(|d| d.frame > close.frame)
+                    })
+                    .map(|close| (close.ns - a.ns, server_data.is_some())),
+                _ => None,
+            };
+            out.insert(
+                (client.clone(), server.clone(), isn),
+                TsharkAttempt {
+                    syns,
+                    synacks,
+                    outcome,
+                    connect_ns: answer.map(|(a, _)| a.ns - first.ns),
+                    answered_at_syn: answer.map(|(_, n)| n),
+                    closed_waiting,
+                    greeting_after_ns: answer
+                        .zip(
+                            server_data
+                                .filter(|d| client_data_first.is_none_or(|c| c.frame > d.frame)),
+                        )
+                        .map(|((a, _), d)| d.ns - a.ns),
+                },
+            );
+        }
+    }
+    out
+}
+
+struct Ours {
+    attempts: BTreeMap<(String, String, u32), TsharkAttempt>,
+    report: ConnectReport,
+    greeting_waits: usize,
+    findings: Vec<&'static str>,
+}
+
+fn ours(path: &Path) -> Ours {
+    let cap = Capture::open(path).unwrap();
+    let a = analyze(&cap, &EngineOptions::default());
+    let mut attempts = BTreeMap::new();
+    for c in &a.connections {
+        let h = &c.handshake;
+        let (Some(outcome), Some(isn)) = (h.outcome, h.isn) else {
+            continue;
+        };
+        attempts.insert(
+            (c.client.to_string(), c.server.to_string(), isn),
+            TsharkAttempt {
+                syns: h.syn_count,
+                synacks: h.synack_count,
+                outcome,
+                connect_ns: h.connect_ns.map(|ns| ns as i64),
+                answered_at_syn: h.connect_ns.map(|_| h.syns_before_answer),
+                closed_waiting: None,
+                greeting_after_ns: None,
+            },
+        );
+    }
+    let fr = first_reset(&a, 0);
+    let findings = pcapsleuth::analysis::full_report(&a)
+        .findings
+        .iter()
+        .map(|f| f.kind)
+        .collect();
+    Ours {
+        attempts,
+        report: connect_report(&a),
+        greeting_waits: fr.greeting_waits.count,
+        findings,
+    }
+}
+
+#[test]
+fn attempts_agree_with_tshark_on_every_real_capture() {
+    for path in common::real_captures() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let packets = tshark_packets(&path);
+        let theirs = tshark_attempts(&packets);
+        let ours = ours(&path);
+        // Per attempt: SYNs, SYN-ACKs, outcome, connect time and the SYN that was answered.
+        let strip = |m: &BTreeMap<(String, String, u32), TsharkAttempt>| {
+            m.iter()
+                .map(|(k, t)| {
+                    (
+                        k.clone(),
+                        (
+                            t.syns,
+                            t.synacks,
+                            t.outcome,
+                            t.connect_ns,
+                            t.answered_at_syn,
+                        ),
+                    )
+                })
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(strip(&ours.attempts), strip(&theirs), "{name}: attempts");
+        // Resent SYNs: those of the attempts, and those tshark flags as retransmissions.
+        let r = &ours.report;
+        let resent: u32 = theirs.values().map(|t| t.syns - 1).sum();
+        assert_eq!(r.retransmitted_syns, u64::from(resent), "{name}");
+        let flagged = packets
+            .iter()
+            .filter(|p| p.syn && !p.ack && p.retransmission)
+            .count();
+        assert_eq!(
+            r.retransmitted_syns as usize, flagged,
+            "{name}: tshark's retransmitted SYNs"
+        );
+        let dup_synacks = packets
+            .iter()
+            .filter(|p| p.syn && p.ack && p.retransmission)
+            .count();
+        assert_eq!(
+            r.duplicate_synacks as usize, dup_synacks,
+            "{name}: resent SYN-ACKs"
+        );
+        // Attempts answered at each SYN: the counts, and their median connect times.
+        let mut rounds: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+        for t in theirs.values() {
+            if let (Some(n), Some(ns)) = (t.answered_at_syn, t.connect_ns) {
+                rounds.entry(n).or_default().push(ns / 1000);
+            }
+        }
+        assert_eq!(
+            r.answered_at_syn
+                .iter()
+                .map(|s| (s.syn, s.count as usize))
+                .collect::<Vec<_>>(),
+            rounds
+                .iter()
+                .map(|(n, v)| (*n, v.len()))
+                .collect::<Vec<_>>(),
+            "{name}: attempts by the SYN answered"
+        );
+        for s in &r.answered_at_syn {
+            let mut v = rounds[&s.syn].clone();
+            v.sort_unstable();
+            let median = v[(v.len() - 1) / 2] as f64;
+            assert!(
+                (s.connect_us.p50 - median).abs() <= median * 0.01 + 1.0,
+                "{name}: median connect at SYN {}: {} vs tshark {median}",
+                s.syn,
+                s.connect_us.p50
+            );
+        }
+        // The humps of the connect-time distribution: each is made of whole clusters of tshark's
+        // connect times (values less than a factor 2 apart), never part of one.
+        let mut times: Vec<f64> = theirs
+            .values()
+            .filter_map(|t| t.connect_ns)
+            .map(|ns| ns as f64 / 1e3)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let mut clusters: Vec<Vec<f64>> = Vec::new();
+        for t in times {
+            match clusters.last_mut() {
+                Some(c) if t < 2.0 * c.last().unwrap().max(1.0) => c.push(t),
+                _ => clusters.push(vec![t]),
+            }
+        }
+        let mut covered = 0;
+        for m in &r.modes {
+            let inside: usize = clusters
+                .iter()
+                .filter(|c| {
+                    let (lo, hi) = (c[0], *c.last().unwrap());
+                    lo >= m.lo_us - 1.0 && hi <= m.hi_us + 1.0
+                })
+                .map(Vec::len)
+                .sum();
+            assert_eq!(inside as u64, m.count, "{name}: hump at {} µs", m.center_us);
+            covered += inside;
+        }
+        assert_eq!(
+            covered as u64, r.connect_us.count,
+            "{name}: every connect time in a hump"
+        );
+        // Clients that gave up waiting for a greeting (a server that speaks first), and late greetings.
+        let waits = theirs
+            .values()
+            .filter_map(|t| t.closed_waiting)
+            .filter(|&(ns, greeted_after)| ns >= 1_000_000_000 || greeted_after)
+            .count();
+        assert_eq!(
+            ours.greeting_waits, waits,
+            "{name}: closes while waiting for a greeting"
+        );
+        let late = theirs
+            .values()
+            .filter(|t| t.greeting_after_ns.is_some_and(|ns| ns >= 100_000_000))
+            .count() as u64;
+        assert_eq!(
+            r.late_greetings.iter().map(|g| g.count).sum::<u64>(),
+            late,
+            "{name}: late greetings"
+        );
+        // Nothing of the kind where tshark shows no such trouble, and each kind where it does.
+        let has = |kind: &str| ours.findings.contains(&kind);
+        let dropped = theirs
+            .values()
+            .any(|t| t.syns > 1 || t.outcome == AttemptOutcome::Unanswered);
+        assert_eq!(has("syn_drops"), dropped, "{name}: syn_drops finding");
+        let refused = theirs
+            .values()
+            .any(|t| t.outcome == AttemptOutcome::Refused);
+        assert_eq!(
+            has("connect_refused"),
+            refused,
+            "{name}: connect_refused finding"
+        );
+        assert_eq!(has("late_accept"), late > 0, "{name}: late_accept finding");
+        assert_eq!(
+            has("greeting_wait"),
+            waits > 0,
+            "{name}: greeting_wait finding"
+        );
+    }
+}
