@@ -8,6 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use pcapsleuth_testkit::oracle::{self, Tshark};
+
 use pcapsleuth::analysis::{analyze, connect_report, first_reset, ConnectReport, EngineOptions};
 use pcapsleuth::capture::Capture;
 use pcapsleuth::flow::AttemptOutcome;
@@ -36,9 +38,9 @@ fn last_value(field: &str) -> &str {
     field.rsplit(',').next().unwrap_or("")
 }
 
-fn tshark_packets(path: &Path) -> Vec<Packet> {
+fn tshark_packets(tshark: &Tshark, path: &Path) -> Vec<Packet> {
     let p = path.to_str().unwrap();
-    let lines = common::tshark(&[
+    let lines = tshark.lines([
         "-r",
         p,
         "-Y",
@@ -265,9 +267,12 @@ fn ours(path: &Path) -> Ours {
 
 #[test]
 fn attempts_agree_with_tshark_on_every_real_capture() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
     for path in common::real_captures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let packets = tshark_packets(&path);
+        let packets = tshark_packets(&tshark, &path);
         let theirs = tshark_attempts(&packets);
         let ours = ours(&path);
         // Per attempt: SYNs, SYN-ACKs, outcome, connect time and the SYN that was answered.

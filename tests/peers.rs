@@ -623,6 +623,18 @@ const KNOWN_WRONG: &[(&str, &str)] = &[
     ("percona-toolkit/tcpdump043.pcap", "errors"),
 ];
 
+/// Differences judged in this repository after the manifest (read-only shared data) was written:
+/// (capture, against, the difference in the manifest's words, why). Forgiven like the manifest's
+/// `accepted`, only while pcapsleuth's answer is exactly the one judged.
+const ACCEPTED_HERE: &[(&str, Against, &str, &str)] = &[(
+    "arkime/tcp_handshake_synthetic.pcap",
+    Against::Peer,
+    "connections pcapsleuth 16 peer 14",
+    "a SYN with a new ISN on a 4-tuple is a new connection attempt and starts a new connection, as \
+     tshark's streams do (40003 and 40013 each carry two attempts: 16 streams); Arkime keeps one \
+     session per 4-tuple",
+)];
+
 #[test]
 fn every_peer_expectation_and_tshark_check_holds() {
     let Some(tool) = oracle::tshark() else {
@@ -649,6 +661,9 @@ fn every_peer_expectation_and_tshark_check_holds() {
                         .accepted
                         .iter()
                         .any(|a| a.against == d.against && a.diff == d.diff)
+                        && !ACCEPTED_HERE.iter().any(|&(f, against, diff, _)| {
+                            f == entry.file && against == d.against && diff == d.diff
+                        })
                 });
                 (entry.file.clone(), all)
             })

@@ -13,7 +13,8 @@
 //! For MySQL connections, the server greets first: a greeting long after the handshake means the server
 //! accepted the connection late (a full accept queue, a stalled accept loop, slow reverse DNS).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
 use serde::Serialize;
@@ -48,9 +49,9 @@ pub struct ConnectReport {
     pub modes: Vec<Mode>,
     /// Established attempts by the SYN the server answered: 1 = the first, 2 = the first resend, ...
     pub answered_at_syn: Vec<SynRound>,
-    /// Servers that left SYNs unanswered, with the likely cause.
+    /// Server hosts that left SYNs unanswered, with the likely cause.
     pub drops: Vec<SynDrops>,
-    /// Servers that refused attempts.
+    /// Server hosts that refused attempts.
     pub refusals: Vec<Refusals>,
     /// MySQL servers that greeted connections long after their handshake.
     pub late_greetings: Vec<LateGreetings>,
@@ -76,13 +77,19 @@ pub enum DropCause {
     TimeWait,
     /// Other clients were answered at once meanwhile: the SYN or its SYN-ACK was lost.
     Loss,
+    /// No attempt to the server's port was ever answered: nothing reachable listens there (the host is
+    /// down or unreachable, or a firewall drops the SYNs).
+    Unreachable,
     /// No other attempt to the server meanwhile to compare with.
     Unknown,
 }
 
-/// A server whose SYNs went unanswered, at least for a while.
+/// A server host whose SYNs went unanswered, at least for a while. The cause of each attempt is read
+/// from the other attempts to the same port (one listen queue); attempts are reported per host, so that
+/// a port scan is one entry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SynDrops {
+    /// `ip:port`, or `ip (N ports)` when the attempts went to several ports.
     pub server: String,
     /// Attempts to this server.
     pub attempts: u64,
@@ -118,9 +125,10 @@ pub struct DropSpan {
     pub answered_at_once: u64,
 }
 
-/// A server that refused attempts with a RST.
+/// A server host that refused attempts with a RST.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Refusals {
+    /// `ip:port`, or `ip (N ports)` when the refused attempts went to several ports.
     pub server: String,
     pub count: u64,
     /// The first refused SYN and the RST answering it.
@@ -152,6 +160,8 @@ struct Attempt<'a> {
     /// The answered SYN was a retransmitted one, or none was answered.
     dropped: bool,
     timestamps_backwards: bool,
+    /// Why the first SYN went unanswered, for dropped attempts.
+    cause: Option<DropCause>,
 }
 
 impl Attempt<'_> {
@@ -203,7 +213,28 @@ fn attempts(a: &Analysis) -> Vec<Attempt<'_>> {
             first_syn,
             dropped: h.syns_before_answer > 1 || outcome == AttemptOutcome::Unanswered,
             timestamps_backwards: backwards,
+            cause: None,
         });
+    }
+    // Each dropped attempt's cause, from the other attempts to the same listening endpoint.
+    let mut by_endpoint: BTreeMap<Endpoint, Vec<usize>> = BTreeMap::new();
+    for (i, t) in out.iter().enumerate() {
+        by_endpoint.entry(t.conn.server).or_default().push(i);
+    }
+    let causes: Vec<Option<DropCause>> = out
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let same: Vec<&Attempt<'_>> = by_endpoint[&t.conn.server]
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| &out[j])
+                .collect();
+            t.dropped.then(|| cause(t, &same))
+        })
+        .collect();
+    for (t, c) in out.iter_mut().zip(causes) {
+        t.cause = c;
     }
     out
 }
@@ -233,16 +264,17 @@ fn host_filter(e: &Endpoint, to: bool) -> String {
     format!("{ip}.{dir}=={} && tcp.{dir}port=={}", e.ip, e.port)
 }
 
-/// Why `t`'s SYN went unanswered, from what happened to the other attempts to its server meanwhile.
-fn cause(t: &Attempt<'_>, same_server: &[&Attempt<'_>]) -> DropCause {
+/// Why `t`'s SYN went unanswered, from what happened to the other attempts to its server endpoint
+/// (`others`) meanwhile.
+fn cause(t: &Attempt<'_>, others: &[&Attempt<'_>]) -> DropCause {
     if t.conn.handshake.ack_to_syn.is_some() || t.timestamps_backwards {
         return DropCause::TimeWait;
     }
     let (from, to) = t.drop_window();
     let (mut prompt, mut dropped) = (0u64, 0u64);
-    for o in same_server {
+    for o in others {
         let at = o.first_syn.ts.0;
-        if std::ptr::eq(*o, t) || at < from || at > to {
+        if at < from || at > to {
             continue;
         }
         if o.answered_at_once() {
@@ -251,7 +283,14 @@ fn cause(t: &Attempt<'_>, same_server: &[&Attempt<'_>]) -> DropCause {
             dropped += 1;
         }
     }
-    if dropped > 0 && dropped >= prompt {
+    // A listener that answered no attempt at all is not there to have a full queue.
+    let ever_answered = t.outcome == AttemptOutcome::Established
+        || others
+            .iter()
+            .any(|o| o.outcome == AttemptOutcome::Established);
+    if !ever_answered {
+        DropCause::Unreachable
+    } else if dropped > 0 && dropped >= prompt {
         DropCause::ListenQueueOverflow
     } else if prompt > 0 {
         DropCause::Loss
@@ -260,12 +299,34 @@ fn cause(t: &Attempt<'_>, same_server: &[&Attempt<'_>]) -> DropCause {
     }
 }
 
-fn drops(server: &Endpoint, list: &[&Attempt<'_>]) -> Option<SynDrops> {
+/// How a server host is named in reports: `ip:port` when the attempts went to one port, else the
+/// address and how many ports (a port scan), with a display filter for its packets.
+fn server_name(ip: IpAddr, list: &[&Attempt<'_>], to: bool) -> (String, String) {
+    let ports: BTreeSet<u16> = list.iter().map(|t| t.conn.server.port).collect();
+    match ports.iter().next() {
+        Some(&port) if ports.len() == 1 => {
+            let e = Endpoint { ip, port };
+            (e.to_string(), host_filter(&e, to))
+        }
+        _ => {
+            let dir = if to { "dst" } else { "src" };
+            let family = if ip.is_ipv4() { "ip" } else { "ipv6" };
+            (
+                format!("{ip} ({} ports)", ports.len()),
+                format!("{family}.{dir}=={ip}"),
+            )
+        }
+    }
+}
+
+fn drops(ip: IpAddr, list: &[&Attempt<'_>]) -> Option<SynDrops> {
     let dropped: Vec<&Attempt<'_>> = list.iter().copied().filter(|t| t.dropped).collect();
     let first = dropped.first()?;
     let mut causes: BTreeMap<DropCause, u64> = BTreeMap::new();
     for t in &dropped {
-        *causes.entry(cause(t, list)).or_default() += 1;
+        *causes
+            .entry(t.cause.unwrap_or(DropCause::Unknown))
+            .or_default() += 1;
     }
     let mut causes: Vec<(DropCause, u64)> = causes.into_iter().collect();
     causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -283,8 +344,9 @@ fn drops(server: &Endpoint, list: &[&Attempt<'_>]) -> Option<SynDrops> {
         .iter()
         .filter(|t| t.first_syn.ts >= first.first_syn.ts && t.first_syn.ts <= end.ts)
         .collect();
+    let (server, filter) = server_name(ip, list, true);
     Some(SynDrops {
-        server: server.to_string(),
+        server,
         attempts: list.len() as u64,
         delayed: dropped
             .iter()
@@ -313,25 +375,30 @@ fn drops(server: &Endpoint, list: &[&Attempt<'_>]) -> Option<SynDrops> {
         }),
         first_syn_frame: first.first_syn.frame,
         first_retransmission_frame: first.conn.handshake.retransmitted_syn.map(|f| f.frame),
-        filter: format!(
-            "tcp.flags.syn==1 && tcp.flags.ack==0 && tcp.analysis.retransmission && {}",
-            host_filter(server, true)
-        ),
+        filter: if dropped.iter().any(|t| t.conn.handshake.syn_count > 1) {
+            format!(
+                "tcp.flags.syn==1 && tcp.flags.ack==0 && tcp.analysis.retransmission && {filter}"
+            )
+        } else {
+            format!("tcp.flags.syn==1 && tcp.flags.ack==0 && {filter}")
+        },
     })
 }
 
-fn refusals(server: &Endpoint, list: &[&Attempt<'_>]) -> Option<Refusals> {
-    let refused: Vec<&&Attempt<'_>> = list
+fn refusals(ip: IpAddr, list: &[&Attempt<'_>]) -> Option<Refusals> {
+    let refused: Vec<&Attempt<'_>> = list
         .iter()
+        .copied()
         .filter(|t| t.outcome == AttemptOutcome::Refused)
         .collect();
-    let first = refused.first()?;
+    let first = *refused.first()?;
+    let (server, filter) = server_name(ip, &refused, false);
     Some(Refusals {
-        server: server.to_string(),
+        server,
         count: refused.len() as u64,
         first_syn_frame: first.first_syn.frame,
         first_rst_frame: first.conn.handshake.answer.map_or(0, |f| f.frame),
-        filter: format!("tcp.flags.reset==1 && {}", host_filter(server, false)),
+        filter: format!("tcp.flags.reset==1 && {filter}"),
     })
 }
 
@@ -385,9 +452,9 @@ pub fn connect_report(a: &Analysis) -> ConnectReport {
         }
     }
     let modes = detect_modes(&connect);
-    let mut by_server: BTreeMap<Endpoint, Vec<&Attempt<'_>>> = BTreeMap::new();
+    let mut by_server: BTreeMap<IpAddr, Vec<&Attempt<'_>>> = BTreeMap::new();
     for t in &all {
-        by_server.entry(t.conn.server).or_default().push(t);
+        by_server.entry(t.conn.server.ip).or_default().push(t);
     }
     ConnectReport {
         attempts: all.len() as u64,
@@ -416,11 +483,11 @@ pub fn connect_report(a: &Analysis) -> ConnectReport {
         answered_at_syn: rounds(all.iter()),
         drops: by_server
             .iter()
-            .filter_map(|(s, list)| drops(s, list))
+            .filter_map(|(&ip, list)| drops(ip, list))
             .collect(),
         refusals: by_server
             .iter()
-            .filter_map(|(s, list)| refusals(s, list))
+            .filter_map(|(&ip, list)| refusals(ip, list))
             .collect(),
         late_greetings: late_greetings(a),
     }
@@ -433,6 +500,7 @@ impl DropCause {
             DropCause::ListenQueueOverflow => "listen_queue_overflow",
             DropCause::TimeWait => "time_wait",
             DropCause::Loss => "loss",
+            DropCause::Unreachable => "unreachable",
             DropCause::Unknown => "unknown",
         }
     }
@@ -445,13 +513,18 @@ impl DropCause {
                  queue was full (an accept loop too slow or stalled; back_log, net.core.somaxconn)"
             }
             DropCause::TimeWait => {
-                "a TIME_WAIT of the previous connection on the same 4-tuple rejected the SYN (the server \
-                 answered it with a plain ACK, or its timestamp went backwards: PAWS), as for clients \
-                 behind one address (NAT) reusing ports; tcp_tw_recycle on old kernels"
+                "the server answered the SYN with a plain ACK of the previous connection on the same \
+                 4-tuple, or the SYN's timestamp went backwards from that connection's: a TIME_WAIT \
+                 rejected it (PAWS), as happens to clients behind one address (NAT) reusing ports; \
+                 tcp_tw_recycle on old kernels dropped such SYNs silently"
             }
             DropCause::Loss => {
                 "the server answered other clients at once meanwhile: the SYN or its SYN-ACK was lost \
                  on the path"
+            }
+            DropCause::Unreachable => {
+                "no attempt to the port was ever answered: the host is down or unreachable, or a \
+                 firewall drops the SYNs"
             }
             DropCause::Unknown => "no other attempt to the server meanwhile tells why",
         }
@@ -580,13 +653,13 @@ impl ConnectReport {
                 severity: 2,
                 kind: "late_accept",
                 summary: format!(
-                    "{} of {} MySQL connections to {} were greeted {} after their handshake (up to {}): \
+                    "{} of {} MySQL connections to {} were greeted {} to {} after their handshake: \
                      the server accepted them late (a full accept queue or a stalled accept loop; slow \
                      reverse DNS when skip_name_resolve is off)",
                     g.count,
                     g.greetings,
                     g.server,
-                    duration_us(g.wait_us.p50),
+                    duration_us(g.wait_us.min),
                     duration_us(g.wait_us.max)
                 ),
                 evidence: vec![format!(

@@ -146,7 +146,8 @@ pub(crate) struct AttemptState {
     retransmitted_syn: Option<FrameRef>,
     syn_options: Option<SynOptions>,
     synacks: u32,
-    /// The latest SYN-ACK answering the ISN before the client's first other packet after one.
+    /// The latest SYN-ACK answering the ISN before the client's first other packet after one, with
+    /// how many SYNs had been sent (before any SYN: the first SYN-ACK, with its acknowledgment number).
     synack: Option<(FrameRef, u32, SynOptions)>,
     /// The client sent a packet after a SYN-ACK: the answer it acted on is settled.
     settled: bool,
@@ -189,11 +190,23 @@ impl AttemptState {
                 self.first_syn = Some(at);
                 self.syns = 1;
                 self.syn_options = Some(SynOptions::parse(seg.options));
+                // A SYN-ACK captured before the SYN it answers (two capture queues, or a capture point
+                // between the two hosts' clocks) answered it.
+                self.synack = self
+                    .synack
+                    .filter(|&(_, ack, _)| ack == seg.seq.wrapping_add(1))
+                    .map(|(at, _, options)| (at, 1, options));
                 return;
             }
             None => {
-                // Seen from its SYN-ACK on (the SYN was not captured): count the server's answers.
-                self.synacks += u32::from(flags.syn() && flags.ack());
+                // Seen from its SYN-ACK on (the SYN was not captured, or comes later in the capture):
+                // count the server's answers, and keep the first with its acknowledgment number.
+                if flags.syn() && flags.ack() {
+                    self.synacks += 1;
+                    if self.synack.is_none() {
+                        self.synack = Some((at, seg.ack, SynOptions::parse(seg.options)));
+                    }
+                }
                 return;
             }
         };
@@ -227,10 +240,13 @@ impl AttemptState {
         self.first_syn
     }
 
-    /// The first SYN to the SYN-ACK the client answered (so far).
+    /// The first SYN to the SYN-ACK the client answered (so far); unknown when the capture has the
+    /// SYN-ACK first.
     pub(crate) fn connect_ns(&self) -> Option<u64> {
         let (syn, (answer, _, _)) = (self.first_syn?, self.synack?);
-        u64::try_from(answer.ts.0 - syn.ts.0).ok()
+        (answer.frame > syn.frame)
+            .then(|| u64::try_from(answer.ts.0 - syn.ts.0).ok())
+            .flatten()
     }
 
     pub(crate) fn conclude(&self) -> Handshake {
@@ -242,6 +258,8 @@ impl AttemptState {
             }
         });
         let connect_ns = self.connect_ns();
+        // Without the SYN there is no attempt to answer.
+        let synack = self.synack.filter(|_| self.opener.is_some());
         Handshake {
             syn_count: self.syns,
             synack_count: self.synacks,
@@ -250,11 +268,11 @@ impl AttemptState {
             isn: self.opener.map(|(_, isn)| isn),
             first_syn: self.first_syn,
             retransmitted_syn: self.retransmitted_syn,
-            syns_before_answer: self.synack.map_or(self.syns, |(_, n, _)| n),
-            answer: self.synack.map(|(at, _, _)| at).or(self.refused),
+            syns_before_answer: synack.map_or(self.syns, |(_, n, _)| n),
+            answer: synack.map(|(at, _, _)| at).or(self.refused),
             ack_to_syn: self.ack_to_syn,
             syn_options: self.syn_options,
-            synack_options: self.synack.map(|(_, _, o)| o),
+            synack_options: synack.map(|(_, _, o)| o),
             resumed_by: self.resumed_by,
         }
     }
