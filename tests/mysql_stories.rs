@@ -278,12 +278,23 @@ fn connections_whose_syn_the_capture_missed_still_show_their_login() {
         "local-infile.pcap",
     ] {
         let f = common::fixture(name);
-        let whole = mysql_report(&rewritten(&f, |_, _| true, |_| {}));
-        let without_syn = mysql_report(&rewritten(&f, |_, frame| !is_syn(frame), |_| {}));
+        let mut whole = mysql_report(&rewritten(&f, |_, _| true, |_| {}));
+        let mut without_syn = mysql_report(&rewritten(&f, |_, frame| !is_syn(frame), |_| {}));
         assert!(
             whole["commands"]["COM_CONNECT"].as_u64().unwrap() > 0,
             "{name}"
         );
+        // Connect times run from the SYN: every login has one in the whole capture, none without SYNs.
+        let logins_timed = |r: &mut serde_json::Value| {
+            let c = r.as_object_mut().unwrap().remove("connect").unwrap();
+            c["login_us"]["count"].as_u64().unwrap()
+        };
+        assert_eq!(
+            Some(logins_timed(&mut whole)),
+            whole["commands"]["COM_CONNECT"].as_u64(),
+            "{name}"
+        );
+        assert_eq!(logins_timed(&mut without_syn), 0, "{name}");
         assert_eq!(without_syn, whole, "{name}");
     }
     // DeepFlow's login refused with ERR 1040 "Too many connections", its SYNs removed.
@@ -332,11 +343,15 @@ fn compressed_sessions_joined_after_the_login_are_decoded() {
         |i, _| first_query.get(&stream_of[i]).is_some_and(|&q| i >= q),
         |_| {},
     ));
+    let mut joined = joined;
     let mut want = mysql_report(&rewritten(&f, |_, _| true, |_| {}));
     want["commands"]
         .as_object_mut()
         .unwrap()
         .remove("COM_CONNECT");
+    // The logins (and so their times from the SYN) are not in the joined capture.
+    want.as_object_mut().unwrap().remove("connect");
+    joined.as_object_mut().unwrap().remove("connect");
     assert_eq!(joined, want);
     assert_eq!(joined["commands"]["COM_QUERY"], 8);
 }
