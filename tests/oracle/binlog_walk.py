@@ -19,7 +19,7 @@ packets, and prints one JSON document:
   the dump, the semi-sync ACK requests (the 0xEF magic and flag 0x01 before an event) and the replica's
   ACKs (0xEF, 8-byte position, file name), each ACK matched to the event whose file and end position it
   names, with its latency (last byte of that event to the ACK), and event lag (capture time of the
-  event's last byte minus its header timestamp);
+  event's last byte minus its header timestamp; not for the log's bookkeeping events nor artificial ones);
 * with --binlog-events (tab-separated `SHOW BINLOG EVENTS` rows), the check that every event that is not
   artificial names an (end position, type) of the primary's binary log and that every row of the log
   after the dump's start was streamed: `binlog_check`;
@@ -78,6 +78,9 @@ EVENT_TYPES = {
 }
 QUERY_EVENT, ROTATE_EVENT, FORMAT_DESCRIPTION_EVENT, XID_EVENT, HEARTBEAT_EVENT = 2, 4, 15, 16, 27
 LOG_EVENT_ARTIFICIAL_F = 0x20
+# The log's own bookkeeping (format description, rotate, stop, heartbeats, GTID lists, checkpoints,
+# encryption start): their timestamps are not a transaction's, so lag leaves them out.
+BOOKKEEPING = {15, 4, 3, 27, 41, 35, 161, 163, 164}
 SEMI_SYNC_MAGIC, SEMI_SYNC_NEED_ACK = 0xEF, 0x01
 
 
@@ -162,6 +165,11 @@ class Direction:
             self.frames.extend([0] * grow)
         self.carriers.append((frame, ns))
         c = len(self.carriers) - 1
+        if 1 not in self.have[start:end]:  # nothing of it seen before (nearly always): in one go
+            self.have[start:end] = b"\x01" * len(payload)
+            self.data[start:end] = payload
+            self.frames[start:end] = [c] * len(payload)
+            return
         for i in range(len(payload)):
             if not self.have[start + i]:
                 self.have[start + i] = 1
@@ -288,28 +296,30 @@ def summarise(raw, closes, from_frame):
     """The report of one stream as a capture starting at `from_frame` shows it: the events whose packet
     starts in a frame it holds, the ACKs it holds, matched by (file, end position)."""
     events = [e for e in raw["event_list"] if e["first_frame"] >= from_frame]
-    pending = {}
-    for e in events:
-        if e["need_ack"]:
-            pending[(e["in_file"], e["log_pos"])] = e
+    # Requests in the order asked; an ACK names one of them, and releases the earlier ones too (the
+    # primary waits until the replica has a position at least as far).
+    pending = [e for e in events if e["need_ack"]]
     close = closes[0] if closes else None  # (frame, ns, by, flag)
-    latencies, unmatched, acks, before_close = [], 0, 0, 0
+    latencies, unmatched, acks, before_close, covered = [], 0, 0, 0, 0
     for a in raw["ack_list"]:
         if a["frame"] < from_frame:
             continue
         acks += 1
         if close is None or a["frame"] < close[0]:
             before_close += 1
-        e = pending.pop((a["file"], a["pos"]), None)
-        if e is None:
+        i = next((i for i, e in enumerate(pending) if (e["in_file"], e["log_pos"]) == (a["file"], a["pos"])), None)
+        if i is None:
             unmatched += 1
-        else:
-            e["acked_ns"] = a["ns"]
-            latencies.append(a["ns"] - e["end_ns"])
+            continue
+        e = pending[i]
+        covered += i
+        del pending[:i + 1]
+        e["acked_ns"] = a["ns"]
+        latencies.append(a["ns"] - e["end_ns"])
     by_type, lag_ns = {}, []
     for e in events:
         by_type[e["name"]] = by_type.get(e["name"], 0) + 1
-        if e["ts"] and not e["flags"] & LOG_EVENT_ARTIFICIAL_F and e["type"] != HEARTBEAT_EVENT:
+        if e["ts"] and not e["flags"] & LOG_EVENT_ARTIFICIAL_F and e["type"] not in BOOKKEEPING:
             lag_ns.append(max(0, e["end_ns"] - e["ts"] * 1_000_000_000))
     transactions = sum(1 for e in events if e["type"] == XID_EVENT or
                        (e["type"] == QUERY_EVENT and e["query"].strip().upper() == "COMMIT"))
@@ -324,6 +334,7 @@ def summarise(raw, closes, from_frame):
     seen_dump = raw["dump_frame"] >= from_frame
     return {
         "dump_frame": raw["dump_frame"] if seen_dump else None,
+        "first_event_frame": events[0]["first_frame"] if events else None,
         "start_file": raw["start_file"] if seen_dump else None,
         "start_position": raw["start_position"] if seen_dump else None,
         "gtid": raw["gtid"] if seen_dump else None,
@@ -332,7 +343,7 @@ def summarise(raw, closes, from_frame):
         "events": len(events), "events_by_type": by_type, "bytes": sum(e["size"] for e in events),
         "transactions": transactions, "acks_requested": sum(1 for e in events if e["need_ack"]),
         "acks": acks, "acks_before_close": before_close, "acks_unmatched": unmatched,
-        "acks_missing": len(pending), "ack_latency_ns": summary_ns(latencies), "lag_ns": summary_ns(lag_ns),
+        "acks_covered": covered, "acks_missing": len(pending), "ack_latency_ns": summary_ns(latencies), "lag_ns": summary_ns(lag_ns),
         "stalls_over_10ms": [e["frame"] for e in events if "acked_ns" in e and
                              e["acked_ns"] - e["end_ns"] > 10_000_000],
         "end_packet": raw["end_packet"], "trailing_partial_bytes": raw["trailing_partial_bytes"],
@@ -436,7 +447,7 @@ def main(argv):
             r["client"] = "%s:%d" % client
             r["server"] = "%s:%d" % server
             replication.append(r)
-    replication.sort(key=lambda r: r["stream_events"][0][1] if r["stream_events"] else 0)
+    replication.sort(key=lambda r: r["dump_frame"] or r["first_event_frame"] or 0)
     out = {"requests": {"commands": commands, "rt_ns": summary_ns(rts)}, "replication": replication}
     if events_file:
         out["binlog_check"] = binlog_check(replication, events_file)

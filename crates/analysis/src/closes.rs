@@ -12,6 +12,7 @@ use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Analysis;
 use crate::findings::Finding;
 use crate::mysql::{CloseSeenFacts, MysqlSessionFacts, RecognisedBy};
+use crate::replication;
 use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
 use pcapsleuth_mysql::SessionPhase;
 
@@ -264,6 +265,7 @@ fn phase_name(p: SessionPhase) -> &'static str {
         SessionPhase::Encrypted => "encrypted",
         SessionPhase::Undecodable => "undecodable",
         SessionPhase::Unknown => "unknown",
+        SessionPhase::Replicating(_) => "replicating",
     }
 }
 
@@ -340,6 +342,8 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
             rst,
         ),
         SessionPhase::Undecodable | SessionPhase::Unknown => (format!("{by} {flag}"), rst),
+        // Judged in replication terms by `classify`.
+        SessionPhase::Replicating(_) => (format!("{by} {flag} in a replication stream"), rst),
     }
 }
 
@@ -372,6 +376,13 @@ fn classify(
             format!("{reason}; TCP: {tcp}"),
             abnormal,
             Some("awaiting_greeting"),
+        );
+    }
+    if let Some((reason, abnormal)) = mysql.and_then(|m| replication::close_reason(conn, ev, m)) {
+        return (
+            format!("{reason}; TCP: {tcp}"),
+            abnormal,
+            Some("replicating"),
         );
     }
     let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));

@@ -6,6 +6,7 @@ use crate::closes::first_reset;
 use crate::engine::Analysis;
 use crate::mysql::MysqlReport;
 use crate::rate::RateReport;
+use crate::replication;
 use crate::rt::RtReport;
 use crate::units::{self, duration_us};
 
@@ -15,7 +16,8 @@ pub struct Finding {
     /// 1 (look first) to 4 (for the record).
     pub severity: u8,
     /// "first_abnormal_close", "greeting_wait", "syn_drops", "connect_refused", "late_accept",
-    /// "mid_response_close", "ceiling", "errors", "rt_multimodal", "retransmissions", "capture_damage".
+    /// "mid_response_close", "ceiling", "errors", "rt_multimodal", "semi_sync_ack_stalls",
+    /// "retransmissions", "capture_damage".
     pub kind: &'static str,
     pub summary: String,
     /// The facts behind it: frames, times, values.
@@ -173,6 +175,7 @@ pub fn full_report(a: &Analysis) -> FullReport {
             frames: vec![],
         });
     }
+    f.extend(replication::semi_sync_finding(&mysql));
     let (pk, re) = a.connections.iter().fold((0u64, 0u64), |(p, r), c| {
         (
             p + c.to_server.packets + c.to_client.packets,

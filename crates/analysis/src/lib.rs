@@ -25,6 +25,7 @@ mod histogram;
 mod modes;
 mod mysql;
 mod rate;
+mod replication;
 mod rt;
 mod thresholds;
 pub mod units;
@@ -45,4 +46,5 @@ pub use mysql::{
     MysqlFilter, MysqlReport, MysqlSessionFacts, RecognisedBy, SecondCounts, StatementGroup,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
+pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};
 pub use rt::{HistogramBin, IntervalKind, IntervalRt, RtAggregate, RtReport, SlowModeTraits};

@@ -5,18 +5,19 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use pcapsleuth_flow::{
-    CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FlowBuildHasher, FrameRef, Side,
+    CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FlowBuildHasher, FrameRef, Role, Side,
     StreamEvent, StreamReassembler, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    looks_like_client_command, looks_like_greeting, CloseContext, CloseFlag, Command, Direction,
-    Encryption, Fingerprinter, Meta, Outcome, Session, SessionPhase, SqlState, StartMode,
-    Transaction,
+    looks_like_binlog_events, looks_like_client_command, looks_like_greeting,
+    looks_like_semi_sync_acks, CloseContext, CloseFlag, Command, Direction, Encryption,
+    Fingerprinter, Meta, Outcome, Session, SessionPhase, SqlState, StartMode, Transaction,
 };
 use serde::Serialize;
 
 use crate::engine::{Aggregation, EngineOptions, Sinks};
 use crate::histogram::{Histogram, RtSummary};
+use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
 
 /// Which connections are decoded as MySQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,6 +68,8 @@ pub enum RecognisedBy {
     Greeting,
     RequestResponseShape,
     Port,
+    /// Binlog event packets or semi-sync ACKs: a replication stream joined after its dump.
+    BinlogEvents,
 }
 
 /// How many payload segments a connection may show before it is judged not to be MySQL.
@@ -91,6 +94,7 @@ struct Candidate {
 #[derive(Debug, Clone)]
 pub struct CloseSeen {
     pub frame: u64,
+    pub ts_ns: u64,
     pub side: Side,
     pub flag: TcpCloseFlag,
     pub context: CloseContext,
@@ -137,6 +141,10 @@ pub(crate) struct MysqlTrack {
     errors: u64,
     /// Times of this connection's recent retransmissions, to tell which exchanges saw one.
     retransmissions: VecDeque<i64>,
+    /// The distributions of the replication stream the connection carries, if it does.
+    replication: Option<Box<StreamTrack>>,
+    /// The last segment's time: how long an open semi-sync wait lasted at least.
+    last_ts_ns: u64,
 }
 
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
@@ -178,6 +186,8 @@ impl MysqlTrack {
             transactions: 0,
             errors: 0,
             retransmissions: VecDeque::new(),
+            replication: None,
+            last_ts_ns: 0,
         }
     }
 
@@ -254,6 +264,16 @@ impl MysqlTrack {
                     }
                 } else if greeting_first {
                     self.start(side.other(), RecognisedBy::Greeting, StartMode::Handshake);
+                } else if looks_like_binlog_events(seg.payload) {
+                    // A replication stream: the side sending events is the primary...
+                    self.start(
+                        side.other(),
+                        RecognisedBy::BinlogEvents,
+                        StartMode::MidStream,
+                    );
+                } else if looks_like_semi_sync_acks(seg.payload) {
+                    // ...and the side sending ACKs the replica.
+                    self.start(side, RecognisedBy::BinlogEvents, StartMode::MidStream);
                 } else if let Some(c) = self.candidate.take().filter(|c| c.side != side) {
                     if looks_like_response(seg.payload) {
                         self.start(
@@ -319,6 +339,7 @@ impl MysqlTrack {
             }
         };
         let d = dir(side);
+        self.last_ts_ns = meta(at).ts_ns;
         let mut out = |e: StreamEvent<'_>, m: Meta| match e {
             StreamEvent::Data(b) => session.feed(d, b, m),
             StreamEvent::Gap(n) => session.gap(d, n, m),
@@ -358,6 +379,7 @@ impl MysqlTrack {
                 let context = session.close(d, flag, meta(at));
                 self.closes.push(CloseSeen {
                     frame: at.frame,
+                    ts_ns: meta(at).ts_ns,
                     side,
                     flag: tcp_flag,
                     context,
@@ -370,13 +392,31 @@ impl MysqlTrack {
     /// Counts the transactions the session completed. Called after every segment: most complete none.
     #[inline]
     fn drain(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
+        let Some(session) = self.session.as_ref() else {
+            return;
+        };
+        if !session.completed().is_empty() {
+            self.drain_completed(sinks, opts, conn);
+        }
         if self
             .session
             .as_ref()
-            .is_some_and(|s| !s.completed().is_empty())
+            .is_some_and(|s| !s.replication_samples().is_empty())
         {
-            self.drain_completed(sinks, opts, conn);
+            self.drain_replication();
         }
+    }
+
+    /// Feeds the replication stream's samples (ACK latencies, event lags) to its distributions.
+    fn drain_replication(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let track = self.replication.get_or_insert_with(Default::default);
+        for s in session.replication_samples() {
+            track.sample(s);
+        }
+        session.clear_replication_samples();
     }
 
     fn drain_completed(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
@@ -461,6 +501,48 @@ impl MysqlTrack {
         self.drain(sinks, opts, conn);
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
+        if let (Some(session), true) = (self.session.as_ref(), filter.connection(c, s)) {
+            if let Some(summary) = session.replication() {
+                let role = |side: Side| {
+                    if side == client {
+                        Role::Client
+                    } else {
+                        Role::Server
+                    }
+                };
+                let closes: Vec<StreamClose> = self
+                    .closes
+                    .iter()
+                    .filter_map(|seen| match seen.context.phase {
+                        SessionPhase::Replicating(state) => Some(StreamClose {
+                            by: role(seen.side),
+                            flag: seen.flag,
+                            at: Meta {
+                                ts_ns: seen.ts_ns,
+                                frame: seen.frame,
+                            },
+                            state,
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                let awaiting = match session.phase() {
+                    SessionPhase::Replicating(state) => state.awaiting_ack,
+                    _ => None,
+                };
+                sinks.mysql.replication.push(stream_report(
+                    c.to_string(),
+                    s.to_string(),
+                    summary,
+                    self.replication
+                        .as_deref()
+                        .unwrap_or(&StreamTrack::default()),
+                    &closes,
+                    awaiting,
+                    self.last_ts_ns,
+                ));
+            }
+        }
         if filter.connection(c, s) {
             sinks.mysql.sessions += 1;
             // One incident per request: a FIN then an RST on the same request is one event.
@@ -572,6 +654,18 @@ impl Incident {
     }
 }
 
+/// Streams in one order whatever the merge order: a connection carries at most one stream and is tracked
+/// by one task, so its first frame and endpoints identify it.
+fn sort_streams(streams: &mut [ReplicationStream]) {
+    streams.sort_by(|a, b| {
+        (a.dump_frame.or(a.first_event_frame), &a.client, &a.server).cmp(&(
+            b.dump_frame.or(b.first_event_frame),
+            &b.client,
+            &b.server,
+        ))
+    });
+}
+
 thread_local! {
     /// [`MysqlAggregate::add`]'s fingerprints: the buffer and the statement heads it remembers are
     /// the thread's, whichever aggregate it fills.
@@ -616,6 +710,8 @@ pub struct MysqlAggregate {
     per_second: HashMap<i64, (u64, u64), FlowBuildHasher>,
     incidents: Vec<Incident>,
     connect: ConnectTimes,
+    /// One per replication stream.
+    replication: Vec<ReplicationStream>,
 }
 
 /// What MySQL clients seen from their first SYN waited for before their first command.
@@ -827,6 +923,8 @@ impl MysqlAggregate {
         }
         self.incidents.extend(o.incidents);
         self.connect.merge(&o.connect);
+        self.replication.extend(o.replication);
+        sort_streams(&mut self.replication);
         // Kept in one order whatever the merge order (batches, buckets): frame, then kind.
         self.incidents
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
@@ -841,6 +939,7 @@ impl MysqlAggregate {
     pub fn report(mut self) -> MysqlReport {
         self.incidents
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
+        sort_streams(&mut self.replication);
         let mut statements: Vec<StatementGroup> = self
             .statements
             .into_iter()
@@ -916,6 +1015,7 @@ impl MysqlAggregate {
                 greeting_us: self.connect.greeting.summary_us(),
                 login_us: self.connect.login.summary_us(),
             },
+            replication: self.replication,
         }
     }
 }
@@ -942,6 +1042,9 @@ pub struct MysqlReport {
     pub incidents: Vec<Incident>,
     /// Logins seen from the client's first SYN: what the client waited for before its first command.
     pub connect: ConnectSummary,
+    /// Replication streams (a replica's binlog dump and what followed); their events and ACKs are not
+    /// among the requests and response times above.
+    pub replication: Vec<ReplicationStream>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

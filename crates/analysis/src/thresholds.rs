@@ -123,3 +123,11 @@ pub const LATE_GREETING_NS: u64 = 100_000_000;
 /// the greeting gave up on it (a connect timeout): abnormal. Health checks that only open and close a
 /// connection do so within milliseconds.
 pub const GREETING_WAIT_ABNORMAL_NS: i64 = 1_000_000_000;
+
+/// A semi-sync ACK slower than this (10 ms) is a stall: every commit waiting on it waited that long, which
+/// is far more than a primary's own commit work (tens to hundreds of µs) or a LAN round trip. The same
+/// bound tells a primary that waited in vain from an ACK merely in flight when a connection closed.
+pub const ACK_STALL_NS: u64 = 10_000_000;
+
+/// Stalls listed with their frames in a stream's report (the count covers all of them).
+pub const ACK_STALLS_LISTED: usize = 10;

@@ -19,6 +19,10 @@
 //! * **Resynchronisation.** After a gap the client side hunts for the next
 //!   command packet; the server side resynchronises on the client's next
 //!   command or on two chained packet headers with consecutive sequence ids.
+//! * **Replication.** After a replica's binlog dump the connection is a
+//!   replication stream ([`replication`]): the primary's events are no
+//!   response and the replica's semi-sync ACKs no request; they are summarised
+//!   in [`Session::replication`], never returned as transactions.
 //!
 //! ```
 //! use pcapsleuth_mysql::{Command, Direction, Meta, Outcome, Session, StartMode};
@@ -56,6 +60,7 @@ mod compress;
 mod detect;
 mod fingerprint;
 mod framing;
+pub mod replication;
 mod session;
 pub mod wire;
 
@@ -64,6 +69,10 @@ use serde::{Deserialize, Serialize};
 pub use command::Command;
 pub use detect::{looks_like_client_command, looks_like_greeting};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
+pub use replication::{
+    looks_like_binlog_events, looks_like_semi_sync_acks, ReplicationAtClose, ReplicationSample,
+    ReplicationSummary,
+};
 pub use session::Session;
 
 /// Statement text longer than this is cut (at a character boundary) and marked
@@ -132,7 +141,7 @@ pub enum Outcome {
     },
     /// One or more resultsets (rows summed over all of them, including
     /// `SERVER_MORE_RESULTS_EXISTS` continuations). Also used for COM_FIELD_LIST
-    /// (rows = field definitions) and binlog dumps (rows = events).
+    /// (rows = field definitions).
     ResultSet {
         /// Rows (or fields/events, see above).
         rows: u64,
@@ -156,6 +165,9 @@ pub enum Outcome {
     },
     /// A command the server never answers (COM_QUIT, COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA).
     NoResponseExpected,
+    /// COM_BINLOG_DUMP(_GTID) answered by binary-log events: the connection became a replication
+    /// stream ([`Session::replication`]). The events are no response and the dump has no response time.
+    ReplicationStream,
     /// The connection was closed after part of the response arrived.
     ClosedMidResponse {
         /// Which side closed.
@@ -267,6 +279,8 @@ pub enum SessionPhase {
     Encrypted,
     /// The stream cannot be decoded (e.g. zstd compression): decoding stopped.
     Undecodable,
+    /// A replication stream (after COM_BINLOG_DUMP, or binlog events seen mid-stream).
+    Replicating(ReplicationAtClose),
     /// Mid-stream start not yet synchronised, or synchronisation lost.
     Unknown,
 }

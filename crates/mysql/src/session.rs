@@ -16,6 +16,7 @@ use crate::detect::{
     server_packets_at, Verdict,
 };
 use crate::framing::{Framer, GapEffect, PacketEnd};
+use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
 use crate::wire::{self, capability as cap, status, OkPacket};
 use crate::{
     CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, Meta, Outcome,
@@ -130,10 +131,37 @@ impl Boundary {
 /// Is `w` a plausible start of the stream at a packet boundary? Client side: a
 /// command; server side: a run of packets. A compressed stream must be at a
 /// boundary of both the compressed packets and the packets they carry.
-fn hunt_check(dir: Direction, carriage: Carriage, w: &[u8], window_cap: usize) -> Boundary {
+fn hunt_check(
+    dir: Direction,
+    carriage: Carriage,
+    acks: bool,
+    w: &[u8],
+    window_cap: usize,
+) -> Boundary {
     use Carriage::*;
+    // A replica's semi-sync ACK when one may come (see `Core::expects_acks`), and a primary's binlog
+    // event, are boundaries of plain streams whenever seen: a replication stream joined mid-way sends
+    // no command that would tell how packets are carried.
+    let plain_client = |w: &[u8]| {
+        let ack = if acks {
+            replication::ack_packet_at(w)
+        } else {
+            Verdict::No
+        };
+        match ack {
+            Verdict::No => Boundary::from(client_command_at(w), Plain),
+            v => Boundary::from(v, Plain),
+        }
+    };
+    if dir == Direction::ServerToClient && carriage != Compressed {
+        match replication::event_packet_at(w) {
+            Verdict::Yes => return Boundary::Here(Plain),
+            Verdict::NeedMore => return Boundary::NeedMore,
+            Verdict::No => {}
+        }
+    }
     match (dir, carriage) {
-        (Direction::ClientToServer, Plain) => Boundary::from(client_command_at(w), Plain),
+        (Direction::ClientToServer, Plain) => plain_client(w),
         (Direction::ClientToServer, Compressed) => {
             Boundary::from(compressed_client_command_at(w, window_cap), Compressed)
         }
@@ -144,7 +172,7 @@ fn hunt_check(dir: Direction, carriage: Carriage, w: &[u8], window_cap: usize) -
         (Direction::ClientToServer, Unknown) => match compressed_client_command_at(w, window_cap) {
             Verdict::Yes => Boundary::Here(Compressed),
             Verdict::NeedMore => Boundary::NeedMore,
-            Verdict::No => Boundary::from(client_command_at(w), Plain),
+            Verdict::No => plain_client(w),
         },
         (Direction::ServerToClient, Plain) => {
             Boundary::from(server_packets_at(w, window_cap), Plain)
@@ -336,6 +364,10 @@ struct Core {
     /// Joined mid-stream and no client command found yet: whether the compressed
     /// protocol is in force is not known.
     compression_unknown: bool,
+    /// From a replica's binlog dump on: the replication stream (boxed: few connections have one).
+    replication: Option<Box<Replication>>,
+    /// What the client's `SET @...` statements said, for a dump to come.
+    replica_hints: ReplicaHints,
 }
 
 /// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
@@ -409,7 +441,15 @@ impl Core {
             trailing_eof: None,
             client_fin: false,
             compression_unknown: mode == StartMode::MidStream,
+            replication: None,
+            replica_hints: ReplicaHints::default(),
         }
+    }
+
+    /// Semi-sync ACKs may come from the client: a replication stream, or a mid-stream start with nothing
+    /// decoded yet.
+    fn expects_acks(&self) -> bool {
+        self.replication.is_some() || (self.phase == Phase::Unknown && self.queue.is_empty())
     }
 
     /// Effective (negotiated) capabilities, if the handshake was seen.
@@ -533,6 +573,20 @@ impl Core {
                 }
             }
             Phase::Command | Phase::Quit | Phase::Unknown => {
+                // After a binlog dump the replica sends ACKs, not commands; a capture that began
+                // mid-stream may show an ACK first.
+                if self.replication.is_none()
+                    && self.phase == Phase::Unknown
+                    && self.queue.is_empty()
+                    && replication::is_ack_packet(pkt.seq, prefix, pkt.len)
+                {
+                    self.replication = Some(Box::new(Replication::joined()));
+                }
+                if let Some(r) = self.replication.as_deref_mut() {
+                    if r.on_client_packet(&pkt, prefix) {
+                        return fx;
+                    }
+                }
                 // File data of LOAD DATA LOCAL INFILE, or auth data of COM_CHANGE_USER?
                 if let Some(head) = self.queue.front_mut() {
                     if head.stage == Stage::InfileData {
@@ -630,6 +684,13 @@ impl Core {
         let command = Command::from_byte(byte);
         let body = prefix.get(1..).unwrap_or(&[]);
         let body_total = pkt.len.saturating_sub(1);
+        if matches!(command, Command::BinlogDump | Command::BinlogDumpGtid) {
+            // From here on the connection is a replication stream.
+            let dumped =
+                Replication::dumped(command, &pkt, body, self.replica_hints, wire_len(pkt.len));
+            self.replication = Some(Box::new(dumped));
+            return fx;
+        }
         let stage = match command {
             Command::Quit | Command::StmtClose | Command::StmtSendLongData => Stage::NoResponse,
             Command::Query | Command::ProcessInfo | Command::StmtExecute => Stage::First,
@@ -677,6 +738,9 @@ impl Core {
                     }
                 } else {
                     p.statement = text(body, body_total);
+                }
+                if let Some(s) = &p.statement {
+                    self.replica_hints.note_query(s);
                 }
             }
             Command::StmtPrepare | Command::InitDb | Command::CreateDb | Command::DropDb => {
@@ -749,6 +813,20 @@ impl Core {
                 return fx;
             }
             _ => {}
+        }
+        if self.replication.is_none()
+            && self.phase == Phase::Unknown
+            && self.queue.is_empty()
+            && replication::is_event_packet(prefix, pkt.len)
+        {
+            // Joined mid-stream: binlog events with no request before them are a replication stream.
+            self.replication = Some(Box::new(Replication::joined()));
+        }
+        if let Some(r) = self.replication.as_deref_mut() {
+            if let Some(dump) = r.on_server_packet(&pkt, prefix) {
+                self.done.push(dump);
+            }
+            return fx;
         }
         if let Some(seq) = self.trailing_eof.take() {
             if pkt.seq == seq && prefix.first() == Some(&0xFE) && pkt.len < 9 {
@@ -1279,7 +1357,10 @@ impl Session {
                     input = input.get(n..).unwrap_or(&[]);
                     if let Some(carriage) = found {
                         let (cur, other, core) = self.streams(dir);
-                        if dir == Direction::ClientToServer && core.compression_unknown {
+                        // (Binlog events found by the server side are plain too.)
+                        if core.compression_unknown
+                            && (dir == Direction::ClientToServer || carriage == Carriage::Plain)
+                        {
                             // Joined mid-stream: the first command says whether the connection
                             // negotiated the compressed protocol.
                             core.compression_unknown = false;
@@ -1352,6 +1433,7 @@ impl Session {
                 match hunt_check(
                     dir,
                     carriage,
+                    core.expects_acks(),
                     cur.window.get(at..).unwrap_or(&[]),
                     cur.window_cap,
                 ) {
@@ -1635,7 +1717,7 @@ impl Session {
     /// client's FIN.
     pub fn close(&mut self, by: Direction, kind: CloseFlag, _meta: Meta) -> CloseContext {
         let ctx = CloseContext {
-            phase: self.core.phase_for_close(),
+            phase: self.phase(),
             pending: self
                 .core
                 .queue
@@ -1651,6 +1733,14 @@ impl Session {
         } else {
             (by, kind)
         };
+        if let Some(dump) = self
+            .core
+            .replication
+            .as_deref_mut()
+            .and_then(|r| r.unanswered_dump(Some((by, kind))))
+        {
+            self.core.done.push(dump);
+        }
         self.core
             .complete_all(|p| Self::closed_outcome(p, by, kind));
         ctx
@@ -1668,6 +1758,18 @@ impl Session {
     /// closed by the client, after its FIN); partial
     /// packets are counted as `truncated_bytes`.
     pub fn finish(&mut self) {
+        let closed = self
+            .core
+            .client_fin
+            .then_some((Direction::ClientToServer, CloseFlag::Fin));
+        if let Some(dump) = self
+            .core
+            .replication
+            .as_deref_mut()
+            .and_then(|r| r.unanswered_dump(closed))
+        {
+            self.core.done.push(dump);
+        }
         if self.core.client_fin {
             self.core.complete_all(|p| {
                 Self::closed_outcome(p, Direction::ClientToServer, CloseFlag::Fin)
@@ -1712,6 +1814,33 @@ impl Session {
 
     /// What the session is doing now (the phase [`Session::close`] would report).
     pub fn phase(&self) -> SessionPhase {
-        self.core.phase_for_close()
+        match self.core.replication.as_deref() {
+            Some(r) if self.core.phase != Phase::Quit => {
+                SessionPhase::Replicating(r.at_close(!self.server.framer.at_boundary()))
+            }
+            _ => self.core.phase_for_close(),
+        }
+    }
+
+    /// The replication stream this connection carries (after a replica's binlog dump, or binlog
+    /// events seen mid-stream), as decoded so far.
+    pub fn replication(&self) -> Option<&ReplicationSummary> {
+        self.core.replication.as_deref().map(Replication::summary)
+    }
+
+    /// Samples of the replication stream since the last [`Session::clear_replication_samples`]: ACK
+    /// latencies and event lags, for distributions.
+    pub fn replication_samples(&self) -> &[ReplicationSample] {
+        self.core
+            .replication
+            .as_deref()
+            .map_or(&[], Replication::samples)
+    }
+
+    /// Forgets the samples read.
+    pub fn clear_replication_samples(&mut self) {
+        if let Some(r) = self.core.replication.as_deref_mut() {
+            r.clear_samples();
+        }
     }
 }

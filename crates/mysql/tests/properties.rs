@@ -66,6 +66,7 @@ proptest! {
         let (chunked, s2) = play_chunked(mode, &evs, &mut chunker(sizes));
         prop_assert_eq!(whole, chunked);
         prop_assert_eq!(s1.info(), s2.info());
+        prop_assert_eq!(s1.replication(), s2.replication());
     }
 
     #[test]
@@ -80,6 +81,8 @@ proptest! {
         prop_assert_eq!(&whole, &chunked);
         prop_assert_eq!(s1.info(), s2.info());
         prop_assert_eq!(s1.info(), s3.info());
+        prop_assert_eq!(s1.replication(), s2.replication());
+        prop_assert_eq!(s1.replication(), s3.replication());
     }
 
     #[test]
@@ -91,5 +94,6 @@ proptest! {
     fn detectors_never_panic(b in proptest::collection::vec(any::<u8>(), 0..200)) {
         let _ = pcapsleuth_mysql::looks_like_greeting(&b);
         let _ = pcapsleuth_mysql::looks_like_client_command(&b);
+        let _ = pcapsleuth_mysql::looks_like_binlog_events(&b);
     }
 }

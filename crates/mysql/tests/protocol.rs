@@ -347,26 +347,6 @@ fn commands_with_simple_answers() {
 }
 
 #[test]
-fn binlog_dump_counts_events_until_eof() {
-    let mut body = 4u32.to_le_bytes().to_vec();
-    body.extend_from_slice(&[0, 0, 1, 0, 0, 0]);
-    body.extend_from_slice(b"binlog.000001");
-    let evs = vec![
-        Ev::Data(C, command(0x12, &body)),
-        Ev::Data(
-            S,
-            packets(
-                1,
-                &[b"\x00event-1", b"\x00event-2", b"\x00event-3", &eof(0)],
-            ),
-        ),
-    ];
-    let (t, _) = play(StartMode::MidStream, &evs);
-    assert_eq!(t[0].command, Command::BinlogDump);
-    assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 3 });
-}
-
-#[test]
 fn server_fin_mid_resultset_reports_the_statement_and_rows_so_far() {
     let mut s = Session::new(StartMode::MidStream);
     s.feed(C, &command(0x03, b"select * from big"), meta(1));

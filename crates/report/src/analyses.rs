@@ -216,5 +216,6 @@ pub fn render_report(r: &FullReport) -> String {
         us(r.rt.percentiles_us.p50),
         us(r.rt.percentiles_us.p99)
     );
+    crate::replication::write_streams(&mut out, &m.replication);
     out
 }

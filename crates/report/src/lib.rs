@@ -5,6 +5,7 @@
 
 mod analyses;
 pub mod plots;
+mod replication;
 mod text;
 
 pub use analyses::{render_rate, render_report, render_rt};

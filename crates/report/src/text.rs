@@ -304,6 +304,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             );
         }
     }
+    crate::replication::write_streams(&mut out, &r.replication);
     if r.per_second.len() > 1 {
         let _ = writeln!(out, "\nper second: second, requests, errors");
         for s in r.per_second.iter().take(120) {

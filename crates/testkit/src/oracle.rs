@@ -21,16 +21,20 @@ pub enum Oracle {
     Tcpdump,
     /// pt-query-digest from Percona Toolkit: MySQL response times from tcpdump output.
     PtQueryDigest,
+    /// Python 3 (standard library only), which runs the oracle scripts of `tests/oracle/` (e.g. the
+    /// binlog stream walk).
+    Python3,
 }
 
 impl Oracle {
     /// Every oracle, for `.ci/run`'s install list and the summary.
-    pub const ALL: [Oracle; 5] = [
+    pub const ALL: [Oracle; 6] = [
         Oracle::Tshark,
         Oracle::Editcap,
         Oracle::Mergecap,
         Oracle::Tcpdump,
         Oracle::PtQueryDigest,
+        Oracle::Python3,
     ];
 
     /// The program looked up on `PATH`.
@@ -41,6 +45,7 @@ impl Oracle {
             Oracle::Mergecap => "mergecap",
             Oracle::Tcpdump => "tcpdump",
             Oracle::PtQueryDigest => "pt-query-digest",
+            Oracle::Python3 => "python3",
         }
     }
 
@@ -50,6 +55,7 @@ impl Oracle {
             Oracle::Tshark | Oracle::Editcap | Oracle::Mergecap => "tshark",
             Oracle::Tcpdump => "tcpdump",
             Oracle::PtQueryDigest => "percona-toolkit",
+            Oracle::Python3 => "python3",
         }
     }
 

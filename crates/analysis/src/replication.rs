@@ -1,0 +1,527 @@
+//! Replication streams: one report per stream (the replica's dump, the events the primary sent, the
+//! semi-sync ACK requests and the replica's ACKs with their latency, how far behind the events were, how
+//! the stream ended), and the judgement of a replication connection's close in replication terms.
+//!
+//! A stream's events are not responses and its ACKs are not requests: they never reach the MySQL
+//! statistics or response times (the decoder keeps them apart); this module is where they are counted.
+
+use std::collections::BTreeMap;
+
+use pcapsleuth_flow::{CloseFlag, ClosedBy, Connection, Role};
+use pcapsleuth_mysql::replication::{event_type_name, StreamEnd};
+use pcapsleuth_mysql::{
+    Meta, ReplicationAtClose, ReplicationSample, ReplicationSummary, SessionPhase,
+};
+use serde::Serialize;
+
+use crate::findings::Finding;
+use crate::histogram::{Histogram, RtSummary};
+use crate::mysql::{MysqlReport, MysqlSessionFacts};
+use crate::thresholds::{ACK_STALLS_LISTED, ACK_STALL_NS};
+use crate::units::duration_us;
+
+/// A semi-sync ACK that took longer than 10 ms (`thresholds::ACK_STALL_NS`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AckStall {
+    /// Frame of the event's last byte (the primary waits from here).
+    pub event_frame: u64,
+    /// Frame of the ACK.
+    pub ack_frame: u64,
+    /// The event's end position.
+    pub position: u64,
+    pub latency_us: f64,
+}
+
+/// Event lag percentiles, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct LagSummary {
+    pub count: u64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// How a stream ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamEndReport {
+    /// `replica_closed`, `replica_reset`, `primary_closed`, `primary_reset` (the first FIN or RST),
+    /// `primary_eof` (a non-blocking dump caught up), `primary_error`, or `open` (still streaming when
+    /// the capture ended).
+    pub kind: &'static str,
+    /// `replica`, `primary`, or null while open.
+    pub by: Option<&'static str>,
+    pub frame: Option<u64>,
+    /// Not a normal end of a replication stream.
+    pub abnormal: bool,
+    pub reason: String,
+}
+
+/// The ACK the primary was still waiting for when the capture ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct AwaitingAck {
+    pub position: u64,
+    pub event_frame: u64,
+    /// From the event's last byte to the end of the capture.
+    pub waited_s: f64,
+}
+
+/// One replication stream (`mysql --json` under `replication`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplicationStream {
+    /// The replica (the MySQL client) and the primary.
+    pub client: String,
+    pub server: String,
+    /// The COM_BINLOG_DUMP(_GTID); null (and the fields that come from it) when the capture began after it.
+    pub dump_frame: Option<u64>,
+    pub start_file: Option<String>,
+    pub start_position: Option<u64>,
+    pub gtid: Option<bool>,
+    /// The replica's server id, from its dump.
+    pub replica_server_id: Option<u32>,
+    /// Frames of the first and last events.
+    pub first_event_frame: Option<u64>,
+    pub last_event_frame: Option<u64>,
+    pub events: u64,
+    /// By type name ("XID", "TABLE_MAP", ...; a code neither server uses as `"TYPE_<n>"`).
+    pub events_by_type: BTreeMap<String, u64>,
+    /// Bytes of the events.
+    pub bytes: u64,
+    /// XID events and QUERY events of `COMMIT`.
+    pub transactions: u64,
+    /// Events carried the semi-sync header, or the replica sent ACKs.
+    pub semi_sync: bool,
+    pub acks_requested: u64,
+    pub acks: u64,
+    /// ACKs that named no event asked for (e.g. before the capture began).
+    pub acks_unmatched: u64,
+    /// Requests no ACK answered, neither their own nor a later one.
+    pub acks_missing: u64,
+    /// From the end of the event that asked for the ACK to the replica's ACK (the ACKs that named it).
+    pub ack_latency_us: RtSummary,
+    /// ACKs over 10 ms: how many, and the first few.
+    pub ack_stalls: u64,
+    pub ack_stall_examples: Vec<AckStall>,
+    /// Capture time of each event's last byte minus its own timestamp (whole seconds, so up to 1 s
+    /// more than the true lag); the log's bookkeeping events left out.
+    pub lag_s: LagSummary,
+    pub end: StreamEndReport,
+    /// The primary was still waiting for this ACK when the capture ended.
+    pub awaiting_ack_at_end: Option<AwaitingAck>,
+    /// What could not be known (a stream joined mid-way, bytes lost in gaps, ...).
+    pub notes: Vec<String>,
+}
+
+/// Per-stream distributions while the connection is tracked.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamTrack {
+    ack: Histogram,
+    lag: Histogram,
+    stalls: u64,
+    stall_examples: Vec<AckStall>,
+}
+
+impl StreamTrack {
+    pub(crate) fn sample(&mut self, s: &ReplicationSample) {
+        match *s {
+            ReplicationSample::Ack {
+                position,
+                event_end,
+                ack,
+            } => {
+                let ns = ack.ts_ns.saturating_sub(event_end.ts_ns);
+                self.ack.add(ns);
+                if ns > ACK_STALL_NS {
+                    self.stalls += 1;
+                    if self.stall_examples.len() < ACK_STALLS_LISTED {
+                        self.stall_examples.push(AckStall {
+                            event_frame: event_end.frame,
+                            ack_frame: ack.frame,
+                            position,
+                            latency_us: ns as f64 / 1e3,
+                        });
+                    }
+                }
+            }
+            ReplicationSample::Lag { lag_ns, .. } => self.lag.add(lag_ns.max(0) as u64),
+        }
+    }
+}
+
+/// A close of the stream's connection: who, how, where, and what the stream was doing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamClose {
+    pub by: Role,
+    pub flag: CloseFlag,
+    pub at: Meta,
+    pub state: ReplicationAtClose,
+}
+
+fn party(r: Role) -> &'static str {
+    match r {
+        Role::Client => "replica",
+        Role::Server => "primary",
+        Role::Unknown => "one side",
+    }
+}
+
+fn flag_name(f: CloseFlag) -> &'static str {
+    match f {
+        CloseFlag::Fin => "FIN",
+        CloseFlag::Rst => "RST",
+    }
+}
+
+/// A close judged in replication terms: the reason, and whether it is abnormal. `earlier` is the
+/// connection's close before this one (a FIN before an RST), if any.
+///
+/// A replica leaving between events (STOP SLAVE) is the normal end of a stream, and so is its RST for
+/// events that arrived after it had left. A primary closing or resetting the stream, an event cut off,
+/// and a semi-sync ACK the primary waited for in vain (over [`ACK_STALL_NS`]) are not.
+pub(crate) fn judge(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, bool) {
+    let who = party(c.by);
+    let flag = flag_name(c.flag);
+    let s = &c.state;
+    let waited = s
+        .awaiting_ack
+        .map(|a| (a, c.at.ts_ns.saturating_sub(a.event_end.ts_ns)));
+    let stalled = waited.filter(|&(_, ns)| ns > ACK_STALL_NS);
+    if s.mid_event {
+        let after = s.last_event.map_or(String::new(), |m| {
+            format!(", the last whole one ending in frame {}", m.frame)
+        });
+        return (
+            format!(
+                "{who} {flag} in the middle of a binlog event, after {} events{after}",
+                s.events
+            ),
+            true,
+        );
+    }
+    if let Some((a, ns)) = stalled {
+        let wait = duration_us(ns as f64 / 1e3);
+        let reason = match c.by {
+            Role::Server => format!(
+                "{who} {flag} while the semi-sync ACK for position {} (event frame {}) had not come for {wait}: \
+                 the replica stopped ACKing; primary fell back to async?",
+                a.position, a.event_end.frame
+            ),
+            _ => format!(
+                "{who} {flag} while the primary had waited {wait} for its semi-sync ACK for position {} \
+                 (event frame {})",
+                a.position, a.event_end.frame
+            ),
+        };
+        return (reason, true);
+    }
+    let pending = waited.map_or(String::new(), |(a, ns)| {
+        format!(
+            " (the ACK for position {} outstanding for {})",
+            a.position,
+            duration_us(ns as f64 / 1e3)
+        )
+    });
+    match (c.by, c.flag) {
+        (Role::Client, CloseFlag::Fin) => (
+            format!(
+                "replica FIN between binlog events after {} events{pending}: the replica ended the stream \
+                 (STOP SLAVE), a normal end of replication",
+                s.events
+            ),
+            false,
+        ),
+        (Role::Client, CloseFlag::Rst)
+            if earlier.is_some_and(|e| {
+                e.by == Role::Client && e.flag == CloseFlag::Fin && !judge(e, None).1
+            }) =>
+        {
+            (
+                "replica RST for data that came after it had left the stream (its FIN was normal)"
+                    .to_string(),
+                false,
+            )
+        }
+        (Role::Server, _) => (
+            format!(
+                "primary {flag} between binlog events after {} events{pending}: the primary ended the stream \
+                 (shutdown, KILL of the dump thread, or a timeout)",
+                s.events
+            ),
+            true,
+        ),
+        _ => (
+            format!(
+                "{who} {flag} between binlog events after {} events{pending}",
+                s.events
+            ),
+            c.flag == CloseFlag::Rst,
+        ),
+    }
+}
+
+/// The close `ev` of `conn` judged in replication terms (see [`judge`]), if the connection carried a
+/// replication stream when it came.
+pub(crate) fn close_reason(
+    conn: &Connection,
+    ev: &ClosedBy,
+    mysql: &MysqlSessionFacts,
+) -> Option<(String, bool)> {
+    let stream_close = |e: &ClosedBy| {
+        let seen = mysql.closes.iter().find(|c| c.frame == e.event.at.frame)?;
+        let SessionPhase::Replicating(state) = seen.phase else {
+            return None;
+        };
+        Some(StreamClose {
+            by: e.by,
+            flag: e.event.flag,
+            at: Meta {
+                ts_ns: e.event.at.ts.0.max(0) as u64,
+                frame: e.event.at.frame,
+            },
+            state,
+        })
+    };
+    let this = stream_close(ev)?;
+    let earlier = [conn.first_fin, conn.first_rst]
+        .into_iter()
+        .flatten()
+        .filter(|e| e.event.at.frame < ev.event.at.frame)
+        .min_by_key(|e| e.event.at.frame)
+        .and_then(|e| stream_close(&e));
+    Some(judge(&this, earlier.as_ref()))
+}
+
+/// The report of one stream, when its connection is concluded. `closes` are the connection's closes in
+/// order; `capture_end` is the last packet's time (for a wait still open).
+pub(crate) fn stream_report(
+    client: String,
+    server: String,
+    summary: &ReplicationSummary,
+    track: &StreamTrack,
+    closes: &[StreamClose],
+    awaiting_at_end: Option<pcapsleuth_mysql::replication::AwaitedAck>,
+    capture_end_ns: u64,
+) -> ReplicationStream {
+    let dump = summary.dump.as_ref();
+    let events_by_type = summary
+        .event_counts()
+        .map(|(t, n)| {
+            let name = event_type_name(t).map_or_else(|| format!("TYPE_{t}"), str::to_string);
+            (name, n)
+        })
+        .fold(BTreeMap::new(), |mut m, (k, n)| {
+            *m.entry(k).or_insert(0) += n;
+            m
+        });
+    let end = match (closes.first(), &summary.end) {
+        (_, Some(StreamEnd::Error { at, code, message })) => StreamEndReport {
+            kind: "primary_error",
+            by: Some("primary"),
+            frame: Some(at.frame),
+            abnormal: true,
+            reason: format!("the primary ended the stream with ERR {code}: {message}"),
+        },
+        (_, Some(StreamEnd::Eof { at })) => StreamEndReport {
+            kind: "primary_eof",
+            by: Some("primary"),
+            frame: Some(at.frame),
+            abnormal: false,
+            reason: "the primary sent EOF: a non-blocking dump reached the end of the binary log"
+                .into(),
+        },
+        (Some(c), None) => {
+            let (reason, abnormal) = judge(c, None);
+            StreamEndReport {
+                kind: match (c.by, c.flag) {
+                    (Role::Server, CloseFlag::Fin) => "primary_closed",
+                    (Role::Server, CloseFlag::Rst) => "primary_reset",
+                    (_, CloseFlag::Fin) => "replica_closed",
+                    (_, CloseFlag::Rst) => "replica_reset",
+                },
+                by: match c.by {
+                    Role::Server => Some("primary"),
+                    Role::Client => Some("replica"),
+                    Role::Unknown => None,
+                },
+                frame: Some(c.at.frame),
+                abnormal,
+                reason,
+            }
+        }
+        (None, None) => StreamEndReport {
+            kind: "open",
+            by: None,
+            frame: None,
+            abnormal: false,
+            reason: "still streaming when the capture ended".into(),
+        },
+    };
+    let awaiting_ack_at_end = awaiting_at_end
+        .filter(|_| closes.is_empty() && summary.end.is_none())
+        .map(|a| AwaitingAck {
+            position: a.position,
+            event_frame: a.event_end.frame,
+            waited_s: capture_end_ns.saturating_sub(a.event_end.ts_ns) as f64 / 1e9,
+        });
+    let mut notes = Vec::new();
+    if dump.is_none() {
+        notes.push(
+            "the capture began after the dump request: its file, position and GTID mode are unknown, \
+             and ACKs of events sent before the capture cannot be timed"
+                .to_string(),
+        );
+    }
+    if summary.gap_bytes > 0 {
+        notes.push(format!(
+            "{} bytes of events were lost in gaps (their events are counted, what they said is not)",
+            summary.gap_bytes
+        ));
+    }
+    if summary.malformed_packets > 0 {
+        notes.push(format!(
+            "{} packets from the primary were not binlog events",
+            summary.malformed_packets
+        ));
+    }
+    if summary.acks_untracked > 0 {
+        notes.push(format!(
+            "{} ACK requests were not remembered (too many open at once)",
+            summary.acks_untracked
+        ));
+    }
+    let lag_s = |q: f64| track.lag.quantile_ns(q) as f64 / 1e9;
+    let lag = track.lag.summary_us();
+    ReplicationStream {
+        client,
+        server,
+        dump_frame: dump.map(|d| d.at.frame),
+        start_file: dump.map(|d| d.start_file.clone()),
+        start_position: dump.map(|d| d.start_position),
+        gtid: dump.map(|d| d.gtid),
+        replica_server_id: dump.map(|d| d.server_id),
+        first_event_frame: summary.first_event.map(|m| m.frame),
+        last_event_frame: summary.last_event.map(|m| m.frame),
+        events: summary.events,
+        events_by_type,
+        bytes: summary.bytes,
+        transactions: summary.transactions,
+        semi_sync: summary.semi_sync,
+        acks_requested: summary.acks_requested,
+        acks: summary.acks,
+        acks_unmatched: summary.acks_unmatched,
+        acks_missing: summary
+            .acks_requested
+            .saturating_sub(summary.acks_matched + summary.acks_covered),
+        ack_latency_us: track.ack.summary_us(),
+        ack_stalls: track.stalls,
+        ack_stall_examples: track.stall_examples.clone(),
+        lag_s: LagSummary {
+            count: lag.count,
+            p50: lag_s(0.50),
+            p95: lag_s(0.95),
+            p99: lag_s(0.99),
+            max: lag.max / 1e6,
+        },
+        end,
+        awaiting_ack_at_end,
+        notes,
+    }
+}
+
+/// `report`'s finding when semi-sync ACKs stalled (any over [`ACK_STALL_NS`]): how many, the worst, the
+/// frames, and how much of the COMMITs' response time the ACK wait is (in a capture at the primary,
+/// COMMIT time minus ACK latency is what the server itself spent). A stream the primary closed while an
+/// ACK was awaited makes it look-first.
+pub(crate) fn semi_sync_finding(m: &MysqlReport) -> Option<Finding> {
+    let semi: Vec<&ReplicationStream> = m
+        .replication
+        .iter()
+        .filter(|r| r.ack_latency_us.count > 0)
+        .collect();
+    let stalls: u64 = semi.iter().map(|r| r.ack_stalls).sum();
+    if stalls == 0 {
+        return None;
+    }
+    let count: u64 = semi.iter().map(|r| r.ack_latency_us.count).sum();
+    let total_us: f64 = semi
+        .iter()
+        .map(|r| r.ack_latency_us.mean * r.ack_latency_us.count as f64)
+        .sum();
+    let ack_mean = total_us / count as f64;
+    let worst = semi
+        .iter()
+        .map(|r| r.ack_latency_us.max)
+        .fold(0.0, f64::max);
+    let gave_up = semi.iter().any(|r| r.end.abnormal);
+    let mut summary = format!(
+        "semi-sync ACKs stalled: {stalls} of {count} over {} (the worst {}), on {} replication stream(s); ACK latency mean {}",
+        duration_us(ACK_STALL_NS as f64 / 1e3),
+        duration_us(worst),
+        semi.len(),
+        duration_us(ack_mean)
+    );
+    // Medians: one ACK that came after the primary had given up (a timeout) must not stand for them all.
+    if let Some(commit) = m.statements.iter().find(|s| s.fingerprint == "commit") {
+        let ack_p50 = weighted_median(&semi);
+        summary.push_str(&format!(
+            "; the median ACK ({}) is {:.0}% of the median COMMIT ({}, {} COMMITs): the server's own part \
+             of a commit is about {}",
+            duration_us(ack_p50),
+            100.0 * (ack_p50 / commit.rt_us.p50).min(1.0),
+            duration_us(commit.rt_us.p50),
+            commit.count,
+            duration_us((commit.rt_us.p50 - ack_p50).max(0.0))
+        ));
+    }
+    let mut evidence = Vec::new();
+    let mut frames = Vec::new();
+    for r in &semi {
+        evidence.push(format!(
+            "replica {} -> primary {}: {} ACKs, p50 {} p99 {} max {}, {} over {}; end: {}",
+            r.client,
+            r.server,
+            r.ack_latency_us.count,
+            duration_us(r.ack_latency_us.p50),
+            duration_us(r.ack_latency_us.p99),
+            duration_us(r.ack_latency_us.max),
+            r.ack_stalls,
+            duration_us(ACK_STALL_NS as f64 / 1e3),
+            r.end.reason
+        ));
+        for st in &r.ack_stall_examples {
+            evidence.push(format!(
+                "  ACK for position {} took {}: event frame {}, ACK frame {}",
+                st.position,
+                duration_us(st.latency_us),
+                st.event_frame,
+                st.ack_frame
+            ));
+            frames.extend([st.event_frame, st.ack_frame]);
+        }
+    }
+    Some(Finding {
+        severity: if gave_up { 1 } else { 2 },
+        kind: "semi_sync_ack_stalls",
+        summary,
+        evidence,
+        frames,
+    })
+}
+
+/// The streams' ACK medians, weighted by their ACK counts (one stream: its median).
+fn weighted_median(streams: &[&ReplicationStream]) -> f64 {
+    let mut p50s: Vec<(f64, u64)> = streams
+        .iter()
+        .map(|r| (r.ack_latency_us.p50, r.ack_latency_us.count))
+        .collect();
+    p50s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = p50s.iter().map(|p| p.1).sum::<u64>().div_ceil(2);
+    let mut seen = 0;
+    for (p50, n) in p50s {
+        seen += n;
+        if seen >= half {
+            return p50;
+        }
+    }
+    0.0
+}
