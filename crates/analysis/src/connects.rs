@@ -141,7 +141,7 @@ pub struct Refusals {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LateGreetings {
     pub server: String,
-    /// Greetings at least [`LATE_GREETING_NS`] after the handshake, of all greetings seen.
+    /// Greetings at least `LATE_GREETING_NS` (100 ms) after the handshake, of all greetings seen.
     pub count: u64,
     pub greetings: u64,
     /// Handshake to greeting of the late ones, µs.
