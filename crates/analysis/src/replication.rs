@@ -179,6 +179,22 @@ fn flag_name(f: CloseFlag) -> &'static str {
 /// events that arrived after it had left. A primary closing or resetting the stream, an event cut off,
 /// and a semi-sync ACK the primary waited for in vain (over [`ACK_STALL_NS`]) are not.
 pub(crate) fn judge(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, bool) {
+    let (reason, abnormal) = judge_alone(c, earlier);
+    match earlier {
+        Some(e) => (
+            format!(
+                "{reason} (after the {} {} in frame {})",
+                party(e.by),
+                flag_name(e.flag),
+                e.at.frame
+            ),
+            abnormal,
+        ),
+        None => (reason, abnormal),
+    }
+}
+
+fn judge_alone(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, bool) {
     let who = party(c.by);
     let flag = flag_name(c.flag);
     let s = &c.state;
@@ -524,4 +540,72 @@ fn weighted_median(streams: &[&ReplicationStream]) -> f64 {
         }
     }
     0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcapsleuth_mysql::replication::AwaitedAck;
+
+    fn at(frame: u64, ms: u64) -> Meta {
+        Meta {
+            ts_ns: ms * 1_000_000,
+            frame,
+        }
+    }
+
+    fn close(
+        by: Role,
+        flag: CloseFlag,
+        ms: u64,
+        awaited_ms: Option<u64>,
+        mid: bool,
+    ) -> StreamClose {
+        StreamClose {
+            by,
+            flag,
+            at: at(100, ms),
+            state: ReplicationAtClose {
+                events: 42,
+                mid_event: mid,
+                awaiting_ack: awaited_ms.map(|t| AwaitedAck {
+                    position: 777,
+                    event_end: at(90, t),
+                }),
+                last_event: Some(at(90, 0)),
+            },
+        }
+    }
+
+    #[test]
+    fn a_replica_leaving_is_normal_unless_the_primary_was_left_waiting() {
+        let c = Role::Client;
+        assert!(!judge(&close(c, CloseFlag::Fin, 1000, None, false), None).1);
+        // An ACK in flight for 2 ms: a race, not a stall.
+        let (reason, abnormal) = judge(&close(c, CloseFlag::Fin, 1000, Some(998), false), None);
+        assert!(!abnormal, "{reason}");
+        assert!(reason.contains("outstanding for 2.00 ms"), "{reason}");
+        let (reason, abnormal) = judge(&close(c, CloseFlag::Fin, 1000, Some(900), false), None);
+        assert!(abnormal && reason.contains("waited 100.00 ms"), "{reason}");
+        // Cut in the middle of an event.
+        assert!(judge(&close(c, CloseFlag::Fin, 1000, None, true), None).1);
+        // Its RST for events that came after its normal FIN is normal; without the FIN it is not.
+        let fin = close(c, CloseFlag::Fin, 1000, None, false);
+        assert!(!judge(&close(c, CloseFlag::Rst, 1001, None, false), Some(&fin)).1);
+        assert!(judge(&close(c, CloseFlag::Rst, 1001, None, false), None).1);
+    }
+
+    #[test]
+    fn a_primary_ending_the_stream_is_abnormal_and_says_what_it_waited_for() {
+        let s = Role::Server;
+        assert!(judge(&close(s, CloseFlag::Fin, 1000, None, false), None).1);
+        let (reason, abnormal) = judge(&close(s, CloseFlag::Fin, 11_000, Some(1000), false), None);
+        assert!(abnormal);
+        assert!(
+            reason.contains(
+                "semi-sync ACK for position 777 (event frame 90) had not come for 10.00 s"
+            ),
+            "{reason}"
+        );
+    }
 }

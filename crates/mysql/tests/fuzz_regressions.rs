@@ -1,8 +1,11 @@
 //! Inputs the `session` fuzz target found, kept as regression tests. The input
 //! format is the fuzz target's (see fuzz/fuzz_targets/session.rs); each must
-//! decode the same whether its chunks are fed whole or split into pieces.
+//! decode the same (transactions, session info, replication stream) whether its
+//! chunks are fed whole or split into pieces.
 
-use pcapsleuth_mysql::{CloseFlag, Direction, Meta, Session, SessionInfo, StartMode, Transaction};
+use pcapsleuth_mysql::{
+    CloseFlag, Direction, Meta, ReplicationSummary, Session, SessionInfo, StartMode, Transaction,
+};
 
 enum Ev<'a> {
     Data(Direction, &'a [u8]),
@@ -42,7 +45,11 @@ fn parse(data: &[u8]) -> Vec<Ev<'_>> {
     evs
 }
 
-fn run(mode: StartMode, evs: &[Ev<'_>], piece: usize) -> (Vec<Transaction>, SessionInfo) {
+fn run(
+    mode: StartMode,
+    evs: &[Ev<'_>],
+    piece: usize,
+) -> (Vec<Transaction>, SessionInfo, Option<ReplicationSummary>) {
     let mut s = Session::new(mode);
     let mut out = Vec::new();
     for (k, ev) in evs.iter().enumerate() {
@@ -65,13 +72,13 @@ fn run(mode: StartMode, evs: &[Ev<'_>], piece: usize) -> (Vec<Transaction>, Sess
     }
     s.finish();
     out.extend(s.drain());
-    (out, s.info().clone())
+    (out, s.info().clone(), s.replication().cloned())
 }
 
-fn check(data: &[u8]) {
-    let Some((&head, rest)) = data.split_first() else {
-        return;
-    };
+/// Decodes `data` whole and in pieces of 1 to 7 bytes, asserts they agree, and returns the whole
+/// decode (nothing for an empty input).
+fn check(data: &[u8]) -> Option<(Vec<Transaction>, SessionInfo, Option<ReplicationSummary>)> {
+    let (&head, rest) = data.split_first()?;
     let mode = if head & 1 == 0 {
         StartMode::Handshake
     } else {
@@ -89,7 +96,12 @@ fn check(data: &[u8]) {
             whole.1, split.1,
             "session info differs with pieces of {piece}"
         );
+        assert_eq!(
+            whole.2, split.2,
+            "replication stream differs with pieces of {piece}"
+        );
     }
+    Some(whole)
 }
 
 /// Found after ~125k executions: under the compressed protocol one segment can
@@ -110,12 +122,26 @@ fn all_fuzz_regression_inputs_are_chunking_invariant() {
     }
 }
 
+/// The seeds cut from real captures; the `repl-*` ones (repl-semisync.pcap's dump from its start, and
+/// its event stream joined mid-way) must decode as a replication stream, so the fuzzer starts there.
 #[test]
 fn seeds_are_chunking_invariant() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/session");
+    let mut streams = 0;
     for e in std::fs::read_dir(dir).unwrap() {
-        check(&std::fs::read(e.unwrap().path()).unwrap());
+        let path = e.unwrap().path();
+        let whole = check(&std::fs::read(&path).unwrap());
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.starts_with("repl-") {
+            let repl = whole.and_then(|w| w.2);
+            assert!(
+                repl.as_ref().is_some_and(|r| r.events > 0),
+                "{name}: no binlog events decoded: {repl:?}"
+            );
+            streams += 1;
+        }
     }
+    assert_eq!(streams, 2, "the two replication seeds");
 }
 
 /// The inputs of `../shared/fuzz-findings/mysql-session/` (read from there, never copied): the session

@@ -1,6 +1,6 @@
 //! Feeds arbitrary chunks in both directions, with gaps and closes, to a
 //! session; checks that nothing panics and that splitting every chunk into
-//! smaller pieces gives the same transactions and counters.
+//! smaller pieces gives the same transactions, counters and replication stream.
 //!
 //! Input: byte 0 picks the start mode and the re-chunking size; then records
 //! of `op, len, bytes[len]`: op & 3 = 0/1 data, 2 gap (len * 97 bytes), 3 close;
@@ -52,7 +52,11 @@ fn run(
     mode: StartMode,
     evs: &[Ev<'_>],
     piece: usize,
-) -> (Vec<Transaction>, pcapsleuth_mysql::SessionInfo) {
+) -> (
+    Vec<Transaction>,
+    pcapsleuth_mysql::SessionInfo,
+    Option<pcapsleuth_mysql::ReplicationSummary>,
+) {
     let mut s = Session::new(mode);
     let mut out = Vec::new();
     for (k, ev) in evs.iter().enumerate() {
@@ -75,7 +79,7 @@ fn run(
     }
     s.finish();
     out.extend(s.drain());
-    (out, s.info().clone())
+    (out, s.info().clone(), s.replication().cloned())
 }
 
 fuzz_target!(|data: &[u8]| {
