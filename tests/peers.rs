@@ -614,8 +614,6 @@ fn against_tshark(entry: &Entry, o: &Ours, t: &Tshark) -> Vec<Disagreement> {
 /// them comes right (remove it here) as much as if anything else goes wrong.
 const KNOWN_WRONG: &[(&str, &str)] = &[
     ("deepflow/mysql-statement.pcap", "commands"),
-    ("arkime/mysql-tls.pcap", "commands"),
-    ("ndpi/mysql.pcapng", "commands"),
     ("percona-toolkit/tcpdump014.pcap", "rt"),
     ("percona-toolkit/tcpdump015.pcap", "rt"),
     ("percona-toolkit/tcpdump019.pcap", "commands"),

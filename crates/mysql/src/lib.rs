@@ -184,6 +184,9 @@ pub enum Outcome {
     },
     /// The capture ended while the request was open.
     CaptureEnded,
+    /// The login asked for TLS (an SSLRequest, CLIENT_SSL): it went on encrypted, and how it
+    /// ended, like everything after it, cannot be read.
+    Encrypted,
     /// Server bytes of this response fell into a gap (loss, snaplen) and the
     /// decoder had to resynchronise: how the request ended is unknown.
     GapLost,

@@ -623,10 +623,12 @@ impl Core {
                 self.info.client_capabilities = Some(hr.capabilities);
                 self.info.character_set = hr.character_set.or(self.info.character_set);
                 if hr.capabilities & cap::CLIENT_SSL != 0 {
-                    // SSLRequest: TLS starts with the next byte in both directions.
+                    // SSLRequest: TLS starts with the next byte in both directions. The login goes
+                    // on inside it: it happened, and how it ended cannot be read.
                     self.info.encryption = Encryption::Tls;
                     self.phase = Phase::Stopped;
                     fx.stop = true;
+                    self.finish_request(pending, Outcome::Encrypted);
                     return fx;
                 }
                 self.info.user = hr.user.map(wire::text);

@@ -182,7 +182,12 @@ fn ssl_request_stops_decoding_cleanly() {
     );
     let ctx = s.close(S, pcapsleuth_mysql::CloseFlag::Fin, meta(99));
     assert_eq!(ctx.phase, SessionPhase::Encrypted);
-    assert_eq!(s.drain().count(), 0);
+    // The login happened (tshark's Login Request, the SSLRequest), encrypted from there on.
+    let t: Vec<_> = s.drain().collect();
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].command, Command::Connect);
+    assert_eq!(t[0].request_frame, 2);
+    assert_eq!(t[0].outcome, Outcome::Encrypted);
 }
 
 #[test]
