@@ -202,6 +202,9 @@ enum Phase {
     AwaitHandshakeResponse,
     Authenticating,
     Command,
+    /// The server refused the login (an ERR where a greeting or the login's OK
+    /// belongs): the connection never reaches the command phase, and the server closes it.
+    LoginRefused,
     Quit,
     Stopped,
     /// Mid-stream start or lost during the connection phase: waiting for a command.
@@ -368,6 +371,25 @@ struct Core {
     replication: Option<Box<Replication>>,
     /// What the client's `SET @...` statements said, for a dump to come.
     replica_hints: ReplicaHints,
+    /// Where the login began, while the server waits for it.
+    login_from: Option<LoginStart>,
+}
+
+/// Where a login the server is waiting for began.
+#[derive(Debug, Clone, Copy)]
+enum LoginStart {
+    /// Nothing from the client yet: at the end of the greeting.
+    Greeting(Meta),
+    /// At the client's first byte after the greeting (which may never make a packet).
+    Client(Meta),
+}
+
+impl LoginStart {
+    fn at(self) -> Meta {
+        match self {
+            LoginStart::Greeting(m) | LoginStart::Client(m) => m,
+        }
+    }
 }
 
 /// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
@@ -443,6 +465,7 @@ impl Core {
             compression_unknown: mode == StartMode::MidStream,
             replication: None,
             replica_hints: ReplicaHints::default(),
+            login_from: None,
         }
     }
 
@@ -515,9 +538,10 @@ impl Core {
 
     fn phase_for_close(&self) -> SessionPhase {
         match self.phase {
-            Phase::AwaitGreeting | Phase::AwaitHandshakeResponse | Phase::Authenticating => {
-                SessionPhase::Handshake
-            }
+            Phase::AwaitGreeting
+            | Phase::AwaitHandshakeResponse
+            | Phase::Authenticating
+            | Phase::LoginRefused => SessionPhase::Handshake,
             Phase::Stopped => {
                 if self.info.encryption == Encryption::Tls {
                     SessionPhase::Encrypted
@@ -559,7 +583,7 @@ impl Core {
         let mut fx = Effects::default();
         match self.phase {
             Phase::Stopped => {}
-            Phase::AwaitGreeting => {
+            Phase::AwaitGreeting | Phase::LoginRefused => {
                 self.info.counters.unexpected_client_packets += 1;
             }
             Phase::AwaitHandshakeResponse => fx = self.on_handshake_response(pkt, prefix),
@@ -810,6 +834,22 @@ impl Core {
                 return fx;
             }
             Phase::AwaitHandshakeResponse => {
+                if let (Some(0xFF), Some(outcome)) = (prefix.first(), err_outcome(prefix)) {
+                    // The server refused what the client sent instead of a login (1156 "Got
+                    // packets out of order" for bytes that are no HandshakeResponse), or its
+                    // silence (1043 "Bad handshake"): the login attempt ends with that error.
+                    let mut p = Pending::new(
+                        Command::Connect,
+                        self.login_from.map_or(pkt.start, LoginStart::at),
+                        Stage::Auth,
+                    );
+                    p.first_response = Some(pkt.start);
+                    p.last_response = Some(pkt.end);
+                    p.response_bytes = wire_len(pkt.len);
+                    self.finish_request(p, outcome);
+                    self.phase = Phase::LoginRefused;
+                    return fx;
+                }
                 self.info.counters.unsolicited_server_packets += 1;
                 self.note_unsolicited_error(prefix);
                 return fx;
@@ -868,6 +908,14 @@ impl Core {
         fx
     }
 
+    /// Client bytes arrived while the server waits for the login: the login began with the first.
+    #[cold]
+    fn note_login_bytes(&mut self, at: Meta) {
+        if !matches!(self.login_from, Some(LoginStart::Client(_))) {
+            self.login_from = Some(LoginStart::Client(at));
+        }
+    }
+
     fn note_unsolicited_error(&mut self, prefix: &[u8]) {
         if let Some(Outcome::Err {
             code,
@@ -893,7 +941,7 @@ impl Core {
                 p.last_response = Some(pkt.end);
                 p.response_bytes = wire_len(pkt.len);
                 self.finish_request(p, outcome);
-                self.phase = Phase::Command;
+                self.phase = Phase::LoginRefused;
                 return;
             }
         }
@@ -908,6 +956,7 @@ impl Core {
                 self.info.character_set = g.character_set;
                 self.info.auth_plugin = g.auth_plugin.filter(|p| !p.is_empty()).map(wire::text);
                 self.phase = Phase::AwaitHandshakeResponse;
+                self.login_from = Some(LoginStart::Greeting(pkt.end));
             }
             // Not even the protocol byte was kept: the first server packet is
             // still the greeting.
@@ -1237,7 +1286,7 @@ impl Core {
                 }
                 Some(0xFF) => {
                     if head.command == Command::Connect {
-                        self.phase = Phase::Command;
+                        self.phase = Phase::LoginRefused;
                     }
                     Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed))
                 }
@@ -1327,7 +1376,12 @@ impl Session {
     /// retransmissions and reordered). `meta` is the segment carrying them.
     pub fn feed(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
         match dir {
-            Direction::ClientToServer => self.core.info.counters.client_bytes += bytes.len() as u64,
+            Direction::ClientToServer => {
+                self.core.info.counters.client_bytes += bytes.len() as u64;
+                if self.core.phase == Phase::AwaitHandshakeResponse {
+                    self.core.note_login_bytes(meta);
+                }
+            }
             Direction::ServerToClient => self.core.info.counters.server_bytes += bytes.len() as u64,
         }
         self.feed_bytes(dir, bytes, meta, false);

@@ -73,6 +73,54 @@ fn login_records_user_schema_and_yields_a_connect_transaction() {
     assert_eq!(i.connection_id, Some(42));
 }
 
+/// Percona's tcpdump043: the client answers the greeting with 15 bytes that are no login ("hello,
+/// world!\r\n" reads as the header of a 7 MB packet), and the server says ERR 1156 "Got packets out of
+/// order" (without SQLSTATE): the login attempt ends with that error. A client that sends nothing and is
+/// refused (1043 "Bad handshake") has its attempt timed from the greeting.
+#[test]
+fn a_server_err_refusing_a_malformed_login_ends_the_login_attempt() {
+    let mut refused = vec![0xFF];
+    refused.extend_from_slice(&1156u16.to_le_bytes());
+    refused.extend_from_slice(b"Got packets out of order");
+    let evs = vec![
+        Ev::Data(S, greeting(BASE_CAPS)),
+        Ev::Data(C, b"hello, world!\r\n".to_vec()),
+        Ev::Data(S, packet(1, &refused)),
+    ];
+    let (t, s) = play(StartMode::Handshake, &evs);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].command, Command::Connect);
+    assert_eq!(
+        (t[0].request_frame, t[0].first_response_frame),
+        (2, Some(3))
+    );
+    match &t[0].outcome {
+        Outcome::Err {
+            code,
+            sql_state,
+            message,
+        } => assert_eq!(
+            (*code, sql_state.as_str(), message.as_str()),
+            (1156, "", "Got packets out of order")
+        ),
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(s.info().counters.unsolicited_errors, 0);
+    // The connection never left its connection phase: the server's close comes during the login.
+    assert_eq!(s.phase(), SessionPhase::Handshake);
+    let (bytewise, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1);
+    assert_eq!(t, bytewise);
+
+    let silent = vec![
+        Ev::Data(S, greeting(BASE_CAPS)),
+        Ev::Data(S, packet(1, &err(1043, "08S01", "Bad handshake"))),
+    ];
+    let (t, _) = play(StartMode::Handshake, &silent);
+    assert_eq!(t.len(), 1);
+    assert!(matches!(t[0].outcome, Outcome::Err { code: 1043, .. }));
+    assert_eq!(t[0].request_frame, 1, "from the greeting");
+}
+
 #[test]
 fn deprecate_eof_resultset_counts_rows_and_ends_on_ok_fe() {
     let mut evs = login(BASE_CAPS | DEPRECATE_EOF);
