@@ -612,13 +612,7 @@ fn against_tshark(entry: &Entry, o: &Ours, t: &Tshark) -> Vec<Disagreement> {
 
 /// Captures and keys on which pcapsleuth is still known to be wrong (issue 11). The test fails if one of
 /// them comes right (remove it here) as much as if anything else goes wrong.
-const KNOWN_WRONG: &[(&str, &str)] = &[
-    ("deepflow/mysql-statement.pcap", "commands"),
-    ("percona-toolkit/tcpdump014.pcap", "rt"),
-    ("percona-toolkit/tcpdump015.pcap", "rt"),
-    ("percona-toolkit/tcpdump019.pcap", "commands"),
-    ("percona-toolkit/tcpdump019.pcap", "statements_contain"),
-];
+const KNOWN_WRONG: &[(&str, &str)] = &[("percona-toolkit/tcpdump014.pcap", "rt")];
 
 /// Differences judged in this repository after the manifest (read-only shared data) was written:
 /// (capture, against, the difference in the manifest's words, why). Forgiven like the manifest's

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use pcapsleuth_flow::{
     CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FlowBuildHasher, FrameRef, Role, Side,
-    StreamEvent, StreamReassembler, TcpSegment,
+    StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::{
     looks_like_binlog_events, looks_like_client_command, looks_like_greeting,
@@ -67,6 +67,8 @@ pub fn response_time_ns(t: &Transaction) -> Option<u64> {
 pub enum RecognisedBy {
     Greeting,
     RequestResponseShape,
+    /// A whole command that was never answered: cut off by a close, or still waiting when the capture ended.
+    UnansweredRequest,
     Port,
     /// Binlog event packets or semi-sync ACKs: a replication stream joined after its dump.
     BinlogEvents,
@@ -81,13 +83,82 @@ enum Detect {
     NotMysql,
 }
 
-/// A client segment that looked like a command, kept until the server's answer confirms MySQL.
+/// Client bytes that looked like the start of a command, kept until the server's answer (or, for a
+/// request never answered, the close or the end of the capture) says the connection is MySQL: the segment
+/// that began them and the segments continuing them, as one stretch of the stream.
 struct Candidate {
     side: Side,
+    /// Sequence number of the first byte.
     seq: u32,
+    /// The bytes, while every one was captured and they fit [`CANDIDATE_BYTES`].
     bytes: Vec<u8>,
+    /// Length on the wire (bytes past `bytes` were not kept: a gap when replayed).
     wire_len: u32,
+    /// Where the command the first bytes announce ends (its header and payload).
+    announced: u64,
     at: FrameRef,
+}
+
+/// Bytes of a candidate kept for replay; a longer request is replayed with a gap the decoder absorbs
+/// inside its payload (its statement text is capped well below this).
+const CANDIDATE_BYTES: usize = 1 << 16;
+
+/// What a segment of the candidate's side is to it.
+enum Continuation {
+    /// The next bytes, inside the command the candidate announced (a long request in pieces).
+    Within,
+    /// The next bytes, past that command.
+    Beyond,
+    /// Not the next bytes (a gap, or a retransmission).
+    Apart,
+}
+
+impl Candidate {
+    fn new(side: Side, seg: &TcpSegment<'_>, at: FrameRef) -> Candidate {
+        let header = seg.payload.get(..3).unwrap_or(&[]);
+        let len = header
+            .iter()
+            .rev()
+            .fold(0u64, |n, &b| (n << 8) | u64::from(b));
+        let mut c = Candidate {
+            side,
+            seq: seg.seq,
+            bytes: Vec::new(),
+            wire_len: 0,
+            announced: 4 + len,
+            at,
+        };
+        c.push(seg);
+        c
+    }
+
+    fn push(&mut self, seg: &TcpSegment<'_>) {
+        let whole = self.bytes.len() == self.wire_len as usize
+            && seg.payload.len() == seg.payload_len as usize
+            && self.bytes.len() + seg.payload.len() <= CANDIDATE_BYTES;
+        if whole {
+            self.bytes.extend_from_slice(seg.payload);
+        }
+        self.wire_len = self.wire_len.saturating_add(seg.payload_len);
+    }
+
+    fn extend(&mut self, seg: &TcpSegment<'_>) -> Continuation {
+        if seg.seq != self.seq.wrapping_add(self.wire_len) {
+            return Continuation::Apart;
+        }
+        let within = u64::from(self.wire_len) < self.announced;
+        self.push(seg);
+        if within {
+            Continuation::Within
+        } else {
+            Continuation::Beyond
+        }
+    }
+
+    /// The whole command it announced went on the wire.
+    fn complete(&self) -> bool {
+        u64::from(self.wire_len) >= self.announced
+    }
 }
 
 /// What a close found the session doing.
@@ -225,10 +296,29 @@ impl MysqlTrack {
         sinks: &mut Sinks,
         opts: &EngineOptions,
     ) {
-        if let Detect::Undecided { segments } = &mut self.detect {
+        if matches!(self.detect, Detect::Undecided { .. }) {
             if seg.payload_len == 0 {
+                let close = seg.flags.fin() || seg.flags.rst();
+                if !close || !self.candidate.as_ref().is_some_and(Candidate::complete) {
+                    return;
+                }
+                // A close while a whole command that looked like MySQL waited for its answer: the
+                // request was cut off unanswered, and the close is read in its light.
+                self.start_from_candidate(RecognisedBy::UnansweredRequest, sinks, opts, conn);
+                self.feed(side, seg, at, sinks, opts, conn);
                 return;
             }
+            if let Some(c) = self.candidate.as_mut().filter(|c| c.side == side) {
+                match c.extend(seg) {
+                    // The rest of the command: one request, however many segments carry it.
+                    Continuation::Within => return,
+                    Continuation::Beyond => {}
+                    Continuation::Apart => self.candidate = None,
+                }
+            }
+            let Detect::Undecided { segments } = &mut self.detect else {
+                return;
+            };
             *segments += 1;
             let give_up = *segments > DETECTION_SEGMENTS;
             let key = conn.key();
@@ -274,36 +364,19 @@ impl MysqlTrack {
                 } else if looks_like_semi_sync_acks(seg.payload) {
                     // ...and the side sending ACKs the replica.
                     self.start(side, RecognisedBy::BinlogEvents, StartMode::MidStream);
-                } else if let Some(c) = self.candidate.take().filter(|c| c.side != side) {
+                } else if self.candidate.as_ref().is_some_and(|c| c.side != side) {
                     if looks_like_response(seg.payload) {
-                        self.start(
-                            c.side,
+                        self.start_from_candidate(
                             RecognisedBy::RequestResponseShape,
-                            StartMode::MidStream,
+                            sinks,
+                            opts,
+                            conn,
                         );
-                        let Candidate {
-                            side,
-                            seq,
-                            bytes,
-                            wire_len,
-                            at,
-                        } = c;
-                        let seg_c = TcpSegment {
-                            seq,
-                            payload: &bytes,
-                            payload_len: wire_len,
-                            ..*seg
-                        };
-                        self.feed(side, &seg_c, at, sinks, opts, conn);
+                    } else {
+                        self.candidate = None;
                     }
-                } else if looks_like_client_command(seg.payload) {
-                    self.candidate = Some(Candidate {
-                        side,
-                        seq: seg.seq,
-                        bytes: seg.payload[..seg.payload.len().min(1 << 16)].to_vec(),
-                        wire_len: seg.payload_len,
-                        at,
-                    });
+                } else if self.candidate.is_none() && looks_like_client_command(seg.payload) {
+                    self.candidate = Some(Candidate::new(side, seg, at));
                 }
                 if !self.is_mysql() {
                     if give_up {
@@ -317,6 +390,38 @@ impl MysqlTrack {
         if self.is_mysql() {
             self.feed(side, seg, at, sinks, opts, conn);
         }
+    }
+
+    /// The candidate's side is the client of a MySQL connection joined mid-stream: the session starts,
+    /// and the candidate's bytes are its first.
+    fn start_from_candidate(
+        &mut self,
+        by: RecognisedBy,
+        sinks: &mut Sinks,
+        opts: &EngineOptions,
+        conn: &ConnectionState,
+    ) {
+        let Some(c) = self.candidate.take() else {
+            return;
+        };
+        self.start(c.side, by, StartMode::MidStream);
+        let key = conn.key();
+        let (src, dst) = (key.endpoint(c.side), key.endpoint(c.side.other()));
+        // Only bytes: no flags (the segments' ACKs and closes were read as they came).
+        let replay = TcpSegment {
+            src: src.ip,
+            src_port: src.port,
+            dst: dst.ip,
+            dst_port: dst.port,
+            seq: c.seq,
+            ack: 0,
+            window: 0,
+            flags: TcpFlags(0),
+            options: &[],
+            payload: &c.bytes,
+            payload_len: c.wire_len,
+        };
+        self.feed(c.side, &replay, c.at, sinks, opts, conn);
     }
 
     fn feed(
@@ -479,6 +584,13 @@ impl MysqlTrack {
         opts: &EngineOptions,
     ) -> Option<MysqlSessionFacts> {
         let filter = &opts.mysql_filter;
+        if matches!(self.detect, Detect::Undecided { .. })
+            && self.candidate.as_ref().is_some_and(Candidate::complete)
+        {
+            // A whole command that looked like MySQL was still waiting for its answer when the capture
+            // ended.
+            self.start_from_candidate(RecognisedBy::UnansweredRequest, sinks, opts, conn);
+        }
         if !self.is_mysql() {
             return None;
         }

@@ -66,6 +66,11 @@ impl Decompressor {
         self.pending = false;
     }
 
+    /// Between compressed packets (no header byte nor payload byte pending).
+    pub(crate) fn at_boundary(&self) -> bool {
+        !self.in_payload && self.hdr_fill == 0
+    }
+
     /// The inflater may hold output of the current payload that did not fit the
     /// last call's buffer: call [`Decompressor::push`] again, even with no input,
     /// before the segment is done.

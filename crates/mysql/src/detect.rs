@@ -108,6 +108,38 @@ pub(crate) fn server_packets_at(w: &[u8], window_cap: usize) -> Verdict {
     }
 }
 
+/// Judges a whole packet (sequence id, payload kept, length): does an answer begin with it?
+pub(crate) type AnswerStart<'a> = &'a dyn Fn(u8, &[u8], u64) -> bool;
+
+/// Is `w` a whole packet with which `starts` says an answer begins? One packet is enough here:
+/// the caller knows what answer it waits for.
+fn answer_start_at(w: &[u8], window_cap: usize, starts: AnswerStart<'_>) -> Verdict {
+    let (Some(len), Some(&seq)) = (le_u24(w), w.get(3)) else {
+        return Verdict::NeedMore;
+    };
+    if 4 + len as usize > window_cap {
+        return Verdict::No;
+    }
+    match w.get(4..4 + len as usize) {
+        Some(payload) if starts(seq, payload, u64::from(len)) => Verdict::Yes,
+        Some(_) => Verdict::No,
+        None => Verdict::NeedMore,
+    }
+}
+
+/// [`server_packets_at`], or where an expected answer begins (`starts`).
+pub(crate) fn server_answer_at(
+    w: &[u8],
+    window_cap: usize,
+    starts: Option<AnswerStart<'_>>,
+) -> Verdict {
+    match starts.map(|f| answer_start_at(w, window_cap, f)) {
+        Some(Verdict::Yes) => Verdict::Yes,
+        Some(Verdict::NeedMore) => Verdict::NeedMore,
+        _ => server_packets_at(w, window_cap),
+    }
+}
+
 /// A compressed-protocol packet's header: compressed payload length, sequence id,
 /// and the length it inflates to (0: stored as is, not deflated).
 pub(crate) fn compressed_header(w: &[u8]) -> Option<(u32, u8, u32)> {
@@ -215,7 +247,11 @@ pub(crate) fn compressed_client_command_at(w: &[u8], window_cap: usize) -> Verdi
 /// carries: what it carries (stored, or the start of its inflated stream) begins
 /// with two chained packets, or is one whole packet followed by the next
 /// compressed packet's header with the next sequence id.
-pub(crate) fn compressed_server_packet_at(w: &[u8], window_cap: usize) -> Verdict {
+pub(crate) fn compressed_server_packet_at(
+    w: &[u8],
+    window_cap: usize,
+    starts: Option<AnswerStart<'_>>,
+) -> Verdict {
     let Some((clen, seq, ulen)) = compressed_header(w) else {
         return Verdict::NeedMore;
     };
@@ -232,11 +268,11 @@ pub(crate) fn compressed_server_packet_at(w: &[u8], window_cap: usize) -> Verdic
             Err(v) => return v,
         }
     };
-    match server_packets_at(&inner, window_cap) {
+    let whole_inner = inner.len() == inner_total as usize;
+    match server_answer_at(&inner, window_cap, starts) {
         Verdict::NeedMore => {}
         v => return v,
     }
-    let whole_inner = inner.len() == inner_total as usize;
     if !whole_inner {
         return if complete || w.len() >= window_cap {
             Verdict::No
@@ -525,21 +561,27 @@ mod tests {
         rs.extend(packet(23, b"\xfe\x00\x00\x02\x00"));
         for deflate in [false, true] {
             let c = compressed(1, &rs, deflate);
-            assert_eq!(compressed_server_packet_at(&c, 2048), Verdict::Yes);
+            assert_eq!(compressed_server_packet_at(&c, 2048, None), Verdict::Yes);
             // One byte later is no boundary.
-            assert_eq!(compressed_server_packet_at(&c[1..], 2048), Verdict::No);
+            assert_eq!(
+                compressed_server_packet_at(&c[1..], 2048, None),
+                Verdict::No
+            );
         }
         // One whole packet (an OK) in a stored compressed packet: the next compressed header decides.
         let ok = compressed(1, &packet(1, b"\x00\x00\x00\x02\x00\x00\x00"), false);
-        assert_eq!(compressed_server_packet_at(&ok, 2048), Verdict::NeedMore);
+        assert_eq!(
+            compressed_server_packet_at(&ok, 2048, None),
+            Verdict::NeedMore
+        );
         let next = compressed(2, &packet(2, b"\x00\x00\x00\x02\x00\x00\x00"), false);
         assert_eq!(
-            compressed_server_packet_at(&[&ok[..], &next[..]].concat(), 2048),
+            compressed_server_packet_at(&[&ok[..], &next[..]].concat(), 2048, None),
             Verdict::Yes
         );
         let stray = compressed(7, &packet(2, b"\x00\x00\x00\x02\x00\x00\x00"), false);
         assert_eq!(
-            compressed_server_packet_at(&[&ok[..], &stray[..]].concat(), 2048),
+            compressed_server_packet_at(&[&ok[..], &stray[..]].concat(), 2048, None),
             Verdict::No
         );
     }
@@ -564,7 +606,8 @@ mod tests {
                 }
             }
             w.truncate(window);
-            for check in [compressed_client_command_at, compressed_server_packet_at] {
+            let server = |w: &[u8], cap| compressed_server_packet_at(w, cap, None);
+            for check in [compressed_client_command_at, server] {
                 let whole = check(&w, window);
                 for cut in 0..w.len() {
                     let v = check(&w[..cut], window);

@@ -12,8 +12,8 @@ use std::collections::{HashMap, VecDeque};
 use crate::command::Command;
 use crate::compress::Decompressor;
 use crate::detect::{
-    client_command_at, compressed_client_command_at, compressed_server_packet_at,
-    server_packets_at, Verdict,
+    client_command_at, compressed_client_command_at, compressed_server_packet_at, server_answer_at,
+    AnswerStart, Verdict,
 };
 use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
@@ -137,6 +137,7 @@ fn hunt_check(
     acks: bool,
     w: &[u8],
     window_cap: usize,
+    answer: Option<AnswerStart<'_>>,
 ) -> Boundary {
     use Carriage::*;
     // A replica's semi-sync ACK when one may come (see `Core::expects_acks`), and a primary's binlog
@@ -175,11 +176,12 @@ fn hunt_check(
             Verdict::No => plain_client(w),
         },
         (Direction::ServerToClient, Plain) => {
-            Boundary::from(server_packets_at(w, window_cap), Plain)
+            Boundary::from(server_answer_at(w, window_cap, answer), Plain)
         }
-        (Direction::ServerToClient, Compressed) => {
-            Boundary::from(compressed_server_packet_at(w, window_cap), Compressed)
-        }
+        (Direction::ServerToClient, Compressed) => Boundary::from(
+            compressed_server_packet_at(w, window_cap, answer),
+            Compressed,
+        ),
         // Until the client's first command tells how packets are carried.
         (Direction::ServerToClient, Unknown) => Boundary::NotHere,
     }
@@ -264,6 +266,9 @@ struct Pending {
     file_bytes: u64,
     /// Server bytes of this response may be in a gap.
     lost: bool,
+    /// Bytes of a server gap that ended the framing while nothing of this response had come: the
+    /// response may have begun in it, or may begin after it (see [`starts_response`]).
+    gap_before_response: Option<u64>,
     /// COM_STMT_EXECUTE asked for a cursor.
     cursor: bool,
     /// COM_STMT_PREPARE_OK's (statement id, params, columns), while definitions follow.
@@ -292,6 +297,7 @@ impl Pending {
             saw_infile: false,
             file_bytes: 0,
             lost: false,
+            gap_before_response: None,
             cursor: false,
             prepared: None,
             new_schema: None,
@@ -717,21 +723,10 @@ impl Core {
             self.replication = Some(Box::new(dumped));
             return fx;
         }
-        let stage = match command {
-            Command::Quit | Command::StmtClose | Command::StmtSendLongData => Stage::NoResponse,
-            Command::Query | Command::ProcessInfo | Command::StmtExecute => Stage::First,
-            Command::StmtPrepare => Stage::PrepareFirst,
-            Command::StmtFetch => Stage::Rows,
-            Command::FieldList => Stage::FieldList,
-            Command::Statistics => Stage::AnyOne,
-            Command::BinlogDump | Command::BinlogDumpGtid => Stage::Binlog,
-            Command::ChangeUser => Stage::Auth,
-            Command::Unknown(_) => {
-                self.info.counters.unknown_commands += 1;
-                Stage::Simple
-            }
-            _ => Stage::Simple,
-        };
+        if matches!(command, Command::Unknown(_)) {
+            self.info.counters.unknown_commands += 1;
+        }
+        let stage = first_stage(command);
         let caps = self.caps();
         if self.queue.len() >= MAX_PENDING {
             self.info.counters.dropped_requests += 1;
@@ -884,6 +879,18 @@ impl Core {
         if head.stage == Stage::NoResponse {
             self.info.counters.unsolicited_server_packets += 1;
             return fx;
+        }
+        if let (Stage::Lost, None, Some(gap)) =
+            (head.stage, head.first_response, head.gap_before_response)
+        {
+            if pkt.seq == 1 && starts_response(head.command, prefix, pkt.len, gap) {
+                // The gap held nothing of this response, which begins here: read it as usual.
+                head.stage = first_stage(head.command);
+                head.next_seq = 1;
+                head.lost = false;
+                head.gap_bytes = head.gap_bytes.saturating_sub(gap);
+                head.gap_before_response = None;
+            }
         }
         if head.first_response.is_none() {
             head.first_response = Some(pkt.start);
@@ -1321,6 +1328,36 @@ impl Core {
     }
 }
 
+/// How the server's answer to a command begins.
+fn first_stage(command: Command) -> Stage {
+    match command {
+        Command::Quit | Command::StmtClose | Command::StmtSendLongData => Stage::NoResponse,
+        Command::Query | Command::ProcessInfo | Command::StmtExecute => Stage::First,
+        Command::StmtPrepare => Stage::PrepareFirst,
+        Command::StmtFetch => Stage::Rows,
+        Command::FieldList => Stage::FieldList,
+        Command::Statistics => Stage::AnyOne,
+        Command::BinlogDump | Command::BinlogDumpGtid => Stage::Binlog,
+        Command::ChangeUser => Stage::Auth,
+        _ => Stage::Simple,
+    }
+}
+
+/// After a server gap that fell before any of a request's response, is this packet (sequence id 1)
+/// where that response begins, rather than a later packet whose sequence id wrapped around? An ERR
+/// (no row nor definition starts with 0xFF) and a resultset's column count (one byte, 1 to 250: too
+/// short for a row) can only begin one. Other first packets (an OK, an EOF) could be the 257th packet
+/// of a binary resultset, unless the gap is too short to have held 255 packets.
+fn starts_response(command: Command, p: &[u8], len: u64, gap: u64) -> bool {
+    const WRAP_BYTES: u64 = 4 * 255;
+    match (p.first(), first_stage(command)) {
+        (Some(0xFF), _) => true,
+        (Some(&n), Stage::First) if len == 1 && (1..=250).contains(&n) => true,
+        (Some(0x00 | 0xFE), Stage::First | Stage::PrepareFirst | Stage::Simple) => gap < WRAP_BYTES,
+        _ => false,
+    }
+}
+
 /// After the authentication OK: switch to the compressed protocol if both
 /// sides agreed on it. Returns whether zlib framing starts now.
 fn start_compression(info: &mut SessionInfo) -> bool {
@@ -1475,6 +1512,23 @@ impl Session {
         } else {
             Carriage::Plain
         };
+        // A request waits for an answer the gap held nothing of: its start is enough to find.
+        let awaited = core
+            .queue
+            .front()
+            .filter(|_| dir == Direction::ServerToClient)
+            .and_then(
+                |p| match (p.stage, p.first_response, p.gap_before_response) {
+                    (Stage::Lost, None, Some(gap)) => Some((p.command, gap)),
+                    _ => None,
+                },
+            );
+        let starts = awaited.map(|(command, gap)| {
+            move |seq: u8, payload: &[u8], len: u64| {
+                seq == 1 && starts_response(command, payload, len, gap)
+            }
+        });
+        let answer = starts.as_ref().map(|f| f as AnswerStart<'_>);
         let mut consumed = 0usize;
         loop {
             let space = cur.window_cap.saturating_sub(cur.window.len());
@@ -1492,6 +1546,7 @@ impl Session {
                     core.expects_acks(),
                     cur.window.get(at..).unwrap_or(&[]),
                     cur.window_cap,
+                    answer,
                 ) {
                     Boundary::Here(c) => {
                         found = Some(c);
@@ -1720,6 +1775,8 @@ impl Session {
                 // and its code, a COM_STMT_PREPARE_OK, the start of a row):
                 // interpret its kept bytes before the framing is given up.
                 let remaining = cur.framer.remaining();
+                let at_boundary = cur.framer.at_boundary()
+                    && cur.inflater.as_ref().is_none_or(|d| d.at_boundary());
                 if let Some(mut pkt) = cur.framer.take_partial(meta) {
                     let prefix = cur.framer.prefix();
                     if prefix.is_empty() {
@@ -1754,6 +1811,9 @@ impl Session {
                 }
                 if let Some(head) = core.queue.front_mut() {
                     if head.stage != Stage::NoResponse {
+                        if at_boundary && head.first_response.is_none() {
+                            *head.gap_before_response.get_or_insert(0) += len;
+                        }
                         head.stage = Stage::Lost;
                     }
                 }

@@ -536,6 +536,73 @@ fn a_gap_across_packets_loses_the_response_and_resyncs_on_the_next_command() {
     assert_eq!(s.info().counters.resyncs, 1);
 }
 
+/// Percona's tcpdump015: the capture lost what the server sent before a query (answers to requests it
+/// also lost), and its next bytes are where the query's answer begins (a column count with sequence id
+/// 1, or an ERR): the answer is read whole and timed, not given up as lost. Where the gap could have held
+/// the answer's start (it began before the gap, or the next packet could be the 257th of a long one),
+/// the request stays lost.
+#[test]
+fn a_server_gap_before_any_of_the_answer_leaves_the_answer_readable() {
+    let rs = classic_resultset(1, &["a"], &[&["1"], &["2"], &["3"]], 2);
+    let mut refused = packet(1, &err(1146, "42S02", "Table 'x.t' doesn't exist"));
+    refused.extend(packet(1, &ok(0, 2)));
+    for (answer, want) in [
+        (rs.clone(), Outcome::ResultSet { rows: 3 }),
+        (
+            packet(1, &err(1146, "42S02", "Table 'x.t' doesn't exist")),
+            Outcome::Err {
+                code: 1146,
+                sql_state: SqlState::from_wire(b"42S02"),
+                message: "Table 'x.t' doesn't exist".into(),
+            },
+        ),
+    ] {
+        for gap in [40, 5000] {
+            let evs = vec![
+                query("select a from t"),
+                Ev::Gap(S, gap),
+                Ev::Data(S, answer.clone()),
+                query("select 2"),
+                Ev::Data(S, packet(1, &ok(0, 2))),
+            ];
+            let (t, _) = play(StartMode::MidStream, &evs);
+            assert_eq!(t[0].outcome, want, "{gap}");
+            assert_eq!(
+                (t[0].first_response_frame, t[0].gap_bytes),
+                (Some(3), 0),
+                "{gap}"
+            );
+            assert!(matches!(t[1].outcome, Outcome::Ok { .. }));
+        }
+    }
+    // An OK after a short gap begins the answer; after a long one it could be a binary row whose
+    // sequence id wrapped around.
+    for (gap, answered) in [(40, true), (5000, false)] {
+        let evs = vec![
+            query("update t set a = 1"),
+            Ev::Gap(S, gap),
+            Ev::Data(S, packet(1, &ok(1, 2))),
+        ];
+        let (t, _) = play(StartMode::MidStream, &evs);
+        assert_eq!(
+            matches!(t[0].outcome, Outcome::Ok { .. }),
+            answered,
+            "{gap}"
+        );
+    }
+    // The answer began before the gap: its later packets are no start.
+    let evs = vec![
+        query("select a from t"),
+        Ev::Data(S, rs[..9].to_vec()),
+        Ev::Gap(S, 40),
+        Ev::Data(S, rs[49..].to_vec()),
+        query("select 2"),
+        Ev::Data(S, packet(1, &ok(0, 2))),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    assert_eq!(t[0].outcome, Outcome::GapLost);
+}
+
 #[test]
 fn a_client_gap_is_followed_by_a_hunt_for_the_next_command() {
     let mut client = command(0x03, b"select 'lost in the gap'");
