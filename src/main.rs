@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
-use pcapsleuth::capture::{refuse_input_as_output, Capture, CaptureError, Damage, PcapWriter};
+use pcapsleuth::capture::{
+    refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, PcapWriter,
+};
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
 
@@ -26,8 +28,11 @@ struct Cli {
 
 #[derive(Args, Clone)]
 struct Common {
-    /// Capture file (pcap or pcapng).
-    file: PathBuf,
+    /// Capture files (pcap or pcapng, also gzip/zstd/xz/lz4-compressed), directories, or `-` for standard
+    /// input. Several files are read as one capture, in time order: a rotated set (`big.pcap*` from
+    /// `tcpdump -C` or `-G`) gives the results of the files concatenated.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
     /// Worker threads (default: all cores).
     #[arg(
         short = 'j',
@@ -440,7 +445,7 @@ fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
 }
 
 /// Connections and their closes only (`first-reset`, `flows`).
-fn analyze(common: &Common) -> anyhow::Result<(Capture, Analysis)> {
+fn analyze(common: &Common) -> anyhow::Result<(CaptureSet, Analysis)> {
     analyze_with(
         common,
         analysis::MysqlFilter::default(),
@@ -449,7 +454,7 @@ fn analyze(common: &Common) -> anyhow::Result<(Capture, Analysis)> {
     )
 }
 
-fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(Capture, Analysis)> {
+fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(CaptureSet, Analysis)> {
     let ns = parse_duration_ns(interval).map_err(|_| {
         InputError(format!(
             "--interval expects a duration like 1s or 100ms, got `{interval}`"
@@ -473,8 +478,8 @@ fn analyze_with(
     mysql_filter: analysis::MysqlFilter,
     interval_ns: i64,
     aggregation: Aggregation,
-) -> anyhow::Result<(Capture, Analysis)> {
-    let cap = open(&common.file)?;
+) -> anyhow::Result<(CaptureSet, Analysis)> {
+    let mut set = CaptureSet::open(&common.files)?;
     let opts = EngineOptions {
         threads: common.threads,
         splits: common.splits,
@@ -486,11 +491,35 @@ fn analyze_with(
         mysql_filter,
         interval_ns,
         aggregation,
+        ..EngineOptions::default()
     };
-    let progress = Progress::new("reading", &common.file, cap.len());
-    let a = analysis::analyze_with_progress(&cap, &opts, |done, total| progress.show(done, total));
+    let total: u64 = set.inputs.iter().filter_map(|i| i.stored_len()).sum();
+    let name = match &set.inputs[..] {
+        [one] => one.path().display().to_string(),
+        many => format!("{} files", many.len()),
+    };
+    let progress = Progress::new("reading", Path::new(&name), total);
+    let a = analysis::analyze_set(&mut set, &opts, |done, total| progress.show(done, total));
     progress.clear();
-    Ok((cap, a))
+    if !set.skipped.is_empty() {
+        sayln!(
+            "pcapsleuth: skipped {} files that are not captures: {}",
+            set.skipped.len(),
+            set.skipped
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for &(earlier, later) in &set.overlaps {
+        sayln!(
+            "pcapsleuth: warning: {} and {} overlap in time; they were read one after the other",
+            set.inputs[earlier].path().display(),
+            set.inputs[later].path().display()
+        );
+    }
+    Ok((set, a))
 }
 
 /// A progress line on stderr, for inputs over 256 MB when stderr is a terminal. Cheap to call per record:
@@ -540,14 +569,27 @@ impl Progress {
 const COPY_STEP: u64 = 64 << 20;
 
 /// Warnings for damage the reading survived; exit code 2 if any of it was more than a cut-short tail.
-fn finish(cap: &Capture, a: &Analysis) -> ExitCode {
-    report_damage(cap.path(), &a.capture.damage)
+fn finish(set: &CaptureSet, a: &Analysis) -> ExitCode {
+    if set.inputs.len() > 1 {
+        sayln!(
+            "pcapsleuth: read {} files as one capture, one after the other in time order ({}); frames are numbered across them",
+            set.inputs.len(),
+            set.inputs
+                .iter()
+                .map(|i| i.path().display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let paths: Vec<&Path> = set.inputs.iter().map(|i| i.path()).collect();
+    report_damage(&paths, &a.capture.damage)
 }
 
-fn report_damage(file: &Path, damage: &[Damage]) -> ExitCode {
+fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {
     let mut fatal = false;
     for d in damage {
         let level = if d.is_fatal() { "error" } else { "warning" };
+        let file = files.get(d.input).copied().unwrap_or(Path::new("?"));
         sayln!("pcapsleuth: {level}: {}: {d}", file.display());
         fatal |= d.is_fatal();
     }
@@ -634,7 +676,7 @@ fn extract(
     let n = w.finish()?;
     let damage = pass.finish();
     sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
-    Ok(report_damage(file, &damage))
+    Ok(report_damage(&[file], &damage))
 }
 
 fn split(
@@ -716,5 +758,5 @@ fn split(
         written.len(),
         out_dir.display()
     );
-    Ok(report_damage(file, &damage))
+    Ok(report_damage(&[file], &damage))
 }

@@ -60,17 +60,20 @@ fn bad_inputs_get_one_line_naming_the_file_and_exit_code_2() {
         "/nonexistent/x.pcap",
         "cannot open",
     );
-    let dir = std::env::temp_dir();
+    let dir = scratch("no-captures-here");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), b"not a capture\n").unwrap();
     let d = dir.to_str().unwrap();
-    assert_input_error(&["first-reset", d], d, "directory");
+    assert_input_error(&["first-reset", d], d, "directory without capture files");
     let empty = write("empty.pcap", b"");
     assert_input_error(&["first-reset", &empty], &empty, "empty");
     let text = write("notes.pcap", b"this is not a capture file at all\n");
     assert_input_error(&["flows", &text], &text, "not a pcap or pcapng");
     let short = write("short.pcap", &pcap_header(1)[..10]);
     assert_input_error(&["first-reset", &short], &short, "cut short");
-    assert_input_error(&["first-reset", "-"], "-", "standard input");
-    assert_input_error(&["flows", "/dev/null"], "/dev/null", "not a regular file");
+    // Standard input and devices are read as streams: here, empty ones.
+    assert_input_error(&["first-reset", "-"], "-", "empty");
+    assert_input_error(&["flows", "/dev/null"], "/dev/null", "empty");
     let usb = write("usb.pcap", &pcap_header(189));
     assert_input_error(&["first-reset", &usb], &usb, "unsupported link type 189");
 }

@@ -19,7 +19,10 @@
 
 use std::collections::HashMap;
 
-use pcapsleuth_capture::{Capture, Damage, ReaderState, RecordReader, Split, Timestamp};
+use pcapsleuth_capture::{
+    Capture, CaptureSet, Chunk, Damage, Input, Order, ReaderState, RecordReader, Split, Stream,
+    Timestamp,
+};
 use pcapsleuth_flow::{
     decode, server_side_by_port, Connection, ConnectionState, ConnectionTracker, Decoded, Endpoint,
     FlowBuildHasher, FlowKey, FrameRef, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
@@ -46,6 +49,9 @@ pub struct EngineOptions {
     pub interval_ns: i64,
     /// What to collect besides connections.
     pub aggregation: Aggregation,
+    /// Bytes per window of a streamed input (compressed, a pipe); 0: 32 MiB per thread. Results do not
+    /// depend on it (tests make it small, so that records straddle windows).
+    pub stream_window: usize,
 }
 
 /// How much the engine collects. Closes are always read in MySQL terms (`first-reset` needs the session
@@ -150,6 +156,56 @@ pub struct CaptureFacts {
     pub last_ts: Option<Timestamp>,
     #[serde(skip)]
     pub damage: Vec<Damage>,
+    /// How several files made one capture.
+    #[serde(skip_serializing_if = "is_single")]
+    pub order: Order,
+    /// Every file read, in reading order, with the frames it holds: frame `first_frame + k` of the
+    /// capture is frame `k + 1` of the file.
+    pub files: Vec<FileFacts>,
+}
+
+fn is_single(order: &Order) -> bool {
+    *order == Order::Single
+}
+
+/// One file of the capture.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileFacts {
+    pub path: String,
+    pub format: String,
+    /// Size as stored (compressed size for a compressed file; 0 for a pipe).
+    pub bytes: u64,
+    /// Its first frame's number in the capture (0 when it has none).
+    pub first_frame: u64,
+    pub frames: u64,
+    pub first_ts: Option<Timestamp>,
+    pub last_ts: Option<Timestamp>,
+}
+
+impl FileFacts {
+    fn new(path: &std::path::Path, format: String, bytes: u64) -> Self {
+        FileFacts {
+            path: path.display().to_string(),
+            format,
+            bytes,
+            first_frame: 0,
+            frames: 0,
+            first_ts: None,
+            last_ts: None,
+        }
+    }
+}
+
+impl CaptureFacts {
+    /// The file a frame of the capture is in, and its number in that file (Wireshark's, when the file is
+    /// opened alone).
+    pub fn locate(&self, frame: u64) -> Option<(&FileFacts, u64)> {
+        let i = self
+            .files
+            .partition_point(|f| f.frames == 0 || f.first_frame <= frame);
+        let f = self.files[..i].iter().rev().find(|f| f.frames > 0)?;
+        (frame < f.first_frame + f.frames).then(|| (f, frame - f.first_frame + 1))
+    }
 }
 
 /// The merged result of one run over a capture.
@@ -221,7 +277,9 @@ impl PacketEvent {
 }
 
 /// Phase 1's result for one split.
-struct Scan {
+struct Scan<'a> {
+    /// The bytes the split was read from (a mapped file or a stream window): events point into them.
+    bytes: &'a [u8],
     split: Split,
     end: ReaderState,
     frames: u64,
@@ -280,13 +338,13 @@ impl FlowIds {
 /// Event lists of one split, one per bucket; recycled across batches so their memory is allocated once.
 type EventLists = Vec<Vec<PacketEvent>>;
 
-fn scan(
-    cap: &Capture,
+fn scan<'a>(
+    piece: &Piece<'a>,
     split: Split,
-    mut reader: RecordReader<'_>,
+    mut reader: RecordReader<'a>,
     mut buckets: EventLists,
-) -> Scan {
-    let base = cap.bytes().as_ptr() as usize;
+) -> Scan<'a> {
+    let base = piece.chunk.bytes.as_ptr() as usize;
     let nbuckets = buckets.len();
     buckets.iter_mut().for_each(Vec::clear);
     let mut ids = FlowIds::default();
@@ -339,6 +397,7 @@ fn scan(
         });
     }
     Scan {
+        bytes: piece.chunk.bytes,
         split,
         end: reader.state(),
         frames,
@@ -379,15 +438,9 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn track(
-        &mut self,
-        b: usize,
-        scans: &[Scan],
-        bases: &[u64],
-        bytes: &[u8],
-        opts: &EngineOptions,
-    ) {
+    fn track(&mut self, b: usize, scans: &[Scan<'_>], bases: &[u64], opts: &EngineOptions) {
         for (scan, &base) in scans.iter().zip(bases) {
+            let bytes = scan.bytes;
             let events = &scan.buckets[b];
             if events.is_empty() {
                 continue;
@@ -599,6 +652,36 @@ pub fn analyze_with_progress(
     opts: &EngineOptions,
     progress: impl Fn(u64, u64) + Sync,
 ) -> Analysis {
+    in_pool(opts, |threads| {
+        run_engine(&mut [Source::Mapped(cap)], opts, threads, &progress)
+    })
+}
+
+/// Reads a set of files as one capture ([`CaptureSet`]: a rotated set, compressed files, a pipe) and
+/// tracks every TCP connection across them, calling `progress(bytes_done, bytes_total)` after each
+/// batch (bytes as stored; the total counts what is known, pipes have none).
+pub fn analyze_set(
+    set: &mut CaptureSet,
+    opts: &EngineOptions,
+    progress: impl Fn(u64, u64) + Sync,
+) -> Analysis {
+    let mut sources: Vec<Source<'_>> = set
+        .inputs
+        .iter_mut()
+        .map(|i| match i {
+            Input::Mapped(c) => Source::Mapped(c),
+            Input::Streamed(s) => Source::Streamed(s),
+        })
+        .collect();
+    let mut a = in_pool(opts, |threads| {
+        run_engine(&mut sources, opts, threads, &progress)
+    });
+    a.capture.order = set.order;
+    a
+}
+
+/// Runs `work` in a pool of the configured number of threads.
+fn in_pool<T: Send>(opts: &EngineOptions, work: impl FnOnce(usize) -> T + Send) -> T {
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -608,105 +691,311 @@ pub fn analyze_with_progress(
         .num_threads(threads)
         .build()
         .ok();
-    let run = || run_engine(cap, opts, threads, &progress);
     match pool {
-        Some(pool) => pool.install(run),
-        None => run(),
+        Some(pool) => pool.install(|| work(threads)),
+        None => work(threads),
+    }
+}
+
+/// One input of a run.
+enum Source<'a> {
+    Mapped(&'a Capture),
+    Streamed(&'a mut Stream),
+}
+
+/// A split to scan: which input, the bytes it lies in, and whether its start is proven already (the
+/// first split of a file or of a stream window starts where reading is known to stand).
+struct Piece<'a> {
+    input: usize,
+    chunk: Chunk<'a>,
+    split: Split,
+    proven: bool,
+    /// The mapped file, to read again if it shrank.
+    mapped: Option<&'a Capture>,
+}
+
+/// A window of a stream is this many bytes per thread: two splits per thread, as for mapped files.
+const STREAM_WINDOW_PER_THREAD: usize = 32 << 20;
+
+/// Runs the batch of `pending` pieces, then queues their pages for release during the next batch.
+fn flush<'a>(
+    run: &mut Run<'_>,
+    pending: &mut Vec<Piece<'a>>,
+    read: &mut Vec<(&'a Capture, u64, u64)>,
+) {
+    if pending.is_empty() {
+        return;
+    }
+    let release = std::mem::take(read);
+    run.batch(pending, &release);
+    read.extend(
+        pending
+            .iter()
+            .filter_map(|p| p.mapped.map(|cap| (cap, p.split.cut, p.split.end))),
+    );
+    pending.clear();
+}
+
+/// The state of one run over a list of inputs: everything that lives across batches.
+struct Run<'o> {
+    opts: &'o EngineOptions,
+    batch_len: usize,
+    buckets: Vec<Bucket>,
+    sinks: Sinks,
+    counts: PacketCounts,
+    first_ts: Option<Timestamp>,
+    last_ts: Option<Timestamp>,
+    damage: Vec<Damage>,
+    frames: u64,
+    files: Vec<FileFacts>,
+    /// Where reading stands: the state the next split must start in.
+    expected: Option<ReaderState>,
+    pool: Vec<EventLists>,
+    nbuckets: usize,
+}
+
+impl Run<'_> {
+    /// Scans `pieces` in parallel (releasing `release` meanwhile), proves every boundary, and tracks the
+    /// events. Returns the state reading ended in.
+    fn batch(&mut self, pieces: &[Piece<'_>], release: &[(&Capture, u64, u64)]) -> ReaderState {
+        let nbuckets = self.nbuckets;
+        let lists: Vec<EventLists> = pieces
+            .iter()
+            .map(|_| {
+                self.pool
+                    .pop()
+                    .unwrap_or_else(|| vec![Vec::new(); nbuckets])
+            })
+            .collect();
+        let ((), mut scans) = rayon::join(
+            || {
+                for (cap, from, to) in release {
+                    cap.release(*from, *to);
+                }
+            },
+            || {
+                pieces
+                    .par_iter()
+                    .zip(lists)
+                    .map(|(p, lists)| scan(p, p.split.clone(), p.chunk.reader(&p.split), lists))
+                    .collect::<Vec<Scan<'_>>>()
+            },
+        );
+        // A mapped file that shrank while this batch was scanned (logrotate's copytruncate) was read as
+        // zeros past its new end: read again up to the end, which readers now stop at.
+        for (i, piece) in pieces.iter().enumerate() {
+            let Some(cap) = piece.mapped else { continue };
+            let first_of_cap = pieces[..i].iter().all(|p| p.input != piece.input);
+            if !first_of_cap {
+                continue;
+            }
+            if let Some(shrank) = cap.recheck_size() {
+                for (p, sc) in pieces.iter().zip(scans.iter_mut()) {
+                    if p.input == piece.input && sc.end.offset > shrank.offset {
+                        let chunk = cap.chunk();
+                        let lists = std::mem::take(&mut sc.buckets);
+                        *sc = scan(p, p.split.clone(), chunk.reader(&p.split), lists);
+                        sc.bytes = chunk.bytes;
+                    }
+                }
+                self.damage.push(shrank.in_input(piece.input));
+            }
+        }
+        // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
+        let mut bases = Vec::with_capacity(scans.len());
+        for (piece, sc) in pieces.iter().zip(scans.iter_mut()) {
+            match &self.expected {
+                Some(expected) if !piece.proven && !sc.split.continues(expected) => {
+                    let split = sc.split.clone();
+                    let chunk = match piece.mapped {
+                        Some(cap) => cap.chunk(),
+                        None => piece.chunk,
+                    };
+                    let reader = chunk.reader_after(expected.clone(), split.end);
+                    let lists = std::mem::take(&mut sc.buckets);
+                    *sc = scan(piece, split, reader, lists);
+                    sc.bytes = chunk.bytes;
+                }
+                _ => {}
+            }
+            self.expected = Some(sc.end.clone());
+            bases.push(self.frames);
+            let file = &mut self.files[piece.input];
+            if file.frames == 0 {
+                file.first_frame = self.frames + 1;
+            }
+            file.frames += sc.frames;
+            file.first_ts = file.first_ts.or(sc.first_ts);
+            file.last_ts = file.last_ts.max(sc.last_ts);
+            self.frames += sc.frames;
+            self.counts.add(&sc.counts);
+            self.first_ts = self.first_ts.or(sc.first_ts);
+            self.last_ts = sc.last_ts.or(self.last_ts);
+            self.damage
+                .extend(sc.damage.iter().map(|d| d.clone().in_input(piece.input)));
+        }
+        let opts = self.opts;
+        self.buckets
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, opts));
+        self.pool.extend(scans.into_iter().map(|sc| sc.buckets));
+        // Fold what the buckets aggregated into one set, so time series are held once, not per bucket.
+        if opts.aggregation != Aggregation::ConnectionsOnly {
+            for bucket in self.buckets.iter_mut() {
+                self.sinks.merge(bucket.sinks.take());
+            }
+        }
+        self.expected
+            .clone()
+            .unwrap_or_else(|| pieces[0].split.start_state.clone())
     }
 }
 
 fn run_engine(
-    cap: &Capture,
+    sources: &mut [Source<'_>],
     opts: &EngineOptions,
     threads: usize,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Analysis {
-    let auto = (threads as u64 * 2).max(cap.len().div_ceil(SPLIT_TARGET_BYTES)) as usize;
-    let splits = cap.plan_splits(opts.splits.unwrap_or(auto).max(1));
-    cap.release(0, cap.len());
-    let batch_len = (threads * 2).max(1);
     let nbuckets = (threads * 8).max(16);
-    let mut buckets: Vec<Bucket> = (0..nbuckets)
-        .map(|_| Bucket {
-            index: HashMap::default(),
-            slots: Vec::new(),
-            replaced: Vec::new(),
-            sinks: Sinks::new(opts),
-        })
-        .collect();
-    let mut counts = PacketCounts::default();
-    let (mut first_ts, mut last_ts) = (None, None);
-    let mut damage = Vec::new();
-    let mut frames: u64 = 0;
-    let mut expected = cap.initial_state().clone();
-    let mut pool: Vec<EventLists> = Vec::new();
-    let mut sinks = Sinks::new(opts);
-    // The pages of the batch tracked last are released while the next batch is scanned: dropping
-    // page-table entries is kernel work that would otherwise hold up every thread between batches.
-    let mut read = 0..0;
-    for batch in splits.chunks(batch_len) {
-        let lists: Vec<EventLists> = batch
+    let mut run = Run {
+        opts,
+        batch_len: (threads * 2).max(1),
+        buckets: (0..nbuckets)
+            .map(|_| Bucket {
+                index: HashMap::default(),
+                slots: Vec::new(),
+                replaced: Vec::new(),
+                sinks: Sinks::new(opts),
+            })
+            .collect(),
+        sinks: Sinks::new(opts),
+        counts: PacketCounts::default(),
+        first_ts: None,
+        last_ts: None,
+        damage: Vec::new(),
+        frames: 0,
+        files: sources
             .iter()
-            .map(|_| pool.pop().unwrap_or_else(|| vec![Vec::new(); nbuckets]))
-            .collect();
-        let ((), mut scans) = rayon::join(
-            || cap.release(read.start, read.end),
-            || {
-                batch
-                    .par_iter()
-                    .zip(lists)
-                    .map(|(s, lists)| scan(cap, s.clone(), cap.reader(s), lists))
-                    .collect::<Vec<Scan>>()
-            },
-        );
-        // A file that shrank while this batch was scanned (logrotate's copytruncate) was read as zeros
-        // past its new end: read again up to the end, which readers now stop at.
-        if let Some(shrank) = cap.recheck_size() {
-            for sc in scans.iter_mut().filter(|sc| sc.end.offset > shrank.offset) {
-                let split = sc.split.clone();
-                let reader = cap.reader(&split);
-                let lists = std::mem::take(&mut sc.buckets);
-                *sc = scan(cap, split, reader, lists);
+            .map(|s| match s {
+                Source::Mapped(c) => FileFacts::new(c.path(), c.format().describe(), c.len()),
+                Source::Streamed(st) => {
+                    FileFacts::new(st.path(), st.describe(), st.stored_len().unwrap_or(0))
+                }
+            })
+            .collect(),
+        expected: None,
+        pool: Vec::new(),
+        nbuckets,
+    };
+    let total: u64 = run.files.iter().map(|f| f.bytes).sum();
+    let total_mapped: u64 = sources
+        .iter()
+        .map(|s| match s {
+            Source::Mapped(c) => c.len(),
+            Source::Streamed(_) => 0,
+        })
+        .sum();
+    let mut done_before = 0u64;
+    // Splits of consecutive mapped files are batched together, so that a set of small files is read in
+    // parallel across files as well as within them.
+    let mut pending: Vec<Piece<'_>> = Vec::new();
+    // Pages of the batch tracked last, released while the next batch is scanned: dropping page-table
+    // entries is kernel work that would otherwise hold up every thread between batches.
+    let mut read: Vec<(&Capture, u64, u64)> = Vec::new();
+    for (input, source) in sources.iter_mut().enumerate() {
+        match source {
+            Source::Mapped(cap) => {
+                let cap: &Capture = cap;
+                let auto =
+                    (threads as u64 * 2).max(cap.len().div_ceil(SPLIT_TARGET_BYTES)) as usize;
+                let n = match opts.splits {
+                    // An exact count is spread over the mapped files by size (at least one each).
+                    Some(n) => {
+                        (u128::from(cap.len()) * n as u128 / u128::from(total_mapped.max(1))).max(1)
+                            as usize
+                    }
+                    None => auto,
+                };
+                let splits = cap.plan_splits(n.max(1));
+                cap.release(0, cap.len());
+                for (i, split) in splits.into_iter().enumerate() {
+                    let split_end = split.end;
+                    pending.push(Piece {
+                        input,
+                        chunk: cap.chunk(),
+                        proven: i == 0,
+                        split,
+                        mapped: Some(cap),
+                    });
+                    if pending.len() == run.batch_len {
+                        flush(&mut run, &mut pending, &mut read);
+                        progress(done_before + split_end, total);
+                    }
+                }
+                flush(&mut run, &mut pending, &mut read);
+                done_before += cap.len();
+                progress(done_before, total);
             }
-            damage.push(shrank);
+            Source::Streamed(stream) => {
+                flush(&mut run, &mut pending, &mut read);
+                let window_len = match opts.stream_window {
+                    0 => STREAM_WINDOW_PER_THREAD * threads.max(1),
+                    n => n,
+                };
+                let n = opts.splits.unwrap_or(run.batch_len).max(1);
+                let format = stream.format();
+                let mut start = stream.initial_state().clone();
+                let mut window = stream.first_window(window_len);
+                while let Some(w) = window {
+                    let chunk = w.chunk(format);
+                    let pieces: Vec<Piece<'_>> = chunk
+                        .plan_splits(&start, n)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, split)| Piece {
+                            input,
+                            chunk,
+                            proven: i == 0,
+                            split,
+                            mapped: None,
+                        })
+                        .collect();
+                    let end = run.batch(&pieces, &std::mem::take(&mut read));
+                    if let Some(d) = &w.damage {
+                        run.damage.push(d.clone().in_input(input));
+                    }
+                    progress(done_before + stream.stored_read(), total);
+                    window = if w.is_last() {
+                        None
+                    } else {
+                        stream.next_window(w.rest_from(end.offset), end.offset)
+                    };
+                    start = end;
+                    stream.recycle(w);
+                }
+                done_before += stream.stored_len().unwrap_or(0);
+            }
         }
-        // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
-        let mut bases = Vec::with_capacity(scans.len());
-        for sc in scans.iter_mut() {
-            if !sc.split.continues(&expected) {
-                let split = sc.split.clone();
-                let reader = cap.reader_after(expected.clone(), split.end);
-                let lists = std::mem::take(&mut sc.buckets);
-                *sc = scan(cap, split, reader, lists);
-            }
-            expected = sc.end.clone();
-            bases.push(frames);
-            frames += sc.frames;
-            counts.add(&sc.counts);
-            if first_ts.is_none() {
-                first_ts = sc.first_ts;
-            }
-            last_ts = sc.last_ts.or(last_ts);
-            damage.extend(sc.damage.iter().cloned());
-        }
-        let bytes = cap.bytes();
-        buckets
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, bytes, opts));
-        pool.extend(scans.into_iter().map(|sc| sc.buckets));
-        // Fold what the buckets aggregated into one set, so time series are held once, not per bucket.
-        if opts.aggregation != Aggregation::ConnectionsOnly {
-            for bucket in buckets.iter_mut() {
-                sinks.merge(bucket.sinks.take());
-            }
-        }
-        let done = batch.last().map_or(cap.len(), |s| s.end);
-        read = read.end..done.min(expected.offset);
-        progress(done, cap.len());
     }
+    let release = std::mem::take(&mut read);
+    let Run {
+        buckets,
+        mut sinks,
+        counts,
+        first_ts,
+        last_ts,
+        mut damage,
+        files,
+        ..
+    } = run;
     let ((), concluded) = rayon::join(
-        || cap.release(read.start, read.end),
+        || {
+            for (cap, from, to) in &release {
+                cap.release(*from, *to);
+            }
+        },
         || {
             buckets
                 .into_par_iter()
@@ -719,16 +1008,26 @@ fn run_engine(
         states.extend(s);
         sinks.merge(bucket_sinks);
     }
-    damage.extend(cap.growth());
+    for (input, source) in sources.iter().enumerate() {
+        if let Source::Mapped(cap) = source {
+            damage.extend(cap.growth().map(|d| d.in_input(input)));
+        }
+    }
     let (connections, mysql_sessions) = conclude(states);
+    let format = match &files[..] {
+        [one] => one.format.clone(),
+        many => format!("{} files", many.len()),
+    };
     Analysis {
         capture: CaptureFacts {
-            format: cap.format().describe(),
-            file_bytes: cap.len(),
+            format,
+            file_bytes: files.iter().map(|f| f.bytes).sum(),
             counts,
             first_ts,
             last_ts,
             damage,
+            order: Order::Single,
+            files,
         },
         connections,
         mysql_sessions,

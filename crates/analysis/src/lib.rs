@@ -35,8 +35,8 @@ pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
 pub use engine::{
-    analyze, analyze_with_progress, Aggregation, Analysis, CaptureFacts, EngineOptions,
-    PacketCounts, SPLIT_TARGET_BYTES,
+    analyze, analyze_set, analyze_with_progress, Aggregation, Analysis, CaptureFacts,
+    EngineOptions, FileFacts, PacketCounts, SPLIT_TARGET_BYTES,
 };
 pub use findings::{full_report, Finding, FullReport};
 pub use histogram::{Histogram, RtSummary};

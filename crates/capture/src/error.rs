@@ -14,6 +14,10 @@ pub enum CaptureError {
     },
     #[error("{path}: is a directory, not a capture file")]
     IsDirectory { path: PathBuf },
+    #[error("{path}: directory without capture files")]
+    EmptyDirectory { path: PathBuf },
+    #[error("{pattern}: {reason}")]
+    Pattern { pattern: String, reason: String },
     #[error("{path}: {what}, not a regular file; pcapsleuth maps the capture to read it in parallel: write it to a file first (tcpdump -w FILE)")]
     NotRegularFile { path: PathBuf, what: &'static str },
     #[error("{path}: empty file (0 bytes), not a capture")]
@@ -36,10 +40,32 @@ pub enum CaptureError {
     },
     #[error("{output}: is the input {input} (the same file): refusing to overwrite a capture being read; write the output elsewhere")]
     OutputIsInput { output: PathBuf, input: PathBuf },
+    #[error("{path}: cannot read its {compression} compression: {source}")]
+    Decompress {
+        path: PathBuf,
+        compression: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{source} (after {compression} decompression)")]
+    Compressed {
+        compression: &'static str,
+        source: Box<CaptureError>,
+    },
     #[error("{path}: write failed: {source}")]
     Write {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+}
+
+impl CaptureError {
+    /// Says that the capture this error is about was found inside a `compression` stream.
+    pub(crate) fn inside(self, compression: &'static str) -> CaptureError {
+        CaptureError::Compressed {
+            compression,
+            source: Box::new(self),
+        }
+    }
 }

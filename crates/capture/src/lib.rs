@@ -30,7 +30,9 @@ mod guard;
 mod link;
 mod pcap;
 mod pcapng;
+mod set;
 mod split;
+mod stream;
 mod write;
 
 use std::fmt;
@@ -40,7 +42,9 @@ use std::sync::Arc;
 
 pub use error::CaptureError;
 pub use link::LinkType;
+pub use set::{expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
+pub use stream::{Compression, Stream, Window};
 pub use write::{refuse_input_as_output, PcapWriter};
 
 /// The identity of a file: device and inode. Two paths name the same file when these agree, whatever
@@ -112,6 +116,8 @@ impl Record<'_> {
 /// Something wrong in the file that reading survived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Damage {
+    /// Which file of a set of inputs (0 for a single file).
+    pub input: usize,
     /// File offset where it was found.
     pub offset: u64,
     pub kind: DamageKind,
@@ -132,14 +138,29 @@ pub enum DamageKind {
     /// The file grew while it was read (a capture still being written): what was added after it was
     /// opened is not read.
     Grew { now: u64 },
+    /// A compressed file ends before its compressed stream does (a download or copy cut short): the
+    /// records before are read.
+    CompressedCutShort { compression: &'static str },
+    /// The stream could not be read further (corrupt compressed data, a read error): `offset` is where
+    /// the capture bytes stopped.
+    Unreadable { reason: String },
 }
 
 impl Damage {
+    /// The same damage, found in input `input` of a set.
+    pub fn in_input(mut self, input: usize) -> Self {
+        self.input = input;
+        self
+    }
+
     /// Tail truncation is what a killed tcpdump leaves: worth a warning, not a failure.
     pub fn is_fatal(&self) -> bool {
         !matches!(
             self.kind,
-            DamageKind::TruncatedTail { .. } | DamageKind::Shrank { .. } | DamageKind::Grew { .. }
+            DamageKind::TruncatedTail { .. }
+                | DamageKind::Shrank { .. }
+                | DamageKind::Grew { .. }
+                | DamageKind::CompressedCutShort { .. }
         )
     }
 }
@@ -161,6 +182,16 @@ impl fmt::Display for Damage {
             DamageKind::Shrank { mapped } => write!(
                 f,
                 "the file shrank from {mapped} to {} bytes while it was read (truncated by logrotate's copytruncate?): reading stopped where its data ended",
+                self.offset
+            ),
+            DamageKind::CompressedCutShort { compression } => write!(
+                f,
+                "the {compression} stream ends early, after {} bytes of capture (file cut short?): the records before are read",
+                self.offset
+            ),
+            DamageKind::Unreadable { reason } => write!(
+                f,
+                "cannot read past offset {} of the capture: {reason}",
                 self.offset
             ),
             DamageKind::Grew { now } => write!(
@@ -262,6 +293,31 @@ impl fmt::Debug for Capture {
 
 const PCAPNG_SHB: [u8; 4] = [0x0A, 0x0D, 0x0D, 0x0A];
 
+/// The format of a capture from its first bytes, and the state before its first record: after the pcap
+/// header, or after the pcapng SHB and the IDBs that precede the first packet.
+fn read_header(path: &Path, bytes: &[u8]) -> Result<(Format, ReaderState), CaptureError> {
+    if bytes.starts_with(&PCAPNG_SHB) {
+        let (section, first) = pcapng::read_preamble(path, bytes)?;
+        let initial = ReaderState {
+            offset: first,
+            section: Arc::new(section),
+        };
+        return Ok((Format::PcapNg, initial));
+    }
+    let format = pcap::PcapFormat::parse(path, bytes)?;
+    if !format.link.is_supported() {
+        return Err(CaptureError::UnsupportedLinkType {
+            path: path.to_path_buf(),
+            linktype: format.linktype,
+        });
+    }
+    let initial = ReaderState {
+        offset: pcap::FILE_HEADER_LEN as u64,
+        section: Arc::new(Section::default()),
+    };
+    Ok((Format::Pcap(format), initial))
+}
+
 impl Capture {
     /// Opens and memory-maps a capture, reading its header(s).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
@@ -316,39 +372,13 @@ impl Capture {
     }
 
     fn from_bytes_inner(path: PathBuf, bytes: Bytes) -> Result<Self, CaptureError> {
-        let head: Vec<u8> = bytes.iter().take(4).copied().collect();
-        if head == PCAPNG_SHB {
-            let (section, first) = pcapng::read_preamble(&path, &bytes)?;
-            let initial = ReaderState {
-                offset: first,
-                section: Arc::new(section),
-            };
-            return Ok(Capture {
-                path,
-                limit: AtomicU64::new(bytes.len() as u64),
-                bytes,
-                format: Format::PcapNg,
-                initial,
-                file: None,
-                guard: None,
-            });
-        }
-        let format = pcap::PcapFormat::parse(&path, &bytes)?;
-        if !format.link.is_supported() {
-            return Err(CaptureError::UnsupportedLinkType {
-                path,
-                linktype: format.linktype,
-            });
-        }
+        let (format, initial) = read_header(&path, &bytes)?;
         Ok(Capture {
             path,
             limit: AtomicU64::new(bytes.len() as u64),
             bytes,
-            format: Format::Pcap(format),
-            initial: ReaderState {
-                offset: pcap::FILE_HEADER_LEN as u64,
-                section: Arc::new(Section::default()),
-            },
+            format,
+            initial,
             file: None,
             guard: None,
         })
@@ -381,6 +411,7 @@ impl Capture {
         if now < limit {
             self.limit.store(now, Ordering::Release);
             return Some(Damage {
+                input: 0,
                 offset: now,
                 kind: DamageKind::Shrank { mapped },
             });
@@ -393,6 +424,7 @@ impl Capture {
         let (file, _) = self.file.as_ref()?;
         let now = file.metadata().ok()?.len();
         (now > self.len()).then(|| Damage {
+            input: 0,
             offset: self.len(),
             kind: DamageKind::Grew { now },
         })
@@ -467,19 +499,30 @@ impl Capture {
         }
     }
 
+    /// The file's bytes that may be read (up to [`Capture::readable_len`]), as a chunk to plan and read.
+    pub fn chunk(&self) -> Chunk<'_> {
+        let readable = usize::try_from(self.readable_len()).unwrap_or(usize::MAX);
+        Chunk {
+            bytes: &self.bytes[..readable.min(self.bytes.len())],
+            base: 0,
+            format: self.format,
+            tail: Tail::Final,
+        }
+    }
+
     /// Reads one split, starting at its resynchronised boundary.
     pub fn reader(&self, split: &Split) -> RecordReader<'_> {
-        RecordReader::new(self, split.start_state.clone(), split.end)
+        self.chunk().reader(split)
     }
 
     /// Reads the records that start in `[state.offset, end)` from a proven state (the previous split's end).
     pub fn reader_after(&self, state: ReaderState, end: u64) -> RecordReader<'_> {
-        RecordReader::new(self, state, end)
+        self.chunk().reader_after(state, end)
     }
 
     /// Reads the whole file from the start.
     pub fn reader_all(&self) -> RecordReader<'_> {
-        RecordReader::new(self, self.initial.clone(), self.len())
+        self.chunk().reader_after(self.initial.clone(), self.len())
     }
 
     /// Reads the whole file once, in order, for sequential tools (`extract`, `split`): pages already
@@ -523,7 +566,7 @@ impl<'a> Pass<'a> {
 
     /// Where the next record starts.
     pub fn offset(&self) -> u64 {
-        self.reader.pos as u64
+        self.reader.state().offset
     }
 
     /// Ends the pass: the damage found, in file order, then any change of the file's size.
@@ -535,11 +578,68 @@ impl<'a> Pass<'a> {
     }
 }
 
+/// Whether more of the stream follows a [`Chunk`]'s bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// The bytes end where the capture ends: a record cut short there is damage (a killed tcpdump).
+    Final,
+    /// More bytes follow (a window of a stream): a record cut short by the end is not read, and the
+    /// reader stops before it, so that the next window starts with it.
+    More,
+}
+
+/// Bytes of a capture held in memory, ready to be cut into splits and read: a whole mapped file, or one
+/// window of a decompressed stream. `bytes[0]` is the capture's byte `base`; every offset (splits,
+/// reader states, records, damage) is a capture offset, not an index into `bytes`.
+#[derive(Debug, Clone, Copy)]
+pub struct Chunk<'a> {
+    pub bytes: &'a [u8],
+    pub base: u64,
+    pub format: Format,
+    pub tail: Tail,
+}
+
+impl<'a> Chunk<'a> {
+    /// The capture offset just past the chunk.
+    pub fn end(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    /// Reads one split, starting at its resynchronised boundary.
+    pub fn reader(&self, split: &Split) -> RecordReader<'a> {
+        self.reader_after(split.start_state.clone(), split.end)
+    }
+
+    /// Reads the records that start in `[state.offset, end)` from a proven state (the previous split's
+    /// end).
+    pub fn reader_after(&self, state: ReaderState, end: u64) -> RecordReader<'a> {
+        let len = self.bytes.len();
+        let index = |offset: u64| {
+            usize::try_from(offset.saturating_sub(self.base))
+                .unwrap_or(len)
+                .min(len)
+        };
+        RecordReader {
+            bytes: self.bytes,
+            base: self.base,
+            format: self.format,
+            tail: self.tail,
+            pos: index(state.offset),
+            end: index(end),
+            section: state.section,
+            damage: Vec::new(),
+        }
+    }
+}
+
 /// Walks the records that start before `end`, zero-copy. Damage is recorded and survived.
 pub struct RecordReader<'a> {
-    /// The file's bytes that may be read: up to its readable length when the reader was made.
     bytes: &'a [u8],
+    /// Capture offset of `bytes[0]`.
+    base: u64,
     format: Format,
+    tail: Tail,
+    /// Index in `bytes` of the next record.
     pos: usize,
     end: usize,
     section: Arc<Section>,
@@ -547,18 +647,10 @@ pub struct RecordReader<'a> {
 }
 
 impl<'a> RecordReader<'a> {
-    fn new(cap: &'a Capture, state: ReaderState, end: u64) -> Self {
-        let readable = usize::try_from(cap.readable_len()).unwrap_or(usize::MAX);
-        let bytes = &cap.bytes[..readable.min(cap.bytes.len())];
-        let len = bytes.len();
-        RecordReader {
-            bytes,
-            format: cap.format,
-            pos: usize::try_from(state.offset).unwrap_or(len).min(len),
-            end: usize::try_from(end).unwrap_or(len).min(len),
-            section: state.section,
-            damage: Vec::new(),
-        }
+    /// Stops before the record at index `at`, which the bytes do not hold whole.
+    fn stop_at(&mut self, at: usize) {
+        self.pos = at;
+        self.end = at;
     }
 
     /// The next record, or `None` at the split's end or the end of the file.
@@ -584,7 +676,7 @@ impl<'a> RecordReader<'a> {
     /// Where the next record starts (and the pcapng section in force there).
     pub fn state(&self) -> ReaderState {
         ReaderState {
-            offset: self.pos as u64,
+            offset: self.base + self.pos as u64,
             section: self.section.clone(),
         }
     }

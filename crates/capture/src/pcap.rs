@@ -6,7 +6,7 @@ use pcap_parser::{
     parse_pcap_frame, parse_pcap_frame_be, parse_pcap_frame_modified, parse_pcap_header,
 };
 
-use crate::{CaptureError, Damage, DamageKind, LinkType, Record, RecordReader, Timestamp};
+use crate::{CaptureError, Damage, DamageKind, LinkType, Record, RecordReader, Tail, Timestamp};
 
 pub(crate) const FILE_HEADER_LEN: usize = 24;
 
@@ -203,7 +203,7 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option
                 let len = hl + block.data.len();
                 r.pos = at + len;
                 return Some(Record {
-                    offset: at as u64,
+                    offset: r.base + at as u64,
                     raw: &rest[..len],
                     data: block.data,
                     orig_len: block.origlen,
@@ -216,11 +216,16 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option
                 if f.header_at(bytes, at)
                     .is_none_or(|h| h.caplen <= f.max_caplen()) =>
             {
+                if r.tail == Tail::More {
+                    r.stop_at(at); // the record continues in the next window
+                    return None;
+                }
                 let need = f
                     .header_at(bytes, at)
                     .map_or(hl as u64, |h| hl as u64 + u64::from(h.caplen));
                 r.damage.push(Damage {
-                    offset: at as u64,
+                    input: 0,
+                    offset: r.base + at as u64,
                     kind: DamageKind::TruncatedTail {
                         have: rest.len() as u64,
                         need,
@@ -239,7 +244,8 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option
                 };
                 let next = f.resync(bytes, at + 1, bytes.len()).unwrap_or(bytes.len());
                 r.damage.push(Damage {
-                    offset: at as u64,
+                    input: 0,
+                    offset: r.base + at as u64,
                     kind: DamageKind::CorruptRecord {
                         reason,
                         skipped: (next - at) as u64,

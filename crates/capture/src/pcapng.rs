@@ -7,7 +7,8 @@ use std::sync::Arc;
 use pcap_parser::pcapng::{parse_block_be, parse_block_le, Block, InterfaceDescriptionBlock};
 
 use crate::{
-    CaptureError, Damage, DamageKind, Interface, LinkType, Record, RecordReader, Section, Timestamp,
+    CaptureError, Damage, DamageKind, Interface, LinkType, Record, RecordReader, Section, Tail,
+    Timestamp,
 };
 
 const SHB_TYPE: u32 = 0x0A0D_0D0A;
@@ -255,7 +256,8 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
                 let (iface, problem) = interface_of(&idb);
                 if let Some(reason) = problem {
                     r.damage.push(Damage {
-                        offset: at as u64,
+                        input: 0,
+                        offset: r.base + at as u64,
                         kind: DamageKind::BadInterface { reason },
                     });
                 }
@@ -268,7 +270,7 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
                 };
                 let caplen = (epb.caplen as usize).min(epb.data.len());
                 return Some(Record {
-                    offset: at as u64,
+                    offset: r.base + at as u64,
                     raw,
                     data: &epb.data[..caplen],
                     orig_len: epb.origlen,
@@ -288,7 +290,7 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
                 }
                 // An SPB carries no timestamp; like Wireshark we give it none (the epoch).
                 return Some(Record {
-                    offset: at as u64,
+                    offset: r.base + at as u64,
                     raw,
                     data: &spb.data[..caplen],
                     orig_len: spb.origlen,
@@ -299,7 +301,8 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
             }
             _ => {
                 r.damage.push(Damage {
-                    offset: at as u64,
+                    input: 0,
+                    offset: r.base + at as u64,
                     kind: DamageKind::CorruptRecord {
                         reason: format!("malformed block of type {block_type:#x}"),
                         skipped: len as u64,
@@ -312,7 +315,8 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
 
 fn bad_interface(r: &mut RecordReader<'_>, at: usize, id: u32) {
     r.damage.push(Damage {
-        offset: at as u64,
+        input: 0,
+        offset: r.base + at as u64,
         kind: DamageKind::BadInterface {
             reason: format!("packet block names interface {id}, which no IDB defined"),
         },
@@ -320,9 +324,14 @@ fn bad_interface(r: &mut RecordReader<'_>, at: usize, id: u32) {
 }
 
 fn truncated_tail(r: &mut RecordReader<'_>, at: usize, need: u64) {
+    if r.tail == Tail::More {
+        r.stop_at(at); // the block continues in the next window
+        return;
+    }
     let len = r.bytes.len();
     r.damage.push(Damage {
-        offset: at as u64,
+        input: 0,
+        offset: r.base + at as u64,
         kind: DamageKind::TruncatedTail {
             have: (len - at) as u64,
             need,
@@ -335,7 +344,8 @@ fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
     let bytes: &[u8] = r.bytes;
     let next = resync(bytes, at + 1, bytes.len(), r.section.big_endian).unwrap_or(bytes.len());
     r.damage.push(Damage {
-        offset: at as u64,
+        input: 0,
+        offset: r.base + at as u64,
         kind: DamageKind::CorruptRecord {
             reason,
             skipped: (next - at) as u64,

@@ -1,6 +1,6 @@
 //! Cutting a capture into byte ranges that workers read independently.
 
-use crate::{pcapng, Capture, Format, ReaderState};
+use crate::{pcapng, Capture, Chunk, Format, ReaderState};
 
 /// A byte range of the capture: the records whose first byte lies in `[start_state.offset, end)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +30,23 @@ impl Capture {
     /// Cuts the record area into `n` byte ranges (fewer when the file is small), each starting at the
     /// first offset from which a chain of valid records follows.
     pub fn plan_splits(&self, n: usize) -> Vec<Split> {
-        let first = self.initial.offset;
-        let len = self.len();
+        self.chunk().plan_splits(&self.initial, n)
+    }
+
+    /// The first record boundary in `[from, limit)`, judged by a chain of plausible records.
+    pub fn resync(&self, from: u64, limit: u64) -> Option<u64> {
+        self.chunk()
+            .resync(from, limit, self.initial.section.big_endian)
+    }
+}
+
+impl Chunk<'_> {
+    /// Cuts the chunk from `start` (a proven state: the capture's first record, or where the previous
+    /// chunk's reading ended) to its end into `n` byte ranges (fewer when it is small). The first starts
+    /// at `start`, the others at the first offset from which a chain of valid records follows.
+    pub fn plan_splits(&self, start: &ReaderState, n: usize) -> Vec<Split> {
+        let first = start.offset.max(self.base);
+        let len = self.end();
         let area = len.saturating_sub(first);
         let n = (n.max(1) as u64).min(area.max(1)) as usize;
         let cuts: Vec<u64> = (0..=n as u64)
@@ -40,33 +55,33 @@ impl Capture {
         (0..n)
             .map(|i| {
                 let (cut, end) = (cuts[i], cuts[i + 1]);
-                let start = if i == 0 {
+                let offset = if i == 0 {
                     Some(cut)
                 } else {
-                    self.resync(cut, end)
+                    self.resync(cut, end, start.section.big_endian)
                 };
                 Split {
                     index: i,
                     cut,
                     end,
                     start_state: ReaderState {
-                        offset: start.unwrap_or(end),
-                        section: self.initial.section.clone(),
+                        offset: offset.unwrap_or(end),
+                        section: start.section.clone(),
                     },
                 }
             })
             .collect()
     }
 
-    /// The first record boundary in `[from, limit)`, judged by a chain of plausible records.
-    pub fn resync(&self, from: u64, limit: u64) -> Option<u64> {
-        let bytes = self.bytes();
-        let from = usize::try_from(from).ok()?;
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    /// The first record boundary in `[from, limit)`, judged by a chain of plausible records; `big_endian`
+    /// is the pcapng section's byte order.
+    pub fn resync(&self, from: u64, limit: u64, big_endian: bool) -> Option<u64> {
+        let index = |offset: u64| usize::try_from(offset.saturating_sub(self.base)).ok();
+        let (from, limit) = (index(from)?, index(limit).unwrap_or(usize::MAX));
         match self.format {
-            Format::Pcap(f) => f.resync(bytes, from, limit),
-            Format::PcapNg => pcapng::resync(bytes, from, limit, self.initial.section.big_endian),
+            Format::Pcap(f) => f.resync(self.bytes, from, limit),
+            Format::PcapNg => pcapng::resync(self.bytes, from, limit, big_endian),
         }
-        .map(|p| p as u64)
+        .map(|p| self.base + p as u64)
     }
 }

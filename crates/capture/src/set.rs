@@ -1,0 +1,338 @@
+//! Several capture files read as one capture: a rotated set (`tcpdump -C` numbered files, `-G` time-stamped
+//! ones, logrotate's `.1 .2`), a directory, compressed files, pipes, standard input.
+//!
+//! Files are put in time order (their first packet), names deciding ties with numbers compared as numbers
+//! (`big.pcap2` before `big.pcap10`). Files that follow each other in time are read one after the other,
+//! as `mergecap -a` concatenates them; frames are numbered across the set, and every frame also has its
+//! file and its number in that file.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+use crate::{Capture, CaptureError, Compression, FileId, Format, Stream, Timestamp};
+
+/// One file of a set: mapped when it is a regular uncompressed file (read in parallel splits), streamed
+/// otherwise (compressed, a pipe, standard input).
+#[derive(Debug)]
+pub enum Input {
+    Mapped(Capture),
+    Streamed(Stream),
+}
+
+impl Input {
+    /// Opens `path` (`-` is standard input) the way it can be read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        if path.as_os_str() == "-" {
+            return Stream::open(path).map(Input::Streamed);
+        }
+        let meta = std::fs::metadata(path).map_err(|source| CaptureError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if meta.is_dir() {
+            return Err(CaptureError::IsDirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        if meta.is_file()
+            && meta.len() > 0
+            && Compression::detect(&magic(path)) == Compression::None
+        {
+            return Capture::open(path).map(Input::Mapped);
+        }
+        if meta.is_file() && meta.len() == 0 {
+            return Err(CaptureError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        Stream::open(path).map(Input::Streamed)
+    }
+
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::Mapped(c) => c.path(),
+            Input::Streamed(s) => s.path(),
+        }
+    }
+
+    pub fn file_id(&self) -> Option<FileId> {
+        match self {
+            Input::Mapped(c) => c.file_id(),
+            Input::Streamed(s) => s.file_id(),
+        }
+    }
+
+    pub fn format(&self) -> Format {
+        match self {
+            Input::Mapped(c) => c.format(),
+            Input::Streamed(s) => s.format(),
+        }
+    }
+
+    /// "pcap (µs, little-endian, link type 1), zstd-compressed".
+    pub fn describe(&self) -> String {
+        match self {
+            Input::Mapped(c) => c.format().describe(),
+            Input::Streamed(s) => s.describe(),
+        }
+    }
+
+    /// Bytes as stored (compressed size for a compressed file; `None` for a pipe).
+    pub fn stored_len(&self) -> Option<u64> {
+        match self {
+            Input::Mapped(c) => Some(c.len()),
+            Input::Streamed(s) => s.stored_len(),
+        }
+    }
+
+    /// Time of the first record.
+    pub fn first_ts(&self) -> Option<Timestamp> {
+        match self {
+            Input::Mapped(c) => c.reader_all().next_record().map(|r| r.ts),
+            Input::Streamed(s) => s.first_ts(),
+        }
+    }
+
+    /// Time of the last record, where it can be known without reading the whole file (a mapped file:
+    /// the records of its last megabyte).
+    pub fn last_ts(&self) -> Option<Timestamp> {
+        let Input::Mapped(c) = self else {
+            return None;
+        };
+        let from = c.len().saturating_sub(1 << 20);
+        let start = if from <= c.initial_state().offset {
+            c.initial_state().clone()
+        } else {
+            let at = c.resync(from, c.len())?;
+            crate::ReaderState {
+                offset: at,
+                section: c.initial_state().section.clone(),
+            }
+        };
+        let mut reader = c.reader_after(start, c.len());
+        let mut last = None;
+        while let Some(r) = reader.next_record() {
+            last = last.max(Some(r.ts));
+        }
+        last
+    }
+}
+
+/// The first bytes of a file (empty if unreadable).
+fn magic(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(6);
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(6).read_to_end(&mut head);
+    }
+    head
+}
+
+/// How the files of a set make one capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// One file.
+    Single,
+    /// One after the other, in time order (`mergecap -a` on the files in that order).
+    Concatenated,
+}
+
+/// Files read as one capture; see the module documentation.
+#[derive(Debug)]
+pub struct CaptureSet {
+    pub inputs: Vec<Input>,
+    pub order: Order,
+    /// Files that overlap in time with the next one (captured at once on several interfaces, or given
+    /// twice): `(earlier, later)` indices. Read one after the other all the same, which the caller says.
+    pub overlaps: Vec<(usize, usize)>,
+    /// Files of a directory named that are not captures, left out.
+    pub skipped: Vec<PathBuf>,
+}
+
+impl CaptureSet {
+    /// Opens the files named (directories are read for their files; a name with `*`, `?` or `[` that
+    /// is not a file is matched as a pattern) and puts them in time order.
+    pub fn open(names: &[PathBuf]) -> Result<Self, CaptureError> {
+        let mut inputs = Vec::new();
+        let mut skipped = Vec::new();
+        for name in names {
+            let paths = expand(std::slice::from_ref(name))?;
+            if !name.is_dir() {
+                for p in &paths {
+                    inputs.push(Input::open(p)?);
+                }
+                continue;
+            }
+            // A directory may hold other files beside the captures: those are skipped, and said.
+            let before = inputs.len();
+            for p in paths {
+                match Input::open(&p) {
+                    Ok(i) => inputs.push(i),
+                    Err(_) => skipped.push(p),
+                }
+            }
+            if inputs.len() == before {
+                return Err(CaptureError::EmptyDirectory { path: name.clone() });
+            }
+        }
+        if inputs.len() > 1 {
+            let mut keyed: Vec<(Option<Timestamp>, Input)> =
+                inputs.into_iter().map(|i| (i.first_ts(), i)).collect();
+            keyed.sort_by(|(ta, a), (tb, b)| {
+                // A file without records sorts by name among the others.
+                match (ta, tb) {
+                    (Some(x), Some(y)) if x != y => x.cmp(y),
+                    _ => natural_cmp(a.path(), b.path()),
+                }
+            });
+            inputs = keyed.into_iter().map(|(_, i)| i).collect();
+        }
+        let overlaps = (1..inputs.len())
+            .filter(|&i| {
+                let (Some(end), Some(next)) = (inputs[i - 1].last_ts(), inputs[i].first_ts())
+                else {
+                    return false;
+                };
+                end > next
+            })
+            .map(|i| (i - 1, i))
+            .collect();
+        let order = if inputs.len() > 1 {
+            Order::Concatenated
+        } else {
+            Order::Single
+        };
+        Ok(CaptureSet {
+            inputs,
+            order,
+            overlaps,
+            skipped,
+        })
+    }
+
+    /// The inputs' paths and identities, for refusing an output that is one of them.
+    pub fn identities(&self) -> impl Iterator<Item = (&Path, Option<FileId>)> {
+        self.inputs.iter().map(|i| (i.path(), i.file_id()))
+    }
+}
+
+/// The capture files `names` stand for, in the order given: a directory gives its files (hidden ones
+/// excluded) in natural order; a name with glob characters that is not itself a file gives its matches
+/// in natural order.
+pub fn expand(names: &[PathBuf]) -> Result<Vec<PathBuf>, CaptureError> {
+    let mut out = Vec::new();
+    for name in names {
+        let text = name.to_string_lossy();
+        if name.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(name)
+                .map_err(|source| CaptureError::Open {
+                    path: name.clone(),
+                    source,
+                })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.is_file()
+                        && !p
+                            .file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                })
+                .collect();
+            files.sort_by(|a, b| natural_cmp(a, b));
+            if files.is_empty() {
+                return Err(CaptureError::EmptyDirectory { path: name.clone() });
+            }
+            out.extend(files);
+        } else if !name.exists() && text.contains(['*', '?', '[']) {
+            let mut files: Vec<PathBuf> = glob::glob(&text)
+                .map_err(|e| CaptureError::Pattern {
+                    pattern: text.to_string(),
+                    reason: e.msg.to_string(),
+                })?
+                .filter_map(Result::ok)
+                .filter(|p| p.is_file())
+                .collect();
+            files.sort_by(|a, b| natural_cmp(a, b));
+            if files.is_empty() {
+                return Err(CaptureError::Pattern {
+                    pattern: text.to_string(),
+                    reason: "no file matches".into(),
+                });
+            }
+            out.extend(files);
+        } else {
+            out.push(name.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Names compared with runs of digits as numbers: `big.pcap` < `big.pcap2` < `big.pcap10`.
+pub fn natural_cmp(a: &Path, b: &Path) -> Ordering {
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    let (mut x, mut y) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (x.first(), y.first()) {
+            (None, None) => return a.cmp(&b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(p), Some(q)) if p.is_ascii_digit() && q.is_ascii_digit() => {
+                let dx = x.iter().take_while(|c| c.is_ascii_digit()).count();
+                let dy = y.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (nx, ny) = (trim_zeros(&x[..dx]), trim_zeros(&y[..dy]));
+                let by_value = nx.len().cmp(&ny.len()).then_with(|| nx.cmp(ny));
+                if by_value != Ordering::Equal {
+                    return by_value;
+                }
+                x = &x[dx..];
+                y = &y[dy..];
+            }
+            (Some(p), Some(q)) if p != q => return p.cmp(q),
+            _ => {
+                x = &x[1..];
+                y = &y[1..];
+            }
+        }
+    }
+}
+
+fn trim_zeros(digits: &[u8]) -> &[u8] {
+    let zeros = digits.iter().take_while(|&&c| c == b'0').count();
+    &digits[zeros..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotated_names_sort_by_their_numbers() {
+        let mut names: Vec<PathBuf> = [
+            "big.pcap10",
+            "big.pcap2",
+            "big.pcap",
+            "big.pcap1",
+            "big.pcap11.gz",
+            "dump-20240101-0900.pcap",
+            "dump-20240101-1000.pcap",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        names.sort_by(|a, b| natural_cmp(a, b));
+        let got: Vec<_> = names.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(
+            got,
+            [
+                "big.pcap",
+                "big.pcap1",
+                "big.pcap2",
+                "big.pcap10",
+                "big.pcap11.gz",
+                "dump-20240101-0900.pcap",
+                "dump-20240101-1000.pcap"
+            ]
+        );
+    }
+}

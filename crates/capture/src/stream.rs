@@ -1,0 +1,404 @@
+//! Captures that cannot be mapped, read as a stream of windows: compressed files (gzip, zstd, xz and lz4,
+//! told by their magic bytes whatever the name), pipes, and standard input.
+//!
+//! A thread of its own decompresses ahead into large buffers while the previous window is analysed, and
+//! the buffers are recycled, so memory holds a few windows whatever the capture's size, and no temporary
+//! copy is written. A window ends wherever the buffer filled, usually inside a record: the reader of a
+//! window stops before that record ([`Tail::More`]), and the next window starts with the bytes from there
+//! (copied into room kept free at the front of each buffer), so windows hand over exactly like splits.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+
+use crate::{
+    read_header, CaptureError, Chunk, Damage, DamageKind, FileId, Format, ReaderState, Tail,
+    Timestamp,
+};
+
+/// How a capture file is compressed, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+    Xz,
+    Lz4,
+}
+
+impl Compression {
+    /// The compression whose magic number `head` starts with.
+    pub fn detect(head: &[u8]) -> Compression {
+        match head {
+            [0x1f, 0x8b, ..] => Compression::Gzip,
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
+            [0xfd, b'7', b'z', b'X', b'Z', 0x00, ..] => Compression::Xz,
+            [0x04, 0x22, 0x4d, 0x18, ..] => Compression::Lz4,
+            _ => Compression::None,
+        }
+    }
+
+    /// A short name: "gzip", "zstd", ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "uncompressed",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Xz => "xz",
+            Compression::Lz4 => "lz4",
+        }
+    }
+
+    /// A decoder of this compression over `raw`. Concatenated members (`cat a.gz b.gz`, several zstd
+    /// frames, several xz streams, several lz4 frames) are read as one stream, as `zcat` does.
+    fn decoder(self, raw: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> {
+        Ok(match self {
+            Compression::None => raw,
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(raw)),
+            Compression::Zstd => {
+                let mut d = zstd::stream::read::Decoder::new(raw)?;
+                // Frames written with `zstd --long` need windows above the default limit.
+                d.window_log_max(31)?;
+                Box::new(d)
+            }
+            Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(
+                io::BufReader::with_capacity(1 << 16, raw),
+            )),
+            Compression::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(raw)),
+        })
+    }
+}
+
+/// Capture bytes read at opening, enough for the header and the first record of any real capture.
+const HEAD_BYTES: usize = 1 << 16;
+/// Room kept at the front of each buffer for the record the previous window ended inside.
+const HEADROOM: usize = 1 << 20;
+
+/// Counts the bytes read from the file, before decompression: progress through a compressed file.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// What the decompressing thread hands over: a buffer whose bytes `[HEADROOM, HEADROOM + len)` are
+/// fresh, and whether the stream ended after them (with the error that ended it, if any).
+struct Filled {
+    buf: Vec<u8>,
+    len: usize,
+    end: Option<Option<io::Error>>,
+}
+
+/// A capture read as a stream; see the module documentation.
+pub struct Stream {
+    path: PathBuf,
+    compression: Compression,
+    format: Format,
+    initial: ReaderState,
+    first_ts: Option<Timestamp>,
+    id: Option<FileId>,
+    /// Size of the file as stored (compressed), when it is a file.
+    stored_len: Option<u64>,
+    /// Bytes of the file read so far.
+    stored_read: Arc<AtomicU64>,
+    /// The first bytes, read at opening; then the decoder, until the thread takes it.
+    head: Vec<u8>,
+    decoder: Option<Box<dyn Read + Send>>,
+    ahead: Option<Ahead>,
+    /// The stream ended (the last window was handed out).
+    ended: bool,
+}
+
+/// The channels to the decompressing thread. Dropping them ends the thread at its next hand-over; it is
+/// not waited for, as it may be blocked reading a pipe that never ends (a live `tcpdump -w -`).
+struct Ahead {
+    filled: Receiver<Filled>,
+    free: SyncSender<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("path", &self.path)
+            .field("compression", &self.compression)
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
+/// One window of a stream: a chunk of its bytes, owned.
+pub struct Window {
+    buf: Vec<u8>,
+    start: usize,
+    base: u64,
+    tail: Tail,
+    /// What ended the stream early, reported after the window's records.
+    pub damage: Option<Damage>,
+}
+
+impl Window {
+    /// The window's bytes, to plan and read.
+    pub fn chunk(&self, format: Format) -> Chunk<'_> {
+        Chunk {
+            bytes: &self.buf[self.start..],
+            base: self.base,
+            format,
+            tail: self.tail,
+        }
+    }
+
+    /// The bytes from capture offset `offset` to the window's end: what the next window starts with.
+    pub fn rest_from(&self, offset: u64) -> &[u8] {
+        let at = usize::try_from(offset.saturating_sub(self.base)).unwrap_or(usize::MAX);
+        self.buf[self.start..].get(at..).unwrap_or(&[])
+    }
+
+    pub fn is_last(&self) -> bool {
+        self.tail == Tail::Final
+    }
+}
+
+impl Stream {
+    /// Opens `path` (`-` for standard input) and reads the capture's header through its decompression.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        let path = path.as_ref().to_path_buf();
+        let open_error = |source| CaptureError::Open {
+            path: path.clone(),
+            source,
+        };
+        let (raw, id, stored_len): (Box<dyn Read + Send>, _, _) = if path.as_os_str() == "-" {
+            (Box::new(io::stdin()), None, None)
+        } else {
+            let file = File::open(&path).map_err(open_error)?;
+            let meta = file.metadata().map_err(open_error)?;
+            let len = meta.is_file().then_some(meta.len());
+            (Box::new(file), Some(FileId::of(&meta)), len)
+        };
+        let stored_read = Arc::new(AtomicU64::new(0));
+        let mut raw = Counted {
+            inner: raw,
+            read: stored_read.clone(),
+        };
+        let mut magic = Vec::with_capacity(6);
+        (&mut raw)
+            .take(6)
+            .read_to_end(&mut magic)
+            .map_err(open_error)?;
+        if magic.is_empty() {
+            return Err(CaptureError::Empty { path });
+        }
+        let compression = Compression::detect(&magic);
+        let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic).chain(raw));
+        let mut decoder = compression.decoder(raw).map_err(open_error)?;
+        let mut head = Vec::with_capacity(HEAD_BYTES);
+        let read = (&mut decoder)
+            .take(HEAD_BYTES as u64)
+            .read_to_end(&mut head);
+        if let Err(e) = read {
+            return Err(CaptureError::Decompress {
+                path,
+                compression: compression.name(),
+                source: e,
+            });
+        }
+        if head.is_empty() {
+            return Err(CaptureError::Empty { path });
+        }
+        let (format, initial) = read_header(&path, &head).map_err(|e| match compression {
+            Compression::None => e,
+            _ => e.inside(compression.name()),
+        })?;
+        let first_ts = Chunk {
+            bytes: &head,
+            base: 0,
+            format,
+            tail: Tail::More,
+        }
+        .reader_after(initial.clone(), head.len() as u64)
+        .next_record()
+        .map(|r| r.ts);
+        Ok(Stream {
+            path,
+            compression,
+            format,
+            initial,
+            first_ts,
+            id,
+            stored_len,
+            stored_read,
+            head,
+            decoder: Some(decoder),
+            ahead: None,
+            ended: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// "pcap (µs, little-endian, link type 1), zstd-compressed", or "..., streamed" for a pipe.
+    pub fn describe(&self) -> String {
+        match self.compression {
+            Compression::None => format!("{}, streamed", self.format.describe()),
+            c => format!("{}, {}-compressed", self.format.describe(), c.name()),
+        }
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// State before the first record.
+    pub fn initial_state(&self) -> &ReaderState {
+        &self.initial
+    }
+
+    /// Time of the first record, if the first bytes hold one.
+    pub fn first_ts(&self) -> Option<Timestamp> {
+        self.first_ts
+    }
+
+    /// The file's device and inode (`None` for standard input).
+    pub fn file_id(&self) -> Option<FileId> {
+        self.id
+    }
+
+    /// Size of the file as stored (compressed), if it is a regular file.
+    pub fn stored_len(&self) -> Option<u64> {
+        self.stored_len
+    }
+
+    /// How much of the stored file was read so far.
+    pub fn stored_read(&self) -> u64 {
+        self.stored_read.load(Ordering::Relaxed)
+    }
+
+    /// The first window (the bytes read at opening and what follows them); windows of `window` bytes
+    /// are decompressed ahead from now on.
+    pub fn first_window(&mut self, window: usize) -> Option<Window> {
+        let head = std::mem::take(&mut self.head);
+        self.start(window);
+        self.next_window(&head, 0)
+    }
+
+    fn start(&mut self, window: usize) {
+        let Some(mut decoder) = self.decoder.take() else {
+            return;
+        };
+        let (filled_tx, filled) = sync_channel::<Filled>(1);
+        let (free, free_rx) = sync_channel::<Vec<u8>>(2);
+        let spawned = std::thread::Builder::new()
+            .name("pcapsleuth-decompress".into())
+            .spawn(move || loop {
+                let mut buf = free_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(HEADROOM + window));
+                buf.resize(HEADROOM + window, 0);
+                let mut len = 0;
+                let end = loop {
+                    match decoder.read(&mut buf[HEADROOM + len..]) {
+                        Ok(0) => break Some(None),
+                        Ok(n) => {
+                            len += n;
+                            if len == window {
+                                break None;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => break Some(Some(e)),
+                    }
+                };
+                let last = end.is_some();
+                if filled_tx.send(Filled { buf, len, end }).is_err() || last {
+                    return;
+                }
+            });
+        if spawned.is_ok() {
+            self.ahead = Some(Ahead { filled, free });
+        }
+    }
+
+    /// The next window: `carry` (the bytes the previous window ended inside a record with, from capture
+    /// offset `base`) followed by freshly decompressed bytes. `None` once the stream has ended and
+    /// nothing is carried.
+    pub fn next_window(&mut self, carry: &[u8], base: u64) -> Option<Window> {
+        if self.ended {
+            return None;
+        }
+        let filled = match self.ahead.as_ref().map(|a| a.filled.recv()) {
+            Some(Ok(f)) => f,
+            // The thread could not start or died: the stream ends here.
+            _ => Filled {
+                buf: Vec::new(),
+                len: 0,
+                end: Some(None),
+            },
+        };
+        let Filled { mut buf, len, end } = filled;
+        let (start, buf) = if carry.len() <= HEADROOM && buf.len() >= HEADROOM {
+            let start = HEADROOM - carry.len();
+            buf[start..HEADROOM].copy_from_slice(carry);
+            buf.truncate(HEADROOM + len);
+            (start, buf)
+        } else {
+            // A record longer than the headroom (or no buffer): one copy, rare.
+            let fresh = buf.get(HEADROOM..HEADROOM + len).unwrap_or(&[]);
+            let mut joined = Vec::with_capacity(carry.len() + fresh.len());
+            joined.extend_from_slice(carry);
+            joined.extend_from_slice(fresh);
+            (0, joined)
+        };
+        let tail = if end.is_some() {
+            self.ended = true;
+            Tail::Final
+        } else {
+            Tail::More
+        };
+        let stream_end = base + (buf.len() - start) as u64;
+        let damage = end.flatten().map(|e| Damage {
+            input: 0,
+            offset: stream_end,
+            kind: if e.kind() == io::ErrorKind::UnexpectedEof {
+                DamageKind::CompressedCutShort {
+                    compression: self.compression.name(),
+                }
+            } else {
+                DamageKind::Unreadable {
+                    reason: format!("{} stream: {e}", self.compression.name()),
+                }
+            },
+        });
+        if start == buf.len() && tail == Tail::Final && damage.is_none() {
+            return None; // nothing carried, nothing more
+        }
+        Some(Window {
+            buf,
+            start,
+            base,
+            tail,
+            damage,
+        })
+    }
+
+    /// Gives a window's buffer back for decompressing into again.
+    pub fn recycle(&mut self, window: Window) {
+        if let Some(a) = &self.ahead {
+            let _ = a.free.try_send(window.buf);
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Every capture a user holds gives the same report: one file, the same packets cut into a set of files
+//! (in any order on the command line), compressed with gzip, zstd, xz or lz4, or piped to standard input.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use pcapsleuth::analysis::{
+    analyze, analyze_set, first_reset, full_report, Analysis, EngineOptions,
+};
+use pcapsleuth::capture::{Capture, CaptureSet, Order, PcapWriter};
+use pcapsleuth::report::to_json;
+use pcapsleuth_testkit::oracle::{self, Oracle};
+use proptest::prelude::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pcapsleuth-inputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn opts(splits: usize, threads: usize, stream_window: usize) -> EngineOptions {
+    EngineOptions {
+        threads,
+        splits: Some(splits),
+        stream_window,
+        interval_ns: 100_000_000,
+        ..EngineOptions::default()
+    }
+}
+
+/// Everything a user reads: the reports, the connections, the packet counts. Not the list of files.
+fn reports(a: &Analysis) -> String {
+    to_json(&first_reset(a, usize::MAX))
+        + &to_json(&full_report(a))
+        + &to_json(&a.connections)
+        + &to_json(&a.capture.counts)
+        + &format!("{:?}{:?}", a.capture.first_ts, a.capture.last_ts)
+}
+
+/// Cuts `capture` into files at the given record indices (each file a valid capture: the header, then
+/// whole records), named as `tcpdump -C` names them: NAME, NAME1, NAME2, ...
+fn cut_into_files(capture: &Path, cuts: &[usize], dir: &Path) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dir).unwrap();
+    let cap = Capture::open(capture).unwrap();
+    let mut files = Vec::new();
+    let mut writer: Option<PcapWriter> = None;
+    let mut reader = cap.reader_all();
+    let mut index = 0usize;
+    while let Some(rec) = reader.next_record() {
+        if writer.is_none() || cuts.contains(&index) {
+            if let Some(w) = writer.take() {
+                w.finish().unwrap();
+            }
+            let n = files.len();
+            let name = if n == 0 {
+                "set.pcap".to_string()
+            } else {
+                format!("set.pcap{n}")
+            };
+            files.push(dir.join(name));
+            writer = Some(PcapWriter::create(files.last().unwrap(), &cap).unwrap());
+        }
+        writer.as_mut().unwrap().write(&rec).unwrap();
+        index += 1;
+    }
+    writer.unwrap().finish().unwrap();
+    files
+}
+
+#[test]
+fn a_capture_cut_into_a_rotated_set_gives_the_reports_of_the_whole() {
+    let whole = common::fixture("stream-stall.pcap");
+    let one = reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0)));
+    // Cuts inside the long resultset and between sessions; twelve files so that names sort by number.
+    let cuts: Vec<usize> = (1..12).map(|i| i * 190).collect();
+    let files = cut_into_files(&whole, &cuts, &scratch("rotated-cut"));
+    assert_eq!(files.len(), 12);
+    // As a shell glob gives them: set.pcap, set.pcap1, set.pcap10, set.pcap11, set.pcap2, ...
+    let mut as_text = files.clone();
+    as_text.sort();
+    for splits in [1, 2, 3, 7, 64] {
+        let mut set = CaptureSet::open(&as_text).unwrap();
+        assert_eq!(set.order, Order::Concatenated);
+        assert!(set.overlaps.is_empty());
+        let a = analyze_set(&mut set, &opts(splits, 2, 0), |_, _| {});
+        assert!(
+            reports(&a) == one,
+            "a set of 12 files differs from the whole with {splits} splits"
+        );
+        let located: Vec<_> = a.capture.files.iter().map(|f| f.frames).collect();
+        assert_eq!(located.iter().sum::<u64>(), a.capture.counts.packets);
+        // Frame 191 is the first frame of the second file.
+        let (file, in_file) = a.capture.locate(191).unwrap();
+        assert!(file.path.ends_with("set.pcap1"), "{}", file.path);
+        assert_eq!(in_file, 1);
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+fn zstd(bytes: &[u8]) -> Vec<u8> {
+    zstd::encode_all(bytes, 3).unwrap()
+}
+
+fn xz(bytes: &[u8]) -> Vec<u8> {
+    let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+fn lz4(bytes: &[u8]) -> Vec<u8> {
+    let mut e = lz4_flex::frame::FrameEncoder::new(Vec::new());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// The reference for a set is `mergecap -a` of its files in time order: Wireshark's own concatenation.
+#[test]
+fn a_rotated_set_gives_the_reports_of_mergecap_a() {
+    let Some(mergecap) = oracle::require(Oracle::Mergecap) else {
+        return;
+    };
+    let whole = common::fixture("err1146-storm.pcap");
+    let files = cut_into_files(&whole, &[3000, 9000, 9001, 20000], &scratch("for-mergecap"));
+    let merged = scratch("mergecap-a.pcap");
+    let mut cmd = mergecap.command();
+    cmd.args(["-a", "-F", "pcap", "-w"])
+        .arg(&merged)
+        .args(&files);
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let reference = reports(&analyze(&Capture::open(&merged).unwrap(), &opts(1, 1, 0)));
+    let mut set = CaptureSet::open(&files).unwrap();
+    let a = analyze_set(&mut set, &opts(7, 2, 0), |_, _| {});
+    assert!(reports(&a) == reference);
+}
+
+#[test]
+fn compressed_captures_give_the_reports_of_the_uncompressed_file() {
+    for fixture in [
+        "stream-stall.pcap",
+        "any-cooked.pcapng",
+        "err1146-storm.pcap",
+    ] {
+        let path = common::fixture(fixture);
+        let bytes = std::fs::read(&path).unwrap();
+        let one = reports(&analyze(&Capture::open(&path).unwrap(), &opts(1, 1, 0)));
+        type Compress = fn(&[u8]) -> Vec<u8>;
+        let compressions: [(&str, Compress); 4] =
+            [("gz", gzip), ("zst", zstd), ("xz", xz), ("lz4", lz4)];
+        for (ext, compress) in compressions {
+            // Named without the extension: the magic bytes tell the compression.
+            let file = scratch(&format!("{fixture}.{ext}.bin"));
+            std::fs::write(&file, compress(&bytes)).unwrap();
+            // Windows much smaller than the capture, so that records straddle them; and the default.
+            for (window, splits) in [(0, 1), (100_003, 1), (64_000, 3), (250_000, 7)] {
+                let mut set = CaptureSet::open(std::slice::from_ref(&file)).unwrap();
+                let a = analyze_set(&mut set, &opts(splits, 2, window), |_, _| {});
+                assert!(
+                    reports(&a) == one,
+                    "{fixture}.{ext} with windows of {window} bytes and {splits} splits differs"
+                );
+                assert!(a.capture.damage.is_empty(), "{:?}", a.capture.damage);
+                assert!(
+                    a.capture.format.contains("-compressed"),
+                    "{}",
+                    a.capture.format
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_compressed_file_cut_short_gives_what_it_holds_and_a_warning() {
+    let bytes = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
+    let z = gzip(&bytes);
+    let file = scratch("cut.pcap.gz");
+    std::fs::write(&file, &z[..z.len() / 2]).unwrap();
+    let mut set = CaptureSet::open(std::slice::from_ref(&file)).unwrap();
+    let a = analyze_set(&mut set, &opts(2, 2, 200_000), |_, _| {});
+    assert!(a.capture.counts.packets > 1000, "{:?}", a.capture.counts);
+    assert!(
+        a.capture
+            .damage
+            .iter()
+            .any(|d| !d.is_fatal() && d.to_string().contains("gzip stream ends early")),
+        "{:?}",
+        a.capture.damage
+    );
+}
+
+#[test]
+fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
+    let path = common::fixture("stream-stall.pcap");
+    let file_json = common::json(&["report", "--json", path.to_str().unwrap()]);
+    let mut child = Command::new(common::bin())
+        .args(["report", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || stdin.write_all(&bytes));
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let piped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(piped, file_json);
+    // A directory of the rotated files, and the files named one by one, out of order.
+    let dir = scratch("rotated-cli");
+    let files = cut_into_files(&path, &[500, 1000, 1500, 2000], &dir);
+    let set_json = common::json(&["report", "--json", dir.to_str().unwrap()]);
+    assert_eq!(set_json, file_json);
+    let mut names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    names.reverse();
+    let mut args = vec!["report", "--json"];
+    args.extend(names);
+    assert_eq!(common::json(&args), file_json);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Split invariance across file boundaries: any cut into files, any split count, any window size of
+    /// a compressed member, gives the one-file result.
+    #[test]
+    fn any_cut_into_files_matches_one_file(
+        cuts in proptest::collection::btree_set(1usize..2300, 1..6),
+        splits in 1usize..40,
+        threads in 1usize..4,
+        compress_one in proptest::bool::ANY,
+        window in 20_000usize..400_000,
+    ) {
+        static ONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let whole = common::fixture("stream-stall.pcap");
+        let one = ONE.get_or_init(|| reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0))));
+        let cuts: Vec<usize> = cuts.into_iter().collect();
+        let dir = scratch(&format!("prop-{}", cuts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("-")));
+        let mut files = cut_into_files(&whole, &cuts, &dir);
+        if compress_one {
+            // One member of the set compressed, as `tcpdump -z gzip` leaves all but the newest file.
+            let gz = files[0].with_extension("pcap.gz");
+            std::fs::write(&gz, gzip(&std::fs::read(&files[0]).unwrap())).unwrap();
+            std::fs::remove_file(&files[0]).unwrap();
+            files[0] = gz;
+        }
+        let mut set = CaptureSet::open(&files).unwrap();
+        let a = analyze_set(&mut set, &opts(splits, threads, window), |_, _| {});
+        prop_assert!(&reports(&a) == one, "cuts {:?}, {} splits, {} threads", cuts, splits, threads);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
