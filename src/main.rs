@@ -265,7 +265,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FirstReset { common, limit } => {
             let (cap, a) = analyze(&common)?;
             let answer = analysis::first_reset(&a, limit);
-            output(common.json, &answer, report::render_first_reset)?;
+            output(common.json, &a.capture, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
@@ -277,13 +277,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let rows = report::sorted(&a.connections, by);
             emit(if common.json {
-                report::to_json(&serde_json::json!({
-                    "capture": a.capture,
-                    "connects": analysis::connect_report(&a),
-                    "connections": rows,
-                }))
+                report::to_json_located(
+                    &serde_json::json!({
+                        "capture": a.capture,
+                        "connects": analysis::connect_report(&a),
+                        "connections": rows,
+                    }),
+                    &a.capture,
+                )
             } else {
-                report::render_flows(&a, &rows)
+                report::locate_frames_text(&report::render_flows(&a, &rows), &a.capture)
             })?;
             Ok(finish(&cap, &a))
         }
@@ -321,7 +324,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let (cap, a) = analyze_with(&common, filter, 0, aggregation)?;
             let mysql = a.mysql.clone().report();
-            output(common.json, &mysql, |r| report::render_mysql(r, limit))?;
+            output(common.json, &a.capture, &mysql, |r| {
+                report::render_mysql(r, limit)
+            })?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -332,7 +337,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rates.report();
-            output(common.json, &r, report::render_rate)?;
+            output(common.json, &a.capture, &r, report::render_rate)?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -344,7 +349,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rt.report(&a.mysql);
-            output(common.json, &r, |r| report::render_rt(r, per_interval))?;
+            output(common.json, &a.capture, &r, |r| {
+                report::render_rt(r, per_interval)
+            })?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -355,7 +362,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = analysis::full_report(&a);
-            output(common.json, &r, report::render_report)?;
+            output(common.json, &a.capture, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
@@ -399,13 +406,14 @@ fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
 /// Prints `value` as JSON for scripts or, rendered by `text`, for people.
 fn output<T: serde::Serialize>(
     json: bool,
+    capture: &analysis::CaptureFacts,
     value: &T,
     text: impl FnOnce(&T) -> String,
 ) -> anyhow::Result<()> {
     emit(if json {
-        report::to_json(value)
+        report::to_json_located(value, capture)
     } else {
-        text(value)
+        report::locate_frames_text(&text(value), capture)
     })
 }
 

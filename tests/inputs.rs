@@ -121,6 +121,69 @@ fn lz4(bytes: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+/// The pcap files of a set concatenated by hand: the first header, then every file's records.
+fn concatenated(files: &[PathBuf]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).unwrap();
+        out.extend_from_slice(if i == 0 { &bytes } else { &bytes[24..] });
+    }
+    out
+}
+
+/// A set `tcpdump -C 1` wrote while sessions started and ended (fixtures/README.md): the handshake of
+/// the long session in the first file and its last queries in the fourth, one short session across a
+/// boundary. Read as a set, it gives the reports of its files concatenated.
+#[test]
+fn a_real_rotated_set_reads_as_one_capture() {
+    let dir = common::fixture("rotated");
+    let files: Vec<PathBuf> = [
+        "rotated.pcap",
+        "rotated.pcap1",
+        "rotated.pcap2",
+        "rotated.pcap3",
+    ]
+    .iter()
+    .map(|n| dir.join(n))
+    .collect();
+    let whole = Capture::from_vec("concatenated", concatenated(&files)).unwrap();
+    let reference = analyze(&whole, &opts(1, 1, 0));
+    for splits in [1, 2, 3, 7, 64] {
+        let mut set = CaptureSet::open(std::slice::from_ref(&dir)).unwrap();
+        let a = analyze_set(&mut set, &opts(splits, 2, 0), |_, _| {});
+        assert!(
+            reports(&a) == reports(&reference),
+            "the set differs from its concatenation with {splits} splits"
+        );
+    }
+    let mut set = CaptureSet::open(std::slice::from_ref(&dir)).unwrap();
+    let a = analyze_set(&mut set, &EngineOptions::default(), |_, _| {});
+    assert_eq!(a.connections.len(), 41);
+    let report = a.mysql.clone().report();
+    assert_eq!((report.sessions, report.queries), (41, 86));
+    let long = a
+        .connections
+        .iter()
+        .find(|c| c.client.port == 43940)
+        .unwrap();
+    let (first_file, first) = a.capture.locate(long.first.frame).unwrap();
+    let (last_file, last) = a.capture.locate(long.last.frame).unwrap();
+    assert!(first_file.path.ends_with("rotated.pcap") && first == 1);
+    assert!(last_file.path.ends_with("rotated.pcap3") && last == 74);
+    assert_eq!(long.last.frame, 2854);
+    let across = a
+        .connections
+        .iter()
+        .find(|c| c.client.port == 44174)
+        .unwrap();
+    assert_eq!(
+        a.capture
+            .locate(across.first.frame)
+            .map(|(f, n)| (f.path.clone(), n)),
+        Some((files[1].display().to_string(), 953))
+    );
+}
+
 /// The reference for a set is `mergecap -a` of its files in time order: Wireshark's own concatenation.
 #[test]
 fn a_rotated_set_gives_the_reports_of_mergecap_a() {
@@ -219,13 +282,39 @@ fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
     // A directory of the rotated files, and the files named one by one, out of order.
     let dir = scratch("rotated-cli");
     let files = cut_into_files(&path, &[500, 1000, 1500, 2000], &dir);
-    let set_json = common::json(&["report", "--json", dir.to_str().unwrap()]);
+    let mut set_json = common::json(&["report", "--json", dir.to_str().unwrap()]);
+    // Each frame is also named in its file: frame 2029 is the 29th of the fifth file.
+    let rst = &set_json["first_reset"]["first_rst"];
+    assert_eq!(rst["frame"], 2029);
+    assert_eq!(rst["file"], files[4].to_str().unwrap());
+    assert_eq!(rst["file_frame"], 29);
+    assert_eq!(rst["connection_first_file"], files[0].to_str().unwrap());
+    assert_eq!(
+        set_json["findings"][0]["files"][0],
+        serde_json::json!({"file": files[4].to_str().unwrap(), "frame": 29})
+    );
+    strip_files(&mut set_json);
     assert_eq!(set_json, file_json);
     let mut names: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
     names.reverse();
     let mut args = vec!["report", "--json"];
     args.extend(names);
-    assert_eq!(common::json(&args), file_json);
+    let mut reversed = common::json(&args);
+    strip_files(&mut reversed);
+    assert_eq!(reversed, file_json);
+}
+
+/// Removes what naming frames in their files added (`file`, `file_frame`, `request_file`, ...,
+/// `files`), leaving the report of one capture.
+fn strip_files(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            map.retain(|k, _| !(k == "files" || k.ends_with("file") || k.ends_with("file_frame")));
+            map.values_mut().for_each(strip_files);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_files),
+        _ => {}
+    }
 }
 
 proptest! {

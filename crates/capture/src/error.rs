@@ -18,7 +18,7 @@ pub enum CaptureError {
     EmptyDirectory { path: PathBuf },
     #[error("{pattern}: {reason}")]
     Pattern { pattern: String, reason: String },
-    #[error("{path}: {what}, not a regular file; pcapsleuth maps the capture to read it in parallel: write it to a file first (tcpdump -w FILE)")]
+    #[error("{path}: {what}, not a regular file: Capture maps files; open it as a set or a Stream to read it as a stream")]
     NotRegularFile { path: PathBuf, what: &'static str },
     #[error("{path}: empty file (0 bytes), not a capture")]
     Empty { path: PathBuf },
