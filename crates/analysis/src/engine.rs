@@ -239,8 +239,9 @@ struct PacketEvent {
     wire_len: u32,
     window: u16,
     flags: u8,
-    /// The sending [`Side`] (bit 7) and the length of the TCP options in 32-bit words (bits 0..=3, at
-    /// most 10): two facts in the byte a `Side` alone would take, so that an event stays 48 bytes.
+    /// The sending [`Side`] (bit 7) and, for a SYN, the length of its TCP options in 32-bit words (bits
+    /// 0..=3, at most 10): two facts in the byte a `Side` alone would take, so that an event stays 48
+    /// bytes.
     side_options: u8,
 }
 
@@ -249,10 +250,12 @@ const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
 impl PacketEvent {
     const SIDE_HI: u8 = 0x80;
 
-    /// `side_options` of a segment. The options are found again before the payload, so they are kept
-    /// only where the record has them there (always, for the decoders' slices of one header).
+    /// `side_options` of a segment. Only the handshake reads options, so only a SYN's are kept. They
+    /// are found again before the payload, so they are kept only where the record has them there
+    /// (always, for the decoders' slices of one header).
+    #[inline]
     fn side_options(side: Side, seg: &TcpSegment<'_>) -> u8 {
-        let adjacent = seg.options.as_ptr_range().end == seg.payload.as_ptr();
+        let adjacent = seg.flags.syn() && seg.options.as_ptr_range().end == seg.payload.as_ptr();
         let words = if adjacent {
             (seg.options.len() / 4).min(10) as u8
         } else {
@@ -269,10 +272,17 @@ impl PacketEvent {
         }
     }
 
-    /// Where the TCP options lie in the file: right before the payload.
-    fn options_at(&self) -> std::ops::Range<u64> {
-        let len = u64::from(self.side_options & 0x0f) * 4;
-        self.payload_at.saturating_sub(len)..self.payload_at
+    /// The TCP options kept (a SYN's), read from the file: right before the payload.
+    #[inline]
+    fn options<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        let len = usize::from(self.side_options & 0x0f) * 4;
+        if len == 0 {
+            return &[];
+        }
+        usize::try_from(self.payload_at)
+            .ok()
+            .and_then(|end| bytes.get(end.checked_sub(len)?..end))
+            .unwrap_or(&[])
     }
 }
 
@@ -481,12 +491,7 @@ impl Bucket {
                 let payload = bytes
                     .get(from..from.saturating_add(ev.payload_captured as usize))
                     .unwrap_or(&[]);
-                let options = ev.options_at();
-                let options = usize::try_from(options.start)
-                    .ok()
-                    .zip(usize::try_from(options.end).ok())
-                    .and_then(|(a, b)| bytes.get(a..b))
-                    .unwrap_or(&[]);
+                let options = ev.options(bytes);
                 let side = ev.side();
                 let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
                 let seg = TcpSegment {

@@ -181,7 +181,17 @@ impl AttemptState {
     }
 
     /// Notes one segment of the connection.
+    #[inline]
     pub(crate) fn segment(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
+        // Nearly every packet: once the client has acted on an answer, or when the connection began
+        // before the capture, only SYNs and SYN-ACKs still count.
+        if !seg.flags.syn() && (self.settled || self.opener.is_none()) {
+            return;
+        }
+        self.note(side, seg, at);
+    }
+
+    fn note(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
         let flags = seg.flags;
         let opener = match self.opener {
             Some(o) => o,
