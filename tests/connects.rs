@@ -44,7 +44,8 @@ fn tshark_packets(tshark: &Tshark, path: &Path) -> Vec<Packet> {
         "-r",
         p,
         "-Y",
-        "tcp.flags.syn==1 || tcp.flags.reset==1 || tcp.seq==1",
+        // Not the TCP headers quoted in ICMP errors (a router's host unreachable): not the connection's.
+        "(tcp.flags.syn==1 || tcp.flags.reset==1 || tcp.seq==1) && !icmp && !icmpv6",
         "-T",
         "fields",
         "-E",
@@ -343,18 +344,24 @@ fn attempts_agree_with_tshark_on_every_real_capture() {
             );
         }
         // The humps of the connect-time distribution: each is made of whole clusters of tshark's
-        // connect times (values less than a factor 2 apart), never part of one.
-        let mut times: Vec<f64> = theirs
-            .values()
-            .filter_map(|t| t.connect_ns)
-            .map(|ns| ns as f64 / 1e3)
-            .collect();
-        times.sort_by(f64::total_cmp);
+        // connect times, never part of one. A cluster is the connects answered at the same SYN (a SYN
+        // round: with linear 1 s retransmission the 3rd and 4th SYNs' answers at ~2 s and ~3 s are less
+        // than a factor 2 apart, yet two humps) whose times are less than a factor 2 apart.
+        let mut by_round: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for t in theirs.values() {
+            if let (Some(n), Some(ns)) = (t.answered_at_syn, t.connect_ns) {
+                by_round.entry(n).or_default().push(ns as f64 / 1e3);
+            }
+        }
         let mut clusters: Vec<Vec<f64>> = Vec::new();
-        for t in times {
-            match clusters.last_mut() {
-                Some(c) if t < 2.0 * c.last().unwrap().max(1.0) => c.push(t),
-                _ => clusters.push(vec![t]),
+        for mut times in by_round.into_values() {
+            times.sort_by(f64::total_cmp);
+            let first = clusters.len();
+            for t in times {
+                match clusters[first..].last_mut() {
+                    Some(c) if t < 2.0 * c.last().unwrap().max(1.0) => c.push(t),
+                    _ => clusters.push(vec![t]),
+                }
             }
         }
         let mut covered = 0;
@@ -413,5 +420,97 @@ fn attempts_agree_with_tshark_on_every_real_capture() {
             waits > 0,
             "{name}: greeting_wait finding"
         );
+    }
+}
+
+/// The report's findings on one capture, by kind: (summary, frames).
+fn findings(path: &Path) -> BTreeMap<&'static str, (String, Vec<u64>)> {
+    let cap = Capture::open(path).unwrap();
+    let a = analyze(&cap, &EngineOptions::default());
+    pcapsleuth::analysis::full_report(&a)
+        .findings
+        .into_iter()
+        .map(|f| (f.kind, (f.summary, f.frames)))
+        .collect()
+}
+
+/// Lines of a lab recording's client log (fixtures/lab/<name>.clients.log) that contain `what`.
+fn clients_saying(name: &str, what: &str) -> usize {
+    let log = common::fixture(&format!("lab/{name}.clients.log"));
+    std::fs::read_to_string(&log)
+        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
+        .lines()
+        .filter(|l| l.contains(what))
+        .count()
+}
+
+/// The burst against a frozen accept loop with a small back_log: the report names the full listen queue
+/// for the retransmitted SYNs, the full accept queue for the client that gave up waiting for its greeting
+/// (as many as the clients that printed ERROR 2013), and the late accepts; nothing was refused.
+#[test]
+fn a_connect_burst_at_a_full_listen_queue_is_named_so() {
+    let path = common::fixture("connect-burst.pcap");
+    let f = findings(&path);
+    let (drops, _) = &f["syn_drops"];
+    assert!(
+        drops.contains("waited for a retransmitted SYN")
+            && drops.contains("its listen queue was full"),
+        "{drops}"
+    );
+    let (waits, frames) = &f["greeting_wait"];
+    assert!(waits.contains("its accept queue was full"), "{waits}");
+    let gave_up = clients_saying(
+        "connect-burst",
+        "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet'",
+    );
+    assert_eq!(gave_up, 1);
+    assert_eq!(frames.len(), gave_up, "{waits}: {frames:?}");
+    assert!(waits.starts_with(&format!(
+        "{gave_up} connections were closed by the client while waiting"
+    )));
+    assert!(f["late_accept"].0.contains("accepted them late"));
+    assert!(!f.contains_key("connect_refused"));
+    let r = ours(&path).report;
+    assert_eq!(r.attempts, 45);
+    assert_eq!(r.established, 45);
+}
+
+/// Connects while the server was down and to an address where no host answers: each refusal is one the
+/// client reported (ERROR 2002 ... (115): connection refused), each unanswered attempt one that timed out
+/// (ERROR 2002 ... (110)), and the report says the port had no listener and the host was unreachable.
+#[test]
+fn refused_and_unanswered_connects_are_named_so() {
+    let path = common::fixture("connect-refused.pcap");
+    let f = findings(&path);
+    let r = ours(&path).report;
+    let refused = clients_saying(
+        "connect-refused",
+        "ERROR 2002 (HY000): Can't connect to server on '10.77.0.1' (115)",
+    );
+    assert_eq!(refused, 3);
+    assert_eq!(r.refused, refused as u64);
+    let (summary, frames) = &f["connect_refused"];
+    assert!(
+        summary.starts_with(&format!(
+            "{refused} connects to 10.77.0.1:3306 were refused"
+        )) && summary.contains("nothing listened on the port"),
+        "{summary}"
+    );
+    assert_eq!(frames[..2], [15, 16]);
+    let timed_out = clients_saying(
+        "connect-refused",
+        "ERROR 2002 (HY000): Can't connect to server on '10.77.0.9' (110)",
+    );
+    assert_eq!(timed_out, 2);
+    assert_eq!(r.unanswered, timed_out as u64);
+    let (summary, _) = &f["syn_drops"];
+    assert!(
+        summary.starts_with(&format!(
+            "{timed_out} of {timed_out} connects to 10.77.0.9:3306 were never answered"
+        )) && summary.contains("the host is down or unreachable"),
+        "{summary}"
+    );
+    for kind in ["greeting_wait", "late_accept"] {
+        assert!(!f.contains_key(kind), "{kind}: {:?}", f[kind]);
     }
 }
