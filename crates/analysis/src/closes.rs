@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Analysis;
 use crate::findings::Finding;
-use crate::mysql::{CloseSeenFacts, MysqlSessionFacts, RecognisedBy};
+use crate::mysql::{CloseSeenFacts, MysqlSessionFacts, RecognisedBy, UnansweredRequest};
 use crate::replication;
 use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
 use pcapsleuth_mysql::SessionPhase;
@@ -65,6 +65,8 @@ pub struct FirstReset {
     pub greeting_waits: GreetingWaits,
     /// Every connection attempt: refused, unanswered, delayed by retransmitted SYNs.
     pub connects: ConnectReport,
+    /// Requests still waiting for their response when the capture ended (MySQL), in request order.
+    pub unanswered_at_end: Vec<UnansweredRequest>,
 }
 
 /// Connections the client believed open and gave up on while waiting for the server's greeting: the
@@ -487,6 +489,16 @@ pub fn first_reset(a: &Analysis, limit: usize) -> FirstReset {
             .count(),
         greeting_waits: greeting_waits(a, &closes, &speaks_first),
         connects: connect_report(a),
+        unanswered_at_end: {
+            let mut u: Vec<UnansweredRequest> = a
+                .mysql_sessions
+                .iter()
+                .flatten()
+                .flat_map(|m| m.unanswered.iter().cloned())
+                .collect();
+            u.sort_by_key(|u| u.request_frame);
+            u
+        },
     }
 }
 

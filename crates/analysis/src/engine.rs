@@ -1018,7 +1018,17 @@ fn run_engine(
             damage.extend(cap.growth().map(|d| d.in_input(input)));
         }
     }
-    let (connections, mysql_sessions) = conclude(states);
+    let (connections, mut mysql_sessions) = conclude(states);
+    if let (Some(first), Some(last)) = (first_ts, last_ts) {
+        sinks.mysql.capture_ended(first.0, last.0);
+        for u in mysql_sessions
+            .iter_mut()
+            .flatten()
+            .flat_map(|m| m.unanswered.iter_mut())
+        {
+            u.capture_ended(last.0);
+        }
+    }
     let format = match &files[..] {
         [one] => one.format.clone(),
         many => format!("{} files", many.len()),

@@ -4,10 +4,11 @@ use serde::Serialize;
 
 use crate::closes::first_reset;
 use crate::engine::Analysis;
-use crate::mysql::MysqlReport;
+use crate::mysql::{MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::replication;
 use crate::rt::RtReport;
+use crate::thresholds::{UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
 use crate::units::{self, duration_us};
 
 /// One thing worth a user's attention.
@@ -16,7 +17,8 @@ pub struct Finding {
     /// 1 (look first) to 4 (for the record).
     pub severity: u8,
     /// "first_abnormal_close", "greeting_wait", "syn_drops", "connect_refused", "late_accept",
-    /// "mid_response_close", "ceiling", "errors", "rt_multimodal", "semi_sync_ack_stalls",
+    /// "mid_response_close", "unanswered_at_end", "ceiling", "errors", "rt_multimodal",
+    /// "semi_sync_ack_stalls",
     /// "retransmissions", "capture_damage".
     pub kind: &'static str,
     pub summary: String,
@@ -79,6 +81,61 @@ pub fn full_report(a: &Analysis) -> FullReport {
                 i.request_frame, i.frame, i.client, i.server
             )],
             frames: vec![i.request_frame, i.frame],
+        });
+    }
+    // Requests still waiting at the end, when they waited far longer than a typical answered request.
+    let far = (UNANSWERED_FAR_FACTOR * mysql.rt_us.p99 / 1e6).max(UNANSWERED_MIN_WAIT_S);
+    let stuck: Vec<&UnansweredRequest> = mysql
+        .unanswered
+        .iter()
+        .filter(|u| u.waited_s >= far)
+        .collect();
+    if let Some(longest) = stuck
+        .iter()
+        .max_by(|a, b| a.waited_s.total_cmp(&b.waited_s))
+    {
+        let typical = if mysql.rt_us.count > 0 {
+            format!(
+                "answered requests took at most {} (p99)",
+                duration_us(mysql.rt_us.p99)
+            )
+        } else {
+            "no request was answered".into()
+        };
+        f.push(Finding {
+            severity: 1,
+            kind: "unanswered_at_end",
+            summary: format!(
+                "{} {} unanswered when the capture ended, the longest for {} (`{}`); {typical}",
+                stuck.len(),
+                if stuck.len() == 1 {
+                    "request was"
+                } else {
+                    "requests were"
+                },
+                units::seconds(longest.waited_s),
+                longest
+                    .query
+                    .as_deref()
+                    .unwrap_or(&longest.command)
+                    .chars()
+                    .take(80)
+                    .collect::<String>()
+            ),
+            evidence: stuck
+                .iter()
+                .take(5)
+                .map(|u| {
+                    format!(
+                        "request frame {}, {} -> {}, waited {}",
+                        u.request_frame,
+                        u.client,
+                        u.server,
+                        units::seconds(u.waited_s)
+                    )
+                })
+                .collect(),
+            frames: stuck.iter().map(|u| u.request_frame).collect(),
         });
     }
     for c in &rate.ceilings {

@@ -42,8 +42,9 @@ pub use findings::{full_report, Finding, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ConnectSummary, ErrorDetail, Incident, MysqlAggregate, MysqlDetection,
-    MysqlFilter, MysqlReport, MysqlSessionFacts, RecognisedBy, SecondCounts, StatementGroup,
+    response_time_ns, ConnectSummary, ErrorDetail, Fate, Incident, MysqlAggregate, MysqlDetection,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, RecognisedBy, RequestCounts, SecondCounts,
+    StatementGroup, UnansweredRequest,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
 pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};

@@ -47,18 +47,116 @@ impl MysqlFilter {
             && self.server.is_none_or(|s| s == server)
     }
 
-    fn transaction(&self, t: &Transaction) -> bool {
+    /// Whether `t` is counted; `waited_ns` is how long a request cut off by a close had waited.
+    fn transaction(&self, t: &Transaction, waited_ns: Option<u64>) -> bool {
         (!self.errors_only || matches!(t.outcome, Outcome::Err { .. }))
-            && self
-                .slower_than_ns
-                .is_none_or(|min| response_time_ns(t).is_some_and(|rt| rt >= min))
+            && self.slower_than_ns.is_none_or(|min| {
+                response_time_ns(t)
+                    .filter(|_| Fate::of(&t.outcome) == Fate::Answered)
+                    .or(waited_ns)
+                    .is_some_and(|rt| rt >= min)
+            })
     }
 }
 
-/// Request (first packet) to the last byte of the response: what the client waited for.
+/// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
+/// requests [`Fate::Answered`]: the others' last response byte is not the end of their response.
 pub fn response_time_ns(t: &Transaction) -> Option<u64> {
     t.last_response_ts_ns
         .map(|end| end.saturating_sub(t.request_ts_ns))
+}
+
+/// What became of a request. Every count of the MySQL report (requests, statements, response times) sorts
+/// requests this one way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    /// A complete response arrived (OK, ERR, a resultset, ...): it has a response time.
+    Answered,
+    /// The connection was closed (FIN or RST, by either side) before the response was complete: it waited
+    /// until the close.
+    CutOff,
+    /// Still waiting when the capture ended.
+    Unanswered,
+    /// The response fell into bytes the capture does not hold (cut by the snap length, or lost), or a
+    /// login went on in TLS: how it ended is unknown.
+    Unreadable,
+    /// A command the server never answers (COM_QUIT, COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA), or a binlog
+    /// dump, answered by a stream of events rather than a response.
+    NoResponse,
+}
+
+impl Fate {
+    /// The fate an outcome tells.
+    pub fn of(o: &Outcome) -> Fate {
+        match o {
+            Outcome::Ok { .. }
+            | Outcome::Err { .. }
+            | Outcome::ResultSet { .. }
+            | Outcome::Prepared { .. }
+            | Outcome::LocalInfile { .. }
+            | Outcome::Unparsed => Fate::Answered,
+            Outcome::ClosedMidResponse { .. } | Outcome::ClosedBeforeResponse { .. } => {
+                Fate::CutOff
+            }
+            Outcome::CaptureEnded => Fate::Unanswered,
+            Outcome::GapLost | Outcome::Encrypted => Fate::Unreadable,
+            Outcome::NoResponseExpected | Outcome::ReplicationStream => Fate::NoResponse,
+        }
+    }
+}
+
+/// When the close a cut-off request names (`by`, `flag`) happened: the first such FIN or RST of the
+/// connection.
+fn close_time(closes: &[CloseSeen], client: Side, by: Direction, flag: CloseFlag) -> Option<u64> {
+    let side = match by {
+        Direction::ClientToServer => client,
+        Direction::ServerToClient => client.other(),
+    };
+    let flag = match flag {
+        CloseFlag::Fin => TcpCloseFlag::Fin,
+        CloseFlag::Rst => TcpCloseFlag::Rst,
+    };
+    closes
+        .iter()
+        .find(|c| c.side == side && c.flag == flag)
+        .map(|c| c.ts_ns)
+}
+
+/// A request still waiting for its response when the capture ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnansweredRequest {
+    pub request_frame: u64,
+    /// Seconds since the epoch.
+    pub request_time: f64,
+    pub client: String,
+    pub server: String,
+    pub command: String,
+    pub query: Option<String>,
+    /// From the request to the capture's last packet, seconds.
+    pub waited_s: f64,
+    #[serde(skip)]
+    request_ts_ns: u64,
+}
+
+impl UnansweredRequest {
+    fn new(t: &Transaction, c: Endpoint, s: Endpoint) -> Self {
+        UnansweredRequest {
+            request_frame: t.request_frame,
+            request_time: t.request_ts_ns as f64 / 1e9,
+            client: c.to_string(),
+            server: s.to_string(),
+            command: t.command.name().to_string(),
+            query: t.statement.clone(),
+            waited_s: 0.0,
+            request_ts_ns: t.request_ts_ns,
+        }
+    }
+
+    /// Sets `waited_s` from the time of the capture's last packet.
+    pub(crate) fn capture_ended(&mut self, last_ns: i64) {
+        self.waited_s = (last_ns - self.request_ts_ns as i64).max(0) as f64 / 1e9;
+    }
 }
 
 /// How a connection was recognised as MySQL.
@@ -183,6 +281,9 @@ pub struct MysqlSessionFacts {
     pub errors: u64,
     #[serde(skip)]
     pub closes: Vec<CloseSeenFacts>,
+    /// Requests still waiting for their response when the capture ended.
+    #[serde(skip)]
+    pub unanswered: Vec<UnansweredRequest>,
 }
 
 /// A [`CloseSeen`] reduced to what reports print.
@@ -216,6 +317,8 @@ pub(crate) struct MysqlTrack {
     replication: Option<Box<StreamTrack>>,
     /// The last segment's time: how long an open semi-sync wait lasted at least.
     last_ts_ns: u64,
+    /// Requests the end of the capture found waiting.
+    unanswered: Vec<UnansweredRequest>,
 }
 
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
@@ -259,6 +362,7 @@ impl MysqlTrack {
             retransmissions: VecDeque::new(),
             replication: None,
             last_ts_ns: 0,
+            unanswered: Vec::new(),
         }
     }
 
@@ -538,6 +642,11 @@ impl MysqlTrack {
             self.transactions += 1;
             let error = matches!(t.outcome, Outcome::Err { .. });
             self.errors += u64::from(error);
+            let fate = Fate::of(&t.outcome);
+            if fate == Fate::Unanswered {
+                // Rare (the end of the capture only), and wanted by `first-reset` too.
+                self.unanswered.push(UnansweredRequest::new(t, c, s));
+            }
             if !statistics {
                 continue;
             }
@@ -547,7 +656,7 @@ impl MysqlTrack {
             {
                 let since_syn = |ns: i64| u64::try_from(ns - syn.ts.0).unwrap_or(0);
                 let login = since_syn(answer as i64);
-                if wanted && filter.transaction(t) {
+                if wanted && filter.transaction(t, None) {
                     sinks.mysql.connect.add(
                         conn.connect_ns(),
                         conn.first_data(client.other()).map(|g| since_syn(g.ts.0)),
@@ -558,7 +667,8 @@ impl MysqlTrack {
                     sinks.rt.connect(s.port, syn.ts.0, login);
                 }
             }
-            if let (Some(rt), false, true) = (
+            if let (Fate::Answered, Some(rt), false, true) = (
+                fate,
                 response_time_ns(t),
                 t.command == Command::Connect,
                 distributions,
@@ -569,8 +679,16 @@ impl MysqlTrack {
                 sinks.rt.mysql(s.port, start, rt, error, retransmitted);
                 sinks.rates.response_time(s, start, rt);
             }
-            if wanted && filter.transaction(t) {
-                sinks.mysql.add(t);
+            let waited_ns = match t.outcome {
+                Outcome::ClosedMidResponse { by, flag }
+                | Outcome::ClosedBeforeResponse { by, flag } => {
+                    close_time(&self.closes, client, by, flag)
+                        .map(|ts| ts.saturating_sub(t.request_ts_ns))
+                }
+                _ => None,
+            };
+            if wanted && filter.transaction(t, waited_ns) {
+                sinks.mysql.add(t, fate, waited_ns);
             }
         }
         session.clear_completed();
@@ -667,6 +785,12 @@ impl MysqlTrack {
                     }
                 }
             }
+            if opts.aggregation != Aggregation::ConnectionsOnly && !filter.errors_only {
+                sinks
+                    .mysql
+                    .unanswered
+                    .extend(self.unanswered.iter().cloned());
+            }
         }
         let info = self.session.as_ref().map(|s| s.info().clone());
         Some(MysqlSessionFacts {
@@ -679,6 +803,7 @@ impl MysqlTrack {
                 .is_some_and(|i| i.encryption == Encryption::Tls),
             transactions: self.transactions,
             errors: self.errors,
+            unanswered: std::mem::take(&mut self.unanswered),
             closes: self
                 .closes
                 .iter()
@@ -723,6 +848,8 @@ pub struct Incident {
     /// Rows and response bytes delivered before the close.
     pub rows: u64,
     pub bytes: u64,
+    /// From the request to the close, seconds: how long the client waited before it was cut off.
+    pub waited_s: f64,
 }
 
 impl Incident {
@@ -762,6 +889,7 @@ impl Incident {
             request_time: pending.request_ts_ns as f64 / 1e9,
             rows,
             bytes,
+            waited_s: seen.ts_ns.saturating_sub(pending.request_ts_ns) as f64 / 1e9,
         })
     }
 }
@@ -797,19 +925,88 @@ struct ErrorAgg {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 struct StatementAgg {
-    count: u64,
+    requests: RequestCounts,
     errors: u64,
     rows: u64,
+    /// Response times of the answered requests.
     rt: Histogram,
+    /// How long the requests cut off by a close had waited.
+    waited: Histogram,
     /// The earliest statement of the group, and its frame.
     sample: (u64, String),
+}
+
+/// Requests that expect a response, by what became of them ([`Fate`]): of a whole report or of one
+/// statement group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RequestCounts {
+    /// Answered: these, and only these, have response times.
+    pub answered: u64,
+    /// Cut off by a close (FIN or RST) before their response was complete.
+    pub cut_off: u64,
+    /// Still waiting when the capture ended.
+    pub unanswered: u64,
+    /// Their response could not be read to its end (bytes the capture does not hold: the snap length cut
+    /// the packets, or they were lost).
+    pub unreadable: u64,
+}
+
+impl RequestCounts {
+    fn count(&mut self, fate: Fate) {
+        match fate {
+            Fate::Answered => self.answered += 1,
+            Fate::CutOff => self.cut_off += 1,
+            Fate::Unanswered => self.unanswered += 1,
+            Fate::Unreadable => self.unreadable += 1,
+            Fate::NoResponse => {}
+        }
+    }
+
+    fn merge(&mut self, o: &RequestCounts) {
+        self.answered += o.answered;
+        self.cut_off += o.cut_off;
+        self.unanswered += o.unanswered;
+        self.unreadable += o.unreadable;
+    }
+
+    /// Every request that expects a response.
+    pub fn total(&self) -> u64 {
+        self.answered + self.cut_off + self.unanswered + self.unreadable
+    }
+
+    /// "1,506 answered, 2 cut off by a close, 1 still unanswered when the capture ended": the fates with
+    /// requests, in this order.
+    pub fn describe(&self) -> String {
+        let parts = [
+            (self.answered, "answered"),
+            (self.cut_off, "cut off by a close"),
+            (self.unanswered, "still unanswered when the capture ended"),
+            (
+                self.unreadable,
+                "whose response could not be read to its end",
+            ),
+        ];
+        let said: Vec<String> = parts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{} {what}", crate::units::count(*n)))
+            .collect();
+        if said.is_empty() {
+            "none".into()
+        } else {
+            said.join(", ")
+        }
+    }
 }
 
 /// Everything the `mysql` report counts, mergeable in any order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MysqlAggregate {
     pub sessions: u64,
-    queries: u64,
+    /// Requests expecting a response (logins aside), by fate.
+    requests: RequestCounts,
+    /// How long the requests cut off by a close had waited.
+    waited: Histogram,
     /// Requests by command byte ([`Command::byte`]; empty until the first): one counter per
     /// possible byte costs less than a map lookup per request.
     commands: Vec<u64>,
@@ -824,6 +1021,9 @@ pub struct MysqlAggregate {
     connect: ConnectTimes,
     /// One per replication stream.
     replication: Vec<ReplicationStream>,
+    pub(crate) unanswered: Vec<UnansweredRequest>,
+    /// The capture's first and last packet times (ns since the epoch), once the run is over.
+    span: Option<(i64, i64)>,
 }
 
 /// What MySQL clients seen from their first SYN waited for before their first command.
@@ -908,28 +1108,19 @@ impl MessageSamples {
 }
 
 impl MysqlAggregate {
-    fn add(&mut self, t: &Transaction) {
+    /// Counts `t`, whose fate is `fate`; `waited_ns` is how long a request cut off by a close waited.
+    fn add(&mut self, t: &Transaction, fate: Fate, waited_ns: Option<u64>) {
         self.commands.resize(256, 0);
         if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
             *n += 1;
         }
-        let answered_or_cut = matches!(
-            t.outcome,
-            Outcome::Ok { .. }
-                | Outcome::Err { .. }
-                | Outcome::ResultSet { .. }
-                | Outcome::Prepared { .. }
-                | Outcome::LocalInfile { .. }
-                | Outcome::Unparsed
-                | Outcome::ClosedMidResponse { .. }
-                | Outcome::ClosedBeforeResponse { .. }
-        );
         let is_err = matches!(t.outcome, Outcome::Err { .. });
-        let rt = response_time_ns(t);
+        let rt = response_time_ns(t).filter(|_| fate == Fate::Answered);
         // Logins (COM_CONNECT) count among errors (1045 access denied, 1130 host not allowed, ...) but not
-        // among queries and their response times.
-        if answered_or_cut && t.command != Command::Connect {
-            self.queries += 1;
+        // among requests and their response times.
+        let request = fate != Fate::NoResponse && t.command != Command::Connect;
+        if request {
+            self.requests.count(fate);
             let sec = (t.request_ts_ns / 1_000_000_000) as i64;
             let e = self.per_second.entry(sec).or_insert((0, 0));
             e.0 += 1;
@@ -940,6 +1131,9 @@ impl MysqlAggregate {
                 } else {
                     self.rt_ok.add(rt);
                 }
+            }
+            if let Some(w) = waited_ns {
+                self.waited.add(w);
             }
         }
         if let Outcome::Err {
@@ -958,16 +1152,19 @@ impl MysqlAggregate {
             }
             agg.messages.note(message, t.request_frame);
         }
-        if t.command == Command::Connect {
+        if !request {
             return;
         }
         if let Some(sql) = &t.statement {
             let count = |agg: &mut StatementAgg| {
-                agg.count += 1;
+                agg.requests.count(fate);
                 agg.errors += u64::from(is_err);
                 agg.rows += t.rows;
                 if let Some(rt) = rt {
                     agg.rt.add(rt);
+                }
+                if let Some(w) = waited_ns {
+                    agg.waited.add(w);
                 }
                 if t.request_frame < agg.sample.0 {
                     agg.sample = (t.request_frame, sql.clone());
@@ -992,9 +1189,20 @@ impl MysqlAggregate {
         }
     }
 
+    /// The run is over: the capture's first and last packet times (ns since the epoch) give the span
+    /// and how long the requests still open at the end had waited.
+    pub(crate) fn capture_ended(&mut self, first_ns: i64, last_ns: i64) {
+        self.span = Some((first_ns, last_ns));
+        for u in &mut self.unanswered {
+            u.capture_ended(last_ns);
+        }
+    }
+
     pub(crate) fn merge(&mut self, o: MysqlAggregate) {
         self.sessions += o.sessions;
-        self.queries += o.queries;
+        self.requests.merge(&o.requests);
+        self.waited.merge(&o.waited);
+        self.span = self.span.or(o.span);
         if self.commands.len() < o.commands.len() {
             self.commands.resize(o.commands.len(), 0);
         }
@@ -1018,10 +1226,11 @@ impl MysqlAggregate {
                     self.statements.insert(fp, s);
                 }
                 Some(agg) => {
-                    agg.count += s.count;
+                    agg.requests.merge(&s.requests);
                     agg.errors += s.errors;
                     agg.rows += s.rows;
                     agg.rt.merge(&s.rt);
+                    agg.waited.merge(&s.waited);
                     if s.sample.0 < agg.sample.0 {
                         agg.sample = s.sample;
                     }
@@ -1040,6 +1249,8 @@ impl MysqlAggregate {
         // Kept in one order whatever the merge order (batches, buckets): frame, then kind.
         self.incidents
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
+        self.unanswered.extend(o.unanswered);
+        self.unanswered.sort_by_key(|u| u.request_frame);
     }
 
     /// Response-time distribution of each statement group.
@@ -1058,11 +1269,13 @@ impl MysqlAggregate {
             .map(|(fp, s)| StatementGroup {
                 fingerprint: fp,
                 sample: s.sample.1,
-                count: s.count,
+                count: s.requests.total(),
+                requests: s.requests,
                 errors: s.errors,
                 rows: s.rows,
                 total_us: s.rt.sum_ns() as f64 / 1e3,
                 rt_us: s.rt.summary_us(),
+                cut_off_waited_us: s.waited.summary_us(),
             })
             .collect();
         statements.sort_by(|a, b| {
@@ -1073,7 +1286,11 @@ impl MysqlAggregate {
         });
         MysqlReport {
             sessions: self.sessions,
-            queries: self.queries,
+            queries: self.requests.total(),
+            requests: self.requests,
+            span_s: self.span.map_or(0.0, |(a, b)| (b - a).max(0) as f64 / 1e9),
+            cut_off_waited_us: self.waited.summary_us(),
+            unanswered: self.unanswered,
             commands: (0..=u8::MAX)
                 .zip(&self.commands)
                 .filter(|&(_, &n)| n > 0)
@@ -1137,14 +1354,22 @@ impl MysqlAggregate {
 pub struct MysqlReport {
     /// Connections recognised as MySQL.
     pub sessions: u64,
-    /// Requests answered or cut off by a close (COM_QUIT and other requests without a response excluded).
+    /// Requests that expect a response (logins, COM_QUIT and the other commands without one aside):
+    /// `requests` says what became of them.
     pub queries: u64,
+    pub requests: RequestCounts,
+    /// The capture's span, first packet to last, seconds.
+    pub span_s: f64,
+    /// How long the requests cut off by a close had waited, microseconds.
+    pub cut_off_waited_us: RtSummary,
+    /// Requests still waiting for their response when the capture ended, in request order.
+    pub unanswered: Vec<UnansweredRequest>,
     /// Every request by command name ("COM_QUERY", "COM_STMT_EXECUTE", ..., "COM_CONNECT" for logins).
     pub commands: BTreeMap<String, u64>,
     /// Error responses by code.
     pub errors: BTreeMap<String, u64>,
     pub error_details: Vec<ErrorDetail>,
-    /// Response times of all answered requests, microseconds.
+    /// Response times of the answered requests, microseconds.
     pub rt_us: RtSummary,
     pub rt_ok_us: RtSummary,
     pub rt_error_us: RtSummary,
@@ -1174,11 +1399,18 @@ pub struct StatementGroup {
     pub fingerprint: String,
     /// The first statement of the group, as sent.
     pub sample: String,
+    /// Requests of the group that expect a response; `answered`, `cut_off`, `unanswered` and
+    /// `unreadable` say what became of them.
     pub count: u64,
+    #[serde(flatten)]
+    pub requests: RequestCounts,
     pub errors: u64,
     pub rows: u64,
+    /// Sum and distribution of the response times of the answered requests.
     pub total_us: f64,
     pub rt_us: RtSummary,
+    /// How long the requests cut off by a close had waited.
+    pub cut_off_waited_us: RtSummary,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

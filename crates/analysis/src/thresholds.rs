@@ -131,3 +131,13 @@ pub const ACK_STALL_NS: u64 = 10_000_000;
 
 /// Stalls listed with their frames in a stream's report (the count covers all of them).
 pub const ACK_STALLS_LISTED: usize = 10;
+
+// ---- Requests unanswered at the end of the capture (crate::findings) ----
+
+/// A request still waiting when the capture ended is a finding when it had waited at least this many
+/// times the 99th percentile of the answered requests: a request merely in flight when the capture stopped
+/// has waited less than a typical response; ten times the slowest percent is no longer "in flight".
+pub const UNANSWERED_FAR_FACTOR: f64 = 10.0;
+/// ... and at least this long (seconds): on a fast server ten times the p99 is a few milliseconds, and a
+/// request that waited that long when the capture was stopped says nothing.
+pub const UNANSWERED_MIN_WAIT_S: f64 = 1.0;

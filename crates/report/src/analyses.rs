@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport};
 
-use pcapsleuth_analysis::units::{duration_us as us, rate};
+use pcapsleuth_analysis::units::{duration_us as us, rate, seconds};
 
 use crate::text::utc;
 
@@ -209,13 +209,30 @@ pub fn render_report(r: &FullReport) -> String {
     let m = &r.mysql;
     let _ = writeln!(
         out,
-        "\n{} TCP connections, {} MySQL sessions, {} MySQL requests; response time p50 {} p99 {}",
+        "\n{} TCP connections, {} MySQL sessions, {} MySQL requests ({}); response time p50 {} p99 {}",
         r.first_reset.connections,
         m.sessions,
         m.queries,
+        m.requests.describe(),
         us(r.rt.percentiles_us.p50),
         us(r.rt.percentiles_us.p99)
     );
     crate::replication::write_streams(&mut out, &m.replication);
+    if let Some(longest) = m
+        .unanswered
+        .iter()
+        .max_by(|a, b| a.waited_s.total_cmp(&b.waited_s))
+    {
+        let _ = writeln!(
+            out,
+            "{} {} still unanswered when the capture ended, the longest for {} (request frame {}, {} -> {})",
+            m.unanswered.len(),
+            if m.unanswered.len() == 1 { "request" } else { "requests" },
+            seconds(longest.waited_s),
+            longest.request_frame,
+            longest.client,
+            longest.server
+        );
+    }
     out
 }

@@ -2,7 +2,10 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{Analysis, CloseReport, FirstReset, MysqlReport, RtSummary};
+use pcapsleuth_analysis::units::seconds;
+use pcapsleuth_analysis::{
+    Analysis, CloseReport, FirstReset, MysqlReport, RequestCounts, RtSummary,
+};
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, Role};
 use serde::Serialize;
 
@@ -102,6 +105,31 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             }
         }
     }
+    if let Some(longest) = r
+        .unanswered_at_end
+        .iter()
+        .max_by(|a, b| a.waited_s.total_cmp(&b.waited_s))
+    {
+        let mut conns: Vec<(&str, &str)> = r
+            .unanswered_at_end
+            .iter()
+            .map(|u| (u.client.as_str(), u.server.as_str()))
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        let _ = writeln!(
+            out,
+            "\n{} {} a request unanswered at the end of the capture{} {}: request frame {}, connection {}-{} (`{}`)",
+            conns.len(),
+            if conns.len() == 1 { "connection has" } else { "connections have" },
+            if r.unanswered_at_end.len() == 1 { " for" } else { ", the longest for" },
+            seconds(longest.waited_s),
+            longest.request_frame,
+            longest.client,
+            longest.server,
+            one_line(longest.query.as_deref().unwrap_or(&longest.command))
+        );
+    }
     let _ = writeln!(
         out,
         "\n{} connections, {} closed ({} listed below), {} still open at the end of the capture.",
@@ -161,15 +189,17 @@ fn connects(out: &mut String, r: &FirstReset) {
 }
 
 fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
+    pcapsleuth_analysis::units::count(n)
+}
+
+/// A statement on one line, at most 100 characters.
+fn one_line(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(100)
+        .collect()
 }
 
 fn ms(us: f64) -> String {
@@ -195,14 +225,24 @@ fn rt_line(r: &RtSummary) -> String {
 /// `pcapsleuth mysql` for people.
 pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let mut out = String::new();
-    let secs = r.per_second.len().max(1);
     let _ = writeln!(
         out,
-        "MySQL: {} sessions, {} requests answered or cut off, over {} s ({:.0} per second on average)",
+        "MySQL: {} sessions, {} requests in {}{}: {}",
         thousands(r.sessions),
         thousands(r.queries),
-        r.per_second.len(),
-        r.queries as f64 / secs as f64
+        seconds(r.span_s),
+        // A rate over less than a second would be a guess at a second nobody watched.
+        if r.span_s >= 1.0 {
+            let per_s = r.queries as f64 / r.span_s;
+            if per_s >= 10.0 {
+                format!(" ({} per second)", thousands(per_s.round() as u64))
+            } else {
+                format!(" ({per_s:.2} per second)")
+            }
+        } else {
+            String::new()
+        },
+        r.requests.describe()
     );
     let cmds: Vec<String> = r
         .commands
@@ -210,10 +250,22 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         .map(|(k, v)| format!("{k} {}", thousands(*v)))
         .collect();
     let _ = writeln!(out, "commands: {}", cmds.join(", "));
-    let _ = writeln!(out, "\nresponse time (request to last response byte):");
+    let _ = writeln!(
+        out,
+        "\nresponse time of the answered requests (request to last response byte):"
+    );
     let _ = writeln!(out, "  all       {}", rt_line(&r.rt_us));
     let _ = writeln!(out, "  success   {}", rt_line(&r.rt_ok_us));
     let _ = writeln!(out, "  errors    {}", rt_line(&r.rt_error_us));
+    if r.requests.cut_off > 0 {
+        let _ = writeln!(
+            out,
+            "  cut off   {} waited until the close: mean {} max {}",
+            thousands(r.requests.cut_off),
+            ms(r.cut_off_waited_us.mean),
+            ms(r.cut_off_waited_us.max)
+        );
+    }
     let c = &r.connect;
     if c.login_us.count > 0 {
         let _ = writeln!(out, "connect, from the client's first SYN to:");
@@ -247,26 +299,51 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         }
     }
     if !r.statements.is_empty() {
-        let _ = writeln!(out, "\nstatements by total time (top {limit}):");
+        let _ = writeln!(
+            out,
+            "\nstatements by total time (top {limit}; times over the answered requests):"
+        );
         let _ = writeln!(
             out,
             "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  fingerprint",
-            "count", "total", "mean", "p50", "p95", "p99", "errors"
+            "answered", "total", "mean", "p50", "p95", "p99", "errors"
         );
         for s in r.statements.iter().take(limit) {
             let fp: String = s.fingerprint.chars().take(100).collect();
+            let timed = |us: f64| {
+                if s.requests.answered > 0 {
+                    ms(us)
+                } else {
+                    "-".into()
+                }
+            };
             let _ = writeln!(
                 out,
                 "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
-                thousands(s.count),
-                ms(s.total_us),
-                ms(s.rt_us.mean),
-                ms(s.rt_us.p50),
-                ms(s.rt_us.p95),
-                ms(s.rt_us.p99),
+                thousands(s.requests.answered),
+                timed(s.total_us),
+                timed(s.rt_us.mean),
+                timed(s.rt_us.p50),
+                timed(s.rt_us.p95),
+                timed(s.rt_us.p99),
                 thousands(s.errors),
                 fp
             );
+            if s.count > s.requests.answered {
+                let others = RequestCounts {
+                    answered: 0,
+                    ..s.requests
+                };
+                let waited = if s.requests.cut_off > 0 {
+                    format!(
+                        " (the cut off waited up to {})",
+                        ms(s.cut_off_waited_us.max)
+                    )
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(out, "  {:>9}   and {}{waited}", "", others.describe());
+            }
         }
     }
     if r.incidents.is_empty() {
@@ -280,31 +357,47 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "\nincidents (connections closed with MySQL work in progress):"
         );
         for i in &r.incidents {
-            let q: String = i
-                .query
-                .as_deref()
-                .unwrap_or(&i.command)
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .take(100)
-                .collect();
+            let q = one_line(i.query.as_deref().unwrap_or(&i.command));
             let _ = writeln!(
                 out,
-                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, {} rows / {} bytes delivered",
+                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, waited {}, {} rows / {} bytes delivered",
                 i.frame,
                 i.kind.replace('_', " "),
                 i.client,
                 i.server,
                 q,
                 i.request_frame,
+                seconds(i.waited_s),
                 thousands(i.rows),
                 thousands(i.bytes)
             );
         }
     }
     crate::replication::write_streams(&mut out, &r.replication);
+    if !r.unanswered.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nrequests still unanswered when the capture ended (waited until its last packet):"
+        );
+        for u in r.unanswered.iter().take(limit) {
+            let _ = writeln!(
+                out,
+                "  frame {}: `{}` ({} -> {}), waited {}",
+                u.request_frame,
+                one_line(u.query.as_deref().unwrap_or(&u.command)),
+                u.client,
+                u.server,
+                seconds(u.waited_s)
+            );
+        }
+        if r.unanswered.len() > limit {
+            let _ = writeln!(
+                out,
+                "  ... {} more (see --json)",
+                r.unanswered.len() - limit
+            );
+        }
+    }
     if r.per_second.len() > 1 {
         let _ = writeln!(out, "\nper second: second, requests, errors");
         for s in r.per_second.iter().take(120) {

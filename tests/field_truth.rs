@@ -1,0 +1,236 @@
+//! Every answer either right or honestly qualified (issue 11): requests unanswered when the capture ended,
+//! requests cut off by a close and how long they waited, and one set of counts in every command and table,
+//! on real captures.
+
+mod common;
+
+use pcapsleuth_testkit::oracle;
+use serde_json::Value;
+
+use common::{json, text};
+
+fn f64_of(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+/// tshark's epoch time of one frame.
+fn frame_time(tshark: &oracle::Tshark, f: &std::path::Path, frame: u64) -> f64 {
+    let t = tshark.lines([
+        "-r",
+        f.to_str().unwrap(),
+        "-Y",
+        &format!("frame.number=={frame}"),
+        "-T",
+        "fields",
+        "-e",
+        "frame.time_epoch",
+    ]);
+    t[0].parse().unwrap()
+}
+
+/// tshark's epoch time of the capture's last packet.
+fn last_time(tshark: &oracle::Tshark, f: &std::path::Path) -> f64 {
+    let t = tshark.lines([
+        "-r",
+        f.to_str().unwrap(),
+        "-T",
+        "fields",
+        "-e",
+        "frame.time_epoch",
+    ]);
+    t.last().unwrap().parse().unwrap()
+}
+
+/// A client-side capture: `select sleep(30)` sent, ACKed by the server, never answered in the last 6 s of the
+/// capture. `mysql`, `first-reset` and `report` all say so, with the request's frame and how long it waited.
+#[test]
+fn a_request_unanswered_at_the_end_is_reported_by_every_command() {
+    let f = common::fixture("client-hang.pcap");
+    let p = f.to_str().unwrap();
+    let m = json(&["mysql", "--json", p]);
+    let u = m["unanswered"].as_array().unwrap();
+    assert_eq!(u.len(), 1, "{u:#?}");
+    assert_eq!(u[0]["query"], "select sleep(30)");
+    assert_eq!(u[0]["command"], "COM_QUERY");
+    assert_eq!(u[0]["client"], "10.77.1.2:50362");
+    assert_eq!(u[0]["server"], "10.77.0.1:3306");
+    assert_eq!(m["requests"]["unanswered"], 1);
+    assert_eq!(
+        m["requests"]["answered"].as_u64().unwrap() + 1,
+        m["queries"].as_u64().unwrap()
+    );
+    let waited = f64_of(&u[0]["waited_s"]);
+    assert!(waited > 5.0, "{waited}");
+    let mysql_text = text(&["mysql", p]);
+    assert!(
+        mysql_text.contains("1 still unanswered when the capture ended"),
+        "{mysql_text}"
+    );
+    assert!(
+        mysql_text
+            .contains("`select sleep(30)` (10.77.1.2:50362 -> 10.77.0.1:3306), waited 6.01 s"),
+        "{mysql_text}"
+    );
+
+    let fr = json(&["first-reset", "--json", p]);
+    assert_eq!(fr["unanswered_at_end"], m["unanswered"]);
+    let fr_text = text(&["first-reset", p]);
+    assert!(
+        fr_text.contains(&format!(
+            "1 connection has a request unanswered at the end of the capture for 6.01 s: request frame {}, connection 10.77.1.2:50362-10.77.0.1:3306",
+            u[0]["request_frame"]
+        )),
+        "{fr_text}"
+    );
+
+    let r = json(&["report", "--json", p]);
+    let finding = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "unanswered_at_end")
+        .unwrap_or_else(|| panic!("{:#}", r["findings"]));
+    assert_eq!(finding["frames"][0], u[0]["request_frame"]);
+
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    // The request is tshark's `select sleep(30)`, and it waited to the capture's last packet.
+    let frames = tshark.lines([
+        "-r",
+        p,
+        "-Y",
+        "mysql.query == \"select sleep(30)\"",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    assert_eq!(frames, [u[0]["request_frame"].to_string()]);
+    let frame = u[0]["request_frame"].as_u64().unwrap();
+    let want = last_time(&tshark, &f) - frame_time(&tshark, &f, frame);
+    assert!((waited - want).abs() < 1e-6, "{waited} vs tshark {want}");
+    assert_eq!(
+        m["queries"].as_u64().unwrap() as usize,
+        tshark.count(&f, "mysql.command == 3")
+    );
+}
+
+/// A thread pool with every session waiting at the end: all 8 are listed, but they had waited no longer than
+/// the requests answered before them, so they are not a finding.
+#[test]
+fn requests_merely_in_flight_at_the_end_are_listed_but_not_a_finding() {
+    let f = common::fixture("thread-pool.pcap");
+    let p = f.to_str().unwrap();
+    let m = json(&["mysql", "--json", p]);
+    let u = m["unanswered"].as_array().unwrap();
+    assert_eq!(u.len(), 8);
+    let mut clients: Vec<&str> = u.iter().map(|u| u["client"].as_str().unwrap()).collect();
+    clients.dedup();
+    assert_eq!(clients.len(), 8, "one per session");
+    let p99 = f64_of(&m["rt_us"]["p99"]) / 1e6;
+    assert!(u.iter().all(|u| f64_of(&u["waited_s"]) < p99));
+    let r = json(&["report", "--json", p]);
+    assert!(!r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "unanswered_at_end"));
+    let report_text = text(&["report", p]);
+    assert!(
+        report_text.contains("8 requests still unanswered when the capture ended"),
+        "{report_text}"
+    );
+    assert!(text(&["first-reset", p]).contains(
+        "8 connections have a request unanswered at the end of the capture, the longest for 0.30 s"
+    ));
+}
+
+/// `select sleep(10)` killed by the server (KILL CONNECTION) 1.2 s after it was sent: cut off by the server's
+/// FIN after waiting 1.2 s, never listed as answered in 0 µs.
+#[test]
+fn a_request_cut_off_by_a_close_waited_until_the_close() {
+    let f = common::fixture("server-closes.pcap");
+    let p = f.to_str().unwrap();
+    let m = json(&["mysql", "--json", p]);
+    let sleep = m["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["fingerprint"] == "select sleep(?)")
+        .unwrap();
+    assert_eq!(sleep["count"], 1);
+    assert_eq!(sleep["answered"], 0);
+    assert_eq!(sleep["cut_off"], 1);
+    assert_eq!(sleep["rt_us"]["count"], 0);
+    let waited_us = f64_of(&sleep["cut_off_waited_us"]["max"]);
+    let incident = &m["incidents"][0];
+    assert_eq!(incident["kind"], "server_fin_unanswered");
+    assert_eq!(incident["query"], "select sleep(10)");
+    let waited_s = f64_of(&incident["waited_s"]);
+    assert!((waited_s * 1e6 - waited_us).abs() < waited_us * 0.01);
+    assert!(waited_s > 1.0, "{waited_s}");
+    assert_eq!(m["requests"]["cut_off"], 1);
+    let mysql_text = text(&["mysql", p]);
+    assert!(
+        mysql_text.contains("and 1 cut off by a close (the cut off waited up to 1225.2ms)"),
+        "{mysql_text}"
+    );
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let want = frame_time(&tshark, &f, incident["frame"].as_u64().unwrap())
+        - frame_time(&tshark, &f, incident["request_frame"].as_u64().unwrap());
+    assert!(
+        (waited_s - want).abs() < 1e-6,
+        "{waited_s} vs tshark {want}"
+    );
+}
+
+/// One set of counts: on every real capture, a request is counted the same way by `mysql` (requests,
+/// response times, statements, seconds) and `rt`, and the duration is the capture's span.
+#[test]
+fn every_command_and_table_counts_requests_the_same_way() {
+    for path in common::real_captures() {
+        let p = path.to_str().unwrap();
+        let m = json(&["mysql", "--json", p]);
+        let req = &m["requests"];
+        let fates = ["answered", "cut_off", "unanswered", "unreadable"];
+        let total: u64 = fates.iter().map(|k| req[k].as_u64().unwrap()).sum();
+        assert_eq!(m["queries"].as_u64().unwrap(), total, "{p}: queries");
+        let answered = req["answered"].as_u64().unwrap();
+        assert_eq!(
+            m["rt_us"]["count"].as_u64().unwrap(),
+            answered,
+            "{p}: rt_us"
+        );
+        let rt = json(&["rt", "--json", p]);
+        if rt["source"] == "mysql" {
+            assert_eq!(
+                rt["percentiles_us"]["count"].as_u64().unwrap(),
+                answered,
+                "{p}: rt vs mysql"
+            );
+        }
+        let per_second: u64 = m["per_second"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["queries"].as_u64().unwrap())
+            .sum();
+        assert_eq!(per_second, total, "{p}: per second");
+        for s in m["statements"].as_array().unwrap() {
+            let group: u64 = fates.iter().map(|k| s[k].as_u64().unwrap()).sum();
+            assert_eq!(s["count"].as_u64().unwrap(), group, "{p}: {s:#}");
+            assert_eq!(s["rt_us"]["count"], s["answered"], "{p}: {s:#}");
+        }
+        let flows = json(&["flows", "--json", p]);
+        let span = flows["capture"]["last_ts"].as_f64().unwrap_or(0.0)
+            - flows["capture"]["first_ts"].as_f64().unwrap_or(0.0);
+        assert!(
+            (f64_of(&m["span_s"]) - span).abs() < 1e-6,
+            "{p}: span {} vs {span}",
+            m["span_s"]
+        );
+    }
+}
