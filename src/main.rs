@@ -8,7 +8,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
 use pcapsleuth::capture::{
-    refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, PcapWriter,
+    refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId, Format, Input,
+    PcapWriter, Record, Timestamp,
 };
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
@@ -151,28 +152,49 @@ enum Command {
         #[command(flatten)]
         plots: PlotsArg,
     },
-    /// Copies every packet of the matching TCP connections into a new capture for Wireshark
-    /// (records byte-identical: original link type and timestamps).
+    /// Copies the packets selected into a new capture for Wireshark (records byte-identical: original
+    /// link type and timestamps): the TCP connections matching --port, --flow or --conn, the frames
+    /// --frames names, the packets in --time; several selections keep what all of them select.
+    ///
+    /// Frames and times are numbered as the reports number them, across all the files read, so
+    /// `extract big.pcap* --conn C-S --at 81234 -o one.pcap` writes the connection a finding named.
     Extract {
-        /// Capture file to read.
-        file: PathBuf,
+        /// Capture files, as for the analyses: several files (read as one capture, in time order), a
+        /// directory, a glob, gzip/zstd/xz/lz4-compressed files, or `-` for standard input.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Packets with this TCP port on either side.
         #[arg(long, value_name = "N", group = "filter")]
         port: Option<u16>,
         /// Packets to or from this endpoint (IP:PORT or [IPv6]:PORT).
         #[arg(long, value_name = "IP:PORT", group = "filter")]
         flow: Option<String>,
-        /// One connection: CLIENT_IP:PORT-SERVER_IP:PORT (either direction matches).
+        /// One connection: CLIENT_IP:PORT-SERVER_IP:PORT (either direction matches). If the capture
+        /// holds several connections on this 4-tuple (a reused port), all of them unless --at picks one.
         #[arg(long, value_name = "CLIENT-SERVER", group = "filter")]
         conn: Option<String>,
-        /// Output file.
+        /// With --conn: only the connection on that 4-tuple that holds this frame.
+        #[arg(long, value_name = "FRAME", requires = "conn")]
+        at: Option<u64>,
+        /// Only frames A to B, inclusive (`A-` to the end, `-B` from the start, `A` alone).
+        #[arg(long, value_name = "A-B")]
+        frames: Option<String>,
+        /// Only packets from FROM to TO (FROM included, TO excluded): seconds since the capture's first
+        /// packet (`12.5..20`), or UTC times as the reports print them (`2026-11-22 09:17:42.5..2026-11-22
+        /// 09:18:00`, also RFC 3339 with `T` and `Z`); either end may be left out (`..20`, `12.5..`).
+        #[arg(long, value_name = "FROM..TO")]
+        time: Option<String>,
+        /// Output file (written beside itself under a temporary name, put in place when complete).
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
     },
-    /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`), written in parallel.
+    /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`): a single uncompressed
+    /// file is copied in parallel; several files, compressed files and standard input are read as one
+    /// capture, as the analyses read them, and cut as they stream.
     Split {
-        /// Capture file to read.
-        file: PathBuf,
+        /// Capture files, as for the analyses (several files, a directory, a glob, compressed, `-`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// Packets per piece.
         #[arg(long, value_name = "N", group = "size", required = true)]
         packets: Option<u64>,
@@ -369,18 +391,44 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(finish(&cap, &a))
         }
         Command::Extract {
-            file,
+            files,
             port,
             flow,
             conn,
+            at,
+            frames,
+            time,
             output,
-        } => extract(&file, port, flow, conn, &output),
+        } => {
+            let selection = Selection {
+                connections: match (port, flow, conn) {
+                    (Some(p), _, _) => Some(Connections::Port(p)),
+                    (_, Some(f), _) => Some(Connections::Endpoint(
+                        f.parse()
+                            .map_err(|e: String| InputError(format!("--flow: {e}")))?,
+                    )),
+                    (_, _, Some(c)) => {
+                        let (a, b) = parse_conn(&c)?;
+                        Some(Connections::Connection(a, b))
+                    }
+                    _ => None,
+                },
+                frames: frames.as_deref().map(parse_frames).transpose()?,
+                time: time.as_deref().map(parse_time_range).transpose()?,
+            };
+            if selection.is_everything() {
+                bail!(InputError(
+                    "extract needs a selection: --port N, --flow IP:PORT, --conn CLIENT-SERVER, --frames A-B or --time FROM..TO".into()
+                ));
+            }
+            extract(&files, selection, at, &output)
+        }
         Command::Split {
-            file,
+            files,
             packets,
             megabytes,
             output,
-        } => split(&file, packets, megabytes, &output),
+        } => split(&files, packets, megabytes, &output),
     }
 }
 
@@ -423,10 +471,6 @@ fn emit(text: String) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.context("writing to stdout"),
     }
-}
-
-fn open(path: &Path) -> anyhow::Result<Capture> {
-    Ok(Capture::open(path)?)
 }
 
 /// `10ms`, `1.5s`, `250us`, `2m` (a bare number is milliseconds).
@@ -509,6 +553,12 @@ fn analyze_with(
     let progress = Progress::new("reading", Path::new(&name), total);
     let a = analysis::analyze_set(&mut set, &opts, |done, total| progress.show(done, total));
     progress.clear();
+    Ok((set, a))
+}
+
+/// Says on stderr what the inputs were read as: files of a directory left out, files read one after
+/// the other, files that overlap in time.
+fn report_set(set: &CaptureSet) {
     if !set.skipped.is_empty() {
         sayln!(
             "pcapsleuth: skipped {} files that are not captures: {}",
@@ -527,7 +577,17 @@ fn analyze_with(
             set.inputs[later].path().display()
         );
     }
-    Ok((set, a))
+    if set.inputs.len() > 1 {
+        sayln!(
+            "pcapsleuth: read {} files as one capture, one after the other in time order ({}); frames are numbered across them",
+            set.inputs.len(),
+            set.inputs
+                .iter()
+                .map(|i| i.path().display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
 }
 
 /// A progress line on stderr, for inputs over 256 MB when stderr is a terminal. Cheap to call per record:
@@ -576,21 +636,9 @@ impl Progress {
 /// large the pieces.
 const COPY_STEP: u64 = 64 << 20;
 
-/// Warnings for damage the reading survived; exit code 2 if any of it was more than a cut-short tail.
+/// [`finish_pass`] for an analysis.
 fn finish(set: &CaptureSet, a: &Analysis) -> ExitCode {
-    if set.inputs.len() > 1 {
-        sayln!(
-            "pcapsleuth: read {} files as one capture, one after the other in time order ({}); frames are numbered across them",
-            set.inputs.len(),
-            set.inputs
-                .iter()
-                .map(|i| i.path().display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let paths: Vec<&Path> = set.inputs.iter().map(|i| i.path()).collect();
-    report_damage(&paths, &a.capture.damage)
+    finish_pass(set, &a.capture.damage)
 }
 
 fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {
@@ -608,11 +656,64 @@ fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {
     }
 }
 
-/// Which packets `extract` keeps.
-enum Selection {
+/// Which TCP connections `extract` keeps.
+enum Connections {
     Port(u16),
     Endpoint(Endpoint),
     Connection(Endpoint, Endpoint),
+}
+
+/// Where a bound of `--time` is counted from.
+#[derive(Clone, Copy)]
+enum TimeBound {
+    /// Seconds since the capture's first packet, in nanoseconds.
+    Relative(i64),
+    Absolute(Timestamp),
+}
+
+/// Which packets `extract` keeps: all of what each part given selects.
+struct Selection {
+    connections: Option<Connections>,
+    /// Inclusive frame range.
+    frames: Option<(u64, u64)>,
+    /// `[from, to)`.
+    time: Option<(Option<TimeBound>, Option<TimeBound>)>,
+}
+
+impl Selection {
+    fn is_everything(&self) -> bool {
+        self.connections.is_none() && self.frames.is_none() && self.time.is_none()
+    }
+
+    /// Whether to keep frame `frame` (`first_ts`: the capture's first packet, for relative times).
+    fn keeps(&self, frame: u64, rec: &Record<'_>, first_ts: Timestamp) -> bool {
+        if let Some((a, b)) = self.frames {
+            if frame < a || frame > b {
+                return false;
+            }
+        }
+        if let Some((from, to)) = self.time {
+            let at = |bound: TimeBound| match bound {
+                TimeBound::Relative(ns) => first_ts.0.saturating_add(ns),
+                TimeBound::Absolute(t) => t.0,
+            };
+            if from.is_some_and(|f| rec.ts.0 < at(f)) || to.is_some_and(|t| rec.ts.0 >= at(t)) {
+                return false;
+            }
+        }
+        let Some(connections) = &self.connections else {
+            return true;
+        };
+        let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
+            return false;
+        };
+        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
+        match connections {
+            Connections::Port(p) => src.port == *p || dst.port == *p,
+            Connections::Endpoint(e) => src == *e || dst == *e,
+            Connections::Connection(a, b) => (src == *a && dst == *b) || (src == *b && dst == *a),
+        }
+    }
 }
 
 fn parse_conn(s: &str) -> anyhow::Result<(Endpoint, Endpoint)> {
@@ -640,81 +741,310 @@ fn parse_conn(s: &str) -> anyhow::Result<(Endpoint, Endpoint)> {
     Ok((a, b))
 }
 
-fn extract(
-    file: &Path,
-    port: Option<u16>,
-    flow: Option<String>,
-    conn: Option<String>,
-    output: &Path,
-) -> anyhow::Result<ExitCode> {
-    let sel = match (port, flow, conn) {
-        (Some(p), _, _) => Selection::Port(p),
-        (_, Some(f), _) => Selection::Endpoint(
-            f.parse()
-                .map_err(|e: String| InputError(format!("--flow: {e}")))?,
-        ),
-        (_, _, Some(c)) => {
-            let (a, b) = parse_conn(&c)?;
-            Selection::Connection(a, b)
-        }
-        _ => bail!(InputError(
-            "extract needs one of --port N, --flow IP:PORT or --conn CLIENT-SERVER".into()
-        )),
+/// `A-B`, `A-`, `-B` or `A` (frames are numbered from 1).
+fn parse_frames(s: &str) -> anyhow::Result<(u64, u64)> {
+    let bad = || {
+        InputError(format!(
+            "--frames expects A-B, A-, -B or A (frame numbers from 1), got `{s}`"
+        ))
     };
-    let cap = open(file)?;
-    let mut w = PcapWriter::create(output, &cap)?;
-    let progress = Progress::new("extracting from", file, cap.len());
-    let mut pass = cap.pass();
-    while let Some(rec) = pass.next_record() {
-        progress.show(rec.offset, cap.len());
-        let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
-            continue;
-        };
-        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
-        let keep = match &sel {
-            Selection::Port(p) => src.port == *p || dst.port == *p,
-            Selection::Endpoint(e) => src == *e || dst == *e,
-            Selection::Connection(a, b) => (src == *a && dst == *b) || (src == *b && dst == *a),
-        };
-        if keep {
-            w.write(&rec)?;
+    let number = |t: &str, open: u64| match t.trim() {
+        "" => Ok(open),
+        t => t.parse::<u64>().map_err(|_| bad()),
+    };
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (number(a, 1)?, number(b, u64::MAX)?),
+        None => {
+            let n = number(s, 0)?;
+            (n, n)
+        }
+    };
+    if a == 0 || a > b {
+        bail!(bad());
+    }
+    Ok((a, b))
+}
+
+/// `FROM..TO`, either end optional; each a number of seconds since the first packet or a UTC time.
+fn parse_time_range(s: &str) -> anyhow::Result<(Option<TimeBound>, Option<TimeBound>)> {
+    let Some((from, to)) = s.split_once("..") else {
+        bail!(InputError(format!(
+            "--time expects FROM..TO (seconds since the first packet, or UTC times like 2026-11-22 09:17:42.5), got `{s}`"
+        )));
+    };
+    let range = (parse_time_bound(from)?, parse_time_bound(to)?);
+    if range.0.is_none() && range.1.is_none() {
+        bail!(InputError("--time needs FROM, TO or both".into()));
+    }
+    Ok(range)
+}
+
+fn parse_time_bound(s: &str) -> anyhow::Result<Option<TimeBound>> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Some(TimeBound::Relative((secs * 1e9).round() as i64)));
         }
     }
+    // The reports print `2026-11-22 09:17:42.123456 UTC`: accept that as it is copied.
+    let utc = t.strip_suffix("UTC").map_or(t, str::trim_end);
+    match humantime::parse_rfc3339_weak(utc) {
+        Ok(at) => {
+            let ns = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            Ok(Some(TimeBound::Absolute(Timestamp(ns))))
+        }
+        Err(e) => bail!(InputError(format!(
+            "--time: `{s}` is neither seconds since the first packet nor a UTC time like 2026-11-22 09:17:42.5 ({e})"
+        ))),
+    }
+}
+
+/// Opens the inputs as one capture (see [`CaptureSet::open`]).
+fn open_set(files: &[PathBuf]) -> anyhow::Result<CaptureSet> {
+    Ok(CaptureSet::open(files)?)
+}
+
+/// "big.pcap" or "12 files", for progress lines.
+fn set_name(set: &CaptureSet) -> String {
+    match &set.inputs[..] {
+        [one] => one.path().display().to_string(),
+        many => format!("{} files", many.len()),
+    }
+}
+
+fn set_len(set: &CaptureSet) -> u64 {
+    set.inputs.iter().filter_map(|i| i.stored_len()).sum()
+}
+
+/// The frame range of the connection on the 4-tuple `a`-`b` that `--at` names, or of every connection
+/// on it (with a warning when there are several): read from a first pass of the connection analysis over
+/// `set`, so connections are delimited exactly as the reports delimit them. Returns the set opened
+/// again for the pass that writes (or untouched, if it cannot be read twice).
+fn connection_frames(
+    mut set: CaptureSet,
+    files: &[PathBuf],
+    (a, b): (Endpoint, Endpoint),
+    at: Option<u64>,
+) -> anyhow::Result<(CaptureSet, Option<(u64, u64)>)> {
+    if set.inputs.iter().any(|i| i.stored_len().is_none()) {
+        if at.is_some() {
+            bail!(InputError(
+                "--at reads the capture twice (once to delimit the connections); standard input and pipes are read once: save the capture to a file first".into()
+            ));
+        }
+        sayln!("pcapsleuth: warning: standard input is read once, so connections that reused this 4-tuple are not told apart: all are extracted");
+        return Ok((set, None));
+    }
+    let opts = EngineOptions {
+        mysql: analysis::MysqlDetection::Off,
+        aggregation: Aggregation::ConnectionsOnly,
+        ..EngineOptions::default()
+    };
+    let progress = Progress::new(
+        "finding connections in",
+        Path::new(&set_name(&set)),
+        set_len(&set),
+    );
+    let analysis = analysis::analyze_set(&mut set, &opts, |done, total| progress.show(done, total));
+    progress.clear();
+    // Streams (compressed files) were read to their end: open everything again for the writing pass.
+    let set = open_set(files)?;
+    let on_tuple: Vec<(u64, u64)> = analysis
+        .connections
+        .iter()
+        .filter(|c| (c.client == a && c.server == b) || (c.client == b && c.server == a))
+        .map(|c| (c.first.frame, c.last.frame))
+        .collect();
+    let spans = || {
+        on_tuple
+            .iter()
+            .map(|(f, l)| format!("{f}-{l}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match at {
+        Some(at) => match on_tuple.iter().find(|(f, l)| (*f..=*l).contains(&at)) {
+            Some(&range) => Ok((set, Some(range))),
+            None if on_tuple.is_empty() => bail!(InputError(format!(
+                "--at {at}: no connection {a}-{b} in the capture"
+            ))),
+            None => bail!(InputError(format!(
+                "--at {at}: no connection {a}-{b} holds frame {at} (its connections span frames {})",
+                spans()
+            ))),
+        },
+        None => {
+            if on_tuple.len() > 1 {
+                sayln!(
+                    "pcapsleuth: warning: {} connections used {a}-{b} (frames {}); all of them are extracted: pick one with --at FRAME",
+                    on_tuple.len(),
+                    spans()
+                );
+            }
+            Ok((set, None))
+        }
+    }
+}
+
+fn extract(
+    files: &[PathBuf],
+    mut selection: Selection,
+    at: Option<u64>,
+    output: &Path,
+) -> anyhow::Result<ExitCode> {
+    let mut set = open_set(files)?;
+    // Refused before anything is read: an output that is one of the inputs.
+    refuse_input_as_output(output, set.identities())?;
+    if let Some(Connections::Connection(a, b)) = selection.connections {
+        let (again, range) = connection_frames(set, files, (a, b), at)?;
+        set = again;
+        if let Some((first, last)) = range {
+            let (lo, hi) = selection.frames.unwrap_or((1, u64::MAX));
+            selection.frames = Some((lo.max(first), hi.min(last)));
+        }
+    }
+    let mut w = PcapWriter::create_for_set(output, &set)?;
+    let progress = Progress::new("extracting from", Path::new(&set_name(&set)), set_len(&set));
+    let (mut frame, mut first_ts) = (0u64, None);
+    let damage = set.pass(
+        |_, rec| {
+            frame += 1;
+            let first = *first_ts.get_or_insert(rec.ts);
+            if selection.keeps(frame, rec, first) {
+                w.write(rec)?;
+            }
+            Ok::<(), CaptureError>(())
+        },
+        |done, total| progress.show(done, total),
+    )?;
     progress.clear();
     let n = w.finish()?;
-    let damage = pass.finish();
     sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
-    Ok(report_damage(&[file], &damage))
+    Ok(finish_pass(&set, &damage))
+}
+
+/// Warnings for damage the reading survived, and what the files were read as; exit code 2 if any of the
+/// damage was more than a cut-short tail.
+fn finish_pass(set: &CaptureSet, damage: &[Damage]) -> ExitCode {
+    report_set(set);
+    let paths: Vec<&Path> = set.inputs.iter().map(|i| i.path()).collect();
+    report_damage(&paths, damage)
+}
+
+/// `x_00000.pcap`-style names for the pieces of `input`: its name without compression or capture
+/// extension, and the extension of what is written (the format read, whatever the input was named).
+fn piece_naming(input: &Input) -> (String, &'static str) {
+    let name = match input.path().file_name() {
+        Some(n) if input.path().as_os_str() != "-" => n.to_string_lossy().into_owned(),
+        _ => "stdin".into(),
+    };
+    let mut stem = name.as_str();
+    for ext in [".gz", ".zst", ".xz", ".lz4"] {
+        stem = stem.strip_suffix(ext).unwrap_or(stem);
+    }
+    // `big.pcap`, `big.pcap3` (rotated), `big.pcapng`, `big.cap`: the capture extension goes.
+    if let Some((base, ext)) = stem.rsplit_once('.') {
+        if !base.is_empty() && (ext.starts_with("pcap") || ext == "cap") {
+            stem = base;
+        }
+    }
+    let ext = match input.format() {
+        Format::PcapNg => "pcapng",
+        Format::Pcap(_) => "pcap",
+    };
+    (stem.to_string(), ext)
 }
 
 fn split(
-    file: &Path,
+    files: &[PathBuf],
     packets: Option<u64>,
     megabytes: Option<u64>,
     out_dir: &Path,
 ) -> anyhow::Result<ExitCode> {
-    use rayon::prelude::*;
-    let cap = open(file)?;
     if packets == Some(0) || megabytes == Some(0) {
         bail!(InputError("split size must be at least 1".into()));
     }
+    let mut set = open_set(files)?;
+    let (stem, ext) = piece_naming(&set.inputs[0]);
+    let piece_path = |i: usize| out_dir.join(format!("{stem}_{i:05}.{ext}"));
+    // Whether a piece holding `in_piece` records is full before a record ending `bytes` after its
+    // first record.
+    let full = |in_piece: u64, bytes: u64| match (packets, megabytes) {
+        (Some(n), _) => in_piece >= n,
+        (_, Some(mb)) => in_piece > 0 && bytes > mb * 1_000_000,
+        _ => false,
+    };
+    if let [Input::Mapped(cap)] = &set.inputs[..] {
+        return split_mapped(cap, full, piece_path, out_dir);
+    }
+    // Several files or a stream: cut as they are read, one piece open at a time.
+    let preamble = set.preamble()?.to_vec();
+    let inputs: Vec<(PathBuf, Option<FileId>)> = set
+        .identities()
+        .map(|(p, id)| (p.to_path_buf(), id))
+        .collect();
+    let create = |i: usize| {
+        PcapWriter::create_with_preamble(
+            piece_path(i),
+            &preamble,
+            inputs.iter().map(|(p, id)| (p.as_path(), *id)),
+        )
+    };
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let progress = Progress::new("splitting", Path::new(&set_name(&set)), set_len(&set));
+    let mut writer: Option<PcapWriter> = None;
+    let (mut pieces, mut in_piece, mut bytes) = (0usize, 0u64, 0u64);
+    let damage = set.pass(
+        |_, rec| {
+            let len = rec.raw.len() as u64;
+            let w = match writer.take() {
+                Some(w) if !full(in_piece, bytes + len) => w,
+                done => {
+                    if let Some(done) = done {
+                        done.finish()?;
+                    }
+                    pieces += 1;
+                    (in_piece, bytes) = (0, 0);
+                    create(pieces - 1)?
+                }
+            };
+            in_piece += 1;
+            bytes += len;
+            writer.insert(w).write(rec)
+        },
+        |done, total| progress.show(done, total),
+    )?;
+    if let Some(w) = writer {
+        w.finish()?;
+    }
+    progress.clear();
+    sayln!("pcapsleuth: wrote {pieces} pieces to {}", out_dir.display());
+    Ok(finish_pass(&set, &damage))
+}
+
+/// `split` of one uncompressed file: piece boundaries from a sequential walk of record headers (fast),
+/// then pieces copied in parallel, each as one contiguous run of whole records after the file's header.
+fn split_mapped(
+    cap: &Capture,
+    full: impl Fn(u64, u64) -> bool,
+    piece_path: impl Fn(usize) -> PathBuf,
+    out_dir: &Path,
+) -> anyhow::Result<ExitCode> {
+    use rayon::prelude::*;
+    let file = cap.path();
     let progress = Progress::new("splitting", file, cap.len());
-    // Piece boundaries: a sequential walk of record headers (fast), then pieces are copied in parallel,
-    // each as one contiguous run of whole records after the source's own header.
     let mut cuts = vec![cap.initial_state().offset];
     let mut pass = cap.pass();
     let (mut in_piece, mut piece_start) = (0u64, cap.initial_state().offset);
     while let Some(rec) = pass.next_record() {
         // The walk is the quick half: the copy shows the second half of the progress.
         progress.show(rec.offset / 2, cap.len());
-        let full = match (packets, megabytes) {
-            (Some(n), _) => in_piece >= n,
-            (_, Some(mb)) => {
-                in_piece > 0 && rec.offset + rec.raw.len() as u64 - piece_start > mb * 1_000_000
-            }
-            _ => false,
-        };
-        if full {
+        if full(in_piece, rec.offset + rec.raw.len() as u64 - piece_start) {
             cuts.push(rec.offset);
             piece_start = rec.offset;
             in_piece = 0;
@@ -723,17 +1053,11 @@ fn split(
     }
     cuts.push(pass.offset());
     let damage = pass.finish();
-    let stem = file
-        .file_stem()
-        .map_or("capture".into(), |s| s.to_string_lossy().into_owned());
-    let ext = file
-        .extension()
-        .map_or("pcap".into(), |s| s.to_string_lossy().into_owned());
     let pieces: Vec<(PathBuf, u64, u64)> = cuts
         .windows(2)
         .enumerate()
         .filter(|(_, w)| w[1] > w[0])
-        .map(|(i, w)| (out_dir.join(format!("{stem}_{i:05}.{ext}")), w[0], w[1]))
+        .map(|(i, w)| (piece_path(i), w[0], w[1]))
         .collect();
     // No piece may replace the input (`split x.pcap -o .` where x.pcap is itself a piece's name).
     for (path, _, _) in &pieces {
@@ -744,7 +1068,7 @@ fn split(
     let written: Result<Vec<&PathBuf>, CaptureError> = pieces
         .par_iter()
         .map(|(path, a, b)| {
-            let mut w = PcapWriter::create(path, &cap)?;
+            let mut w = PcapWriter::create(path, cap)?;
             // In steps, releasing what was copied: a piece can be gigabytes.
             let mut at = *a;
             while at < *b {

@@ -5,7 +5,6 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use pcapsleuth::analysis::{
     analyze, analyze_set, first_reset, full_report, Analysis, EngineOptions,
@@ -121,32 +120,14 @@ fn lz4(bytes: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
-/// The pcap files of a set concatenated by hand: the first header, then every file's records.
-fn concatenated(files: &[PathBuf]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        let bytes = std::fs::read(f).unwrap();
-        out.extend_from_slice(if i == 0 { &bytes } else { &bytes[24..] });
-    }
-    out
-}
-
 /// A set `tcpdump -C 1` wrote while sessions started and ended (fixtures/README.md): the handshake of
 /// the long session in the first file and its last queries in the fourth, one short session across a
 /// boundary. Read as a set, it gives the reports of its files concatenated.
 #[test]
 fn a_real_rotated_set_reads_as_one_capture() {
+    let files = common::rotated_set();
     let dir = common::fixture("rotated");
-    let files: Vec<PathBuf> = [
-        "rotated.pcap",
-        "rotated.pcap1",
-        "rotated.pcap2",
-        "rotated.pcap3",
-    ]
-    .iter()
-    .map(|n| dir.join(n))
-    .collect();
-    let whole = Capture::from_vec("concatenated", concatenated(&files)).unwrap();
+    let whole = Capture::from_vec("concatenated", common::concatenated(&files)).unwrap();
     let reference = analyze(&whole, &opts(1, 1, 0));
     for splits in [1, 2, 3, 7, 64] {
         let mut set = CaptureSet::open(std::slice::from_ref(&dir)).unwrap();
@@ -264,18 +245,7 @@ fn a_compressed_file_cut_short_gives_what_it_holds_and_a_warning() {
 fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
     let path = common::fixture("stream-stall.pcap");
     let file_json = common::json(&["report", "--json", path.to_str().unwrap()]);
-    let mut child = Command::new(common::bin())
-        .args(["report", "--json", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || stdin.write_all(&bytes));
-    let o = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
+    let o = common::piped(&["report", "--json", "-"], std::fs::read(&path).unwrap());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let piped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(piped, file_json);

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 /// The captures recorded for this project (fixtures/) and the external ones others recorded
 /// (../shared/external/zeek-mysql, present beside every checkout and in CI).
@@ -62,4 +62,45 @@ pub fn json(args: &[&str]) -> serde_json::Value {
 /// Runs the binary with `args`, asserts success, and returns its stdout as text.
 pub fn text(args: &[&str]) -> String {
     String::from_utf8_lossy(&stdout(args)).into_owned()
+}
+
+/// Runs the binary with `args` and `bytes` written to its standard input through a pipe (fed from a
+/// thread, as a live `tcpdump -w -` would), and returns what it printed.
+pub fn piped(args: &[&str], bytes: Vec<u8>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || stdin.write_all(&bytes));
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    o
+}
+
+/// The files of fixtures/rotated (a set `tcpdump -C 1` wrote; fixtures/README.md), in their order.
+pub fn rotated_set() -> Vec<PathBuf> {
+    [
+        "rotated.pcap",
+        "rotated.pcap1",
+        "rotated.pcap2",
+        "rotated.pcap3",
+    ]
+    .iter()
+    .map(|n| fixture("rotated").join(n))
+    .collect()
+}
+
+/// The pcap files of a set concatenated by hand: the first header, then every file's records.
+pub fn concatenated(files: &[PathBuf]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let bytes = std::fs::read(f).unwrap();
+        out.extend_from_slice(if i == 0 { &bytes } else { &bytes[24..] });
+    }
+    out
 }

@@ -950,36 +950,28 @@ fn run_engine(
                     n => n,
                 };
                 let n = opts.splits.unwrap_or(run.batch_len).max(1);
-                let format = stream.format();
-                let mut start = stream.initial_state().clone();
-                let mut window = stream.first_window(window_len);
-                while let Some(w) = window {
-                    let chunk = w.chunk(format);
-                    let pieces: Vec<Piece<'_>> = chunk
-                        .plan_splits(&start, n)
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, split)| Piece {
-                            input,
-                            chunk,
-                            proven: i == 0,
-                            split,
-                            mapped: None,
-                        })
-                        .collect();
-                    let end = run.batch(&pieces, &std::mem::take(&mut read));
-                    if let Some(d) = &w.damage {
-                        run.damage.push(d.clone().in_input(input));
-                    }
-                    progress(done_before + stream.stored_read(), total);
-                    window = if w.is_last() {
-                        None
-                    } else {
-                        stream.next_window(w.rest_from(end.offset), end.offset)
-                    };
-                    start = end;
-                    stream.recycle(w);
-                }
+                stream
+                    .read_windows(window_len, |w| {
+                        let pieces: Vec<Piece<'_>> = w
+                            .chunk
+                            .plan_splits(&w.start, n)
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, split)| Piece {
+                                input,
+                                chunk: w.chunk,
+                                proven: i == 0,
+                                split,
+                                mapped: None,
+                            })
+                            .collect();
+                        let end = run.batch(&pieces, &std::mem::take(&mut read));
+                        run.damage
+                            .extend(w.damage.map(|d| d.clone().in_input(input)));
+                        progress(done_before + w.stored_read, total);
+                        Ok::<_, std::convert::Infallible>(end)
+                    })
+                    .unwrap_or_else(|never| match never {});
                 done_before += stream.stored_len().unwrap_or(0);
             }
         }

@@ -40,6 +40,12 @@ pub enum CaptureError {
     },
     #[error("{output}: is the input {input} (the same file): refusing to overwrite a capture being read; write the output elsewhere")]
     OutputIsInput { output: PathBuf, input: PathBuf },
+    #[error("{other}: {reason} than {first}: records cannot be copied into one capture with the header of {first}; extract from each file on its own (or convert them with editcap first)")]
+    IncompatibleInputs {
+        first: PathBuf,
+        other: PathBuf,
+        reason: String,
+    },
     #[error("{path}: cannot read its {compression} compression: {source}")]
     Decompress {
         path: PathBuf,

@@ -44,7 +44,7 @@ pub use error::CaptureError;
 pub use link::LinkType;
 pub use set::{expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
-pub use stream::{Compression, Stream, Window};
+pub use stream::{Compression, Stream, StreamWindow};
 pub use write::{refuse_input_as_output, PcapWriter};
 
 /// The identity of a file: device and inode. Two paths name the same file when these agree, whatever

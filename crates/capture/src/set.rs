@@ -9,7 +9,9 @@
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use crate::{Capture, CaptureError, Compression, FileId, Format, Stream, Timestamp};
+use crate::{
+    Capture, CaptureError, Compression, Damage, FileId, Format, Record, Stream, Timestamp,
+};
 
 /// One file of a set: mapped when it is a regular uncompressed file (read in parallel splits), streamed
 /// otherwise (compressed, a pipe, standard input).
@@ -86,6 +88,14 @@ impl Input {
         }
     }
 
+    /// The bytes a copy of this file starts with (see [`Capture::preamble`]).
+    pub fn preamble(&self) -> &[u8] {
+        match self {
+            Input::Mapped(c) => c.preamble(),
+            Input::Streamed(s) => s.preamble(),
+        }
+    }
+
     /// Time of the first record.
     pub fn first_ts(&self) -> Option<Timestamp> {
         match self {
@@ -118,6 +128,11 @@ impl Input {
         last
     }
 }
+
+/// Window of decompressed bytes a [`CaptureSet::pass`] reads a stream in.
+const PASS_WINDOW: usize = 16 << 20;
+/// A [`CaptureSet::pass`] reports progress after this many bytes of a mapped file.
+const PROGRESS_STEP: u64 = 4 << 20;
 
 /// The first bytes of a file (empty if unreadable).
 fn magic(path: &Path) -> Vec<u8> {
@@ -210,6 +225,90 @@ impl CaptureSet {
             overlaps,
             skipped,
         })
+    }
+
+    /// Reads every record once, file after file, for sequential tools (`extract`, `split`): mapped
+    /// files release their pages as they go and streams are decompressed ahead into recycled windows,
+    /// so memory stays flat whatever the size. `visit(input, record)` sees each record in order (an
+    /// error from it stops the pass); `progress(done, total)` is called every few megabytes with bytes
+    /// as stored (the total counts what is known: pipes have none). Returns the damage found, each
+    /// naming its input.
+    pub fn pass<E>(
+        &mut self,
+        mut visit: impl FnMut(usize, &Record<'_>) -> Result<(), E>,
+        progress: impl Fn(u64, u64),
+    ) -> Result<Vec<Damage>, E> {
+        let total: u64 = self.inputs.iter().filter_map(Input::stored_len).sum();
+        let mut done_before = 0;
+        let mut damage = Vec::new();
+        for (input, source) in self.inputs.iter_mut().enumerate() {
+            match source {
+                Input::Mapped(cap) => {
+                    let mut pass = cap.pass();
+                    let mut next_report = 0;
+                    while let Some(rec) = pass.next_record() {
+                        if rec.offset >= next_report {
+                            next_report = rec.offset + PROGRESS_STEP;
+                            progress(done_before + rec.offset, total);
+                        }
+                        visit(input, &rec)?;
+                    }
+                    damage.extend(pass.finish().into_iter().map(|d| d.in_input(input)));
+                    done_before += cap.len();
+                }
+                Input::Streamed(stream) => {
+                    stream.read_windows(PASS_WINDOW, |w| {
+                        let mut reader = w.chunk.reader_after(w.start, w.chunk.end());
+                        while let Some(rec) = reader.next_record() {
+                            visit(input, &rec)?;
+                        }
+                        damage.extend(reader.take_damage().into_iter().map(|d| d.in_input(input)));
+                        damage.extend(w.damage.map(|d| d.clone().in_input(input)));
+                        progress(done_before + w.stored_read, total);
+                        Ok(reader.state())
+                    })?;
+                    done_before += stream.stored_len().unwrap_or(0);
+                }
+            }
+        }
+        progress(done_before, total);
+        Ok(damage)
+    }
+
+    /// The first bytes of a capture holding records of any of the files (for writers): the first file's
+    /// preamble, if the files agree on what their records mean. Classic pcap must have the same link
+    /// type, byte order and timestamp unit (snap lengths may differ); pcapng the same section header and
+    /// interfaces (a rotated set of one `tcpdump` or `dumpcap`).
+    pub fn preamble(&self) -> Result<&[u8], CaptureError> {
+        let Some(first) = self.inputs.first() else {
+            return Ok(&[]);
+        };
+        for other in &self.inputs[1..] {
+            let reason = match (first.format(), other.format()) {
+                (Format::Pcap(a), Format::Pcap(b)) => {
+                    if (a.big_endian, a.nanosecond, a.modified)
+                        != (b.big_endian, b.nanosecond, b.modified)
+                    {
+                        Some(format!("is {}, not {}", b.describe(), a.describe()))
+                    } else if a.linktype != b.linktype {
+                        Some(format!("has link type {}, not {}", b.linktype, a.linktype))
+                    } else {
+                        None
+                    }
+                }
+                (Format::PcapNg, Format::PcapNg) => (first.preamble() != other.preamble())
+                    .then(|| "has another pcapng section header or other interfaces".to_string()),
+                (a, b) => Some(format!("is {}, not {}", b.describe(), a.describe())),
+            };
+            if let Some(reason) = reason {
+                return Err(CaptureError::IncompatibleInputs {
+                    first: first.path().to_path_buf(),
+                    other: other.path().to_path_buf(),
+                    reason,
+                });
+            }
+        }
+        Ok(first.preamble())
     }
 
     /// The inputs' paths and identities, for refusing an output that is one of them.

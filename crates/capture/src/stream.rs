@@ -105,6 +105,8 @@ pub struct Stream {
     compression: Compression,
     format: Format,
     initial: ReaderState,
+    /// The header bytes before the first record (pcap file header, pcapng SHB and IDBs), for writers.
+    preamble: Vec<u8>,
     first_ts: Option<Timestamp>,
     id: Option<FileId>,
     /// Size of the file as stored (compressed), when it is a file.
@@ -137,18 +139,18 @@ impl std::fmt::Debug for Stream {
 }
 
 /// One window of a stream: a chunk of its bytes, owned.
-pub struct Window {
+struct Window {
     buf: Vec<u8>,
     start: usize,
     base: u64,
     tail: Tail,
     /// What ended the stream early, reported after the window's records.
-    pub damage: Option<Damage>,
+    damage: Option<Damage>,
 }
 
 impl Window {
     /// The window's bytes, to plan and read.
-    pub fn chunk(&self, format: Format) -> Chunk<'_> {
+    fn chunk(&self, format: Format) -> Chunk<'_> {
         Chunk {
             bytes: &self.buf[self.start..],
             base: self.base,
@@ -158,14 +160,27 @@ impl Window {
     }
 
     /// The bytes from capture offset `offset` to the window's end: what the next window starts with.
-    pub fn rest_from(&self, offset: u64) -> &[u8] {
+    fn rest_from(&self, offset: u64) -> &[u8] {
         let at = usize::try_from(offset.saturating_sub(self.base)).unwrap_or(usize::MAX);
         self.buf[self.start..].get(at..).unwrap_or(&[])
     }
 
-    pub fn is_last(&self) -> bool {
+    fn is_last(&self) -> bool {
         self.tail == Tail::Final
     }
+}
+
+/// What [`Stream::read_windows`] hands over for each window.
+pub struct StreamWindow<'a> {
+    /// The window's bytes.
+    pub chunk: Chunk<'a>,
+    /// Where reading stands: the state the window's first record is read in.
+    pub start: ReaderState,
+    /// What ended the stream early after this window's bytes (the last window only), for the caller to
+    /// report after the window's records.
+    pub damage: Option<&'a Damage>,
+    /// Bytes of the stored (compressed) file read so far, for progress.
+    pub stored_read: u64,
 }
 
 impl Stream {
@@ -227,10 +242,14 @@ impl Stream {
         .reader_after(initial.clone(), head.len() as u64)
         .next_record()
         .map(|r| r.ts);
+        let preamble_len = usize::try_from(initial.offset)
+            .unwrap_or(usize::MAX)
+            .min(head.len());
         Ok(Stream {
             path,
             compression,
             format,
+            preamble: head[..preamble_len].to_vec(),
             initial,
             first_ts,
             id,
@@ -268,6 +287,11 @@ impl Stream {
         &self.initial
     }
 
+    /// The bytes a copy of this capture starts with (see [`crate::Capture::preamble`]).
+    pub fn preamble(&self) -> &[u8] {
+        &self.preamble
+    }
+
     /// Time of the first record, if the first bytes hold one.
     pub fn first_ts(&self) -> Option<Timestamp> {
         self.first_ts
@@ -290,7 +314,7 @@ impl Stream {
 
     /// The first window (the bytes read at opening and what follows them); windows of `window` bytes
     /// are decompressed ahead from now on.
-    pub fn first_window(&mut self, window: usize) -> Option<Window> {
+    fn first_window(&mut self, window: usize) -> Option<Window> {
         let head = std::mem::take(&mut self.head);
         self.start(window);
         self.next_window(&head, 0)
@@ -336,7 +360,7 @@ impl Stream {
     /// The next window: `carry` (the bytes the previous window ended inside a record with, from capture
     /// offset `base`) followed by freshly decompressed bytes. `None` once the stream has ended and
     /// nothing is carried.
-    pub fn next_window(&mut self, carry: &[u8], base: u64) -> Option<Window> {
+    fn next_window(&mut self, carry: &[u8], base: u64) -> Option<Window> {
         if self.ended {
             return None;
         }
@@ -395,8 +419,37 @@ impl Stream {
         })
     }
 
+    /// Reads the whole stream window after window (`window` bytes each): `read` gets each window with the
+    /// state reading stands in, reads its records, and returns where it stopped, which the next window
+    /// starts from. An error from `read` stops the reading.
+    pub fn read_windows<E>(
+        &mut self,
+        window: usize,
+        mut read: impl FnMut(StreamWindow<'_>) -> Result<ReaderState, E>,
+    ) -> Result<(), E> {
+        let format = self.format;
+        let mut start = self.initial.clone();
+        let mut next = self.first_window(window);
+        while let Some(w) = next {
+            let end = read(StreamWindow {
+                chunk: w.chunk(format),
+                start,
+                damage: w.damage.as_ref(),
+                stored_read: self.stored_read(),
+            })?;
+            next = if w.is_last() {
+                None
+            } else {
+                self.next_window(w.rest_from(end.offset), end.offset)
+            };
+            start = end;
+            self.recycle(w);
+        }
+        Ok(())
+    }
+
     /// Gives a window's buffer back for decompressing into again.
-    pub fn recycle(&mut self, window: Window) {
+    fn recycle(&mut self, window: Window) {
         if let Some(a) = &self.ahead {
             let _ = a.free.try_send(window.buf);
         }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use atomic_write_file::AtomicWriteFile;
 
-use crate::{Capture, CaptureError, FileId, Record};
+use crate::{Capture, CaptureError, CaptureSet, FileId, Record};
 
 /// Fails if `output` is the same file as one of `inputs` (by device and inode, not by name).
 pub fn refuse_input_as_output<'a>(
@@ -43,8 +43,33 @@ impl PcapWriter {
     /// a pcapng source must come from its first section (every capture tool writes one section). Nothing
     /// appears at `path` until [`PcapWriter::finish`].
     pub fn create(path: impl AsRef<Path>, source: &Capture) -> Result<Self, CaptureError> {
-        let path = path.as_ref().to_path_buf();
-        refuse_input_as_output(&path, [(source.path(), source.file_id())])?;
+        let path = path.as_ref();
+        refuse_input_as_output(path, [(source.path(), source.file_id())])?;
+        Self::with_preamble(path, source.preamble())
+    }
+
+    /// Prepares `path` for records of any file of `set` (refused if it is one of them), with the
+    /// preamble they share ([`CaptureSet::preamble`]).
+    pub fn create_for_set(path: impl AsRef<Path>, set: &CaptureSet) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        refuse_input_as_output(path, set.identities())?;
+        Self::with_preamble(path, set.preamble()?)
+    }
+
+    /// Prepares `path` (refused if it is one of `inputs`) for records that follow `preamble`, the
+    /// first bytes of the inputs ([`Capture::preamble`], [`CaptureSet::preamble`]).
+    pub fn create_with_preamble<'a>(
+        path: impl AsRef<Path>,
+        preamble: &[u8],
+        inputs: impl IntoIterator<Item = (&'a Path, Option<FileId>)>,
+    ) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        refuse_input_as_output(path, inputs)?;
+        Self::with_preamble(path, preamble)
+    }
+
+    fn with_preamble(path: &Path, preamble: &[u8]) -> Result<Self, CaptureError> {
+        let path = path.to_path_buf();
         let file = AtomicWriteFile::open(&path).map_err(|source| CaptureError::Write {
             path: path.clone(),
             source,
@@ -54,7 +79,7 @@ impl PcapWriter {
             out: BufWriter::with_capacity(1 << 20, file),
             records: 0,
         };
-        w.write_raw(source.preamble())?;
+        w.write_raw(preamble)?;
         Ok(w)
     }
 
