@@ -191,9 +191,11 @@ fn tshark_attempts(packets: &[Packet]) -> BTreeMap<(String, String, u32), Tshark
             };
             let client_data_first = client_first.filter(|c| c.len > 0 && !c.fin && !c.rst);
             let closed_waiting = match (answer, client_first) {
+                // The client's first close after the answer it took (not its RST of a TIME_WAIT's
+                // plain ACK before it resent the SYN).
                 (Some((a, _)), _) => span
                     .iter()
-                    .find(|p| &p.src == client && (p.fin || p.rst))
+                    .find(|p| &p.src == client && (p.fin || p.rst) && p.frame > a.frame)
                     .filter(|close| {
                         client_data_first.is_none_or(|d| d.frame > close.frame)
                             && server_data.is_none_or(|d| d.frame > close.frame)
@@ -511,6 +513,43 @@ fn refused_and_unanswered_connects_are_named_so() {
         "{summary}"
     );
     for kind in ["greeting_wait", "late_accept"] {
+        assert!(!f.contains_key(kind), "{kind}: {:?}", f[kind]);
+    }
+}
+
+/// Two "hosts" behind one address reusing client ports, the second with an older TCP timestamp: the
+/// server's TIME_WAIT rejects its SYN (PAWS) with a plain ACK of the old connection, which the client
+/// resets before resending the SYN. Each plain ACK is one the client reset (tshark's RSTs), and the report
+/// names TIME_WAIT and PAWS as the cause, not a full listen queue.
+#[test]
+fn syns_rejected_by_a_time_wait_are_named_paws() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let path = common::fixture("connect-paws.pcap");
+    let client_resets = tshark_packets(&tshark, &path)
+        .iter()
+        .filter(|p| p.rst && p.dst.ends_with(":3306"))
+        .count();
+    assert_eq!(client_resets, 2);
+    let r = ours(&path).report;
+    let [drops] = &r.drops[..] else {
+        panic!("one server: {:?}", r.drops);
+    };
+    assert_eq!(drops.acks_to_syn, client_resets as u64);
+    assert_eq!(drops.delayed, client_resets as u64);
+    assert!(
+        drops.causes.iter().all(|(c, _)| c.name() == "time_wait"),
+        "{:?}",
+        drops.causes
+    );
+    let f = findings(&path);
+    let (summary, _) = &f["syn_drops"];
+    assert!(
+        summary.contains("a TIME_WAIT rejected it (PAWS)") && !summary.contains("listen queue"),
+        "{summary}"
+    );
+    for kind in ["greeting_wait", "late_accept", "connect_refused"] {
         assert!(!f.contains_key(kind), "{kind}: {:?}", f[kind]);
     }
 }
