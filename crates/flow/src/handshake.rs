@@ -180,6 +180,11 @@ impl AttemptState {
         }
     }
 
+    /// The SYN that resumed this attempt on the next connection of the 4-tuple.
+    pub(crate) fn resumed_by(&self) -> Option<FrameRef> {
+        self.resumed_by
+    }
+
     /// Notes one segment of the connection.
     #[inline]
     pub(crate) fn segment(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {

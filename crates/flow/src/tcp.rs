@@ -513,6 +513,16 @@ impl ConnectionTracker {
         if seg.flags.syn() && !seg.flags.ack() && self.current.starts_anew(side, seg.seq) {
             let mut next = ConnectionState::new(self.current.key, at);
             next.attempt = self.current.attempt.resumed(side, seg.seq, at);
+            if self.current.attempt.resumed_by() == Some(at) {
+                // The same SYN again: it resends the attempt's sequence space, a retransmission (as in
+                // tshark's stream, which only a new ISN ends).
+                let (from, to) = (
+                    &self.current.sides[side.index()],
+                    &mut next.sides[side.index()],
+                );
+                to.next_seq = from.next_seq;
+                to.next_seq_at = from.next_seq_at;
+            }
             replaced = Some(Box::new(std::mem::replace(&mut self.current, next)));
         }
         let class = self.current.update(side, seg, wire_len, at);
