@@ -287,7 +287,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FirstReset { common, limit } => {
             let (cap, a) = analyze(&common)?;
             let answer = analysis::first_reset(&a, limit);
-            output(common.json, &a.capture, &answer, report::render_first_reset)?;
+            output(common.json, &a, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
@@ -298,18 +298,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 SortArg::Duration => FlowSort::Duration,
             };
             let rows = report::sorted(&a.connections, by);
-            emit(if common.json {
-                report::to_json_located(
-                    &serde_json::json!({
-                        "capture": a.capture,
-                        "connects": analysis::connect_report(&a),
-                        "connections": rows,
-                    }),
-                    &a.capture,
-                )
-            } else {
-                report::locate_frames_text(&report::render_flows(&a, &rows), &a.capture)
-            })?;
+            output(
+                common.json,
+                &a,
+                &serde_json::json!({
+                    "capture": a.capture,
+                    "connects": analysis::connect_report(&a),
+                    "connections": rows,
+                }),
+                |_| report::render_flows(&a, &rows),
+            )?;
             Ok(finish(&cap, &a))
         }
         Command::Mysql {
@@ -346,9 +344,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let (cap, a) = analyze_with(&common, filter, 0, aggregation)?;
             let mysql = a.mysql.clone().report();
-            output(common.json, &a.capture, &mysql, |r| {
-                report::render_mysql(r, limit)
-            })?;
+            output(common.json, &a, &mysql, |r| report::render_mysql(r, limit))?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -359,7 +355,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rates.report();
-            output(common.json, &a.capture, &r, report::render_rate)?;
+            output(common.json, &a, &r, report::render_rate)?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -371,9 +367,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = a.rt.report(&a.mysql);
-            output(common.json, &a.capture, &r, |r| {
-                report::render_rt(r, per_interval)
-            })?;
+            output(common.json, &a, &r, |r| report::render_rt(r, per_interval))?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -384,7 +378,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = analysis::full_report(&a);
-            output(common.json, &a.capture, &r, report::render_report)?;
+            output(common.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
@@ -451,17 +445,25 @@ fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints `value` as JSON for scripts or, rendered by `text`, for people.
+/// Prints `value` as JSON for scripts or, rendered by `text`, for people; either way with what the
+/// capture could not show (`unknowns`).
 fn output<T: serde::Serialize>(
     json: bool,
-    capture: &analysis::CaptureFacts,
+    a: &Analysis,
     value: &T,
     text: impl FnOnce(&T) -> String,
 ) -> anyhow::Result<()> {
+    let unknowns = analysis::unknowns(a);
     emit(if json {
-        report::to_json_located(value, capture)
+        let mut v = serde_json::to_value(value)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("unknowns".into(), serde_json::to_value(&unknowns)?);
+        }
+        report::to_json_located(&v, &a.capture)
     } else {
-        report::locate_frames_text(&text(value), capture)
+        let mut out = report::render_unknowns(&unknowns);
+        out.push_str(&text(value));
+        report::locate_frames_text(&out, &a.capture)
     })
 }
 

@@ -234,3 +234,186 @@ fn every_command_and_table_counts_requests_the_same_way() {
         );
     }
 }
+
+/// Every command that reads a capture, with `--json` added where `json` is set.
+fn every_command(p: &str, json: bool) -> Vec<Vec<String>> {
+    ["first-reset", "flows", "mysql", "rt", "rate", "report"]
+        .iter()
+        .map(|c| {
+            let mut a = vec![c.to_string()];
+            if json {
+                a.push("--json".into());
+            }
+            a.push(p.into());
+            a
+        })
+        .collect()
+}
+
+fn args(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}
+
+/// A capture taken with `-s 80`: every command says how many packets were cut and at which snap length;
+/// `mysql` and `report` say which figures are partial, and no cut statement passes for a complete one.
+#[test]
+fn snap_length_cuts_are_said_by_every_command() {
+    let f = common::fixture("snaplen80.pcap");
+    let p = f.to_str().unwrap();
+    let mut cut = None;
+    for a in every_command(p, true) {
+        let v = json(&args(&a));
+        let u = &v["unknowns"];
+        assert_eq!(u["snap_length"]["snaplen"], 80, "{a:?}");
+        let n = u["snap_length"]["packets_cut"].as_u64().unwrap();
+        assert_eq!(*cut.get_or_insert(n), n, "{a:?}");
+        assert!(u["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("packets were cut by the snap length (80 bytes)"));
+    }
+    for a in every_command(p, false) {
+        let t = text(&args(&a));
+        assert!(
+            t.starts_with("Partial data")
+                && t.contains("packets were cut by the snap length (80 bytes)"),
+            "{a:?}: {t}"
+        );
+    }
+    let m = json(&["mysql", "--json", p]);
+    let u = &m["unknowns"];
+    let unreadable = m["requests"]["unreadable"].as_u64().unwrap();
+    assert!(unreadable > 0);
+    assert_eq!(u["unreadable_responses"], unreadable);
+    assert!(u["notes"][0].as_str().unwrap().contains(&format!(
+        "{} MySQL responses could not be read to their end",
+        pcapsleuth::analysis::units::count(unreadable)
+    )));
+    let mut cut_statements = 0;
+    for s in m["statements"].as_array().unwrap() {
+        let sample = s["sample"].as_str().unwrap();
+        let fp = s["fingerprint"].as_str().unwrap();
+        // The decoder marks bytes missing inside a statement's text; such a group is marked cut.
+        let text_cut = sample.contains("/* gap: ");
+        assert_eq!(s["text_cut"], text_cut, "{s:#}");
+        assert_eq!(fp.ends_with('…'), text_cut, "{s:#}");
+        if text_cut {
+            cut_statements += s["count"].as_u64().unwrap();
+        }
+    }
+    assert!(cut_statements > 0);
+    assert!(u["statements_cut"].as_u64().unwrap() >= cut_statements);
+    let r = text(&["report", p]);
+    assert!(
+        r.contains("MySQL responses could not be read to their end"),
+        "{r}"
+    );
+
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    assert_eq!(
+        cut.unwrap() as usize,
+        tshark.count(&f, "frame.cap_len < frame.len")
+    );
+    let lens = tshark.lines([
+        "-r",
+        p,
+        "-Y",
+        "frame.cap_len < frame.len",
+        "-T",
+        "fields",
+        "-e",
+        "frame.cap_len",
+    ]);
+    assert!(lens.iter().all(|l| l == "80"));
+}
+
+/// A capture of one TLS session and one plain one: `mysql`, `report` and their JSON say how many sessions are
+/// encrypted, which endpoints, and how many bytes could not be read (tshark: the TCP payload after the
+/// SSLRequest).
+#[test]
+fn encrypted_sessions_are_said_with_their_endpoints_and_bytes() {
+    let f = common::fixture("tls.pcap");
+    let p = f.to_str().unwrap();
+    let m = json(&["mysql", "--json", p]);
+    let r = json(&["report", "--json", p]);
+    let e = &m["unknowns"]["encrypted"];
+    assert_eq!(e, &r["unknowns"]["encrypted"]);
+    assert_eq!(e["sessions"], 1);
+    let c = &e["connections"][0];
+    assert_eq!(c["client"], "10.77.1.2:37328");
+    assert_eq!(c["server"], "10.77.0.1:3306");
+    let bytes = e["bytes"].as_u64().unwrap();
+    assert!(bytes > 0);
+    for t in [text(&["mysql", p]), text(&["report", p])] {
+        assert!(
+            t.contains(&format!(
+                "1 MySQL session is encrypted (TLS): {} bytes could not be read",
+                pcapsleuth::analysis::units::count(bytes)
+            )) && t.contains("10.77.1.2:37328 -> 10.77.0.1:3306"),
+            "{t}"
+        );
+    }
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let conn = "ip.addr==10.77.1.2 && tcp.port==37328";
+    let ssl_request = tshark.lines([
+        "-r",
+        p,
+        "-d",
+        "tcp.port==3306,mysql",
+        "-Y",
+        &format!("{conn} && ip.src==10.77.1.2 && mysql.caps.sl == 1"),
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    let after: u64 = tshark
+        .lines([
+            "-r",
+            p,
+            "-Y",
+            &format!("{conn} && frame.number > {} && tcp.len > 0", ssl_request[0]),
+            "-T",
+            "fields",
+            "-e",
+            "tcp.len",
+        ])
+        .iter()
+        .map(|l| l.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(bytes, after);
+}
+
+/// `--no-mysql` is never wrong: without the protocol a FIN cannot be judged, so on every real capture the
+/// first abnormal close is an RST or nothing, and the output says FINs were not judged.
+#[test]
+fn without_mysql_decoding_no_fin_is_judged() {
+    for path in common::real_captures() {
+        let p = path.to_str().unwrap();
+        let fr = json(&["first-reset", "--no-mysql", "--json", p]);
+        assert_eq!(fr["fins"], "not_judged", "{p}");
+        if let Some(a) = fr["first_abnormal"].as_object() {
+            let greeting_wait = a["reason"]
+                .as_str()
+                .unwrap()
+                .contains("waiting for the server greeting");
+            assert!(a["flag"] == "RST" || greeting_wait, "{p}: {a:#?}");
+        }
+        // Every RST is abnormal: the first abnormal close is no later than the first RST.
+        if let Some(rst) = fr["first_rst"]["time"].as_f64() {
+            assert!(fr["first_abnormal"]["time"].as_f64().unwrap() <= rst, "{p}");
+        }
+        let t = text(&["first-reset", "--no-mysql", p]);
+        assert!(t.contains("FINs not judged"), "{p}: {t}");
+        // With MySQL decoded, FINs are judged.
+        assert_eq!(json(&["first-reset", "--json", p])["fins"], "judged", "{p}");
+    }
+    // A server FIN right after COM_QUIT was named the first abnormal close by --no-mysql.
+    let f = common::fixture("prepared-full.pcap");
+    let fr = json(&["first-reset", "--no-mysql", "--json", f.to_str().unwrap()]);
+    assert!(fr["first_abnormal"].is_null(), "{fr:#}");
+}

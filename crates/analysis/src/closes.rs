@@ -11,7 +11,9 @@ use serde::Serialize;
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Analysis;
 use crate::findings::Finding;
-use crate::mysql::{CloseSeenFacts, MysqlSessionFacts, RecognisedBy, UnansweredRequest};
+use crate::mysql::{
+    CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
+};
 use crate::replication;
 use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
 use pcapsleuth_mysql::SessionPhase;
@@ -47,9 +49,32 @@ pub struct CloseReport {
     pub connection_first_frame: u64,
 }
 
+/// Whether a FIN could be judged normal or abnormal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinJudgement {
+    /// MySQL was decoded: a FIN is judged by what the session was doing.
+    Judged,
+    /// MySQL was not decoded (`--no-mysql`): only what TCP alone proves (an RST) is abnormal; a FIN
+    /// after COM_QUIT cannot be told from one that cut a query off.
+    NotJudged,
+}
+
+impl FinJudgement {
+    fn of(a: &Analysis) -> FinJudgement {
+        if a.mysql_detection == MysqlDetection::Off {
+            FinJudgement::NotJudged
+        } else {
+            FinJudgement::Judged
+        }
+    }
+}
+
 /// The `first-reset` answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FirstReset {
+    /// Whether FINs were judged (`not_judged` with `--no-mysql`: only RSTs can be abnormal then).
+    pub fins: FinJudgement,
     /// The first close that is not a normal end of a session.
     pub first_abnormal: Option<CloseReport>,
     pub first_fin: Option<CloseReport>,
@@ -354,6 +379,7 @@ fn classify(
     ev: &ClosedBy,
     mysql: Option<&MysqlSessionFacts>,
     speaks_first: &BTreeSet<Endpoint>,
+    fins: FinJudgement,
 ) -> (String, bool, Option<&'static str>) {
     let tcp = tcp_reason(conn, ev);
     if let Some(w) = greeting_wait(conn, ev, mysql, speaks_first) {
@@ -402,6 +428,15 @@ fn classify(
                 Some(phase_name(seen.phase)),
             )
         }
+        _ if fins == FinJudgement::NotJudged && ev.event.flag == CloseFlag::Fin => {
+            // A FIN right after COM_QUIT and a FIN leaving a query unanswered look alike in TCP: only
+            // the protocol tells them apart, and it was not decoded.
+            (
+                format!("{tcp} (not judged: MySQL not decoded)"),
+                false,
+                None,
+            )
+        }
         _ => {
             let abnormal = ev.event.flag == CloseFlag::Rst
                 || ev.event.peer_awaiting_reply
@@ -415,7 +450,8 @@ fn report(a: &Analysis, i: usize, ev: &ClosedBy, speaks_first: &BTreeSet<Endpoin
     let conn = &a.connections[i];
     let first = a.capture.first_ts.map_or(0, |t| t.0);
     let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
-    let (reason, abnormal, mysql_state) = classify(conn, ev, mysql, speaks_first);
+    let (reason, abnormal, mysql_state) =
+        classify(conn, ev, mysql, speaks_first, FinJudgement::of(a));
     CloseReport {
         frame: ev.event.at.frame,
         time: ev.event.at.ts.as_secs_f64(),
@@ -472,6 +508,7 @@ pub fn first_reset(a: &Analysis, limit: usize) -> FirstReset {
         .map(|(i, ev)| report(a, *i, ev))
         .find(|r| r.abnormal);
     FirstReset {
+        fins: FinJudgement::of(a),
         first_abnormal,
         first_fin: earliest(|c| c.first_fin),
         first_rst: earliest(|c| c.first_rst),

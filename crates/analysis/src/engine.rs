@@ -130,6 +130,8 @@ pub struct PacketCounts {
     pub unsupported_link: u64,
     /// Packets cut short by the snap length.
     pub truncated: u64,
+    /// The longest captured length of a cut packet: the snap length in force (0 when none was cut).
+    pub truncated_at: u32,
 }
 
 impl PacketCounts {
@@ -142,6 +144,7 @@ impl PacketCounts {
         self.undecodable += o.undecodable;
         self.unsupported_link += o.unsupported_link;
         self.truncated += o.truncated;
+        self.truncated_at = self.truncated_at.max(o.truncated_at);
     }
 }
 
@@ -216,6 +219,9 @@ pub struct Analysis {
     pub connections: Vec<Connection>,
     /// MySQL facts of each connection (same index as `connections`; `None` when it is not MySQL).
     pub mysql_sessions: Vec<Option<MysqlSessionFacts>>,
+    /// Which connections were decoded as MySQL: with [`MysqlDetection::Off`] no close can be read in
+    /// MySQL terms.
+    pub mysql_detection: MysqlDetection,
     /// Every MySQL transaction, aggregated.
     pub mysql: MysqlAggregate,
     /// Response times (MySQL and TCP request/response).
@@ -367,7 +373,10 @@ fn scan<'a>(
         frames += 1;
         counts.packets += 1;
         counts.wire_bytes += u64::from(rec.orig_len);
-        counts.truncated += u64::from(rec.is_truncated());
+        if rec.is_truncated() {
+            counts.truncated += 1;
+            counts.truncated_at = counts.truncated_at.max(rec.data.len() as u32);
+        }
         first_ts.get_or_insert(rec.ts);
         last_ts = Some(rec.ts);
         let seg = match decode(rec.link, rec.data) {
@@ -1038,6 +1047,7 @@ fn run_engine(
         },
         connections,
         mysql_sessions,
+        mysql_detection: opts.mysql,
         mysql: sinks.mysql,
         rt: sinks.rt,
         rates: sinks.rates,

@@ -29,8 +29,9 @@ mod replication;
 mod rt;
 mod thresholds;
 pub mod units;
+mod unknowns;
 
-pub use closes::{first_reset, tcp_reason, CloseReport, FirstReset};
+pub use closes::{first_reset, tcp_reason, CloseReport, FinJudgement, FirstReset};
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
@@ -44,8 +45,9 @@ pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, ErrorDetail, Fate, Incident, MysqlAggregate, MysqlDetection,
     MysqlFilter, MysqlReport, MysqlSessionFacts, RecognisedBy, RequestCounts, SecondCounts,
-    StatementGroup, UnansweredRequest,
+    StatementGroup, UnansweredRequest, CUT_MARK,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
 pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};
 pub use rt::{HistogramBin, IntervalKind, IntervalRt, RtAggregate, RtReport, SlowModeTraits};
+pub use unknowns::{unknowns, EncryptedConnection, EncryptedSessions, SnapCut, Unknowns};

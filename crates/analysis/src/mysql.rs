@@ -277,6 +277,8 @@ pub struct MysqlSessionFacts {
     pub user: Option<String>,
     pub schema: Option<String>,
     pub encrypted: bool,
+    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read.
+    pub unread_bytes: u64,
     pub transactions: u64,
     pub errors: u64,
     #[serde(skip)]
@@ -801,6 +803,7 @@ impl MysqlTrack {
             encrypted: info
                 .as_ref()
                 .is_some_and(|i| i.encryption == Encryption::Tls),
+            unread_bytes: info.as_ref().map_or(0, |i| i.counters.undecoded_bytes),
             transactions: self.transactions,
             errors: self.errors,
             unanswered: std::mem::take(&mut self.unanswered),
@@ -910,6 +913,21 @@ thread_local! {
     /// [`MysqlAggregate::add`]'s fingerprints: the buffer and the statement heads it remembers are
     /// the thread's, whichever aggregate it fills.
     static FINGERPRINTER: std::cell::RefCell<Fingerprinter> = std::cell::RefCell::new(Fingerprinter::default());
+    /// The key of a cut statement's group (its fingerprint and [`CUT_MARK`]), built in a reused buffer.
+    static CUT_KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Ends the fingerprint of a statement the capture holds only in part: its group never merges with the
+/// complete statements it may be the start of.
+pub const CUT_MARK: &str = "…";
+
+/// The statement text before the decoder's mark of bytes missing inside it (` /* gap: N bytes */`, at its
+/// end), or `None` when the text is whole.
+fn cut_text(sql: &str) -> Option<&str> {
+    let head = sql.strip_suffix(" bytes */")?;
+    let at = head.rfind(" /* gap: ")?;
+    let n = head.get(at + " /* gap: ".len()..)?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| &sql[..at])
 }
 
 /// Up to this many distinct messages are kept per error code (those seen first).
@@ -934,6 +952,8 @@ struct StatementAgg {
     waited: Histogram,
     /// The earliest statement of the group, and its frame.
     sample: (u64, String),
+    /// The group's statements are held only in part by the capture.
+    text_cut: bool,
 }
 
 /// Requests that expect a response, by what became of them ([`Fate`]): of a whole report or of one
@@ -1022,6 +1042,8 @@ pub struct MysqlAggregate {
     /// One per replication stream.
     replication: Vec<ReplicationStream>,
     pub(crate) unanswered: Vec<UnansweredRequest>,
+    /// Requests whose statement text the capture holds only in part.
+    statements_cut: u64,
     /// The capture's first and last packet times (ns since the epoch), once the run is over.
     span: Option<(i64, i64)>,
 }
@@ -1170,23 +1192,47 @@ impl MysqlAggregate {
                     agg.sample = (t.request_frame, sql.clone());
                 }
             };
+            let cut = cut_text(sql);
+            self.statements_cut += u64::from(cut.is_some());
             // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
             // allocated once per statement group, not once per request.
             FINGERPRINTER.with_borrow_mut(|fingerprinter| {
-                let fp = fingerprinter.fingerprint(sql);
-                match self.statements.get_mut(fp) {
-                    Some(agg) => count(agg),
-                    None => {
-                        let mut agg = StatementAgg {
-                            sample: (t.request_frame, sql.clone()),
-                            ..StatementAgg::default()
-                        };
-                        count(&mut agg);
-                        self.statements.insert(fp.to_string(), agg);
+                let fp = fingerprinter.fingerprint(cut.unwrap_or(sql));
+                CUT_KEY.with_borrow_mut(|key| {
+                    let fp = match cut {
+                        Some(_) => {
+                            key.clear();
+                            key.push_str(fp);
+                            key.push_str(CUT_MARK);
+                            key.as_str()
+                        }
+                        None => fp,
+                    };
+                    match self.statements.get_mut(fp) {
+                        Some(agg) => count(agg),
+                        None => {
+                            let mut agg = StatementAgg {
+                                sample: (t.request_frame, sql.clone()),
+                                text_cut: cut.is_some(),
+                                ..StatementAgg::default()
+                            };
+                            count(&mut agg);
+                            self.statements.insert(fp.to_string(), agg);
+                        }
                     }
-                }
+                })
             });
         }
+    }
+
+    /// Requests that expect a response, by fate.
+    pub fn requests(&self) -> RequestCounts {
+        self.requests
+    }
+
+    /// Requests whose statement text the capture holds only in part.
+    pub fn statements_cut(&self) -> u64 {
+        self.statements_cut
     }
 
     /// The run is over: the capture's first and last packet times (ns since the epoch) give the span
@@ -1201,6 +1247,7 @@ impl MysqlAggregate {
     pub(crate) fn merge(&mut self, o: MysqlAggregate) {
         self.sessions += o.sessions;
         self.requests.merge(&o.requests);
+        self.statements_cut += o.statements_cut;
         self.waited.merge(&o.waited);
         self.span = self.span.or(o.span);
         if self.commands.len() < o.commands.len() {
@@ -1276,6 +1323,7 @@ impl MysqlAggregate {
                 total_us: s.rt.sum_ns() as f64 / 1e3,
                 rt_us: s.rt.summary_us(),
                 cut_off_waited_us: s.waited.summary_us(),
+                text_cut: s.text_cut,
             })
             .collect();
         statements.sort_by(|a, b| {
@@ -1411,6 +1459,9 @@ pub struct StatementGroup {
     pub rt_us: RtSummary,
     /// How long the requests cut off by a close had waited.
     pub cut_off_waited_us: RtSummary,
+    /// The capture holds these statements only in part (snap length, loss): the fingerprint is of their
+    /// start and ends in [`CUT_MARK`].
+    pub text_cut: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

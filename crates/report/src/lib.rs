@@ -12,7 +12,7 @@ mod text;
 pub use analyses::{render_rate, render_report, render_rt};
 pub use located::{locate_frames_json, locate_frames_text};
 pub use plots::{write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot};
-pub use text::{render_first_reset, render_flows, render_mysql, sorted, FlowSort};
+pub use text::{render_first_reset, render_flows, render_mysql, render_unknowns, sorted, FlowSort};
 
 use serde::Serialize;
 

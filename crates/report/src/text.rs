@@ -3,8 +3,10 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::units::seconds;
+use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    Analysis, CloseReport, FirstReset, MysqlReport, RequestCounts, RtSummary,
+    Analysis, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
+    Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, Role};
 use serde::Serialize;
@@ -78,13 +80,23 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
 /// `pcapsleuth first-reset` for people.
 pub fn render_first_reset(r: &FirstReset) -> String {
     let mut out = String::new();
-    match &r.first_abnormal {
-        Some(c) => describe_close(&mut out, "First abnormal close", c),
-        None => {
+    if r.fins == FinJudgement::NotJudged {
+        let _ = writeln!(
+            out,
+            "FINs not judged: MySQL was not decoded (--no-mysql), and only the protocol tells a FIN after \
+             COM_QUIT from one that cut a query off; only RSTs can be abnormal here.\n"
+        );
+    }
+    match (&r.first_abnormal, r.fins) {
+        (Some(c), _) => describe_close(&mut out, "First abnormal close", c),
+        (None, FinJudgement::Judged) => {
             let _ = writeln!(
                 out,
                 "No abnormal close: every connection ended normally or is still open."
             );
+        }
+        (None, FinJudgement::NotJudged) => {
+            let _ = writeln!(out, "No RST in the capture (FINs not judged).");
         }
     }
     let _ = writeln!(out);
@@ -345,6 +357,12 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 let _ = writeln!(out, "  {:>9}   and {}{waited}", "", others.describe());
             }
         }
+        if r.statements.iter().take(limit).any(|s| s.text_cut) {
+            let _ = writeln!(
+                out,
+                "  {CUT_MARK} = the capture holds the statement only in part (snap length, lost bytes): the fingerprint is of its start"
+            );
+        }
     }
     if r.incidents.is_empty() {
         let _ = writeln!(
@@ -500,6 +518,20 @@ pub fn render_flows(a: &Analysis, conns: &[&Connection]) -> String {
         );
     }
     let _ = writeln!(out, "{} connections", conns.len());
+    out
+}
+
+/// What the capture could not show, before any command's text: empty when it showed everything.
+pub fn render_unknowns(u: &Unknowns) -> String {
+    let mut out = String::new();
+    if u.notes.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "Partial data (figures below are qualified by it):");
+    for n in &u.notes {
+        let _ = writeln!(out, "  * {n}");
+    }
+    out.push('\n');
     out
 }
 
