@@ -5,12 +5,14 @@
 
 mod analyses;
 mod located;
+#[cfg(feature = "plots")]
 pub mod plots;
 mod replication;
 mod text;
 
 pub use analyses::{render_rate, render_report, render_rt};
 pub use located::{locate_frames_json, locate_frames_text};
+#[cfg(feature = "plots")]
 pub use plots::{write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot};
 pub use text::{render_first_reset, render_flows, render_mysql, render_unknowns, sorted, FlowSort};
 
