@@ -417,3 +417,91 @@ fn without_mysql_decoding_no_fin_is_judged() {
     let fr = json(&["first-reset", "--no-mysql", "--json", f.to_str().unwrap()]);
     assert!(fr["first_abnormal"].is_null(), "{fr:#}");
 }
+
+/// The why of a close, from TCP facts: the stalled reader of stream-stall.pcap advertised a zero window
+/// from frame 1358 until the server's RST (net_write_timeout), and wait_timeout's RST in server-closes.pcap
+/// came after the client had sent nothing for seconds. Both are named in the close's reason and in
+/// `first_abnormal`, with the frames tshark finds.
+#[test]
+fn a_close_names_what_preceded_it() {
+    let f = common::fixture("stream-stall.pcap");
+    let p = f.to_str().unwrap();
+    let fr = json(&["first-reset", "--json", p]);
+    let rst = &fr["first_rst"];
+    assert_eq!(rst["frame"], 2029);
+    let reason = rst["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the client had advertised a zero window for 1.96 s before this, from frame 1358 (it stopped reading)"),
+        "{reason}"
+    );
+    assert_eq!(fr["first_abnormal"]["reason"], rst["reason"]);
+
+    let f2 = common::fixture("server-closes.pcap");
+    let p2 = f2.to_str().unwrap();
+    let fr2 = json(&["first-reset", "--json", p2]);
+    let rst2 = &fr2["first_rst"];
+    assert_eq!(rst2["frame"], 29);
+    let reason2 = rst2["reason"].as_str().unwrap();
+    assert!(
+        reason2.contains("the client had sent nothing for 2.00 s (since frame 26"),
+        "{reason2}"
+    );
+    // A normal end names nothing: the server's FIN right after COM_QUIT.
+    let fin = json(&[
+        "first-reset",
+        "--json",
+        common::fixture("prepared-full.pcap").to_str().unwrap(),
+    ]);
+    assert!(
+        !fin["first_fin"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("had "),
+        "{fin:#}"
+    );
+
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    // tshark: the client's first zero window on the stalled connection, and the last client data
+    // before wait_timeout's RST.
+    // The client's window advertisements before the RST: the last spell of zeros starts at frame 1358.
+    let windows = tshark.lines([
+        "-r",
+        p,
+        "-Y",
+        "tcp.port==41452 && ip.src==10.77.1.2 && frame.number < 2029 && tcp.flags.syn==0",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "tcp.window_size_value",
+    ]);
+    let mut spell_from = None;
+    for l in &windows {
+        let (frame, window) = l.split_once('\t').unwrap();
+        if window != "0" {
+            spell_from = None;
+        } else if spell_from.is_none() {
+            spell_from = Some(frame.to_string());
+        }
+    }
+    assert_eq!(spell_from.as_deref(), Some("1358"));
+    let data = tshark.lines([
+        "-r",
+        p2,
+        "-Y",
+        "tcp.port==54122 && ip.src==10.77.1.2 && tcp.len > 0",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    assert_eq!(data.last().unwrap(), "26");
+    let waited = frame_time(&tshark, &f2, 29) - frame_time(&tshark, &f2, 26);
+    assert!(
+        reason2.contains(&format!("for {waited:.2} s")),
+        "{reason2} vs {waited}"
+    );
+}

@@ -15,7 +15,10 @@ use crate::mysql::{
     CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
 };
 use crate::replication;
-use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
+use crate::thresholds::{
+    GREETING_WAIT_ABNORMAL_NS, WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS, WHY_ZERO_WINDOW_NS,
+};
+use crate::units;
 use pcapsleuth_mysql::SessionPhase;
 
 /// One connection's close, as `first-reset` prints it.
@@ -265,6 +268,7 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
             ev.event.peer_unacked_bytes
         ));
     }
+    parts.extend(why(ev));
     match (ev.event.flag, conn.end) {
         (CloseFlag::Fin, ConnectionEnd::Graceful(_)) => {
             parts.push("graceful: both sides sent FIN".into())
@@ -279,6 +283,60 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
         (CloseFlag::Fin, ConnectionEnd::Open) => {}
     }
     parts.join(", ")
+}
+
+/// What preceded a close on its connection, in TCP facts: the peer's zero window (it stopped reading),
+/// the closing side's resends of the same data, the peer's silence.
+fn why(ev: &ClosedBy) -> Vec<String> {
+    let e = &ev.event;
+    let at = e.at.ts.0;
+    let peer = peer_name(ev.by);
+    let s = |ns: i64| units::seconds(ns as f64 / 1e9);
+    let mut parts = Vec::new();
+    if let Some(z) = e.peer_zero_window {
+        let end = z.until.map_or(at, |u| u.ts.0.min(at));
+        let spell = end - z.from.ts.0;
+        // A spell that ended long before the close did not lead to it.
+        let since_end = at - end;
+        if spell >= WHY_ZERO_WINDOW_NS && since_end < spell {
+            parts.push(match z.until.filter(|u| u.ts.0 <= at) {
+                None => format!(
+                    "the {peer} had advertised a zero window for {} before this, from frame {} (it stopped reading)",
+                    s(spell),
+                    z.from.frame
+                ),
+                Some(u) => format!(
+                    "the {peer} had advertised a zero window for {} (frames {}-{}, it stopped reading), until {} before this",
+                    s(spell),
+                    z.from.frame,
+                    u.frame,
+                    s(since_end)
+                ),
+            });
+        }
+    }
+    if e.resent_in_a_row >= WHY_RESENT_IN_A_ROW {
+        parts.push(format!(
+            "the {} had resent its last data {} times unacknowledged",
+            role_name(ev.by),
+            e.resent_in_a_row
+        ));
+    }
+    if let Some(last) = e.peer_last_data {
+        let silent = at - last.ts.0;
+        // Silence matters when the side that had the floor hangs up, not when a client leaves.
+        let hung_up = ev.by == Role::Server || e.flag == CloseFlag::Rst;
+        // A reader that stopped reading or a path that lost the data is silent too: that silence is
+        // no idle timeout, and the reason already says why.
+        if hung_up && parts.is_empty() && !e.peer_awaiting_reply && silent >= WHY_SILENCE_NS {
+            parts.push(format!(
+                "the {peer} had sent nothing for {} (since frame {}: an idle timeout such as wait_timeout?)",
+                s(silent),
+                last.frame
+            ));
+        }
+    }
+    parts
 }
 
 fn phase_name(p: SessionPhase) -> &'static str {

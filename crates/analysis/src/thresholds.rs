@@ -141,3 +141,17 @@ pub const UNANSWERED_FAR_FACTOR: f64 = 10.0;
 /// ... and at least this long (seconds): on a fast server ten times the p99 is a few milliseconds, and a
 /// request that waited that long when the capture was stopped says nothing.
 pub const UNANSWERED_MIN_WAIT_S: f64 = 1.0;
+
+// ---- The why of a close, from TCP facts (crate::closes) ----
+
+/// A peer's zero window is named as what preceded a close when it lasted at least this long (1 s): a
+/// reader that stops for a second has stopped reading (a busy one reopens its window within
+/// milliseconds), and servers' write timeouts (MySQL's net_write_timeout, 60 s by default) count in seconds.
+pub const WHY_ZERO_WINDOW_NS: i64 = 1_000_000_000;
+/// The closing side's resends of the same unacknowledged data are named from this many (2): one resend is
+/// ordinary loss; two in a row without an acknowledgement is a path or a peer that stopped answering.
+pub const WHY_RESENT_IN_A_ROW: u32 = 2;
+/// A peer's silence before the other side hung up is named from this long (1 s): idle timeouts
+/// (wait_timeout, proxies' idle limits) count in seconds; an answer and a close within a second are one
+/// exchange.
+pub const WHY_SILENCE_NS: i64 = 1_000_000_000;

@@ -92,6 +92,21 @@ pub struct CloseEvent {
     pub peer_unacked_bytes: u64,
     /// The last payload before the close came from the peer: its request was left unanswered.
     pub peer_awaiting_reply: bool,
+    /// The peer's latest spell of zero-window advertisements before the close (it stopped reading).
+    pub peer_zero_window: Option<ZeroWindowSpell>,
+    /// Segments the closing side had resent since it last sent new data (resends of the same
+    /// unacknowledged bytes).
+    pub resent_in_a_row: u32,
+    /// The peer's last segment carrying payload before the close.
+    pub peer_last_data: Option<FrameRef>,
+}
+
+/// A side advertising a zero receive window, from its first such segment to the segment that opened the
+/// window again (`until`: none while it was still zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ZeroWindowSpell {
+    pub from: FrameRef,
+    pub until: Option<FrameRef>,
 }
 
 /// How a connection ended.
@@ -178,6 +193,12 @@ struct SideState {
     first_rst: Option<CloseEvent>,
     syn: Option<FrameRef>,
     syn_ack: Option<FrameRef>,
+    /// The latest zero-window spell this side advertised.
+    zero_window: Option<ZeroWindowSpell>,
+    /// Resends since this side last sent new data.
+    resent_in_a_row: u32,
+    /// This side's last segment carrying payload.
+    last_data: Option<FrameRef>,
 }
 
 /// Sequence-space comparison (RFC 1982 serial arithmetic).
@@ -327,6 +348,16 @@ impl ConnectionState {
         }
         if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
             s.stats.zero_windows += 1;
+            if s.zero_window.is_none_or(|z| z.until.is_some()) {
+                s.zero_window = Some(ZeroWindowSpell {
+                    from: at,
+                    until: None,
+                });
+            }
+        } else if seg.window != 0 && !flags.rst() {
+            if let Some(z) = s.zero_window.as_mut().filter(|z| z.until.is_none()) {
+                z.until = Some(at);
+            }
         }
         let mut class = SegmentClass::New;
         if seg_len > 0 && !flags.rst() {
@@ -418,6 +449,9 @@ impl ConnectionState {
                 side,
                 peer_unacked_bytes: unacked,
                 peer_awaiting_reply: peer_has_data_unanswered,
+                peer_zero_window: peer.zero_window,
+                resent_in_a_row: s.resent_in_a_row,
+                peer_last_data: peer.last_data,
             };
             let slot = if flags.rst() {
                 &mut s.first_rst
@@ -426,8 +460,22 @@ impl ConnectionState {
             };
             slot.get_or_insert(event);
         }
-        if seg.payload_len > 0 && class == SegmentClass::New {
-            self.last_data_side = Some(side);
+        if seg.payload_len > 0 {
+            let s = &mut self.sides[side.index()];
+            match class {
+                SegmentClass::New => {
+                    self.last_data_side = Some(side);
+                    s.resent_in_a_row = 0;
+                    s.last_data = Some(at);
+                }
+                SegmentClass::Retransmission => {
+                    s.resent_in_a_row += 1;
+                    s.last_data = Some(at);
+                }
+                // A keep-alive probe carries no data the application sent.
+                SegmentClass::OutOfOrder => s.last_data = Some(at),
+                SegmentClass::KeepAlive => {}
+            }
         }
         self.attempt.segment(side, seg, at);
         class
