@@ -310,6 +310,47 @@ fn connections_whose_syn_the_capture_missed_still_show_their_login() {
     assert_eq!(refused["errors"]["1040"], 1);
 }
 
+/// A capture cut in two (rotated files): each piece counts what it holds, and together they count every
+/// request and error of the whole, wherever the cut falls after the logins: inside a large request (the
+/// first piece counts it, still being sent), or inside a long answer (the second recognises the connection
+/// at the client's next command, after a whole turn of server segments).
+#[test]
+fn a_capture_cut_in_two_counts_every_request_once() {
+    let commands_and_errors = |r: &serde_json::Value| {
+        let mut counts = std::collections::BTreeMap::new();
+        for key in ["commands", "errors"] {
+            for (k, n) in r[key].as_object().unwrap() {
+                *counts.entry(format!("{key} {k}")).or_insert(0) += n.as_u64().unwrap();
+            }
+        }
+        counts
+    };
+    for (name, after_login) in [
+        ("pcap2mysql-log/uncompressed-data-present.pcap", 6),
+        ("pcap2mysql-log/type-error.pcap", 6),
+        ("pcap2mysql-log/big-data.pcap", 6),
+        ("deepflow/partial-packet-compressed.pcap", 1),
+    ] {
+        let f = peer_capture(name);
+        let whole = commands_and_errors(&mysql_report(&rewritten(&f, |_, _| true, |_| {})));
+        let cap = pcapsleuth::capture::Capture::open(&f).unwrap();
+        let mut r = cap.reader_all();
+        let mut frames = 0;
+        while r.next_record().is_some() {
+            frames += 1;
+        }
+        for cut in after_login..frames {
+            let first = mysql_report(&rewritten(&f, |i, _| i < cut, |_| {}));
+            let second = mysql_report(&rewritten(&f, |i, _| i >= cut, |_| {}));
+            let mut sum = commands_and_errors(&first);
+            for (k, n) in commands_and_errors(&second) {
+                *sum.entry(k).or_insert(0) += n;
+            }
+            assert_eq!(sum, whole, "{name} cut before frame {}", cut + 1);
+        }
+    }
+}
+
 /// Compressed sessions joined after their login (the greeting, the login and its OK, which negotiated the
 /// compression, are not in the capture): compression is recognised from the first command, and every
 /// request, error and response time is the whole capture's, the logins aside.

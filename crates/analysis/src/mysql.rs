@@ -172,11 +172,23 @@ pub enum RecognisedBy {
     BinlogEvents,
 }
 
-/// How many payload segments a connection may show before it is judged not to be MySQL.
-const DETECTION_SEGMENTS: u32 = 8;
+/// How many turns (runs of payload segments from one side) a connection may show before it is judged
+/// not to be MySQL. Turns, not segments: a capture that begins mid-resultset shows hundreds of server
+/// segments before the client's next command, the first chance to recognise the connection.
+const DETECTION_TURNS: u32 = 8;
+
+/// How many payload segments a connection may show before it is judged not to be MySQL, however few
+/// its turns: a one-way stream is not looked at forever (4096 segments hold a resultset of 6 MB at a
+/// 1,460-byte MSS, more where segments were coalesced).
+const DETECTION_SEGMENTS: u32 = 4096;
 
 enum Detect {
-    Undecided { segments: u32 },
+    Undecided {
+        segments: u32,
+        turns: u32,
+        /// The side of the last payload segment.
+        last: Option<Side>,
+    },
     Mysql,
     NotMysql,
 }
@@ -350,7 +362,11 @@ impl MysqlTrack {
             detect: if mode == MysqlDetection::Off {
                 Detect::NotMysql
             } else {
-                Detect::Undecided { segments: 0 }
+                Detect::Undecided {
+                    segments: 0,
+                    turns: 0,
+                    last: None,
+                }
             },
             recognised_by: None,
             candidate: None,
@@ -422,11 +438,20 @@ impl MysqlTrack {
                     Continuation::Apart => self.candidate = None,
                 }
             }
-            let Detect::Undecided { segments } = &mut self.detect else {
+            let Detect::Undecided {
+                segments,
+                turns,
+                last,
+            } = &mut self.detect
+            else {
                 return;
             };
             *segments += 1;
-            let give_up = *segments > DETECTION_SEGMENTS;
+            if *last != Some(side) {
+                *turns += 1;
+                *last = Some(side);
+            }
+            let give_up = *turns > DETECTION_TURNS || *segments > DETECTION_SEGMENTS;
             let key = conn.key();
             let handshake = conn.handshake_client();
             // The connection's first bytes are a greeting: its connection phase is in the capture even

@@ -115,6 +115,11 @@ impl Framer {
         }
     }
 
+    /// Where the packet being read began (its first header byte), if one is.
+    pub(crate) fn started_at(&self) -> Option<Meta> {
+        self.started.then_some(self.start)
+    }
+
     /// A partial packet whose header was read, as a damaged packet (the rest lost).
     pub(crate) fn take_partial(&mut self, end: Meta) -> Option<PacketEnd> {
         if !self.started {

@@ -1832,6 +1832,7 @@ impl Session {
     /// server's close, a RST or the end of the capture end as closed by the
     /// client's FIN.
     pub fn close(&mut self, by: Direction, kind: CloseFlag, _meta: Meta) -> CloseContext {
+        self.take_partial_command();
         let ctx = CloseContext {
             phase: self.phase(),
             pending: self
@@ -1862,6 +1863,24 @@ impl Session {
         ctx
     }
 
+    /// A command the client began to send and the capture holds no end of (the connection closed, or
+    /// the capture ended, mid-request) was made all the same: it waits for its answer like any other,
+    /// its statement marked as missing its tail.
+    fn take_partial_command(&mut self) {
+        if self.client.mode != StreamMode::Framed {
+            return;
+        }
+        let Some(start) = self.client.framer.started_at() else {
+            return;
+        };
+        let server_hunting = self.server.mode == StreamMode::Hunting;
+        let (cur, other, core) = self.streams(Direction::ClientToServer);
+        if let Some(pkt) = cur.framer.take_partial(start) {
+            let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
+            Self::apply(cur, other, core, Direction::ClientToServer, fx);
+        }
+    }
+
     fn closed_outcome(p: &Pending, by: Direction, flag: CloseFlag) -> Outcome {
         if p.first_response.is_some() {
             Outcome::ClosedMidResponse { by, flag }
@@ -1871,9 +1890,10 @@ impl Session {
     }
 
     /// End of capture: open requests end as [`Outcome::CaptureEnded`] (or as
-    /// closed by the client, after its FIN); partial
-    /// packets are counted as `truncated_bytes`.
+    /// closed by the client, after its FIN), a command still being sent among them;
+    /// other partial packets are counted as `truncated_bytes`.
     pub fn finish(&mut self) {
+        self.take_partial_command();
         let closed = self
             .core
             .client_fin

@@ -448,6 +448,53 @@ fn client_rst_before_any_response_and_capture_end() {
     assert_eq!(s.drain().next().unwrap().outcome, Outcome::CaptureEnded);
 }
 
+/// A command the client was still sending when the capture ended (a rotated file's last request, a
+/// large INSERT) or when the connection closed was made: it counts, waiting, its statement marked as
+/// missing its tail, however its bytes were split.
+#[test]
+fn a_command_still_being_sent_at_the_end_or_the_close_counts() {
+    let mut insert = b"insert into t values ".to_vec();
+    insert.resize(20_000, b'x');
+    let whole = command(0x03, &insert);
+    let sent = whole[..8_000].to_vec();
+    let mut at_end = login(BASE_CAPS);
+    at_end.push(Ev::Data(C, sent.clone()));
+    let mut at_close = at_end.clone();
+    at_close.push(Ev::Close(C, CloseFlag::Rst));
+    for (evs, want) in [
+        (at_end, Outcome::CaptureEnded),
+        (
+            at_close,
+            Outcome::ClosedBeforeResponse {
+                by: C,
+                flag: CloseFlag::Rst,
+            },
+        ),
+    ] {
+        let (t, _) = play(StartMode::Handshake, &evs);
+        assert_eq!(names_of(&t), ["COM_CONNECT", "COM_QUERY"]);
+        assert_eq!(t[1].outcome, want);
+        assert_eq!(t[1].request_frame, 4);
+        assert_eq!(t[1].gap_bytes, (whole.len() - sent.len()) as u64);
+        let statement = t[1].statement.as_deref().unwrap_or("");
+        assert!(
+            statement.starts_with("insert into t values xxx"),
+            "{statement}"
+        );
+        assert!(
+            statement.ends_with(&format!("/* gap: {} bytes */", whole.len() - sent.len())),
+            "{statement}"
+        );
+        let (bytewise, _) = play_chunked(StartMode::Handshake, &evs, &mut |_| 1);
+        assert_eq!(t, bytewise);
+    }
+    // Only a header's first bytes: nothing says which command it was.
+    let mut evs = login(BASE_CAPS);
+    evs.push(Ev::Data(C, whole[..3].to_vec()));
+    let (t, _) = play(StartMode::Handshake, &evs);
+    assert_eq!(names_of(&t), ["COM_CONNECT"]);
+}
+
 #[test]
 fn unsolicited_err_before_close_is_recorded() {
     // MySQL 8.0.24+ tells an idle client why it is being disconnected.
