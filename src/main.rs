@@ -638,9 +638,18 @@ impl Progress {
 /// large the pieces.
 const COPY_STEP: u64 = 64 << 20;
 
-/// [`finish_pass`] for an analysis.
+/// [`finish_pass`] for an analysis, and warnings for the timestamps outside the capture's body.
 fn finish(set: &CaptureSet, a: &Analysis) -> ExitCode {
-    finish_pass(set, &a.capture.damage)
+    let code = finish_pass(set, &a.capture.damage);
+    let name = match &set.inputs[..] {
+        [one] => one.path().display().to_string(),
+        _ => "the capture".to_string(),
+    };
+    for line in a.capture.timeline.damage_lines() {
+        let line = report::locate_frames_text(&line, &a.capture);
+        sayln!("pcapsleuth: warning: {name}: {line}");
+    }
+    code
 }
 
 fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {

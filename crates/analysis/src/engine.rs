@@ -32,6 +32,7 @@ use rayon::prelude::*;
 use crate::mysql::{MysqlAggregate, MysqlDetection, MysqlFilter, MysqlSessionFacts, MysqlTrack};
 use crate::rate::{RateAggregate, C2S, S2C};
 use crate::rt::RtAggregate;
+use crate::timeline::{plausible_response_time, SplitTimes, TimeTally, Timeline};
 use serde::Serialize;
 
 /// How to run the engine.
@@ -157,6 +158,8 @@ pub struct CaptureFacts {
     /// Time of frame 1 (`rel_time` is measured from it, as in Wireshark).
     pub first_ts: Option<Timestamp>,
     pub last_ts: Option<Timestamp>,
+    /// The span of the capture's body and the timestamps outside it (left out of time series).
+    pub timeline: Timeline,
     #[serde(skip)]
     pub damage: Vec<Damage>,
     /// How several files made one capture.
@@ -305,6 +308,7 @@ struct Scan<'a> {
     keys: Vec<FlowKey>,
     buckets: Vec<Vec<PacketEvent>>,
     damage: Vec<Damage>,
+    times: SplitTimes,
 }
 
 /// A split's flows, numbered in order of first packet: (split-local id, bucket) by 4-tuple.
@@ -368,9 +372,11 @@ fn scan<'a>(
     let mut counts = PacketCounts::default();
     let (mut first_ts, mut last_ts) = (None, None);
     let mut frames: u64 = 0;
+    let mut times = SplitTimes::default();
     while let Some(rec) = reader.next_record() {
         let frame_in_split = frames as u32;
         frames += 1;
+        times.note(u64::from(frame_in_split), rec.ts.0);
         counts.packets += 1;
         counts.wire_bytes += u64::from(rec.orig_len);
         if rec.is_truncated() {
@@ -426,6 +432,7 @@ fn scan<'a>(
         keys,
         buckets,
         damage: reader.take_damage(),
+        times,
     }
 }
 
@@ -585,16 +592,13 @@ impl Bucket {
                     if dir == C2S {
                         flow.request_start.get_or_insert(at.ts.0);
                     } else if let Some(start) = flow.request_start.take() {
-                        let retrans = flow
-                            .tracker
-                            .current()
-                            .retransmissions_between(start, at.ts.0);
-                        self.sinks.rt.tcp(
-                            server.port,
-                            start,
-                            (at.ts.0 - start).max(0) as u64,
-                            retrans,
-                        );
+                        if let Some(rt) = plausible_response_time(start, at.ts.0) {
+                            let retrans = flow
+                                .tracker
+                                .current()
+                                .retransmissions_between(start, at.ts.0);
+                            self.sinks.rt.tcp(server.port, start, rt, retrans);
+                        }
                     }
                 }
             }
@@ -760,6 +764,7 @@ struct Run<'o> {
     first_ts: Option<Timestamp>,
     last_ts: Option<Timestamp>,
     damage: Vec<Damage>,
+    times: TimeTally,
     frames: u64,
     files: Vec<FileFacts>,
     /// Where reading stands: the state the next split must start in.
@@ -833,6 +838,7 @@ impl Run<'_> {
                 _ => {}
             }
             self.expected = Some(sc.end.clone());
+            self.times.append(&sc.times, self.frames);
             bases.push(self.frames);
             let file = &mut self.files[piece.input];
             if file.frames == 0 {
@@ -889,6 +895,7 @@ fn run_engine(
         first_ts: None,
         last_ts: None,
         damage: Vec::new(),
+        times: TimeTally::default(),
         frames: 0,
         files: sources
             .iter()
@@ -993,6 +1000,7 @@ fn run_engine(
         first_ts,
         last_ts,
         mut damage,
+        times,
         files,
         ..
     } = run;
@@ -1020,7 +1028,14 @@ fn run_engine(
         }
     }
     let (connections, mut mysql_sessions) = conclude(states);
-    if let (Some(first), Some(last)) = (first_ts, last_ts) {
+    // Only now is it known which timestamps belong to the capture's body: time series keep only it.
+    let timeline = times.finish();
+    sinks.rates.keep_within(&timeline);
+    sinks.rt.keep_within(&timeline);
+    sinks.mysql.keep_within(&timeline);
+    // The MySQL span and the waits of requests open at the end run to the body's last packet, not to a
+    // timestamp outside it.
+    if let (Some(first), Some(last)) = (timeline.body_first, timeline.body_last) {
         sinks.mysql.capture_ended(first.0, last.0);
         for u in mysql_sessions
             .iter_mut()
@@ -1041,6 +1056,7 @@ fn run_engine(
             counts,
             first_ts,
             last_ts,
+            timeline,
             damage,
             order: Order::Single,
             files,

@@ -32,6 +32,8 @@ pub struct Finding {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FullReport {
     pub findings: Vec<Finding>,
+    /// When the capture happened: its body, and the timestamps left out of time series.
+    pub timeline: crate::timeline::Timeline,
     pub first_reset: crate::closes::FirstReset,
     pub mysql: MysqlReport,
     pub rt: RtReport,
@@ -251,6 +253,24 @@ pub fn full_report(a: &Analysis) -> FullReport {
             frames: vec![],
         });
     }
+    let time = &a.capture.timeline;
+    if time.wild_packets > 0 || time.clock_steps_back > 0 {
+        let mut frames: Vec<u64> = time.wild.iter().map(|w| w.first_frame).collect();
+        frames.extend(time.steps_back.iter().map(|s| s.frame));
+        f.push(Finding {
+            severity: 3,
+            kind: "capture_damage",
+            summary: match (time.wild_packets, time.clock_steps_back) {
+                (0, n) => format!("the capture's clock stepped back {n} times"),
+                (n, _) => format!(
+                    "{} with a timestamp far outside the rest of the capture: left out of time series",
+                    crate::timeline::packets(n)
+                ),
+            },
+            evidence: time.damage_lines(),
+            frames,
+        });
+    }
     for d in a.capture.damage.iter().take(5) {
         f.push(Finding {
             severity: if d.is_fatal() { 2 } else { 4 },
@@ -263,6 +283,7 @@ pub fn full_report(a: &Analysis) -> FullReport {
     f.sort_by_key(|x| x.severity);
     FullReport {
         findings: f,
+        timeline: a.capture.timeline.clone(),
         first_reset: fr,
         mysql,
         rt,

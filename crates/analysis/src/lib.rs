@@ -28,6 +28,7 @@ mod rate;
 mod replication;
 mod rt;
 mod thresholds;
+mod timeline;
 pub mod units;
 mod unknowns;
 
@@ -50,4 +51,5 @@ pub use mysql::{
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
 pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};
 pub use rt::{HistogramBin, IntervalKind, IntervalRt, RtAggregate, RtReport, SlowModeTraits};
+pub use timeline::{plausible_response_time, ClockStepBack, Timeline, WildTimestamps};
 pub use unknowns::{unknowns, EncryptedConnection, EncryptedSessions, SnapCut, Unknowns};

@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::engine::{Aggregation, EngineOptions, Sinks};
 use crate::histogram::{Histogram, RtSummary};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
+use crate::timeline::plausible_response_time;
 
 /// Which connections are decoded as MySQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,10 +61,11 @@ impl MysqlFilter {
 }
 
 /// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
-/// requests [`Fate::Answered`]: the others' last response byte is not the end of their response.
+/// requests [`Fate::Answered`]: the others' last response byte is not the end of their response. `None`
+/// when unanswered, or when the two timestamps cannot both be right ([`crate::plausible_response_time`]).
 pub fn response_time_ns(t: &Transaction) -> Option<u64> {
     t.last_response_ts_ns
-        .map(|end| end.saturating_sub(t.request_ts_ns))
+        .and_then(|end| plausible_response_time(t.request_ts_ns as i64, end as i64))
 }
 
 /// What became of a request. Every count of the MySQL report (requests, statements, response times) sorts
@@ -678,15 +680,19 @@ impl MysqlTrack {
                 continue;
             }
             // A login: what the client waited for from its first SYN.
-            if let (Command::Connect, Some(syn), Some(answer)) =
-                (t.command, conn.first_syn(), t.last_response_ts_ns)
-            {
-                let since_syn = |ns: i64| u64::try_from(ns - syn.ts.0).unwrap_or(0);
-                let login = since_syn(answer as i64);
+            // Timestamps that cannot both be right (one outside the capture's body) time nothing.
+            if let (Command::Connect, Some(syn), Some(login)) = (
+                t.command,
+                conn.first_syn(),
+                conn.first_syn()
+                    .zip(t.last_response_ts_ns)
+                    .and_then(|(syn, answer)| plausible_response_time(syn.ts.0, answer as i64)),
+            ) {
                 if wanted && filter.transaction(t, None) {
                     sinks.mysql.connect.add(
                         conn.connect_ns(),
-                        conn.first_data(client.other()).map(|g| since_syn(g.ts.0)),
+                        conn.first_data(client.other())
+                            .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
                         login,
                     );
                 }
@@ -710,7 +716,7 @@ impl MysqlTrack {
                 Outcome::ClosedMidResponse { by, flag }
                 | Outcome::ClosedBeforeResponse { by, flag } => {
                     close_time(&self.closes, client, by, flag)
-                        .map(|ts| ts.saturating_sub(t.request_ts_ns))
+                        .and_then(|ts| plausible_response_time(t.request_ts_ns as i64, ts as i64))
                 }
                 _ => None,
             };
@@ -1323,6 +1329,14 @@ impl MysqlAggregate {
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
         self.unanswered.extend(o.unanswered);
         self.unanswered.sort_by_key(|u| u.request_frame);
+    }
+
+    /// Leaves out the seconds outside the capture's body (the requests still count).
+    pub(crate) fn keep_within(&mut self, timeline: &crate::timeline::Timeline) {
+        self.per_second.retain(|&sec, _| {
+            let start = sec.saturating_mul(1_000_000_000);
+            timeline.overlaps_body(start, start.saturating_add(1_000_000_000))
+        });
     }
 
     /// Response-time distribution of each statement group.

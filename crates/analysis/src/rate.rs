@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::histogram::Histogram;
 use crate::thresholds::*;
+use crate::timeline::Timeline;
 
 /// Client to server (0) and server to client (1).
 pub const C2S: usize = 0;
@@ -69,6 +70,18 @@ impl Bins {
         &mut self.cells[i as usize].1
     }
 
+    /// Keeps the bins for which `keep(bin)` holds.
+    fn retain(&mut self, keep: impl Fn(i64) -> bool) {
+        self.cells.retain(|&(b, _)| keep(b));
+        self.index = self
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(i, &(b, _))| (b, i as u32))
+            .collect();
+        self.last = None;
+    }
+
     fn sorted(&self) -> Series {
         self.cells.iter().map(|&(b, c)| (b, c)).collect()
     }
@@ -86,6 +99,8 @@ pub struct RateAggregate {
     handshake_rtt: BTreeMap<Scope, Histogram>,
     /// First and last packet times: the first and last intervals are only partly covered.
     span: Option<(i64, i64)>,
+    /// The capture's body, once the run is over.
+    timeline: Timeline,
 }
 
 impl PartialEq for RateAggregate {
@@ -93,6 +108,7 @@ impl PartialEq for RateAggregate {
     fn eq(&self, o: &Self) -> bool {
         self.interval_ns == o.interval_ns
             && self.span == o.span
+            && self.timeline == o.timeline
             && self.handshake_rtt == o.handshake_rtt
             && self.canonical(&self.printed) == o.canonical(&o.printed)
             && self.canonical(&self.fine) == o.canonical(&o.fine)
@@ -170,6 +186,7 @@ impl RateAggregate {
             fine: std::mem::replace(&mut self.fine, empty()),
             handshake_rtt: std::mem::take(&mut self.handshake_rtt),
             span: self.span.take(),
+            timeline: Timeline::default(),
         }
     }
 
@@ -218,27 +235,62 @@ impl RateAggregate {
         };
     }
 
+    /// Leaves out the bins outside the capture's body; the first and last packets are the body's.
+    pub(crate) fn keep_within(&mut self, timeline: &Timeline) {
+        for (bins, width) in [
+            (&mut self.printed, self.interval_ns),
+            (&mut self.fine, CEILING_BIN_NS),
+        ] {
+            for b in bins.iter_mut() {
+                b.retain(|bin| {
+                    let start = bin.saturating_mul(width);
+                    timeline.overlaps_body(start, start.saturating_add(width))
+                });
+            }
+        }
+        self.span = match (self.span, timeline.body_first, timeline.body_last) {
+            (Some((a, b)), Some(first), Some(last)) if a.max(first.0) <= b.min(last.0) => {
+                Some((a.max(first.0), b.min(last.0)))
+            }
+            _ => None,
+        };
+        self.timeline = timeline.clone();
+    }
+
     /// The finished report: series at the printed interval and the ceilings found.
     pub fn report(&self) -> RateReport {
         let secs = self.interval_ns as f64 / 1e9;
         // Seconds of an interval the capture covers: the first and last are partial, and dividing their
         // counts by the whole interval would draw a ramp that never happened.
         let covered = |bin: i64| -> f64 {
-            let (start, end) = (bin * self.interval_ns, (bin + 1) * self.interval_ns);
+            let start = bin.saturating_mul(self.interval_ns);
+            let end = start.saturating_add(self.interval_ns);
             match self.span {
                 Some((first, last)) => {
-                    let c = end.min(last + 1) - start.max(first);
+                    let c = end.min(last.saturating_add(1)) - start.max(first);
                     (c.max(1) as f64 / 1e9).min(secs)
                 }
                 None => secs,
             }
         };
         let rows = |series: &Series| -> Vec<RatePoint> {
-            let (Some(first), Some(last)) = (series.keys().next(), series.keys().next_back())
+            let (Some(&first), Some(&last)) = (series.keys().next(), series.keys().next_back())
             else {
                 return Vec::new();
             };
-            (*first..=*last)
+            // The intervals with packets, and the empty ones at the edges of each silence, so that a
+            // series drops to zero and rises from it: never one row per interval of a silence, which can
+            // last days in a long capture.
+            let mut bins: Vec<i64> = Vec::with_capacity(series.len() + 2);
+            for &b in series.keys() {
+                for e in [b.saturating_sub(1), b, b.saturating_add(1)] {
+                    let shown = e == b || !series.contains_key(&e);
+                    if shown && (first..=last).contains(&e) && bins.last().is_none_or(|&l| l < e) {
+                        bins.push(e);
+                    }
+                }
+            }
+            bins.into_iter()
                 .map(|bin| {
                     let c = series.get(&bin).copied().unwrap_or_default();
                     let secs = covered(bin);
@@ -288,6 +340,7 @@ impl RateAggregate {
                 .then_with(|| a.direction.cmp(b.direction))
         });
         RateReport {
+            timeline: self.timeline.clone(),
             interval_s: secs,
             ceilings,
             total: printed.get(&None).map(rows).unwrap_or_default(),
@@ -318,6 +371,8 @@ pub struct RatePoint {
 /// `pcapsleuth rate --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RateReport {
+    /// The capture's body: the series cover it; timestamps outside it are left out.
+    pub timeline: Timeline,
     pub interval_s: f64,
     pub ceilings: Vec<Ceiling>,
     /// All TCP traffic.
@@ -374,45 +429,63 @@ fn cv(v: &[f64]) -> f64 {
     var.sqrt() / mean
 }
 
-/// Runs of bins at the series' highest sustained level.
-fn flat_runs(values: &[f64]) -> Vec<Run> {
-    if values.len() < CEILING_LEVEL_WINDOW_BINS {
+/// Runs of bins at the series' highest sustained level. The series comes in segments: the bins from one
+/// with packets to the next are all there (empty ones as zeros), and segments are separated by silences of
+/// at least [`CEILING_LEVEL_WINDOW_BINS`] empty bins, which no window of the level and no run can cross
+/// with anything but zeros. So the answer is the one the whole series, silences filled in with zeros,
+/// would give, at a cost that follows the bins with packets and not the span. Runs are (segment, run).
+fn flat_runs(segments: &[Vec<f64>], span_bins: usize) -> Vec<(usize, Run)> {
+    if span_bins < CEILING_LEVEL_WINDOW_BINS {
         return Vec::new();
     }
-    let level = values
-        .windows(CEILING_LEVEL_WINDOW_BINS)
-        .map(|w| median(&mut w.to_vec()))
+    let pad = [0.0; CEILING_LEVEL_WINDOW_BINS - 1];
+    let last = segments.len().saturating_sub(1);
+    let level = segments
+        .iter()
+        .enumerate()
+        .map(|(i, seg)| {
+            // Windows reaching into a silence see its zeros; the series' own ends have none beyond them.
+            let before = if i > 0 { &pad[..] } else { &[] };
+            let after = if i < last { &pad[..] } else { &[] };
+            let padded: Vec<f64> = [before, &seg[..], after].concat();
+            padded
+                .windows(CEILING_LEVEL_WINDOW_BINS)
+                .map(|w| median(&mut w.to_vec()))
+                .fold(0.0, f64::max)
+        })
         .fold(0.0, f64::max);
     if level <= 0.0 {
         return Vec::new();
     }
     let at = |v: f64| (v - level).abs() <= level * CEILING_BAND;
     let mut runs = Vec::new();
-    let mut i = 0;
-    while i < values.len() {
-        if !at(values[i]) {
-            i += 1;
-            continue;
-        }
-        let (from, mut to, mut misses) = (i, i, 0usize);
-        let mut j = i + 1;
-        while j < values.len() {
-            if at(values[j]) {
-                to = j;
-            } else if j + 1 < values.len()
-                && at(values[j + 1])
-                && (misses + 1) as f64 <= CEILING_MAX_MISSES * (j - from + 1) as f64
-            {
-                misses += 1;
-            } else {
-                break;
+    for (s, values) in segments.iter().enumerate() {
+        let mut i = 0;
+        while i < values.len() {
+            if !at(values[i]) {
+                i += 1;
+                continue;
             }
-            j += 1;
+            let (from, mut to, mut misses) = (i, i, 0usize);
+            let mut j = i + 1;
+            while j < values.len() {
+                if at(values[j]) {
+                    to = j;
+                } else if j + 1 < values.len()
+                    && at(values[j + 1])
+                    && (misses + 1) as f64 <= CEILING_MAX_MISSES * (j - from + 1) as f64
+                {
+                    misses += 1;
+                } else {
+                    break;
+                }
+                j += 1;
+            }
+            if to + 1 - from >= CEILING_MIN_RUN_BINS {
+                runs.push((s, Run { from, to }));
+            }
+            i = to + 1;
         }
-        if to + 1 - from >= CEILING_MIN_RUN_BINS {
-            runs.push(Run { from, to });
-        }
-        i = to + 1;
     }
     runs
 }
@@ -432,9 +505,19 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
     if last - first < 2 {
         return Vec::new();
     }
-    let bins: Vec<(i64, Cell)> = (first + 1..last)
-        .map(|b| (b, series.get(&b).copied().unwrap_or_default()))
-        .collect();
+    // The bins between the first and the last, in segments (see [`flat_runs`]).
+    let mut segments: Vec<Vec<(i64, Cell)>> = Vec::new();
+    for (&b, c) in series.range(first + 1..last) {
+        match segments.last_mut() {
+            Some(seg) if b - seg[seg.len() - 1].0 <= CEILING_LEVEL_WINDOW_BINS as i64 => {
+                let from = seg[seg.len() - 1].0 + 1;
+                seg.extend((from..b).map(|e| (e, Cell::default())));
+                seg.push((b, *c));
+            }
+            _ => segments.push(vec![(b, *c)]),
+        }
+    }
+    let span_bins = usize::try_from(last - first - 1).unwrap_or(usize::MAX);
     let secs = CEILING_BIN_NS as f64 / 1e9;
     let mut found: Vec<Candidate> = Vec::new();
     for dir in [C2S, S2C] {
@@ -443,10 +526,13 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                 "pps" => c.packets[dir] as f64 / secs,
                 _ => c.bytes[dir] as f64 * 8.0 / secs,
             };
-            let values: Vec<f64> = bins.iter().map(|(_, c)| value(c)).collect();
-            for run in flat_runs(&values) {
-                let cells = &bins[run.from..=run.to];
-                let vals: Vec<f64> = values[run.from..=run.to].to_vec();
+            let values: Vec<Vec<f64>> = segments
+                .iter()
+                .map(|seg| seg.iter().map(|(_, c)| value(c)).collect())
+                .collect();
+            for (seg, run) in flat_runs(&values, span_bins) {
+                let cells = &segments[seg][run.from..=run.to];
+                let vals: Vec<f64> = values[seg][run.from..=run.to].to_vec();
                 let cap = median(&mut vals.clone());
                 let min_rate = if kind == "pps" {
                     CEILING_MIN_PPS
@@ -569,4 +655,86 @@ fn choose(mut found: Vec<Candidate>) -> Vec<Ceiling> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SEC: i64 = 1_000_000_000;
+
+    /// The intervals with packets and the empty ones at the edges of each silence, never the silence.
+    #[test]
+    fn a_series_lists_the_edges_of_a_silence_not_the_silence() {
+        let mut r = RateAggregate::new(SEC);
+        for s in [10, 11, 15, 40, 1_000_000_000] {
+            r.packet(0, C2S, s * SEC, 100, false);
+        }
+        let starts: Vec<f64> = r.report().total.iter().map(|p| p.start).collect();
+        assert_eq!(
+            starts,
+            [
+                10.0,
+                11.0,
+                12.0,
+                14.0,
+                15.0,
+                16.0,
+                39.0,
+                40.0,
+                41.0,
+                999_999_999.0,
+                1e9
+            ]
+        );
+    }
+
+    fn cell(packets: u64, retrans: u64) -> Cell {
+        Cell {
+            packets: [packets, 0],
+            bytes: [packets * 100, 0],
+            retrans: [retrans, 0],
+            rt_sum_ns: 0,
+            rt_count: 0,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+        /// Ceilings found on the bins with packets are those of the whole series, every silence filled in
+        /// with empty bins (what the detector read before it skipped silences).
+        #[test]
+        fn ceilings_of_a_sparse_series_are_those_of_the_series_with_silences_filled(
+            blocks in proptest::collection::vec(
+                (
+                    // Bins of traffic: at a level, with some off it and some retransmissions.
+                    proptest::collection::vec(
+                        (prop_oneof![8 => Just(0u64), 1 => 1u64..40], prop_oneof![5 => Just(0u64), 1 => 1u64..4]),
+                        1..60,
+                    ),
+                    prop_oneof![Just(300u64), Just(2000u64)],
+                    // Then a silence: none, short (misses), just under or over the level window, long.
+                    prop_oneof![3 => Just(0i64), 1 => 1i64..3, 1 => 18i64..22, 1 => 30i64..90],
+                ),
+                1..8,
+            ),
+        ) {
+            let mut sparse = Series::new();
+            let mut bin = 0i64;
+            for (cells, level, silence) in blocks {
+                for (off, retrans) in cells {
+                    sparse.insert(bin, cell(level - off.min(level), retrans));
+                    bin += 1;
+                }
+                bin += silence;
+            }
+            let mut dense = sparse.clone();
+            let last = sparse.keys().next_back().copied().unwrap_or(0);
+            for b in 0..last {
+                dense.entry(b).or_default();
+            }
+            prop_assert_eq!(detect(None, &sparse, None), detect(None, &dense, None));
+        }
+    }
 }

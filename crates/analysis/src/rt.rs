@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::histogram::{CoarseHistogram, Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::MysqlAggregate;
+use crate::timeline::Timeline;
 
 /// Response times from one source.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -69,6 +70,8 @@ impl RtSide {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RtAggregate {
     interval_ns: i64,
+    /// The capture's body, once the run is over.
+    timeline: Timeline,
     pub(crate) mysql: RtSide,
     pub(crate) tcp: RtSide,
     /// MySQL logins: the client's first SYN to the answer to its login.
@@ -100,6 +103,19 @@ impl RtAggregate {
     pub(crate) fn tcp(&mut self, port: u16, ts: i64, rt: u64, retransmitted: bool) {
         self.tcp
             .add(self.interval_ns, port, ts, rt, false, retransmitted);
+    }
+
+    /// Leaves out the intervals outside the capture's body (samples between two wild timestamps keep
+    /// their response time, which one clock measured, but not their place in time).
+    pub(crate) fn keep_within(&mut self, timeline: &Timeline) {
+        self.timeline = timeline.clone();
+        let interval = self.interval_ns;
+        for side in [&mut self.mysql, &mut self.tcp, &mut self.connect] {
+            side.per_interval.retain(|&(_, bin), _| {
+                let start = bin.saturating_mul(interval);
+                timeline.overlaps_body(start, start.saturating_add(interval))
+            });
+        }
     }
 
     pub(crate) fn merge(&mut self, o: RtAggregate) {
@@ -134,6 +150,7 @@ impl RtAggregate {
             .collect();
         let secs = self.interval_ns as f64 / 1e9;
         RtReport {
+            timeline: self.timeline.clone(),
             source,
             multimodal: modes.multimodal,
             percentiles_us: side.all.summary_us(),
@@ -295,6 +312,8 @@ pub struct IntervalRt {
 /// `pcapsleuth rt --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RtReport {
+    /// The capture's body: per-interval rows cover it; timestamps outside it are left out.
+    pub timeline: Timeline,
     /// "mysql" (decoded transactions) or "tcp" (request/response on TCP).
     pub source: &'static str,
     pub multimodal: bool,

@@ -42,6 +42,33 @@ pub const SMALL_PACKET_BYTES: f64 = 1000.0;
 /// Two coefficients of variation closer than this count as equally flat.
 pub const CV_TIE: f64 = 0.002;
 
+// ---- The capture's timeline (crate::timeline) ----
+
+/// A silence longer than this (30 days) separates the capture's body from timestamps that do not belong
+/// to it. Legitimate captures pause for hours, a weekend, a holiday; a zeroed or corrupt timestamp lands
+/// years or decades away (a random 32-bit second is 68 years from the middle of its range on average), and
+/// a clock that jumped from an unsynchronised VM or broken capture hardware lands weeks to years away.
+pub const WILD_GAP_NS: i64 = 30 * 86_400 * 1_000_000_000;
+
+/// Timestamps before 1990-01-01 are wild when any timestamp is in the plausible era: no capture of MySQL
+/// traffic is that old (MySQL appeared in 1995), but a clock that was never set or a zeroed field reads
+/// 1970.
+pub const WILD_BEFORE_NS: i64 = 631_152_000 * 1_000_000_000;
+
+/// Timestamps after 2106-02-07 06:28:15 UTC, the last second a classic pcap record can hold, are wild
+/// likewise: only a pcapng resolution or offset gone wrong reaches them (often the limit of the
+/// nanosecond clock itself, in 2262).
+pub const WILD_AFTER_NS: i64 = u32::MAX as i64 * 1_000_000_000;
+
+/// A record timestamped more than a second before the previous one means the capture's clock stepped
+/// back (NTP, a VM resumed): interfaces of one host, timestamped apart by the kernel, disagree by
+/// microseconds to milliseconds. Also the most a response may precede its request and still be taken
+/// as answered at once.
+pub const CLOCK_STEP_BACK_NS: i64 = 1_000_000_000;
+
+/// Wild runs and clock steps listed by frame; beyond these only their count (the rest are in the file).
+pub const TIMELINE_LISTED: usize = 10;
+
 // ---- Response-time modes (crate::modes) ----
 
 /// Step of the evaluation grid on the ln axis (1%): as fine as the histogram's own bins, and at least

@@ -46,6 +46,56 @@ pub fn rate(kind: &str, per_second: f64) -> String {
     }
 }
 
+/// An instant, given in microseconds since the epoch: "2026-11-22 07:37:42.500000 UTC".
+pub fn utc_us(total_us: i64) -> String {
+    let (days, rem_us) = (
+        total_us.div_euclid(86_400_000_000),
+        total_us.rem_euclid(86_400_000_000),
+    );
+    // Days to a civil date (Howard Hinnant's algorithm), valid for every i64 day count we can meet.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let s = rem_us / 1_000_000;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:06} UTC",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        rem_us % 1_000_000
+    )
+}
+
+/// An instant, given in nanoseconds since the epoch, to the microsecond.
+pub fn utc(ns: i64) -> String {
+    utc_us(ns.div_euclid(1000))
+}
+
+/// A stretch of time, given in nanoseconds, in the unit that reads best: "850 ms", "3.6 s", "12 min",
+/// "5.2 h", "3.0 days", "54.4 years".
+pub fn span_ns(ns: i64) -> String {
+    let s = ns as f64 / 1e9;
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else if s < 60.0 {
+        format!("{s:.1} s")
+    } else if s < 3600.0 {
+        format!("{:.0} min", s / 60.0)
+    } else if s < 86_400.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s < 365.25 * 86_400.0 {
+        format!("{:.1} days", s / 86_400.0)
+    } else {
+        format!("{:.1} years", s / (365.25 * 86_400.0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -59,5 +109,9 @@ mod tests {
         assert_eq!(super::seconds(7.812), "7.81 s");
         assert_eq!(super::seconds(28_800.4), "28,800 s");
         assert_eq!(super::seconds(0.0002), "200 µs");
+        assert_eq!(super::span_ns(3_600_000_000), "3.6 s");
+        assert_eq!(super::span_ns(27 * 31_557_600_000_000_000), "27.0 years");
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00.000000 UTC");
+        assert_eq!(super::utc(-1), "1969-12-31 23:59:59.999999 UTC");
     }
 }

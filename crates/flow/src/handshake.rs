@@ -260,7 +260,7 @@ impl AttemptState {
     pub(crate) fn connect_ns(&self) -> Option<u64> {
         let (syn, (answer, _, _)) = (self.first_syn?, self.synack?);
         (answer.frame > syn.frame)
-            .then(|| u64::try_from(answer.ts.0 - syn.ts.0).ok())
+            .then(|| u64::try_from(answer.ts.0.checked_sub(syn.ts.0)?).ok())
             .flatten()
     }
 

@@ -206,6 +206,9 @@ pub fn render_report(r: &FullReport) -> String {
             let _ = writeln!(out, "     {e}");
         }
     }
+    if let Some(span) = r.timeline.span_text() {
+        let _ = writeln!(out, "\ncapture: {span}");
+    }
     let m = &r.mysql;
     let _ = writeln!(
         out,

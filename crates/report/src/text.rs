@@ -29,28 +29,7 @@ fn role(r: Role) -> &'static str {
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, without a date library: civil-from-days
 /// (Howard Hinnant's algorithm).
 pub(crate) fn utc(secs: f64) -> String {
-    let total_us = (secs * 1e6).round() as i64;
-    let (days, rem_us) = (
-        total_us.div_euclid(86_400_000_000),
-        total_us.rem_euclid(86_400_000_000),
-    );
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let s = rem_us / 1_000_000;
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:06} UTC",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        rem_us % 1_000_000
-    )
+    pcapsleuth_analysis::units::utc_us((secs * 1e6).round() as i64)
 }
 
 fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
