@@ -125,3 +125,31 @@ fn their_wild_timestamps_are_reported_by_frame_and_left_out_of_the_series() {
         "only {with_wild} of the 69 have wild timestamps"
     );
 }
+
+/// Found by the `pipeline` fuzz target (fuzz/), after about 12,000 executions: two ERR 1146 responses of
+/// one capture carry different SQLSTATEs (`42S02`, and `41S02` from a damaged byte); the error's SQLSTATE
+/// was the first one merged, so it depended on the splits. It is now the earliest request's.
+#[test]
+fn an_errors_sqlstate_does_not_depend_on_the_splits() {
+    use pcapsleuth::analysis::{analyze, full_report, EngineOptions, MysqlDetection};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz/pipeline-sqlstate-first-merged.pcap");
+    let cap = pcapsleuth::capture::Capture::open(&path).unwrap();
+    let report = |splits| {
+        full_report(&analyze(
+            &cap,
+            &EngineOptions {
+                threads: 1,
+                splits: Some(splits),
+                interval_ns: 100_000_000,
+                mysql: MysqlDetection::Port(3306),
+                ..EngineOptions::default()
+            },
+        ))
+    };
+    let one = report(1);
+    assert_eq!(one.mysql.error_details[0].sql_state, "42S02");
+    for splits in [2, 3, 7, 64] {
+        assert_eq!(one, report(splits), "{splits} splits");
+    }
+}

@@ -969,7 +969,17 @@ struct ErrorAgg {
     count: u64,
     rt: Histogram,
     messages: MessageSamples,
-    sql_state: SqlState,
+    /// The SQLSTATE of the earliest response that carried one, and its request's frame: responses with
+    /// one code may differ (a damaged byte), and the earliest does not depend on how the work was split.
+    sql_state: Option<(u64, SqlState)>,
+}
+
+impl ErrorAgg {
+    fn note_sql_state(&mut self, frame: u64, state: SqlState) {
+        if !state.is_empty() && self.sql_state.is_none_or(|(seen, _)| frame < seen) {
+            self.sql_state = Some((frame, state));
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -1200,9 +1210,7 @@ impl MysqlAggregate {
             if let Some(rt) = rt {
                 agg.rt.add(rt);
             }
-            if agg.sql_state.is_empty() {
-                agg.sql_state = *sql_state;
-            }
+            agg.note_sql_state(t.request_frame, *sql_state);
             agg.messages.note(message, t.request_frame);
         }
         if !request {
@@ -1291,8 +1299,8 @@ impl MysqlAggregate {
             let agg = self.errors.entry(code).or_default();
             agg.count += e.count;
             agg.rt.merge(&e.rt);
-            if agg.sql_state.is_empty() {
-                agg.sql_state = e.sql_state;
+            if let Some((frame, state)) = e.sql_state {
+                agg.note_sql_state(frame, state);
             }
             agg.messages.merge(e.messages);
         }
@@ -1400,7 +1408,9 @@ impl MysqlAggregate {
                 .into_iter()
                 .map(|(code, e)| ErrorDetail {
                     code: *code,
-                    sql_state: e.sql_state.to_string(),
+                    sql_state: e
+                        .sql_state
+                        .map_or_else(String::new, |(_, state)| state.to_string()),
                     count: e.count,
                     messages: e.messages.messages(),
                     rt_us: e.rt.summary_us(),
