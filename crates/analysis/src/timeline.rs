@@ -368,8 +368,8 @@ impl fmt::Display for ClockStepBack {
 }
 
 /// The time from a request at `start_ns` to a response at `end_ns`, unless the timestamps cannot both be
-/// right: a response more than [`CLOCK_STEP_BACK_NS`] before its request, or longer than
-/// [`WILD_GAP_NS`] after it (one of the two lies outside the capture's body). A response a little before
+/// right: a response more than 1 s (`CLOCK_STEP_BACK_NS`) before its request, or more than 30 days
+/// (`WILD_GAP_NS`) after it (one of the two lies outside the capture's body). A response a little before
 /// its request (interfaces timestamped apart) took no measurable time.
 pub fn plausible_response_time(start_ns: i64, end_ns: i64) -> Option<u64> {
     let rt = end_ns.checked_sub(start_ns)?;
