@@ -435,6 +435,31 @@ fn a_close_names_what_preceded_it() {
         "{reason}"
     );
     assert_eq!(fr["first_abnormal"]["reason"], rst["reason"]);
+    // The same in the MySQL incident of that close.
+    let m = json(&["mysql", "--json", p]);
+    let incident = m["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["frame"] == 2029)
+        .unwrap();
+    assert_eq!(
+        incident["preceded_by"],
+        serde_json::json!([
+            "the client had advertised a zero window for 1.96 s before this, from frame 1358 (it stopped reading)"
+        ])
+    );
+    assert!(text(&["mysql", p])
+        .contains("delivered; the client had advertised a zero window for 1.96 s"));
+    // And in the report's finding for that incident.
+    let r = json(&["report", "--json", p]);
+    let finding = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "mid_response_close" && f["frames"][1] == 2029)
+        .unwrap();
+    assert_eq!(finding["evidence"][1], incident["preceded_by"][0]);
 
     let f2 = common::fixture("server-closes.pcap");
     let p2 = f2.to_str().unwrap();
@@ -504,4 +529,67 @@ fn a_close_names_what_preceded_it() {
         reason2.contains(&format!("for {waited:.2} s")),
         "{reason2} vs {waited}"
     );
+}
+
+/// A copy of the classic pcap `src` with every packet cut to `snaplen` bytes, as `tcpdump -s` would have
+/// captured it.
+fn cut_to_snaplen(src: &std::path::Path, dst: &std::path::Path, snaplen: u32) {
+    let b = std::fs::read(src).unwrap();
+    let le = b[..4] == [0xd4, 0xc3, 0xb2, 0xa1];
+    let u32_at = |at: usize| {
+        let w: [u8; 4] = b[at..at + 4].try_into().unwrap();
+        if le {
+            u32::from_le_bytes(w)
+        } else {
+            u32::from_be_bytes(w)
+        }
+    };
+    let put = |v: u32| if le { v.to_le_bytes() } else { v.to_be_bytes() };
+    let mut out = b[..24].to_vec();
+    out[16..20].copy_from_slice(&put(snaplen));
+    let mut at = 24;
+    while at + 16 <= b.len() {
+        let incl = u32_at(at + 8);
+        let keep = incl.min(snaplen);
+        out.extend_from_slice(&b[at..at + 8]);
+        out.extend_from_slice(&put(keep));
+        out.extend_from_slice(&b[at + 12..at + 16]);
+        out.extend_from_slice(&b[at + 16..at + 16 + keep as usize]);
+        at += 16 + incl as usize;
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+/// stream-stall.pcap cut to 100 bytes a packet: the close mid-resultset still names the query, and says
+/// its rows and bytes are a lower bound; every command says the capture was cut.
+#[test]
+fn a_close_in_a_cut_capture_says_its_counts_are_a_lower_bound() {
+    let dir = std::env::temp_dir().join(format!("pcapsleuth-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("stream-stall-s100.pcap");
+    cut_to_snaplen(&common::fixture("stream-stall.pcap"), &cut, 100);
+    let p = cut.to_str().unwrap();
+    let fr = json(&["first-reset", "--json", p]);
+    let reason = fr["first_rst"]["reason"].as_str().unwrap().to_string();
+    assert_eq!(fr["unknowns"]["snap_length"]["snaplen"], 100);
+    let whole = json(&[
+        "first-reset",
+        "--json",
+        common::fixture("stream-stall.pcap").to_str().unwrap(),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(fr["first_rst"]["frame"], whole["first_rst"]["frame"]);
+    assert!(
+        reason.contains("mid-resultset of `select * from big.sbtest1`"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("(at least: the snap length cut"),
+        "{reason}"
+    );
+    assert!(whole["unknowns"]["snap_length"].is_null());
+    assert!(!whole["first_rst"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("at least"));
 }

@@ -287,7 +287,7 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
 
 /// What preceded a close on its connection, in TCP facts: the peer's zero window (it stopped reading),
 /// the closing side's resends of the same data, the peer's silence.
-fn why(ev: &ClosedBy) -> Vec<String> {
+pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
     let e = &ev.event;
     let at = e.at.ts.0;
     let peer = peer_name(ev.by);
@@ -479,7 +479,19 @@ fn classify(
                 SessionPhase::Unknown | SessionPhase::Undecodable
             ) =>
         {
-            let (reason, abnormal) = mysql_reason(ev, seen);
+            let (mut reason, abnormal) = mysql_reason(ev, seen);
+            let cut = conn.to_client.truncated + conn.to_server.truncated;
+            if cut > 0
+                && matches!(
+                    seen.phase,
+                    SessionPhase::InResultset { .. } | SessionPhase::InResponse { .. }
+                )
+            {
+                // Rows and bytes are counted from what the capture holds.
+                reason.push_str(&format!(
+                    " (at least: the snap length cut {cut} packets of this connection)"
+                ));
+            }
             (
                 format!("{reason}; TCP: {tcp}"),
                 abnormal,

@@ -78,10 +78,12 @@ pub fn full_report(a: &Analysis) -> FullReport {
                 i.rows,
                 i.bytes
             ),
-            evidence: vec![format!(
+            evidence: std::iter::once(format!(
                 "request frame {}, close frame {}, {} -> {}",
                 i.request_frame, i.frame, i.client, i.server
-            )],
+            ))
+            .chain(i.preceded_by.iter().cloned())
+            .collect(),
             frames: vec![i.request_frame, i.frame],
         });
     }

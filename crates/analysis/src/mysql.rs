@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use pcapsleuth_flow::{
-    CloseFlag as TcpCloseFlag, ConnectionState, Endpoint, FlowBuildHasher, FrameRef, Role, Side,
-    StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
+    CloseFlag as TcpCloseFlag, ClosedBy, ConnectionState, Endpoint, FlowBuildHasher, FrameRef,
+    Role, Side, StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::{
     looks_like_binlog_events, looks_like_client_command, looks_like_greeting,
@@ -811,7 +811,7 @@ impl MysqlTrack {
             // One incident per request: a FIN then an RST on the same request is one event.
             let mut reported: Option<u64> = None;
             for seen in &self.closes {
-                if let Some(incident) = Incident::from_close(seen, client, c, s) {
+                if let Some(incident) = Incident::from_close(seen, client, c, s, conn) {
                     if reported != Some(incident.request_frame) {
                         reported = Some(incident.request_frame);
                         sinks.mysql.incidents.push(incident);
@@ -884,10 +884,19 @@ pub struct Incident {
     pub bytes: u64,
     /// From the request to the close, seconds: how long the client waited before it was cut off.
     pub waited_s: f64,
+    /// What preceded the close on the connection, in TCP facts (a zero window, resends, silence), as
+    /// `first-reset` words it; empty when nothing did.
+    pub preceded_by: Vec<String>,
 }
 
 impl Incident {
-    fn from_close(seen: &CloseSeen, client: Side, c: Endpoint, s: Endpoint) -> Option<Incident> {
+    fn from_close(
+        seen: &CloseSeen,
+        client: Side,
+        c: Endpoint,
+        s: Endpoint,
+        conn: &ConnectionState,
+    ) -> Option<Incident> {
         let pending = seen.context.pending.as_ref()?;
         let state = match seen.context.phase {
             SessionPhase::InResultset { .. } => "mid_resultset",
@@ -924,6 +933,19 @@ impl Incident {
             rows,
             bytes,
             waited_s: seen.ts_ns.saturating_sub(pending.request_ts_ns) as f64 / 1e9,
+            preceded_by: conn
+                .first_close(seen.side, seen.flag)
+                .map(|event| {
+                    crate::closes::why(&ClosedBy {
+                        event,
+                        by: if seen.side == client {
+                            Role::Client
+                        } else {
+                            Role::Server
+                        },
+                    })
+                })
+                .unwrap_or_default(),
         })
     }
 }

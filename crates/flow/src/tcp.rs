@@ -311,7 +311,16 @@ impl ConnectionState {
         self.attempt.connect_ns()
     }
 
-    /// The first packet with payload that `side` sent.
+    /// The first FIN (or RST) `side` sent.
+    pub fn first_close(&self, side: Side, flag: CloseFlag) -> Option<CloseEvent> {
+        let s = &self.sides[side.index()];
+        match flag {
+            CloseFlag::Fin => s.first_fin,
+            CloseFlag::Rst => s.first_rst,
+        }
+    }
+
+    /// The first packet carrying payload that `side` sent.
     pub fn first_data(&self, side: Side) -> Option<FrameRef> {
         self.sides[side.index()].stats.first_data
     }

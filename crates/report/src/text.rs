@@ -357,7 +357,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             let q = one_line(i.query.as_deref().unwrap_or(&i.command));
             let _ = writeln!(
                 out,
-                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, waited {}, {} rows / {} bytes delivered",
+                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, waited {}, {} rows / {} bytes delivered{}",
                 i.frame,
                 i.kind.replace('_', " "),
                 i.client,
@@ -366,7 +366,11 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 i.request_frame,
                 seconds(i.waited_s),
                 thousands(i.rows),
-                thousands(i.bytes)
+                thousands(i.bytes),
+                i.preceded_by
+                    .iter()
+                    .map(|w| format!("; {w}"))
+                    .collect::<String>()
             );
         }
     }
