@@ -9,7 +9,7 @@ use pcapsleuth_flow::{
     Role, Side, StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    looks_like_binlog_events, looks_like_client_command, looks_like_greeting,
+    looks_like_binlog_events, looks_like_client_command, looks_like_greeting, looks_like_login,
     looks_like_semi_sync_acks, CloseContext, CloseFlag, Command, Direction, Encryption,
     Fingerprinter, Meta, Outcome, Session, SessionPhase, SqlState, StartMode, Transaction,
 };
@@ -209,6 +209,8 @@ struct Candidate {
     /// Where the command the first bytes announce ends (its header and payload).
     announced: u64,
     at: FrameRef,
+    /// What the bytes begin: a command (`MidStream`) or a login (`Login`).
+    start: StartMode,
 }
 
 /// Bytes of a candidate kept for replay; a longer request is replayed with a gap the decoder absorbs
@@ -226,7 +228,7 @@ enum Continuation {
 }
 
 impl Candidate {
-    fn new(side: Side, seg: &TcpSegment<'_>, at: FrameRef) -> Candidate {
+    fn new(side: Side, seg: &TcpSegment<'_>, at: FrameRef, start: StartMode) -> Candidate {
         let header = seg.payload.get(..3).unwrap_or(&[]);
         let len = header
             .iter()
@@ -239,6 +241,7 @@ impl Candidate {
             wire_len: 0,
             announced: 4 + len,
             at,
+            start,
         };
         c.push(seg);
         c
@@ -347,12 +350,13 @@ fn meta(at: FrameRef) -> Meta {
     }
 }
 
-/// Does this server payload start like a response to a command: a packet header with sequence id 1 and a
-/// non-empty payload? Together with a client command just before it (checked by the caller),
-/// this recognises MySQL on a connection whose handshake the capture missed.
-fn looks_like_response(bytes: &[u8]) -> bool {
+/// Does this server payload start like a response to a command (sequence id 1) or a login (2): a packet
+/// header with that sequence id and a non-empty payload? Together with a client command or login just
+/// before it (checked by the caller), this recognises MySQL on a connection whose handshake the capture
+/// missed.
+fn looks_like_response(bytes: &[u8], seq: u8) -> bool {
     match bytes {
-        [a, b, c, 1, _, ..] => u32::from_le_bytes([*a, *b, *c, 0]) > 0,
+        [a, b, c, s, _, ..] => *s == seq && u32::from_le_bytes([*a, *b, *c, 0]) > 0,
         _ => false,
     }
 }
@@ -471,6 +475,8 @@ impl MysqlTrack {
                 if let Some(server) = server {
                     let mode = if conn.saw_syn() || (greeting_first && side == server) {
                         StartMode::Handshake
+                    } else if *segments == 1 && side != server && looks_like_login(seg.payload) {
+                        StartMode::Login
                     } else {
                         StartMode::MidStream
                     };
@@ -498,7 +504,12 @@ impl MysqlTrack {
                     // ...and the side sending ACKs the replica.
                     self.start(side, RecognisedBy::BinlogEvents, StartMode::MidStream);
                 } else if self.candidate.as_ref().is_some_and(|c| c.side != side) {
-                    if looks_like_response(seg.payload) {
+                    let answer_seq = match self.candidate.as_ref().map(|c| c.start) {
+                        // A login (sequence id 1) is answered with sequence id 2.
+                        Some(StartMode::Login) => 2,
+                        _ => 1,
+                    };
+                    if looks_like_response(seg.payload, answer_seq) {
                         self.start_from_candidate(
                             RecognisedBy::RequestResponseShape,
                             sinks,
@@ -508,8 +519,15 @@ impl MysqlTrack {
                     } else {
                         self.candidate = None;
                     }
-                } else if self.candidate.is_none() && looks_like_client_command(seg.payload) {
-                    self.candidate = Some(Candidate::new(side, seg, at));
+                } else if self.candidate.is_none() {
+                    let start = if looks_like_client_command(seg.payload) {
+                        Some(StartMode::MidStream)
+                    } else if looks_like_login(seg.payload) {
+                        Some(StartMode::Login)
+                    } else {
+                        None
+                    };
+                    self.candidate = start.map(|s| Candidate::new(side, seg, at, s));
                 }
                 if !self.is_mysql() {
                     if give_up {
@@ -537,7 +555,7 @@ impl MysqlTrack {
         let Some(c) = self.candidate.take() else {
             return;
         };
-        self.start(c.side, by, StartMode::MidStream);
+        self.start(c.side, by, c.start);
         let key = conn.key();
         let (src, dst) = (key.endpoint(c.side), key.endpoint(c.side.other()));
         // Only bytes: no flags (the segments' ACKs and closes were read as they came).

@@ -345,6 +345,32 @@ pub fn looks_like_greeting(server_first_bytes: &[u8]) -> bool {
     }
 }
 
+/// Do these client bytes start with a MySQL login (a HandshakeResponse41 or an SSLRequest: sequence id 1,
+/// CLIENT_PROTOCOL_41, the 23 zero filler bytes, then a printable user name ended by NUL, or nothing
+/// for an SSLRequest)? A capture that began between a greeting and its login shows this first.
+pub fn looks_like_login(client_bytes: &[u8]) -> bool {
+    let b = client_bytes;
+    let (Some(len), Some(&seq)) = (le_u24(b), b.get(3)) else {
+        return false;
+    };
+    let Some(p) = b.get(4..4 + len as usize) else {
+        return false;
+    };
+    let caps = p
+        .get(..4)
+        .map_or(0, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    let filler = p.get(9..32).is_some_and(|f| f.iter().all(|&z| z == 0));
+    let user = match p.get(32..) {
+        Some([]) => caps & wire::capability::CLIENT_SSL != 0,
+        Some(rest) => rest.iter().position(|&c| c == 0).is_some_and(|nul| {
+            rest.get(..nul)
+                .is_some_and(|u| u.iter().all(|c| c.is_ascii_graphic() || *c >= 0x80))
+        }),
+        None => false,
+    };
+    seq == 1 && caps & wire::capability::CLIENT_PROTOCOL_41 != 0 && filler && user
+}
+
 /// Do these client bytes start with a MySQL command packet (sequence id 0, a
 /// known `COM_*` byte with a plausible length), plain or in a compressed packet
 /// (CLIENT_COMPRESS)? When the whole packet is present, COM_QUERY text must also
@@ -399,6 +425,12 @@ mod tests {
     /// Greeting of the classic Wireshark sample (zeek-mysql/mysql.pcap, stream 0, first server segment).
     const MYSQL_5_0_GREETING: &str = "340000000a352e302e3534005e0000003e7e24347574682c002ca2210200000000000000000000000000003e36313249575a3e6668575800";
 
+    /// The login of the same sample (frame 6: HandshakeResponse41, user "tfoerste").
+    const MYSQL_5_0_LOGIN: &str = "3e00000185a603000000000121000000000000000000000000000000000000000000000074666f65727374650014eefd6d5562851bc5966a0b41236ae3f2315efcc4";
+    /// Arkime's mysql-tls.pcap frame 6: an SSLRequest (CLIENT_SSL, nothing after the filler).
+    const SSL_REQUEST: &str =
+        "200000018faa3a00ffffff00210000000000000000000000000000000000000000000000";
+
     pub(crate) fn hex(s: &str) -> Vec<u8> {
         (0..s.len() / 2)
             .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
@@ -426,6 +458,29 @@ mod tests {
         assert!(!looks_like_client_command(
             b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"
         ));
+    }
+
+    #[test]
+    fn a_login_is_recognised_from_its_filler_and_user() {
+        let login = hex(MYSQL_5_0_LOGIN);
+        assert!(looks_like_login(&login));
+        assert!(looks_like_login(&hex(SSL_REQUEST)));
+        // Not the whole packet, another sequence id, a byte in the filler, no NUL after the user.
+        assert!(!looks_like_login(&login[..40]));
+        let mut other = login.clone();
+        other[3] = 0;
+        assert!(!looks_like_login(&other));
+        let mut filler = login.clone();
+        filler[4 + 20] = 1;
+        assert!(!looks_like_login(&filler));
+        let mut user = login.clone();
+        user[4 + 32 + 8] = b'x';
+        user.truncate(4 + 32 + 9);
+        user[..3].copy_from_slice(&[41, 0, 0]);
+        assert!(!looks_like_login(&user));
+        // Greetings and commands are no logins.
+        assert!(!looks_like_login(&hex(MYSQL_5_0_GREETING)));
+        assert!(!looks_like_login(&packet(0, b"\x03select 1")));
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub mod wire;
 use serde::{Deserialize, Serialize};
 
 pub use command::Command;
-pub use detect::{looks_like_client_command, looks_like_greeting};
+pub use detect::{looks_like_client_command, looks_like_greeting, looks_like_login};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
 pub use replication::{
     looks_like_binlog_events, looks_like_semi_sync_acks, ReplicationAtClose, ReplicationSample,
@@ -105,6 +105,9 @@ pub enum StartMode {
     Handshake,
     /// The capture began mid-connection: hunt for the first client command.
     MidStream,
+    /// The capture began between the greeting and the login: the client's first bytes are its login
+    /// (what the greeting said is not known).
+    Login,
 }
 
 /// How a direction was closed.

@@ -460,6 +460,7 @@ impl Core {
             phase: match mode {
                 StartMode::Handshake => Phase::AwaitGreeting,
                 StartMode::MidStream => Phase::Unknown,
+                StartMode::Login => Phase::AwaitHandshakeResponse,
             },
             info: SessionInfo::default(),
             queue: VecDeque::with_capacity(8),
@@ -1399,7 +1400,7 @@ impl Session {
     /// or joined mid-stream ([`StartMode::MidStream`]).
     pub fn new(mode: StartMode) -> Self {
         let initial = match mode {
-            StartMode::Handshake => StreamMode::Framed,
+            StartMode::Handshake | StartMode::Login => StreamMode::Framed,
             StartMode::MidStream => StreamMode::Hunting,
         };
         Session {

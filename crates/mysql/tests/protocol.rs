@@ -495,6 +495,26 @@ fn a_command_still_being_sent_at_the_end_or_the_close_counts() {
     assert_eq!(names_of(&t), ["COM_CONNECT"]);
 }
 
+/// A capture that began between the greeting and the login (a rotated file): the session starts at the
+/// client's login, which counts and is read as usual (user, schema), the greeting's facts unknown.
+#[test]
+fn a_session_joined_at_its_login_reads_the_login() {
+    let evs = vec![
+        Ev::Data(C, handshake_response(BASE_CAPS)),
+        Ev::Data(S, packet(2, &ok(0, 2))),
+        query("select 1"),
+        Ev::Data(S, packet(1, &ok(0, 2))),
+    ];
+    let (t, s) = play(StartMode::Login, &evs);
+    assert_eq!(names_of(&t), ["COM_CONNECT", "COM_QUERY"]);
+    assert!(matches!(t[0].outcome, Outcome::Ok { .. }));
+    assert!(matches!(t[1].outcome, Outcome::Ok { .. }));
+    assert_eq!(s.info().user.as_deref(), Some("app"));
+    assert_eq!(s.info().server_version, None);
+    let (bytewise, _) = play_chunked(StartMode::Login, &evs, &mut |_| 1);
+    assert_eq!(t, bytewise);
+}
+
 #[test]
 fn unsolicited_err_before_close_is_recorded() {
     // MySQL 8.0.24+ tells an idle client why it is being disconnected.
