@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
 use pcapsleuth::capture::{
     refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId, Format, Input,
-    PcapWriter, Record, Timestamp,
+    Order, PcapWriter, Record, Timestamp,
 };
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
@@ -572,23 +572,39 @@ fn report_set(set: &CaptureSet) {
                 .join(", ")
         );
     }
-    for &(earlier, later) in &set.overlaps {
-        sayln!(
-            "pcapsleuth: warning: {} and {} overlap in time; they were read one after the other",
-            set.inputs[earlier].path().display(),
-            set.inputs[later].path().display()
-        );
-    }
-    if set.inputs.len() > 1 {
-        sayln!(
-            "pcapsleuth: read {} files as one capture, one after the other in time order ({}); frames are numbered across them",
-            set.inputs.len(),
-            set.inputs
+    let overlapping = set
+        .overlaps
+        .iter()
+        .map(|(a, b)| format!("{} and {}", a.display(), b.display()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match set.order {
+        Order::Single => {}
+        Order::Merged => sayln!(
+            "pcapsleuth: read {} files merged by time, as mergecap merges them by default, because they overlap in time ({overlapping}); frames are numbered as in `mergecap -w merged.pcap {}`",
+            set.merged.len(),
+            set.merged
                 .iter()
-                .map(|i| i.path().display().to_string())
+                .map(|(p, _)| p.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
-        );
+                .join(" ")
+        ),
+        Order::Concatenated => {
+            if let Some(why) = &set.not_merged {
+                sayln!(
+                    "pcapsleuth: warning: files overlap in time ({overlapping}) but were read one after the other, not merged by time: {why}"
+                );
+            }
+            sayln!(
+                "pcapsleuth: read {} files as one capture, one after the other in time order ({}); frames are numbered across them",
+                set.inputs.len(),
+                set.inputs
+                    .iter()
+                    .map(|i| i.path().display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use pcapsleuth::analysis::{
     analyze, analyze_set, first_reset, full_report, Analysis, EngineOptions,
 };
 use pcapsleuth::capture::{Capture, CaptureSet, Order, PcapWriter};
+use pcapsleuth::flow::{decode, Decoded};
 use pcapsleuth::report::to_json;
 use pcapsleuth_testkit::oracle::{self, Oracle};
 use proptest::prelude::*;
@@ -184,6 +185,107 @@ fn a_rotated_set_gives_the_reports_of_mergecap_a() {
     let mut set = CaptureSet::open(&files).unwrap();
     let a = analyze_set(&mut set, &opts(7, 2, 0), |_, _| {});
     assert!(reports(&a) == reference);
+}
+
+/// `capture` as if captured at once on two interfaces: its connections dealt alternately (by client
+/// port) into two files, each in time order, which overlap in time.
+fn dealt_into_two_files(capture: &Path, dir: &Path) -> [PathBuf; 2] {
+    std::fs::create_dir_all(dir).unwrap();
+    let cap = Capture::open(capture).unwrap();
+    let files = [dir.join("if0.pcap"), dir.join("if1.pcap")];
+    let mut out = files.clone().map(|f| PcapWriter::create(f, &cap).unwrap());
+    let mut clients = Vec::new();
+    let mut reader = cap.reader_all();
+    while let Some(rec) = reader.next_record() {
+        let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
+            panic!("a fixture packet that is not TCP");
+        };
+        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
+        let client = if dst.port == 3306 { src } else { dst };
+        let n = clients
+            .iter()
+            .position(|c| *c == client)
+            .unwrap_or_else(|| {
+                clients.push(client);
+                clients.len() - 1
+            });
+        out[n % 2].write(&rec).unwrap();
+    }
+    assert!(clients.len() >= 2);
+    for w in out {
+        w.finish().unwrap();
+    }
+    files
+}
+
+/// Files captured at the same time are merged by time, as `mergecap` merges them by default: the reports
+/// (frame numbers included) equal those of the capture they were dealt from, which is also what
+/// `mergecap` writes from them, at any number of splits and windows.
+#[test]
+fn files_that_overlap_in_time_are_merged_by_time_as_mergecap_does() {
+    let Some(mergecap) = oracle::require(Oracle::Mergecap) else {
+        return;
+    };
+    for fixture in ["stream-stall.pcap", "rt-bimodal.pcap"] {
+        let original = common::fixture(fixture);
+        let files = dealt_into_two_files(&original, &scratch(&format!("dealt-{fixture}")));
+        let merged = scratch(&format!("mergecap-{fixture}"));
+        let mut cmd = mergecap.command();
+        cmd.args(["-F", "pcap", "-w"]).arg(&merged).args(&files);
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(std::fs::read(&merged).unwrap() == std::fs::read(&original).unwrap());
+        let reference = reports(&analyze(&Capture::open(&original).unwrap(), &opts(1, 1, 0)));
+        for (splits, window) in [(1, 0), (3, 100_003), (7, 250_000)] {
+            let mut set = CaptureSet::open(&files).unwrap();
+            assert_eq!(set.order, Order::Merged);
+            assert_eq!(set.overlaps, [(files[0].clone(), files[1].clone())]);
+            let a = analyze_set(&mut set, &opts(splits, 2, window), |_, _| {});
+            assert!(
+                reports(&a) == reference,
+                "{fixture}: {splits} splits, windows of {window}"
+            );
+            assert!(a.capture.damage.is_empty(), "{:?}", a.capture.damage);
+        }
+        // The command line says what was done, and extract writes the merged capture.
+        let out = scratch(&format!("extract-merged-{fixture}"));
+        let o = std::process::Command::new(common::bin())
+            .args(["extract", "--frames", "1-"])
+            .args(&files)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{stderr}");
+        assert!(stderr.contains("merged by time"), "{stderr}");
+        assert!(std::fs::read(&out).unwrap() == std::fs::read(&original).unwrap());
+    }
+}
+
+/// A compressed file cannot be read side by side with the others: overlapping files are then read one
+/// after the other, and the warning says so and why.
+#[test]
+fn overlapping_files_that_cannot_be_merged_are_concatenated_with_a_warning_saying_why() {
+    let original = common::fixture("stream-stall.pcap");
+    let [a, b] = dealt_into_two_files(&original, &scratch("dealt-gz"));
+    let gz = scratch("dealt-gz/if1.pcap.gz");
+    std::fs::write(&gz, gzip(&std::fs::read(&b).unwrap())).unwrap();
+    let set = CaptureSet::open(&[a.clone(), gz.clone()]).unwrap();
+    assert_eq!(set.order, Order::Concatenated);
+    let o = std::process::Command::new(common::bin())
+        .args(["flows", "--json"])
+        .args([&a, &gz])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("overlap in time")
+            && stderr.contains("not merged by time")
+            && stderr.contains("is a stream"),
+        "{stderr}"
+    );
 }
 
 #[test]

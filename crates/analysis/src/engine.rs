@@ -983,7 +983,7 @@ fn run_engine(
                             .collect();
                         let end = run.batch(&pieces, &std::mem::take(&mut read));
                         run.damage
-                            .extend(w.damage.map(|d| d.clone().in_input(input)));
+                            .extend(w.damage.iter().map(|d| d.clone().in_input(input)));
                         progress(done_before + w.stored_read, total);
                         Ok::<_, std::convert::Infallible>(end)
                     })

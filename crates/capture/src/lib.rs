@@ -28,6 +28,7 @@
 mod error;
 mod guard;
 mod link;
+mod merge;
 mod pcap;
 mod pcapng;
 mod set;
@@ -144,6 +145,9 @@ pub enum DamageKind {
     /// The stream could not be read further (corrupt compressed data, a read error): `offset` is where
     /// the capture bytes stopped.
     Unreadable { reason: String },
+    /// Damage in one of several files merged by time: `damage` (with its offset in that file) was
+    /// found in `file`; `offset` is where the merged capture stood.
+    InMergedFile { file: PathBuf, damage: Box<Damage> },
 }
 
 impl Damage {
@@ -155,6 +159,9 @@ impl Damage {
 
     /// Tail truncation is what a killed tcpdump leaves: worth a warning, not a failure.
     pub fn is_fatal(&self) -> bool {
+        if let DamageKind::InMergedFile { damage, .. } = &self.kind {
+            return damage.is_fatal();
+        }
         !matches!(
             self.kind,
             DamageKind::TruncatedTail { .. }
@@ -168,6 +175,7 @@ impl Damage {
 impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
+            DamageKind::InMergedFile { file, damage } => write!(f, "in {}: {damage}", file.display()),
             DamageKind::TruncatedTail { have, need } => write!(
                 f,
                 "file ends inside the record at offset {} ({have} of {need} bytes present; capture cut short?)",

@@ -152,6 +152,9 @@ pub enum Order {
     Single,
     /// One after the other, in time order (`mergecap -a` on the files in that order).
     Concatenated,
+    /// Merged record by record in time order, because they overlap in time (`mergecap` without `-a`):
+    /// frames are numbered as in the merged file `mergecap` writes.
+    Merged,
 }
 
 /// Files read as one capture; see the module documentation.
@@ -160,8 +163,13 @@ pub struct CaptureSet {
     pub inputs: Vec<Input>,
     pub order: Order,
     /// Files that overlap in time with the next one (captured at once on several interfaces, or given
-    /// twice): `(earlier, later)` indices. Read one after the other all the same, which the caller says.
-    pub overlaps: Vec<(usize, usize)>,
+    /// twice): `(earlier, later)`. They are merged by time ([`Order::Merged`]) when they can be, else
+    /// read one after the other, and [`CaptureSet::not_merged`] says why.
+    pub overlaps: Vec<(PathBuf, PathBuf)>,
+    /// Why overlapping files were read one after the other rather than merged by time.
+    pub not_merged: Option<String>,
+    /// The files merged into the one input of an [`Order::Merged`] set, in the set's order.
+    pub merged: Vec<(PathBuf, Option<FileId>)>,
     /// Files of a directory named that are not captures, left out.
     pub skipped: Vec<PathBuf>,
 }
@@ -204,7 +212,7 @@ impl CaptureSet {
             });
             inputs = keyed.into_iter().map(|(_, i)| i).collect();
         }
-        let overlaps = (1..inputs.len())
+        let overlaps: Vec<(PathBuf, PathBuf)> = (1..inputs.len())
             .filter(|&i| {
                 let (Some(end), Some(next)) = (inputs[i - 1].last_ts(), inputs[i].first_ts())
                 else {
@@ -212,19 +220,58 @@ impl CaptureSet {
                 };
                 end > next
             })
-            .map(|i| (i - 1, i))
+            .map(|i| {
+                (
+                    inputs[i - 1].path().to_path_buf(),
+                    inputs[i].path().to_path_buf(),
+                )
+            })
             .collect();
-        let order = if inputs.len() > 1 {
-            Order::Concatenated
-        } else {
-            Order::Single
-        };
-        Ok(CaptureSet {
+        let mut set = CaptureSet {
+            order: match inputs.len() {
+                1 => Order::Single,
+                _ => Order::Concatenated,
+            },
             inputs,
-            order,
             overlaps,
+            not_merged: None,
+            merged: Vec::new(),
             skipped,
-        })
+        };
+        if !set.overlaps.is_empty() {
+            set.not_merged = set.merge()?;
+        }
+        Ok(set)
+    }
+
+    /// Turns the inputs into one, merged by time; or says why they cannot be (`Ok(Some(why))`): merging
+    /// reads the files side by side, which needs them mapped (not compressed, not pipes), and writes
+    /// their records into one capture, which needs them to agree on what records mean.
+    fn merge(&mut self) -> Result<Option<String>, CaptureError> {
+        if let Some(streamed) = self.inputs.iter().find(|i| matches!(i, Input::Streamed(_))) {
+            return Ok(Some(format!(
+                "{} is a stream (compressed, or a pipe), and merging by time reads uncompressed files side by side",
+                streamed.path().display()
+            )));
+        }
+        if let Err(e) = self.preamble() {
+            return Ok(Some(e.to_string()));
+        }
+        let merged = self
+            .identities()
+            .map(|(p, id)| (p.to_path_buf(), id))
+            .collect();
+        let caps = std::mem::take(&mut self.inputs)
+            .into_iter()
+            .filter_map(|i| match i {
+                Input::Mapped(c) => Some(c),
+                Input::Streamed(_) => None,
+            })
+            .collect();
+        self.inputs = vec![Input::Streamed(Stream::merged(caps)?)];
+        self.merged = merged;
+        self.order = Order::Merged;
+        Ok(None)
     }
 
     /// Reads every record once, file after file, for sequential tools (`extract`, `split`): mapped
@@ -263,7 +310,7 @@ impl CaptureSet {
                             visit(input, &rec)?;
                         }
                         damage.extend(reader.take_damage().into_iter().map(|d| d.in_input(input)));
-                        damage.extend(w.damage.map(|d| d.clone().in_input(input)));
+                        damage.extend(w.damage.iter().map(|d| d.clone().in_input(input)));
                         progress(done_before + w.stored_read, total);
                         Ok(reader.state())
                     })?;
@@ -311,9 +358,13 @@ impl CaptureSet {
         Ok(first.preamble())
     }
 
-    /// The inputs' paths and identities, for refusing an output that is one of them.
+    /// The inputs' paths and identities (every file of a merge), for refusing an output that is one
+    /// of them.
     pub fn identities(&self) -> impl Iterator<Item = (&Path, Option<FileId>)> {
-        self.inputs.iter().map(|i| (i.path(), i.file_id()))
+        self.inputs
+            .iter()
+            .map(|i| (i.path(), i.file_id()))
+            .chain(self.merged.iter().map(|(p, id)| (p.as_path(), *id)))
     }
 }
 

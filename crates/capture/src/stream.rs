@@ -119,7 +119,14 @@ pub struct Stream {
     ahead: Option<Ahead>,
     /// The stream ended (the last window was handed out).
     ended: bool,
+    /// Damage its source found besides the bytes (see [`Stream::from_raw`]).
+    late_damage: Option<LateDamage>,
+    /// How many files were merged by time into this stream (0: not a merge).
+    merged: usize,
 }
+
+/// Damage a stream's source records while it is read on the decompressing thread, for the last window.
+pub(crate) type LateDamage = Arc<std::sync::Mutex<Vec<Damage>>>;
 
 /// The channels to the decompressing thread. Dropping them ends the thread at its next hand-over; it is
 /// not waited for, as it may be blocked reading a pipe that never ends (a live `tcpdump -w -`).
@@ -145,7 +152,7 @@ struct Window {
     base: u64,
     tail: Tail,
     /// What ended the stream early, reported after the window's records.
-    damage: Option<Damage>,
+    damage: Vec<Damage>,
 }
 
 impl Window {
@@ -178,7 +185,7 @@ pub struct StreamWindow<'a> {
     pub start: ReaderState,
     /// What ended the stream early after this window's bytes (the last window only), for the caller to
     /// report after the window's records.
-    pub damage: Option<&'a Damage>,
+    pub damage: &'a [Damage],
     /// Bytes of the stored (compressed) file read so far, for progress.
     pub stored_read: u64,
 }
@@ -198,6 +205,37 @@ impl Stream {
             let meta = file.metadata().map_err(open_error)?;
             let len = meta.is_file().then_some(meta.len());
             (Box::new(file), Some(FileId::of(&meta)), len)
+        };
+        Self::from_raw(path, raw, id, stored_len, None)
+    }
+
+    /// Several mapped captures merged by time into one stream, as `mergecap` merges files by default
+    /// (see [`crate::merge`]). The files must share a preamble ([`crate::CaptureSet::preamble`]).
+    pub(crate) fn merged(inputs: Vec<crate::Capture>) -> Result<Self, CaptureError> {
+        let path = PathBuf::from(format!("{} files merged by time", inputs.len()));
+        let stored_len = inputs.iter().map(|c| c.len()).sum();
+        let files = inputs.len();
+        let merge = crate::merge::Merge::new(inputs);
+        let damage = merge.damage();
+        let mut stream =
+            Self::from_raw(path, Box::new(merge), None, Some(stored_len), Some(damage))?;
+        stream.merged = files;
+        Ok(stream)
+    }
+
+    /// Reads the capture's header from `raw` through the compression its first bytes show.
+    /// `late_damage` holds damage found by the source itself (a merged file cut short), reported with
+    /// the last window.
+    fn from_raw(
+        path: PathBuf,
+        raw: Box<dyn Read + Send>,
+        id: Option<FileId>,
+        stored_len: Option<u64>,
+        late_damage: Option<LateDamage>,
+    ) -> Result<Self, CaptureError> {
+        let open_error = |source| CaptureError::Open {
+            path: path.clone(),
+            source,
         };
         let stored_read = Arc::new(AtomicU64::new(0));
         let mut raw = Counted {
@@ -259,6 +297,8 @@ impl Stream {
             decoder: Some(decoder),
             ahead: None,
             ended: false,
+            late_damage,
+            merged: 0,
         })
     }
 
@@ -272,6 +312,13 @@ impl Stream {
 
     /// "pcap (µs, little-endian, link type 1), zstd-compressed", or "..., streamed" for a pipe.
     pub fn describe(&self) -> String {
+        if self.merged > 0 {
+            return format!(
+                "{}, {} files merged by time",
+                self.format.describe(),
+                self.merged
+            );
+        }
         match self.compression {
             Compression::None => format!("{}, streamed", self.format.describe()),
             c => format!("{}, {}-compressed", self.format.describe(), c.name()),
@@ -394,20 +441,31 @@ impl Stream {
             Tail::More
         };
         let stream_end = base + (buf.len() - start) as u64;
-        let damage = end.flatten().map(|e| Damage {
-            input: 0,
-            offset: stream_end,
-            kind: if e.kind() == io::ErrorKind::UnexpectedEof {
-                DamageKind::CompressedCutShort {
-                    compression: self.compression.name(),
-                }
-            } else {
-                DamageKind::Unreadable {
-                    reason: format!("{} stream: {e}", self.compression.name()),
-                }
-            },
-        });
-        if start == buf.len() && tail == Tail::Final && damage.is_none() {
+        let mut damage: Vec<Damage> = end
+            .flatten()
+            .map(|e| Damage {
+                input: 0,
+                offset: stream_end,
+                kind: if e.kind() == io::ErrorKind::UnexpectedEof {
+                    DamageKind::CompressedCutShort {
+                        compression: self.compression.name(),
+                    }
+                } else {
+                    DamageKind::Unreadable {
+                        reason: format!("{} stream: {e}", self.compression.name()),
+                    }
+                },
+            })
+            .into_iter()
+            .collect();
+        if let (Tail::Final, Some(late)) = (tail, &self.late_damage) {
+            damage.extend(
+                late.lock()
+                    .map(|mut d| std::mem::take(&mut *d))
+                    .unwrap_or_default(),
+            );
+        }
+        if start == buf.len() && tail == Tail::Final && damage.is_empty() {
             return None; // nothing carried, nothing more
         }
         Some(Window {
@@ -434,7 +492,7 @@ impl Stream {
             let end = read(StreamWindow {
                 chunk: w.chunk(format),
                 start,
-                damage: w.damage.as_ref(),
+                damage: &w.damage,
                 stored_read: self.stored_read(),
             })?;
             next = if w.is_last() {

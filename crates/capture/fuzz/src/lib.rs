@@ -201,7 +201,9 @@ pub fn check_damage(cap: &Capture, damage: &[Damage]) {
                 panic!("a capture held in memory changed size: {d:?}")
             }
             // Only streams (compressed files, pipes) report these; the targets read captures in memory.
-            DamageKind::CompressedCutShort { .. } | DamageKind::Unreadable { .. } => {
+            DamageKind::CompressedCutShort { .. }
+            | DamageKind::Unreadable { .. }
+            | DamageKind::InMergedFile { .. } => {
                 panic!("a capture held in memory reported stream damage: {d:?}")
             }
         }
