@@ -301,6 +301,9 @@ impl CaptureSet {
                         visit(input, &rec)?;
                     }
                     damage.extend(pass.finish().into_iter().map(|d| d.in_input(input)));
+                    // The file stays open until the set is dropped: its pages must not stay resident
+                    // with it, or memory would grow with the number of files read.
+                    cap.release(0, cap.len());
                     done_before += cap.len();
                 }
                 Input::Streamed(stream) => {
