@@ -5,17 +5,7 @@
 #
 # usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-SRC=${1:-fixtures/err1146-storm.pcap}
-SIZE=${2:-2.1}
-DIR=${BENCH_DIR:-/tmp/pcapsleuth-bench}
-mkdir -p "$DIR"
-BIG="$DIR/$(basename "${SRC%.*}")-${SIZE}g.pcap"
-cargo build -q --release --example make_bench_capture
-cargo build -q --release
-[ -f "$BIG" ] || target/release/examples/make_bench_capture "$SRC" "$BIG" "$SIZE"
-BYTES=$(stat -c %s "$BIG")
-PACKETS=$(target/release/pcapsleuth flows --json "$BIG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["capture"]["counts"]["packets"])')
+. "$(dirname "$0")/big-capture.sh"
 cat "$BIG" > /dev/null   # all runs read from the page cache
 echo "capture: $BIG, $BYTES bytes, $PACKETS packets, $(nproc) cores"
 RUNS=3
