@@ -201,3 +201,41 @@ fn closed_pipes_end_the_run_quietly() {
         );
     }
 }
+
+/// `extract` killed mid-write (SIGKILL: no cleanup runs) leaves no output and no temporary file: the
+/// records written so far sit in an unnamed file that vanishes with the process.
+#[test]
+fn a_killed_extract_leaves_no_output_file() {
+    use std::io::Write;
+    let dir = scratch("killed");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("out.pcap");
+    let mut child = Command::new(common::bin())
+        .args(["extract", "-", "--port", "3306", "-o", s(&out)])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // More than a stream window (16 MB) of records, so that extract has written some; then the pipe
+    // stays open and extract waits for the rest.
+    let bytes = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes).unwrap();
+    for _ in 0..4 {
+        stdin.write_all(&bytes[24..]).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "extract ended before the input did"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "a killed extract left {left:?}");
+}
