@@ -593,3 +593,34 @@ fn a_close_in_a_cut_capture_says_its_counts_are_a_lower_bound() {
         .unwrap()
         .contains("at least"));
 }
+
+/// The path to the client died as a resultset began (path-lost.pcap): the server resent its unacknowledged data
+/// 3 times (tshark's retransmissions) before its write timed out and it reset the connection; the close's reason
+/// and the MySQL incident say so.
+#[test]
+fn a_close_after_resends_names_them() {
+    let f = common::fixture("path-lost.pcap");
+    let p = f.to_str().unwrap();
+    let fr = json(&["first-reset", "--json", p]);
+    let rst = &fr["first_abnormal"];
+    assert_eq!(rst["frame"], 30);
+    let why = "the server had resent its last data 3 times unacknowledged";
+    let reason = rst["reason"].as_str().unwrap();
+    assert!(reason.contains(why), "{reason}");
+    let m = json(&["mysql", "--json", p]);
+    assert_eq!(m["incidents"][0]["preceded_by"], serde_json::json!([why]));
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let resent = tshark.lines([
+        "-r",
+        p,
+        "-Y",
+        "tcp.analysis.retransmission && ip.src==10.77.0.1 && frame.number < 30",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    assert_eq!(resent, ["27", "28", "29"]);
+}
