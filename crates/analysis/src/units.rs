@@ -1,13 +1,76 @@
 //! How durations and rates read in text: one place, so findings and reports say the same thing.
 
-/// A duration given in microseconds: "88 µs", "3.96 ms", "1.25 s".
+/// How a duration is written: the one duration formatter of the project, [`duration`], in the styles its
+/// readers need (policy, not a flag per caller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationStyle {
+    /// Findings and reports: two decimals from a millisecond up, "88 µs", "3.96 ms", "1.25 s".
+    Report,
+    /// Dense tables: milliseconds with one decimal and no space, "88µs", "1225.2ms".
+    Table,
+    /// Chart labels: about two significant digits, "88 µs", "1.2 ms", "500 ns".
+    Label,
+    /// Chart annotations: three significant digits, "88.3 µs", "3.96 ms".
+    Precise,
+    /// Axis ticks, which are round numbers already: only float noise is removed, "200 µs", "1 s".
+    Tick,
+}
+
+/// A duration given in microseconds, written in `style`.
+pub fn duration(us: f64, style: DurationStyle) -> String {
+    match style {
+        DurationStyle::Report if us >= 1e6 => format!("{:.2} s", us / 1e6),
+        DurationStyle::Report if us >= 1e3 => format!("{:.2} ms", us / 1e3),
+        DurationStyle::Report => format!("{us:.0} µs"),
+        DurationStyle::Table if us >= 1e3 => format!("{:.1}ms", us / 1e3),
+        DurationStyle::Table => format!("{us:.0}µs"),
+        DurationStyle::Label | DurationStyle::Precise | DurationStyle::Tick => {
+            let (v, unit) = if us < 1.0 {
+                (us * 1e3, "ns")
+            } else if us < 1e3 {
+                (us, "µs")
+            } else if us < 1e6 {
+                (us / 1e3, "ms")
+            } else {
+                (us / 1e6, "s")
+            };
+            let v = round_significant(v, 3);
+            let decimals = match style {
+                DurationStyle::Label => usize::from(v < 10.0),
+                DurationStyle::Precise => 2,
+                _ => 3,
+            };
+            format!("{} {unit}", trim_decimals(v, decimals))
+        }
+    }
+}
+
+/// A duration given in microseconds, as findings and reports write it: "88 µs", "3.96 ms", "1.25 s".
 pub fn duration_us(us: f64) -> String {
-    if us >= 1_000_000.0 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1000.0 {
-        format!("{:.2} ms", us / 1000.0)
+    duration(us, DurationStyle::Report)
+}
+
+/// `v` rounded to `digits` significant digits.
+pub fn round_significant(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
+/// `v` with at most `decimals` decimals, trailing zeros dropped: "1.5", "2", "0".
+pub fn trim_decimals(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
-        format!("{us:.0} µs")
+        s
+    };
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
     }
 }
 
@@ -113,5 +176,22 @@ mod tests {
         assert_eq!(super::span_ns(27 * 31_557_600_000_000_000), "27.0 years");
         assert_eq!(super::utc(0), "1970-01-01 00:00:00.000000 UTC");
         assert_eq!(super::utc(-1), "1969-12-31 23:59:59.999999 UTC");
+    }
+
+    #[test]
+    fn every_duration_style_reads_naturally() {
+        use super::{duration, DurationStyle::*};
+        assert_eq!(duration(1_250_000.0, Report), "1.25 s");
+        assert_eq!(duration(1_225_200.0, Table), "1225.2ms");
+        assert_eq!(duration(88.3, Table), "88µs");
+        assert_eq!(duration(88.3, Label), "88 µs");
+        assert_eq!(duration(1234.0, Label), "1.2 ms");
+        assert_eq!(duration(5000.0, Label), "5 ms");
+        assert_eq!(duration(0.5, Label), "500 ns");
+        assert_eq!(duration(3962.0, Precise), "3.96 ms");
+        assert_eq!(duration(88.34, Precise), "88.3 µs");
+        assert_eq!(duration(10f64.powf(2.0f64.log10() + 2.0), Tick), "200 µs");
+        assert_eq!(duration(1e6, Tick), "1 s");
+        assert_eq!(super::trim_decimals(-0.0001, 2), "0");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::units::seconds;
+use pcapsleuth_analysis::units::{count, duration, seconds, DurationStyle};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     Analysis, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
@@ -179,10 +179,6 @@ fn connects(out: &mut String, r: &FirstReset) {
     }
 }
 
-fn thousands(n: u64) -> String {
-    pcapsleuth_analysis::units::count(n)
-}
-
 /// A statement on one line, at most 100 characters.
 fn one_line(s: &str) -> String {
     s.split_whitespace()
@@ -193,18 +189,15 @@ fn one_line(s: &str) -> String {
         .collect()
 }
 
+/// A duration in a dense table line: "88µs", "1225.2ms".
 fn ms(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{:.1}ms", us / 1000.0)
-    } else {
-        format!("{us:.0}µs")
-    }
+    duration(us, DurationStyle::Table)
 }
 
 fn rt_line(r: &RtSummary) -> String {
     format!(
         "n={} mean {} p50 {} p95 {} p99 {} max {}",
-        thousands(r.count),
+        count(r.count),
         ms(r.mean),
         ms(r.p50),
         ms(r.p95),
@@ -219,14 +212,14 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let _ = writeln!(
         out,
         "MySQL: {} sessions, {} requests in {}{}: {}",
-        thousands(r.sessions),
-        thousands(r.queries),
+        count(r.sessions),
+        count(r.queries),
         seconds(r.span_s),
         // A rate over less than a second would be a guess at a second nobody watched.
         if r.span_s >= 1.0 {
             let per_s = r.queries as f64 / r.span_s;
             if per_s >= 10.0 {
-                format!(" ({} per second)", thousands(per_s.round() as u64))
+                format!(" ({} per second)", count(per_s.round() as u64))
             } else {
                 format!(" ({per_s:.2} per second)")
             }
@@ -238,7 +231,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let cmds: Vec<String> = r
         .commands
         .iter()
-        .map(|(k, v)| format!("{k} {}", thousands(*v)))
+        .map(|(k, v)| format!("{k} {}", count(*v)))
         .collect();
     let _ = writeln!(out, "commands: {}", cmds.join(", "));
     let _ = writeln!(
@@ -252,7 +245,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         let _ = writeln!(
             out,
             "  cut off   {} waited until the close: mean {} max {}",
-            thousands(r.requests.cut_off),
+            count(r.requests.cut_off),
             ms(r.cut_off_waited_us.mean),
             ms(r.cut_off_waited_us.max)
         );
@@ -271,7 +264,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         let _ = writeln!(
             out,
             "\nerror responses: {} ({:.1}% of requests)",
-            thousands(total),
+            count(total),
             100.0 * total as f64 / r.queries.max(1) as f64
         );
         for e in &r.error_details {
@@ -280,7 +273,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 "  ERR {} ({}) x {}   rt mean {} p95 {}",
                 e.code,
                 e.sql_state,
-                thousands(e.count),
+                count(e.count),
                 ms(e.rt_us.mean),
                 ms(e.rt_us.p95)
             );
@@ -311,13 +304,13 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             let _ = writeln!(
                 out,
                 "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
-                thousands(s.requests.answered),
+                count(s.requests.answered),
                 timed(s.total_us),
                 timed(s.rt_us.mean),
                 timed(s.rt_us.p50),
                 timed(s.rt_us.p95),
                 timed(s.rt_us.p99),
-                thousands(s.errors),
+                count(s.errors),
                 fp
             );
             if s.count > s.requests.answered {
@@ -365,8 +358,8 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 q,
                 i.request_frame,
                 seconds(i.waited_s),
-                thousands(i.rows),
-                thousands(i.bytes),
+                count(i.rows),
+                count(i.bytes),
                 i.preceded_by
                     .iter()
                     .map(|w| format!("; {w}"))
@@ -406,8 +399,8 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 out,
                 "  {}  {:>8} {:>8}",
                 utc(s.second as f64),
-                thousands(s.queries),
-                thousands(s.errors)
+                count(s.queries),
+                count(s.errors)
             );
         }
         if r.per_second.len() > 120 {

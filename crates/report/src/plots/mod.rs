@@ -1,0 +1,308 @@
+//! Charts of a [`FullReport`], each written as PNG and SVG: the response-time histogram with its modes,
+//! response time over time, packets/s and bits/s with their ceilings, MySQL requests/s and errors/s.
+//!
+//! Text in the PNGs is drawn with a bundled DejaVu Sans (see `assets/DejaVuSans-LICENSE.txt`), so no
+//! system font library is needed; SVGs name `sans-serif` and leave the font to the viewer.
+
+use std::fs;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use pcapsleuth_analysis::{Ceiling, FullReport, RateReport, RtReport};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{register_font, FontStyle, RGBAColor};
+
+use crate::text::utc;
+
+mod backend;
+mod frame;
+mod histogram;
+mod ticks;
+mod time;
+
+use backend::*;
+use frame::*;
+use histogram::*;
+use ticks::*;
+use time::*;
+
+/// Size of every plot, pixels.
+pub const PLOT_SIZE: (u32, u32) = (1200, 600);
+
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+
+const BLUE_C: RGBColor = RGBColor(31, 119, 180);
+const ORANGE_C: RGBColor = RGBColor(230, 115, 0);
+const GREEN_C: RGBColor = RGBColor(44, 160, 44);
+const RED_C: RGBColor = RGBColor(214, 39, 40);
+const GREY_C: RGBColor = RGBColor(90, 90, 90);
+const DARK_C: RGBColor = RGBColor(40, 40, 40);
+const BAR_C: RGBColor = RGBColor(70, 130, 180);
+
+/// Why writing plots failed, naming the file or directory.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("cannot create plot directory {}: {source}", dir.display())]
+    CreateDir { dir: PathBuf, source: io::Error },
+    #[error("cannot draw {}: {message}", file.display())]
+    Draw { file: PathBuf, message: String },
+    #[error("cannot encode {}: {source}", file.display())]
+    Encode {
+        file: PathBuf,
+        source: png::EncodingError,
+    },
+    #[error("cannot write {}: {source}", file.display())]
+    Write { file: PathBuf, source: io::Error },
+}
+
+/// A plot that was not written because it had nothing to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedPlot {
+    /// The plot's file stem, e.g. "qps".
+    pub name: &'static str,
+    pub reason: String,
+}
+
+/// What [`write_plot_set`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlotSet {
+    /// Files written, PNG then SVG of each plot, in plot order.
+    pub written: Vec<PathBuf>,
+    pub skipped: Vec<SkippedPlot>,
+}
+
+/// Creates `dir` and writes every plot of `report` that has data as `NAME.png` and `NAME.svg`:
+/// `rt-histogram`, `rt-over-time`, `rate-pps`, `rate-bps`, `qps`. Returns the files written; plots with
+/// nothing to draw are left out (see [`write_plot_set`] for why).
+pub fn write_plots(dir: &Path, report: &FullReport) -> Result<Vec<PathBuf>, PlotError> {
+    Ok(write_plot_set(dir, report)?.written)
+}
+
+/// [`write_plots`], also saying which plots were skipped and why.
+pub fn write_plot_set(dir: &Path, report: &FullReport) -> Result<PlotSet, PlotError> {
+    fs::create_dir_all(dir).map_err(|source| PlotError::CreateDir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    let mut set = PlotSet::default();
+    let axis = TimeAxis::of(report);
+    let plots: [(&'static str, Result<Plot, String>); 5] = [
+        (
+            "rt-histogram",
+            rt_histogram(&report.rt).map(Plot::Histogram),
+        ),
+        (
+            "rt-over-time",
+            rt_over_time(&report.rt, &axis).map(Plot::Time),
+        ),
+        (
+            "rate-pps",
+            rate_chart(&report.rate, "pps", &axis).map(Plot::Time),
+        ),
+        (
+            "rate-bps",
+            rate_chart(&report.rate, "bps", &axis).map(Plot::Time),
+        ),
+        ("qps", qps_chart(report, &axis).map(Plot::Time)),
+    ];
+    for (name, plot) in plots {
+        match plot {
+            Ok(p) => render(dir, name, &p, &mut set.written)?,
+            Err(reason) => set.skipped.push(SkippedPlot { name, reason }),
+        }
+    }
+    Ok(set)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcapsleuth_analysis::{analyze, full_report, EngineOptions};
+
+    fn fixture_report(name: &str) -> FullReport {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(name);
+        let cap = pcapsleuth_capture::Capture::open(&path).expect("fixture opens");
+        full_report(&analyze(&cap, &EngineOptions::default()))
+    }
+
+    /// A fresh directory under the system temp dir; kept for looking at when PCAPSLEUTH_KEEP_PLOTS is set.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            let d = std::env::temp_dir()
+                .join(format!("pcapsleuth-plots-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&d);
+            TempDir(d)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            if std::env::var_os("PCAPSLEUTH_KEEP_PLOTS").is_none() {
+                let _ = fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    fn assert_real_files(files: &[PathBuf]) {
+        for f in files {
+            let bytes = fs::read(f).expect("written file reads");
+            match f.extension().and_then(|e| e.to_str()) {
+                Some("png") => {
+                    assert!(
+                        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+                        "{} is a PNG",
+                        f.display()
+                    );
+                    assert!(bytes.len() > 10_000, "{} has a real picture", f.display());
+                }
+                Some("svg") => {
+                    let text = String::from_utf8(bytes).expect("SVG is text");
+                    assert!(text.starts_with("<svg"), "{} is an SVG", f.display());
+                    assert!(
+                        text.matches("<text").count() > 10,
+                        "{} has labels",
+                        f.display()
+                    );
+                }
+                _ => panic!("unexpected file {}", f.display()),
+            }
+        }
+    }
+
+    #[test]
+    fn fixture_plots_are_written() {
+        let dir = TempDir::new("bimodal");
+        let set = write_plot_set(&dir.0.join("nested"), &fixture_report("rt-bimodal.pcap"))
+            .expect("plots written");
+        assert_eq!(set.skipped, vec![]);
+        let names: Vec<String> = set
+            .written
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for stem in [
+            "rt-histogram",
+            "rt-over-time",
+            "rate-pps",
+            "rate-bps",
+            "qps",
+        ] {
+            for ext in ["png", "svg"] {
+                assert!(
+                    names.contains(&format!("{stem}.{ext}")),
+                    "{stem}.{ext} in {names:?}"
+                );
+            }
+        }
+        assert_real_files(&set.written);
+        let svg = fs::read_to_string(dir.0.join("nested/rt-histogram.svg")).unwrap();
+        assert!(svg.contains("70.9% ~88 µs"), "the fast mode is labelled");
+    }
+
+    #[test]
+    fn empty_capture_skips_every_plot() {
+        let dir = TempDir::new("empty");
+        fs::create_dir_all(&dir.0).unwrap();
+        let pcap = dir.0.join("empty.pcap");
+        // A pcap global header (microsecond, Ethernet) and no packets.
+        let mut header = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+        header.extend([0u8; 8]);
+        header.extend(65535u32.to_le_bytes());
+        header.extend(1u32.to_le_bytes());
+        fs::write(&pcap, header).unwrap();
+        let cap = pcapsleuth_capture::Capture::open(&pcap).expect("empty capture opens");
+        let report = full_report(&analyze(&cap, &EngineOptions::default()));
+        let set =
+            write_plot_set(&dir.0.join("plots"), &report).expect("nothing to draw is no error");
+        assert_eq!(set.written, Vec::<PathBuf>::new());
+        assert_eq!(set.skipped.len(), 5);
+        assert!(dir.0.join("plots").is_dir());
+    }
+
+    /// Long captures, wide response-time ranges, several ceilings and no MySQL: hours on the x axis,
+    /// a log y axis, labels that must not collide.
+    #[test]
+    fn stretched_report_still_draws() {
+        let mut r = fixture_report("pps-cap.pcap");
+        let t0 = r.rate.total[0].start;
+        let stretch = |t: f64| t0 + (t - t0) * 3000.0;
+        r.rate.interval_s *= 3000.0;
+        for p in &mut r.rate.total {
+            p.start = stretch(p.start);
+            p.c2s_bps *= 2000.0;
+        }
+        let base = r.rate.ceilings[0].clone();
+        r.rate.ceilings.clear();
+        for (i, dir) in ["client_to_server", "server_to_client", "server_to_client"]
+            .into_iter()
+            .enumerate()
+        {
+            for kind in ["pps", "bps"] {
+                r.rate.ceilings.push(Ceiling {
+                    kind,
+                    direction: dir,
+                    server: (i > 0).then(|| format!("10.0.0.{i}:3306")),
+                    value: if kind == "pps" {
+                        1000.0 - i as f64 * 10.0
+                    } else {
+                        2.5e9
+                    },
+                    start: stretch(base.start) + i as f64 * 600.0,
+                    end: stretch(base.end),
+                    ..base.clone()
+                });
+            }
+        }
+        r.rt.interval_s *= 3000.0;
+        for (n, i) in r.rt.per_interval.iter_mut().enumerate() {
+            i.start = stretch(i.start);
+            i.p99_us *= 10f64.powi(n as i32 + 1);
+        }
+        r.mysql.per_second.clear();
+        let dir = TempDir::new("stretched");
+        let set = write_plot_set(&dir.0, &r).expect("plots written");
+        assert_eq!(set.skipped.len(), 1);
+        assert_eq!(set.skipped[0].name, "qps");
+        assert_eq!(set.written.len(), 8);
+        assert_real_files(&set.written);
+        let svg = fs::read_to_string(dir.0.join("rate-bps.svg")).unwrap();
+        assert!(svg.contains("Gbit/s"));
+        assert!(svg.contains("(h)"), "hours on the time axis");
+    }
+
+    #[test]
+    fn rates_read_well() {
+        assert_eq!(fmt_rate("pps", 1000.0), "1000 pkt/s");
+        assert_eq!(fmt_rate("bps", 9.5e6), "9.5 Mbit/s");
+    }
+
+    #[test]
+    fn ticks_are_round_and_spaced() {
+        let (t, d) = linear_ticks(0.0, 1120.0, 6.0);
+        assert_eq!(t, vec![0.0, 200.0, 400.0, 600.0, 800.0, 1000.0]);
+        assert_eq!(d, 0);
+        let (t, d) = linear_ticks(0.0, 0.7, 6.0);
+        assert_eq!(t.len(), 4);
+        assert!((t[3] - 0.6).abs() < 1e-9);
+        assert_eq!(d, 1);
+        let (t, d) = linear_ticks(0.0, 0.1, 4.0);
+        assert!((t[1] - 0.025).abs() < 1e-12);
+        assert_eq!(d, 3);
+        let (t, _) = linear_ticks_min(0.0, 2.4, 6.0, 1.0);
+        assert_eq!(t, vec![0.0, 1.0, 2.0]);
+        let (bold, _) = log_ticks(1.0, 5.0, 1000.0, 80.0);
+        assert!(bold.windows(2).all(|w| (w[1] - w[0]) * 250.0 >= 80.0));
+        assert!(bold.len() >= 4);
+    }
+}

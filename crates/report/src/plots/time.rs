@@ -1,0 +1,575 @@
+//! Charts over time: response times, packets/s and bits/s with their ceilings, MySQL requests/s.
+
+use super::*;
+
+/// Maps epoch seconds to the x axis: time since the first interval, in s, min or h.
+pub(super) struct TimeAxis {
+    t0: f64,
+    /// The end of the last interval of any series, epoch seconds: all plots over time share the x axis.
+    t1: f64,
+    div: f64,
+    unit: &'static str,
+    start_text: String,
+}
+
+impl TimeAxis {
+    pub(super) fn of(r: &FullReport) -> TimeAxis {
+        let mut t0 = f64::INFINITY;
+        let mut t1 = f64::NEG_INFINITY;
+        if let (Some(a), Some(b)) = (r.rate.total.first(), r.rate.total.last()) {
+            t0 = t0.min(a.start);
+            t1 = t1.max(b.start + r.rate.interval_s);
+        }
+        for i in &r.rt.per_interval {
+            t0 = t0.min(i.start);
+            t1 = t1.max(i.start + r.rt.interval_s);
+        }
+        if let (Some(a), Some(b)) = (r.mysql.per_second.first(), r.mysql.per_second.last()) {
+            t0 = t0.min(a.second as f64);
+            t1 = t1.max(b.second as f64 + 1.0);
+        }
+        if !t0.is_finite() {
+            t0 = 0.0;
+            t1 = 1.0;
+        }
+        let span = t1 - t0;
+        let (div, unit) = if span > 3.0 * 3600.0 {
+            (3600.0, "h")
+        } else if span > 15.0 * 60.0 {
+            (60.0, "min")
+        } else {
+            (1.0, "s")
+        };
+        // "2026-11-22 07:37:42.500000 UTC" -> "2026-11-22 07:37:42 UTC"
+        let full = utc(t0);
+        let start_text = match full.find('.') {
+            Some(dot) => format!("{} UTC", &full[..dot]),
+            None => full,
+        };
+        TimeAxis {
+            t0,
+            t1,
+            div,
+            unit,
+            start_text,
+        }
+    }
+
+    pub(super) fn x(&self, epoch_s: f64) -> f64 {
+        (epoch_s - self.t0) / self.div
+    }
+
+    pub(super) fn end(&self) -> f64 {
+        self.x(self.t1).max(0.1)
+    }
+
+    pub(super) fn desc(&self) -> String {
+        format!("time since {} ({})", self.start_text, self.unit)
+    }
+}
+
+pub(super) enum YAxis {
+    /// Values already divided to the unit in the description.
+    Linear {
+        max: f64,
+        desc: String,
+        /// 1 for counts, which have no fractional ticks.
+        min_step: f64,
+    },
+    /// log10 of microseconds.
+    LogUs { lo: f64, hi: f64, desc: String },
+}
+
+pub(super) struct Line {
+    label: String,
+    color: RGBColor,
+    /// Line width, pixels: a wide line drawn first stays visible under a narrow one on the same values.
+    width: u32,
+    /// Contiguous runs of a step line, path vertices in axis units.
+    segments: Vec<Vec<(f64, f64)>>,
+}
+
+/// A horizontal marker over a span of time: a ceiling.
+pub(super) struct Band {
+    x0: f64,
+    x1: f64,
+    y: f64,
+    color: RGBColor,
+    label: String,
+}
+
+pub(super) struct TimeChart {
+    title: String,
+    subtitle: String,
+    x_max: f64,
+    x_desc: String,
+    y: YAxis,
+    lines: Vec<Line>,
+    bands: Vec<Band>,
+    extra_legend: Vec<LegendItem>,
+}
+
+impl TimeChart {
+    pub(super) fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn {
+        let mut legend: Vec<LegendItem> = self
+            .lines
+            .iter()
+            .map(|l| LegendItem {
+                label: l.label.clone(),
+                color: l.color,
+                swatch: Swatch::Line,
+            })
+            .collect();
+        legend.extend(self.extra_legend.iter().map(|i| LegendItem {
+            label: i.label.clone(),
+            color: i.color,
+            swatch: i.swatch,
+        }));
+        let top = frame(root, &self.title, &self.subtitle, &legend)?;
+        let (_, h) = root.dim_in_pixel();
+        let (xt, xd) = linear_ticks(0.0, self.x_max, 10.0);
+        let (y_range, yt, light, ydesc, yd): (Range<f64>, Vec<f64>, Vec<f64>, &str, usize) =
+            match &self.y {
+                YAxis::Linear {
+                    max,
+                    desc,
+                    min_step,
+                } => {
+                    let (t, d) = linear_ticks_min(0.0, *max, 6.0, *min_step);
+                    (0.0..*max, t, Vec::new(), desc, d)
+                }
+                YAxis::LogUs { lo, hi, desc } => {
+                    let (b, l) = log_ticks(*lo, *hi, f64::from(h - top - 80), 28.0);
+                    (*lo..*hi, b, l, desc, 0)
+                }
+            };
+        let log_y = matches!(self.y, YAxis::LogUs { .. });
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(top)
+            .margin_right(30)
+            .margin_left(10)
+            .margin_bottom(10)
+            .x_label_area_size(55)
+            .y_label_area_size(95)
+            .build_cartesian_2d(
+                Ticks::new(0.0..self.x_max, xt, Vec::new()),
+                Ticks::new(y_range.clone(), yt, light),
+            )?;
+        let xf = |v: &f64| trim_decimals(*v, xd);
+        let yf = |v: &f64| {
+            if log_y {
+                fmt_dur_tick(10f64.powf(*v))
+            } else {
+                trim_decimals(*v, yd)
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_desc(self.x_desc.as_str())
+            .y_desc(ydesc)
+            .x_label_formatter(&xf)
+            .y_label_formatter(&yf)
+            .label_style(font(15))
+            .axis_desc_style(font(16))
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(BLACK.mix(0.05))
+            .draw()?;
+        let tinted = |c: &RGBColor, a: f64| -> RGBAColor { c.mix(a) };
+        for b in &self.bands {
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(b.x0, y_range.start), (b.x1, y_range.end)],
+                tinted(&b.color, 0.12).filled(),
+            )))?;
+        }
+        for l in &self.lines {
+            chart.draw_series(
+                l.segments
+                    .iter()
+                    .map(|seg| PathElement::new(seg.clone(), l.color.stroke_width(l.width))),
+            )?;
+        }
+        let area = chart.plotting_area().get_pixel_range();
+        let mut placer = LabelPlacer::new();
+        let label_font = font(14);
+        for b in &self.bands {
+            chart.draw_series(std::iter::once(DashedPathElement::new(
+                vec![(0.0, b.y), (self.x_max, b.y)],
+                8,
+                5,
+                b.color.stroke_width(2),
+            )))?;
+            let (x0, y) = chart.backend_coord(&(b.x0, b.y));
+            let (x1, _) = chart.backend_coord(&(b.x1, b.y));
+            let (tw, th) = root.estimate_text_size(&b.label, &label_font)?;
+            let size = (tw as i32 + 8, th as i32 + 6);
+            let above = y - size.1 - 3;
+            let below = y + 4;
+            let mut cands = Vec::new();
+            for dy in [0, 1, 2] {
+                for x in [x0 + 4, x1 - 4 - size.0] {
+                    cands.push((x, above - dy * (size.1 + 2)));
+                    cands.push((x, below + dy * (size.1 + 2)));
+                }
+            }
+            let at = placer.place(&cands, size, &area);
+            boxed_label(root, &b.label, at, size, &darker(&b.color))?;
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn darker(c: &RGBColor) -> RGBColor {
+    RGBColor(
+        (f64::from(c.0) * 0.75) as u8,
+        (f64::from(c.1) * 0.75) as u8,
+        (f64::from(c.2) * 0.75) as u8,
+    )
+}
+
+/// Step lines through (interval start, value) points: each value held over its interval, runs split where
+/// intervals are missing.
+pub(super) fn segments(points: &[(f64, f64)], interval: f64) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    for &(x, y) in points {
+        match out.last_mut() {
+            Some(s) if x - s[s.len() - 1].0 <= 0.5 * interval => {
+                s.push((x, y));
+                s.push((x + interval, y));
+            }
+            _ => out.push(vec![(x, y), (x + interval, y)]),
+        }
+    }
+    out
+}
+
+pub(super) fn interval_text(s: f64) -> String {
+    if s >= 3600.0 && s % 3600.0 == 0.0 {
+        format!("{} h", s / 3600.0)
+    } else if s >= 60.0 && s % 60.0 == 0.0 {
+        format!("{} min", s / 60.0)
+    } else if s >= 1.0 {
+        format!("{} s", trim_decimals(s, 3))
+    } else {
+        format!("{} ms", trim_decimals(s * 1e3, 3))
+    }
+}
+
+/// Label, colour, line width, (x, y) points.
+pub(super) type NamedSeries = (&'static str, RGBColor, u32, Vec<(f64, f64)>);
+
+pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, String> {
+    let requests = || {
+        rt.per_interval
+            .iter()
+            .filter(|i| i.kind == pcapsleuth_analysis::IntervalKind::Requests)
+    };
+    let mut by_port: std::collections::BTreeMap<u16, u64> = Default::default();
+    for i in requests() {
+        *by_port.entry(i.port).or_default() += i.count;
+    }
+    let Some((&port, _)) = by_port
+        .iter()
+        .max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p)))
+    else {
+        return Err("no response times".into());
+    };
+    let mut rows: Vec<_> = requests()
+        .filter(|i| i.port == port && i.count > 0)
+        .collect();
+    rows.sort_by(|a, b| a.start.total_cmp(&b.start));
+    let pick = |f: &dyn Fn(&pcapsleuth_analysis::IntervalRt) -> f64| -> Vec<(f64, f64)> {
+        rows.iter().map(|i| (axis.x(i.start), f(i))).collect()
+    };
+    let series: [NamedSeries; 3] = [
+        ("mean", GREEN_C, 2, pick(&|i| i.mean_us)),
+        ("p95", ORANGE_C, 4, pick(&|i| i.p95_us)),
+        ("p99", RED_C, 2, pick(&|i| i.p99_us)),
+    ];
+    let values = series.iter().flat_map(|s| s.3.iter().map(|p| p.1));
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for v in values {
+        if v > 0.0 {
+            lo = lo.min(v);
+        }
+        hi = hi.max(v);
+    }
+    if hi <= 0.0 {
+        return Err("all response times are zero".into());
+    }
+    let log = hi / lo > 20.0;
+    let gap = rt.interval_s / axis.div;
+    let (y, lines) = if log {
+        let (l, h) = (lo.log10(), hi.log10());
+        let pad = ((h - l) * 0.06).max(0.05);
+        let lines = series
+            .into_iter()
+            .map(|(label, color, width, pts)| {
+                let pts: Vec<(f64, f64)> = pts
+                    .into_iter()
+                    .map(|(x, v)| (x, v.max(lo).log10()))
+                    .collect();
+                Line {
+                    label: label.into(),
+                    color,
+                    width,
+                    segments: segments(&pts, gap),
+                }
+            })
+            .collect();
+        (
+            YAxis::LogUs {
+                lo: l - pad,
+                hi: h + pad * 2.0,
+                desc: "response time (log scale)".into(),
+            },
+            lines,
+        )
+    } else {
+        let (d, unit) = if hi >= 1e6 {
+            (1e6, "s")
+        } else if hi >= 1e3 {
+            (1e3, "ms")
+        } else {
+            (1.0, "µs")
+        };
+        let lines = series
+            .into_iter()
+            .map(|(label, color, width, pts)| {
+                let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, v)| (x, v / d)).collect();
+                Line {
+                    label: label.into(),
+                    color,
+                    width,
+                    segments: segments(&pts, gap),
+                }
+            })
+            .collect();
+        (
+            YAxis::Linear {
+                max: hi / d * 1.1,
+                desc: format!("response time ({unit})"),
+                min_step: 0.0,
+            },
+            lines,
+        )
+    };
+    let total: u64 = rows.iter().map(|i| i.count).sum();
+    let ports = if by_port.len() > 1 {
+        format!(", busiest of {} server ports", by_port.len())
+    } else {
+        String::new()
+    };
+    Ok(TimeChart {
+        title: format!(
+            "Response time per {} interval, {} to port {port}",
+            interval_text(rt.interval_s),
+            source_noun(rt.source)
+        ),
+        subtitle: format!(
+            "{} requests in {} interval{}{ports}",
+            count(total),
+            rows.len(),
+            if rows.len() == 1 { "" } else { "s" }
+        ),
+        x_max: axis.end(),
+        x_desc: axis.desc(),
+        y,
+        lines,
+        bands: Vec::new(),
+        extra_legend: Vec::new(),
+    })
+}
+
+pub(super) fn direction_text(d: &str) -> &'static str {
+    if d == "client_to_server" {
+        "client→server"
+    } else {
+        "server→client"
+    }
+}
+
+pub(super) fn rate_chart(
+    rate: &RateReport,
+    kind: &'static str,
+    axis: &TimeAxis,
+) -> Result<TimeChart, String> {
+    if rate.total.is_empty() {
+        return Err("no TCP traffic".into());
+    }
+    let pps = kind == "pps";
+    let get = |p: &pcapsleuth_analysis::RatePoint| {
+        if pps {
+            (p.c2s_pps, p.s2c_pps)
+        } else {
+            (p.c2s_bps, p.s2c_bps)
+        }
+    };
+    let ceilings: Vec<&Ceiling> = rate.ceilings.iter().filter(|c| c.kind == kind).collect();
+    let max = rate
+        .total
+        .iter()
+        .map(|p| {
+            let (a, b) = get(p);
+            a.max(b)
+        })
+        .chain(ceilings.iter().map(|c| c.value))
+        .fold(0.0, f64::max);
+    let (d, unit, desc) = if pps {
+        if max >= 1e7 {
+            (1e6, "Mpkt/s", "million packets per second")
+        } else if max >= 1e5 {
+            (1e3, "kpkt/s", "thousand packets per second")
+        } else {
+            (1.0, "pkt/s", "packets per second")
+        }
+    } else {
+        let (d, u) = bit_unit(max);
+        (d, u, "bits per second")
+    };
+    let gap = rate.interval_s / axis.div;
+    let series = |f: &dyn Fn(&pcapsleuth_analysis::RatePoint) -> f64| -> Vec<(f64, f64)> {
+        rate.total
+            .iter()
+            .map(|p| (axis.x(p.start), f(p) / d))
+            .collect()
+    };
+    let lines = vec![
+        Line {
+            label: "client→server".into(),
+            color: BLUE_C,
+            width: 4,
+            segments: segments(&series(&|p| get(p).0), gap),
+        },
+        Line {
+            label: "server→client".into(),
+            color: ORANGE_C,
+            width: 2,
+            segments: segments(&series(&|p| get(p).1), gap),
+        },
+    ];
+    let bands: Vec<Band> = ceilings
+        .iter()
+        .map(|c| Band {
+            x0: axis.x(c.start),
+            x1: axis.x(c.end),
+            y: c.value / d,
+            color: if c.direction == "client_to_server" {
+                BLUE_C
+            } else {
+                ORANGE_C
+            },
+            label: format!(
+                "cap {} {}{}",
+                fmt_rate(kind, c.value),
+                direction_text(c.direction),
+                c.server
+                    .as_deref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            ),
+        })
+        .collect();
+    let extra_legend = if bands.is_empty() {
+        Vec::new()
+    } else {
+        vec![LegendItem {
+            label: "ceiling (span and value)".into(),
+            color: GREY_C,
+            swatch: Swatch::Dashed,
+        }]
+    };
+    Ok(TimeChart {
+        title: format!(
+            "{} per {} interval, all TCP traffic",
+            if pps { "Packets/s" } else { "Bits/s" },
+            interval_text(rate.interval_s)
+        ),
+        subtitle: match ceilings.len() {
+            0 => "no ceiling detected".to_string(),
+            1 => "1 ceiling detected".to_string(),
+            n => format!("{n} ceilings detected"),
+        } + if pps { "" } else { "; link-layer bytes" },
+        x_max: axis.end(),
+        x_desc: axis.desc(),
+        y: YAxis::Linear {
+            max: (max / d * 1.12).max(1e-9),
+            desc: format!("{desc} ({unit})"),
+            min_step: 0.0,
+        },
+        lines,
+        bands,
+        extra_legend,
+    })
+}
+
+pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, String> {
+    let ps = &r.mysql.per_second;
+    let (Some(first), Some(last)) = (ps.first(), ps.last()) else {
+        return Err("no MySQL requests".into());
+    };
+    // Seconds without requests are zeros, not gaps (unless the capture spans days).
+    let fill = last.second - first.second <= 400_000;
+    let mut q = Vec::new();
+    let mut e = Vec::new();
+    let mut it = ps.iter().peekable();
+    let mut s = first.second;
+    while s <= last.second {
+        let (nq, ne) = match it.peek() {
+            Some(c) if c.second == s => {
+                let v = (c.queries, c.errors);
+                it.next();
+                v
+            }
+            _ if fill => (0, 0),
+            _ => {
+                s = it.peek().map_or(last.second + 1, |c| c.second);
+                continue;
+            }
+        };
+        let x = axis.x(s as f64);
+        q.push((x, nq as f64));
+        e.push((x, ne as f64));
+        s += 1;
+    }
+    let max = q.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0);
+    let total_q: u64 = ps.iter().map(|c| c.queries).sum();
+    let total_e: u64 = ps.iter().map(|c| c.errors).sum();
+    let gap = 1.0 / axis.div;
+    Ok(TimeChart {
+        title: "MySQL requests and errors per second".into(),
+        subtitle: format!(
+            "{} requests, {} errors ({}%) over {} s",
+            count(total_q),
+            count(total_e),
+            trim_decimals(100.0 * total_e as f64 / total_q.max(1) as f64, 2),
+            last.second - first.second + 1
+        ),
+        x_max: axis.end(),
+        x_desc: axis.desc(),
+        y: YAxis::Linear {
+            max: max * 1.12,
+            desc: "requests per second".into(),
+            min_step: 1.0,
+        },
+        lines: vec![
+            Line {
+                label: "requests/s".into(),
+                color: BLUE_C,
+                width: 2,
+                segments: segments(&q, gap),
+            },
+            Line {
+                label: if total_e == 0 {
+                    "errors/s (none)".into()
+                } else {
+                    "errors/s".into()
+                },
+                color: RED_C,
+                width: 2,
+                segments: segments(&e, gap),
+            },
+        ],
+        bands: Vec::new(),
+        extra_legend: Vec::new(),
+    })
+}
