@@ -126,17 +126,16 @@ fn their_wild_timestamps_are_reported_by_frame_and_left_out_of_the_series() {
     );
 }
 
-/// Found by the `pipeline` fuzz target (fuzz/), after about 12,000 executions: two ERR 1146 responses of
-/// one capture carry different SQLSTATEs (`42S02`, and `41S02` from a damaged byte); the error's SQLSTATE
-/// was the first one merged, so it depended on the splits. It is now the earliest request's.
-#[test]
-fn an_errors_sqlstate_does_not_depend_on_the_splits() {
+/// The analysis and the full report of a capture found by the `pipeline` fuzz target (fuzz/, kept in
+/// tests/data/fuzz/), with 1 split and with 2, 3, 7 and 64: they must be identical.
+fn assert_split_invariant(name: &str) -> pcapsleuth::analysis::Analysis {
     use pcapsleuth::analysis::{analyze, full_report, EngineOptions, MysqlDetection};
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/fuzz/pipeline-sqlstate-first-merged.pcap");
+        .join("tests/data/fuzz")
+        .join(name);
     let cap = pcapsleuth::capture::Capture::open(&path).unwrap();
-    let report = |splits| {
-        full_report(&analyze(
+    let run = |splits| {
+        let a = analyze(
             &cap,
             &EngineOptions {
                 threads: 1,
@@ -145,11 +144,34 @@ fn an_errors_sqlstate_does_not_depend_on_the_splits() {
                 mysql: MysqlDetection::Port(3306),
                 ..EngineOptions::default()
             },
-        ))
+        );
+        let report = full_report(&a);
+        (a, report)
     };
-    let one = report(1);
-    assert_eq!(one.mysql.error_details[0].sql_state, "42S02");
+    let one = run(1);
     for splits in [2, 3, 7, 64] {
-        assert_eq!(one, report(splits), "{splits} splits");
+        assert_eq!(one, run(splits), "{name}: {splits} splits");
     }
+    one.0
+}
+
+/// Found by the `pipeline` fuzz target after about 12,000 executions: two ERR 1146 responses of one capture
+/// carry different SQLSTATEs (`42S02`, and `41S02` from a damaged byte); the error's SQLSTATE was the first
+/// one merged, so it depended on the splits. It is now the earliest request's.
+#[test]
+fn an_errors_sqlstate_does_not_depend_on_the_splits() {
+    let a = assert_split_invariant("pipeline-sqlstate-first-merged.pcap");
+    let report = pcapsleuth::analysis::full_report(&a);
+    assert_eq!(report.mysql.error_details[0].sql_state, "42S02");
+}
+
+/// Found by the `pipeline` fuzz target from its corpus: the file's last timestamp was the latest of its
+/// splits' last timestamps, so a capture whose last packet is dated before an earlier one (frame 8 at
+/// 1970 after frame 1 at 2023) reported a different one with 64 splits. It is now the last packet's, as
+/// the capture's is.
+#[test]
+fn a_files_last_timestamp_does_not_depend_on_the_splits() {
+    let a = assert_split_invariant("pipeline-file-last-ts-max-of-splits.pcap");
+    assert_eq!(a.capture.files[0].last_ts, a.capture.last_ts);
+    assert_eq!(a.capture.last_ts.map(|t| t.0), Some(0));
 }

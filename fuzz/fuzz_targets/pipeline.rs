@@ -71,5 +71,6 @@ fuzz_target!(|data: &[u8]| {
     if pick == 0xFF {
         let dir = std::env::temp_dir().join(format!("pcapsleuth-fuzz-plots-{}", std::process::id()));
         let _ = report::write_plot_set(&dir, &full_report(&whole));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 });

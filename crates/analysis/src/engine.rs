@@ -846,7 +846,7 @@ impl Run<'_> {
             }
             file.frames += sc.frames;
             file.first_ts = file.first_ts.or(sc.first_ts);
-            file.last_ts = file.last_ts.max(sc.last_ts);
+            file.last_ts = sc.last_ts.or(file.last_ts);
             self.frames += sc.frames;
             self.counts.add(&sc.counts);
             self.first_ts = self.first_ts.or(sc.first_ts);
