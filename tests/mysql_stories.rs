@@ -314,7 +314,7 @@ fn connections_whose_syn_the_capture_missed_still_show_their_login() {
 /// request and error of the whole, wherever the cut falls: inside a large request (the first piece counts
 /// it, still being sent), inside a long answer (the second recognises the connection at the client's next
 /// command, after a whole turn of server segments), or between a greeting and its login (the second
-/// recognises the connection from the login).
+/// recognises the connection from the login, or from an SSLRequest and the TLS handshake after it).
 #[test]
 fn a_capture_cut_in_two_counts_every_request_once() {
     let commands_and_errors = |r: &serde_json::Value| {
@@ -333,6 +333,7 @@ fn a_capture_cut_in_two_counts_every_request_once() {
         "deepflow/partial-packet-compressed.pcap",
         "deepflow/mysql-table-create.pcap",
         "percona-toolkit/tcpdump015.pcap",
+        "arkime/mysql-tls.pcap",
     ] {
         let f = peer_capture(name);
         let whole = commands_and_errors(&mysql_report(&rewritten(&f, |_, _| true, |_| {})));

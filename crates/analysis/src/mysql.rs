@@ -213,6 +213,9 @@ struct Candidate {
     start: StartMode,
 }
 
+/// How a TLS record carrying a handshake (a ClientHello) begins: content type 22, major version 3.
+const TLS_HANDSHAKE: &[u8] = &[0x16, 0x03];
+
 /// Bytes of a candidate kept for replay; a longer request is replayed with a gap the decoder absorbs
 /// inside its payload (its statement text is capped well below this).
 const CANDIDATE_BYTES: usize = 1 << 16;
@@ -268,6 +271,12 @@ impl Candidate {
         } else {
             Continuation::Beyond
         }
+    }
+
+    /// A login asking for TLS: an SSLRequest is a 32-byte payload (capabilities, maximum packet size,
+    /// character set, filler) and nothing more.
+    fn is_ssl_request(&self) -> bool {
+        self.start == StartMode::Login && self.announced == 4 + 32
     }
 
     /// The whole command it announced went on the wire.
@@ -440,6 +449,19 @@ impl MysqlTrack {
                 match c.extend(seg) {
                     // The rest of the command: one request, however many segments carry it.
                     Continuation::Within => return,
+                    Continuation::Beyond
+                        if c.is_ssl_request() && seg.payload.starts_with(TLS_HANDSHAKE) =>
+                    {
+                        // An SSLRequest, then the client's TLS handshake: a login going on encrypted,
+                        // answered in TLS, never with a MySQL packet. The segment is the candidate's now.
+                        self.start_from_candidate(
+                            RecognisedBy::RequestResponseShape,
+                            sinks,
+                            opts,
+                            conn,
+                        );
+                        return;
+                    }
                     Continuation::Beyond => {}
                     Continuation::Apart => self.candidate = None,
                 }

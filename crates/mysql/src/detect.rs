@@ -346,8 +346,9 @@ pub fn looks_like_greeting(server_first_bytes: &[u8]) -> bool {
 }
 
 /// Do these client bytes start with a MySQL login (a HandshakeResponse41 or an SSLRequest: sequence id 1,
-/// CLIENT_PROTOCOL_41, the 23 zero filler bytes, then a printable user name ended by NUL, or nothing
-/// for an SSLRequest)? A capture that began between a greeting and its login shows this first.
+/// CLIENT_PROTOCOL_41, the 23-byte filler (zero but for its last 4, where MariaDB clients put their
+/// extended capabilities), then a printable user name ended by NUL, or nothing for an SSLRequest)? A
+/// capture that began between a greeting and its login shows this first.
 pub fn looks_like_login(client_bytes: &[u8]) -> bool {
     let b = client_bytes;
     let (Some(len), Some(&seq)) = (le_u24(b), b.get(3)) else {
@@ -359,7 +360,7 @@ pub fn looks_like_login(client_bytes: &[u8]) -> bool {
     let caps = p
         .get(..4)
         .map_or(0, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-    let filler = p.get(9..32).is_some_and(|f| f.iter().all(|&z| z == 0));
+    let filler = p.get(9..28).is_some_and(|f| f.iter().all(|&z| z == 0));
     let user = match p.get(32..) {
         Some([]) => caps & wire::capability::CLIENT_SSL != 0,
         Some(rest) => rest.iter().position(|&c| c == 0).is_some_and(|nul| {
@@ -427,6 +428,9 @@ mod tests {
 
     /// The login of the same sample (frame 6: HandshakeResponse41, user "tfoerste").
     const MYSQL_5_0_LOGIN: &str = "3e00000185a603000000000121000000000000000000000000000000000000000000000074666f65727374650014eefd6d5562851bc5966a0b41236ae3f2315efcc4";
+    /// nDPI's mysql.pcapng frame 6: a MariaDB client's login, its extended capabilities in the filler's
+    /// last 4 bytes.
+    const MARIADB_LOGIN: &str = "d600000184a6ff200000000121000000000000000000000000000000000000001d00000061646d696e0014e38721fbab8305d547465b19e40b1ce58bdf1b8f6d7973716c5f6e61746976655f70617373776f72640084035f6f73054c696e75780c5f636c69656e745f6e616d650a6c69626d617269616462045f706964063733373831320f5f636c69656e745f76657273696f6e05332e332e34095f706c6174666f726d067838365f36340c70726f6772616d5f6e616d65056d7973716c0c5f7365727665725f686f73740e3139322e3136382e38382e323031";
     /// Arkime's mysql-tls.pcap frame 6: an SSLRequest (CLIENT_SSL, nothing after the filler).
     const SSL_REQUEST: &str =
         "200000018faa3a00ffffff00210000000000000000000000000000000000000000000000";
@@ -465,6 +469,7 @@ mod tests {
         let login = hex(MYSQL_5_0_LOGIN);
         assert!(looks_like_login(&login));
         assert!(looks_like_login(&hex(SSL_REQUEST)));
+        assert!(looks_like_login(&hex(MARIADB_LOGIN)));
         // Not the whole packet, another sequence id, a byte in the filler, no NUL after the user.
         assert!(!looks_like_login(&login[..40]));
         let mut other = login.clone();
