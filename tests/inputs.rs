@@ -15,10 +15,9 @@ use pcapsleuth::report::to_json;
 use pcapsleuth_testkit::oracle::{self, Oracle};
 use proptest::prelude::*;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-inputs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A path in the test's own temporary directory, removed with it when the test ends (pass or fail).
+fn scratch(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
+    tmp.path().join(name)
 }
 
 fn opts(splits: usize, threads: usize, stream_window: usize) -> EngineOptions {
@@ -72,11 +71,12 @@ fn cut_into_files(capture: &Path, cuts: &[usize], dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_capture_cut_into_a_rotated_set_gives_the_reports_of_the_whole() {
+    let tmp = tempfile::tempdir().unwrap();
     let whole = common::fixture("stream-stall.pcap");
     let one = reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0)));
     // Cuts inside the long resultset and between sessions; twelve files so that names sort by number.
     let cuts: Vec<usize> = (1..12).map(|i| i * 190).collect();
-    let files = cut_into_files(&whole, &cuts, &scratch("rotated-cut"));
+    let files = cut_into_files(&whole, &cuts, &scratch(&tmp, "rotated-cut"));
     assert_eq!(files.len(), 12);
     // As a shell glob gives them: set.pcap, set.pcap1, set.pcap10, set.pcap11, set.pcap2, ...
     let mut as_text = files.clone();
@@ -169,12 +169,17 @@ fn a_real_rotated_set_reads_as_one_capture() {
 /// The reference for a set is `mergecap -a` of its files in time order: Wireshark's own concatenation.
 #[test]
 fn a_rotated_set_gives_the_reports_of_mergecap_a() {
+    let tmp = tempfile::tempdir().unwrap();
     let Some(mergecap) = oracle::require(Oracle::Mergecap) else {
         return;
     };
     let whole = common::fixture("err1146-storm.pcap");
-    let files = cut_into_files(&whole, &[3000, 9000, 9001, 20000], &scratch("for-mergecap"));
-    let merged = scratch("mergecap-a.pcap");
+    let files = cut_into_files(
+        &whole,
+        &[3000, 9000, 9001, 20000],
+        &scratch(&tmp, "for-mergecap"),
+    );
+    let merged = scratch(&tmp, "mergecap-a.pcap");
     let mut cmd = mergecap.command();
     cmd.args(["-a", "-F", "pcap", "-w"])
         .arg(&merged)
@@ -223,13 +228,14 @@ fn dealt_into_two_files(capture: &Path, dir: &Path) -> [PathBuf; 2] {
 /// `mergecap` writes from them, at any number of splits and windows.
 #[test]
 fn files_that_overlap_in_time_are_merged_by_time_as_mergecap_does() {
+    let tmp = tempfile::tempdir().unwrap();
     let Some(mergecap) = oracle::require(Oracle::Mergecap) else {
         return;
     };
     for fixture in ["stream-stall.pcap", "rt-bimodal.pcap"] {
         let original = common::fixture(fixture);
-        let files = dealt_into_two_files(&original, &scratch(&format!("dealt-{fixture}")));
-        let merged = scratch(&format!("mergecap-{fixture}"));
+        let files = dealt_into_two_files(&original, &scratch(&tmp, &format!("dealt-{fixture}")));
+        let merged = scratch(&tmp, &format!("mergecap-{fixture}"));
         let mut cmd = mergecap.command();
         cmd.args(["-F", "pcap", "-w"]).arg(&merged).args(&files);
         let o = cmd.output().unwrap();
@@ -248,7 +254,7 @@ fn files_that_overlap_in_time_are_merged_by_time_as_mergecap_does() {
             assert!(a.capture.damage.is_empty(), "{:?}", a.capture.damage);
         }
         // The command line says what was done, and extract writes the merged capture.
-        let out = scratch(&format!("extract-merged-{fixture}"));
+        let out = scratch(&tmp, &format!("extract-merged-{fixture}"));
         let o = std::process::Command::new(common::bin())
             .args(["extract", "--frames", "1-"])
             .args(&files)
@@ -267,9 +273,10 @@ fn files_that_overlap_in_time_are_merged_by_time_as_mergecap_does() {
 /// after the other, and the warning says so and why.
 #[test]
 fn overlapping_files_that_cannot_be_merged_are_concatenated_with_a_warning_saying_why() {
+    let tmp = tempfile::tempdir().unwrap();
     let original = common::fixture("stream-stall.pcap");
-    let [a, b] = dealt_into_two_files(&original, &scratch("dealt-gz"));
-    let gz = scratch("dealt-gz/if1.pcap.gz");
+    let [a, b] = dealt_into_two_files(&original, &scratch(&tmp, "dealt-gz"));
+    let gz = scratch(&tmp, "dealt-gz/if1.pcap.gz");
     std::fs::write(&gz, gzip(&std::fs::read(&b).unwrap())).unwrap();
     let set = CaptureSet::open(&[a.clone(), gz.clone()]).unwrap();
     assert_eq!(set.order, Order::Concatenated);
@@ -290,6 +297,7 @@ fn overlapping_files_that_cannot_be_merged_are_concatenated_with_a_warning_sayin
 
 #[test]
 fn compressed_captures_give_the_reports_of_the_uncompressed_file() {
+    let tmp = tempfile::tempdir().unwrap();
     for fixture in [
         "stream-stall.pcap",
         "any-cooked.pcapng",
@@ -303,7 +311,7 @@ fn compressed_captures_give_the_reports_of_the_uncompressed_file() {
             [("gz", gzip), ("zst", zstd), ("xz", xz), ("lz4", lz4)];
         for (ext, compress) in compressions {
             // Named without the extension: the magic bytes tell the compression.
-            let file = scratch(&format!("{fixture}.{ext}.bin"));
+            let file = scratch(&tmp, &format!("{fixture}.{ext}.bin"));
             std::fs::write(&file, compress(&bytes)).unwrap();
             // Windows much smaller than the capture, so that records straddle them; and the default.
             for (window, splits) in [(0, 1), (100_003, 1), (64_000, 3), (250_000, 7)] {
@@ -326,9 +334,10 @@ fn compressed_captures_give_the_reports_of_the_uncompressed_file() {
 
 #[test]
 fn a_compressed_file_cut_short_gives_what_it_holds_and_a_warning() {
+    let tmp = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
     let z = gzip(&bytes);
-    let file = scratch("cut.pcap.gz");
+    let file = scratch(&tmp, "cut.pcap.gz");
     std::fs::write(&file, &z[..z.len() / 2]).unwrap();
     let mut set = CaptureSet::open(std::slice::from_ref(&file)).unwrap();
     let a = analyze_set(&mut set, &opts(2, 2, 200_000), |_, _| {});
@@ -345,6 +354,7 @@ fn a_compressed_file_cut_short_gives_what_it_holds_and_a_warning() {
 
 #[test]
 fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
     let path = common::fixture("stream-stall.pcap");
     let file_json = common::json(&["report", "--json", path.to_str().unwrap()]);
     let o = common::piped(&["report", "--json", "-"], std::fs::read(&path).unwrap());
@@ -352,7 +362,7 @@ fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
     let piped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(piped, file_json);
     // A directory of the rotated files, and the files named one by one, out of order.
-    let dir = scratch("rotated-cli");
+    let dir = scratch(&tmp, "rotated-cli");
     let files = cut_into_files(&path, &[500, 1000, 1500, 2000], &dir);
     let mut set_json = common::json(&["report", "--json", dir.to_str().unwrap()]);
     // Each frame is also named in its file: frame 2029 is the 29th of the fifth file.
@@ -406,7 +416,8 @@ proptest! {
         let whole = common::fixture("stream-stall.pcap");
         let one = ONE.get_or_init(|| reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0))));
         let cuts: Vec<usize> = cuts.into_iter().collect();
-        let dir = scratch(&format!("prop-{}", cuts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("-")));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = scratch(&tmp, &format!("prop-{}", cuts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("-")));
         let mut files = cut_into_files(&whole, &cuts, &dir);
         if compress_one {
             // One member of the set compressed, as `tcpdump -z gzip` leaves all but the newest file.
@@ -418,6 +429,5 @@ proptest! {
         let mut set = CaptureSet::open(&files).unwrap();
         let a = analyze_set(&mut set, &opts(splits, threads, window), |_, _| {});
         prop_assert!(&reports(&a) == one, "cuts {:?}, {} splits, {} threads", cuts, splits, threads);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
