@@ -301,21 +301,7 @@ pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, 
     let (y, lines) = if log {
         let (l, h) = (lo.log10(), hi.log10());
         let pad = ((h - l) * 0.06).max(0.05);
-        let lines = series
-            .into_iter()
-            .map(|(label, color, width, pts)| {
-                let pts: Vec<(f64, f64)> = pts
-                    .into_iter()
-                    .map(|(x, v)| (x, v.max(lo).log10()))
-                    .collect();
-                Line {
-                    label: label.into(),
-                    color,
-                    width,
-                    segments: segments(&pts, gap),
-                }
-            })
-            .collect();
+        let lines = lines_of(series, gap, |v| v.max(lo).log10());
         (
             YAxis::LogUs {
                 lo: l - pad,
@@ -332,18 +318,7 @@ pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, 
         } else {
             (1.0, "µs")
         };
-        let lines = series
-            .into_iter()
-            .map(|(label, color, width, pts)| {
-                let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, v)| (x, v / d)).collect();
-                Line {
-                    label: label.into(),
-                    color,
-                    width,
-                    segments: segments(&pts, gap),
-                }
-            })
-            .collect();
+        let lines = lines_of(series, gap, |v| v / d);
         (
             YAxis::Linear {
                 max: hi / d * 1.1,
@@ -572,4 +547,24 @@ pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, St
         bands: Vec::new(),
         extra_legend: Vec::new(),
     })
+}
+
+/// The step lines of named series, each value mapped to the y axis's units by `y`.
+fn lines_of<const N: usize>(
+    series: [NamedSeries; N],
+    gap: f64,
+    y: impl Fn(f64) -> f64,
+) -> Vec<Line> {
+    series
+        .into_iter()
+        .map(|(label, color, width, pts)| {
+            let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, v)| (x, y(v))).collect();
+            Line {
+                label: label.into(),
+                color,
+                width,
+                segments: segments(&pts, gap),
+            }
+        })
+        .collect()
 }
