@@ -15,6 +15,23 @@ pub(super) struct LegendItem {
     pub(super) swatch: Swatch,
 }
 
+/// The chart area under a frame whose header ends at `top`: every chart has the same margins and label
+/// areas, so plots of one report line up when viewed one after the other.
+pub(super) fn chart_below<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    top: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .margin_top(top)
+        .margin_right(30)
+        .margin_left(10)
+        .margin_bottom(10)
+        .x_label_area_size(55)
+        .y_label_area_size(95);
+    builder
+}
+
 /// Fills the background and writes the title, the subtitle and the legend; returns the height they take.
 pub(super) fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

@@ -119,17 +119,10 @@ impl HistChart {
         let (w, _) = root.dim_in_pixel();
         let (bold, light) = log_ticks(self.x.start, self.x.end, f64::from(w) - 150.0, 70.0);
         let (yt, yd) = linear_ticks_min(0.0, self.y_max, 6.0, 1.0);
-        let mut chart = ChartBuilder::on(root)
-            .margin_top(top)
-            .margin_right(30)
-            .margin_left(10)
-            .margin_bottom(10)
-            .x_label_area_size(55)
-            .y_label_area_size(95)
-            .build_cartesian_2d(
-                Ticks::new(self.x.clone(), bold, light),
-                Ticks::new(0.0..self.y_max, yt, Vec::new()),
-            )?;
+        let mut chart = chart_below(root, top).build_cartesian_2d(
+            Ticks::new(self.x.clone(), bold, light),
+            Ticks::new(0.0..self.y_max, yt, Vec::new()),
+        )?;
         let xf = |v: &f64| fmt_dur_tick(10f64.powf(*v));
         let yf = |v: &f64| trim_decimals(*v, yd);
         chart

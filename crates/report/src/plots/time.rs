@@ -144,17 +144,10 @@ impl TimeChart {
                 }
             };
         let log_y = matches!(self.y, YAxis::LogUs { .. });
-        let mut chart = ChartBuilder::on(root)
-            .margin_top(top)
-            .margin_right(30)
-            .margin_left(10)
-            .margin_bottom(10)
-            .x_label_area_size(55)
-            .y_label_area_size(95)
-            .build_cartesian_2d(
-                Ticks::new(0.0..self.x_max, xt, Vec::new()),
-                Ticks::new(y_range.clone(), yt, light),
-            )?;
+        let mut chart = chart_below(root, top).build_cartesian_2d(
+            Ticks::new(0.0..self.x_max, xt, Vec::new()),
+            Ticks::new(y_range.clone(), yt, light),
+        )?;
         let xf = |v: &f64| trim_decimals(*v, xd);
         let yf = |v: &f64| {
             if log_y {
