@@ -78,12 +78,18 @@ fn is_capture(p: &Path) -> bool {
 }
 
 /// What every command printed for one capture: `(json, text)`.
+///
+/// The commands run in the repository's root with the capture's path relative to it, because the outputs
+/// name their input: an absolute path would tie the goldens to one checkout's location.
 fn outputs(case: &Case) -> (String, String) {
-    let input = case.input.to_str().expect("capture paths are UTF-8");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let relative = case.input.strip_prefix(root).unwrap_or(&case.input);
+    let input = relative.to_str().expect("capture paths are UTF-8");
     let mut json = serde_json::Map::new();
     let mut text = String::new();
     for command in COMMANDS {
         let o = Command::new(common::bin())
+            .current_dir(root)
             .args([command, "--json", input])
             .output()
             .unwrap();
@@ -93,6 +99,7 @@ fn outputs(case: &Case) -> (String, String) {
         json.insert(command.to_string(), digest_if_large(value));
 
         let o = Command::new(common::bin())
+            .current_dir(root)
             .args([command, input])
             .output()
             .unwrap();
