@@ -1,9 +1,9 @@
 //! Criterion benchmarks of the stages, on a real fixture held in memory (throughput in bytes of capture):
-//! reading records, decoding packets, the engine with connections only (`first-reset`), and with every
-//! aggregate (`mysql`, `report`). Whole-binary runs against tcpdump and tshark are `benches/run.sh`.
+//! reading records, decoding packets, the engine with connections only (`first-reset`), with MySQL
+//! statistics (`mysql`) and with every analysis (`report`). Whole-binary runs against tcpdump and tshark are `benches/run.sh`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pcapsleuth::analysis::{analyze, Aggregation, EngineOptions};
+use pcapsleuth::analysis::{analyze, EngineOptions, Everything, MysqlStatistics};
 use pcapsleuth::capture::Capture;
 use pcapsleuth::flow::decode;
 
@@ -40,24 +40,23 @@ fn stages(c: &mut Criterion) {
             tcp
         })
     });
-    for (name, aggregation) in [
-        (
-            "engine, connections only (first-reset)",
-            Aggregation::ConnectionsOnly,
-        ),
-        ("engine, MySQL statistics (mysql)", Aggregation::Mysql),
-        (
-            "engine, everything (report, rt, rate)",
-            Aggregation::Everything,
-        ),
-    ] {
-        let opts = EngineOptions {
-            threads: 1,
-            aggregation,
-            ..EngineOptions::default()
-        };
-        g.bench_function(name, |b| b.iter(|| analyze(&cap, &opts).connections.len()));
-    }
+    let opts = EngineOptions {
+        threads: 1,
+        ..EngineOptions::default()
+    };
+    g.bench_function("engine, connections only (first-reset)", |b| {
+        b.iter(|| analyze(&cap, &opts, || ()).connections.len())
+    });
+    g.bench_function("engine, MySQL statistics (mysql)", |b| {
+        b.iter(|| {
+            analyze(&cap, &opts, MysqlStatistics::default)
+                .connections
+                .len()
+        })
+    });
+    g.bench_function("engine, everything (report, rt, rate)", |b| {
+        b.iter(|| analyze(&cap, &opts, Everything::default).connections.len())
+    });
     g.finish();
 }
 

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pcapsleuth::analysis::{self, Aggregation, Analysis, EngineOptions};
+use pcapsleuth::analysis::{
+    self, Analysis, EngineOptions, Everything, MysqlStatistics, Run, Statistics,
+};
 use pcapsleuth::capture::{
     refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId, Format, Input,
     Order, PcapWriter, Record, Timestamp,
@@ -285,13 +287,13 @@ impl std::error::Error for InputError {}
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::FirstReset { common, limit } => {
-            let (cap, a) = analyze(&common)?;
+            let (cap, a) = analyze(&common, || ())?;
             let answer = analysis::first_reset(&a, limit);
-            output(common.json, &a, &answer, report::render_first_reset)?;
+            output(common.json, &a, None, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
-            let (cap, a) = analyze(&common)?;
+            let (cap, a) = analyze(&common, || ())?;
             let by = match sort {
                 SortArg::Start => FlowSort::Start,
                 SortArg::Bytes => FlowSort::Bytes,
@@ -301,12 +303,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             output(
                 common.json,
                 &a,
+                None,
                 &serde_json::json!({
                     "capture": a.capture,
                     "connects": analysis::connect_report(&a),
                     "connections": rows,
                 }),
-                |_| report::render_flows(&a, &rows),
+                |_| report::render_flows(&a.capture, &rows),
             )?;
             Ok(finish(&cap, &a))
         }
@@ -337,16 +340,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 slower_than_ns,
             };
             // Rate series and response-time distributions are only drawn, never printed, by `mysql`.
-            let aggregation = if plots.dir.is_some() {
-                Aggregation::Everything
-            } else {
-                Aggregation::Mysql
-            };
-            let (cap, a) = analyze_with(&common, filter, 0, aggregation)?;
-            let mysql = a.mysql.clone().report();
-            output(common.json, &a, &mysql, |r| report::render_mysql(r, limit))?;
-            write_plots(plots.dir.as_deref(), &a)?;
-            Ok(finish(&cap, &a))
+            match plots.dir.as_deref() {
+                Some(dir) => {
+                    let (cap, a) = analyze(&common, || {
+                        Everything::default().mysql_filter(filter.clone())
+                    })?;
+                    print_mysql(common.json, &a, &a.output.mysql, limit)?;
+                    plot_report(dir, &analysis::full_report(&a))?;
+                    Ok(finish(&cap, &a))
+                }
+                None => {
+                    let (cap, a) = analyze(&common, || MysqlStatistics::new(filter.clone()))?;
+                    print_mysql(common.json, &a, &a.output, limit)?;
+                    Ok(finish(&cap, &a))
+                }
+            }
         }
         Command::Rate {
             common,
@@ -354,8 +362,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plots,
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
-            let r = a.rates.report();
-            output(common.json, &a, &r, report::render_rate)?;
+            let r = a.output.rates.report();
+            output(
+                common.json,
+                &a,
+                Some(&a.output.mysql),
+                &r,
+                report::render_rate,
+            )?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -366,8 +380,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plots,
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
-            let r = a.rt.report(&a.mysql);
-            output(common.json, &a, &r, |r| report::render_rt(r, per_interval))?;
+            let r = a.output.rt.report(&a.output.mysql);
+            output(common.json, &a, Some(&a.output.mysql), &r, |r| {
+                report::render_rt(r, per_interval)
+            })?;
             write_plots(plots.dir.as_deref(), &a)?;
             Ok(finish(&cap, &a))
         }
@@ -378,7 +394,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let (cap, a) = analyze_full(&common, &interval)?;
             let r = analysis::full_report(&a);
-            output(common.json, &a, &r, report::render_report)?;
+            output(
+                common.json,
+                &a,
+                Some(&a.output.mysql),
+                &r,
+                report::render_report,
+            )?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
@@ -426,8 +448,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `pcapsleuth mysql`'s report of `m`, computed in the run `a`.
+fn print_mysql<O>(
+    json: bool,
+    a: &Run<O>,
+    m: &analysis::MysqlAggregate,
+    limit: usize,
+) -> anyhow::Result<()> {
+    output(json, a, Some(m), &m.clone().report(), |r| {
+        report::render_mysql(r, limit)
+    })
+}
+
 /// Writes the plots of every analysis into `dir`, naming on stderr what was written and what was skipped.
-fn write_plots(dir: Option<&Path>, a: &Analysis) -> anyhow::Result<()> {
+fn write_plots(dir: Option<&Path>, a: &Run<Statistics>) -> anyhow::Result<()> {
     match dir {
         Some(dir) => plot_report(dir, &analysis::full_report(a)),
         None => Ok(()),
@@ -447,13 +481,14 @@ fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
 
 /// Prints `value` as JSON for scripts or, rendered by `text`, for people; either way with what the
 /// capture could not show (`unknowns`).
-fn output<T: serde::Serialize>(
+fn output<O, T: serde::Serialize>(
     json: bool,
-    a: &Analysis,
+    a: &Run<O>,
+    mysql: Option<&analysis::MysqlAggregate>,
     value: &T,
     text: impl FnOnce(&T) -> String,
 ) -> anyhow::Result<()> {
-    let unknowns = analysis::unknowns(a);
+    let unknowns = analysis::unknowns(a, mysql);
     emit(if json {
         let mut v = serde_json::to_value(value)?;
         if let Some(o) = v.as_object_mut() {
@@ -498,17 +533,8 @@ fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
     }
 }
 
-/// Connections and their closes only (`first-reset`, `flows`).
-fn analyze(common: &Common) -> anyhow::Result<(CaptureSet, Analysis)> {
-    analyze_with(
-        common,
-        analysis::MysqlFilter::default(),
-        0,
-        Aggregation::ConnectionsOnly,
-    )
-}
-
-fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(CaptureSet, Analysis)> {
+/// Every analysis, with rate series and per-interval tables at `--interval`.
+fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(CaptureSet, Run<Statistics>)> {
     let ns = parse_duration_ns(interval).map_err(|_| {
         InputError(format!(
             "--interval expects a duration like 1s or 100ms, got `{interval}`"
@@ -519,20 +545,14 @@ fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(CaptureSet, 
             "--interval must be at least 1ms, got `{interval}`"
         )));
     }
-    analyze_with(
-        common,
-        analysis::MysqlFilter::default(),
-        ns as i64,
-        Aggregation::Everything,
-    )
+    analyze(common, || Everything::new(ns as i64))
 }
 
-fn analyze_with(
+/// Reads the capture `common` names and runs the analysis `analyses` makes on it.
+fn analyze<A: Analysis>(
     common: &Common,
-    mysql_filter: analysis::MysqlFilter,
-    interval_ns: i64,
-    aggregation: Aggregation,
-) -> anyhow::Result<(CaptureSet, Analysis)> {
+    analyses: impl Fn() -> A + Sync,
+) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let mut set = CaptureSet::open(&common.files)?;
     let opts = EngineOptions {
         threads: common.threads,
@@ -542,9 +562,6 @@ fn analyze_with(
             (false, Some(p)) => analysis::MysqlDetection::Port(p),
             (false, None) => analysis::MysqlDetection::Auto,
         },
-        mysql_filter,
-        interval_ns,
-        aggregation,
         ..EngineOptions::default()
     };
     let total: u64 = set.inputs.iter().filter_map(|i| i.stored_len()).sum();
@@ -553,13 +570,13 @@ fn analyze_with(
         many => format!("{} files", many.len()),
     };
     let progress = Progress::new("reading", Path::new(&name), total);
-    let a = analysis::analyze_set(&mut set, &opts, |done, total| progress.show(done, total));
+    let a = analysis::analyze_set(&mut set, &opts, analyses, |done, total| {
+        progress.show(done, total)
+    });
     progress.clear();
     Ok((set, a))
 }
 
-/// Says on stderr what the inputs were read as: files of a directory left out, files read one after
-/// the other, files that overlap in time.
 fn report_set(set: &CaptureSet) {
     if !set.skipped.is_empty() {
         sayln!(
@@ -655,7 +672,7 @@ impl Progress {
 const COPY_STEP: u64 = 64 << 20;
 
 /// [`finish_pass`] for an analysis, and warnings for the timestamps outside the capture's body.
-fn finish(set: &CaptureSet, a: &Analysis) -> ExitCode {
+fn finish<O>(set: &CaptureSet, a: &Run<O>) -> ExitCode {
     let code = finish_pass(set, &a.capture.damage);
     let name = match &set.inputs[..] {
         [one] => one.path().display().to_string(),
@@ -869,7 +886,6 @@ fn connection_frames(
     }
     let opts = EngineOptions {
         mysql: analysis::MysqlDetection::Off,
-        aggregation: Aggregation::ConnectionsOnly,
         ..EngineOptions::default()
     };
     let progress = Progress::new(
@@ -877,7 +893,12 @@ fn connection_frames(
         Path::new(&set_name(&set)),
         set_len(&set),
     );
-    let analysis = analysis::analyze_set(&mut set, &opts, |done, total| progress.show(done, total));
+    let analysis = analysis::analyze_set(
+        &mut set,
+        &opts,
+        || (),
+        |done, total| progress.show(done, total),
+    );
     progress.clear();
     // Streams (compressed files) were read to their end: open everything again for the writing pass.
     let set = open_set(files)?;

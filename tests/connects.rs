@@ -10,7 +10,9 @@ use std::path::Path;
 
 use pcapsleuth_testkit::oracle::{self, Tshark};
 
-use pcapsleuth::analysis::{analyze, connect_report, first_reset, ConnectReport, EngineOptions};
+use pcapsleuth::analysis::{
+    analyze, connect_report, first_reset, ConnectReport, EngineOptions, Everything,
+};
 use pcapsleuth::capture::Capture;
 use pcapsleuth::flow::AttemptOutcome;
 
@@ -234,7 +236,7 @@ struct Ours {
 
 fn ours(path: &Path) -> Ours {
     let cap = Capture::open(path).unwrap();
-    let a = analyze(&cap, &EngineOptions::default());
+    let a = analyze(&cap, &EngineOptions::default(), Everything::default);
     let mut attempts = BTreeMap::new();
     for c in &a.connections {
         let h = &c.handshake;
@@ -428,7 +430,7 @@ fn attempts_agree_with_tshark_on_every_real_capture() {
 /// The report's findings on one capture, by kind: (summary, frames).
 fn findings(path: &Path) -> BTreeMap<&'static str, (String, Vec<u64>)> {
     let cap = Capture::open(path).unwrap();
-    let a = analyze(&cap, &EngineOptions::default());
+    let a = analyze(&cap, &EngineOptions::default(), Everything::default);
     pcapsleuth::analysis::full_report(&a)
         .findings
         .into_iter()

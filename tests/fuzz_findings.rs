@@ -128,8 +128,10 @@ fn their_wild_timestamps_are_reported_by_frame_and_left_out_of_the_series() {
 
 /// The analysis and the full report of a capture found by the `pipeline` fuzz target (fuzz/, kept in
 /// tests/data/fuzz/), with 1 split and with 2, 3, 7 and 64: they must be identical.
-fn assert_split_invariant(name: &str) -> pcapsleuth::analysis::Analysis {
-    use pcapsleuth::analysis::{analyze, full_report, EngineOptions, MysqlDetection};
+fn assert_split_invariant(
+    name: &str,
+) -> pcapsleuth::analysis::Run<pcapsleuth::analysis::Statistics> {
+    use pcapsleuth::analysis::{analyze, full_report, EngineOptions, Everything, MysqlDetection};
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/fuzz")
         .join(name);
@@ -140,10 +142,10 @@ fn assert_split_invariant(name: &str) -> pcapsleuth::analysis::Analysis {
             &EngineOptions {
                 threads: 1,
                 splits: Some(splits),
-                interval_ns: 100_000_000,
                 mysql: MysqlDetection::Port(3306),
                 ..EngineOptions::default()
             },
+            || Everything::new(100_000_000),
         );
         let report = full_report(&a);
         (a, report)

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use pcapsleuth::analysis::{
-    analyze, analyze_set, first_reset, full_report, Analysis, EngineOptions,
+    analyze, analyze_set, first_reset, full_report, EngineOptions, Everything, Run, Statistics,
 };
 use pcapsleuth::capture::{Capture, CaptureSet, Order, PcapWriter};
 use pcapsleuth::flow::{decode, Decoded};
@@ -25,13 +25,17 @@ fn opts(splits: usize, threads: usize, stream_window: usize) -> EngineOptions {
         threads,
         splits: Some(splits),
         stream_window,
-        interval_ns: 100_000_000,
         ..EngineOptions::default()
     }
 }
 
+/// Every analysis, rates at 100 ms.
+fn every() -> Everything {
+    Everything::new(100_000_000)
+}
+
 /// Everything a user reads: the reports, the connections, the packet counts. Not the list of files.
-fn reports(a: &Analysis) -> String {
+fn reports(a: &Run<Statistics>) -> String {
     to_json(&first_reset(a, usize::MAX))
         + &to_json(&full_report(a))
         + &to_json(&a.connections)
@@ -73,7 +77,11 @@ fn cut_into_files(capture: &Path, cuts: &[usize], dir: &Path) -> Vec<PathBuf> {
 fn a_capture_cut_into_a_rotated_set_gives_the_reports_of_the_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let whole = common::fixture("stream-stall.pcap");
-    let one = reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0)));
+    let one = reports(&analyze(
+        &Capture::open(&whole).unwrap(),
+        &opts(1, 1, 0),
+        every,
+    ));
     // Cuts inside the long resultset and between sessions; twelve files so that names sort by number.
     let cuts: Vec<usize> = (1..12).map(|i| i * 190).collect();
     let files = cut_into_files(&whole, &cuts, &scratch(&tmp, "rotated-cut"));
@@ -85,7 +93,7 @@ fn a_capture_cut_into_a_rotated_set_gives_the_reports_of_the_whole() {
         let mut set = CaptureSet::open(&as_text).unwrap();
         assert_eq!(set.order, Order::Concatenated);
         assert!(set.overlaps.is_empty());
-        let a = analyze_set(&mut set, &opts(splits, 2, 0), |_, _| {});
+        let a = analyze_set(&mut set, &opts(splits, 2, 0), every, |_, _| {});
         assert!(
             reports(&a) == one,
             "a set of 12 files differs from the whole with {splits} splits"
@@ -129,19 +137,19 @@ fn a_real_rotated_set_reads_as_one_capture() {
     let files = common::rotated_set();
     let dir = common::fixture("rotated");
     let whole = Capture::from_vec("concatenated", common::concatenated(&files)).unwrap();
-    let reference = analyze(&whole, &opts(1, 1, 0));
+    let reference = analyze(&whole, &opts(1, 1, 0), every);
     for splits in [1, 2, 3, 7, 64] {
         let mut set = CaptureSet::open(std::slice::from_ref(&dir)).unwrap();
-        let a = analyze_set(&mut set, &opts(splits, 2, 0), |_, _| {});
+        let a = analyze_set(&mut set, &opts(splits, 2, 0), every, |_, _| {});
         assert!(
             reports(&a) == reports(&reference),
             "the set differs from its concatenation with {splits} splits"
         );
     }
     let mut set = CaptureSet::open(std::slice::from_ref(&dir)).unwrap();
-    let a = analyze_set(&mut set, &EngineOptions::default(), |_, _| {});
+    let a = analyze_set(&mut set, &EngineOptions::default(), every, |_, _| {});
     assert_eq!(a.connections.len(), 41);
-    let report = a.mysql.clone().report();
+    let report = a.output.mysql.clone().report();
     assert_eq!((report.sessions, report.queries), (41, 86));
     let long = a
         .connections
@@ -186,9 +194,13 @@ fn a_rotated_set_gives_the_reports_of_mergecap_a() {
         .args(&files);
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let reference = reports(&analyze(&Capture::open(&merged).unwrap(), &opts(1, 1, 0)));
+    let reference = reports(&analyze(
+        &Capture::open(&merged).unwrap(),
+        &opts(1, 1, 0),
+        every,
+    ));
     let mut set = CaptureSet::open(&files).unwrap();
-    let a = analyze_set(&mut set, &opts(7, 2, 0), |_, _| {});
+    let a = analyze_set(&mut set, &opts(7, 2, 0), every, |_, _| {});
     assert!(reports(&a) == reference);
 }
 
@@ -241,12 +253,16 @@ fn files_that_overlap_in_time_are_merged_by_time_as_mergecap_does() {
         let o = cmd.output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(std::fs::read(&merged).unwrap() == std::fs::read(&original).unwrap());
-        let reference = reports(&analyze(&Capture::open(&original).unwrap(), &opts(1, 1, 0)));
+        let reference = reports(&analyze(
+            &Capture::open(&original).unwrap(),
+            &opts(1, 1, 0),
+            every,
+        ));
         for (splits, window) in [(1, 0), (3, 100_003), (7, 250_000)] {
             let mut set = CaptureSet::open(&files).unwrap();
             assert_eq!(set.order, Order::Merged);
             assert_eq!(set.overlaps, [(files[0].clone(), files[1].clone())]);
-            let a = analyze_set(&mut set, &opts(splits, 2, window), |_, _| {});
+            let a = analyze_set(&mut set, &opts(splits, 2, window), every, |_, _| {});
             assert!(
                 reports(&a) == reference,
                 "{fixture}: {splits} splits, windows of {window}"
@@ -305,7 +321,11 @@ fn compressed_captures_give_the_reports_of_the_uncompressed_file() {
     ] {
         let path = common::fixture(fixture);
         let bytes = std::fs::read(&path).unwrap();
-        let one = reports(&analyze(&Capture::open(&path).unwrap(), &opts(1, 1, 0)));
+        let one = reports(&analyze(
+            &Capture::open(&path).unwrap(),
+            &opts(1, 1, 0),
+            every,
+        ));
         type Compress = fn(&[u8]) -> Vec<u8>;
         let compressions: [(&str, Compress); 4] =
             [("gz", gzip), ("zst", zstd), ("xz", xz), ("lz4", lz4)];
@@ -316,7 +336,7 @@ fn compressed_captures_give_the_reports_of_the_uncompressed_file() {
             // Windows much smaller than the capture, so that records straddle them; and the default.
             for (window, splits) in [(0, 1), (100_003, 1), (64_000, 3), (250_000, 7)] {
                 let mut set = CaptureSet::open(std::slice::from_ref(&file)).unwrap();
-                let a = analyze_set(&mut set, &opts(splits, 2, window), |_, _| {});
+                let a = analyze_set(&mut set, &opts(splits, 2, window), every, |_, _| {});
                 assert!(
                     reports(&a) == one,
                     "{fixture}.{ext} with windows of {window} bytes and {splits} splits differs"
@@ -340,7 +360,7 @@ fn a_compressed_file_cut_short_gives_what_it_holds_and_a_warning() {
     let file = scratch(&tmp, "cut.pcap.gz");
     std::fs::write(&file, &z[..z.len() / 2]).unwrap();
     let mut set = CaptureSet::open(std::slice::from_ref(&file)).unwrap();
-    let a = analyze_set(&mut set, &opts(2, 2, 200_000), |_, _| {});
+    let a = analyze_set(&mut set, &opts(2, 2, 200_000), every, |_, _| {});
     assert!(a.capture.counts.packets > 1000, "{:?}", a.capture.counts);
     assert!(
         a.capture
@@ -414,7 +434,7 @@ proptest! {
     ) {
         static ONE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         let whole = common::fixture("stream-stall.pcap");
-        let one = ONE.get_or_init(|| reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0))));
+        let one = ONE.get_or_init(|| reports(&analyze(&Capture::open(&whole).unwrap(), &opts(1, 1, 0), every)));
         let cuts: Vec<usize> = cuts.into_iter().collect();
         let tmp = tempfile::tempdir().unwrap();
         let dir = scratch(&tmp, &format!("prop-{}", cuts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join("-")));
@@ -427,7 +447,7 @@ proptest! {
             files[0] = gz;
         }
         let mut set = CaptureSet::open(&files).unwrap();
-        let a = analyze_set(&mut set, &opts(splits, threads, window), |_, _| {});
+        let a = analyze_set(&mut set, &opts(splits, threads, window), every, |_, _| {});
         prop_assert!(&reports(&a) == one, "cuts {:?}, {} splits, {} threads", cuts, splits, threads);
     }
 }

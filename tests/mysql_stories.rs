@@ -208,8 +208,12 @@ fn peer_capture(name: &str) -> std::path::PathBuf {
 
 /// The MySQL report of `cap`, without the capture's span (which removing packets may change).
 fn mysql_report(cap: &pcapsleuth::capture::Capture) -> serde_json::Value {
-    let a = pcapsleuth::analysis::analyze(cap, &pcapsleuth::analysis::EngineOptions::default());
-    let mut v = serde_json::to_value(a.mysql.clone().report()).unwrap();
+    let a = pcapsleuth::analysis::analyze(
+        cap,
+        &pcapsleuth::analysis::EngineOptions::default(),
+        pcapsleuth::analysis::MysqlStatistics::default,
+    );
+    let mut v = serde_json::to_value(a.output.clone().report()).unwrap();
     v.as_object_mut().unwrap().remove("span_s");
     v
 }

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use pcapsleuth::analysis::{analyze, EngineOptions};
+use pcapsleuth::analysis::{analyze, EngineOptions, Everything};
 use pcapsleuth::capture::{Capture, DamageKind, PcapWriter};
 use pcapsleuth::report::to_json;
 
@@ -132,18 +132,19 @@ fn a_capture_truncated_while_mapped_gives_the_results_of_what_is_left_and_a_warn
         threads: 2,
         ..EngineOptions::default()
     };
-    let shrunk = analyze(&cap, &opts);
+    let shrunk = analyze(&cap, &opts, Everything::default);
     let cut = Capture::from_vec("cut", whole[..keep as usize].to_vec()).unwrap();
-    let expected = analyze(&cut, &opts);
+    let expected = analyze(&cut, &opts, Everything::default);
     // Everything but the warning is what the bytes left give.
     assert_eq!(shrunk.capture.counts, expected.capture.counts);
     assert!(shrunk.connections == expected.connections);
     assert!(shrunk.mysql_sessions == expected.mysql_sessions);
     assert!(
-        to_json(&shrunk.mysql.clone().report()) == to_json(&expected.mysql.clone().report()),
+        to_json(&shrunk.output.mysql.clone().report())
+            == to_json(&expected.output.mysql.clone().report()),
         "MySQL reports differ"
     );
-    assert!(shrunk.rt == expected.rt && shrunk.rates == expected.rates);
+    assert!(shrunk.output.rt == expected.output.rt && shrunk.output.rates == expected.output.rates);
     assert_eq!(shrunk.capture.damage[1..], expected.capture.damage[..]);
     assert!(
         shrunk

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use pcapsleuth::analysis::{analyze, EngineOptions};
+use pcapsleuth::analysis::{analyze, EngineOptions, MysqlStatistics};
 use pcapsleuth::capture::Capture;
 use pcapsleuth_testkit::oracle::{self, Oracle, Tool};
 use serde_json::Value;
@@ -268,7 +268,9 @@ fn a_capture_that_begins_mid_stream_finds_the_stream_from_its_events() {
                 }
             }
             let cut = Capture::from_vec(format!("{name}-from-{from}.pcap"), bytes).unwrap();
-            let report = analyze(&cut, &EngineOptions::default()).mysql.report();
+            let report = analyze(&cut, &EngineOptions::default(), MysqlStatistics::default)
+                .output
+                .report();
             let ours = serde_json::to_value(&report).unwrap();
             let mut ours: Vec<Value> = ours["replication"].as_array().unwrap().clone();
             // Frames of the cut capture count from its own first record.

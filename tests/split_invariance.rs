@@ -3,24 +3,23 @@
 
 mod common;
 
-use pcapsleuth::analysis::{analyze, first_reset, Aggregation, EngineOptions};
+use pcapsleuth::analysis::{
+    analyze, first_reset, CloseView, ConnectionView, EndView, EngineOptions, Everything,
+    MysqlStatistics, Run, SegmentView, Statistics, TransactionView,
+};
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::to_json;
 use proptest::prelude::*;
 
-fn reports(
-    cap: &Capture,
-    splits: usize,
-    threads: usize,
-) -> (pcapsleuth::analysis::Analysis, String) {
+fn reports(cap: &Capture, splits: usize, threads: usize) -> (Run<Statistics>, String) {
     let a = analyze(
         cap,
         &EngineOptions {
             threads,
             splits: Some(splits),
-            interval_ns: 100_000_000,
             ..EngineOptions::default()
         },
+        || Everything::new(100_000_000),
     );
     // The whole reports as a user sees them: first-reset and the MySQL report, as JSON.
     let json =
@@ -45,26 +44,26 @@ fn every_real_capture_gives_the_same_reports_with_1_2_3_7_and_64_splits() {
     }
 }
 
-/// `pcapsleuth mysql` collects only MySQL statistics (no rate series or RT distributions): its report and
+/// `pcapsleuth mysql` runs only the MySQL statistics (no rate series or RT distributions): its report and
 /// the closes must be what the full run gives, with any number of splits.
 #[test]
-fn the_mysql_level_gives_the_full_runs_mysql_report() {
+fn mysql_statistics_alone_give_the_full_runs_mysql_report() {
     for path in common::real_captures() {
         let cap = Capture::open(&path).unwrap();
-        let full = analyze(&cap, &EngineOptions::default());
+        let full = analyze(&cap, &EngineOptions::default(), Everything::default);
         for splits in [1, 7] {
             let lean = analyze(
                 &cap,
                 &EngineOptions {
                     threads: 2,
                     splits: Some(splits),
-                    aggregation: Aggregation::Mysql,
                     ..EngineOptions::default()
                 },
+                MysqlStatistics::default,
             );
             assert_eq!(
-                to_json(&full.mysql.clone().report()),
-                to_json(&lean.mysql.clone().report()),
+                to_json(&full.output.mysql.clone().report()),
+                to_json(&lean.output.clone().report()),
                 "{path:?}: MySQL report differs at the Mysql level with {splits} splits"
             );
             assert_eq!(
@@ -82,7 +81,7 @@ proptest! {
     /// Any split count and thread count, on the capture with the most connection events.
     #[test]
     fn any_split_count_matches_one_split(splits in 1usize..400, threads in 1usize..4) {
-        static ONE: std::sync::OnceLock<(Capture, pcapsleuth::analysis::Analysis)> = std::sync::OnceLock::new();
+        static ONE: std::sync::OnceLock<(Capture, Run<Statistics>)> = std::sync::OnceLock::new();
         let (cap, one) = ONE.get_or_init(|| {
             let cap = Capture::open(common::fixture("stream-stall.pcap")).unwrap();
             let one = reports(&cap, 1, 1).0;
@@ -90,5 +89,138 @@ proptest! {
         });
         let (a, _) = reports(cap, splits, threads);
         prop_assert_eq!(one, &a);
+    }
+}
+
+/// Every event the engine gives an analysis, per connection, in the order it gave them.
+#[derive(Default)]
+struct Trace(std::collections::BTreeMap<u64, Vec<String>>);
+
+/// A connection's events so far, and the frame of the last (to check their order).
+#[derive(Default)]
+struct ConnectionTrace {
+    events: Vec<String>,
+    last_frame: u64,
+}
+
+impl ConnectionTrace {
+    fn note(&mut self, frame: u64, event: String) {
+        assert!(
+            frame >= self.last_frame,
+            "{event} at frame {frame} came after frame {}",
+            self.last_frame
+        );
+        self.last_frame = frame;
+        self.events.push(event);
+    }
+}
+
+impl pcapsleuth::analysis::Analysis for Trace {
+    type PerConnection = ConnectionTrace;
+    type Output = std::collections::BTreeMap<u64, Vec<String>>;
+
+    fn connection_opened(&mut self, s: &mut ConnectionTrace, c: &ConnectionView<'_>) {
+        let first = c.tcp().first_syn().map_or(0, |f| f.frame);
+        s.note(
+            0,
+            format!("opened {:?} ({first}), client {}", c.key(), c.client()),
+        );
+    }
+    fn segment(&mut self, s: &mut ConnectionTrace, c: &ConnectionView<'_>, x: &SegmentView<'_>) {
+        let event = format!(
+            "{} {:?} {:?} {}",
+            x.at.frame,
+            c.direction(x.side),
+            x.class,
+            x.tcp.payload_len
+        );
+        s.note(x.at.frame, event);
+    }
+    fn transaction(
+        &mut self,
+        s: &mut ConnectionTrace,
+        _: &ConnectionView<'_>,
+        t: &TransactionView<'_>,
+    ) {
+        let tx = t.transaction;
+        let frame = tx.last_response_frame.unwrap_or(tx.request_frame);
+        let event = format!(
+            "transaction {} {:?} {:?} {:?} rt {:?} waited {:?}",
+            tx.request_frame,
+            tx.command,
+            t.fate(),
+            t.error_code(),
+            t.response_time_ns(),
+            t.waited_ns()
+        );
+        s.events.push(event);
+        s.last_frame = s.last_frame.max(frame);
+    }
+    fn close(&mut self, s: &mut ConnectionTrace, _: &ConnectionView<'_>, x: &CloseView<'_>) {
+        let event = format!(
+            "close {:?} {:?} mysql {:?}",
+            x.tcp.flag,
+            x.tcp.side,
+            x.mysql.map(|m| m.phase)
+        );
+        s.note(x.tcp.at.frame, event);
+    }
+    fn connection_ended(&mut self, s: ConnectionTrace, c: &ConnectionView<'_>, e: &EndView<'_>) {
+        let mut events = s.events;
+        events.push(format!(
+            "ended {:?}, MySQL transactions {:?}",
+            e.by,
+            e.mysql.map(|m| m.transactions)
+        ));
+        self.0.insert(c.tcp().first().frame, events);
+    }
+    fn merge(&mut self, other: Self) {
+        self.0.extend(other.0);
+    }
+    fn finish(self, _: &pcapsleuth::analysis::CaptureFacts) -> Self::Output {
+        self.0
+    }
+}
+
+/// The contract of the analysis trait, on every real capture: the events of a connection come in capture
+/// order, and they are the same events whatever the number of splits and threads.
+#[test]
+fn every_connections_events_come_in_capture_order_and_do_not_depend_on_the_splits() {
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let trace = |splits, threads| {
+            let opts = EngineOptions {
+                threads,
+                splits: Some(splits),
+                ..EngineOptions::default()
+            };
+            analyze(&cap, &opts, Trace::default)
+        };
+        let one = trace(1, 1);
+        assert_eq!(
+            one.output.len(),
+            one.connections.len(),
+            "{path:?}: one end per connection"
+        );
+        let transactions: u64 = one
+            .mysql_sessions
+            .iter()
+            .flatten()
+            .map(|m| m.transactions)
+            .sum();
+        let told = one
+            .output
+            .values()
+            .flatten()
+            .filter(|e| e.starts_with("transaction"))
+            .count() as u64;
+        assert_eq!(told, transactions, "{path:?}: every transaction told once");
+        for splits in [2, 7, 64] {
+            assert_eq!(
+                one.output,
+                trace(splits, 2).output,
+                "{path:?}: {splits} splits"
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use pcapsleuth::analysis::{analyze, full_report, EngineOptions, FullReport};
+use pcapsleuth::analysis::{analyze, full_report, EngineOptions, Everything, FullReport};
 use pcapsleuth::capture::Capture;
 
 #[path = "../benches/copies.rs"]
@@ -31,9 +31,9 @@ fn report(name: &str, bytes: Vec<u8>, splits: usize, interval_ns: i64) -> FullRe
         &EngineOptions {
             threads: 2,
             splits: Some(splits),
-            interval_ns,
             ..EngineOptions::default()
         },
+        || Everything::new(interval_ns),
     ))
 }
 
@@ -43,7 +43,11 @@ fn report(name: &str, bytes: Vec<u8>, splits: usize, interval_ns: i64) -> FullRe
 #[test]
 fn a_week_long_capture_keeps_its_ceilings_and_costs_its_packets_not_its_span() {
     let (cap, spans) = records("pps-cap.pcap");
-    let one = full_report(&analyze(&cap, &EngineOptions::default()));
+    let one = full_report(&analyze(
+        &cap,
+        &EngineOptions::default(),
+        Everything::default,
+    ));
     let mut week = cap.bytes()[..24].to_vec();
     let mut buf = Vec::new();
     let mut reader = cap.reader_all();
@@ -107,7 +111,11 @@ fn a_week_long_capture_keeps_its_ceilings_and_costs_its_packets_not_its_span() {
 #[test]
 fn a_zeroed_timestamp_in_a_real_capture_is_named_and_left_out() {
     let (cap, spans) = records("rt-bimodal.pcap");
-    let original = full_report(&analyze(&cap, &EngineOptions::default()));
+    let original = full_report(&analyze(
+        &cap,
+        &EngineOptions::default(),
+        Everything::default,
+    ));
     // A client ACK without payload, well inside the capture.
     let mut reader = cap.reader_all();
     let mut frame = 0;

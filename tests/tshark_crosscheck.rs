@@ -5,7 +5,7 @@ mod common;
 
 use pcapsleuth_testkit::oracle;
 
-use pcapsleuth::analysis::{analyze, first_reset, EngineOptions};
+use pcapsleuth::analysis::{analyze, first_reset, EngineOptions, Everything};
 use pcapsleuth::capture::Capture;
 
 #[test]
@@ -16,7 +16,7 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
     for path in common::real_captures() {
         let p = path.to_str().unwrap();
         let cap = Capture::open(&path).unwrap();
-        let a = analyze(&cap, &EngineOptions::default());
+        let a = analyze(&cap, &EngineOptions::default(), Everything::default);
         let conns = &a.connections;
         let sum = |f: fn(&pcapsleuth::flow::DirectionStats) -> u64| -> usize {
             conns

@@ -10,26 +10,26 @@
 
 use libfuzzer_sys::fuzz_target;
 use pcapsleuth::analysis::{
-    analyze, first_reset, full_report, Analysis, EngineOptions, MysqlDetection,
+    analyze, first_reset, full_report, EngineOptions, Everything, MysqlDetection, Run, Statistics,
 };
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::{self, FlowSort};
 
-fn run(cap: &Capture, splits: usize, interval_ns: i64, mysql: MysqlDetection) -> Analysis {
+fn run(cap: &Capture, splits: usize, interval_ns: i64, mysql: MysqlDetection) -> Run<Statistics> {
     analyze(
         cap,
         &EngineOptions {
             threads: 1,
             splits: Some(splits),
-            interval_ns,
             mysql,
             ..EngineOptions::default()
         },
+        || Everything::new(interval_ns),
     )
 }
 
 /// Every report of the CLI, as text and JSON, in one string.
-fn reports(a: &Analysis) -> String {
+fn reports(a: &Run<Statistics>) -> String {
     let full = full_report(a);
     let fr = first_reset(a, 20);
     let flows = report::sorted(&a.connections, FlowSort::Duration);
@@ -41,7 +41,7 @@ fn reports(a: &Analysis) -> String {
     out += &report::render_mysql(&full.mysql, 20);
     out += &report::render_rate(&full.rate);
     out += &report::render_rt(&full.rt, true);
-    out += &report::render_flows(a, &flows);
+    out += &report::render_flows(&a.capture, &flows);
     for line in a.capture.timeline.damage_lines() {
         out += &line;
     }

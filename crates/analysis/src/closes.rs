@@ -9,7 +9,7 @@ use pcapsleuth_flow::{
 use serde::Serialize;
 
 use crate::connects::{connect_report, ConnectReport};
-use crate::engine::Analysis;
+use crate::engine::Run;
 use crate::findings::Finding;
 use crate::mysql::{
     CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
@@ -64,7 +64,7 @@ pub enum FinJudgement {
 }
 
 impl FinJudgement {
-    fn of(a: &Analysis) -> FinJudgement {
+    fn of<O>(a: &Run<O>) -> FinJudgement {
         if a.mysql_detection == MysqlDetection::Off {
             FinJudgement::NotJudged
         } else {
@@ -204,7 +204,7 @@ fn greeting_wait(
 }
 
 /// Servers known to speak first: those that greeted a MySQL connection of the capture.
-fn greeting_servers(a: &Analysis) -> BTreeSet<Endpoint> {
+fn greeting_servers<O>(a: &Run<O>) -> BTreeSet<Endpoint> {
     a.connections
         .iter()
         .zip(&a.mysql_sessions)
@@ -516,7 +516,12 @@ fn classify(
     }
 }
 
-fn report(a: &Analysis, i: usize, ev: &ClosedBy, speaks_first: &BTreeSet<Endpoint>) -> CloseReport {
+fn report<O>(
+    a: &Run<O>,
+    i: usize,
+    ev: &ClosedBy,
+    speaks_first: &BTreeSet<Endpoint>,
+) -> CloseReport {
     let conn = &a.connections[i];
     let first = a.capture.first_ts.map_or(0, |t| t.0);
     let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
@@ -541,9 +546,9 @@ fn report(a: &Analysis, i: usize, ev: &ClosedBy, speaks_first: &BTreeSet<Endpoin
 }
 
 /// Builds the `first-reset` answer, listing at most `limit` closes.
-pub fn first_reset(a: &Analysis, limit: usize) -> FirstReset {
+pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
     let speaks_first = greeting_servers(a);
-    let report = |a: &Analysis, i: usize, ev: &ClosedBy| report(a, i, ev, &speaks_first);
+    let report = |a: &Run<O>, i: usize, ev: &ClosedBy| report(a, i, ev, &speaks_first);
     let order = |ev: &ClosedBy| (ev.event.at.ts, ev.event.at.frame);
     let earliest = |pick: fn(&Connection) -> Option<ClosedBy>| {
         a.connections
@@ -610,8 +615,8 @@ pub fn first_reset(a: &Analysis, limit: usize) -> FirstReset {
 }
 
 /// How many closes of `closes` (in time order) came while the client waited for a greeting.
-fn greeting_waits(
-    a: &Analysis,
+fn greeting_waits<O>(
+    a: &Run<O>,
     closes: &[(usize, ClosedBy)],
     speaks_first: &BTreeSet<Endpoint>,
 ) -> GreetingWaits {

@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
 use serde::Serialize;
 
-use crate::engine::Analysis;
+use crate::engine::Run;
 use crate::findings::Finding;
 use crate::histogram::{Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode};
@@ -186,7 +186,7 @@ fn ts_before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
-fn attempts(a: &Analysis) -> Vec<Attempt<'_>> {
+fn attempts<O>(a: &Run<O>) -> Vec<Attempt<'_>> {
     // The SYN timestamp of the previous attempt on each 4-tuple, in capture order (connections are
     // sorted by their first frame).
     let mut previous_ts: BTreeMap<(Endpoint, Endpoint), (u32, Option<u32>)> = BTreeMap::new();
@@ -403,7 +403,7 @@ fn refusals(ip: IpAddr, list: &[&Attempt<'_>]) -> Option<Refusals> {
 }
 
 /// MySQL greetings long after the handshake, per server.
-fn late_greetings(a: &Analysis) -> Vec<LateGreetings> {
+fn late_greetings<O>(a: &Run<O>) -> Vec<LateGreetings> {
     let mut by: BTreeMap<Endpoint, (u64, Histogram, Option<FrameRef>)> = BTreeMap::new();
     for (conn, facts) in a.connections.iter().zip(&a.mysql_sessions) {
         let (Some(_), Some(answer), Some(greeting)) = (
@@ -442,7 +442,7 @@ fn late_greetings(a: &Analysis) -> Vec<LateGreetings> {
 }
 
 /// Builds the report of every connection attempt in `a`.
-pub fn connect_report(a: &Analysis) -> ConnectReport {
+pub fn connect_report<O>(a: &Run<O>) -> ConnectReport {
     let all = attempts(a);
     let count = |o: AttemptOutcome| all.iter().filter(|t| t.outcome == o).count() as u64;
     let mut connect = Histogram::default();

@@ -6,14 +6,14 @@
 //!    id, and append a compact [`PacketEvent`] to the list of the flow's *bucket* (a hash of its 4-tuple).
 //! 2. **Track** (one task per bucket): for every split in file order, feed the bucket's events to each
 //!    flow's TCP tracker and MySQL decoder (stream reassembly, session), which live across batches, and
-//!    to the bucket's [`Sinks`] (MySQL statistics, response times, rate series).
+//!    tell the bucket's [`Analysis`] instance what they saw (segments, transactions, closes, ends).
 //!
 //! A flow is always fed by one task, in capture order, with its whole history: a connection spanning
 //! splits is tracked exactly as in one piece, so split invariance holds by construction rather than by
 //! merging partial states. Between the phases, each split's starting boundary is checked against where
 //! the previous split really ended ([`pcapsleuth_capture::Split::continues`]) and re-read if the resync
-//! guessed wrong. After each batch the buckets' sinks are folded into one set (merging is addition, so
-//! the order does not matter). Memory holds one batch of events, the open flows' state, the concluded
+//! guessed wrong. After each batch the buckets' analysis instances are folded into one (merging is
+//! commutative, so the order does not matter) and fresh ones made for the next batch. Memory holds one batch of events, the open flows' state, the concluded
 //! connections' facts and the aggregates, never the file: pages already read are released, and a
 //! connection's decoder is freed when the connection ends.
 
@@ -24,18 +24,18 @@ use pcapsleuth_capture::{
     Timestamp,
 };
 use pcapsleuth_flow::{
-    decode, server_side_by_port, Connection, ConnectionState, ConnectionTracker, Decoded, Endpoint,
-    FlowBuildHasher, FlowKey, FrameRef, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
+    decode, server_side_by_port, CloseFlag, Connection, ConnectionState, ConnectionTracker,
+    Decoded, Endpoint, FlowBuildHasher, FlowKey, FrameRef, RoleBasis, SegmentClass, Side, TcpFlags,
+    TcpSegment,
 };
 use rayon::prelude::*;
 
-use crate::mysql::{MysqlAggregate, MysqlDetection, MysqlFilter, MysqlSessionFacts, MysqlTrack};
-use crate::rate::{RateAggregate, C2S, S2C};
-use crate::rt::RtAggregate;
-use crate::timeline::{plausible_response_time, SplitTimes, TimeTally, Timeline};
+use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
+use crate::mysql::{MysqlDetection, MysqlSessionFacts, MysqlTrack};
+use crate::timeline::{SplitTimes, TimeTally, Timeline};
 use serde::Serialize;
 
-/// How to run the engine.
+/// How the engine reads a capture. What is computed from it is the [`Analysis`] the run is given.
 #[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
     /// Worker threads (0: all cores).
@@ -44,74 +44,9 @@ pub struct EngineOptions {
     pub splits: Option<usize>,
     /// Which connections are decoded as MySQL.
     pub mysql: MysqlDetection,
-    /// Which MySQL transactions the aggregate counts.
-    pub mysql_filter: MysqlFilter,
-    /// Interval of rate series and per-interval response times (0: one second).
-    pub interval_ns: i64,
-    /// What to collect besides connections.
-    pub aggregation: Aggregation,
     /// Bytes per window of a streamed input (compressed, a pipe); 0: 32 MiB per thread. Results do not
     /// depend on it (tests make it small, so that records straddle windows).
     pub stream_window: usize,
-}
-
-/// How much the engine collects. Closes are always read in MySQL terms (`first-reset` needs the session
-/// state); statistics over every transaction and packet cost time only the commands that print them pay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Aggregation {
-    /// Connections and their closes (`first-reset`, `flows`).
-    ConnectionsOnly,
-    /// Also MySQL statistics (`mysql`).
-    Mysql,
-    /// Also response-time distributions and rate series (`rt`, `rate`, `report`, plots).
-    #[default]
-    Everything,
-}
-
-impl EngineOptions {
-    fn interval(&self) -> i64 {
-        if self.interval_ns > 0 {
-            self.interval_ns
-        } else {
-            1_000_000_000
-        }
-    }
-}
-
-/// Where per-flow work reports, one set per bucket, merged at the end.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Sinks {
-    pub mysql: MysqlAggregate,
-    pub rt: RtAggregate,
-    pub rates: RateAggregate,
-}
-
-impl Sinks {
-    fn new(opts: &EngineOptions) -> Self {
-        Sinks {
-            mysql: MysqlAggregate::default(),
-            rt: RtAggregate::new(opts.interval()),
-            rates: RateAggregate::new(opts.interval()),
-        }
-    }
-
-    /// Moves what was aggregated out; the rate scopes stay, since flows keep their ids.
-    fn take(&mut self) -> Sinks {
-        Sinks {
-            mysql: std::mem::take(&mut self.mysql),
-            rt: {
-                let fresh = RtAggregate::new(self.rt.interval_ns());
-                std::mem::replace(&mut self.rt, fresh)
-            },
-            rates: self.rates.take_series(),
-        }
-    }
-
-    fn merge(&mut self, o: Sinks) {
-        self.mysql.merge(o.mysql);
-        self.rt.merge(o.rt);
-        self.rates.merge(o.rates);
-    }
 }
 
 /// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a
@@ -214,23 +149,34 @@ impl CaptureFacts {
     }
 }
 
-/// The merged result of one run over a capture.
+/// The result of one run over a capture: what the capture was, every connection in it, and the output
+/// of the analyses the run was given.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
+pub struct Run<O> {
     pub capture: CaptureFacts,
-    /// Every TCP connection, in order of its first packet.
+    /// Every TCP connection, in order of its first packet, with its roles decided from the whole
+    /// capture (its own handshake, else a server that accepted a handshake elsewhere, else the ports).
     pub connections: Vec<Connection>,
     /// MySQL facts of each connection (same index as `connections`; `None` when it is not MySQL).
     pub mysql_sessions: Vec<Option<MysqlSessionFacts>>,
     /// Which connections were decoded as MySQL: with [`MysqlDetection::Off`] no close can be read in
     /// MySQL terms.
     pub mysql_detection: MysqlDetection,
-    /// Every MySQL transaction, aggregated.
-    pub mysql: MysqlAggregate,
-    /// Response times (MySQL and TCP request/response).
-    pub rt: RtAggregate,
-    /// Packet and bit rates.
-    pub rates: RateAggregate,
+    /// What the analyses found ([`Analysis::Output`]).
+    pub output: O,
+}
+
+impl<O> Run<O> {
+    /// The same run with its output replaced by `f(output)`.
+    pub fn map<P>(self, f: impl FnOnce(O) -> P) -> Run<P> {
+        Run {
+            capture: self.capture,
+            connections: self.connections,
+            mysql_sessions: self.mysql_sessions,
+            mysql_detection: self.mysql_detection,
+            output: f(self.output),
+        }
+    }
 }
 
 /// A decoded TCP packet, kept compact between the scan and the tracking phase.
@@ -437,34 +383,107 @@ fn scan<'a>(
 }
 
 /// One flow's state in phase 2.
-struct FlowSlot {
+struct FlowSlot<C> {
     tracker: ConnectionTracker,
     mysql: MysqlTrack,
-    /// tcprstat-style: when the client's data began that the server has not answered yet.
-    request_start: Option<i64>,
-    /// The rate scope of the flow's server, once known.
-    scope: Option<(Endpoint, u32)>,
     /// MySQL facts of the current connection, concluded as soon as it finished so that its decoder state
     /// is freed: memory follows open connections, not all connections ever seen.
     concluded: Option<Option<MysqlSessionFacts>>,
     /// The client side MySQL named, kept when its decoder is concluded.
     mysql_client: Option<Side>,
+    /// The analysis' state for the current connection.
+    state: C,
+}
+
+impl<C> FlowSlot<C> {
+    /// The analysis' state of the current connection, and the connection as the analysis sees it.
+    #[inline]
+    fn view(&mut self) -> (&mut C, ConnectionView<'_>) {
+        (
+            &mut self.state,
+            view_of(self.tracker.current(), &self.mysql, self.mysql_client),
+        )
+    }
+}
+
+/// A connection as an analysis sees it: its TCP state, and the client MySQL named (by the decoder
+/// `mysql`, or kept in `concluded_client` when the decoder was concluded).
+#[inline]
+fn view_of<'a>(
+    tcp: &'a ConnectionState,
+    mysql: &MysqlTrack,
+    concluded_client: Option<Side>,
+) -> ConnectionView<'a> {
+    ConnectionView::new(
+        tcp,
+        mysql.client().or(concluded_client),
+        mysql.is_mysql() || concluded_client.is_some(),
+    )
 }
 
 /// How many events ahead phase 2 asks for payload bytes (see [`prefetch_payload`]).
 const PREFETCH_DISTANCE: usize = 8;
 
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
-struct Bucket {
+struct Bucket<A: Analysis> {
     index: HashMap<FlowKey, usize, FlowBuildHasher>,
-    slots: Vec<FlowSlot>,
+    slots: Vec<FlowSlot<A::PerConnection>>,
     /// Connections ended by port reuse, concluded at the end with the rest.
     replaced: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
-    sinks: Sinks,
+    /// The analysis instance of the current batch.
+    analysis: A,
 }
 
-impl Bucket {
+/// Tells `analysis` the transactions `mysql` completed on the connection `tcp`.
+#[inline]
+fn tell_transactions<A: Analysis>(
+    mysql: &mut MysqlTrack,
+    tcp: &ConnectionState,
+    analysis: &mut A,
+    state: &mut A::PerConnection,
+) {
+    mysql.drain(tcp, |t| {
+        analysis.transaction(
+            state,
+            &ConnectionView::new(tcp, Some(t.client_side()), true),
+            t,
+        )
+    });
+}
+
+/// Concludes the MySQL decoding of the connection `tcp`, telling `analysis` what its end completed.
+fn conclude_mysql<A: Analysis>(
+    mysql: MysqlTrack,
+    tcp: &ConnectionState,
+    analysis: &mut A,
+    state: &mut A::PerConnection,
+) -> Option<MysqlSessionFacts> {
+    mysql.conclude(tcp, |t| {
+        analysis.transaction(
+            state,
+            &ConnectionView::new(tcp, Some(t.client_side()), true),
+            t,
+        )
+    })
+}
+
+impl<A: Analysis> Bucket<A> {
+    fn new(analysis: A) -> Self {
+        Bucket {
+            index: HashMap::default(),
+            slots: Vec::new(),
+            replaced: Vec::new(),
+            analysis,
+        }
+    }
+
     fn track(&mut self, b: usize, scans: &[Scan<'_>], bases: &[u64], opts: &EngineOptions) {
+        let Bucket {
+            index,
+            slots,
+            replaced,
+            analysis,
+        } = self;
         for (scan, &base) in scans.iter().zip(bases) {
             let bytes = scan.bytes;
             let events = &scan.buckets[b];
@@ -484,24 +503,23 @@ impl Bucket {
                     frame: base + u64::from(ev.frame_in_split) + 1,
                     ts: Timestamp(ev.ts),
                 };
-                let slot = match slot_of[ev.flow as usize] {
+                let (slot, opened) = match slot_of[ev.flow as usize] {
                     u32::MAX => {
-                        let next = self.slots.len();
-                        let i = *self.index.entry(key).or_insert(next);
+                        let next = slots.len();
+                        let i = *index.entry(key).or_insert(next);
                         if i == next {
-                            self.slots.push(FlowSlot {
+                            slots.push(FlowSlot {
                                 tracker: ConnectionTracker::new(key, at),
                                 mysql: MysqlTrack::new(opts.mysql),
-                                request_start: None,
-                                scope: None,
                                 concluded: None,
                                 mysql_client: None,
+                                state: A::PerConnection::default(),
                             });
                         }
                         slot_of[ev.flow as usize] = i as u32;
-                        i
+                        (i, i == next)
                     }
-                    i => i as usize,
+                    i => (i as usize, false),
                 };
                 let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
                 let payload = bytes
@@ -523,112 +541,140 @@ impl Bucket {
                     payload,
                     payload_len: ev.payload_len,
                 };
-                let flow = &mut self.slots[slot];
+                let flow = &mut slots[slot];
                 let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
+                let mut opened = opened;
                 if let Some(old) = fed.replaced.map(|b| *b) {
                     let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
+                    let mut state = std::mem::take(&mut flow.state);
+                    let view = view_of(&old, &track, flow.mysql_client);
+                    let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
                     let facts = match flow.concluded.take() {
                         Some(facts) => facts,
-                        None => track.conclude(&old, &mut self.sinks, opts),
+                        None => conclude_mysql(track, &old, analysis, &mut state),
                     };
-                    record_handshake(&old, &mut self.sinks);
-                    self.replaced.push((old, facts));
-                    flow.request_start = None;
+                    analysis.connection_ended(
+                        state,
+                        &ConnectionView::new(&old, client, is_mysql),
+                        &EndView {
+                            by: EndedBy::PortReuse,
+                            mysql: facts.as_ref(),
+                        },
+                    );
+                    replaced.push((old, facts));
                     flow.mysql_client = None;
+                    opened = true;
                 }
                 let retransmitted = fed.class == SegmentClass::Retransmission;
                 if retransmitted {
                     flow.mysql.retransmission(at.ts.0);
                 }
                 if flow.concluded.is_none() {
-                    flow.mysql.segment(
+                    flow.mysql.segment(flow.tracker.current(), side, &seg, at);
+                }
+                if opened {
+                    let (state, view) = flow.view();
+                    analysis.connection_opened(state, &view);
+                }
+                if flow.concluded.is_none() {
+                    tell_transactions(
+                        &mut flow.mysql,
                         flow.tracker.current(),
-                        side,
-                        &seg,
-                        at,
-                        &mut self.sinks,
-                        opts,
+                        analysis,
+                        &mut flow.state,
                     );
-                    if flow.tracker.current().is_finished() {
-                        let track = std::mem::replace(
-                            &mut flow.mysql,
-                            MysqlTrack::new(MysqlDetection::Off),
+                }
+                if seg.flags.fin() || seg.flags.rst() {
+                    for flag in [CloseFlag::Fin, CloseFlag::Rst] {
+                        let Some(close) = flow
+                            .tracker
+                            .current()
+                            .first_close(side, flag)
+                            .filter(|c| c.at == at)
+                        else {
+                            continue;
+                        };
+                        let FlowSlot {
+                            tracker,
+                            mysql,
+                            mysql_client,
+                            state,
+                            ..
+                        } = &mut *flow;
+                        let view = view_of(tracker.current(), mysql, *mysql_client);
+                        let context = mysql.close_context(at.frame, side, flag);
+                        analysis.close(
+                            state,
+                            &view,
+                            &CloseView {
+                                tcp: &close,
+                                mysql: context,
+                            },
                         );
-                        let client = track.client();
-                        flow.concluded =
-                            Some(track.conclude(flow.tracker.current(), &mut self.sinks, opts));
-                        flow.mysql_client = client;
                     }
                 }
-                if opts.aggregation != Aggregation::Everything {
-                    continue;
+                if flow.concluded.is_none() && flow.tracker.current().is_finished() {
+                    let track =
+                        std::mem::replace(&mut flow.mysql, MysqlTrack::new(MysqlDetection::Off));
+                    let client = track.client();
+                    flow.concluded = Some(conclude_mysql(
+                        track,
+                        flow.tracker.current(),
+                        analysis,
+                        &mut flow.state,
+                    ));
+                    flow.mysql_client = client;
                 }
-                // Roles as known at this packet: MySQL's word, the handshake, else the ports.
-                let client = flow
-                    .mysql
-                    .client()
-                    .or(flow.mysql_client)
-                    .or_else(|| flow.tracker.current().handshake_client().map(|(c, _)| c))
-                    .unwrap_or_else(|| server_side_by_port(&key).other());
-                let server = key.endpoint(client.other());
-                let dir = if side == client { C2S } else { S2C };
-                let scope = match flow.scope {
-                    Some((e, id)) if e == server => id,
-                    _ => {
-                        let id = self.sinks.rates.scope_id(server);
-                        flow.scope = Some((server, id));
-                        id
-                    }
-                };
-                self.sinks
-                    .rates
-                    .packet(scope, dir, at.ts.0, ev.wire_len, retransmitted);
-                // tcprstat-style response times, for connections not decoded as MySQL.
-                if ev.payload_len > 0
-                    && fed.class == SegmentClass::New
-                    && !flow.mysql.is_mysql()
-                    && flow.mysql_client.is_none()
-                {
-                    if dir == C2S {
-                        flow.request_start.get_or_insert(at.ts.0);
-                    } else if let Some(start) = flow.request_start.take() {
-                        if let Some(rt) = plausible_response_time(start, at.ts.0) {
-                            let retrans = flow
-                                .tracker
-                                .current()
-                                .retransmissions_between(start, at.ts.0);
-                            self.sinks.rt.tcp(server.port, start, rt, retrans);
-                        }
-                    }
-                }
+                let (state, view) = flow.view();
+                analysis.segment(
+                    state,
+                    &view,
+                    &SegmentView {
+                        at,
+                        side,
+                        tcp: &seg,
+                        wire_len: ev.wire_len,
+                        class: fed.class,
+                    },
+                );
             }
         }
     }
 
-    fn conclude(
-        mut self,
-        opts: &EngineOptions,
-    ) -> (Vec<(ConnectionState, Option<MysqlSessionFacts>)>, Sinks) {
-        let mut out = std::mem::take(&mut self.replaced);
-        for slot in self.slots {
-            let state = slot.tracker.into_current();
+    /// Hands over this batch's analysis instance, keeping `fresh` for the next.
+    fn take_analysis(&mut self, fresh: A) -> A {
+        std::mem::replace(&mut self.analysis, fresh)
+    }
+
+    /// The run is over: every connection still open ends with the capture.
+    fn conclude(self) -> (Vec<(ConnectionState, Option<MysqlSessionFacts>)>, A) {
+        let Bucket {
+            slots,
+            replaced,
+            mut analysis,
+            ..
+        } = self;
+        let mut out = replaced;
+        for slot in slots {
+            let view = view_of(slot.tracker.current(), &slot.mysql, slot.mysql_client);
+            let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
+            let mut state = slot.state;
+            let tcp = slot.tracker.into_current();
             let facts = match slot.concluded {
                 Some(facts) => facts,
-                None => slot.mysql.conclude(&state, &mut self.sinks, opts),
+                None => conclude_mysql(slot.mysql, &tcp, &mut analysis, &mut state),
             };
-            record_handshake(&state, &mut self.sinks);
-            out.push((state, facts));
+            analysis.connection_ended(
+                state,
+                &ConnectionView::new(&tcp, client, is_mysql),
+                &EndView {
+                    by: EndedBy::CaptureEnd,
+                    mysql: facts.as_ref(),
+                },
+            );
+            out.push((tcp, facts));
         }
-        (out, self.sinks)
-    }
-}
-
-/// A connection's handshake gives the path's round trip, the baseline for queueing evidence.
-fn record_handshake(state: &ConnectionState, sinks: &mut Sinks) {
-    if let (Some((client, _)), Some(rtt)) = (state.handshake_client(), state.initial_rtt()) {
-        sinks
-            .rates
-            .handshake(state.key().endpoint(client.other()), rtt);
+        (out, analysis)
     }
 }
 
@@ -659,30 +705,44 @@ fn prefetch_payload(bytes: &[u8], ev: &PacketEvent) {
     let _ = (bytes, ev);
 }
 
-/// Reads the capture and tracks every TCP connection.
-pub fn analyze(cap: &Capture, opts: &EngineOptions) -> Analysis {
-    analyze_with_progress(cap, opts, |_, _| {})
-}
-
-/// [`analyze`], calling `progress(bytes_done, bytes_total)` after each batch.
-pub fn analyze_with_progress(
+/// Reads one capture file, tracks every TCP connection in it, and runs the analysis `analyses` makes
+/// (called once per worker and batch: see [`Analysis`]) on them.
+///
+/// ```no_run
+/// use pcapsleuth_analysis::{analyze, first_reset, EngineOptions, MysqlStatistics};
+/// let cap = pcapsleuth_capture::Capture::open("fixtures/err1146-storm.pcap")?;
+/// let run = analyze(&cap, &EngineOptions::default(), MysqlStatistics::default);
+/// println!("{} requests", run.output.requests().total());
+/// # Ok::<(), pcapsleuth_capture::CaptureError>(())
+/// ```
+pub fn analyze<A: Analysis>(
     cap: &Capture,
     opts: &EngineOptions,
-    progress: impl Fn(u64, u64) + Sync,
-) -> Analysis {
-    in_pool(opts, |threads| {
-        run_engine(&mut [Source::Mapped(cap)], opts, threads, &progress)
-    })
+    analyses: impl Fn() -> A + Sync,
+) -> Run<A::Output> {
+    let run = in_pool(opts, |threads| {
+        run_engine(
+            &mut [Source::Mapped(cap)],
+            opts,
+            threads,
+            &analyses,
+            &|_, _| {},
+        )
+    });
+    let capture = run.capture.clone();
+    run.map(|a| a.finish(&capture))
 }
 
-/// Reads a set of files as one capture ([`CaptureSet`]: a rotated set, compressed files, a pipe) and
-/// tracks every TCP connection across them, calling `progress(bytes_done, bytes_total)` after each
-/// batch (bytes as stored; the total counts what is known, pipes have none).
-pub fn analyze_set(
+/// Reads a set of files as one capture ([`CaptureSet`]: a rotated set, compressed files, a pipe), tracks
+/// every TCP connection across them and runs the analysis `analyses` makes on them, calling
+/// `progress(bytes_done, bytes_total)` after each batch (bytes as stored; the total counts what is
+/// known, pipes have none).
+pub fn analyze_set<A: Analysis>(
     set: &mut CaptureSet,
     opts: &EngineOptions,
+    analyses: impl Fn() -> A + Sync,
     progress: impl Fn(u64, u64) + Sync,
-) -> Analysis {
+) -> Run<A::Output> {
     let mut sources: Vec<Source<'_>> = set
         .inputs
         .iter_mut()
@@ -691,11 +751,12 @@ pub fn analyze_set(
             Input::Streamed(s) => Source::Streamed(s),
         })
         .collect();
-    let mut a = in_pool(opts, |threads| {
-        run_engine(&mut sources, opts, threads, &progress)
+    let mut run = in_pool(opts, |threads| {
+        run_engine(&mut sources, opts, threads, &analyses, &progress)
     });
-    a.capture.order = set.order;
-    a
+    run.capture.order = set.order;
+    let capture = run.capture.clone();
+    run.map(|a| a.finish(&capture))
 }
 
 /// Runs `work` in a pool of the configured number of threads.
@@ -736,8 +797,8 @@ struct Piece<'a> {
 const STREAM_WINDOW_PER_THREAD: usize = 32 << 20;
 
 /// Runs the batch of `pending` pieces, then queues their pages for release during the next batch.
-fn flush<'a>(
-    run: &mut Run<'_>,
+fn flush<'a, A: Analysis>(
+    run: &mut Pass<'_, A>,
     pending: &mut Vec<Piece<'a>>,
     read: &mut Vec<(&'a Capture, u64, u64)>,
 ) {
@@ -754,12 +815,15 @@ fn flush<'a>(
     pending.clear();
 }
 
-/// The state of one run over a list of inputs: everything that lives across batches.
-struct Run<'o> {
+/// The state of one pass over a list of inputs: everything that lives across batches.
+struct Pass<'o, A: Analysis> {
     opts: &'o EngineOptions,
     batch_len: usize,
-    buckets: Vec<Bucket>,
-    sinks: Sinks,
+    buckets: Vec<Bucket<A>>,
+    /// Makes the analysis instances.
+    analyses: &'o (dyn Fn() -> A + Sync),
+    /// The buckets' instances of the batches done, merged.
+    analysis: A,
     counts: PacketCounts,
     first_ts: Option<Timestamp>,
     last_ts: Option<Timestamp>,
@@ -773,7 +837,7 @@ struct Run<'o> {
     nbuckets: usize,
 }
 
-impl Run<'_> {
+impl<A: Analysis> Pass<'_, A> {
     /// Scans `pieces` in parallel (releasing `release` meanwhile), proves every boundary, and tracks the
     /// events. Returns the state reading ended in.
     fn batch(&mut self, pieces: &[Piece<'_>], release: &[(&Capture, u64, u64)]) -> ReaderState {
@@ -860,11 +924,10 @@ impl Run<'_> {
             .enumerate()
             .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, opts));
         self.pool.extend(scans.into_iter().map(|sc| sc.buckets));
-        // Fold what the buckets aggregated into one set, so time series are held once, not per bucket.
-        if opts.aggregation != Aggregation::ConnectionsOnly {
-            for bucket in self.buckets.iter_mut() {
-                self.sinks.merge(bucket.sinks.take());
-            }
+        // Fold what the buckets found into one instance, so that time series are held once, not per
+        // bucket.
+        for bucket in self.buckets.iter_mut() {
+            self.analysis.merge(bucket.take_analysis((self.analyses)()));
         }
         self.expected
             .clone()
@@ -872,25 +935,21 @@ impl Run<'_> {
     }
 }
 
-fn run_engine(
+/// Reads `sources` as one capture; the result holds the analysis instances merged, not yet finished.
+fn run_engine<A: Analysis>(
     sources: &mut [Source<'_>],
     opts: &EngineOptions,
     threads: usize,
+    analyses: &(dyn Fn() -> A + Sync),
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Analysis {
+) -> Run<A> {
     let nbuckets = (threads * 8).max(16);
-    let mut run = Run {
+    let mut run = Pass {
         opts,
         batch_len: (threads * 2).max(1),
-        buckets: (0..nbuckets)
-            .map(|_| Bucket {
-                index: HashMap::default(),
-                slots: Vec::new(),
-                replaced: Vec::new(),
-                sinks: Sinks::new(opts),
-            })
-            .collect(),
-        sinks: Sinks::new(opts),
+        buckets: (0..nbuckets).map(|_| Bucket::new(analyses())).collect(),
+        analyses,
+        analysis: analyses(),
         counts: PacketCounts::default(),
         first_ts: None,
         last_ts: None,
@@ -993,9 +1052,9 @@ fn run_engine(
         }
     }
     let release = std::mem::take(&mut read);
-    let Run {
+    let Pass {
         buckets,
-        mut sinks,
+        mut analysis,
         counts,
         first_ts,
         last_ts,
@@ -1013,14 +1072,14 @@ fn run_engine(
         || {
             buckets
                 .into_par_iter()
-                .map(|b| b.conclude(opts))
+                .map(Bucket::conclude)
                 .collect::<Vec<_>>()
         },
     );
     let mut states = Vec::new();
-    for (s, bucket_sinks) in concluded {
+    for (s, bucket_analysis) in concluded {
         states.extend(s);
-        sinks.merge(bucket_sinks);
+        analysis.merge(bucket_analysis);
     }
     for (input, source) in sources.iter().enumerate() {
         if let Source::Mapped(cap) = source {
@@ -1028,15 +1087,11 @@ fn run_engine(
         }
     }
     let (connections, mut mysql_sessions) = conclude(states);
-    // Only now is it known which timestamps belong to the capture's body: time series keep only it.
+    // Only now is it known which timestamps belong to the capture's body: analyses keep only it in their
+    // time series when they finish.
     let timeline = times.finish();
-    sinks.rates.keep_within(&timeline);
-    sinks.rt.keep_within(&timeline);
-    sinks.mysql.keep_within(&timeline);
-    // The MySQL span and the waits of requests open at the end run to the body's last packet, not to a
-    // timestamp outside it.
-    if let (Some(first), Some(last)) = (timeline.body_first, timeline.body_last) {
-        sinks.mysql.capture_ended(first.0, last.0);
+    // The waits of requests open at the end run to the body's last packet, not to a timestamp outside it.
+    if let Some(last) = timeline.body_last {
         for u in mysql_sessions
             .iter_mut()
             .flatten()
@@ -1049,7 +1104,7 @@ fn run_engine(
         [one] => one.format.clone(),
         many => format!("{} files", many.len()),
     };
-    Analysis {
+    Run {
         capture: CaptureFacts {
             format,
             file_bytes: files.iter().map(|f| f.bytes).sum(),
@@ -1064,9 +1119,7 @@ fn run_engine(
         connections,
         mysql_sessions,
         mysql_detection: opts.mysql,
-        mysql: sinks.mysql,
-        rt: sinks.rt,
-        rates: sinks.rates,
+        output: analysis,
     }
 }
 

@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use crate::closes::first_reset;
-use crate::engine::Analysis;
+use crate::engine::Run;
+use crate::everything::Statistics;
 use crate::mysql::{MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::replication;
@@ -40,12 +41,13 @@ pub struct FullReport {
     pub rate: RateReport,
 }
 
-/// Runs every analysis on `a` and ranks what it found.
-pub fn full_report(a: &Analysis) -> FullReport {
+/// Every analysis' report on `a`, and what they found, ranked.
+pub fn full_report(a: &Run<Statistics>) -> FullReport {
     let fr = first_reset(a, 20);
-    let mysql = a.mysql.clone().report();
-    let rt = a.rt.report(&a.mysql);
-    let rate = a.rates.report();
+    let stats = &a.output;
+    let mysql = stats.mysql.clone().report();
+    let rt = stats.rt.report(&stats.mysql);
+    let rate = stats.rates.report();
     let mut f = Vec::new();
     if let Some(c) = &fr.first_abnormal {
         f.push(Finding {

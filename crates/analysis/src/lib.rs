@@ -1,17 +1,34 @@
 //! The analyses of pcapsleuth and the parallel engine they run on.
 //!
-//! [`analyze`] reads a capture in parallel splits, tracks every TCP connection, decodes MySQL wherever it
-//! is spoken, and aggregates transactions, response times and rates ([`Analysis`]). The analyses turn that
-//! into answers: [`first_reset`] (who closed first, and how), [`MysqlAggregate::report`] (errors,
-//! statements, incidents), [`RtAggregate::report`] (response-time modes), [`RateAggregate::report`]
-//! (ceilings), and [`full_report`] (everything, as ranked findings). Detector thresholds live in one place,
-//! with the reason for each value: the `thresholds` module.
+//! Three things live here:
+//!
+//! * **The [`Analysis`] trait** ([`events`]): what the engine tells an analysis about every TCP
+//!   connection, in capture order: the connection opened, each segment, each MySQL transaction (request,
+//!   response, response time, error), each close with what the session was doing, and the connection's
+//!   end. One instance per worker from a factory, merged in any order, finished into a result.
+//! * **The engine** ([`analyze`], [`analyze_set`]): reads a capture in parallel splits, follows every
+//!   connection with its TCP tracker and MySQL decoder, and runs an analysis on it. Its [`Run`] holds
+//!   what the capture was, every connection with its roles and MySQL facts, and the analysis' output.
+//!   The result is the same for any number of splits or threads.
+//! * **The analyses:**
+//!   - [`MysqlStatistics`]: requests, errors by code with their own response times, statements by
+//!     fingerprint, incidents ([`MysqlAggregate::report`]);
+//!   - [`ResponseTimes`]: response-time distributions, their modes and what the slow ones share
+//!     ([`RtAggregate::report`]);
+//!   - [`Rates`]: packets/s and bits/s per direction, and ceilings ([`RateAggregate::report`]);
+//!   - [`Everything`]: all three at once;
+//!   - reports over a run's connections, whatever analysis it ran: [`first_reset`] (who closed first,
+//!     and how), [`connect_report`] (connects that could not get in), [`unknowns`] (what the capture
+//!     could not show); and [`full_report`] (everything, as ranked findings).
+//!
+//! Detector thresholds live in one place, with the reason for each value: the `thresholds` module.
 //!
 //! ```no_run
 //! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions};
 //! let cap = pcapsleuth_capture::Capture::open("fixtures/stream-stall.pcap")?;
-//! let analysis = analyze(&cap, &EngineOptions::default());
-//! if let Some(rst) = first_reset(&analysis, 20).first_rst {
+//! // No analysis besides the connections: `first-reset` needs nothing more.
+//! let run = analyze(&cap, &EngineOptions::default(), || ());
+//! if let Some(rst) = first_reset(&run, 20).first_rst {
 //!     println!("first RST: frame {} by {:?}: {}", rst.frame, rst.initiator, rst.reason);
 //! }
 //! # Ok::<(), pcapsleuth_capture::CaptureError>(())
@@ -20,6 +37,8 @@
 mod closes;
 mod connects;
 mod engine;
+pub mod events;
+mod everything;
 mod findings;
 mod histogram;
 mod modes;
@@ -37,19 +56,26 @@ pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
 pub use engine::{
-    analyze, analyze_set, analyze_with_progress, Aggregation, Analysis, CaptureFacts,
-    EngineOptions, FileFacts, PacketCounts, SPLIT_TARGET_BYTES,
+    analyze, analyze_set, CaptureFacts, EngineOptions, FileFacts, PacketCounts, Run,
+    SPLIT_TARGET_BYTES,
 };
+pub use events::{
+    Analysis, CloseView, ConnectionView, EndView, EndedBy, RolesFrom, SegmentView, TransactionView,
+};
+pub use everything::{Everything, Statistics};
 pub use findings::{full_report, Finding, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, ErrorDetail, Fate, Incident, MysqlAggregate, MysqlDetection,
-    MysqlFilter, MysqlReport, MysqlSessionFacts, RecognisedBy, RequestCounts, SecondCounts,
-    StatementGroup, UnansweredRequest, CUT_MARK,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts,
+    SecondCounts, StatementGroup, UnansweredRequest, CUT_MARK,
 };
-pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport};
+pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};
-pub use rt::{HistogramBin, IntervalKind, IntervalRt, RtAggregate, RtReport, SlowModeTraits};
+pub use rt::{
+    HistogramBin, IntervalKind, IntervalRt, PendingTcpRequest, ResponseTimes, RtAggregate,
+    RtReport, SlowModeTraits,
+};
 pub use timeline::{plausible_response_time, ClockStepBack, Timeline, WildTimestamps};
 pub use unknowns::{unknowns, EncryptedConnection, EncryptedSessions, SnapCut, Unknowns};

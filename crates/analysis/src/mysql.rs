@@ -15,7 +15,8 @@ use pcapsleuth_mysql::{
 };
 use serde::Serialize;
 
-use crate::engine::{Aggregation, EngineOptions, Sinks};
+use crate::engine::CaptureFacts;
+use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::histogram::{Histogram, RtSummary};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
 use crate::timeline::plausible_response_time;
@@ -106,23 +107,6 @@ impl Fate {
             Outcome::NoResponseExpected | Outcome::ReplicationStream => Fate::NoResponse,
         }
     }
-}
-
-/// When the close a cut-off request names (`by`, `flag`) happened: the first such FIN or RST of the
-/// connection.
-fn close_time(closes: &[CloseSeen], client: Side, by: Direction, flag: CloseFlag) -> Option<u64> {
-    let side = match by {
-        Direction::ClientToServer => client,
-        Direction::ServerToClient => client.other(),
-    };
-    let flag = match flag {
-        CloseFlag::Fin => TcpCloseFlag::Fin,
-        CloseFlag::Rst => TcpCloseFlag::Rst,
-    };
-    closes
-        .iter()
-        .find(|c| c.side == side && c.flag == flag)
-        .map(|c| c.ts_ns)
 }
 
 /// A request still waiting for its response when the capture ended.
@@ -312,6 +296,12 @@ pub struct MysqlSessionFacts {
     /// Requests still waiting for their response when the capture ended.
     #[serde(skip)]
     pub unanswered: Vec<UnansweredRequest>,
+    /// Closes that cut a request off (at most one per request).
+    #[serde(skip)]
+    pub incidents: Vec<Incident>,
+    /// The replication stream the connection carried, if it did.
+    #[serde(skip)]
+    pub replication: Option<Box<ReplicationStream>>,
 }
 
 /// A [`CloseSeen`] reduced to what reports print.
@@ -430,8 +420,6 @@ impl MysqlTrack {
         side: Side,
         seg: &TcpSegment<'_>,
         at: FrameRef,
-        sinks: &mut Sinks,
-        opts: &EngineOptions,
     ) {
         if matches!(self.detect, Detect::Undecided { .. }) {
             if seg.payload_len == 0 {
@@ -441,8 +429,8 @@ impl MysqlTrack {
                 }
                 // A close while a whole command that looked like MySQL waited for its answer: the
                 // request was cut off unanswered, and the close is read in its light.
-                self.start_from_candidate(RecognisedBy::UnansweredRequest, sinks, opts, conn);
-                self.feed(side, seg, at, sinks, opts, conn);
+                self.start_from_candidate(RecognisedBy::UnansweredRequest, conn);
+                self.feed(side, seg, at);
                 return;
             }
             if let Some(c) = self.candidate.as_mut().filter(|c| c.side == side) {
@@ -454,12 +442,7 @@ impl MysqlTrack {
                     {
                         // An SSLRequest, then the client's TLS handshake: a login going on encrypted,
                         // answered in TLS, never with a MySQL packet. The segment is the candidate's now.
-                        self.start_from_candidate(
-                            RecognisedBy::RequestResponseShape,
-                            sinks,
-                            opts,
-                            conn,
-                        );
+                        self.start_from_candidate(RecognisedBy::RequestResponseShape, conn);
                         return;
                     }
                     Continuation::Beyond => {}
@@ -532,12 +515,7 @@ impl MysqlTrack {
                         _ => 1,
                     };
                     if looks_like_response(seg.payload, answer_seq) {
-                        self.start_from_candidate(
-                            RecognisedBy::RequestResponseShape,
-                            sinks,
-                            opts,
-                            conn,
-                        );
+                        self.start_from_candidate(RecognisedBy::RequestResponseShape, conn);
                     } else {
                         self.candidate = None;
                     }
@@ -561,19 +539,13 @@ impl MysqlTrack {
             }
         }
         if self.is_mysql() {
-            self.feed(side, seg, at, sinks, opts, conn);
+            self.feed(side, seg, at);
         }
     }
 
     /// The candidate's side is the client of a MySQL connection joined mid-stream: the session starts,
     /// and the candidate's bytes are its first.
-    fn start_from_candidate(
-        &mut self,
-        by: RecognisedBy,
-        sinks: &mut Sinks,
-        opts: &EngineOptions,
-        conn: &ConnectionState,
-    ) {
+    fn start_from_candidate(&mut self, by: RecognisedBy, conn: &ConnectionState) {
         let Some(c) = self.candidate.take() else {
             return;
         };
@@ -594,18 +566,10 @@ impl MysqlTrack {
             payload: &c.bytes,
             payload_len: c.wire_len,
         };
-        self.feed(c.side, &replay, c.at, sinks, opts, conn);
+        self.feed(c.side, &replay, c.at);
     }
 
-    fn feed(
-        &mut self,
-        side: Side,
-        seg: &TcpSegment<'_>,
-        at: FrameRef,
-        sinks: &mut Sinks,
-        opts: &EngineOptions,
-        conn: &ConnectionState,
-    ) {
+    fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
@@ -664,24 +628,25 @@ impl MysqlTrack {
                 });
             }
         }
-        self.drain(sinks, opts, conn);
-    }
-
-    /// Counts the transactions the session completed. Called after every segment: most complete none.
-    #[inline]
-    fn drain(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
-        let Some(session) = self.session.as_ref() else {
-            return;
-        };
-        if !session.completed().is_empty() {
-            self.drain_completed(sinks, opts, conn);
-        }
         if self
             .session
             .as_ref()
             .is_some_and(|s| !s.replication_samples().is_empty())
         {
             self.drain_replication();
+        }
+    }
+
+    /// Hands the transactions the session completed to `tell`, counting them. Called after every
+    /// segment: most complete none.
+    #[inline]
+    pub(crate) fn drain(&mut self, conn: &ConnectionState, tell: impl FnMut(&TransactionView<'_>)) {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(conn, tell);
         }
     }
 
@@ -697,90 +662,55 @@ impl MysqlTrack {
         session.clear_replication_samples();
     }
 
-    fn drain_completed(&mut self, sinks: &mut Sinks, opts: &EngineOptions, conn: &ConnectionState) {
-        let filter = &opts.mysql_filter;
-        let statistics = opts.aggregation != Aggregation::ConnectionsOnly;
-        let distributions = opts.aggregation == Aggregation::Everything;
+    fn drain_completed(
+        &mut self,
+        conn: &ConnectionState,
+        mut tell: impl FnMut(&TransactionView<'_>),
+    ) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
         let key = conn.key();
-        let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
-        let wanted = filter.connection(c, s);
         for t in session.completed() {
             self.transactions += 1;
-            let error = matches!(t.outcome, Outcome::Err { .. });
-            self.errors += u64::from(error);
-            let fate = Fate::of(&t.outcome);
-            if fate == Fate::Unanswered {
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+            let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
+            if view.fate() == Fate::Unanswered {
                 // Rare (the end of the capture only), and wanted by `first-reset` too.
-                self.unanswered.push(UnansweredRequest::new(t, c, s));
+                self.unanswered
+                    .push(UnansweredRequest::new(t, view.client, view.server));
             }
-            if !statistics {
-                continue;
-            }
-            // A login: what the client waited for from its first SYN.
-            // Timestamps that cannot both be right (one outside the capture's body) time nothing.
-            if let (Command::Connect, Some(syn), Some(login)) = (
-                t.command,
-                conn.first_syn(),
-                conn.first_syn()
-                    .zip(t.last_response_ts_ns)
-                    .and_then(|(syn, answer)| plausible_response_time(syn.ts.0, answer as i64)),
-            ) {
-                if wanted && filter.transaction(t, None) {
-                    sinks.mysql.connect.add(
-                        conn.connect_ns(),
-                        conn.first_data(client.other())
-                            .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
-                        login,
-                    );
-                }
-                if distributions {
-                    sinks.rt.connect(s.port, syn.ts.0, login);
-                }
-            }
-            if let (Fate::Answered, Some(rt), false, true) = (
-                fate,
-                response_time_ns(t),
-                t.command == Command::Connect,
-                distributions,
-            ) {
-                let start = t.request_ts_ns as i64;
-                let end = start.saturating_add(rt as i64);
-                let retransmitted = self.retransmissions.iter().any(|&r| r >= start && r <= end);
-                sinks.rt.mysql(s.port, start, rt, error, retransmitted);
-                sinks.rates.response_time(s, start, rt);
-            }
-            let waited_ns = match t.outcome {
-                Outcome::ClosedMidResponse { by, flag }
-                | Outcome::ClosedBeforeResponse { by, flag } => {
-                    close_time(&self.closes, client, by, flag)
-                        .and_then(|ts| plausible_response_time(t.request_ts_ns as i64, ts as i64))
-                }
-                _ => None,
-            };
-            if wanted && filter.transaction(t, waited_ns) {
-                sinks.mysql.add(t, fate, waited_ns);
-            }
+            tell(&view);
         }
         session.clear_completed();
     }
 
-    /// The connection ended (port reuse or end of capture): flush, finish, and summarise it.
+    /// What the session was doing when `side` sent the close `flag` at `frame`, if it was seen.
+    pub(crate) fn close_context(
+        &self,
+        frame: u64,
+        side: Side,
+        flag: TcpCloseFlag,
+    ) -> Option<&CloseContext> {
+        self.closes
+            .iter()
+            .find(|c| c.frame == frame && c.side == side && c.flag == flag)
+            .map(|c| &c.context)
+    }
+
+    /// The connection ended (port reuse, both sides closed, or the end of the capture): flush, finish,
+    /// hand what that completed to `tell`, and summarise it.
     pub(crate) fn conclude(
         mut self,
         conn: &ConnectionState,
-        sinks: &mut Sinks,
-        opts: &EngineOptions,
+        tell: impl FnMut(&TransactionView<'_>),
     ) -> Option<MysqlSessionFacts> {
-        let filter = &opts.mysql_filter;
         if matches!(self.detect, Detect::Undecided { .. })
             && self.candidate.as_ref().is_some_and(Candidate::complete)
         {
             // A whole command that looked like MySQL was still waiting for its answer when the capture
             // ended.
-            self.start_from_candidate(RecognisedBy::UnansweredRequest, sinks, opts, conn);
+            self.start_from_candidate(RecognisedBy::UnansweredRequest, conn);
         }
         if !self.is_mysql() {
             return None;
@@ -801,68 +731,64 @@ impl MysqlTrack {
             }
             session.finish();
         }
-        self.drain(sinks, opts, conn);
+        self.drain(conn, tell);
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.drain_replication();
+        }
         let key = conn.key();
         let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
-        if let (Some(session), true) = (self.session.as_ref(), filter.connection(c, s)) {
-            if let Some(summary) = session.replication() {
-                let role = |side: Side| {
-                    if side == client {
-                        Role::Client
-                    } else {
-                        Role::Server
-                    }
-                };
-                let closes: Vec<StreamClose> = self
-                    .closes
-                    .iter()
-                    .filter_map(|seen| match seen.context.phase {
-                        SessionPhase::Replicating(state) => Some(StreamClose {
-                            by: role(seen.side),
-                            flag: seen.flag,
-                            at: Meta {
-                                ts_ns: seen.ts_ns,
-                                frame: seen.frame,
-                            },
-                            state,
-                        }),
-                        _ => None,
-                    })
-                    .collect();
-                let awaiting = match session.phase() {
-                    SessionPhase::Replicating(state) => state.awaiting_ack,
-                    _ => None,
-                };
-                sinks.mysql.replication.push(stream_report(
-                    c.to_string(),
-                    s.to_string(),
-                    summary,
-                    self.replication
-                        .as_deref()
-                        .unwrap_or(&StreamTrack::default()),
-                    &closes,
-                    awaiting,
-                    self.last_ts_ns,
-                ));
-            }
-        }
-        if filter.connection(c, s) {
-            sinks.mysql.sessions += 1;
-            // One incident per request: a FIN then an RST on the same request is one event.
-            let mut reported: Option<u64> = None;
-            for seen in &self.closes {
-                if let Some(incident) = Incident::from_close(seen, client, c, s, conn) {
-                    if reported != Some(incident.request_frame) {
-                        reported = Some(incident.request_frame);
-                        sinks.mysql.incidents.push(incident);
-                    }
+        let replication = self.session.as_ref().and_then(|session| {
+            let summary = session.replication()?;
+            let role = |side: Side| {
+                if side == client {
+                    Role::Client
+                } else {
+                    Role::Server
                 }
-            }
-            if opts.aggregation != Aggregation::ConnectionsOnly && !filter.errors_only {
-                sinks
-                    .mysql
-                    .unanswered
-                    .extend(self.unanswered.iter().cloned());
+            };
+            let closes: Vec<StreamClose> = self
+                .closes
+                .iter()
+                .filter_map(|seen| match seen.context.phase {
+                    SessionPhase::Replicating(state) => Some(StreamClose {
+                        by: role(seen.side),
+                        flag: seen.flag,
+                        at: Meta {
+                            ts_ns: seen.ts_ns,
+                            frame: seen.frame,
+                        },
+                        state,
+                    }),
+                    _ => None,
+                })
+                .collect();
+            let awaiting = match session.phase() {
+                SessionPhase::Replicating(state) => state.awaiting_ack,
+                _ => None,
+            };
+            Some(stream_report(
+                c.to_string(),
+                s.to_string(),
+                summary,
+                self.replication
+                    .as_deref()
+                    .unwrap_or(&StreamTrack::default()),
+                &closes,
+                awaiting,
+                self.last_ts_ns,
+            ))
+        });
+        // One incident per request: a FIN then an RST on the same request is one event.
+        let mut incidents: Vec<Incident> = Vec::new();
+        for seen in &self.closes {
+            if let Some(incident) = Incident::from_close(seen, client, c, s, conn) {
+                if incidents.last().map(|i| i.request_frame) != Some(incident.request_frame) {
+                    incidents.push(incident);
+                }
             }
         }
         let info = self.session.as_ref().map(|s| s.info().clone());
@@ -878,6 +804,8 @@ impl MysqlTrack {
             transactions: self.transactions,
             errors: self.errors,
             unanswered: std::mem::take(&mut self.unanswered),
+            incidents,
+            replication: replication.map(Box::new),
             closes: self
                 .closes
                 .iter()
@@ -1002,12 +930,13 @@ fn sort_streams(streams: &mut [ReplicationStream]) {
     });
 }
 
-thread_local! {
-    /// [`MysqlAggregate::add`]'s fingerprints: the buffer and the statement heads it remembers are
-    /// the thread's, whichever aggregate it fills.
-    static FINGERPRINTER: std::cell::RefCell<Fingerprinter> = std::cell::RefCell::new(Fingerprinter::default());
-    /// The key of a cut statement's group (its fingerprint and [`CUT_MARK`]), built in a reused buffer.
-    static CUT_KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+/// [`MysqlAggregate::add`]'s fingerprints: the fingerprinter (its buffer, and the statement heads it
+/// remembers) and the key of a cut statement's group (its fingerprint and [`CUT_MARK`]), built in reused
+/// buffers. Owned by the analysis instance, so no state hides in the thread.
+#[derive(Default)]
+struct Fingerprints {
+    fingerprinter: Fingerprinter,
+    cut_key: String,
 }
 
 /// Ends the fingerprint of a statement the capture holds only in part: its group never merges with the
@@ -1119,6 +1048,105 @@ impl RequestCounts {
         } else {
             said.join(", ")
         }
+    }
+}
+
+/// The MySQL statistics of a run (`pcapsleuth mysql`): requests by command and fate, errors by code
+/// with their own response times, statements grouped by fingerprint, requests per second, logins,
+/// incidents (closes that cut a request off), replication streams, and requests unanswered at the end.
+///
+/// Counts the transactions and sessions its [`MysqlFilter`] lets through. Its output is a
+/// [`MysqlAggregate`]; [`MysqlAggregate::report`] gives the report.
+#[derive(Default)]
+pub struct MysqlStatistics {
+    filter: MysqlFilter,
+    aggregate: MysqlAggregate,
+    fingerprints: Fingerprints,
+}
+
+impl MysqlStatistics {
+    /// Statistics of the transactions `filter` lets through.
+    pub fn new(filter: MysqlFilter) -> Self {
+        MysqlStatistics {
+            filter,
+            ..MysqlStatistics::default()
+        }
+    }
+}
+
+/// A login seen from the client's first SYN: the SYN, and the time from it to the answer to the login.
+pub(crate) fn login_from_syn(
+    conn: &ConnectionView<'_>,
+    t: &TransactionView<'_>,
+) -> Option<(FrameRef, u64)> {
+    if t.transaction.command != Command::Connect {
+        return None;
+    }
+    let syn = conn.tcp().first_syn()?;
+    // Timestamps that cannot both be right (one outside the capture's body) time nothing.
+    let login = plausible_response_time(syn.ts.0, t.transaction.last_response_ts_ns? as i64)?;
+    Some((syn, login))
+}
+
+impl Analysis for MysqlStatistics {
+    type PerConnection = ();
+    type Output = MysqlAggregate;
+
+    fn transaction(&mut self, _: &mut (), conn: &ConnectionView<'_>, view: &TransactionView<'_>) {
+        let filter = &self.filter;
+        if !filter.connection(view.client, view.server) {
+            return;
+        }
+        let t = view.transaction;
+        if let Some((syn, login)) = login_from_syn(conn, view) {
+            if filter.transaction(t, None) {
+                let tcp = conn.tcp();
+                self.aggregate.connect.add(
+                    tcp.connect_ns(),
+                    tcp.first_data(conn.client_side().other())
+                        .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
+                    login,
+                );
+            }
+        }
+        let waited_ns = view.waited_ns();
+        if filter.transaction(t, waited_ns) {
+            self.aggregate
+                .add(t, view.fate(), waited_ns, &mut self.fingerprints);
+        }
+    }
+
+    fn connection_ended(&mut self, _: (), conn: &ConnectionView<'_>, end: &EndView<'_>) {
+        let Some(facts) = end.mysql else {
+            return;
+        };
+        if !self.filter.connection(conn.client(), conn.server()) {
+            return;
+        }
+        let m = &mut self.aggregate;
+        if let Some(stream) = &facts.replication {
+            m.replication.push((**stream).clone());
+        }
+        m.sessions += 1;
+        m.incidents.extend(facts.incidents.iter().cloned());
+        if !self.filter.errors_only {
+            m.unanswered.extend(facts.unanswered.iter().cloned());
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.aggregate.merge(other.aggregate);
+    }
+
+    fn finish(mut self, capture: &CaptureFacts) -> MysqlAggregate {
+        let timeline = &capture.timeline;
+        self.aggregate.keep_within(timeline);
+        // The MySQL span and the waits of requests open at the end run to the body's last packet, not to
+        // a timestamp outside it.
+        if let (Some(first), Some(last)) = (timeline.body_first, timeline.body_last) {
+            self.aggregate.capture_ended(first.0, last.0);
+        }
+        self.aggregate
     }
 }
 
@@ -1234,7 +1262,13 @@ impl MessageSamples {
 
 impl MysqlAggregate {
     /// Counts `t`, whose fate is `fate`; `waited_ns` is how long a request cut off by a close waited.
-    fn add(&mut self, t: &Transaction, fate: Fate, waited_ns: Option<u64>) {
+    fn add(
+        &mut self,
+        t: &Transaction,
+        fate: Fate,
+        waited_ns: Option<u64>,
+        fingerprints: &mut Fingerprints,
+    ) {
         self.commands.resize(256, 0);
         if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
             *n += 1;
@@ -1297,32 +1331,32 @@ impl MysqlAggregate {
             self.statements_cut += u64::from(cut.is_some());
             // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
             // allocated once per statement group, not once per request.
-            FINGERPRINTER.with_borrow_mut(|fingerprinter| {
-                let fp = fingerprinter.fingerprint(cut.unwrap_or(sql));
-                CUT_KEY.with_borrow_mut(|key| {
-                    let fp = match cut {
-                        Some(_) => {
-                            key.clear();
-                            key.push_str(fp);
-                            key.push_str(CUT_MARK);
-                            key.as_str()
-                        }
-                        None => fp,
+            let Fingerprints {
+                fingerprinter,
+                cut_key,
+            } = fingerprints;
+            let fp = fingerprinter.fingerprint(cut.unwrap_or(sql));
+            let fp = match cut {
+                Some(_) => {
+                    cut_key.clear();
+                    cut_key.push_str(fp);
+                    cut_key.push_str(CUT_MARK);
+                    cut_key.as_str()
+                }
+                None => fp,
+            };
+            match self.statements.get_mut(fp) {
+                Some(agg) => count(agg),
+                None => {
+                    let mut agg = StatementAgg {
+                        sample: (t.request_frame, sql.clone()),
+                        text_cut: cut.is_some(),
+                        ..StatementAgg::default()
                     };
-                    match self.statements.get_mut(fp) {
-                        Some(agg) => count(agg),
-                        None => {
-                            let mut agg = StatementAgg {
-                                sample: (t.request_frame, sql.clone()),
-                                text_cut: cut.is_some(),
-                                ..StatementAgg::default()
-                            };
-                            count(&mut agg);
-                            self.statements.insert(fp.to_string(), agg);
-                        }
-                    }
-                })
-            });
+                    count(&mut agg);
+                    self.statements.insert(fp.to_string(), agg);
+                }
+            }
         }
     }
 

@@ -4,15 +4,18 @@
 use std::collections::{BTreeMap, HashMap};
 
 use pcapsleuth_flow::{Endpoint, FlowBuildHasher};
+use pcapsleuth_mysql::Command;
 use serde::Serialize;
 
+use crate::engine::CaptureFacts;
+use crate::events::{Analysis, ConnectionView, EndView, SegmentView, TransactionView};
 use crate::histogram::Histogram;
 use crate::thresholds::*;
 use crate::timeline::Timeline;
 
 /// Client to server (0) and server to client (1).
-pub const C2S: usize = 0;
-pub const S2C: usize = 1;
+const C2S: usize = 0;
+const S2C: usize = 1;
 
 /// Counters of one time bin.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -84,6 +87,104 @@ impl Bins {
 
     fn sorted(&self) -> Series {
         self.cells.iter().map(|&(b, c)| (b, c)).collect()
+    }
+}
+
+/// Packet and bit rates of a run (`pcapsleuth rate`): per direction, in total and per server endpoint, at
+/// the printed interval and at the ceiling detector's resolution, with the response times and handshake
+/// round trips that tell a ceiling from a lull. Its output is a [`RateAggregate`];
+/// [`RateAggregate::report`] gives the series and the ceilings found.
+pub struct Rates {
+    rates: RateAggregate,
+    /// Which instance this is: a connection's cached scope id is this instance's only.
+    instance: u64,
+}
+
+/// Numbers every [`Rates`] instance.
+static RATES_INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl Rates {
+    /// Rates at `interval_ns` (0: one second).
+    pub fn new(interval_ns: i64) -> Self {
+        Rates {
+            rates: RateAggregate::new(if interval_ns > 0 {
+                interval_ns
+            } else {
+                1_000_000_000
+            }),
+            instance: RATES_INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+}
+
+impl Default for Rates {
+    fn default() -> Self {
+        Rates::new(0)
+    }
+}
+
+/// A connection's server, and its scope's id in the instance that gave it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServerScope(Option<(u64, Endpoint, u32)>);
+
+impl Analysis for Rates {
+    type PerConnection = ServerScope;
+    type Output = RateAggregate;
+
+    #[inline]
+    fn segment(
+        &mut self,
+        scope: &mut ServerScope,
+        conn: &ConnectionView<'_>,
+        seg: &SegmentView<'_>,
+    ) {
+        // Roles as known at this packet: MySQL's word, the handshake, else the ports.
+        let client = conn.client_side();
+        let server = conn.key().endpoint(client.other());
+        let id = match scope.0 {
+            Some((instance, e, id)) if instance == self.instance && e == server => id,
+            _ => {
+                let id = self.rates.scope_id(server);
+                scope.0 = Some((self.instance, server, id));
+                id
+            }
+        };
+        let dir = if seg.side == client { C2S } else { S2C };
+        self.rates
+            .packet(id, dir, seg.at.ts.0, seg.wire_len, seg.is_retransmission());
+    }
+
+    fn transaction(
+        &mut self,
+        _: &mut ServerScope,
+        _: &ConnectionView<'_>,
+        t: &TransactionView<'_>,
+    ) {
+        if t.transaction.command == Command::Connect {
+            return;
+        }
+        if let Some(rt) = t.response_time_ns() {
+            self.rates
+                .response_time(t.server, t.transaction.request_ts_ns as i64, rt);
+        }
+    }
+
+    fn connection_ended(&mut self, _: ServerScope, conn: &ConnectionView<'_>, _: &EndView<'_>) {
+        // A connection's handshake gives the path's round trip, the baseline for queueing evidence.
+        let tcp = conn.tcp();
+        if let (Some((client, _)), Some(rtt)) = (tcp.handshake_client(), tcp.initial_rtt()) {
+            self.rates
+                .handshake(tcp.key().endpoint(client.other()), rtt);
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.rates.merge(other.rates);
+    }
+
+    fn finish(mut self, capture: &CaptureFacts) -> RateAggregate {
+        self.rates.keep_within(&capture.timeline);
+        self.rates
     }
 }
 
@@ -172,21 +273,6 @@ impl RateAggregate {
                 c.bytes[dir] += u64::from(wire_len);
                 c.retrans[dir] += u64::from(retrans);
             }
-        }
-    }
-
-    /// Moves the series out, keeping the scope ids (flows cache them) and an empty series per scope.
-    pub(crate) fn take_series(&mut self) -> RateAggregate {
-        let empty = || vec![Bins::default(); self.scopes.len()];
-        RateAggregate {
-            interval_ns: self.interval_ns,
-            scopes: self.scopes.clone(),
-            ids: self.ids.clone(),
-            printed: std::mem::replace(&mut self.printed, empty()),
-            fine: std::mem::replace(&mut self.fine, empty()),
-            handshake_rtt: std::mem::take(&mut self.handshake_rtt),
-            span: self.span.take(),
-            timeline: Timeline::default(),
         }
     }
 

@@ -4,14 +4,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use pcapsleuth_flow::FlowBuildHasher;
+use pcapsleuth_flow::{FlowBuildHasher, SegmentClass};
+use pcapsleuth_mysql::{Command, Direction};
 
 use serde::Serialize;
 
+use crate::engine::CaptureFacts;
+use crate::events::{Analysis, ConnectionView, SegmentView, TransactionView};
 use crate::histogram::{CoarseHistogram, Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
-use crate::mysql::MysqlAggregate;
-use crate::timeline::Timeline;
+use crate::mysql::{login_from_syn, MysqlAggregate};
+use crate::timeline::{plausible_response_time, Timeline};
 
 /// Response times from one source.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,10 +87,6 @@ impl RtAggregate {
             interval_ns: interval_ns.max(1),
             ..Default::default()
         }
-    }
-
-    pub(crate) fn interval_ns(&self) -> i64 {
-        self.interval_ns
     }
 
     pub(crate) fn mysql(&mut self, port: u16, ts: i64, rt: u64, error: bool, retransmitted: bool) {
@@ -185,6 +184,96 @@ impl RtAggregate {
             interval_s: secs,
             analysis: modes,
         }
+    }
+}
+
+/// Response times of a run (`pcapsleuth rt`): of MySQL requests where the protocol was decoded, of
+/// logins from the client's first SYN, and tcprstat-style (client data, then the server's next data) on
+/// connections not decoded as MySQL; per server port and interval. Its output is an [`RtAggregate`];
+/// [`RtAggregate::report`] gives the report, with the modes and what the slow ones have in common.
+pub struct ResponseTimes {
+    rt: RtAggregate,
+}
+
+impl ResponseTimes {
+    /// Response times, with per-interval tables at `interval_ns` (0: one second).
+    pub fn new(interval_ns: i64) -> Self {
+        ResponseTimes {
+            rt: RtAggregate::new(if interval_ns > 0 {
+                interval_ns
+            } else {
+                1_000_000_000
+            }),
+        }
+    }
+}
+
+impl Default for ResponseTimes {
+    fn default() -> Self {
+        ResponseTimes::new(0)
+    }
+}
+
+/// A tcprstat-style request: when the client's data began that the server has not answered yet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PendingTcpRequest(Option<i64>);
+
+impl Analysis for ResponseTimes {
+    type PerConnection = PendingTcpRequest;
+    type Output = RtAggregate;
+
+    fn transaction(
+        &mut self,
+        _: &mut PendingTcpRequest,
+        conn: &ConnectionView<'_>,
+        t: &TransactionView<'_>,
+    ) {
+        if t.transaction.command == Command::Connect {
+            // A login is timed from the client's first SYN, when the capture holds it.
+            if let Some((syn, login)) = login_from_syn(conn, t) {
+                self.rt.connect(t.server.port, syn.ts.0, login);
+            }
+            return;
+        }
+        if let Some(rt) = t.response_time_ns() {
+            self.rt.mysql(
+                t.server.port,
+                t.transaction.request_ts_ns as i64,
+                rt,
+                t.error_code().is_some(),
+                t.retransmitted(),
+            );
+        }
+    }
+
+    #[inline]
+    fn segment(
+        &mut self,
+        pending: &mut PendingTcpRequest,
+        conn: &ConnectionView<'_>,
+        seg: &SegmentView<'_>,
+    ) {
+        if seg.tcp.payload_len == 0 || seg.class != SegmentClass::New || conn.is_mysql() {
+            return;
+        }
+        let ts = seg.at.ts.0;
+        if conn.direction(seg.side) == Direction::ClientToServer {
+            pending.0.get_or_insert(ts);
+        } else if let Some(start) = pending.0.take() {
+            if let Some(rt) = plausible_response_time(start, ts) {
+                let retransmitted = conn.tcp().retransmissions_between(start, ts);
+                self.rt.tcp(conn.server().port, start, rt, retransmitted);
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.rt.merge(other.rt);
+    }
+
+    fn finish(mut self, capture: &CaptureFacts) -> RtAggregate {
+        self.rt.keep_within(&capture.timeline);
+        self.rt
     }
 }
 

@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use crate::engine::Analysis;
+use crate::engine::Run;
+use crate::mysql::MysqlAggregate;
 use crate::units::count;
 
 /// Encrypted connections listed by endpoint (the counts cover all of them).
@@ -56,17 +57,18 @@ pub struct EncryptedConnection {
     pub bytes: u64,
 }
 
-/// What `a` could not know.
-pub fn unknowns(a: &Analysis) -> Unknowns {
+/// What `a` could not know; `mysql` is the run's MySQL statistics, when it computed them (they count
+/// the responses that could not be read and the statements cut).
+pub fn unknowns<O>(a: &Run<O>, mysql: Option<&MysqlAggregate>) -> Unknowns {
     let c = &a.capture.counts;
     let snap_length = (c.truncated > 0).then_some(SnapCut {
         packets_cut: c.truncated,
         packets: c.packets,
         snaplen: c.truncated_at,
     });
-    let requests = a.mysql.requests();
+    let requests = mysql.map(MysqlAggregate::requests).unwrap_or_default();
     let unreadable_responses = requests.unreadable;
-    let statements_cut = a.mysql.statements_cut();
+    let statements_cut = mysql.map_or(0, MysqlAggregate::statements_cut);
     let mut encrypted = EncryptedSessions {
         sessions: 0,
         bytes: 0,

@@ -250,6 +250,16 @@ impl ConnectionState {
         self.key
     }
 
+    /// Its first packet.
+    pub fn first(&self) -> FrameRef {
+        self.first
+    }
+
+    /// Its last packet so far.
+    pub fn last(&self) -> FrameRef {
+        self.last
+    }
+
     fn closed(&self) -> bool {
         self.sides
             .iter()

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use pcapsleuth_analysis::{analyze, full_report, EngineOptions};
+use pcapsleuth_analysis::{analyze, full_report, EngineOptions, Everything};
 use pcapsleuth_capture::Capture;
 
 fn main() -> ExitCode {
@@ -19,7 +19,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let report = full_report(&analyze(&cap, &EngineOptions::default()));
+    let report = full_report(&analyze(
+        &cap,
+        &EngineOptions::default(),
+        Everything::default,
+    ));
     match pcapsleuth_report::write_plot_set(&PathBuf::from(out), &report) {
         Ok(set) => {
             for f in &set.written {

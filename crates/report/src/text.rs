@@ -5,7 +5,7 @@ use std::fmt::Write;
 use pcapsleuth_analysis::units::{count, duration, seconds, DurationStyle};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    Analysis, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
+    CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
     Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, Role};
@@ -443,8 +443,8 @@ pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
 }
 
 /// `pcapsleuth flows` for people: one row per connection.
-pub fn render_flows(a: &Analysis, conns: &[&Connection]) -> String {
-    let first = a.capture.first_ts.map_or(0, |t| t.0);
+pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
+    let first = capture.first_ts.map_or(0, |t| t.0);
     let mut out = String::new();
     let _ = writeln!(
         out,

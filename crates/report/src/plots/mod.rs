@@ -124,14 +124,18 @@ pub fn write_plot_set(dir: &Path, report: &FullReport) -> Result<PlotSet, PlotEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcapsleuth_analysis::{analyze, full_report, EngineOptions};
+    use pcapsleuth_analysis::{analyze, full_report, EngineOptions, Everything};
 
     fn fixture_report(name: &str) -> FullReport {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../fixtures")
             .join(name);
         let cap = pcapsleuth_capture::Capture::open(&path).expect("fixture opens");
-        full_report(&analyze(&cap, &EngineOptions::default()))
+        full_report(&analyze(
+            &cap,
+            &EngineOptions::default(),
+            Everything::default,
+        ))
     }
 
     /// A fresh directory under the system temp dir; kept for looking at when PCAPSLEUTH_KEEP_PLOTS is set.
@@ -222,7 +226,11 @@ mod tests {
         header.extend(1u32.to_le_bytes());
         fs::write(&pcap, header).unwrap();
         let cap = pcapsleuth_capture::Capture::open(&pcap).expect("empty capture opens");
-        let report = full_report(&analyze(&cap, &EngineOptions::default()));
+        let report = full_report(&analyze(
+            &cap,
+            &EngineOptions::default(),
+            Everything::default,
+        ));
         let set =
             write_plot_set(&dir.0.join("plots"), &report).expect("nothing to draw is no error");
         assert_eq!(set.written, Vec::<PathBuf>::new());
