@@ -1,6 +1,6 @@
 //! The analyses of pcapsleuth and the parallel engine they run on.
 //!
-//! Three things live here:
+//! Four things live here:
 //!
 //! * **The [`Analysis`] trait** ([`events`]): what the engine tells an analysis about every TCP
 //!   connection, in capture order: the connection opened, each segment, each MySQL transaction (request,
@@ -20,6 +20,8 @@
 //!   - reports over a run's connections, whatever analysis it ran: [`first_reset`] (who closed first,
 //!     and how), [`connect_report`] (connects that could not get in), [`unknowns`] (what the capture
 //!     could not show); and [`full_report`] (everything, as ranked findings).
+//! * **Two capture points** ([`compare`]): the same workload captured at the client and at the server,
+//!   lined up transaction by transaction: where each one's time went (the server or the path).
 //!
 //! Detector thresholds live in one place, with the reason for each value: the `thresholds` module.
 //!
@@ -35,6 +37,7 @@
 //! ```
 
 mod closes;
+mod compare;
 mod connects;
 mod engine;
 pub mod events;
@@ -52,6 +55,11 @@ pub mod units;
 mod unknowns;
 
 pub use closes::{first_reset, tcp_reason, CloseReport, FinJudgement, FirstReset};
+pub use compare::{
+    compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,
+    CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
+    MatchedPair, Notable, NotableCounts, NotableKind, OutsideOtherCapture, Seen, SideBySideHumps,
+};
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };

@@ -182,3 +182,39 @@ pub const WHY_RESENT_IN_A_ROW: u32 = 2;
 /// (wait_timeout, proxies' idle limits) count in seconds; an answer and a close within a second are one
 /// exchange.
 pub const WHY_SILENCE_NS: i64 = 1_000_000_000;
+
+// ---- Two capture points (crate::compare) ----
+
+/// When requests are matched by payload on a pair of connections, a client request takes the next
+/// unmatched server request with its payload within this many: far more than the requests one capture
+/// can miss in a row where the other has them (a capture started or stopped a moment apart, a proxy's own
+/// health checks), few enough that a repeated statement is not matched with a copy sent much later.
+pub const COMPARE_PAYLOAD_LOOKAHEAD: usize = 64;
+
+/// A payload carried by more server connections than this (a ping, `SELECT 1`, a driver's session setup)
+/// is not used to find a client connection's partner: it would make every connection a candidate, and
+/// aligning each is what costs. Rarer payloads (a statement with its literals) point at the few that matter.
+pub const COMPARE_COMMON_PAYLOAD_CONNECTIONS: usize = 64;
+
+/// Server connections aligned with a client connection's requests to find its partner: the true one is
+/// among the best few by shared rare payloads; each more costs an alignment of the whole connection.
+pub const COMPARE_CANDIDATE_CONNECTIONS: usize = 4;
+
+/// Time windows across the matched pairs when a clock drift must be fitted (the middles of each window's
+/// offset bounds): enough points for a slope to be seen, each window still holding many pairs and so a
+/// fast request and a fast response to bound it from both sides.
+pub const COMPARE_CLOCK_WINDOWS: usize = 8;
+
+/// A response with no retransmission seen is notable as late when its way back took at least this long
+/// (200 ms, Linux's minimum retransmission timeout: a segment lost where neither capture saw it, resent
+/// after a timeout) ...
+pub const COMPARE_LATE_MIN_NS: i64 = 200_000_000;
+
+/// ... and at least this many times the median response path: a shaped or busy path makes every response
+/// slow, and then only the exceptions are notable.
+pub const COMPARE_LATE_FACTOR: f64 = 10.0;
+
+/// The verdict says the path (or the server) took the time when its share of the client's time is at least
+/// this: two thirds, a clear majority that a change on that side alone would remove; between a third and
+/// two thirds it says they shared it.
+pub const COMPARE_PATH_SHARE: f64 = 2.0 / 3.0;
