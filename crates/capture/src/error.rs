@@ -58,6 +58,13 @@ pub enum CaptureError {
         compression: &'static str,
         source: Box<CaptureError>,
     },
+    #[error("{path}: cannot write frame {frame} as pcapng: {reason}")]
+    Unwritable {
+        path: PathBuf,
+        /// The record's number among those written (1-based).
+        frame: u64,
+        reason: String,
+    },
     #[error("{path}: write failed: {source}")]
     Write {
         path: PathBuf,

@@ -10,6 +10,9 @@
 //! split from the proven state when it does not. That check is what makes results independent of the
 //! number of splits.
 //!
+//! Records are written out by [`PcapWriter`] (copied byte for byte, in the source's own format) and
+//! [`PcapngWriter`] (as pcapng, where a packet can carry comments that Wireshark shows).
+//!
 //! ```no_run
 //! use pcapsleuth_capture::Capture;
 //! let cap = Capture::open("fixtures/err1146-storm.pcap")?;
@@ -46,7 +49,7 @@ pub use link::LinkType;
 pub use set::{expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
 pub use stream::{Compression, Stream, StreamWindow};
-pub use write::{refuse_input_as_output, PcapWriter};
+pub use write::{refuse_input_as_output, PcapWriter, PcapngWriter, MAX_COMMENT_BYTES};
 
 /// The identity of a file: device and inode. Two paths name the same file when these agree, whatever
 /// the names (hard links, symlinks, `./x` and `x`).

@@ -39,6 +39,22 @@ impl LinkType {
         }
     }
 
+    /// The `LINKTYPE_*` number to write for it: raw IP read as DLT 12 or 14 is written as
+    /// LINKTYPE_RAW (101), which means the same everywhere (12 and 14 differ between systems).
+    pub fn number(self) -> u32 {
+        match self {
+            LinkType::Null => 0,
+            LinkType::Ethernet => 1,
+            LinkType::RawIp => 101,
+            LinkType::Loop => 108,
+            LinkType::LinuxSll => 113,
+            LinkType::Ipv4 => 228,
+            LinkType::Ipv6 => 229,
+            LinkType::LinuxSll2 => 276,
+            LinkType::Other(n) => n,
+        }
+    }
+
     /// Whether pcapsleuth decodes packets of this link type.
     pub fn is_supported(self) -> bool {
         !matches!(self, LinkType::Other(_))

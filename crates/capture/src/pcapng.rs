@@ -11,8 +11,8 @@ use crate::{
     Timestamp,
 };
 
-const SHB_TYPE: u32 = 0x0A0D_0D0A;
-const BOM: u32 = 0x1A2B_3C4D;
+pub(crate) const SHB_TYPE: u32 = 0x0A0D_0D0A;
+pub(crate) const BOM: u32 = 0x1A2B_3C4D;
 /// Smallest block: type, length, length.
 const MIN_BLOCK: usize = 12;
 /// No real block is larger; a bigger length is corruption, not a reason to skip gigabytes.
