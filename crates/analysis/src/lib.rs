@@ -47,6 +47,7 @@ mod histogram;
 mod modes;
 mod mysql;
 mod rate;
+mod recognition;
 mod replication;
 mod rt;
 mod thresholds;

@@ -9,15 +9,15 @@ use pcapsleuth_flow::{
     Role, Side, StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    looks_like_binlog_events, looks_like_client_command, looks_like_greeting, looks_like_login,
-    looks_like_semi_sync_acks, CloseContext, CloseFlag, Command, Direction, Encryption,
-    Fingerprinter, Meta, Outcome, Session, SessionPhase, SqlState, StartMode, Transaction,
+    CloseContext, CloseFlag, Command, Direction, Encryption, Fingerprinter, Meta, Outcome, Session,
+    SessionPhase, SqlState, Transaction,
 };
 use serde::Serialize;
 
 use crate::engine::CaptureFacts;
 use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::histogram::{Histogram, RtSummary};
+use crate::recognition::{Recognised, Recogniser, Recognition};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
 use crate::timeline::plausible_response_time;
 
@@ -158,115 +158,10 @@ pub enum RecognisedBy {
     BinlogEvents,
 }
 
-/// How many turns (runs of payload segments from one side) a connection may show before it is judged
-/// not to be MySQL. Turns, not segments: a capture that begins mid-resultset shows hundreds of server
-/// segments before the client's next command, the first chance to recognise the connection.
-const DETECTION_TURNS: u32 = 8;
-
-/// How many payload segments a connection may show before it is judged not to be MySQL, however few
-/// its turns: a one-way stream is not looked at forever (4096 segments hold a resultset of 6 MB at a
-/// 1,460-byte MSS, more where segments were coalesced).
-const DETECTION_SEGMENTS: u32 = 4096;
-
 enum Detect {
-    Undecided {
-        segments: u32,
-        turns: u32,
-        /// The side of the last payload segment.
-        last: Option<Side>,
-    },
+    Undecided(Box<Recogniser>),
     Mysql,
     NotMysql,
-}
-
-/// Client bytes that looked like the start of a command, kept until the server's answer (or, for a
-/// request never answered, the close or the end of the capture) says the connection is MySQL: the segment
-/// that began them and the segments continuing them, as one stretch of the stream.
-struct Candidate {
-    side: Side,
-    /// Sequence number of the first byte.
-    seq: u32,
-    /// The bytes, while every one was captured and they fit [`CANDIDATE_BYTES`].
-    bytes: Vec<u8>,
-    /// Length on the wire (bytes past `bytes` were not kept: a gap when replayed).
-    wire_len: u32,
-    /// Where the command the first bytes announce ends (its header and payload).
-    announced: u64,
-    at: FrameRef,
-    /// What the bytes begin: a command (`MidStream`) or a login (`Login`).
-    start: StartMode,
-}
-
-/// How a TLS record carrying a handshake (a ClientHello) begins: content type 22, major version 3.
-const TLS_HANDSHAKE: &[u8] = &[0x16, 0x03];
-
-/// Bytes of a candidate kept for replay; a longer request is replayed with a gap the decoder absorbs
-/// inside its payload (its statement text is capped well below this).
-const CANDIDATE_BYTES: usize = 1 << 16;
-
-/// What a segment of the candidate's side is to it.
-enum Continuation {
-    /// The next bytes, inside the command the candidate announced (a long request in pieces).
-    Within,
-    /// The next bytes, past that command.
-    Beyond,
-    /// Not the next bytes (a gap, or a retransmission).
-    Apart,
-}
-
-impl Candidate {
-    fn new(side: Side, seg: &TcpSegment<'_>, at: FrameRef, start: StartMode) -> Candidate {
-        let header = seg.payload.get(..3).unwrap_or(&[]);
-        let len = header
-            .iter()
-            .rev()
-            .fold(0u64, |n, &b| (n << 8) | u64::from(b));
-        let mut c = Candidate {
-            side,
-            seq: seg.seq,
-            bytes: Vec::new(),
-            wire_len: 0,
-            announced: 4 + len,
-            at,
-            start,
-        };
-        c.push(seg);
-        c
-    }
-
-    fn push(&mut self, seg: &TcpSegment<'_>) {
-        let whole = self.bytes.len() == self.wire_len as usize
-            && seg.payload.len() == seg.payload_len as usize
-            && self.bytes.len() + seg.payload.len() <= CANDIDATE_BYTES;
-        if whole {
-            self.bytes.extend_from_slice(seg.payload);
-        }
-        self.wire_len = self.wire_len.saturating_add(seg.payload_len);
-    }
-
-    fn extend(&mut self, seg: &TcpSegment<'_>) -> Continuation {
-        if seg.seq != self.seq.wrapping_add(self.wire_len) {
-            return Continuation::Apart;
-        }
-        let within = u64::from(self.wire_len) < self.announced;
-        self.push(seg);
-        if within {
-            Continuation::Within
-        } else {
-            Continuation::Beyond
-        }
-    }
-
-    /// A login asking for TLS: an SSLRequest is a 32-byte payload (capabilities, maximum packet size,
-    /// character set, filler) and nothing more.
-    fn is_ssl_request(&self) -> bool {
-        self.start == StartMode::Login && self.announced == 4 + 32
-    }
-
-    /// The whole command it announced went on the wire.
-    fn complete(&self) -> bool {
-        u64::from(self.wire_len) >= self.announced
-    }
 }
 
 /// What a close found the session doing.
@@ -318,10 +213,8 @@ pub struct CloseSeenFacts {
 
 /// Per-connection MySQL state during tracking.
 pub(crate) struct MysqlTrack {
-    mode: MysqlDetection,
     detect: Detect,
     recognised_by: Option<RecognisedBy>,
-    candidate: Option<Candidate>,
     client: Option<Side>,
     session: Option<Session>,
     streams: [StreamReassembler<Meta>; 2],
@@ -349,32 +242,15 @@ fn meta(at: FrameRef) -> Meta {
     }
 }
 
-/// Does this server payload start like a response to a command (sequence id 1) or a login (2): a packet
-/// header with that sequence id and a non-empty payload? Together with a client command or login just
-/// before it (checked by the caller), this recognises MySQL on a connection whose handshake the capture
-/// missed.
-fn looks_like_response(bytes: &[u8], seq: u8) -> bool {
-    match bytes {
-        [a, b, c, s, _, ..] => *s == seq && u32::from_le_bytes([*a, *b, *c, 0]) > 0,
-        _ => false,
-    }
-}
-
 impl MysqlTrack {
     pub(crate) fn new(mode: MysqlDetection) -> Self {
         MysqlTrack {
-            mode,
-            detect: if mode == MysqlDetection::Off {
-                Detect::NotMysql
-            } else {
-                Detect::Undecided {
-                    segments: 0,
-                    turns: 0,
-                    last: None,
-                }
+            detect: match mode {
+                MysqlDetection::Off => Detect::NotMysql,
+                MysqlDetection::Auto => Detect::Undecided(Box::new(Recogniser::new(None))),
+                MysqlDetection::Port(p) => Detect::Undecided(Box::new(Recogniser::new(Some(p)))),
             },
             recognised_by: None,
-            candidate: None,
             client: None,
             session: None,
             streams: [StreamReassembler::new(), StreamReassembler::new()],
@@ -406,13 +282,6 @@ impl MysqlTrack {
         matches!(self.detect, Detect::Mysql)
     }
 
-    fn start(&mut self, client: Side, by: RecognisedBy, mode: StartMode) {
-        self.detect = Detect::Mysql;
-        self.recognised_by = Some(by);
-        self.client = Some(client);
-        self.session = Some(Session::new(mode));
-    }
-
     /// Feeds one segment of the connection (after the TCP tracker saw it).
     pub(crate) fn segment(
         &mut self,
@@ -421,121 +290,14 @@ impl MysqlTrack {
         seg: &TcpSegment<'_>,
         at: FrameRef,
     ) {
-        if matches!(self.detect, Detect::Undecided { .. }) {
-            if seg.payload_len == 0 {
-                let close = seg.flags.fin() || seg.flags.rst();
-                if !close || !self.candidate.as_ref().is_some_and(Candidate::complete) {
+        if let Detect::Undecided(r) = &mut self.detect {
+            match r.segment(conn, side, seg, at) {
+                Recognition::Undecided => return,
+                Recognition::NotMysql => {
+                    self.detect = Detect::NotMysql;
                     return;
                 }
-                // A close while a whole command that looked like MySQL waited for its answer: the
-                // request was cut off unanswered, and the close is read in its light.
-                self.start_from_candidate(RecognisedBy::UnansweredRequest, conn);
-                self.feed(side, seg, at);
-                return;
-            }
-            if let Some(c) = self.candidate.as_mut().filter(|c| c.side == side) {
-                match c.extend(seg) {
-                    // The rest of the command: one request, however many segments carry it.
-                    Continuation::Within => return,
-                    Continuation::Beyond
-                        if c.is_ssl_request() && seg.payload.starts_with(TLS_HANDSHAKE) =>
-                    {
-                        // An SSLRequest, then the client's TLS handshake: a login going on encrypted,
-                        // answered in TLS, never with a MySQL packet. The segment is the candidate's now.
-                        self.start_from_candidate(RecognisedBy::RequestResponseShape, conn);
-                        return;
-                    }
-                    Continuation::Beyond => {}
-                    Continuation::Apart => self.candidate = None,
-                }
-            }
-            let Detect::Undecided {
-                segments,
-                turns,
-                last,
-            } = &mut self.detect
-            else {
-                return;
-            };
-            *segments += 1;
-            if *last != Some(side) {
-                *turns += 1;
-                *last = Some(side);
-            }
-            let give_up = *turns > DETECTION_TURNS || *segments > DETECTION_SEGMENTS;
-            let key = conn.key();
-            let handshake = conn.handshake_client();
-            // The connection's first bytes are a greeting: its connection phase is in the capture even
-            // when the SYN is not (the capture began between the TCP handshake and the greeting, as a
-            // rotated file or a capture started under load does). MySQL servers speak first.
-            let greeting_first = *segments == 1 && looks_like_greeting(seg.payload);
-            if let MysqlDetection::Port(p) = self.mode {
-                let server = if key.lo.port == p {
-                    Some(Side::Lo)
-                } else if key.hi.port == p {
-                    Some(Side::Hi)
-                } else {
-                    None
-                };
-                if let Some(server) = server {
-                    let mode = if conn.saw_syn() || (greeting_first && side == server) {
-                        StartMode::Handshake
-                    } else if *segments == 1 && side != server && looks_like_login(seg.payload) {
-                        StartMode::Login
-                    } else {
-                        StartMode::MidStream
-                    };
-                    self.start(server.other(), RecognisedBy::Port, mode);
-                }
-            }
-            if !self.is_mysql() {
-                if let Some((client, _)) = handshake.filter(|_| conn.saw_syn()) {
-                    if side != client && looks_like_greeting(seg.payload) {
-                        self.start(client, RecognisedBy::Greeting, StartMode::Handshake);
-                    } else {
-                        self.detect = Detect::NotMysql;
-                        return;
-                    }
-                } else if greeting_first {
-                    self.start(side.other(), RecognisedBy::Greeting, StartMode::Handshake);
-                } else if looks_like_binlog_events(seg.payload) {
-                    // A replication stream: the side sending events is the primary...
-                    self.start(
-                        side.other(),
-                        RecognisedBy::BinlogEvents,
-                        StartMode::MidStream,
-                    );
-                } else if looks_like_semi_sync_acks(seg.payload) {
-                    // ...and the side sending ACKs the replica.
-                    self.start(side, RecognisedBy::BinlogEvents, StartMode::MidStream);
-                } else if self.candidate.as_ref().is_some_and(|c| c.side != side) {
-                    let answer_seq = match self.candidate.as_ref().map(|c| c.start) {
-                        // A login (sequence id 1) is answered with sequence id 2.
-                        Some(StartMode::Login) => 2,
-                        _ => 1,
-                    };
-                    if looks_like_response(seg.payload, answer_seq) {
-                        self.start_from_candidate(RecognisedBy::RequestResponseShape, conn);
-                    } else {
-                        self.candidate = None;
-                    }
-                } else if self.candidate.is_none() {
-                    let start = if looks_like_client_command(seg.payload) {
-                        Some(StartMode::MidStream)
-                    } else if looks_like_login(seg.payload) {
-                        Some(StartMode::Login)
-                    } else {
-                        None
-                    };
-                    self.candidate = start.map(|s| Candidate::new(side, seg, at, s));
-                }
-                if !self.is_mysql() {
-                    if give_up {
-                        self.detect = Detect::NotMysql;
-                        self.candidate = None;
-                    }
-                    return;
-                }
+                Recognition::Mysql(m) => self.start(m, conn),
             }
         }
         if self.is_mysql() {
@@ -543,30 +305,32 @@ impl MysqlTrack {
         }
     }
 
-    /// The candidate's side is the client of a MySQL connection joined mid-stream: the session starts,
-    /// and the candidate's bytes are its first.
-    fn start_from_candidate(&mut self, by: RecognisedBy, conn: &ConnectionState) {
-        let Some(c) = self.candidate.take() else {
-            return;
-        };
-        self.start(c.side, by, c.start);
+    /// The connection is MySQL: the session starts, and is fed the bytes held while it was being
+    /// recognised, segment by segment as they came (only bytes: their ACKs and closes were read as they
+    /// came, and a close is the segment at hand's).
+    fn start(&mut self, m: Recognised, conn: &ConnectionState) {
+        self.detect = Detect::Mysql;
+        self.recognised_by = Some(m.by);
+        self.client = Some(m.client);
+        self.session = Some(Session::new(m.mode));
         let key = conn.key();
-        let (src, dst) = (key.endpoint(c.side), key.endpoint(c.side.other()));
-        // Only bytes: no flags (the segments' ACKs and closes were read as they came).
-        let replay = TcpSegment {
-            src: src.ip,
-            src_port: src.port,
-            dst: dst.ip,
-            dst_port: dst.port,
-            seq: c.seq,
-            ack: 0,
-            window: 0,
-            flags: TcpFlags(0),
-            options: &[],
-            payload: &c.bytes,
-            payload_len: c.wire_len,
-        };
-        self.feed(c.side, &replay, c.at);
+        m.replay.for_each(|side, seq, payload, payload_len, at| {
+            let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
+            let replay = TcpSegment {
+                src: src.ip,
+                src_port: src.port,
+                dst: dst.ip,
+                dst_port: dst.port,
+                seq,
+                ack: 0,
+                window: 0,
+                flags: TcpFlags(0),
+                options: &[],
+                payload,
+                payload_len,
+            };
+            self.feed(side, &replay, at);
+        });
     }
 
     fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
@@ -705,12 +469,12 @@ impl MysqlTrack {
         conn: &ConnectionState,
         tell: impl FnMut(&TransactionView<'_>),
     ) -> Option<MysqlSessionFacts> {
-        if matches!(self.detect, Detect::Undecided { .. })
-            && self.candidate.as_ref().is_some_and(Candidate::complete)
-        {
-            // A whole command that looked like MySQL was still waiting for its answer when the capture
-            // ended.
-            self.start_from_candidate(RecognisedBy::UnansweredRequest, conn);
+        if let Detect::Undecided(r) = &mut self.detect {
+            // The last turn is judged on what the capture holds of it; a whole command that looked like
+            // MySQL was still waiting for its answer.
+            if let Recognition::Mysql(m) = r.end(conn) {
+                self.start(m, conn);
+            }
         }
         if !self.is_mysql() {
             return None;

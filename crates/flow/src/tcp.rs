@@ -94,8 +94,8 @@ pub struct CloseEvent {
     pub peer_awaiting_reply: bool,
     /// The peer's latest spell of zero-window advertisements before the close (it stopped reading).
     pub peer_zero_window: Option<ZeroWindowSpell>,
-    /// Segments the closing side had resent since it last sent new data (resends of the same
-    /// unacknowledged bytes).
+    /// Times the closing side had resent its unacknowledged bytes since it last sent new data. A resend
+    /// is counted once however many segments carried it: how TCP cut it is no measure of the path.
     pub resent_in_a_row: u32,
     /// The peer's last segment carrying payload before the close.
     pub peer_last_data: Option<FrameRef>,
@@ -197,6 +197,8 @@ struct SideState {
     zero_window: Option<ZeroWindowSpell>,
     /// Resends since this side last sent new data.
     resent_in_a_row: u32,
+    /// Where the last resent segment ended: a segment resent from there goes on with the same resend.
+    resent_until: Option<u32>,
     /// This side's last segment carrying payload.
     last_data: Option<FrameRef>,
 }
@@ -485,10 +487,14 @@ impl ConnectionState {
                 SegmentClass::New => {
                     self.last_data_side = Some(side);
                     s.resent_in_a_row = 0;
+                    s.resent_until = None;
                     s.last_data = Some(at);
                 }
                 SegmentClass::Retransmission => {
-                    s.resent_in_a_row += 1;
+                    if s.resent_until != Some(seg.seq) {
+                        s.resent_in_a_row += 1;
+                    }
+                    s.resent_until = Some(seg.seq.wrapping_add(seg.payload_len));
                     s.last_data = Some(at);
                 }
                 // A keep-alive probe carries no data the application sent.

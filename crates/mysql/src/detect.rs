@@ -9,10 +9,54 @@ use crate::wire::{self, le_u24, MAX_PAYLOAD};
 
 /// Answer of a check that may need more bytes than it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
+    /// The bytes have the shape asked about.
     Yes,
+    /// They do not, whatever follows.
     No,
+    /// The bytes so far cannot tell: ask again with more.
     NeedMore,
+}
+
+/// Whether the bytes a check is given may still grow: a turn that goes on, or all there will ever be
+/// (the other side spoke, a close, bytes the capture does not hold, the end of the capture).
+///
+/// The checks that take one ([`greeting_verdict`], [`client_command_verdict`], ...) answer
+/// [`Verdict::NeedMore`] on `Growing` bytes until more bytes could no longer change the answer, so that
+/// where TCP cut a stream never changes what is recognised in it: a verdict on a prefix is the verdict
+/// on every extension of it. On `Final` bytes they judge what there is and never need more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// More bytes may follow.
+    Growing,
+    /// Nothing follows these bytes.
+    Final,
+}
+
+impl Extent {
+    /// `v`, or when it needs bytes that will never come, what `on_what_there_is` says of those there are.
+    pub(crate) fn settle(self, v: Verdict, on_what_there_is: impl FnOnce() -> bool) -> Verdict {
+        match (v, self) {
+            (Verdict::NeedMore, Extent::Final) => {
+                if on_what_there_is() {
+                    Verdict::Yes
+                } else {
+                    Verdict::No
+                }
+            }
+            (v, _) => v,
+        }
+    }
+}
+
+impl From<bool> for Verdict {
+    fn from(yes: bool) -> Verdict {
+        if yes {
+            Verdict::Yes
+        } else {
+            Verdict::No
+        }
+    }
 }
 
 fn is_text_start(b: u8) -> bool {
@@ -370,6 +414,77 @@ pub fn looks_like_login(client_bytes: &[u8]) -> bool {
         None => false,
     };
     seq == 1 && caps & wire::capability::CLIENT_PROTOCOL_41 != 0 && filler && user
+}
+
+/// [`looks_like_greeting`], judged on the whole greeting packet (at most 2,052 bytes), or on the
+/// header and first byte where they already say no; on `Final` bytes, on what there is (a greeting cut
+/// by the snap length).
+pub fn greeting_verdict(server_first_bytes: &[u8], extent: Extent) -> Verdict {
+    let b = server_first_bytes;
+    let v = match (le_u24(b), b.get(3), b.get(4)) {
+        (Some(len), Some(&seq), _) if seq != 0 || !(5..=2048).contains(&len) => Verdict::No,
+        (_, _, Some(first)) if !matches!(first, 10 | 0xFF) => Verdict::No,
+        (Some(len), Some(_), Some(_)) if b.len() >= 4 + len as usize => {
+            looks_like_greeting(b).into()
+        }
+        _ => Verdict::NeedMore,
+    };
+    extent.settle(v, || looks_like_greeting(b))
+}
+
+/// [`looks_like_login`], judged on the whole login packet, or on its header, capabilities and filler
+/// where they already say no.
+pub fn login_verdict(client_bytes: &[u8], extent: Extent) -> Verdict {
+    let b = client_bytes;
+    let caps = b
+        .get(4..8)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    let filler = b.get(13..b.len().min(32)).unwrap_or(&[]);
+    let v = match (le_u24(b), b.get(3)) {
+        (Some(len), Some(&seq)) if seq != 1 || len < 32 => Verdict::No,
+        (Some(len), Some(_)) if b.len() >= 4 + len as usize => looks_like_login(b).into(),
+        _ if caps.is_some_and(|c| c & wire::capability::CLIENT_PROTOCOL_41 == 0) => Verdict::No,
+        _ if filler.iter().any(|&z| z != 0) => Verdict::No,
+        _ => Verdict::NeedMore,
+    };
+    extent.settle(v, || looks_like_login(b))
+}
+
+/// The most bytes [`client_command_verdict`] reads: the start of a long command's text (the text
+/// check samples 256 bytes), or a compressed packet's headers and the start of its zlib stream.
+const COMMAND_JUDGED_BYTES: usize = 512;
+
+/// [`looks_like_client_command`], judged on the first bytes it reads: a compressed packet's 7-byte
+/// header and payload, or a plain packet and the 3 bytes after it (which a compressed header would
+/// hold), at most [`COMMAND_JUDGED_BYTES`]; or on the header alone where it already says no.
+pub fn client_command_verdict(client_bytes: &[u8], extent: Extent) -> Verdict {
+    let b = client_bytes;
+    let Some(len) = le_u24(b) else {
+        return extent.settle(Verdict::NeedMore, || false);
+    };
+    let judged = (7 + len as usize).min(COMMAND_JUDGED_BYTES);
+    let v = match b.get(..judged) {
+        Some(w) => looks_like_client_command(w).into(),
+        None if client_command_at(b) == Verdict::No
+            && compressed_client_command_at(b, judged) == Verdict::No =>
+        {
+            Verdict::No
+        }
+        None => Verdict::NeedMore,
+    };
+    extent.settle(v, || looks_like_client_command(b))
+}
+
+/// Do these server bytes start like a response to a command (sequence id 1) or a login (2): a packet
+/// header with that sequence id and a non-empty payload? Together with a client command or login just
+/// before it, this recognises MySQL on a connection whose handshake the capture missed.
+pub fn response_verdict(server_bytes: &[u8], seq: u8, extent: Extent) -> Verdict {
+    let v = match (le_u24(server_bytes), server_bytes.get(3)) {
+        (Some(len), Some(&s)) if s != seq || len == 0 => Verdict::No,
+        (Some(_), Some(_)) if server_bytes.len() >= 5 => Verdict::Yes,
+        _ => Verdict::NeedMore,
+    };
+    extent.settle(v, || false)
 }
 
 /// Do these client bytes start with a MySQL command packet (sequence id 0, a

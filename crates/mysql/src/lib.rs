@@ -67,11 +67,14 @@ pub mod wire;
 use serde::{Deserialize, Serialize};
 
 pub use command::Command;
-pub use detect::{looks_like_client_command, looks_like_greeting, looks_like_login};
+pub use detect::{
+    client_command_verdict, greeting_verdict, login_verdict, looks_like_client_command,
+    looks_like_greeting, looks_like_login, response_verdict, Extent, Verdict,
+};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
 pub use replication::{
-    looks_like_binlog_events, looks_like_semi_sync_acks, ReplicationAtClose, ReplicationSample,
-    ReplicationSummary,
+    binlog_event_verdict, looks_like_binlog_events, looks_like_semi_sync_acks,
+    semi_sync_acks_verdict, ReplicationAtClose, ReplicationSample, ReplicationSummary,
 };
 pub use session::Session;
 

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::command::Command;
-use crate::detect::Verdict;
+use crate::detect::{Extent, Verdict};
 use crate::framing::PacketEnd;
 use crate::wire::{self, le_u24, Reader};
 use crate::{CloseFlag, Direction, Meta, Outcome, SqlState, Transaction};
@@ -268,6 +268,55 @@ pub fn looks_like_semi_sync_acks(payload: &[u8]) -> bool {
         at = at.get(4 + len as usize..).unwrap_or(&[]);
     }
     !payload.is_empty()
+}
+
+/// How far past an event packet [`binlog_event_verdict`] looks for the next packet's header: an event
+/// longer than this is judged by its own header.
+const NEXT_HEADER_LOOKAHEAD: usize = 2048;
+
+/// [`looks_like_binlog_events`] at one position of a stream, judged only on bytes at fixed places: an
+/// event packet's header (its first 26 bytes at most) and, when it ends within
+/// [`NEXT_HEADER_LOOKAHEAD`] bytes, the next packet's header with the next sequence id. On `Final`
+/// bytes that end before the next header, the event's own header decides (the event runs past them).
+pub fn binlog_event_verdict(w: &[u8], extent: Extent) -> Verdict {
+    const NEEDED: usize = 3 + EVENT_HEADER;
+    let (Some(len), Some(&seq)) = (le_u24(w), w.get(3)) else {
+        return extent.settle(Verdict::NeedMore, || false);
+    };
+    // Only the bytes the header check needs, so that bytes after them never change its answer.
+    let head = w.get(..4 + NEEDED.min(len as usize)).unwrap_or(w);
+    let event = event_packet_at(head);
+    let next_at = 4 + len as usize;
+    let v = match event {
+        Verdict::Yes if next_at + 4 > NEXT_HEADER_LOOKAHEAD => Verdict::Yes,
+        Verdict::Yes => match w.get(next_at + 3) {
+            Some(&s) => (s == seq.wrapping_add(1)).into(),
+            None => Verdict::NeedMore,
+        },
+        v => v,
+    };
+    extent.settle(v, || event == Verdict::Yes)
+}
+
+/// [`looks_like_semi_sync_acks`] on a whole turn of the replica: every packet of it a whole semi-sync
+/// ACK. `Growing` bytes are never enough for a yes (another packet may follow), only for a no.
+pub fn semi_sync_acks_verdict(replica_bytes: &[u8], extent: Extent) -> Verdict {
+    let mut at = replica_bytes;
+    let mut v = Verdict::NeedMore;
+    while !at.is_empty() {
+        match ack_packet_at(at) {
+            Verdict::Yes => {}
+            Verdict::No => {
+                v = Verdict::No;
+                break;
+            }
+            Verdict::NeedMore => break,
+        }
+        at = le_u24(at)
+            .and_then(|len| at.get(4 + len as usize..))
+            .unwrap_or(&[]);
+    }
+    extent.settle(v, || looks_like_semi_sync_acks(replica_bytes))
 }
 
 /// Is the logical packet `p` (kept prefix) of `len` bytes with sequence id `seq` a semi-sync ACK?
