@@ -393,12 +393,12 @@ impl Recogniser {
         if !self.candidate.as_ref().is_some_and(Turn::request_complete) {
             return Recognition::Undecided;
         }
-        self.from_candidate(RecognisedBy::UnansweredRequest)
+        self.recognised_by_candidate(RecognisedBy::UnansweredRequest)
     }
 
     /// The candidate's side is the client of a MySQL connection joined mid-stream: its request is the
     /// session's first bytes, then the turn at hand.
-    fn from_candidate(&mut self, by: RecognisedBy) -> Recognition {
+    fn recognised_by_candidate(&mut self, by: RecognisedBy) -> Recognition {
         let Some(c) = self.candidate.take() else {
             return Recognition::Undecided;
         };
@@ -455,7 +455,9 @@ impl Recogniser {
                     mode,
                     from,
                 } => return self.recognised(client, by, mode, from),
-                Judged::Answered => return self.from_candidate(RecognisedBy::RequestResponseShape),
+                Judged::Answered => {
+                    return self.recognised_by_candidate(RecognisedBy::RequestResponseShape)
+                }
                 Judged::NotAnswered => {
                     self.candidate = None;
                     self.set_start(Start::Searching);
@@ -484,7 +486,7 @@ impl Recogniser {
                     return Recognition::Undecided;
                 }
                 self.candidate = self.turn.take();
-                self.from_candidate(RecognisedBy::RequestResponseShape)
+                self.recognised_by_candidate(RecognisedBy::RequestResponseShape)
             }
             Start::Request { .. } => Recognition::Undecided,
             Start::Searching if t.number > DETECTION_TURNS => Recognition::NotMysql,
@@ -656,5 +658,172 @@ impl Recogniser {
         let search = t.search;
         t.held.forget_before(search);
         Recognition::Undecided
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcapsleuth_capture::Timestamp;
+    use pcapsleuth_flow::{ConnectionTracker, Endpoint, FlowKey, TcpFlags};
+
+    const CLIENT: &str = "10.0.0.2:40000";
+    const SERVER: &str = "10.0.0.1:3306";
+
+    fn endpoint(s: &str) -> Endpoint {
+        let (ip, port) = s.split_once(':').unwrap();
+        Endpoint {
+            ip: ip.parse().unwrap(),
+            port: port.parse().unwrap(),
+        }
+    }
+
+    /// A connection the capture joined mid-stream (no SYN), fed segments from either end.
+    struct Joined {
+        tracker: ConnectionTracker,
+        recogniser: Recogniser,
+        seq: [u32; 2],
+        frame: u64,
+    }
+
+    impl Joined {
+        fn new() -> Joined {
+            let (key, _) = FlowKey::of(endpoint(CLIENT), endpoint(SERVER));
+            let at = FrameRef {
+                frame: 1,
+                ts: Timestamp(0),
+            };
+            Joined {
+                tracker: ConnectionTracker::new(key, at),
+                recogniser: Recogniser::new(None),
+                seq: [1_000, 5_000],
+                frame: 0,
+            }
+        }
+
+        /// One segment from `from` (an endpoint) with `payload`.
+        fn send(&mut self, from: &str, payload: &[u8]) -> Recognition {
+            let (src, dst) = if from == CLIENT {
+                (endpoint(CLIENT), endpoint(SERVER))
+            } else {
+                (endpoint(SERVER), endpoint(CLIENT))
+            };
+            let (_, side) = FlowKey::of(src, dst);
+            self.frame += 1;
+            let at = FrameRef {
+                frame: self.frame,
+                ts: Timestamp(self.frame as i64 * 1_000),
+            };
+            let seg = TcpSegment {
+                src: src.ip,
+                src_port: src.port,
+                dst: dst.ip,
+                dst_port: dst.port,
+                seq: self.seq[side.index()],
+                ack: self.seq[side.other().index()],
+                window: 1000,
+                flags: TcpFlags(TcpFlags::ACK),
+                options: &[],
+                payload,
+                payload_len: payload.len() as u32,
+            };
+            self.seq[side.index()] = self.seq[side.index()].wrapping_add(payload.len() as u32);
+            self.tracker.feed(side, &seg, payload.len() as u32 + 54, at);
+            self.recogniser
+                .segment(self.tracker.current(), side, &seg, at)
+        }
+
+        /// The bytes the turn at hand holds, and its segments.
+        fn held(&self) -> (usize, usize) {
+            self.recogniser
+                .turn
+                .as_ref()
+                .map_or((0, 0), |t| (t.held.bytes.len(), t.held.segments.len()))
+        }
+    }
+
+    fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        v.push(seq);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// The replay's bytes, by side, and its segments.
+    fn replayed(r: &Recognised) -> (Vec<u8>, usize) {
+        let (mut bytes, mut segments) = (Vec::new(), 0);
+        r.replay.for_each(|_, _, b, _, _| {
+            bytes.extend_from_slice(b);
+            segments += 1;
+        });
+        (bytes, segments)
+    }
+
+    /// A greeting one byte per segment is a greeting: judged once its last byte came, and replayed to
+    /// the session byte by byte, at the frames that carried them.
+    #[test]
+    fn a_greeting_cut_into_single_bytes_is_recognised_when_whole() {
+        let mut greeting = vec![10];
+        greeting.extend_from_slice(b"5.7.44\0\x01\0\0\0abcdefgh\0\xff\xf7\x21\x02\0");
+        greeting.extend_from_slice(&[0; 13]);
+        let greeting = packet(0, &greeting);
+        let mut c = Joined::new();
+        for (i, b) in greeting.iter().enumerate() {
+            match c.send(SERVER, std::slice::from_ref(b)) {
+                Recognition::Undecided if i + 1 < greeting.len() => {}
+                Recognition::Mysql(r) if i + 1 == greeting.len() => {
+                    assert_eq!(r.by, RecognisedBy::Greeting);
+                    assert_eq!(r.mode, StartMode::Handshake);
+                    assert_eq!(replayed(&r), (greeting.clone(), greeting.len()));
+                }
+                other => panic!("byte {i}: {other:?}"),
+            }
+        }
+    }
+
+    /// A long command in tiny segments holds at most [`HELD_BYTES`] in at most [`HELD_SEGMENTS`]
+    /// segments, and the replay still covers its whole length on the wire.
+    #[test]
+    fn a_long_request_in_tiny_segments_is_held_within_bounds() {
+        let mut query = b"\x03insert into t values ".to_vec();
+        query.resize(100_000, b'x');
+        let request = packet(0, &query);
+        let mut c = Joined::new();
+        for chunk in request.chunks(3) {
+            assert!(matches!(c.send(CLIENT, chunk), Recognition::Undecided));
+            let (bytes, segments) = c.held();
+            assert!(bytes <= HELD_BYTES && segments <= HELD_SEGMENTS);
+        }
+        let Recognition::Mysql(r) = c.send(SERVER, &packet(1, b"\x00\x01\x00\x02\x00\x00\x00"))
+        else {
+            panic!("the OK did not answer the request");
+        };
+        assert_eq!(r.by, RecognisedBy::RequestResponseShape);
+        let mut wire = [0u64; 2];
+        r.replay
+            .for_each(|side, _, _, len, _| wire[side.index()] += u64::from(len));
+        let client = FlowKey::of(endpoint(CLIENT), endpoint(SERVER)).1;
+        assert_eq!(wire[client.index()], request.len() as u64);
+        assert_eq!(wire[client.other().index()], 11);
+    }
+
+    /// A one-way stream that is not MySQL is given up at the byte budget, wherever its segments end,
+    /// having held no more than the binlog-event search needs.
+    #[test]
+    fn a_one_way_stream_is_given_up_at_the_byte_budget() {
+        let segment = vec![b'A'; 1_448];
+        let mut c = Joined::new();
+        let mut sent = 0u64;
+        loop {
+            let r = c.send(SERVER, &segment);
+            sent += segment.len() as u64;
+            assert!(c.held().0 <= 2 * segment.len(), "{:?}", c.held());
+            match r {
+                Recognition::Undecided => assert!(sent < DETECTION_BYTES),
+                Recognition::NotMysql => break,
+                Recognition::Mysql(m) => panic!("{:?}", m.by),
+            }
+        }
+        assert!(sent >= DETECTION_BYTES && sent < DETECTION_BYTES + segment.len() as u64);
     }
 }

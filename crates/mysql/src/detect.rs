@@ -456,7 +456,7 @@ const COMMAND_JUDGED_BYTES: usize = 512;
 
 /// [`looks_like_client_command`], judged on the first bytes it reads: a compressed packet's 7-byte
 /// header and payload, or a plain packet and the 3 bytes after it (which a compressed header would
-/// hold), at most [`COMMAND_JUDGED_BYTES`]; or on the header alone where it already says no.
+/// hold), at most 512 bytes; or on the header alone where it already says no.
 pub fn client_command_verdict(client_bytes: &[u8], extent: Extent) -> Verdict {
     let b = client_bytes;
     let Some(len) = le_u24(b) else {

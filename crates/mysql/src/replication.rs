@@ -275,9 +275,9 @@ pub fn looks_like_semi_sync_acks(payload: &[u8]) -> bool {
 const NEXT_HEADER_LOOKAHEAD: usize = 2048;
 
 /// [`looks_like_binlog_events`] at one position of a stream, judged only on bytes at fixed places: an
-/// event packet's header (its first 26 bytes at most) and, when it ends within
-/// [`NEXT_HEADER_LOOKAHEAD`] bytes, the next packet's header with the next sequence id. On `Final`
-/// bytes that end before the next header, the event's own header decides (the event runs past them).
+/// event packet's header (its first 26 bytes at most) and, when the packet ends within 2,048 bytes,
+/// the next packet's header with the next sequence id. On `Final` bytes that end before the next
+/// header, the event's own header decides (the event runs past them).
 pub fn binlog_event_verdict(w: &[u8], extent: Extent) -> Verdict {
     const NEEDED: usize = 3 + EVENT_HEADER;
     let (Some(len), Some(&seq)) = (le_u24(w), w.get(3)) else {
