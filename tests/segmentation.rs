@@ -11,6 +11,7 @@ use pcapsleuth::analysis::units::duration_us;
 use pcapsleuth::analysis::{analyze, first_reset, EngineOptions, MysqlDetection, MysqlStatistics};
 use pcapsleuth::capture::Capture;
 use proptest::prelude::*;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use serde_json::Value;
 
 /// The fuzz finding's pair (`../shared/fuzz-findings/segmentation/`): one byte stream joined mid-stream,
@@ -96,24 +97,6 @@ fn short_name(p: &Path) -> String {
         .unwrap_or_default();
     let file = p.file_name().unwrap().to_string_lossy().into_owned();
     format!("{dir}/{file}")
-}
-
-/// SplitMix64: a small, fast, seedable generator; cuts need no better.
-struct Cuts(u64);
-
-impl Cuts {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// FNV-1a over `bytes`, continuing from `h`.
@@ -377,20 +360,22 @@ fn recut(pcap: &Pcap<'_>, from: usize, how: Resegmentation) -> Result<Recut, Str
         };
         let payload = &frame[seg.payload.clone()];
         let flags = frame[seg.tcp + 13];
-        let mut rng = Cuts(fnv(
+        let segment = fnv(
             fnv(
                 0xcbf2_9ce4_8422_2325 ^ how.seed,
                 &frame[seg.tcp..seg.tcp + 8],
             ),
             payload,
-        ));
-        if payload.len() < 2 || flags & (SYN | RST) != 0 || rng.below(how.one_in) != 0 {
+        );
+        let mut rng =
+            TestRng::from_seed(RngAlgorithm::XorShift, &[segment.to_le_bytes(); 2].concat());
+        if payload.len() < 2 || flags & (SYN | RST) != 0 || rng.random_range(0..how.one_in) != 0 {
             whole(&mut out);
             continue;
         }
         let n = payload.len();
         let pieces = match how.pieces {
-            Pieces::Few => (2 + rng.below(3)).min(n),
+            Pieces::Few => (2 + rng.random_range(0..3)).min(n),
             Pieces::EveryByte => n,
         };
         let near = (n - 1).min(6);
@@ -399,10 +384,10 @@ fn recut(pcap: &Pcap<'_>, from: usize, how: Resegmentation) -> Result<Recut, Str
             points.extend(1..n);
         }
         while points.len() < pieces - 1 {
-            points.insert(match rng.below(3) {
-                0 => 1 + rng.below(n - 1),
-                1 => 1 + rng.below(near),
-                _ => n - 1 - rng.below(near),
+            points.insert(match rng.random_range(0..3) {
+                0 => 1 + rng.random_range(0..n - 1),
+                1 => 1 + rng.random_range(0..near),
+                _ => n - 1 - rng.random_range(0..near),
             });
         }
         let bounds: Vec<usize> = std::iter::once(0)
