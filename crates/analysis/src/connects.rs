@@ -20,7 +20,7 @@ use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
 use serde::Serialize;
 
 use crate::engine::Run;
-use crate::findings::Finding;
+use crate::finding::Finding;
 use crate::histogram::{Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode};
 use crate::mysql::RecognisedBy;

@@ -31,9 +31,9 @@ use pcapsleuth_flow::{
 use rayon::prelude::*;
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
+use crate::facts::{CaptureFacts, FileFacts, PacketCounts};
 use crate::mysql::{MysqlDetection, MysqlSessionFacts, MysqlTrack};
-use crate::timeline::{SplitTimes, TimeTally, Timeline};
-use serde::Serialize;
+use crate::timeline::{SplitTimes, TimeTally};
 
 /// How the engine reads a capture. What is computed from it is the [`Analysis`] the run is given.
 #[derive(Debug, Clone, Default)]
@@ -52,102 +52,6 @@ pub struct EngineOptions {
 /// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a
 /// 48-byte event: a batch of 4 × 32 MiB holds at most ~90 MB of events).
 pub const SPLIT_TARGET_BYTES: u64 = 32 << 20;
-
-/// Packets of every kind, counted while scanning.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct PacketCounts {
-    pub packets: u64,
-    /// Link-layer bytes on the wire (original lengths).
-    pub wire_bytes: u64,
-    pub tcp: u64,
-    pub other_ip: u64,
-    pub not_ip: u64,
-    pub undecodable: u64,
-    pub unsupported_link: u64,
-    /// Packets cut short by the snap length.
-    pub truncated: u64,
-    /// The longest captured length of a cut packet: the snap length in force (0 when none was cut).
-    pub truncated_at: u32,
-}
-
-impl PacketCounts {
-    fn add(&mut self, o: &PacketCounts) {
-        self.packets += o.packets;
-        self.wire_bytes += o.wire_bytes;
-        self.tcp += o.tcp;
-        self.other_ip += o.other_ip;
-        self.not_ip += o.not_ip;
-        self.undecodable += o.undecodable;
-        self.unsupported_link += o.unsupported_link;
-        self.truncated += o.truncated;
-        self.truncated_at = self.truncated_at.max(o.truncated_at);
-    }
-}
-
-/// What the whole capture looked like.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CaptureFacts {
-    pub format: String,
-    pub file_bytes: u64,
-    pub counts: PacketCounts,
-    /// Time of frame 1 (`rel_time` is measured from it, as in Wireshark).
-    pub first_ts: Option<Timestamp>,
-    pub last_ts: Option<Timestamp>,
-    /// The span of the capture's body and the timestamps outside it (left out of time series).
-    pub timeline: Timeline,
-    #[serde(skip)]
-    pub damage: Vec<Damage>,
-    /// How several files made one capture.
-    #[serde(skip_serializing_if = "is_single")]
-    pub order: Order,
-    /// Every file read, in reading order, with the frames it holds: frame `first_frame + k` of the
-    /// capture is frame `k + 1` of the file.
-    pub files: Vec<FileFacts>,
-}
-
-fn is_single(order: &Order) -> bool {
-    *order == Order::Single
-}
-
-/// One file of the capture.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FileFacts {
-    pub path: String,
-    pub format: String,
-    /// Size as stored (compressed size for a compressed file; 0 for a pipe).
-    pub bytes: u64,
-    /// Its first frame's number in the capture (0 when it has none).
-    pub first_frame: u64,
-    pub frames: u64,
-    pub first_ts: Option<Timestamp>,
-    pub last_ts: Option<Timestamp>,
-}
-
-impl FileFacts {
-    fn new(path: &std::path::Path, format: String, bytes: u64) -> Self {
-        FileFacts {
-            path: path.display().to_string(),
-            format,
-            bytes,
-            first_frame: 0,
-            frames: 0,
-            first_ts: None,
-            last_ts: None,
-        }
-    }
-}
-
-impl CaptureFacts {
-    /// The file a frame of the capture is in, and its number in that file (Wireshark's, when the file is
-    /// opened alone).
-    pub fn locate(&self, frame: u64) -> Option<(&FileFacts, u64)> {
-        let i = self
-            .files
-            .partition_point(|f| f.frames == 0 || f.first_frame <= frame);
-        let f = self.files[..i].iter().rev().find(|f| f.frames > 0)?;
-        (frame < f.first_frame + f.frames).then(|| (f, frame - f.first_frame + 1))
-    }
-}
 
 /// The result of one run over a capture: what the capture was, every connection in it, and the output
 /// of the analyses the run was given.

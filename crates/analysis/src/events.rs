@@ -42,7 +42,7 @@ use pcapsleuth_flow::{
 };
 use pcapsleuth_mysql::{CloseContext, Direction, Outcome, Transaction};
 
-use crate::engine::CaptureFacts;
+use crate::facts::CaptureFacts;
 use crate::mysql::{response_time_ns, CloseSeen, Fate, MysqlSessionFacts};
 use crate::timeline::plausible_response_time;
 

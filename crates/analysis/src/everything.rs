@@ -1,7 +1,7 @@
 //! Every built-in analysis at once: what `pcapsleuth report` and the plots need.
 
-use crate::engine::CaptureFacts;
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, SegmentView, TransactionView};
+use crate::facts::CaptureFacts;
 use crate::mysql::{MysqlAggregate, MysqlStatistics};
 use crate::rate::{RateAggregate, Rates};
 use crate::rt::{ResponseTimes, RtAggregate};

@@ -5,29 +5,13 @@ use serde::Serialize;
 use crate::closes::first_reset;
 use crate::engine::Run;
 use crate::everything::Statistics;
+use crate::finding::Finding;
 use crate::mysql::{MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::replication;
 use crate::rt::RtReport;
 use crate::thresholds::{UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
 use crate::units::{self, duration_us};
-
-/// One thing worth a user's attention.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    /// 1 (look first) to 4 (for the record).
-    pub severity: u8,
-    /// "first_abnormal_close", "greeting_wait", "syn_drops", "connect_refused", "late_accept",
-    /// "mid_response_close", "unanswered_at_end", "ceiling", "errors", "rt_multimodal",
-    /// "semi_sync_ack_stalls",
-    /// "retransmissions", "capture_damage".
-    pub kind: &'static str,
-    pub summary: String,
-    /// The facts behind it: frames, times, values.
-    pub evidence: Vec<String>,
-    /// Wireshark frame numbers to look at.
-    pub frames: Vec<u64>,
-}
 
 /// Everything `pcapsleuth report` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -42,11 +42,14 @@ mod connects;
 mod engine;
 pub mod events;
 mod everything;
+mod facts;
+mod finding;
 mod findings;
 mod histogram;
 mod modes;
 mod mysql;
 mod rate;
+mod reasons;
 mod recognition;
 mod replication;
 mod rt;
@@ -55,7 +58,7 @@ mod timeline;
 pub mod units;
 mod unknowns;
 
-pub use closes::{first_reset, tcp_reason, CloseReport, FinJudgement, FirstReset};
+pub use closes::{first_reset, CloseReport, FinJudgement, FirstReset};
 pub use compare::{
     compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,
     CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
@@ -64,15 +67,14 @@ pub use compare::{
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
-pub use engine::{
-    analyze, analyze_set, CaptureFacts, EngineOptions, FileFacts, PacketCounts, Run,
-    SPLIT_TARGET_BYTES,
-};
+pub use engine::{analyze, analyze_set, EngineOptions, Run, SPLIT_TARGET_BYTES};
 pub use events::{
     Analysis, CloseView, ConnectionView, EndView, EndedBy, RolesFrom, SegmentView, TransactionView,
 };
 pub use everything::{Everything, Statistics};
-pub use findings::{full_report, Finding, FullReport};
+pub use facts::{CaptureFacts, FileFacts, PacketCounts};
+pub use finding::Finding;
+pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
@@ -81,6 +83,7 @@ pub use mysql::{
     SecondCounts, StatementGroup, UnansweredRequest, CUT_MARK,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
+pub use reasons::tcp_reason;
 pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};
 pub use rt::{
     HistogramBin, IntervalKind, IntervalRt, PendingTcpRequest, ResponseTimes, RtAggregate,

@@ -14,8 +14,8 @@ use pcapsleuth_mysql::{
 };
 use serde::Serialize;
 
-use crate::engine::CaptureFacts;
 use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
+use crate::facts::CaptureFacts;
 use crate::histogram::{Histogram, RtSummary};
 use crate::recognition::{Recognised, Recogniser, Recognition};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
@@ -668,7 +668,7 @@ impl Incident {
             preceded_by: conn
                 .first_close(seen.side, seen.flag)
                 .map(|event| {
-                    crate::closes::why(&ClosedBy {
+                    crate::reasons::why(&ClosedBy {
                         event,
                         by: if seen.side == client {
                             Role::Client

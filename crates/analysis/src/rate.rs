@@ -7,8 +7,8 @@ use pcapsleuth_flow::{Endpoint, FlowBuildHasher};
 use pcapsleuth_mysql::Command;
 use serde::Serialize;
 
-use crate::engine::CaptureFacts;
 use crate::events::{Analysis, ConnectionView, EndView, SegmentView, TransactionView};
+use crate::facts::CaptureFacts;
 use crate::histogram::Histogram;
 use crate::thresholds::*;
 use crate::timeline::Timeline;

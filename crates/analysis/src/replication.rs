@@ -14,7 +14,7 @@ use pcapsleuth_mysql::{
 };
 use serde::Serialize;
 
-use crate::findings::Finding;
+use crate::finding::Finding;
 use crate::histogram::{Histogram, RtSummary};
 use crate::mysql::{MysqlReport, MysqlSessionFacts};
 use crate::thresholds::{ACK_STALLS_LISTED, ACK_STALL_NS};

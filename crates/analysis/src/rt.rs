@@ -9,8 +9,8 @@ use pcapsleuth_mysql::{Command, Direction};
 
 use serde::Serialize;
 
-use crate::engine::CaptureFacts;
 use crate::events::{Analysis, ConnectionView, SegmentView, TransactionView};
+use crate::facts::CaptureFacts;
 use crate::histogram::{CoarseHistogram, Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};

@@ -1,0 +1,103 @@
+//! What a run found the capture to be: its format and files, its packets by kind, its span in time, and
+//! the damage met while reading it. Every analysis is finished with these facts.
+
+use pcapsleuth_capture::{Damage, Order, Timestamp};
+use serde::Serialize;
+
+use crate::timeline::Timeline;
+
+/// Packets of every kind, counted while scanning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PacketCounts {
+    pub packets: u64,
+    /// Link-layer bytes on the wire (original lengths).
+    pub wire_bytes: u64,
+    pub tcp: u64,
+    pub other_ip: u64,
+    pub not_ip: u64,
+    pub undecodable: u64,
+    pub unsupported_link: u64,
+    /// Packets cut short by the snap length.
+    pub truncated: u64,
+    /// The longest captured length of a cut packet: the snap length in force (0 when none was cut).
+    pub truncated_at: u32,
+}
+
+impl PacketCounts {
+    pub(crate) fn add(&mut self, o: &PacketCounts) {
+        self.packets += o.packets;
+        self.wire_bytes += o.wire_bytes;
+        self.tcp += o.tcp;
+        self.other_ip += o.other_ip;
+        self.not_ip += o.not_ip;
+        self.undecodable += o.undecodable;
+        self.unsupported_link += o.unsupported_link;
+        self.truncated += o.truncated;
+        self.truncated_at = self.truncated_at.max(o.truncated_at);
+    }
+}
+
+/// What the whole capture looked like.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaptureFacts {
+    pub format: String,
+    pub file_bytes: u64,
+    pub counts: PacketCounts,
+    /// Time of frame 1 (`rel_time` is measured from it, as in Wireshark).
+    pub first_ts: Option<Timestamp>,
+    pub last_ts: Option<Timestamp>,
+    /// The span of the capture's body and the timestamps outside it (left out of time series).
+    pub timeline: Timeline,
+    #[serde(skip)]
+    pub damage: Vec<Damage>,
+    /// How several files made one capture.
+    #[serde(skip_serializing_if = "is_single")]
+    pub order: Order,
+    /// Every file read, in reading order, with the frames it holds: frame `first_frame + k` of the
+    /// capture is frame `k + 1` of the file.
+    pub files: Vec<FileFacts>,
+}
+
+fn is_single(order: &Order) -> bool {
+    *order == Order::Single
+}
+
+/// One file of the capture.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileFacts {
+    pub path: String,
+    pub format: String,
+    /// Size as stored (compressed size for a compressed file; 0 for a pipe).
+    pub bytes: u64,
+    /// Its first frame's number in the capture (0 when it has none).
+    pub first_frame: u64,
+    pub frames: u64,
+    pub first_ts: Option<Timestamp>,
+    pub last_ts: Option<Timestamp>,
+}
+
+impl FileFacts {
+    pub(crate) fn new(path: &std::path::Path, format: String, bytes: u64) -> Self {
+        FileFacts {
+            path: path.display().to_string(),
+            format,
+            bytes,
+            first_frame: 0,
+            frames: 0,
+            first_ts: None,
+            last_ts: None,
+        }
+    }
+}
+
+impl CaptureFacts {
+    /// The file a frame of the capture is in, and its number in that file (Wireshark's, when the file is
+    /// opened alone).
+    pub fn locate(&self, frame: u64) -> Option<(&FileFacts, u64)> {
+        let i = self
+            .files
+            .partition_point(|f| f.frames == 0 || f.first_frame <= frame);
+        let f = self.files[..i].iter().rev().find(|f| f.frames > 0)?;
+        (frame < f.first_frame + f.frames).then(|| (f, frame - f.first_frame + 1))
+    }
+}

@@ -1,0 +1,130 @@
+//! A close's TCP facts in words: who closed and how, what the peer was waiting for, and what preceded
+//! the close on its connection (a zero window, resends, silence).
+
+use pcapsleuth_flow::{AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Role};
+
+use crate::thresholds::{WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS, WHY_ZERO_WINDOW_NS};
+use crate::units;
+
+pub(crate) fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Client => "client",
+        Role::Server => "server",
+        Role::Unknown => "one side",
+    }
+}
+
+fn peer_name(r: Role) -> &'static str {
+    match r {
+        Role::Client => "server",
+        Role::Server => "client",
+        Role::Unknown => "other side",
+    }
+}
+
+/// The TCP-level reason for a close: who, which flag, what the peer was waiting for, how it ended.
+pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
+    let by = role_name(ev.by);
+    let peer = peer_name(ev.by);
+    let flag = match ev.event.flag {
+        CloseFlag::Fin => "FIN",
+        CloseFlag::Rst => "RST",
+    };
+    let mut parts = vec![format!("{by} {flag}")];
+    let h = &conn.handshake;
+    if h.outcome == Some(AttemptOutcome::Refused) && h.answer == Some(ev.event.at) {
+        parts.push(format!(
+            "refusing the connection attempt (the answer to the client's SYN, frame {}): nothing \
+             listened on {} (or a firewall rejected it)",
+            h.first_syn.map_or(0, |f| f.frame),
+            conn.server
+        ));
+    }
+    if let (Some(ack), Some(resent), Role::Client, CloseFlag::Rst) =
+        (h.ack_to_syn, h.resumed_by, ev.by, ev.event.flag)
+    {
+        parts.push(format!(
+            "answering the server's plain ACK to its SYN (frame {}: a TIME_WAIT rejected the SYN); \
+             the client resent the SYN in frame {}",
+            ack.frame, resent.frame
+        ));
+    }
+    if ev.event.peer_awaiting_reply {
+        parts.push(format!("while the {peer}'s last data was unanswered"));
+    }
+    if ev.event.peer_unacked_bytes > 0 {
+        parts.push(format!(
+            "with {} bytes from the {peer} unacknowledged",
+            ev.event.peer_unacked_bytes
+        ));
+    }
+    parts.extend(why(ev));
+    match (ev.event.flag, conn.end) {
+        (CloseFlag::Fin, ConnectionEnd::Graceful(_)) => {
+            parts.push("graceful: both sides sent FIN".into())
+        }
+        (CloseFlag::Fin, ConnectionEnd::Reset(r)) => {
+            parts.push(format!("then {} RST", role_name(r)))
+        }
+        (CloseFlag::Fin, ConnectionEnd::HalfClosed(_)) => {
+            parts.push(format!("the {peer} sent no FIN before the capture ended"))
+        }
+        (CloseFlag::Rst, _) => parts.push("abortive close".into()),
+        (CloseFlag::Fin, ConnectionEnd::Open) => {}
+    }
+    parts.join(", ")
+}
+
+/// What preceded a close on its connection, in TCP facts: the peer's zero window (it stopped reading),
+/// the closing side's resends of the same data, the peer's silence.
+pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
+    let e = &ev.event;
+    let at = e.at.ts.0;
+    let peer = peer_name(ev.by);
+    let s = |ns: i64| units::seconds(ns as f64 / 1e9);
+    let mut parts = Vec::new();
+    if let Some(z) = e.peer_zero_window {
+        let end = z.until.map_or(at, |u| u.ts.0.min(at));
+        let spell = end - z.from.ts.0;
+        // A spell that ended long before the close did not lead to it.
+        let since_end = at - end;
+        if spell >= WHY_ZERO_WINDOW_NS && since_end < spell {
+            parts.push(match z.until.filter(|u| u.ts.0 <= at) {
+                None => format!(
+                    "the {peer} had advertised a zero window for {} before this, from frame {} (it stopped reading)",
+                    s(spell),
+                    z.from.frame
+                ),
+                Some(u) => format!(
+                    "the {peer} had advertised a zero window for {} (frames {}-{}, it stopped reading), until {} before this",
+                    s(spell),
+                    z.from.frame,
+                    u.frame,
+                    s(since_end)
+                ),
+            });
+        }
+    }
+    if e.resent_in_a_row >= WHY_RESENT_IN_A_ROW {
+        parts.push(format!(
+            "the {} had resent its last data {} times unacknowledged",
+            role_name(ev.by),
+            e.resent_in_a_row
+        ));
+    }
+    if let Some(last) = e.peer_last_data {
+        let silent = at - last.ts.0;
+        // Silence matters when the side that had the floor hangs up, not when a client leaves.
+        let hung_up = ev.by == Role::Server || e.flag == CloseFlag::Rst;
+        // A reader that stopped reading or a path that lost the data is silent too: that silence is
+        // no idle timeout, and the reason already says why.
+        if hung_up && parts.is_empty() && !e.peer_awaiting_reply && silent >= WHY_SILENCE_NS {
+            parts.push(format!(
+                "the {peer} had sent nothing for {} (since frame {}: an idle timeout such as wait_timeout?)",
+                s(silent),
+                last.frame
+            ));
+        }
+    }
+    parts
+}
