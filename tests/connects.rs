@@ -260,7 +260,7 @@ fn ours(path: &Path) -> Ours {
     let findings = pcapsleuth::analysis::full_report(&a)
         .findings
         .iter()
-        .map(|f| f.kind)
+        .map(|f| f.kind.name())
         .collect();
     Ours {
         attempts,
@@ -434,7 +434,7 @@ fn findings(path: &Path) -> BTreeMap<&'static str, (String, Vec<u64>)> {
     pcapsleuth::analysis::full_report(&a)
         .findings
         .into_iter()
-        .map(|f| (f.kind, (f.summary, f.frames)))
+        .map(|f| (f.kind.name(), (f.summary, f.frames)))
         .collect()
 }
 

@@ -147,10 +147,9 @@ fn a_zeroed_timestamp_in_a_real_capture_is_named_and_left_out() {
         (t.body_first, t.body_last),
         (original.timeline.body_first, original.timeline.body_last)
     );
-    assert!(damaged
-        .findings
-        .iter()
-        .any(|f| f.kind == "capture_damage" && f.frames == [victim as u64]));
+    assert!(damaged.findings.iter().any(|f| f.kind
+        == pcapsleuth::analysis::FindingKind::CaptureDamage
+        && f.frames == [victim as u64]));
     // The series are the original's but for the one packet left out.
     assert_eq!(damaged.rate.ceilings, original.rate.ceilings);
     assert_eq!(damaged.rt.per_interval, original.rt.per_interval);

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Run;
-use crate::finding::Finding;
+use crate::finding::{Finding, FindingKind};
 use crate::mysql::{
     CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
 };
@@ -45,7 +45,7 @@ pub struct CloseReport {
     pub abnormal: bool,
     /// What the MySQL session was doing ("after_quit", "in_resultset", "awaiting_response", "idle", ...),
     /// when the connection speaks MySQL.
-    pub mysql_state: Option<&'static str>,
+    pub mysql_state: Option<SessionState>,
     /// Frame of the connection's first packet.
     pub connection_first_frame: u64,
 }
@@ -140,7 +140,7 @@ impl GreetingWaits {
         }
         Some(Finding {
             severity: 1,
-            kind: "greeting_wait",
+            kind: FindingKind::GreetingWait,
             summary: format!(
                 "{} connections were closed by the client while waiting for the server greeting (up \
                  to {:.1} s): {}",
@@ -214,18 +214,48 @@ fn greeting_servers<O>(a: &Run<O>) -> BTreeSet<Endpoint> {
         .collect()
 }
 
-fn phase_name(p: SessionPhase) -> &'static str {
-    match p {
-        SessionPhase::Handshake => "handshake",
-        SessionPhase::Idle => "idle",
-        SessionPhase::AwaitingResponse => "awaiting_response",
-        SessionPhase::InResultset { .. } => "in_resultset",
-        SessionPhase::InResponse { .. } => "in_response",
-        SessionPhase::AfterQuit => "after_quit",
-        SessionPhase::Encrypted => "encrypted",
-        SessionPhase::Undecodable => "undecodable",
-        SessionPhase::Unknown => "unknown",
-        SessionPhase::Replicating(_) => "replicating",
+/// What a MySQL session was doing when a side closed (snake_case in JSON: `in_resultset`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// The client waited for the server's greeting (the connection opened, the server said nothing).
+    AwaitingGreeting,
+    /// In its connection phase: greeting, login.
+    Handshake,
+    /// Between requests.
+    Idle,
+    /// A request waited for its response.
+    AwaitingResponse,
+    /// Rows of a resultset were coming.
+    InResultset,
+    /// Another response was coming.
+    InResponse,
+    /// The client had sent COM_QUIT.
+    AfterQuit,
+    /// The session had gone on in TLS.
+    Encrypted,
+    /// The decoder had lost the protocol's framing.
+    Undecodable,
+    /// Joined too late to tell.
+    Unknown,
+    /// A replication stream.
+    Replicating,
+}
+
+impl From<SessionPhase> for SessionState {
+    fn from(p: SessionPhase) -> SessionState {
+        match p {
+            SessionPhase::Handshake => SessionState::Handshake,
+            SessionPhase::Idle => SessionState::Idle,
+            SessionPhase::AwaitingResponse => SessionState::AwaitingResponse,
+            SessionPhase::InResultset { .. } => SessionState::InResultset,
+            SessionPhase::InResponse { .. } => SessionState::InResponse,
+            SessionPhase::AfterQuit => SessionState::AfterQuit,
+            SessionPhase::Encrypted => SessionState::Encrypted,
+            SessionPhase::Undecodable => SessionState::Undecodable,
+            SessionPhase::Unknown => SessionState::Unknown,
+            SessionPhase::Replicating(_) => SessionState::Replicating,
+        }
     }
 }
 
@@ -313,7 +343,7 @@ fn classify(
     mysql: Option<&MysqlSessionFacts>,
     speaks_first: &BTreeSet<Endpoint>,
     fins: FinJudgement,
-) -> (String, bool, Option<&'static str>) {
+) -> (String, bool, Option<SessionState>) {
     let tcp = tcp_reason(conn, ev);
     if let Some(w) = greeting_wait(conn, ev, mysql, speaks_first) {
         let flag = match ev.event.flag {
@@ -336,14 +366,14 @@ fn classify(
         return (
             format!("{reason}; TCP: {tcp}"),
             abnormal,
-            Some("awaiting_greeting"),
+            Some(SessionState::AwaitingGreeting),
         );
     }
     if let Some((reason, abnormal)) = mysql.and_then(|m| replication::close_reason(conn, ev, m)) {
         return (
             format!("{reason}; TCP: {tcp}"),
             abnormal,
-            Some("replicating"),
+            Some(SessionState::Replicating),
         );
     }
     let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));
@@ -370,7 +400,7 @@ fn classify(
             (
                 format!("{reason}; TCP: {tcp}"),
                 abnormal,
-                Some(phase_name(seen.phase)),
+                Some(seen.phase.into()),
             )
         }
         _ if fins == FinJudgement::NotJudged && ev.event.flag == CloseFlag::Fin => {
@@ -386,7 +416,7 @@ fn classify(
             let abnormal = ev.event.flag == CloseFlag::Rst
                 || ev.event.peer_awaiting_reply
                 || ev.event.peer_unacked_bytes > 0;
-            (tcp, abnormal, seen.map(|s| phase_name(s.phase)))
+            (tcp, abnormal, seen.map(|s| s.phase.into()))
         }
     }
 }

@@ -20,7 +20,7 @@ use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
 use serde::Serialize;
 
 use crate::engine::Run;
-use crate::finding::Finding;
+use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode};
 use crate::mysql::RecognisedBy;
@@ -624,7 +624,7 @@ impl ConnectReport {
                 } else {
                     1
                 },
-                kind: "syn_drops",
+                kind: FindingKind::SynDrops,
                 summary: d.summary(),
                 evidence: d.evidence(),
                 frames: std::iter::once(d.first_syn_frame)
@@ -635,7 +635,7 @@ impl ConnectReport {
         for r in &self.refusals {
             f.push(Finding {
                 severity: 1,
-                kind: "connect_refused",
+                kind: FindingKind::ConnectRefused,
                 summary: format!(
                     "{} connects to {} were refused (RST to the SYN): nothing listened on the port \
                      (the server was down or restarting, or the port is wrong)",
@@ -651,7 +651,7 @@ impl ConnectReport {
         for g in &self.late_greetings {
             f.push(Finding {
                 severity: 2,
-                kind: "late_accept",
+                kind: FindingKind::LateAccept,
                 summary: format!(
                     "{} of {} MySQL connections to {} were greeted {} to {} after their handshake: \
                      the server accepted them late (a full accept queue or a stalled accept loop; slow \

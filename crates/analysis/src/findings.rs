@@ -5,13 +5,15 @@ use serde::Serialize;
 use crate::closes::first_reset;
 use crate::engine::Run;
 use crate::everything::Statistics;
-use crate::finding::Finding;
+use crate::finding::{Finding, FindingKind};
 use crate::mysql::{MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
+use crate::reasons::role_name;
 use crate::replication;
 use crate::rt::RtReport;
 use crate::thresholds::{UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
-use crate::units::{self, duration_us};
+use crate::units::{self, direction_words, duration_us, Measure};
+use pcapsleuth_flow::Role;
 
 /// Everything `pcapsleuth report` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,7 +38,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     if let Some(c) = &fr.first_abnormal {
         f.push(Finding {
             severity: 1,
-            kind: "first_abnormal_close",
+            kind: FindingKind::FirstAbnormalClose,
             summary: format!(
                 "first abnormal close at frame {} ({:.6} s): {}",
                 c.frame, c.rel_time, c.reason
@@ -49,17 +51,22 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     f.extend(fr.connects.findings());
     for i in &mysql.incidents {
         f.push(Finding {
-            severity: if i.by == "server" { 1 } else { 2 },
-            kind: "mid_response_close",
+            severity: if i.by == Role::Server { 1 } else { 2 },
+            kind: FindingKind::MidResponseClose,
             summary: format!(
                 "{} {} {} of `{}` ({} rows, {} bytes delivered)",
-                i.by,
+                role_name(i.by),
                 if i.flag == pcapsleuth_flow::CloseFlag::Rst {
                     "RST"
                 } else {
                     "FIN"
                 },
-                i.kind.split('_').skip(2).collect::<Vec<_>>().join(" "),
+                i.kind
+                    .name()
+                    .split('_')
+                    .skip(2)
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 i.query.as_deref().unwrap_or(&i.command),
                 i.rows,
                 i.bytes
@@ -94,7 +101,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         };
         f.push(Finding {
             severity: 1,
-            kind: "unanswered_at_end",
+            kind: FindingKind::UnansweredAtEnd,
             summary: format!(
                 "{} {} unanswered when the capture ended, the longest for {} (`{}`); {typical}",
                 stuck.len(),
@@ -129,23 +136,23 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         });
     }
     for c in &rate.ceilings {
-        let other = if c.kind == "pps" {
-            units::rate("bps", c.other_value)
+        let other = if c.kind == Measure::Packets {
+            units::rate(Measure::Bits, c.other_value)
         } else {
-            units::rate("pps", c.other_value)
+            units::rate(Measure::Packets, c.other_value)
         };
         f.push(Finding {
             severity: 1,
-            kind: "ceiling",
+            kind: FindingKind::Ceiling,
             summary: format!(
                 "{} {} pinned at {} for {:.1} s while only {} ({:.0}-byte packets): a {} cap",
                 c.server.as_deref().unwrap_or("all traffic"),
-                c.direction.replace('_', " "),
+                direction_words(c.direction),
                 units::rate(c.kind, c.value),
                 c.end - c.start,
                 other,
                 c.mean_packet_bytes,
-                if c.kind == "pps" {
+                if c.kind == Measure::Packets {
                     "packet-rate"
                 } else {
                     "bit-rate"
@@ -161,7 +168,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         let top = &mysql.error_details.iter().max_by_key(|e| e.count);
         f.push(Finding {
             severity: if share >= 0.01 { 1 } else { 3 },
-            kind: "errors",
+            kind: FindingKind::Errors,
             summary: format!(
                 "{errors} MySQL error responses ({:.1}% of {} requests); errors answered in {} on average vs {} for successes",
                 100.0 * share,
@@ -212,10 +219,10 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         }
         f.push(Finding {
             severity: 2,
-            kind: "rt_multimodal",
+            kind: FindingKind::RtMultimodal,
             summary: format!(
                 "{} response times are multimodal: {}",
-                rt.source,
+                rt.source.name(),
                 humps.join(", ")
             ),
             evidence,
@@ -232,7 +239,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     if pk > 0 && re as f64 >= 0.01 * pk as f64 {
         f.push(Finding {
             severity: 2,
-            kind: "retransmissions",
+            kind: FindingKind::Retransmissions,
             summary: format!(
                 "{re} retransmitted segments ({:.1}% of {pk} TCP packets)",
                 100.0 * re as f64 / pk as f64
@@ -247,7 +254,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         frames.extend(time.steps_back.iter().map(|s| s.frame));
         f.push(Finding {
             severity: 3,
-            kind: "capture_damage",
+            kind: FindingKind::CaptureDamage,
             summary: match (time.wild_packets, time.clock_steps_back) {
                 (0, n) => format!("the capture's clock stepped back {n} times"),
                 (n, _) => format!(
@@ -262,7 +269,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     for d in a.capture.damage.iter().take(5) {
         f.push(Finding {
             severity: if d.is_fatal() { 2 } else { 4 },
-            kind: "capture_damage",
+            kind: FindingKind::CaptureDamage,
             summary: d.to_string(),
             evidence: vec![],
             frames: vec![],

@@ -58,7 +58,7 @@ mod timeline;
 pub mod units;
 mod unknowns;
 
-pub use closes::{first_reset, CloseReport, FinJudgement, FirstReset};
+pub use closes::{first_reset, CloseReport, FinJudgement, FirstReset, SessionState};
 pub use compare::{
     compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,
     CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
@@ -73,21 +73,24 @@ pub use events::{
 };
 pub use everything::{Everything, Statistics};
 pub use facts::{CaptureFacts, FileFacts, PacketCounts};
-pub use finding::Finding;
+pub use finding::{Finding, FindingKind};
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ConnectSummary, ErrorDetail, Fate, Incident, MysqlAggregate, MysqlDetection,
-    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts,
-    SecondCounts, StatementGroup, UnansweredRequest, CUT_MARK,
+    response_time_ns, ConnectSummary, CutOff, ErrorDetail, Fate, Incident, IncidentKind,
+    MysqlAggregate, MysqlDetection, MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics,
+    RecognisedBy, RequestCounts, SecondCounts, StatementGroup, UnansweredRequest, CUT_MARK,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use reasons::tcp_reason;
-pub use replication::{AckStall, AwaitingAck, LagSummary, ReplicationStream, StreamEndReport};
+pub use replication::{
+    AckStall, AwaitingAck, LagSummary, ReplicationRole, ReplicationStream, StreamEndReport,
+    StreamEnding,
+};
 pub use rt::{
     HistogramBin, IntervalKind, IntervalRt, PendingTcpRequest, ResponseTimes, RtAggregate,
-    RtReport, SlowModeTraits,
+    RtReport, RtSource, SlowModeTraits,
 };
 pub use timeline::{plausible_response_time, ClockStepBack, Timeline, WildTimestamps};
 pub use unknowns::{unknowns, EncryptedConnection, EncryptedSessions, SnapCut, Unknowns};

@@ -595,16 +595,67 @@ impl MysqlTrack {
     }
 }
 
+/// What a close cut off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutOff {
+    /// Rows were still coming.
+    MidResultset,
+    /// Part of another response had come.
+    MidResponse,
+    /// None of the response had come.
+    Unanswered,
+}
+
+/// Which side closed, with which flag, cutting off what: `server_fin_mid_resultset` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IncidentKind {
+    /// The side that closed.
+    pub by: Role,
+    /// FIN or RST.
+    pub flag: TcpCloseFlag,
+    /// What the close cut off.
+    pub cut: CutOff,
+}
+
+impl IncidentKind {
+    /// Its name, as JSON gives it: `server_fin_mid_resultset`.
+    pub fn name(&self) -> String {
+        let by = match self.by {
+            Role::Client => "client",
+            Role::Server => "server",
+            Role::Unknown => "unknown",
+        };
+        let flag = match self.flag {
+            TcpCloseFlag::Fin => "fin",
+            TcpCloseFlag::Rst => "rst",
+        };
+        let cut = match self.cut {
+            CutOff::MidResultset => "mid_resultset",
+            CutOff::MidResponse => "mid_response",
+            CutOff::Unanswered => "unanswered",
+        };
+        format!("{by}_{flag}_{cut}")
+    }
+}
+
+impl Serialize for IncidentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
 /// A connection closed while MySQL work was in progress.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Incident {
     /// Frame of the FIN or RST.
     pub frame: u64,
     /// e.g. `server_fin_mid_resultset`, `server_rst_unanswered`, `client_fin_mid_response`.
-    pub kind: String,
+    pub kind: IncidentKind,
     pub client: String,
     pub server: String,
-    pub by: &'static str,
+    /// The side that closed.
+    pub by: Role,
     pub flag: TcpCloseFlag,
     pub command: String,
     pub query: Option<String>,
@@ -630,21 +681,17 @@ impl Incident {
         conn: &ConnectionState,
     ) -> Option<Incident> {
         let pending = seen.context.pending.as_ref()?;
-        let state = match seen.context.phase {
-            SessionPhase::InResultset { .. } => "mid_resultset",
-            SessionPhase::InResponse { .. } => "mid_response",
-            SessionPhase::AwaitingResponse => "unanswered",
-            _ if pending.first_response_frame.is_some() => "mid_response",
-            _ => "unanswered",
+        let cut = match seen.context.phase {
+            SessionPhase::InResultset { .. } => CutOff::MidResultset,
+            SessionPhase::InResponse { .. } => CutOff::MidResponse,
+            SessionPhase::AwaitingResponse => CutOff::Unanswered,
+            _ if pending.first_response_frame.is_some() => CutOff::MidResponse,
+            _ => CutOff::Unanswered,
         };
         let by = if seen.side == client {
-            "client"
+            Role::Client
         } else {
-            "server"
-        };
-        let flag = match seen.flag {
-            TcpCloseFlag::Fin => "fin",
-            TcpCloseFlag::Rst => "rst",
+            Role::Server
         };
         let (rows, bytes) = match seen.context.phase {
             SessionPhase::InResultset { rows, bytes } => (rows, bytes),
@@ -653,7 +700,11 @@ impl Incident {
         };
         Some(Incident {
             frame: seen.frame,
-            kind: format!("{by}_{flag}_{state}"),
+            kind: IncidentKind {
+                by,
+                flag: seen.flag,
+                cut,
+            },
             client: c.to_string(),
             server: s.to_string(),
             by,
@@ -667,16 +718,7 @@ impl Incident {
             waited_s: seen.ts_ns.saturating_sub(pending.request_ts_ns) as f64 / 1e9,
             preceded_by: conn
                 .first_close(seen.side, seen.flag)
-                .map(|event| {
-                    crate::reasons::why(&ClosedBy {
-                        event,
-                        by: if seen.side == client {
-                            Role::Client
-                        } else {
-                            Role::Server
-                        },
-                    })
-                })
+                .map(|event| crate::reasons::why(&ClosedBy { event, by }))
                 .unwrap_or_default(),
         })
     }

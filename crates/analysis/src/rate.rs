@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use pcapsleuth_flow::{Endpoint, FlowBuildHasher};
-use pcapsleuth_mysql::Command;
+use pcapsleuth_mysql::{Command, Direction};
 use serde::Serialize;
 
 use crate::events::{Analysis, ConnectionView, EndView, SegmentView, TransactionView};
@@ -12,6 +12,7 @@ use crate::facts::CaptureFacts;
 use crate::histogram::Histogram;
 use crate::thresholds::*;
 use crate::timeline::Timeline;
+use crate::units::Measure;
 
 /// Client to server (0) and server to client (1).
 const C2S: usize = 0;
@@ -423,7 +424,7 @@ impl RateAggregate {
             a.start
                 .total_cmp(&b.start)
                 .then_with(|| a.server.cmp(&b.server))
-                .then_with(|| a.direction.cmp(b.direction))
+                .then_with(|| a.direction.cmp(&b.direction))
         });
         RateReport {
             timeline: self.timeline.clone(),
@@ -470,10 +471,10 @@ pub struct RateReport {
 /// Traffic pinned at a cap.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ceiling {
-    /// "pps" or "bps".
-    pub kind: &'static str,
-    /// "client_to_server" or "server_to_client".
-    pub direction: &'static str,
+    /// What is capped: packets (`pps` in JSON) or bits (`bps`) per second.
+    pub kind: Measure,
+    /// Which way the capped traffic went (`client_to_server` or `server_to_client` in JSON).
+    pub direction: Direction,
     /// The server endpoint, or null for all traffic.
     pub server: Option<String>,
     /// The cap, per second (packets or bits).
@@ -607,10 +608,10 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
     let secs = CEILING_BIN_NS as f64 / 1e9;
     let mut found: Vec<Candidate> = Vec::new();
     for dir in [C2S, S2C] {
-        for kind in ["pps", "bps"] {
+        for kind in [Measure::Packets, Measure::Bits] {
             let value = |c: &Cell| match kind {
-                "pps" => c.packets[dir] as f64 / secs,
-                _ => c.bytes[dir] as f64 * 8.0 / secs,
+                Measure::Packets => c.packets[dir] as f64 / secs,
+                Measure::Bits => c.bytes[dir] as f64 * 8.0 / secs,
             };
             let values: Vec<Vec<f64>> = segments
                 .iter()
@@ -620,7 +621,7 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                 let cells = &segments[seg][run.from..=run.to];
                 let vals: Vec<f64> = values[seg][run.from..=run.to].to_vec();
                 let cap = median(&mut vals.clone());
-                let min_rate = if kind == "pps" {
+                let min_rate = if kind == Measure::Packets {
                     CEILING_MIN_PPS
                 } else {
                     CEILING_MIN_BPS
@@ -662,8 +663,8 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                     bytes as f64 / packets as f64
                 };
                 let other_value = match kind {
-                    "pps" => bytes as f64 * 8.0 / duration,
-                    _ => packets as f64 / duration,
+                    Measure::Packets => bytes as f64 * 8.0 / duration,
+                    Measure::Bits => packets as f64 / duration,
                 };
                 found.push(Candidate {
                     cv: cv(&vals),
@@ -672,9 +673,9 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                     ceiling: Ceiling {
                         kind,
                         direction: if dir == C2S {
-                            "client_to_server"
+                            Direction::ClientToServer
                         } else {
-                            "server_to_client"
+                            Direction::ServerToClient
                         },
                         server: scope.map(|e| e.to_string()),
                         value: cap,
@@ -719,7 +720,7 @@ fn choose(mut found: Vec<Candidate>) -> Vec<Ceiling> {
                     }
                 } else {
                     let small = a.ceiling.mean_packet_bytes < SMALL_PACKET_BYTES;
-                    let a_wins = (a.ceiling.kind == "pps") == small;
+                    let a_wins = (a.ceiling.kind == Measure::Packets) == small;
                     if a_wins {
                         j
                     } else {

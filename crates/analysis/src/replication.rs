@@ -14,7 +14,7 @@ use pcapsleuth_mysql::{
 };
 use serde::Serialize;
 
-use crate::finding::Finding;
+use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
 use crate::mysql::{MysqlReport, MysqlSessionFacts};
 use crate::thresholds::{ACK_STALLS_LISTED, ACK_STALL_NS};
@@ -42,15 +42,43 @@ pub struct LagSummary {
     pub max: f64,
 }
 
+/// How a replication stream ended (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamEnding {
+    /// The replica sent the first FIN (`STOP SLAVE` between events is normal).
+    ReplicaClosed,
+    /// The replica sent the first RST.
+    ReplicaReset,
+    /// The primary sent the first FIN.
+    PrimaryClosed,
+    /// The primary sent the first RST.
+    PrimaryReset,
+    /// The primary sent EOF: a non-blocking dump caught up with the binary log.
+    PrimaryEof,
+    /// The primary ended the stream with an ERR.
+    PrimaryError,
+    /// Still streaming when the capture ended.
+    Open,
+}
+
+/// The two ends of a replication stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicationRole {
+    /// The server sending binary-log events (the MySQL server of the connection).
+    Primary,
+    /// The server reading them (the MySQL client of the connection).
+    Replica,
+}
+
 /// How a stream ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamEndReport {
-    /// `replica_closed`, `replica_reset`, `primary_closed`, `primary_reset` (the first FIN or RST),
-    /// `primary_eof` (a non-blocking dump caught up), `primary_error`, or `open` (still streaming when
-    /// the capture ended).
-    pub kind: &'static str,
-    /// `replica`, `primary`, or null while open.
-    pub by: Option<&'static str>,
+    /// How it ended.
+    pub kind: StreamEnding,
+    /// Which side ended it; null while open.
+    pub by: Option<ReplicationRole>,
     pub frame: Option<u64>,
     /// Not a normal end of a replication stream.
     pub abnormal: bool,
@@ -331,15 +359,15 @@ pub(crate) fn stream_report(
         });
     let end = match (closes.first(), &summary.end) {
         (_, Some(StreamEnd::Error { at, code, message })) => StreamEndReport {
-            kind: "primary_error",
-            by: Some("primary"),
+            kind: StreamEnding::PrimaryError,
+            by: Some(ReplicationRole::Primary),
             frame: Some(at.frame),
             abnormal: true,
             reason: format!("the primary ended the stream with ERR {code}: {message}"),
         },
         (_, Some(StreamEnd::Eof { at })) => StreamEndReport {
-            kind: "primary_eof",
-            by: Some("primary"),
+            kind: StreamEnding::PrimaryEof,
+            by: Some(ReplicationRole::Primary),
             frame: Some(at.frame),
             abnormal: false,
             reason: "the primary sent EOF: a non-blocking dump reached the end of the binary log"
@@ -349,14 +377,14 @@ pub(crate) fn stream_report(
             let (reason, abnormal) = judge(c, None);
             StreamEndReport {
                 kind: match (c.by, c.flag) {
-                    (Role::Server, CloseFlag::Fin) => "primary_closed",
-                    (Role::Server, CloseFlag::Rst) => "primary_reset",
-                    (_, CloseFlag::Fin) => "replica_closed",
-                    (_, CloseFlag::Rst) => "replica_reset",
+                    (Role::Server, CloseFlag::Fin) => StreamEnding::PrimaryClosed,
+                    (Role::Server, CloseFlag::Rst) => StreamEnding::PrimaryReset,
+                    (_, CloseFlag::Fin) => StreamEnding::ReplicaClosed,
+                    (_, CloseFlag::Rst) => StreamEnding::ReplicaReset,
                 },
                 by: match c.by {
-                    Role::Server => Some("primary"),
-                    Role::Client => Some("replica"),
+                    Role::Server => Some(ReplicationRole::Primary),
+                    Role::Client => Some(ReplicationRole::Replica),
                     Role::Unknown => None,
                 },
                 frame: Some(c.at.frame),
@@ -365,7 +393,7 @@ pub(crate) fn stream_report(
             }
         }
         (None, None) => StreamEndReport {
-            kind: "open",
+            kind: StreamEnding::Open,
             by: None,
             frame: None,
             abnormal: false,
@@ -517,7 +545,7 @@ pub(crate) fn semi_sync_finding(m: &MysqlReport) -> Option<Finding> {
     }
     Some(Finding {
         severity: if gave_up { 1 } else { 2 },
-        kind: "semi_sync_ack_stalls",
+        kind: FindingKind::SemiSyncAckStalls,
         summary,
         evidence,
         frames,

@@ -129,9 +129,9 @@ impl RtAggregate {
     /// The report: MySQL response times when MySQL was decoded, else TCP request/response times.
     pub fn report(&self, mysql: &MysqlAggregate) -> RtReport {
         let (source, side) = if self.mysql.all.count() > 0 {
-            ("mysql", &self.mysql)
+            (RtSource::Mysql, &self.mysql)
         } else {
-            ("tcp", &self.tcp)
+            (RtSource::Tcp, &self.tcp)
         };
         let modes = detect_modes(&side.all);
         let explained = modes
@@ -142,7 +142,7 @@ impl RtAggregate {
                 explain(
                     m,
                     side,
-                    if source == "mysql" { Some(mysql) } else { None },
+                    (source == RtSource::Mysql).then_some(mysql),
                     self.interval_ns,
                 )
             })
@@ -398,13 +398,33 @@ pub struct IntervalRt {
     pub errors: u64,
 }
 
+/// Where response times come from (`mysql` or `tcp` in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtSource {
+    /// Decoded MySQL transactions: request to the last byte of its response.
+    Mysql,
+    /// tcprstat-style, on connections not decoded as MySQL: client data to the server's next data.
+    Tcp,
+}
+
+impl RtSource {
+    /// Its name: `mysql` or `tcp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RtSource::Mysql => "mysql",
+            RtSource::Tcp => "tcp",
+        }
+    }
+}
+
 /// `pcapsleuth rt --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RtReport {
     /// The capture's body: per-interval rows cover it; timestamps outside it are left out.
     pub timeline: Timeline,
-    /// "mysql" (decoded transactions) or "tcp" (request/response on TCP).
-    pub source: &'static str,
+    /// Whose response times: MySQL transactions, or TCP requests and responses.
+    pub source: RtSource,
     pub multimodal: bool,
     pub modes: Vec<Mode>,
     pub valleys: Vec<crate::modes::Valley>,

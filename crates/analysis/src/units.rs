@@ -98,11 +98,30 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
-/// A rate per second of `kind` "pps" (packets) or "bps" (bits): "1000 pkt/s", "19.98 Mbit/s".
-pub fn rate(kind: &str, per_second: f64) -> String {
+/// What a rate counts per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Measure {
+    /// Packets per second (`pps`).
+    #[serde(rename = "pps")]
+    Packets,
+    /// Bits per second (`bps`).
+    #[serde(rename = "bps")]
+    Bits,
+}
+
+/// Which way traffic went, in words: "client to server".
+pub fn direction_words(d: pcapsleuth_mysql::Direction) -> &'static str {
+    match d {
+        pcapsleuth_mysql::Direction::ClientToServer => "client to server",
+        pcapsleuth_mysql::Direction::ServerToClient => "server to client",
+    }
+}
+
+/// A rate per second of packets or bits: "1000 pkt/s", "19.98 Mbit/s".
+pub fn rate(kind: Measure, per_second: f64) -> String {
     let v = per_second;
     match kind {
-        "pps" => format!("{v:.0} pkt/s"),
+        Measure::Packets => format!("{v:.0} pkt/s"),
         _ if v >= 1e9 => format!("{:.2} Gbit/s", v / 1e9),
         _ if v >= 1e6 => format!("{:.2} Mbit/s", v / 1e6),
         _ => format!("{:.0} kbit/s", v / 1e3),
@@ -165,8 +184,8 @@ mod tests {
     fn units_read_naturally() {
         assert_eq!(super::duration_us(88.0), "88 µs");
         assert_eq!(super::duration_us(3960.0), "3.96 ms");
-        assert_eq!(super::rate("bps", 19.98e6), "19.98 Mbit/s");
-        assert_eq!(super::rate("pps", 1000.0), "1000 pkt/s");
+        assert_eq!(super::rate(super::Measure::Bits, 19.98e6), "19.98 Mbit/s");
+        assert_eq!(super::rate(super::Measure::Packets, 1000.0), "1000 pkt/s");
         assert_eq!(super::count(11_376), "11,376");
         assert_eq!(super::count(999), "999");
         assert_eq!(super::seconds(7.812), "7.81 s");

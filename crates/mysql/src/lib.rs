@@ -82,8 +82,9 @@ pub use session::Session;
 /// with a trailing `/* truncated: N bytes */` comment.
 pub const STATEMENT_CAP: usize = 16 * 1024;
 
-/// Which way bytes travel on the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Which way bytes travel on the connection (`client_to_server`, `server_to_client` in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// From the MySQL client to the server (commands).
     ClientToServer,

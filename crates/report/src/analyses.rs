@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport};
+use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
-use pcapsleuth_analysis::units::{duration_us as us, rate, seconds};
+use pcapsleuth_analysis::units::{direction_words, duration_us as us, rate, seconds, Measure};
 
 use crate::text::utc;
 
@@ -18,16 +18,16 @@ pub fn render_rate(r: &RateReport) -> String {
         );
     }
     for c in &r.ceilings {
-        let other = if c.kind == "pps" {
-            rate("bps", c.other_value)
+        let other = if c.kind == Measure::Packets {
+            rate(Measure::Bits, c.other_value)
         } else {
-            rate("pps", c.other_value)
+            rate(Measure::Packets, c.other_value)
         };
         let _ = writeln!(
             out,
             "CEILING: {} {} pinned at {} from {} for {:.1} s (flatness cv {:.3}), while {} with {:.0}-byte packets",
             c.server.as_deref().unwrap_or("all traffic"),
-            c.direction.replace('_', " "),
+            direction_words(c.direction),
             rate(c.kind, c.value),
             utc(c.start),
             c.end - c.start,
@@ -55,9 +55,9 @@ pub fn render_rate(r: &RateReport) -> String {
             "{:<30} {:>10.0} {:>13} {:>10.0} {:>13} {:>6}",
             utc(p.start),
             p.c2s_pps,
-            rate("bps", p.c2s_bps),
+            rate(Measure::Bits, p.c2s_bps),
             p.s2c_pps,
-            rate("bps", p.s2c_bps),
+            rate(Measure::Bits, p.s2c_bps),
             p.c2s_retrans + p.s2c_retrans
         );
     }
@@ -80,7 +80,7 @@ pub fn render_rate(r: &RateReport) -> String {
 pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     let mut out = String::new();
     let p = &r.percentiles_us;
-    let source = if r.source == "mysql" {
+    let source = if r.source == RtSource::Mysql {
         "MySQL requests (request to last response byte)"
     } else {
         "TCP request/response (client data to the server's next data)"

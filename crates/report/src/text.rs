@@ -352,7 +352,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 out,
                 "  frame {}: {} ({} -> {}): `{}` requested at frame {}, waited {}, {} rows / {} bytes delivered{}",
                 i.frame,
-                i.kind.replace('_', " "),
+                i.kind.name().replace('_', " "),
                 i.client,
                 i.server,
                 q,

@@ -14,8 +14,8 @@ pub(super) struct HistChart {
     modes: Vec<(f64, f64, f64, String)>,
 }
 
-pub(super) fn source_noun(source: &str) -> &'static str {
-    if source == "mysql" {
+pub(super) fn source_noun(source: RtSource) -> &'static str {
+    if source == RtSource::Mysql {
         "MySQL requests"
     } else {
         "TCP request/response exchanges"
@@ -90,7 +90,7 @@ pub(super) fn rt_histogram(rt: &RtReport) -> Result<HistChart, String> {
         y_max: max * (1.12 + 0.1 * rows),
         y_desc: format!(
             "{} per bin (bins {}% wide)",
-            if rt.source == "mysql" {
+            if rt.source == RtSource::Mysql {
                 "requests"
             } else {
                 "exchanges"

@@ -10,7 +10,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use pcapsleuth_analysis::{Ceiling, FullReport, RateReport, RtReport};
+use pcapsleuth_analysis::units::Measure;
+use pcapsleuth_analysis::{Ceiling, FullReport, RateReport, RtReport, RtSource};
+use pcapsleuth_mysql::Direction;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -104,11 +106,11 @@ pub fn write_plot_set(dir: &Path, report: &FullReport) -> Result<PlotSet, PlotEr
         ),
         (
             "rate-pps",
-            rate_chart(&report.rate, "pps", &axis).map(Plot::Time),
+            rate_chart(&report.rate, Measure::Packets, &axis).map(Plot::Time),
         ),
         (
             "rate-bps",
-            rate_chart(&report.rate, "bps", &axis).map(Plot::Time),
+            rate_chart(&report.rate, Measure::Bits, &axis).map(Plot::Time),
         ),
         ("qps", qps_chart(report, &axis).map(Plot::Time)),
     ];
@@ -252,16 +254,20 @@ mod tests {
         }
         let base = r.rate.ceilings[0].clone();
         r.rate.ceilings.clear();
-        for (i, dir) in ["client_to_server", "server_to_client", "server_to_client"]
-            .into_iter()
-            .enumerate()
+        for (i, dir) in [
+            Direction::ClientToServer,
+            Direction::ServerToClient,
+            Direction::ServerToClient,
+        ]
+        .into_iter()
+        .enumerate()
         {
-            for kind in ["pps", "bps"] {
+            for kind in [Measure::Packets, Measure::Bits] {
                 r.rate.ceilings.push(Ceiling {
                     kind,
                     direction: dir,
                     server: (i > 0).then(|| format!("10.0.0.{i}:3306")),
-                    value: if kind == "pps" {
+                    value: if kind == Measure::Packets {
                         1000.0 - i as f64 * 10.0
                     } else {
                         2.5e9
@@ -291,8 +297,8 @@ mod tests {
 
     #[test]
     fn rates_read_well() {
-        assert_eq!(fmt_rate("pps", 1000.0), "1000 pkt/s");
-        assert_eq!(fmt_rate("bps", 9.5e6), "9.5 Mbit/s");
+        assert_eq!(fmt_rate(Measure::Packets, 1000.0), "1000 pkt/s");
+        assert_eq!(fmt_rate(Measure::Bits, 9.5e6), "9.5 Mbit/s");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::*;
 pub(super) use pcapsleuth_analysis::units::{count, round_significant, trim_decimals};
-use pcapsleuth_analysis::units::{duration, DurationStyle};
+use pcapsleuth_analysis::units::{duration, DurationStyle, Measure};
 
 /// A duration label of a chart: "88 µs", "1.2 ms".
 pub(super) fn fmt_dur(us: f64) -> String {
@@ -24,8 +24,8 @@ pub(super) fn font(size: u32) -> TextStyle<'static> {
 }
 
 /// A rate with a unit for a label: "1000 pkt/s", "9.5 Mbit/s".
-pub(super) fn fmt_rate(kind: &str, v: f64) -> String {
-    if kind == "pps" {
+pub(super) fn fmt_rate(kind: Measure, v: f64) -> String {
+    if kind == Measure::Packets {
         return if v >= 1e6 {
             format!("{} Mpkt/s", trim_decimals(v / 1e6, 2))
         } else {

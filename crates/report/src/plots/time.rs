@@ -348,8 +348,8 @@ pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, 
     })
 }
 
-pub(super) fn direction_text(d: &str) -> &'static str {
-    if d == "client_to_server" {
+pub(super) fn direction_text(d: Direction) -> &'static str {
+    if d == Direction::ClientToServer {
         "client→server"
     } else {
         "server→client"
@@ -358,13 +358,13 @@ pub(super) fn direction_text(d: &str) -> &'static str {
 
 pub(super) fn rate_chart(
     rate: &RateReport,
-    kind: &'static str,
+    kind: Measure,
     axis: &TimeAxis,
 ) -> Result<TimeChart, String> {
     if rate.total.is_empty() {
         return Err("no TCP traffic".into());
     }
-    let pps = kind == "pps";
+    let pps = kind == Measure::Packets;
     let get = |p: &pcapsleuth_analysis::RatePoint| {
         if pps {
             (p.c2s_pps, p.s2c_pps)
@@ -421,7 +421,7 @@ pub(super) fn rate_chart(
             x0: axis.x(c.start),
             x1: axis.x(c.end),
             y: c.value / d,
-            color: if c.direction == "client_to_server" {
+            color: if c.direction == Direction::ClientToServer {
                 BLUE_C
             } else {
                 ORANGE_C
