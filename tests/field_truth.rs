@@ -624,3 +624,63 @@ fn a_close_after_resends_names_them() {
     ]);
     assert_eq!(resent, ["27", "28", "29"]);
 }
+
+/// The slow requests of a capture, by a custom analysis: (request frame, last response frame, rt in ns).
+#[derive(Default)]
+struct Slow(Vec<(u64, u64, u64)>);
+
+impl pcapsleuth::analysis::Analysis for Slow {
+    type PerConnection = ();
+    type Output = Vec<(u64, u64, u64)>;
+    fn transaction(
+        &mut self,
+        _: &mut (),
+        _: &pcapsleuth::analysis::ConnectionView<'_>,
+        t: &pcapsleuth::analysis::TransactionView<'_>,
+    ) {
+        if let (Some(rt), Some(last)) = (t.response_time_ns(), t.transaction.last_response_frame) {
+            if rt > 40_000_000 {
+                self.0.push((t.transaction.request_frame, last, rt));
+            }
+        }
+    }
+    fn merge(&mut self, o: Self) {
+        self.0.extend(o.0);
+    }
+    fn finish(mut self, _: &pcapsleuth::analysis::CaptureFacts) -> Self::Output {
+        self.0.sort_unstable();
+        self.0
+    }
+}
+
+/// A response whose segment was lost on the way is read by the client when its resend fills the hole,
+/// not when its last byte first arrived: at the client end of a packet-rate-capped path
+/// (`two-point-path.client.pcap`), the three requests slower than 40 ms end at the frames tshark's
+/// reassembly completes them in, two of them resends, and their times are tshark's frame times apart.
+#[test]
+fn a_response_with_a_lost_segment_ends_when_its_resend_arrives() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("two-point-path.client.pcap");
+    let cap = pcapsleuth::capture::Capture::open(&f).unwrap();
+    let run = pcapsleuth::analysis::analyze(
+        &cap,
+        &pcapsleuth::analysis::EngineOptions::default(),
+        Slow::default,
+    );
+    let frames: Vec<(u64, u64)> = run.output.iter().map(|&(q, r, _)| (q, r)).collect();
+    assert_eq!(frames, [(842, 923), (2551, 3059), (3056, 3444)]);
+    for &(request, response, rt) in &run.output {
+        let tshark_rt = frame_time(&tshark, &f, response) - frame_time(&tshark, &f, request);
+        assert!(
+            (rt as f64 / 1e9 - tshark_rt).abs() < 1e-6,
+            "{request}: {rt} ns"
+        );
+    }
+    let resends = tshark.count(
+        &f,
+        "(frame.number == 923 || frame.number == 3059) && tcp.analysis.retransmission",
+    );
+    assert_eq!(resends, 2);
+}

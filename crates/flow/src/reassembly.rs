@@ -81,7 +81,11 @@ impl<M: Copy> StreamReassembler<M> {
         Self::deliver(&mut self.next, seq, skip, payload, wire_len, meta, out);
         // In order (nearly always), nothing is held: no search for what might now follow.
         if !self.held.is_empty() {
-            self.drain_held(out);
+            // This segment filled the hole before what was held: the held bytes could be read only
+            // now, so they are handed out with this segment's meta (as tshark's reassembly puts a
+            // message in the frame that completed it). A response whose segment was lost ends when its
+            // resend arrived, not when its last byte first did.
+            self.drain_held(Some(meta), out);
         }
     }
 
@@ -104,7 +108,7 @@ impl<M: Copy> StreamReassembler<M> {
         if let Some(first) = first.filter(|&f| !before(ack, f)) {
             // Everything from `next` up to the first held segment is lost; the held data follows it.
             self.skip_to(first, out);
-            self.drain_held(out);
+            self.drain_held(None, out);
         }
     }
 
@@ -112,7 +116,7 @@ impl<M: Copy> StreamReassembler<M> {
     pub fn flush(&mut self, out: &mut impl FnMut(StreamEvent<'_>, M)) {
         while let Some(first) = self.first_held_seq() {
             self.skip_to(first, out);
-            self.drain_held(out);
+            self.drain_held(None, out);
         }
     }
 
@@ -159,12 +163,14 @@ impl<M: Copy> StreamReassembler<M> {
             // A hole this old is not going to fill: give up on it rather than grow.
             if let Some(first) = self.first_held_seq() {
                 self.skip_to(first, out);
-                self.drain_held(out);
+                self.drain_held(None, out);
             }
         }
     }
 
-    fn drain_held(&mut self, out: &mut impl FnMut(StreamEvent<'_>, M)) {
+    /// Hands out what was held and now follows in order, with `filled_by`'s meta when a segment just
+    /// filled the hole before it (else each with its own: after a gap, they were received as they came).
+    fn drain_held(&mut self, filled_by: Option<M>, out: &mut impl FnMut(StreamEvent<'_>, M)) {
         while let Some(next) = self.next {
             let Some(seq) = self.first_held_seq().filter(|&s| !before(next, s)) else {
                 return;
@@ -175,7 +181,8 @@ impl<M: Copy> StreamReassembler<M> {
             self.held_bytes -= h.bytes.len();
             let skip = next.wrapping_sub(seq);
             if skip < h.wire_len {
-                Self::deliver(&mut self.next, seq, skip, &h.bytes, h.wire_len, h.meta, out);
+                let meta = filled_by.unwrap_or(h.meta);
+                Self::deliver(&mut self.next, seq, skip, &h.bytes, h.wire_len, meta, out);
             }
         }
     }
@@ -234,11 +241,14 @@ mod tests {
         );
     }
 
+    /// Bytes that came early are read when the hole before them fills: they are handed out with the
+    /// segment that filled it (the last byte of a response whose middle was lost arrives when its resend
+    /// does, for the reader).
     #[test]
-    fn early_segments_wait_for_the_hole_to_fill() {
+    fn early_segments_wait_for_the_hole_to_fill_and_come_with_the_segment_that_filled_it() {
         assert_eq!(
             run(&[(10, b"ab", 2), (14, b"ef", 2), (12, b"cd", 2)], None),
-            ["0:ab", "2:cd", "1:ef"]
+            ["0:ab", "2:cd", "2:ef"]
         );
     }
 
