@@ -369,7 +369,7 @@ fn classify(
             Some(SessionState::AwaitingGreeting),
         );
     }
-    if let Some((reason, abnormal)) = mysql.and_then(|m| replication::close_reason(conn, ev, m)) {
+    if let Some((reason, abnormal)) = mysql.and_then(|m| replication_close_reason(conn, ev, m)) {
         return (
             format!("{reason}; TCP: {tcp}"),
             abnormal,
@@ -551,3 +551,35 @@ fn greeting_waits<O>(
 
 /// How many greeting-wait closes are listed by frame.
 const GREETING_WAIT_FRAMES: usize = 10;
+
+/// The close `ev` of `conn` judged in replication terms (see [`replication::judge`]), if the connection carried a
+/// replication stream when it came.
+fn replication_close_reason(
+    conn: &Connection,
+    ev: &ClosedBy,
+    mysql: &MysqlSessionFacts,
+) -> Option<(String, bool)> {
+    let stream_close = |e: &ClosedBy| {
+        let seen = mysql.closes.iter().find(|c| c.frame == e.event.at.frame)?;
+        let SessionPhase::Replicating(state) = seen.phase else {
+            return None;
+        };
+        Some(replication::StreamClose {
+            by: e.by,
+            flag: e.event.flag,
+            at: pcapsleuth_mysql::Meta {
+                ts_ns: e.event.at.ts.0.max(0) as u64,
+                frame: e.event.at.frame,
+            },
+            state,
+        })
+    };
+    let this = stream_close(ev)?;
+    let earlier = [conn.first_fin, conn.first_rst]
+        .into_iter()
+        .flatten()
+        .filter(|e| e.event.at.frame < ev.event.at.frame)
+        .min_by_key(|e| e.event.at.frame)
+        .and_then(|e| stream_close(&e));
+    Some(replication::judge(&this, earlier.as_ref()))
+}

@@ -34,17 +34,15 @@
 //! [`crate::Rates`]. Tuples of analyses are analyses, so a run computes several at once with static
 //! dispatch: `(MysqlStatistics::default(), Rates::new(interval))`.
 
-use std::collections::VecDeque;
-
 use pcapsleuth_flow::{
-    server_side_by_port, CloseEvent, CloseFlag, ConnectionState, Endpoint, FlowKey, FrameRef,
-    RoleBasis, SegmentClass, Side, TcpSegment,
+    server_side_by_port, CloseEvent, ConnectionState, Endpoint, FlowKey, FrameRef, RoleBasis,
+    SegmentClass, Side, TcpSegment,
 };
-use pcapsleuth_mysql::{CloseContext, Direction, Outcome, Transaction};
+use pcapsleuth_mysql::{CloseContext, Direction};
 
 use crate::facts::CaptureFacts;
-use crate::mysql::{response_time_ns, CloseSeen, Fate, MysqlSessionFacts};
-use crate::timeline::plausible_response_time;
+use crate::mysql::MysqlSessionFacts;
+pub use crate::mysql::TransactionView;
 
 /// An analysis the engine runs: told about every connection in capture order, merged across workers,
 /// finished into its result. See the [module documentation](self) for the contract.
@@ -300,100 +298,6 @@ impl SegmentView<'_> {
     /// Whether it resends sequence space already seen.
     pub fn is_retransmission(&self) -> bool {
         self.class == SegmentClass::Retransmission
-    }
-}
-
-/// A MySQL request and what became of it.
-pub struct TransactionView<'a> {
-    /// What the decoder read: the command and its statement, the frames and times of the request and of
-    /// the first and last response bytes, rows, bytes, and the outcome (OK, ERR with code and message,
-    /// a resultset, a close that cut it off, ...).
-    pub transaction: &'a Transaction,
-    /// The MySQL client's address and port.
-    pub client: Endpoint,
-    /// The MySQL server's address and port.
-    pub server: Endpoint,
-    /// The client's side of the connection.
-    client_side: Side,
-    /// The FINs and RSTs the connection has seen so far, with what the session was doing.
-    closes: &'a [CloseSeen],
-    /// The connection's recent retransmission times.
-    retransmissions: &'a VecDeque<i64>,
-}
-
-impl<'a> TransactionView<'a> {
-    pub(crate) fn new(
-        transaction: &'a Transaction,
-        client_side: Side,
-        key: FlowKey,
-        closes: &'a [CloseSeen],
-        retransmissions: &'a VecDeque<i64>,
-    ) -> Self {
-        TransactionView {
-            transaction,
-            client: key.endpoint(client_side),
-            server: key.endpoint(client_side.other()),
-            client_side,
-            closes,
-            retransmissions,
-        }
-    }
-
-    /// The client's side of the connection.
-    pub(crate) fn client_side(&self) -> Side {
-        self.client_side
-    }
-
-    /// What became of the request: every count sorts requests this one way.
-    pub fn fate(&self) -> Fate {
-        Fate::of(&self.transaction.outcome)
-    }
-
-    /// From the request's first byte to the response's last, for a request [`Fate::Answered`] (`None`
-    /// otherwise, or when the two timestamps cannot both be right).
-    pub fn response_time_ns(&self) -> Option<u64> {
-        response_time_ns(self.transaction).filter(|_| self.fate() == Fate::Answered)
-    }
-
-    /// How long a request cut off by a close waited, from its first byte to the close.
-    pub fn waited_ns(&self) -> Option<u64> {
-        let t = self.transaction;
-        let (by, flag) = match t.outcome {
-            Outcome::ClosedMidResponse { by, flag }
-            | Outcome::ClosedBeforeResponse { by, flag } => (by, flag),
-            _ => return None,
-        };
-        let side = match by {
-            Direction::ClientToServer => self.client_side,
-            Direction::ServerToClient => self.client_side.other(),
-        };
-        let flag = match flag {
-            pcapsleuth_mysql::CloseFlag::Fin => CloseFlag::Fin,
-            pcapsleuth_mysql::CloseFlag::Rst => CloseFlag::Rst,
-        };
-        let close = self
-            .closes
-            .iter()
-            .find(|c| c.side == side && c.flag == flag)?;
-        plausible_response_time(t.request_ts_ns as i64, close.ts_ns as i64)
-    }
-
-    /// Whether the connection retransmitted a segment between the request and the end of its response.
-    pub fn retransmitted(&self) -> bool {
-        let Some(rt) = self.response_time_ns() else {
-            return false;
-        };
-        let start = self.transaction.request_ts_ns as i64;
-        let end = start.saturating_add(rt as i64);
-        self.retransmissions.iter().any(|&r| r >= start && r <= end)
-    }
-
-    /// The MySQL error code of an ERR response.
-    pub fn error_code(&self) -> Option<u16> {
-        match self.transaction.outcome {
-            Outcome::Err { code, .. } => Some(code),
-            _ => None,
-        }
     }
 }
 

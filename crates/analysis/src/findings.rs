@@ -9,9 +9,9 @@ use crate::finding::{Finding, FindingKind};
 use crate::mysql::{MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::reasons::role_name;
-use crate::replication;
+use crate::replication::ReplicationStream;
 use crate::rt::RtReport;
-use crate::thresholds::{UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
+use crate::thresholds::{ACK_STALL_NS, UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
 use crate::units::{self, direction_words, duration_us, Measure};
 use pcapsleuth_flow::Role;
 
@@ -229,7 +229,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             frames: vec![],
         });
     }
-    f.extend(replication::semi_sync_finding(&mysql));
+    f.extend(semi_sync_finding(&mysql));
     let (pk, re) = a.connections.iter().fold((0u64, 0u64), |(p, r), c| {
         (
             p + c.to_server.packets + c.to_client.packets,
@@ -284,4 +284,102 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         rt,
         rate,
     }
+}
+
+/// `report`'s finding when semi-sync ACKs stalled (any over [`ACK_STALL_NS`]): how many, the worst, the
+/// frames, and how much of the COMMITs' response time the ACK wait is (in a capture at the primary,
+/// COMMIT time minus ACK latency is what the server itself spent). A stream the primary closed while an
+/// ACK was awaited makes it look-first.
+fn semi_sync_finding(m: &MysqlReport) -> Option<Finding> {
+    let semi: Vec<&ReplicationStream> = m
+        .replication
+        .iter()
+        .filter(|r| r.ack_latency_us.count > 0)
+        .collect();
+    let stalls: u64 = semi.iter().map(|r| r.ack_stalls).sum();
+    if stalls == 0 {
+        return None;
+    }
+    let count: u64 = semi.iter().map(|r| r.ack_latency_us.count).sum();
+    let total_us: f64 = semi
+        .iter()
+        .map(|r| r.ack_latency_us.mean * r.ack_latency_us.count as f64)
+        .sum();
+    let ack_mean = total_us / count as f64;
+    let worst = semi
+        .iter()
+        .map(|r| r.ack_latency_us.max)
+        .fold(0.0, f64::max);
+    let gave_up = semi.iter().any(|r| r.end.abnormal);
+    let mut summary = format!(
+        "semi-sync ACKs stalled: {stalls} of {count} over {} (the worst {}), on {} replication stream(s); ACK latency mean {}",
+        duration_us(ACK_STALL_NS as f64 / 1e3),
+        duration_us(worst),
+        semi.len(),
+        duration_us(ack_mean)
+    );
+    // Medians: one ACK that came after the primary had given up (a timeout) must not stand for them all.
+    if let Some(commit) = m.statements.iter().find(|s| s.fingerprint == "commit") {
+        let ack_p50 = weighted_median(&semi);
+        summary.push_str(&format!(
+            "; the median ACK ({}) is {:.0}% of the median COMMIT ({}, {} COMMITs): the server's own part \
+             of a commit is about {}",
+            duration_us(ack_p50),
+            100.0 * (ack_p50 / commit.rt_us.p50).min(1.0),
+            duration_us(commit.rt_us.p50),
+            commit.count,
+            duration_us((commit.rt_us.p50 - ack_p50).max(0.0))
+        ));
+    }
+    let mut evidence = Vec::new();
+    let mut frames = Vec::new();
+    for r in &semi {
+        evidence.push(format!(
+            "replica {} -> primary {}: {} ACKs, p50 {} p99 {} max {}, {} over {}; end: {}",
+            r.client,
+            r.server,
+            r.ack_latency_us.count,
+            duration_us(r.ack_latency_us.p50),
+            duration_us(r.ack_latency_us.p99),
+            duration_us(r.ack_latency_us.max),
+            r.ack_stalls,
+            duration_us(ACK_STALL_NS as f64 / 1e3),
+            r.end.reason
+        ));
+        for st in &r.ack_stall_examples {
+            evidence.push(format!(
+                "  ACK for position {} took {}: event frame {}, ACK frame {}",
+                st.position,
+                duration_us(st.latency_us),
+                st.event_frame,
+                st.ack_frame
+            ));
+            frames.extend([st.event_frame, st.ack_frame]);
+        }
+    }
+    Some(Finding {
+        severity: if gave_up { 1 } else { 2 },
+        kind: FindingKind::SemiSyncAckStalls,
+        summary,
+        evidence,
+        frames,
+    })
+}
+
+/// The streams' ACK medians, weighted by their ACK counts (one stream: its median).
+fn weighted_median(streams: &[&ReplicationStream]) -> f64 {
+    let mut p50s: Vec<(f64, u64)> = streams
+        .iter()
+        .map(|r| (r.ack_latency_us.p50, r.ack_latency_us.count))
+        .collect();
+    p50s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = p50s.iter().map(|p| p.1).sum::<u64>().div_ceil(2);
+    let mut seen = 0;
+    for (p50, n) in p50s {
+        seen += n;
+        if seen >= half {
+            return p50;
+        }
+    }
+    0.0
 }

@@ -50,7 +50,6 @@ mod modes;
 mod mysql;
 mod rate;
 mod reasons;
-mod recognition;
 mod replication;
 mod rt;
 mod thresholds;

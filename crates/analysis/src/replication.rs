@@ -7,16 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use pcapsleuth_flow::{CloseFlag, ClosedBy, Connection, Role};
+use pcapsleuth_flow::{CloseFlag, Role};
 use pcapsleuth_mysql::replication::{event_type_name, StreamEnd};
-use pcapsleuth_mysql::{
-    Meta, ReplicationAtClose, ReplicationSample, ReplicationSummary, SessionPhase,
-};
+use pcapsleuth_mysql::{Meta, ReplicationAtClose, ReplicationSample, ReplicationSummary};
 use serde::Serialize;
 
-use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
-use crate::mysql::{MysqlReport, MysqlSessionFacts};
 use crate::thresholds::{ACK_STALLS_LISTED, ACK_STALL_NS};
 use crate::units::duration_us;
 
@@ -303,38 +299,6 @@ fn judge_alone(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, bool)
     }
 }
 
-/// The close `ev` of `conn` judged in replication terms (see [`judge`]), if the connection carried a
-/// replication stream when it came.
-pub(crate) fn close_reason(
-    conn: &Connection,
-    ev: &ClosedBy,
-    mysql: &MysqlSessionFacts,
-) -> Option<(String, bool)> {
-    let stream_close = |e: &ClosedBy| {
-        let seen = mysql.closes.iter().find(|c| c.frame == e.event.at.frame)?;
-        let SessionPhase::Replicating(state) = seen.phase else {
-            return None;
-        };
-        Some(StreamClose {
-            by: e.by,
-            flag: e.event.flag,
-            at: Meta {
-                ts_ns: e.event.at.ts.0.max(0) as u64,
-                frame: e.event.at.frame,
-            },
-            state,
-        })
-    };
-    let this = stream_close(ev)?;
-    let earlier = [conn.first_fin, conn.first_rst]
-        .into_iter()
-        .flatten()
-        .filter(|e| e.event.at.frame < ev.event.at.frame)
-        .min_by_key(|e| e.event.at.frame)
-        .and_then(|e| stream_close(&e));
-    Some(judge(&this, earlier.as_ref()))
-}
-
 /// The report of one stream, when its connection is concluded. `closes` are the connection's closes in
 /// order; `capture_end` is the last packet's time (for a wait still open).
 pub(crate) fn stream_report(
@@ -470,104 +434,6 @@ pub(crate) fn stream_report(
         awaiting_ack_at_end,
         notes,
     }
-}
-
-/// `report`'s finding when semi-sync ACKs stalled (any over [`ACK_STALL_NS`]): how many, the worst, the
-/// frames, and how much of the COMMITs' response time the ACK wait is (in a capture at the primary,
-/// COMMIT time minus ACK latency is what the server itself spent). A stream the primary closed while an
-/// ACK was awaited makes it look-first.
-pub(crate) fn semi_sync_finding(m: &MysqlReport) -> Option<Finding> {
-    let semi: Vec<&ReplicationStream> = m
-        .replication
-        .iter()
-        .filter(|r| r.ack_latency_us.count > 0)
-        .collect();
-    let stalls: u64 = semi.iter().map(|r| r.ack_stalls).sum();
-    if stalls == 0 {
-        return None;
-    }
-    let count: u64 = semi.iter().map(|r| r.ack_latency_us.count).sum();
-    let total_us: f64 = semi
-        .iter()
-        .map(|r| r.ack_latency_us.mean * r.ack_latency_us.count as f64)
-        .sum();
-    let ack_mean = total_us / count as f64;
-    let worst = semi
-        .iter()
-        .map(|r| r.ack_latency_us.max)
-        .fold(0.0, f64::max);
-    let gave_up = semi.iter().any(|r| r.end.abnormal);
-    let mut summary = format!(
-        "semi-sync ACKs stalled: {stalls} of {count} over {} (the worst {}), on {} replication stream(s); ACK latency mean {}",
-        duration_us(ACK_STALL_NS as f64 / 1e3),
-        duration_us(worst),
-        semi.len(),
-        duration_us(ack_mean)
-    );
-    // Medians: one ACK that came after the primary had given up (a timeout) must not stand for them all.
-    if let Some(commit) = m.statements.iter().find(|s| s.fingerprint == "commit") {
-        let ack_p50 = weighted_median(&semi);
-        summary.push_str(&format!(
-            "; the median ACK ({}) is {:.0}% of the median COMMIT ({}, {} COMMITs): the server's own part \
-             of a commit is about {}",
-            duration_us(ack_p50),
-            100.0 * (ack_p50 / commit.rt_us.p50).min(1.0),
-            duration_us(commit.rt_us.p50),
-            commit.count,
-            duration_us((commit.rt_us.p50 - ack_p50).max(0.0))
-        ));
-    }
-    let mut evidence = Vec::new();
-    let mut frames = Vec::new();
-    for r in &semi {
-        evidence.push(format!(
-            "replica {} -> primary {}: {} ACKs, p50 {} p99 {} max {}, {} over {}; end: {}",
-            r.client,
-            r.server,
-            r.ack_latency_us.count,
-            duration_us(r.ack_latency_us.p50),
-            duration_us(r.ack_latency_us.p99),
-            duration_us(r.ack_latency_us.max),
-            r.ack_stalls,
-            duration_us(ACK_STALL_NS as f64 / 1e3),
-            r.end.reason
-        ));
-        for st in &r.ack_stall_examples {
-            evidence.push(format!(
-                "  ACK for position {} took {}: event frame {}, ACK frame {}",
-                st.position,
-                duration_us(st.latency_us),
-                st.event_frame,
-                st.ack_frame
-            ));
-            frames.extend([st.event_frame, st.ack_frame]);
-        }
-    }
-    Some(Finding {
-        severity: if gave_up { 1 } else { 2 },
-        kind: FindingKind::SemiSyncAckStalls,
-        summary,
-        evidence,
-        frames,
-    })
-}
-
-/// The streams' ACK medians, weighted by their ACK counts (one stream: its median).
-fn weighted_median(streams: &[&ReplicationStream]) -> f64 {
-    let mut p50s: Vec<(f64, u64)> = streams
-        .iter()
-        .map(|r| (r.ack_latency_us.p50, r.ack_latency_us.count))
-        .collect();
-    p50s.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let half = p50s.iter().map(|p| p.1).sum::<u64>().div_ceil(2);
-    let mut seen = 0;
-    for (p50, n) in p50s {
-        seen += n;
-        if seen >= half {
-            return p50;
-        }
-    }
-    0.0
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use pcapsleuth_capture::LinkType;
 
+use crate::fields::{be16, be32, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use crate::{tunnel, Endpoint};
 
 /// TCP header flag bits, as on the wire.
@@ -117,20 +118,6 @@ fn carried<'a>(inner: Option<(LinkType, &'a [u8])>, depth: u8) -> Option<Decoded
         _ => Decoded::OtherIp,
     })
 }
-
-#[inline(always)]
-pub(crate) fn be16(d: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*d.get(at)?, *d.get(at + 1)?]))
-}
-
-#[inline(always)]
-fn be32(d: &[u8], at: usize) -> Option<u32> {
-    let b = d.get(at..at + 4)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-pub(crate) const ETHERTYPE_IPV4: u16 = 0x0800;
-pub(crate) const ETHERTYPE_IPV6: u16 = 0x86DD;
 
 /// The common case, decoded by reading header fields in place: link header (Ethernet with VLAN tags,
 /// cooked, raw, loopback) → IPv4 without fragmentation or IPv6 without extension headers → a TCP header

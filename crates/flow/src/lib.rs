@@ -13,6 +13,8 @@
 //! ```
 
 mod decode;
+mod fields;
+mod frame;
 mod handshake;
 mod key;
 mod reassembly;
@@ -20,11 +22,12 @@ mod tcp;
 mod tunnel;
 
 pub use decode::{decode, decode_general, Decoded, TcpFlags, TcpSegment};
+pub use frame::FrameRef;
 pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
 pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,
-    ConnectionState, ConnectionTracker, DirectionStats, Fed, FrameRef, Role, RoleBasis,
-    SegmentClass, ZeroWindowSpell,
+    ConnectionState, ConnectionTracker, DirectionStats, Fed, Role, RoleBasis, SegmentClass,
+    ZeroWindowSpell,
 };

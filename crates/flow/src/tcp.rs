@@ -9,21 +9,10 @@
 use serde::Serialize;
 
 use crate::decode::{TcpFlags, TcpSegment};
+use crate::frame::FrameRef;
 use crate::handshake::{AttemptState, Handshake};
 use crate::key::{Endpoint, FlowKey, Side};
 use pcapsleuth_capture::Timestamp;
-
-/// A packet's place in the capture: Wireshark's frame number and its timestamp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct FrameRef {
-    pub frame: u64,
-    #[serde(serialize_with = "ser_ts")]
-    pub ts: Timestamp,
-}
-
-fn ser_ts<S: serde::Serializer>(ts: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(ts.as_secs_f64())
-}
 
 /// The TCP flag that ended (or began ending) a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

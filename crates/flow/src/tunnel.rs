@@ -13,7 +13,7 @@
 
 use pcapsleuth_capture::LinkType;
 
-use crate::decode::{be16, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::fields::{be16, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 
 /// How many encapsulations deep the decoder follows (a hostile capture could nest them without end).
 pub(crate) const MAX_DEPTH: u8 = 4;

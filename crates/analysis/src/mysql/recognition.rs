@@ -17,7 +17,21 @@ use pcapsleuth_mysql::{
     response_verdict, semi_sync_acks_verdict, Extent, StartMode, Verdict,
 };
 
-use crate::mysql::RecognisedBy;
+/// How a connection was recognised as MySQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecognisedBy {
+    /// The server's greeting (Protocol::HandshakeV10), or the ERR a server sends instead of one.
+    Greeting,
+    /// A request (or a login) and the answer that followed it, on a connection joined mid-stream.
+    RequestResponseShape,
+    /// A whole command that was never answered: cut off by a close, or still waiting when the capture ended.
+    UnansweredRequest,
+    /// The user named the server's port (`--mysql-port`).
+    Port,
+    /// Binlog event packets or semi-sync ACKs: a replication stream joined after its dump.
+    BinlogEvents,
+}
 
 /// How many turns a connection may show before it is judged not to be MySQL. Turns, not segments: a
 /// capture that begins mid-resultset shows hundreds of server segments before the client's next

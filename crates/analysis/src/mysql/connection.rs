@@ -1,0 +1,775 @@
+//! MySQL on one TCP connection: recognised (from the greeting, a login, or a request and its answer, on
+//! any port), its bytes put in order and decoded by `pcapsleuth-mysql`, each transaction handed to the
+//! analyses as it completes, each close read in MySQL terms, and the session summarised when it ends.
+
+use std::collections::VecDeque;
+
+use pcapsleuth_flow::{
+    CloseFlag as TcpCloseFlag, ClosedBy, ConnectionState, Endpoint, FlowKey, FrameRef, Role, Side,
+    StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
+};
+use pcapsleuth_mysql::{
+    CloseContext, CloseFlag, Command, Direction, Encryption, Meta, Outcome, Session, SessionPhase,
+    Transaction,
+};
+use serde::Serialize;
+
+use super::recognition::{Recognised, RecognisedBy, Recogniser, Recognition};
+use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
+use crate::timeline::plausible_response_time;
+
+/// Which connections are decoded as MySQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MysqlDetection {
+    /// Recognised from the greeting or the request/response shape, on any port.
+    #[default]
+    Auto,
+    /// Connections with this server port are MySQL (and others are still recognised automatically).
+    Port(u16),
+    /// No MySQL decoding.
+    Off,
+}
+
+/// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
+/// requests [`Fate::Answered`]: the others' last response byte is not the end of their response. `None`
+/// when unanswered, or when the two timestamps cannot both be right ([`crate::plausible_response_time`]).
+pub fn response_time_ns(t: &Transaction) -> Option<u64> {
+    t.last_response_ts_ns
+        .and_then(|end| plausible_response_time(t.request_ts_ns as i64, end as i64))
+}
+
+/// What became of a request. Every count of the MySQL report (requests, statements, response times) sorts
+/// requests this one way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    /// A complete response arrived (OK, ERR, a resultset, ...): it has a response time.
+    Answered,
+    /// The connection was closed (FIN or RST, by either side) before the response was complete: it waited
+    /// until the close.
+    CutOff,
+    /// Still waiting when the capture ended.
+    Unanswered,
+    /// The response fell into bytes the capture does not hold (cut by the snap length, or lost), or a
+    /// login went on in TLS: how it ended is unknown.
+    Unreadable,
+    /// A command the server never answers (COM_QUIT, COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA), or a binlog
+    /// dump, answered by a stream of events rather than a response.
+    NoResponse,
+}
+
+impl Fate {
+    /// The fate an outcome tells.
+    pub fn of(o: &Outcome) -> Fate {
+        match o {
+            Outcome::Ok { .. }
+            | Outcome::Err { .. }
+            | Outcome::ResultSet { .. }
+            | Outcome::Prepared { .. }
+            | Outcome::LocalInfile { .. }
+            | Outcome::Unparsed => Fate::Answered,
+            Outcome::ClosedMidResponse { .. } | Outcome::ClosedBeforeResponse { .. } => {
+                Fate::CutOff
+            }
+            Outcome::CaptureEnded => Fate::Unanswered,
+            Outcome::GapLost | Outcome::Encrypted => Fate::Unreadable,
+            Outcome::NoResponseExpected | Outcome::ReplicationStream => Fate::NoResponse,
+        }
+    }
+}
+
+/// A request still waiting for its response when the capture ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnansweredRequest {
+    pub request_frame: u64,
+    /// Seconds since the epoch.
+    pub request_time: f64,
+    pub client: String,
+    pub server: String,
+    pub command: String,
+    pub query: Option<String>,
+    /// From the request to the capture's last packet, seconds.
+    pub waited_s: f64,
+    #[serde(skip)]
+    request_ts_ns: u64,
+}
+
+impl UnansweredRequest {
+    fn new(t: &Transaction, c: Endpoint, s: Endpoint) -> Self {
+        UnansweredRequest {
+            request_frame: t.request_frame,
+            request_time: t.request_ts_ns as f64 / 1e9,
+            client: c.to_string(),
+            server: s.to_string(),
+            command: t.command.name().to_string(),
+            query: t.statement.clone(),
+            waited_s: 0.0,
+            request_ts_ns: t.request_ts_ns,
+        }
+    }
+
+    /// Sets `waited_s` from the time of the capture's last packet.
+    pub(crate) fn capture_ended(&mut self, last_ns: i64) {
+        self.waited_s = (last_ns - self.request_ts_ns as i64).max(0) as f64 / 1e9;
+    }
+}
+
+enum Detect {
+    Undecided(Box<Recogniser>),
+    Mysql,
+    NotMysql,
+}
+
+/// What a close found the session doing.
+#[derive(Debug, Clone)]
+pub struct CloseSeen {
+    pub frame: u64,
+    pub ts_ns: u64,
+    pub side: Side,
+    pub flag: TcpCloseFlag,
+    pub context: CloseContext,
+}
+
+/// MySQL facts about one connection, kept with it for `first-reset` and `flows`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MysqlSessionFacts {
+    pub recognised_by: RecognisedBy,
+    pub server_version: Option<String>,
+    pub user: Option<String>,
+    pub schema: Option<String>,
+    pub encrypted: bool,
+    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read.
+    pub unread_bytes: u64,
+    pub transactions: u64,
+    pub errors: u64,
+    #[serde(skip)]
+    pub closes: Vec<CloseSeenFacts>,
+    /// Requests still waiting for their response when the capture ended.
+    #[serde(skip)]
+    pub unanswered: Vec<UnansweredRequest>,
+    /// Closes that cut a request off (at most one per request).
+    #[serde(skip)]
+    pub incidents: Vec<Incident>,
+    /// The replication stream the connection carried, if it did.
+    #[serde(skip)]
+    pub replication: Option<Box<ReplicationStream>>,
+}
+
+/// A [`CloseSeen`] reduced to what reports print.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloseSeenFacts {
+    pub frame: u64,
+    pub phase: SessionPhase,
+    pub command: Option<Command>,
+    pub statement: Option<String>,
+    pub request_frame: Option<u64>,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// Per-connection MySQL state during tracking.
+pub(crate) struct MysqlTrack {
+    detect: Detect,
+    recognised_by: Option<RecognisedBy>,
+    client: Option<Side>,
+    session: Option<Session>,
+    streams: [StreamReassembler<Meta>; 2],
+    closes: Vec<CloseSeen>,
+    closed: [[bool; 2]; 2],
+    transactions: u64,
+    errors: u64,
+    /// Times of this connection's recent retransmissions, to tell which exchanges saw one.
+    retransmissions: VecDeque<i64>,
+    /// The distributions of the replication stream the connection carries, if it does.
+    replication: Option<Box<StreamTrack>>,
+    /// The last segment's time: how long an open semi-sync wait lasted at least.
+    last_ts_ns: u64,
+    /// Requests the end of the capture found waiting.
+    unanswered: Vec<UnansweredRequest>,
+}
+
+/// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
+const RETRANSMISSIONS_KEPT: usize = 256;
+
+fn meta(at: FrameRef) -> Meta {
+    Meta {
+        ts_ns: at.ts.0.max(0) as u64,
+        frame: at.frame,
+    }
+}
+
+impl MysqlTrack {
+    pub(crate) fn new(mode: MysqlDetection) -> Self {
+        MysqlTrack {
+            detect: match mode {
+                MysqlDetection::Off => Detect::NotMysql,
+                MysqlDetection::Auto => Detect::Undecided(Box::new(Recogniser::new(None))),
+                MysqlDetection::Port(p) => Detect::Undecided(Box::new(Recogniser::new(Some(p)))),
+            },
+            recognised_by: None,
+            client: None,
+            session: None,
+            streams: [StreamReassembler::new(), StreamReassembler::new()],
+            closes: Vec::new(),
+            closed: [[false; 2]; 2],
+            transactions: 0,
+            errors: 0,
+            retransmissions: VecDeque::new(),
+            replication: None,
+            last_ts_ns: 0,
+            unanswered: Vec::new(),
+        }
+    }
+
+    /// The connection retransmitted a segment at `ts_ns`.
+    pub(crate) fn retransmission(&mut self, ts_ns: i64) {
+        if self.retransmissions.len() == RETRANSMISSIONS_KEPT {
+            self.retransmissions.pop_front();
+        }
+        self.retransmissions.push_back(ts_ns);
+    }
+
+    /// The client side, once MySQL told it (greeting, or request/response shape).
+    pub(crate) fn client(&self) -> Option<Side> {
+        self.client.filter(|_| self.is_mysql())
+    }
+
+    pub(crate) fn is_mysql(&self) -> bool {
+        matches!(self.detect, Detect::Mysql)
+    }
+
+    /// Feeds one segment of the connection (after the TCP tracker saw it).
+    pub(crate) fn segment(
+        &mut self,
+        conn: &ConnectionState,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+    ) {
+        if let Detect::Undecided(r) = &mut self.detect {
+            match r.segment(conn, side, seg, at) {
+                Recognition::Undecided => return,
+                Recognition::NotMysql => {
+                    self.detect = Detect::NotMysql;
+                    return;
+                }
+                Recognition::Mysql(m) => self.start(m, conn),
+            }
+        }
+        if self.is_mysql() {
+            self.feed(side, seg, at);
+        }
+    }
+
+    /// The connection is MySQL: the session starts, and is fed the bytes held while it was being
+    /// recognised, segment by segment as they came (only bytes: their ACKs and closes were read as they
+    /// came, and a close is the segment at hand's).
+    fn start(&mut self, m: Recognised, conn: &ConnectionState) {
+        self.detect = Detect::Mysql;
+        self.recognised_by = Some(m.by);
+        self.client = Some(m.client);
+        self.session = Some(Session::new(m.mode));
+        let key = conn.key();
+        m.replay.for_each(|side, seq, payload, payload_len, at| {
+            let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
+            let replay = TcpSegment {
+                src: src.ip,
+                src_port: src.port,
+                dst: dst.ip,
+                dst_port: dst.port,
+                seq,
+                ack: 0,
+                window: 0,
+                flags: TcpFlags(0),
+                options: &[],
+                payload,
+                payload_len,
+            };
+            self.feed(side, &replay, at);
+        });
+    }
+
+    fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        let dir = |s: Side| {
+            if s == client {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            }
+        };
+        let d = dir(side);
+        self.last_ts_ns = meta(at).ts_ns;
+        let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+            StreamEvent::Data(b) => session.feed(d, b, m),
+            StreamEvent::Gap(n) => session.gap(d, n, m),
+        };
+        self.streams[side.index()].segment(
+            seg.seq,
+            seg.flags.syn(),
+            seg.payload,
+            seg.payload_len,
+            meta(at),
+            &mut out,
+        );
+        if seg.flags.ack() {
+            let od = dir(side.other());
+            let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                StreamEvent::Data(b) => session.feed(od, b, m),
+                StreamEvent::Gap(n) => session.gap(od, n, m),
+            };
+            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
+        }
+        let flag = if seg.flags.rst() {
+            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
+        } else if seg.flags.fin() {
+            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
+        } else {
+            None
+        };
+        if let Some((tcp_flag, flag)) = flag {
+            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
+            if !*slot {
+                *slot = true;
+                let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                    StreamEvent::Data(b) => session.feed(d, b, m),
+                    StreamEvent::Gap(n) => session.gap(d, n, m),
+                };
+                self.streams[side.index()].flush(&mut out);
+                let context = session.close(d, flag, meta(at));
+                self.closes.push(CloseSeen {
+                    frame: at.frame,
+                    ts_ns: meta(at).ts_ns,
+                    side,
+                    flag: tcp_flag,
+                    context,
+                });
+            }
+        }
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.drain_replication();
+        }
+    }
+
+    /// Hands the transactions the session completed to `tell`, counting them. Called after every
+    /// segment: most complete none.
+    #[inline]
+    pub(crate) fn drain(&mut self, conn: &ConnectionState, tell: impl FnMut(&TransactionView<'_>)) {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(conn, tell);
+        }
+    }
+
+    /// Feeds the replication stream's samples (ACK latencies, event lags) to its distributions.
+    fn drain_replication(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let track = self.replication.get_or_insert_with(Default::default);
+        for s in session.replication_samples() {
+            track.sample(s);
+        }
+        session.clear_replication_samples();
+    }
+
+    fn drain_completed(
+        &mut self,
+        conn: &ConnectionState,
+        mut tell: impl FnMut(&TransactionView<'_>),
+    ) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        let key = conn.key();
+        for t in session.completed() {
+            self.transactions += 1;
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+            let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
+            if view.fate() == Fate::Unanswered {
+                // Rare (the end of the capture only), and wanted by `first-reset` too.
+                self.unanswered
+                    .push(UnansweredRequest::new(t, view.client, view.server));
+            }
+            tell(&view);
+        }
+        session.clear_completed();
+    }
+
+    /// What the session was doing when `side` sent the close `flag` at `frame`, if it was seen.
+    pub(crate) fn close_context(
+        &self,
+        frame: u64,
+        side: Side,
+        flag: TcpCloseFlag,
+    ) -> Option<&CloseContext> {
+        self.closes
+            .iter()
+            .find(|c| c.frame == frame && c.side == side && c.flag == flag)
+            .map(|c| &c.context)
+    }
+
+    /// The connection ended (port reuse, both sides closed, or the end of the capture): flush, finish,
+    /// hand what that completed to `tell`, and summarise it.
+    pub(crate) fn conclude(
+        mut self,
+        conn: &ConnectionState,
+        tell: impl FnMut(&TransactionView<'_>),
+    ) -> Option<MysqlSessionFacts> {
+        if let Detect::Undecided(r) = &mut self.detect {
+            // The last turn is judged on what the capture holds of it; a whole command that looked like
+            // MySQL was still waiting for its answer.
+            if let Recognition::Mysql(m) = r.end(conn) {
+                self.start(m, conn);
+            }
+        }
+        if !self.is_mysql() {
+            return None;
+        }
+        let client = self.client?;
+        if let Some(session) = self.session.as_mut() {
+            for side in [Side::Lo, Side::Hi] {
+                let d = if side == client {
+                    Direction::ClientToServer
+                } else {
+                    Direction::ServerToClient
+                };
+                let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                    StreamEvent::Data(b) => session.feed(d, b, m),
+                    StreamEvent::Gap(n) => session.gap(d, n, m),
+                };
+                self.streams[side.index()].flush(&mut out);
+            }
+            session.finish();
+        }
+        self.drain(conn, tell);
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.drain_replication();
+        }
+        let key = conn.key();
+        let (c, s) = (key.endpoint(client), key.endpoint(client.other()));
+        let replication = self.session.as_ref().and_then(|session| {
+            let summary = session.replication()?;
+            let role = |side: Side| {
+                if side == client {
+                    Role::Client
+                } else {
+                    Role::Server
+                }
+            };
+            let closes: Vec<StreamClose> = self
+                .closes
+                .iter()
+                .filter_map(|seen| match seen.context.phase {
+                    SessionPhase::Replicating(state) => Some(StreamClose {
+                        by: role(seen.side),
+                        flag: seen.flag,
+                        at: Meta {
+                            ts_ns: seen.ts_ns,
+                            frame: seen.frame,
+                        },
+                        state,
+                    }),
+                    _ => None,
+                })
+                .collect();
+            let awaiting = match session.phase() {
+                SessionPhase::Replicating(state) => state.awaiting_ack,
+                _ => None,
+            };
+            Some(stream_report(
+                c.to_string(),
+                s.to_string(),
+                summary,
+                self.replication
+                    .as_deref()
+                    .unwrap_or(&StreamTrack::default()),
+                &closes,
+                awaiting,
+                self.last_ts_ns,
+            ))
+        });
+        // One incident per request: a FIN then an RST on the same request is one event.
+        let mut incidents: Vec<Incident> = Vec::new();
+        for seen in &self.closes {
+            if let Some(incident) = Incident::from_close(seen, client, c, s, conn) {
+                if incidents.last().map(|i| i.request_frame) != Some(incident.request_frame) {
+                    incidents.push(incident);
+                }
+            }
+        }
+        let info = self.session.as_ref().map(|s| s.info().clone());
+        Some(MysqlSessionFacts {
+            recognised_by: self.recognised_by?,
+            server_version: info.as_ref().and_then(|i| i.server_version.clone()),
+            user: info.as_ref().and_then(|i| i.user.clone()),
+            schema: info.as_ref().and_then(|i| i.schema.clone()),
+            encrypted: info
+                .as_ref()
+                .is_some_and(|i| i.encryption == Encryption::Tls),
+            unread_bytes: info.as_ref().map_or(0, |i| i.counters.undecoded_bytes),
+            transactions: self.transactions,
+            errors: self.errors,
+            unanswered: std::mem::take(&mut self.unanswered),
+            incidents,
+            replication: replication.map(Box::new),
+            closes: self
+                .closes
+                .iter()
+                .map(|c| {
+                    let p = c.context.pending.as_ref();
+                    let (rows, bytes) = match c.context.phase {
+                        SessionPhase::InResultset { rows, bytes } => (rows, bytes),
+                        SessionPhase::InResponse { bytes } => (0, bytes),
+                        _ => (p.map_or(0, |p| p.rows), p.map_or(0, |p| p.response_bytes)),
+                    };
+                    CloseSeenFacts {
+                        frame: c.frame,
+                        phase: c.context.phase,
+                        command: p.map(|p| p.command),
+                        statement: p.and_then(|p| p.statement.clone()),
+                        request_frame: p.map(|p| p.request_frame),
+                        rows,
+                        bytes,
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+/// What a close cut off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutOff {
+    /// Rows were still coming.
+    MidResultset,
+    /// Part of another response had come.
+    MidResponse,
+    /// None of the response had come.
+    Unanswered,
+}
+
+/// Which side closed, with which flag, cutting off what: `server_fin_mid_resultset` in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IncidentKind {
+    /// The side that closed.
+    pub by: Role,
+    /// FIN or RST.
+    pub flag: TcpCloseFlag,
+    /// What the close cut off.
+    pub cut: CutOff,
+}
+
+impl IncidentKind {
+    /// Its name, as JSON gives it: `server_fin_mid_resultset`.
+    pub fn name(&self) -> String {
+        let by = match self.by {
+            Role::Client => "client",
+            Role::Server => "server",
+            Role::Unknown => "unknown",
+        };
+        let flag = match self.flag {
+            TcpCloseFlag::Fin => "fin",
+            TcpCloseFlag::Rst => "rst",
+        };
+        let cut = match self.cut {
+            CutOff::MidResultset => "mid_resultset",
+            CutOff::MidResponse => "mid_response",
+            CutOff::Unanswered => "unanswered",
+        };
+        format!("{by}_{flag}_{cut}")
+    }
+}
+
+impl Serialize for IncidentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+/// A connection closed while MySQL work was in progress.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Incident {
+    /// Frame of the FIN or RST.
+    pub frame: u64,
+    /// e.g. `server_fin_mid_resultset`, `server_rst_unanswered`, `client_fin_mid_response`.
+    pub kind: IncidentKind,
+    pub client: String,
+    pub server: String,
+    /// The side that closed.
+    pub by: Role,
+    pub flag: TcpCloseFlag,
+    pub command: String,
+    pub query: Option<String>,
+    pub request_frame: u64,
+    /// Seconds since the epoch of the request.
+    pub request_time: f64,
+    /// Rows and response bytes delivered before the close.
+    pub rows: u64,
+    pub bytes: u64,
+    /// From the request to the close, seconds: how long the client waited before it was cut off.
+    pub waited_s: f64,
+    /// What preceded the close on the connection, in TCP facts (a zero window, resends, silence), as
+    /// `first-reset` words it; empty when nothing did.
+    pub preceded_by: Vec<String>,
+}
+
+impl Incident {
+    fn from_close(
+        seen: &CloseSeen,
+        client: Side,
+        c: Endpoint,
+        s: Endpoint,
+        conn: &ConnectionState,
+    ) -> Option<Incident> {
+        let pending = seen.context.pending.as_ref()?;
+        let cut = match seen.context.phase {
+            SessionPhase::InResultset { .. } => CutOff::MidResultset,
+            SessionPhase::InResponse { .. } => CutOff::MidResponse,
+            SessionPhase::AwaitingResponse => CutOff::Unanswered,
+            _ if pending.first_response_frame.is_some() => CutOff::MidResponse,
+            _ => CutOff::Unanswered,
+        };
+        let by = if seen.side == client {
+            Role::Client
+        } else {
+            Role::Server
+        };
+        let (rows, bytes) = match seen.context.phase {
+            SessionPhase::InResultset { rows, bytes } => (rows, bytes),
+            SessionPhase::InResponse { bytes } => (pending.rows, bytes),
+            _ => (pending.rows, pending.response_bytes),
+        };
+        Some(Incident {
+            frame: seen.frame,
+            kind: IncidentKind {
+                by,
+                flag: seen.flag,
+                cut,
+            },
+            client: c.to_string(),
+            server: s.to_string(),
+            by,
+            flag: seen.flag,
+            command: pending.command.name().to_string(),
+            query: pending.statement.clone(),
+            request_frame: pending.request_frame,
+            request_time: pending.request_ts_ns as f64 / 1e9,
+            rows,
+            bytes,
+            waited_s: seen.ts_ns.saturating_sub(pending.request_ts_ns) as f64 / 1e9,
+            preceded_by: conn
+                .first_close(seen.side, seen.flag)
+                .map(|event| crate::reasons::why(&ClosedBy { event, by }))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// A MySQL request and what became of it.
+pub struct TransactionView<'a> {
+    /// What the decoder read: the command and its statement, the frames and times of the request and of
+    /// the first and last response bytes, rows, bytes, and the outcome (OK, ERR with code and message,
+    /// a resultset, a close that cut it off, ...).
+    pub transaction: &'a Transaction,
+    /// The MySQL client's address and port.
+    pub client: Endpoint,
+    /// The MySQL server's address and port.
+    pub server: Endpoint,
+    /// The client's side of the connection.
+    client_side: Side,
+    /// The FINs and RSTs the connection has seen so far, with what the session was doing.
+    closes: &'a [CloseSeen],
+    /// The connection's recent retransmission times.
+    retransmissions: &'a VecDeque<i64>,
+}
+
+impl<'a> TransactionView<'a> {
+    pub(crate) fn new(
+        transaction: &'a Transaction,
+        client_side: Side,
+        key: FlowKey,
+        closes: &'a [CloseSeen],
+        retransmissions: &'a VecDeque<i64>,
+    ) -> Self {
+        TransactionView {
+            transaction,
+            client: key.endpoint(client_side),
+            server: key.endpoint(client_side.other()),
+            client_side,
+            closes,
+            retransmissions,
+        }
+    }
+
+    /// The client's side of the connection.
+    pub(crate) fn client_side(&self) -> Side {
+        self.client_side
+    }
+
+    /// What became of the request: every count sorts requests this one way.
+    pub fn fate(&self) -> Fate {
+        Fate::of(&self.transaction.outcome)
+    }
+
+    /// From the request's first byte to the response's last, for a request [`Fate::Answered`] (`None`
+    /// otherwise, or when the two timestamps cannot both be right).
+    pub fn response_time_ns(&self) -> Option<u64> {
+        response_time_ns(self.transaction).filter(|_| self.fate() == Fate::Answered)
+    }
+
+    /// How long a request cut off by a close waited, from its first byte to the close.
+    pub fn waited_ns(&self) -> Option<u64> {
+        let t = self.transaction;
+        let (by, flag) = match t.outcome {
+            Outcome::ClosedMidResponse { by, flag }
+            | Outcome::ClosedBeforeResponse { by, flag } => (by, flag),
+            _ => return None,
+        };
+        let side = match by {
+            Direction::ClientToServer => self.client_side,
+            Direction::ServerToClient => self.client_side.other(),
+        };
+        let flag = match flag {
+            CloseFlag::Fin => TcpCloseFlag::Fin,
+            CloseFlag::Rst => TcpCloseFlag::Rst,
+        };
+        let close = self
+            .closes
+            .iter()
+            .find(|c| c.side == side && c.flag == flag)?;
+        plausible_response_time(t.request_ts_ns as i64, close.ts_ns as i64)
+    }
+
+    /// Whether the connection retransmitted a segment between the request and the end of its response.
+    pub fn retransmitted(&self) -> bool {
+        let Some(rt) = self.response_time_ns() else {
+            return false;
+        };
+        let start = self.transaction.request_ts_ns as i64;
+        let end = start.saturating_add(rt as i64);
+        self.retransmissions.iter().any(|&r| r >= start && r <= end)
+    }
+
+    /// The MySQL error code of an ERR response.
+    pub fn error_code(&self) -> Option<u16> {
+        match self.transaction.outcome {
+            Outcome::Err { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}

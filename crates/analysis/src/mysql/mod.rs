@@ -1,0 +1,18 @@
+//! MySQL in a capture: on each connection that speaks it ([`connection`]: recognised, decoded, its
+//! closes read), and over the whole run ([`statistics`]: the `mysql` report).
+
+mod connection;
+mod recognition;
+mod statistics;
+
+pub(crate) use connection::MysqlTrack;
+pub use connection::{
+    response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDetection,
+    MysqlSessionFacts, TransactionView, UnansweredRequest,
+};
+pub use recognition::RecognisedBy;
+pub(crate) use statistics::login_from_syn;
+pub use statistics::{
+    ConnectSummary, ErrorDetail, MysqlAggregate, MysqlFilter, MysqlReport, MysqlStatistics,
+    RequestCounts, SecondCounts, StatementGroup, CUT_MARK,
+};
