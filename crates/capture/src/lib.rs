@@ -13,18 +13,33 @@
 //! Records are written out by [`PcapWriter`] (copied byte for byte, in the source's own format) and
 //! [`PcapngWriter`] (as pcapng, where a packet can carry comments that Wireshark shows).
 //!
-//! ```no_run
+//! Several files read as one capture (a rotated set, a directory, files overlapping in time) are a
+//! [`CaptureSet`]; compressed files, pipes and standard input are read as a [`Stream`] of windows. What
+//! reading survived (a file cut short mid-record, a corrupt header skipped by resynchronisation) is
+//! [`Damage`], reported beside the records; what stops reading altogether is a [`CaptureError`].
+//!
+//! Reading a capture in four splits, each proven against where the previous one ended:
+//!
+//! ```
 //! use pcapsleuth_capture::Capture;
-//! let cap = Capture::open("fixtures/err1146-storm.pcap")?;
+//! let cap = Capture::open(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/server-closes.pcap"))?;
 //! let mut frames = 0u64;
+//! let mut state = cap.initial_state().clone();
 //! for split in cap.plan_splits(4) {
-//!     let mut reader = cap.reader(&split);
+//!     // A split whose guessed start is not where the previous one ended is read from there instead.
+//!     let mut reader = if split.continues(&state) {
+//!         cap.reader(&split)
+//!     } else {
+//!         cap.reader_after(state, split.end)
+//!     };
 //!     while let Some(record) = reader.next_record() {
-//!         frames += 1;
-//!         let _ = (record.ts, record.data);
+//!         frames += 1; // Wireshark's frame number of this record
+//!         assert!(record.ts.as_secs_f64() > 1.7e9 && !record.is_truncated());
 //!     }
+//!     assert!(reader.damage().is_empty());
+//!     state = reader.state();
 //! }
-//! println!("{frames} records");
+//! assert_eq!(frames, 29);
 //! # Ok::<(), pcapsleuth_capture::CaptureError>(())
 //! ```
 
@@ -104,7 +119,11 @@ pub struct Record<'a> {
     pub data: &'a [u8],
     /// The packet's length on the wire (may exceed `data.len()` when cut by the snap length).
     pub orig_len: u32,
+    /// When the packet was captured, as the record's header says it (for pcapng, with the interface's
+    /// `if_tsresol` and `if_tsoffset` applied).
     pub ts: Timestamp,
+    /// How to decode `data`: the file's link type (pcap), or the link type of the record's interface
+    /// (pcapng).
     pub link: LinkType,
     /// pcapng interface id (0 for classic pcap).
     pub interface: u32,
@@ -124,6 +143,7 @@ pub struct Damage {
     pub input: usize,
     /// File offset where it was found.
     pub offset: u64,
+    /// What was wrong, and what the reader did about it.
     pub kind: DamageKind,
 }
 
@@ -131,26 +151,57 @@ pub struct Damage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DamageKind {
     /// The file ends inside a record (a capture killed mid-write): the partial record is dropped.
-    TruncatedTail { have: u64, need: u64 },
+    TruncatedTail {
+        /// Bytes of the record present in the file, from its header to the end of the file.
+        have: u64,
+        /// Bytes the record's header says it takes.
+        need: u64,
+    },
     /// A record header made no sense; reading resumed at the next valid record, `skipped` bytes later.
-    CorruptRecord { reason: String, skipped: u64 },
+    CorruptRecord {
+        /// What made no sense, in words (e.g. a captured length above what the snap length allows).
+        reason: String,
+        /// Bytes passed over, from the corrupt header to the next record that resynchronisation
+        /// accepted (or to the end of the file).
+        skipped: u64,
+    },
     /// A pcapng packet block names an interface no IDB defined, or an IDB with an unusable option.
-    BadInterface { reason: String },
+    BadInterface {
+        /// Which interface or option, in words.
+        reason: String,
+    },
     /// The file became shorter while it was read (logrotate's `copytruncate`, a rewrite): reading
     /// stopped at the new end, `offset`.
-    Shrank { mapped: u64 },
+    Shrank {
+        /// The file's length in bytes when it was opened and mapped.
+        mapped: u64,
+    },
     /// The file grew while it was read (a capture still being written): what was added after it was
-    /// opened is not read.
-    Grew { now: u64 },
+    /// opened is not read. `offset` is the length that was read.
+    Grew {
+        /// The file's length in bytes when the growth was noticed.
+        now: u64,
+    },
     /// A compressed file ends before its compressed stream does (a download or copy cut short): the
     /// records before are read.
-    CompressedCutShort { compression: &'static str },
+    CompressedCutShort {
+        /// The compression's name ([`Compression::name`]: "gzip", "zstd", ...).
+        compression: &'static str,
+    },
     /// The stream could not be read further (corrupt compressed data, a read error): `offset` is where
     /// the capture bytes stopped.
-    Unreadable { reason: String },
+    Unreadable {
+        /// The decompressor's or the read's error, in words.
+        reason: String,
+    },
     /// Damage in one of several files merged by time: `damage` (with its offset in that file) was
     /// found in `file`; `offset` is where the merged capture stood.
-    InMergedFile { file: PathBuf, damage: Box<Damage> },
+    InMergedFile {
+        /// The file of the merge the damage was found in.
+        file: PathBuf,
+        /// The damage, as reading that file alone found it.
+        damage: Box<Damage>,
+    },
 }
 
 impl Damage {
@@ -217,7 +268,10 @@ impl fmt::Display for Damage {
 /// The on-disk format of a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Classic pcap (libpcap's format), with what its file header says: byte order, timestamp precision,
+    /// snap length and link type.
     Pcap(pcap::PcapFormat),
+    /// pcapng; byte order and link types are per section and per interface ([`Section`]).
     PcapNg,
 }
 
@@ -234,8 +288,12 @@ impl Format {
 /// A pcapng interface, as its Interface Description Block defined it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interface {
+    /// The interface's link type, as pcapsleuth decodes it.
     pub link: LinkType,
+    /// The interface's `LINKTYPE_*` number as the block states it (kept for types [`LinkType::Other`]
+    /// does not name, and for messages).
     pub linktype: u32,
+    /// The interface's snap length in bytes (0: no limit); longer captured lengths are cut to it.
     pub snaplen: u32,
     /// Timestamp units per second (`if_tsresol`; 10^6 when absent).
     pub ts_units_per_sec: u64,
@@ -247,7 +305,10 @@ pub struct Interface {
 /// current section's byte order and interfaces. Shared, because it changes only at SHB/IDB blocks.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Section {
+    /// Whether the section was written big-endian (from its Section Header Block's byte-order magic).
     pub big_endian: bool,
+    /// The interfaces the section defined so far, in order: a packet block's interface id indexes this
+    /// list.
     pub interfaces: Vec<Interface>,
 }
 
@@ -257,6 +318,7 @@ pub struct Section {
 pub struct ReaderState {
     /// File offset of the next record.
     pub offset: u64,
+    /// The pcapng section in force at `offset` (the default, empty section for classic pcap).
     pub section: Arc<Section>,
 }
 
@@ -395,6 +457,7 @@ impl Capture {
         })
     }
 
+    /// The path the capture was opened from (or the name given to [`Capture::from_vec`]).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -441,6 +504,7 @@ impl Capture {
         })
     }
 
+    /// The file's format, from its header.
     pub fn format(&self) -> Format {
         self.format
     }
@@ -450,10 +514,12 @@ impl Capture {
         &self.bytes
     }
 
+    /// The file's length in bytes when it was opened (the mapped length).
     pub fn len(&self) -> u64 {
         self.bytes.len() as u64
     }
 
+    /// Whether the file has no bytes (never true of a capture that opened: empty files are refused).
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -604,9 +670,13 @@ pub enum Tail {
 /// reader states, records, damage) is a capture offset, not an index into `bytes`.
 #[derive(Debug, Clone, Copy)]
 pub struct Chunk<'a> {
+    /// The bytes held: capture offsets `base .. base + bytes.len()`.
     pub bytes: &'a [u8],
+    /// The capture offset of `bytes[0]` (0 for a whole mapped file).
     pub base: u64,
+    /// The capture's format, from its header (which need not be among `bytes`).
     pub format: Format,
+    /// Whether the capture ends with these bytes or more follow.
     pub tail: Tail,
 }
 
@@ -697,6 +767,7 @@ impl<'a> RecordReader<'a> {
         &self.damage
     }
 
+    /// Hands over the damage found so far, in file order, leaving none in the reader.
     pub fn take_damage(&mut self) -> Vec<Damage> {
         std::mem::take(&mut self.damage)
     }

@@ -23,12 +23,18 @@ const RESYNC_MAX_GAP_S: i64 = 86_400;
 /// A classic pcap file's global header, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PcapFormat {
+    /// Whether the file was written big-endian (the byte order its magic number is stored in).
     pub big_endian: bool,
+    /// Whether record timestamps count nanoseconds (magic `a1b23c4d`) rather than microseconds
+    /// (`a1b2c3d4`).
     pub nanosecond: bool,
     /// Kuznetzov's patched format with 24-byte record headers.
     pub modified: bool,
+    /// The snap length the header states, in bytes.
     pub snaplen: u32,
+    /// The `LINKTYPE_*` number the header states.
     pub linktype: u32,
+    /// The link type, as pcapsleuth decodes it.
     pub link: LinkType,
 }
 

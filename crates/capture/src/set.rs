@@ -17,7 +17,9 @@ use crate::{
 /// otherwise (compressed, a pipe, standard input).
 #[derive(Debug)]
 pub enum Input {
+    /// A regular, uncompressed file, memory-mapped.
     Mapped(Capture),
+    /// A compressed file, a pipe or standard input, read as a stream of windows.
     Streamed(Stream),
 }
 
@@ -51,6 +53,7 @@ impl Input {
         Stream::open(path).map(Input::Streamed)
     }
 
+    /// The path it was opened from (`-` for standard input).
     pub fn path(&self) -> &Path {
         match self {
             Input::Mapped(c) => c.path(),
@@ -58,6 +61,7 @@ impl Input {
         }
     }
 
+    /// The file's device and inode (`None` for standard input and for captures held in memory).
     pub fn file_id(&self) -> Option<FileId> {
         match self {
             Input::Mapped(c) => c.file_id(),
@@ -65,6 +69,7 @@ impl Input {
         }
     }
 
+    /// The capture's format, from its header.
     pub fn format(&self) -> Format {
         match self {
             Input::Mapped(c) => c.format(),
@@ -160,7 +165,10 @@ pub enum Order {
 /// Files read as one capture; see the module documentation.
 #[derive(Debug)]
 pub struct CaptureSet {
+    /// The inputs in the order they are read: time order for a concatenated set, one merging input for a
+    /// merged one. Frame numbers count across them in this order.
     pub inputs: Vec<Input>,
+    /// How the inputs make one capture.
     pub order: Order,
     /// Files that overlap in time with the next one (captured at once on several interfaces, or given
     /// twice): `(earlier, later)`. They are merged by time ([`Order::Merged`]) when they can be, else

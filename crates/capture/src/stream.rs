@@ -22,10 +22,16 @@ use crate::{
 /// How a capture file is compressed, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// Not compressed: a plain capture, streamed when it comes from a pipe or standard input.
     None,
+    /// gzip (magic `1f 8b`); concatenated members are read as one stream, as `zcat` does.
     Gzip,
+    /// Zstandard (magic `28 b5 2f fd`); several frames are one stream, and `zstd --long` windows are
+    /// accepted.
     Zstd,
+    /// xz (magic `fd 37 7a 58 5a 00`); several streams are one stream.
     Xz,
+    /// LZ4's frame format (magic `04 22 4d 18`); several frames are one stream.
     Lz4,
 }
 
@@ -302,10 +308,12 @@ impl Stream {
         })
     }
 
+    /// The path it was opened from (`-` for standard input; a description for a merge of several files).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// How the source's bytes are compressed.
     pub fn compression(&self) -> Compression {
         self.compression
     }
@@ -325,6 +333,7 @@ impl Stream {
         }
     }
 
+    /// The capture's format, from its header.
     pub fn format(&self) -> Format {
         self.format
     }
