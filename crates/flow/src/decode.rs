@@ -14,20 +14,29 @@ use crate::{tunnel, Endpoint};
 pub struct TcpFlags(pub u8);
 
 impl TcpFlags {
+    /// FIN (RFC 9293): the sender has no more data to send.
     pub const FIN: u8 = 0x01;
+    /// SYN: synchronise sequence numbers (opens a connection).
     pub const SYN: u8 = 0x02;
+    /// RST: reset the connection.
     pub const RST: u8 = 0x04;
+    /// PSH: push the data to the receiving application.
     pub const PSH: u8 = 0x08;
+    /// ACK: the acknowledgment number is significant.
     pub const ACK: u8 = 0x10;
+    /// Whether FIN is set.
     pub fn fin(self) -> bool {
         self.0 & Self::FIN != 0
     }
+    /// Whether SYN is set.
     pub fn syn(self) -> bool {
         self.0 & Self::SYN != 0
     }
+    /// Whether RST is set.
     pub fn rst(self) -> bool {
         self.0 & Self::RST != 0
     }
+    /// Whether ACK is set.
     pub fn ack(self) -> bool {
         self.0 & Self::ACK != 0
     }
@@ -37,13 +46,21 @@ impl TcpFlags {
 /// snap length cut the packet).
 #[derive(Debug, Clone, Copy)]
 pub struct TcpSegment<'a> {
+    /// The sender's IP address (of the innermost packet, for a tunnelled one).
     pub src: IpAddr,
+    /// The sender's TCP port.
     pub src_port: u16,
+    /// The receiver's IP address.
     pub dst: IpAddr,
+    /// The receiver's TCP port.
     pub dst_port: u16,
+    /// The sequence number as on the wire (absolute, not relative to the ISN as Wireshark shows it).
     pub seq: u32,
+    /// The acknowledgment number as on the wire (meaningful only when `flags` has ACK).
     pub ack: u32,
+    /// The window field as on the wire, before any window scaling.
     pub window: u16,
+    /// The TCP flags.
     pub flags: TcpFlags,
     /// The TCP options (the header after its first 20 bytes), which directly precede the payload in
     /// the record.
@@ -75,8 +92,10 @@ impl TcpSegment<'_> {
 /// What a packet turned out to be.
 #[derive(Debug, Clone, Copy)]
 pub enum Decoded<'a> {
+    /// A TCP segment, in an IP packet that is not fragmented.
     Tcp(TcpSegment<'a>),
-    /// IP but not TCP (UDP, ICMP, ...), or a non-first IP fragment.
+    /// IP but not TCP (UDP, ICMP, ...), or any fragment of a fragmented IP packet (IP fragments are not
+    /// reassembled).
     OtherIp,
     /// Not IP (ARP, LLDP, ...).
     NotIp,

@@ -18,8 +18,11 @@ use crate::key::Side;
 /// timestamps (RFC 7323), SACK (RFC 2018).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct SynOptions {
+    /// Maximum segment size, in bytes, when the option was present.
     pub mss: Option<u16>,
+    /// Window scale shift count (the window field counts units of 2^shift bytes), when present.
     pub window_scale: Option<u8>,
+    /// Whether the SACK-permitted option was present.
     pub sack_permitted: bool,
     /// The sender's timestamp (TSval) when the timestamps option was present.
     pub timestamp: Option<u32>,
@@ -104,12 +107,17 @@ pub struct Handshake {
     /// SYN-ACKs the server sent: more than one when it resent it (its SYN-ACK or the client's ACK was
     /// lost, or the client's ACK was dropped at a full accept queue) or answered retransmitted SYNs.
     pub synack_count: u32,
-    /// The client's first SYN to the SYN-ACK it answered: what `connect()` waited for.
+    /// The client's first SYN to the SYN-ACK it answered, in nanoseconds: what `connect()` waited for.
+    /// In JSON `connect_us`, microseconds. `None` without both, or when the SYN-ACK comes first in the
+    /// capture.
     #[serde(rename = "connect_us", serialize_with = "ns_as_us")]
     pub connect_ns: Option<u64>,
+    /// How the attempt ended; `None` when the client's SYN was not captured (the connection began
+    /// before the capture), or when the attempt went on as the next connection (`resumed_by`).
     pub outcome: Option<AttemptOutcome>,
     /// The client's initial sequence number.
     pub isn: Option<u32>,
+    /// The client's first SYN (with the attempt's ISN); `None` when it was not captured.
     pub first_syn: Option<FrameRef>,
     /// The first SYN the client sent again.
     pub retransmitted_syn: Option<FrameRef>,
@@ -120,6 +128,7 @@ pub struct Handshake {
     /// The server answered a SYN with a plain ACK (of an older connection on this 4-tuple: a TIME_WAIT
     /// that rejected the SYN, or a challenge ACK).
     pub ack_to_syn: Option<FrameRef>,
+    /// The options of the client's first SYN.
     pub syn_options: Option<SynOptions>,
     /// The options of the answered SYN-ACK.
     pub synack_options: Option<SynOptions>,

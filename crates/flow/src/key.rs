@@ -10,7 +10,9 @@ use serde::{Serialize, Serializer};
 /// An IP address and TCP port, ordered by address (IPv4 before IPv6), then port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Endpoint {
+    /// The IP address (v4 or v6).
     pub ip: IpAddr,
+    /// The TCP port.
     pub port: u16,
 }
 
@@ -95,17 +97,21 @@ impl std::str::FromStr for Endpoint {
 /// Which endpoint of a [`FlowKey`] sent a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Side {
+    /// The endpoint that sorts first: [`FlowKey::lo`].
     Lo = 0,
+    /// The endpoint that sorts last: [`FlowKey::hi`].
     Hi = 1,
 }
 
 impl Side {
+    /// The other endpoint's side.
     pub fn other(self) -> Side {
         match self {
             Side::Lo => Side::Hi,
             Side::Hi => Side::Lo,
         }
     }
+    /// 0 for `Lo`, 1 for `Hi`: for arrays indexed by side.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -114,7 +120,9 @@ impl Side {
 /// A TCP 4-tuple without direction: `lo` sorts before `hi`, so both directions map to one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FlowKey {
+    /// The endpoint that sorts first (address, then port; IPv4 before IPv6): not necessarily the client.
     pub lo: Endpoint,
+    /// The endpoint that sorts last.
     pub hi: Endpoint,
 }
 
@@ -129,6 +137,7 @@ impl FlowKey {
         }
     }
 
+    /// The endpoint on `side`.
     pub fn endpoint(&self, side: Side) -> Endpoint {
         match side {
             Side::Lo => self.lo,

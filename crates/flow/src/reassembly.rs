@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 /// What the stream hands the protocol decoder, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamEvent<'a> {
+    /// The next bytes of the stream, in order, each byte once.
     Data(&'a [u8]),
     /// This many bytes of the stream were never captured.
     Gap(u64),
@@ -42,6 +43,8 @@ impl<M: Copy> Default for StreamReassembler<M> {
 }
 
 impl<M: Copy> StreamReassembler<M> {
+    /// An empty stream. Its first byte is the one after the SYN, or, when no SYN is fed (it was not
+    /// captured), the first payload byte fed.
     pub fn new() -> Self {
         StreamReassembler {
             next: None,

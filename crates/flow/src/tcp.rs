@@ -18,7 +18,9 @@ use pcapsleuth_capture::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum CloseFlag {
+    /// FIN: the sender has no more to send (an orderly close, or half of one). `"FIN"` in JSON.
     Fin,
+    /// RST: the sender aborts the connection. `"RST"` in JSON.
     Rst,
 }
 
@@ -26,7 +28,9 @@ pub enum CloseFlag {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The endpoint that opened the connection (sent the SYN, or is taken to have).
     Client,
+    /// The endpoint that accepted it (the listener).
     Server,
     /// Roles could not be told apart (no handshake, no port hint).
     Unknown,
@@ -51,6 +55,7 @@ pub enum RoleBasis {
 /// Traffic of one direction of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct DirectionStats {
+    /// TCP segments sent in this direction, pure ACKs and retransmissions included.
     pub packets: u64,
     /// TCP payload bytes on the wire (retransmissions included).
     pub payload_bytes: u64,
@@ -73,8 +78,11 @@ pub struct DirectionStats {
 /// The first FIN or RST a side sent, and what the other side was waiting for at that moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CloseEvent {
+    /// The FIN or RST segment.
     pub at: FrameRef,
+    /// Whether it was a FIN or a RST.
     pub flag: CloseFlag,
+    /// Which endpoint of the flow key sent it (not in JSON: [`ClosedBy::by`] gives the role).
     #[serde(skip)]
     pub side: Side,
     /// Bytes the peer had sent that the closing side had not acknowledged.
@@ -94,7 +102,9 @@ pub struct CloseEvent {
 /// window again (`until`: none while it was still zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ZeroWindowSpell {
+    /// The first segment of the spell advertising a zero window.
     pub from: FrameRef,
+    /// The first segment after it advertising a non-zero window; `None` while the window was still zero.
     pub until: Option<FrameRef>,
 }
 
@@ -115,19 +125,30 @@ pub enum ConnectionEnd {
 /// What tracking concluded about one connection of a 4-tuple.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Connection {
+    /// The client's address and port (when `roles_known` is false, the flow key's lower endpoint).
     pub client: Endpoint,
+    /// The server's address and port (when `roles_known` is false, the flow key's higher endpoint).
     pub server: Endpoint,
     /// Whether `client`/`server` are known; `Unknown` means they are just the two ends.
     pub roles_known: bool,
+    /// How the roles were decided; `None` when they are not known.
     pub role_basis: Option<RoleBasis>,
+    /// The connection's first packet in the capture.
     pub first: FrameRef,
+    /// Its last packet in the capture (stragglers after the close included).
     pub last: FrameRef,
-    /// SYN to the ACK that completes the handshake (Wireshark's `tcp.analysis.initial_rtt`).
+    /// SYN to the ACK that completes the handshake, in nanoseconds (Wireshark's
+    /// `tcp.analysis.initial_rtt`); `None` when the capture lacks the SYN, the SYN-ACK or that ACK.
     pub handshake_rtt_ns: Option<i64>,
+    /// Traffic from the client to the server.
     pub to_server: DirectionStats,
+    /// Traffic from the server to the client.
     pub to_client: DirectionStats,
+    /// The first FIN of either side, with who sent it; `None` when neither did.
     pub first_fin: Option<ClosedBy>,
+    /// The first RST of either side, with who sent it; `None` when neither did.
     pub first_rst: Option<ClosedBy>,
+    /// How the connection ended, from the FINs and RSTs both sides sent.
     pub end: ConnectionEnd,
     /// The connection attempt: SYNs, SYN-ACKs, connect time and outcome.
     #[serde(flatten)]
@@ -137,8 +158,10 @@ pub struct Connection {
 /// A [`CloseEvent`] with the role of the side that sent it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ClosedBy {
+    /// The FIN or RST, and what preceded it.
     #[serde(flatten)]
     pub event: CloseEvent,
+    /// The role of the side that sent it.
     pub by: Role,
 }
 
@@ -155,10 +178,12 @@ impl Connection {
         }
     }
 
+    /// Nanoseconds from its first packet to its last.
     pub fn duration_ns(&self) -> i64 {
         self.last.ts.0 - self.first.ts.0
     }
 
+    /// Frame bytes on the wire in both directions (link-layer length of every packet).
     pub fn total_bytes(&self) -> u64 {
         self.to_server.wire_bytes + self.to_client.wire_bytes
     }
@@ -237,6 +262,7 @@ impl ConnectionState {
         }
     }
 
+    /// The connection's 4-tuple.
     pub fn key(&self) -> FlowKey {
         self.key
     }
@@ -555,6 +581,7 @@ pub struct ConnectionTracker {
 
 /// What feeding a segment produced.
 pub struct Fed {
+    /// How the segment relates to the sequence space already seen in its direction.
     pub class: SegmentClass,
     /// The previous connection on this 4-tuple, ended because this segment is a new SYN (boxed: rare, and
     /// large to move on every packet).
@@ -562,6 +589,7 @@ pub struct Fed {
 }
 
 impl ConnectionTracker {
+    /// Starts following the 4-tuple `key` with its first packet, `at`.
     pub fn new(key: FlowKey, at: FrameRef) -> Self {
         ConnectionTracker {
             current: ConnectionState::new(key, at),
@@ -591,10 +619,12 @@ impl ConnectionTracker {
         Fed { class, replaced }
     }
 
+    /// The connection the 4-tuple carries now (the last one started).
     pub fn current(&self) -> &ConnectionState {
         &self.current
     }
 
+    /// Ends tracking, handing over the current connection (to [`ConnectionState::finish`] it).
     pub fn into_current(self) -> ConnectionState {
         self.current
     }
