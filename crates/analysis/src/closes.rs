@@ -28,11 +28,17 @@ pub struct CloseReport {
     pub time: f64,
     /// Seconds since frame 1.
     pub rel_time: f64,
+    /// The client's `ip:port` (IPv6 as `[addr]:port`).
     pub client: String,
+    /// The server's `ip:port`.
     pub server: String,
     /// Who sent it: "client", "server", or "unknown" when roles could not be told.
     pub initiator: Role,
+    /// `FIN` or `RST`.
     pub flag: CloseFlag,
+    /// What the close was, in MySQL terms when the connection speaks MySQL (``server RST mid-resultset of
+    /// `select ...` after 3752 rows``, `client FIN after COM_QUIT (normal end of session)`), followed by the
+    /// TCP facts that preceded it on the connection (a zero window, resends, silence; [`tcp_reason`]).
     pub reason: String,
     /// Bytes the other side had sent that the closing side had not acknowledged.
     pub peer_unacked_bytes: u64,
@@ -78,12 +84,15 @@ pub struct FirstReset {
     pub fins: FinJudgement,
     /// The first close that is not a normal end of a session.
     pub first_abnormal: Option<CloseReport>,
+    /// The first FIN of the capture.
     pub first_fin: Option<CloseReport>,
+    /// The first RST of the capture.
     pub first_rst: Option<CloseReport>,
     /// Connection closes in time order (at most the requested limit).
     pub closes: Vec<CloseReport>,
     /// All closes in the capture (before the limit).
     pub total_closes: usize,
+    /// Every TCP connection of the capture.
     pub connections: usize,
     /// Connections still open when the capture ended.
     pub open_at_end: usize,

@@ -73,6 +73,7 @@ use crate::units::duration_us;
 /// A packet of one capture: its frame number (Wireshark's) and its time on that capture's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Seen {
+    /// Wireshark's frame number in that capture (1-based).
     pub frame: u64,
     /// Nanoseconds since the epoch, on the clock of the host that captured it.
     pub ts_ns: i64,
@@ -92,6 +93,7 @@ pub struct Exchange {
     pub request_seq: Option<u32>,
     /// A hash of the request's MySQL payload: equal in both captures when nothing rewrote the request.
     pub request_hash: u64,
+    /// The request's command (`COM_QUERY`, `COM_STMT_EXECUTE`, ...).
     pub command: Command,
     /// The statement text, when the request has one (for naming notable transactions).
     pub statement: Option<String>,
@@ -114,13 +116,18 @@ pub enum ClockPolicy {
     Estimate,
     /// Known: the server capture's clock minus the client capture's, in nanoseconds (0 for two captures
     /// taken on one host or by hosts synchronised by PTP).
-    Known { offset_ns: i64 },
+    Known {
+        /// Server clock minus client clock, nanoseconds.
+        offset_ns: i64,
+    },
 }
 
 /// The time a capture ran, on its own clock: its first and last packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CaptureSpan {
+    /// The first packet's time, nanoseconds since the epoch on that capture's clock.
     pub first_ns: i64,
+    /// The last packet's time, nanoseconds since the epoch on that capture's clock.
     pub last_ns: i64,
 }
 
@@ -135,6 +142,7 @@ impl CaptureSpan {
 pub struct CompareOptions {
     /// Width of the `per_interval` rows, nanoseconds (1 s by default).
     pub interval_ns: i64,
+    /// How the two clocks are aligned: estimated from the matched pairs (the default), or known.
     pub clock: ClockPolicy,
     /// When the client capture ran; by default, from its first request to its last response.
     pub client_span: Option<CaptureSpan>,
@@ -173,6 +181,7 @@ pub struct MatchedPair {
     pub client: usize,
     /// Index into the server capture's exchanges.
     pub server: usize,
+    /// Which rule matched it.
     pub matched_by: MatchedBy,
     /// What the client waited: its request's first byte to the response's last byte, if it saw both.
     pub client_rt_ns: Option<u64>,
@@ -206,6 +215,7 @@ pub enum ClockBasis {
 /// How the two captures' clocks were aligned, and how well.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ClockAlignment {
+    /// Where the offset came from.
     pub basis: ClockBasis,
     /// Server clock minus client clock, µs, at `reference` (null when unknown).
     pub offset_us: Option<f64>,
@@ -255,12 +265,14 @@ fn exact_summary_us(values_ns: &mut [i64]) -> RtSummary {
 pub struct SideBySideHumps {
     /// The client's, each with what the server and the path took of the same transactions.
     pub client: Vec<ClientHump>,
+    /// The server's humps, of the same transactions (matched and answered at both points), fast first.
     pub server: Vec<Mode>,
 }
 
 /// A hump of the client's response times, and where the time of its transactions went.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClientHump {
+    /// The hump of the client's response times (center, share, extent), as [`detect_modes`] finds it.
     #[serde(flatten)]
     pub mode: Mode,
     /// The median server RT of the hump's transactions, µs: near the hump's center when the server made
@@ -279,11 +291,18 @@ pub struct IntervalComparison {
     pub start: f64,
     /// Matched transactions answered at both points.
     pub count: u64,
+    /// Mean response time at the client, µs.
     pub client_rt_mean_us: f64,
+    /// 95th percentile of the response time at the client, µs (exact: a value that occurred).
     pub client_rt_p95_us: f64,
+    /// Mean response time at the server, µs.
     pub server_rt_mean_us: f64,
+    /// 95th percentile of the response time at the server, µs.
     pub server_rt_p95_us: f64,
+    /// Mean of what the path added (client RT minus server RT), µs.
     pub path_mean_us: f64,
+    /// The share of the client's time in the interval spent on the path, 0..1; `None` when the client waited
+    /// no time at all.
     pub path_share: Option<f64>,
 }
 
@@ -306,8 +325,11 @@ pub enum NotableKind {
 /// How one capture point saw a notable transaction: its endpoints there and its frames.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapturedAs {
+    /// The client's endpoint as this capture point saw it.
     pub client: Endpoint,
+    /// The server's endpoint as this capture point saw it.
     pub server: Endpoint,
+    /// The frame of the request's first byte.
     pub request_frame: u64,
     /// The frame of the response's last byte, if this point saw it.
     pub response_frame: Option<u64>,
@@ -327,16 +349,21 @@ impl CapturedAs {
 /// A transaction whose time went somewhere specific, with its frames in both captures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Notable {
+    /// What makes it notable.
     pub kind: NotableKind,
     /// The client's request time, seconds since the epoch, client clock.
     pub at: f64,
+    /// The request's command name (`COM_QUERY`, ...).
     pub command: &'static str,
+    /// The statement text, when the request has one.
     pub statement: Option<String>,
     /// In the client capture.
     pub client_capture: CapturedAs,
     /// In the server capture (null for a request the server never saw).
     pub server_capture: Option<CapturedAs>,
+    /// The response time at the client, µs, if the client saw the response complete.
     pub client_rt_us: Option<f64>,
+    /// The response time at the server, µs, if the server capture has the transaction.
     pub server_rt_us: Option<f64>,
     /// What happened, in words.
     pub detail: String,
@@ -345,9 +372,13 @@ pub struct Notable {
 /// Notable transactions by kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct NotableCounts {
+    /// Transactions whose response was retransmitted on its way to the client.
     pub response_retransmitted: u64,
+    /// Responses that reached the client much later than responses usually did, with no retransmission seen.
     pub response_late: u64,
+    /// Complete responses of the server that the client never saw complete.
     pub response_never_seen: u64,
+    /// Requests of the client that the server capture does not have.
     pub request_never_seen: u64,
 }
 
@@ -366,7 +397,9 @@ impl NotableCounts {
 /// after it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct OutsideOtherCapture {
+    /// Unmatched requests of the client capture sent while the server capture was not running.
     pub client: u64,
+    /// Unmatched requests of the server capture received while the client capture was not running.
     pub server: u64,
 }
 
@@ -396,9 +429,11 @@ pub struct Comparison {
     pub unmatched_server: u64,
     /// Unmatched requests sent while the other capture was not running.
     pub outside_other_capture: OutsideOtherCapture,
+    /// How the two captures' connections were paired.
     pub connections: ConnectionPairing,
     /// Server clock minus client clock, µs (null when unknown); `clock` says how well it is known.
     pub clock_offset_us: Option<f64>,
+    /// How the clocks were aligned, and how well.
     pub clock: ClockAlignment,
     /// Response time at the client, of matched transactions answered at both points.
     pub client_rt_us: RtSummary,
@@ -412,8 +447,12 @@ pub struct Comparison {
     pub response_path_us: RtSummary,
     /// The share of the client's time (summed over the transactions) spent on the path, 0..1.
     pub path_share: Option<f64>,
+    /// The humps of both sides' response times, side by side.
     pub humps: SideBySideHumps,
+    /// Width of the `per_interval` rows, seconds.
     pub interval_s: f64,
+    /// Matched transactions by interval of the client's request time, in time order (intervals with none are
+    /// left out).
     pub per_interval: Vec<IntervalComparison>,
     /// The earliest notable transactions (at most `notable_limit`).
     pub notable: Vec<Notable>,

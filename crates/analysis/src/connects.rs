@@ -32,11 +32,15 @@ use crate::units::duration_us;
 pub struct ConnectReport {
     /// Attempts seen from their SYN.
     pub attempts: u64,
+    /// Attempts the server answered with a SYN-ACK.
     pub established: u64,
+    /// Attempts the server refused with a RST.
     pub refused: u64,
+    /// Attempts with no answer in the capture.
     pub unanswered: u64,
     /// SYNs of all attempts, first and resent.
     pub syns: u64,
+    /// SYNs the clients sent again (same ISN).
     pub retransmitted_syns: u64,
     /// Attempts answered only after a retransmitted SYN.
     pub delayed: u64,
@@ -44,6 +48,7 @@ pub struct ConnectReport {
     pub duplicate_synacks: u64,
     /// Connect times (first SYN to the SYN-ACK the client answered) of established attempts, µs.
     pub connect_us: RtSummary,
+    /// Whether the connect times form two or more humps (as for response times).
     pub multimodal: bool,
     /// Humps of the connect-time distribution, fast first.
     pub modes: Vec<Mode>,
@@ -62,7 +67,9 @@ pub struct ConnectReport {
 pub struct SynRound {
     /// Which SYN was answered (1 = the first).
     pub syn: u32,
+    /// Established attempts answered at this SYN.
     pub count: u64,
+    /// Their connect times (first SYN to the SYN-ACK the client answered), µs.
     pub connect_us: RtSummary,
 }
 
@@ -109,8 +116,9 @@ pub struct SynDrops {
     pub timestamps_backwards: u64,
     /// While SYNs were being dropped: how many attempts began, and how many were answered at once.
     pub during: Option<DropSpan>,
-    /// The first SYN left unanswered, and its first retransmission.
+    /// The first SYN left unanswered (its frame).
     pub first_syn_frame: u64,
+    /// That SYN's first retransmission; `None` when it was not resent.
     pub first_retransmission_frame: Option<u64>,
     /// A Wireshark display filter for the retransmitted SYNs to this server.
     pub filter: String,
@@ -119,9 +127,13 @@ pub struct SynDrops {
 /// The time span in which a server dropped SYNs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DropSpan {
+    /// The first dropped SYN.
     pub from: FrameRef,
+    /// The last answer (or, when none came, the last SYN) of an attempt whose SYN was dropped.
     pub to: FrameRef,
+    /// Attempts to the server whose first SYN was sent between `from` and `to`.
     pub attempts: u64,
+    /// Of them, those answered at their first SYN.
     pub answered_at_once: u64,
 }
 
@@ -130,19 +142,24 @@ pub struct DropSpan {
 pub struct Refusals {
     /// `ip:port`, or `ip (N ports)` when the refused attempts went to several ports.
     pub server: String,
+    /// Attempts refused.
     pub count: u64,
-    /// The first refused SYN and the RST answering it.
+    /// The first refused SYN (its frame).
     pub first_syn_frame: u64,
+    /// The RST refusing it.
     pub first_rst_frame: u64,
+    /// A Wireshark display filter for the RSTs refusing attempts to this server.
     pub filter: String,
 }
 
 /// A MySQL server that greeted connections late: the handshake completed, then the client waited.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LateGreetings {
+    /// The server's `ip:port`.
     pub server: String,
     /// Greetings at least `LATE_GREETING_NS` (100 ms) after the handshake, of all greetings seen.
     pub count: u64,
+    /// Greetings of this server that followed a captured handshake, late or not.
     pub greetings: u64,
     /// Handshake to greeting of the late ones, µs.
     pub wait_us: RtSummary,

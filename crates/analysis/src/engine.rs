@@ -57,6 +57,7 @@ pub const SPLIT_TARGET_BYTES: u64 = 32 << 20;
 /// of the analyses the run was given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run<O> {
+    /// What the capture was: format and files, packets by kind, time span, damage met.
     pub capture: CaptureFacts,
     /// Every TCP connection, in order of its first packet, with its roles decided from the whole
     /// capture (its own handshake, else a server that accepted a handshake elsewhere, else the ports).

@@ -9,13 +9,19 @@ use crate::timeline::Timeline;
 /// Packets of every kind, counted while scanning.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PacketCounts {
+    /// Every record of the capture (every frame Wireshark numbers).
     pub packets: u64,
     /// Link-layer bytes on the wire (original lengths).
     pub wire_bytes: u64,
+    /// Packets decoded to a TCP segment (through any tunnel).
     pub tcp: u64,
+    /// IP packets that carry no TCP segment (UDP, ICMP, ...), and IP fragments.
     pub other_ip: u64,
+    /// Packets that are not IP (ARP, LLDP, ...).
     pub not_ip: u64,
+    /// Packets too short or inconsistent to reach a TCP header.
     pub undecodable: u64,
+    /// Packets of a link type pcapsleuth does not decode (a pcapng interface of another type).
     pub unsupported_link: u64,
     /// Packets cut short by the snap length.
     pub truncated: u64,
@@ -40,14 +46,22 @@ impl PacketCounts {
 /// What the whole capture looked like.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaptureFacts {
+    /// The capture's format in words (`pcap (µs, little-endian, link type 1)`, `pcapng`,
+    /// `..., zstd-compressed`), or `N files` for a set of several.
     pub format: String,
+    /// Bytes of the files as stored (compressed size for a compressed file, 0 for a pipe), summed over the
+    /// files.
     pub file_bytes: u64,
+    /// Packets by kind.
     pub counts: PacketCounts,
     /// Time of frame 1 (`rel_time` is measured from it, as in Wireshark).
     pub first_ts: Option<Timestamp>,
+    /// Time of the last frame (in file order, which need not be the latest time).
     pub last_ts: Option<Timestamp>,
     /// The span of the capture's body and the timestamps outside it (left out of time series).
     pub timeline: Timeline,
+    /// What reading survived (a truncated tail, corrupt records skipped), in file order; not in JSON (the
+    /// CLI prints it as warnings).
     #[serde(skip)]
     pub damage: Vec<Damage>,
     /// How several files made one capture.
@@ -65,14 +79,19 @@ fn is_single(order: &Order) -> bool {
 /// One file of the capture.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileFacts {
+    /// The path as given (`-` for standard input).
     pub path: String,
+    /// The file's format in words, as [`CaptureFacts::format`].
     pub format: String,
     /// Size as stored (compressed size for a compressed file; 0 for a pipe).
     pub bytes: u64,
     /// Its first frame's number in the capture (0 when it has none).
     pub first_frame: u64,
+    /// How many frames it holds.
     pub frames: u64,
+    /// Time of its first frame.
     pub first_ts: Option<Timestamp>,
+    /// Time of its last frame.
     pub last_ts: Option<Timestamp>,
 }
 

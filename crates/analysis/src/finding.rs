@@ -10,6 +10,7 @@ pub struct Finding {
     pub severity: u8,
     /// What kind of thing it is.
     pub kind: FindingKind,
+    /// What was found, in one line.
     pub summary: String,
     /// The facts behind it: frames, times, values.
     pub evidence: Vec<String>,

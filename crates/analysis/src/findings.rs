@@ -18,12 +18,17 @@ use pcapsleuth_flow::Role;
 /// Everything `pcapsleuth report` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FullReport {
+    /// What the analyses found, ranked by `severity` (1, look first, comes first).
     pub findings: Vec<Finding>,
     /// When the capture happened: its body, and the timestamps left out of time series.
     pub timeline: crate::timeline::Timeline,
+    /// The `first-reset` answer (at most 20 closes listed).
     pub first_reset: crate::closes::FirstReset,
+    /// The `mysql` report.
     pub mysql: MysqlReport,
+    /// The `rt` report: response-time distributions and their modes.
     pub rt: RtReport,
+    /// The `rate` report: packet and bit rates per interval, and ceilings.
     pub rate: RateReport,
 }
 

@@ -66,16 +66,26 @@ fn lower_edge<const SUB_BITS: u32>(bin: u16) -> u64 {
 /// The summary every distribution prints: count, mean and percentiles in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct RtSummary {
+    /// How many values (requests, connects, ...) the distribution holds; every other field is 0 when none.
     pub count: u64,
+    /// Mean, µs (exact).
     pub mean: f64,
+    /// Median, µs. Read off the histogram: the upper edge of the bin holding it, at most 0.8% above the
+    /// exact value (4.4% for a per-interval distribution); exact, a value that occurred, in a
+    /// [`crate::Comparison`].
     pub p50: f64,
+    /// 95th percentile, µs (as `p50`).
     pub p95: f64,
+    /// 99th percentile, µs (as `p50`).
     pub p99: f64,
+    /// Largest value, µs (exact).
     pub max: f64,
+    /// Smallest value, µs (exact).
     pub min: f64,
 }
 
 impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
+    /// Adds one value, in nanoseconds.
     #[inline]
     pub fn add(&mut self, ns: u64) {
         self.add_to_bin(bin_of::<SUB_BITS>(ns), 1);
@@ -121,6 +131,7 @@ impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
         self.counts[i] += n;
     }
 
+    /// Adds every value of `other` (what adding them one by one would give, in any order).
     pub fn merge(&mut self, other: &Histogram<SUB_BITS>) {
         if other.count == 0 {
             return;
@@ -147,10 +158,12 @@ impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
             .map(|(i, &n)| (self.base + i as u16, n))
     }
 
+    /// How many values were added.
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// The sum of the values added, in nanoseconds.
     pub fn sum_ns(&self) -> u128 {
         self.sum_ns
     }
@@ -185,6 +198,7 @@ impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
             .map(|(b, n)| (lower_edge::<SUB_BITS>(b), upper_edge::<SUB_BITS>(b), n))
     }
 
+    /// Count, mean, percentiles, maximum and minimum, in microseconds.
     pub fn summary_us(&self) -> RtSummary {
         let us = |ns: u64| ns as f64 / 1e3;
         RtSummary {

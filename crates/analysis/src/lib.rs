@@ -25,14 +25,26 @@
 //!
 //! Detector thresholds live in one place, with the reason for each value: the `thresholds` module.
 //!
-//! ```no_run
-//! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions};
-//! let cap = pcapsleuth_capture::Capture::open("fixtures/stream-stall.pcap")?;
+//! The first RST of a capture, then its MySQL statistics:
+//!
+//! ```
+//! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions, MysqlStatistics};
+//! use pcapsleuth_flow::{CloseFlag, Role};
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/server-closes.pcap");
+//! let cap = pcapsleuth_capture::Capture::open(path)?;
 //! // No analysis besides the connections: `first-reset` needs nothing more.
 //! let run = analyze(&cap, &EngineOptions::default(), || ());
-//! if let Some(rst) = first_reset(&run, 20).first_rst {
-//!     println!("first RST: frame {} by {:?}: {}", rst.frame, rst.initiator, rst.reason);
-//! }
+//! let rst = first_reset(&run, 20).first_rst.unwrap();
+//! assert_eq!((rst.frame, rst.initiator, rst.flag), (29, Role::Server, CloseFlag::Rst));
+//! println!("first RST: frame {} by {:?}: {}", rst.frame, rst.initiator, rst.reason);
+//!
+//! // The same capture through an analysis: one `MysqlStatistics` per worker, merged, finished.
+//! let run = analyze(&cap, &EngineOptions::default(), MysqlStatistics::default);
+//! let mysql = run.output.report();
+//! assert_eq!((mysql.sessions, mysql.queries), (2, 4));
+//! // `select sleep(10)` was cut off when the server's FIN closed its connection.
+//! assert_eq!((mysql.requests.answered, mysql.requests.cut_off), (3, 1));
 //! # Ok::<(), pcapsleuth_capture::CaptureError>(())
 //! ```
 

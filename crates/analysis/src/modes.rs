@@ -53,9 +53,12 @@ pub struct Mode {
     pub center_us: f64,
     /// The share of all samples in this mode, 0..1.
     pub share: f64,
+    /// Samples in this mode.
     pub count: u64,
-    /// The mode's extent, valley to valley (the distribution's minimum and maximum at the ends), µs.
+    /// The mode's lower end, µs: the valley below it, or the distribution's minimum for the first
+    /// mode.
     pub lo_us: f64,
+    /// The mode's upper end, µs: the valley above it, or the distribution's maximum for the last mode.
     pub hi_us: f64,
     /// p75/p25 of the mode's own samples, >= 1: 1.1 is a tight hump, 3 a broad one.
     pub spread: f64,
@@ -64,6 +67,7 @@ pub struct Mode {
 /// The lowest point between two modes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Valley {
+    /// Where the valley lies, µs: the upper end of the mode below it and the lower end of the mode above.
     pub at_us: f64,
     /// Smoothed density at the valley over that of the lower neighbouring peak, 0..1: near 0 is an
     /// empty gap, near `VALLEY_RATIO_MAX` a shallow dip.

@@ -218,6 +218,7 @@ impl PartialEq for RateAggregate {
 }
 
 impl RateAggregate {
+    /// Empty series with rows `interval_ns` nanoseconds wide (at least 1).
     pub fn new(interval_ns: i64) -> Self {
         RateAggregate {
             interval_ns: interval_ns.max(1),
@@ -447,11 +448,17 @@ pub struct RatePoint {
     /// Seconds of the interval the capture covers (less than the interval at the capture's ends); the
     /// rates divide by it.
     pub covered_s: f64,
+    /// Packets per second, client to server.
     pub c2s_pps: f64,
+    /// Packets per second, server to client.
     pub s2c_pps: f64,
+    /// Bits per second on the wire (link-layer frame lengths), client to server.
     pub c2s_bps: f64,
+    /// Bits per second on the wire, server to client.
     pub s2c_bps: f64,
+    /// Retransmitted segments, client to server, in the interval (a count, not a rate).
     pub c2s_retrans: u64,
+    /// Retransmitted segments, server to client, in the interval.
     pub s2c_retrans: u64,
 }
 
@@ -460,7 +467,10 @@ pub struct RatePoint {
 pub struct RateReport {
     /// The capture's body: the series cover it; timestamps outside it are left out.
     pub timeline: Timeline,
+    /// Width of each series interval, seconds.
     pub interval_s: f64,
+    /// Traffic pinned flat at a cap, per server and for all traffic (left out when one server's cap
+    /// explains it), by start time.
     pub ceilings: Vec<Ceiling>,
     /// All TCP traffic.
     pub total: Vec<RatePoint>,
@@ -481,10 +491,12 @@ pub struct Ceiling {
     pub value: f64,
     /// Seconds since the epoch.
     pub start: f64,
+    /// Seconds since the epoch: where the capped run ends.
     pub end: f64,
     /// The other measure in the same run (bits/s for a packet cap, packets/s for a bit cap) and its mean
     /// packet size: a packet cap on small packets leaves the bit rate far from any cap.
     pub other_value: f64,
+    /// Mean packet size over the run, bytes on the wire.
     pub mean_packet_bytes: f64,
     /// Coefficient of variation of the capped measure over the run's bins.
     pub flatness_cv: f64,

@@ -25,16 +25,22 @@ pub struct AckStall {
     pub ack_frame: u64,
     /// The event's end position.
     pub position: u64,
+    /// From the event's last byte to the ACK, µs.
     pub latency_us: f64,
 }
 
 /// Event lag percentiles, seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
 pub struct LagSummary {
+    /// Events whose lag was measured.
     pub count: u64,
+    /// Median lag, seconds.
     pub p50: f64,
+    /// 95th percentile of the lag, seconds.
     pub p95: f64,
+    /// 99th percentile of the lag, seconds.
     pub p99: f64,
+    /// Largest lag, seconds.
     pub max: f64,
 }
 
@@ -75,16 +81,20 @@ pub struct StreamEndReport {
     pub kind: StreamEnding,
     /// Which side ended it; null while open.
     pub by: Option<ReplicationRole>,
+    /// The FIN, RST, EOF or ERR that ended it; null while open.
     pub frame: Option<u64>,
     /// Not a normal end of a replication stream.
     pub abnormal: bool,
+    /// What the end was, in words (as `first-reset` words a close).
     pub reason: String,
 }
 
 /// The ACK the primary was still waiting for when the capture ended.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AwaitingAck {
+    /// The binary-log position (end of the event) the ACK should name.
     pub position: u64,
+    /// Frame of the last byte of the event that asked for it.
     pub event_frame: u64,
     /// From the event's last byte to the end of the capture.
     pub waited_s: f64,
@@ -93,19 +103,26 @@ pub struct AwaitingAck {
 /// One replication stream (`mysql --json` under `replication`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplicationStream {
-    /// The replica (the MySQL client) and the primary.
+    /// The replica's `ip:port` (the MySQL client of the connection).
     pub client: String,
+    /// The primary's `ip:port` (the replica is `client`).
     pub server: String,
     /// The COM_BINLOG_DUMP(_GTID); null (and the fields that come from it) when the capture began after it.
     pub dump_frame: Option<u64>,
+    /// The binary-log file the dump asked to start from (`""`: the first, or where the GTID position leads).
     pub start_file: Option<String>,
+    /// The position in it the dump asked to start from.
     pub start_position: Option<u64>,
+    /// Whether the dump started from a GTID position (`COM_BINLOG_DUMP_GTID`, or MariaDB's
+    /// `@slave_connect_state`).
     pub gtid: Option<bool>,
     /// The replica's server id, from its dump.
     pub replica_server_id: Option<u32>,
-    /// Frames of the first and last events.
+    /// Frame of the first event.
     pub first_event_frame: Option<u64>,
+    /// Frame of the last event.
     pub last_event_frame: Option<u64>,
+    /// Events streamed.
     pub events: u64,
     /// By type name ("XID", "TABLE_MAP", ...; a code neither server uses as `"TYPE_<n>"`).
     pub events_by_type: BTreeMap<String, u64>,
@@ -115,7 +132,9 @@ pub struct ReplicationStream {
     pub transactions: u64,
     /// Events carried the semi-sync header, or the replica sent ACKs.
     pub semi_sync: bool,
+    /// Events whose semi-sync header asked the replica to ACK.
     pub acks_requested: u64,
+    /// ACKs the replica sent.
     pub acks: u64,
     /// ACKs that named no event asked for (e.g. before the capture began).
     pub acks_unmatched: u64,
@@ -123,12 +142,14 @@ pub struct ReplicationStream {
     pub acks_missing: u64,
     /// From the end of the event that asked for the ACK to the replica's ACK (the ACKs that named it).
     pub ack_latency_us: RtSummary,
-    /// ACKs over 10 ms: how many, and the first few.
+    /// ACKs that took over 10 ms.
     pub ack_stalls: u64,
+    /// The first 10 ACKs over 10 ms, in capture order.
     pub ack_stall_examples: Vec<AckStall>,
     /// Capture time of each event's last byte minus its own timestamp (whole seconds, so up to 1 s
     /// more than the true lag); the log's bookkeeping events left out.
     pub lag_s: LagSummary,
+    /// How the stream ended.
     pub end: StreamEndReport,
     /// The primary was still waiting for this ACK when the capture ended.
     pub awaiting_ack_at_end: Option<AwaitingAck>,

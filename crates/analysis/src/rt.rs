@@ -82,6 +82,7 @@ pub struct RtAggregate {
 }
 
 impl RtAggregate {
+    /// Empty distributions, with per-interval rows `interval_ns` nanoseconds wide (at least 1).
     pub fn new(interval_ns: i64) -> Self {
         RtAggregate {
             interval_ns: interval_ns.max(1),
@@ -312,8 +313,11 @@ pub enum IntervalKind {
 /// What the requests of a slow mode have in common.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlowModeTraits {
+    /// The mode's center (median of its requests), µs.
     pub center_us: f64,
+    /// The mode's share of all requests, 0..1.
     pub share: f64,
+    /// Requests in the mode.
     pub count: u64,
     /// Share of them whose exchange saw a retransmitted segment (a mode near 200 ms × 2^n with a high share
     /// is retransmission timeouts).
@@ -378,23 +382,35 @@ fn explain(
     }
 }
 
+/// One non-empty bin of a response-time histogram.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HistogramBin {
+    /// The bin's lower edge, µs (inclusive).
     pub lo_us: f64,
+    /// The bin's upper edge, µs (exclusive; at most 0.8% above `lo_us`).
     pub hi_us: f64,
+    /// Responses whose time fell in the bin.
     pub count: u64,
 }
 
+/// The response times of one interval, for one server port and kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IntervalRt {
+    /// The server's port.
     pub port: u16,
+    /// What is timed: requests, or MySQL logins from their first SYN.
     pub kind: IntervalKind,
     /// Seconds since the epoch.
     pub start: f64,
+    /// Responses timed in the interval (by the interval of the request, or of the SYN for logins).
     pub count: u64,
+    /// Mean, µs.
     pub mean_us: f64,
+    /// 95th percentile, µs (from a coarse histogram: at most 4.4% above the exact value).
     pub p95_us: f64,
+    /// 99th percentile, µs (as `p95_us`).
     pub p99_us: f64,
+    /// Of them, those answered by a MySQL error response.
     pub errors: u64,
 }
 
@@ -425,18 +441,27 @@ pub struct RtReport {
     pub timeline: Timeline,
     /// Whose response times: MySQL transactions, or TCP requests and responses.
     pub source: RtSource,
+    /// Whether two or more humps stand apart (`modes` has more than one).
     pub multimodal: bool,
+    /// The humps of the distribution, fast first.
     pub modes: Vec<Mode>,
+    /// The valleys between consecutive modes.
     pub valleys: Vec<crate::modes::Valley>,
+    /// Count, mean, percentiles, minimum and maximum of all response times, µs.
     pub percentiles_us: RtSummary,
+    /// What the requests of each mode after the first have in common.
     pub slow_modes: Vec<SlowModeTraits>,
+    /// The distribution's non-empty bins, in order.
     pub histogram: Vec<HistogramBin>,
+    /// The summary per server port (the port as a string key).
     pub by_port: BTreeMap<String, RtSummary>,
+    /// Width of the `per_interval` rows, seconds.
     pub interval_s: f64,
     /// Rows by interval, server port and kind: requests, and MySQL logins from their first SYN.
     pub per_interval: Vec<IntervalRt>,
     /// MySQL logins seen from their first SYN: the SYN to the answer to the login.
     pub connect_us: RtSummary,
+    /// The mode analysis behind `multimodal`, `modes` and `valleys` (for programs; not in JSON).
     #[serde(skip)]
     pub analysis: ModeAnalysis,
 }

@@ -223,8 +223,10 @@ impl TimeTally {
 /// When the capture happened, and the timestamps that do not fit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Timeline {
-    /// Earliest and latest timestamp of the capture's body: the span its time series cover.
+    /// Earliest timestamp of the capture's body; the body, up to `body_last`, is the span time series
+    /// cover.
     pub body_first: Option<Timestamp>,
+    /// Latest timestamp of the body; both are `None` for a capture without packets.
     pub body_last: Option<Timestamp>,
     /// Records whose timestamps lie outside the body (more than 30 days of silence away from it, or before
     /// 1990 or after 2106 when it is not): left out of every time series and of response times.
@@ -245,8 +247,11 @@ pub struct Timeline {
 pub struct WildTimestamps {
     /// Wireshark frame number of the first.
     pub first_frame: u64,
+    /// Records in the run.
     pub packets: u64,
+    /// Timestamp of the run's first record.
     pub first_ts: Timestamp,
+    /// Timestamp of the run's last record.
     pub last_ts: Timestamp,
     /// How far before the body's start (0 when after it).
     pub before_body_ns: i64,
@@ -257,7 +262,9 @@ pub struct WildTimestamps {
 /// A record whose timestamp is earlier than the previous record's by more than a second.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClockStepBack {
+    /// Wireshark frame number of the record.
     pub frame: u64,
+    /// Its timestamp.
     pub ts: Timestamp,
     /// How far before the previous record's timestamp.
     pub back_ns: i64,

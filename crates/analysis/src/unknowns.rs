@@ -32,6 +32,7 @@ pub struct Unknowns {
 pub struct SnapCut {
     /// Packets cut short, of `packets`.
     pub packets_cut: u64,
+    /// All packets of the capture.
     pub packets: u64,
     /// The snap length in force: the longest captured length of a cut packet, in bytes.
     pub snaplen: u32,
@@ -40,6 +41,7 @@ pub struct SnapCut {
 /// MySQL sessions whose traffic is encrypted: they are counted as sessions, their requests are not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EncryptedSessions {
+    /// Sessions that went on in TLS.
     pub sessions: u64,
     /// TCP payload bytes after TLS began (both directions), which could not be read.
     pub bytes: u64,
@@ -50,10 +52,13 @@ pub struct EncryptedSessions {
 /// One encrypted MySQL session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EncryptedConnection {
+    /// The client's `ip:port`.
     pub client: String,
+    /// The server's `ip:port`.
     pub server: String,
     /// Its first packet's frame.
     pub frame: u64,
+    /// Bytes after TLS began, both directions, which could not be read.
     pub bytes: u64,
 }
 

@@ -81,12 +81,17 @@ impl Fate {
 /// A request still waiting for its response when the capture ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UnansweredRequest {
+    /// Frame of the request's first packet.
     pub request_frame: u64,
     /// Seconds since the epoch.
     pub request_time: f64,
+    /// The client's `ip:port`.
     pub client: String,
+    /// The server's `ip:port`.
     pub server: String,
+    /// The command's name (`COM_QUERY`, `COM_STMT_EXECUTE`, ...).
     pub command: String,
+    /// The statement text, when the request has one (SQL of a prepared statement for `COM_STMT_EXECUTE`).
     pub query: Option<String>,
     /// From the request to the capture's last packet, seconds.
     pub waited_s: f64,
@@ -133,15 +138,23 @@ pub struct CloseSeen {
 /// MySQL facts about one connection, kept with it for `first-reset` and `flows`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MysqlSessionFacts {
+    /// What showed that the connection speaks MySQL.
     pub recognised_by: RecognisedBy,
+    /// The server's version string from its greeting (e.g. `10.11.19-MariaDB-0+deb12u1`), when captured.
     pub server_version: Option<String>,
+    /// The user name from the login (or the last `COM_CHANGE_USER`), when captured.
     pub user: Option<String>,
+    /// The default schema from the login, `COM_INIT_DB` or `COM_CHANGE_USER`, when captured.
     pub schema: Option<String>,
+    /// Whether the session went on in TLS (its requests cannot be read).
     pub encrypted: bool,
     /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read.
     pub unread_bytes: u64,
+    /// Requests decoded on the connection, each with what became of it (answered or not).
     pub transactions: u64,
+    /// Of them, those answered by an error response.
     pub errors: u64,
+    /// What the session was doing at each FIN or RST, in capture order (for `first-reset`; not in JSON).
     #[serde(skip)]
     pub closes: Vec<CloseSeenFacts>,
     /// Requests still waiting for their response when the capture ended.
@@ -608,18 +621,25 @@ pub struct Incident {
     pub frame: u64,
     /// e.g. `server_fin_mid_resultset`, `server_rst_unanswered`, `client_fin_mid_response`.
     pub kind: IncidentKind,
+    /// The client's `ip:port`.
     pub client: String,
+    /// The server's `ip:port`.
     pub server: String,
     /// The side that closed.
     pub by: Role,
+    /// `FIN` or `RST`.
     pub flag: TcpCloseFlag,
+    /// The cut-off request's command name (`COM_QUERY`, ...).
     pub command: String,
+    /// Its statement text, when it has one.
     pub query: Option<String>,
+    /// Frame of the request's first packet.
     pub request_frame: u64,
     /// Seconds since the epoch of the request.
     pub request_time: f64,
     /// Rows and response bytes delivered before the close.
     pub rows: u64,
+    /// Response bytes delivered before the close (MySQL packets, headers included).
     pub bytes: u64,
     /// From the request to the close, seconds: how long the client waited before it was cut off.
     pub waited_s: f64,

@@ -18,9 +18,14 @@ use crate::timeline::plausible_response_time;
 /// Which transactions the MySQL report counts (`pcapsleuth mysql --port/--server/--errors-only/--slower-than`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MysqlFilter {
+    /// Only connections with this port at either end (`--port`).
     pub port: Option<u16>,
+    /// Only connections to this server endpoint (`--server`).
     pub server: Option<Endpoint>,
+    /// Only requests answered by an error response (`--errors-only`); logins' errors included.
     pub errors_only: bool,
+    /// Only requests answered in at least this many nanoseconds, or cut off by a close after waiting at least
+    /// that long (`--slower-than`).
     pub slower_than_ns: Option<u64>,
 }
 
@@ -278,6 +283,7 @@ impl Analysis for MysqlStatistics {
 /// Everything the `mysql` report counts, mergeable in any order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MysqlAggregate {
+    /// Connections recognised as MySQL (those the filter keeps).
     pub sessions: u64,
     /// Requests expecting a response (logins aside), by fate.
     requests: RequestCounts,
@@ -675,6 +681,7 @@ pub struct MysqlReport {
     /// Requests that expect a response (logins, COM_QUIT and the other commands without one aside):
     /// `requests` says what became of them.
     pub queries: u64,
+    /// `queries` by fate: answered, cut off, unanswered, unreadable.
     pub requests: RequestCounts,
     /// The capture's span, first packet to last, seconds.
     pub span_s: f64,
@@ -686,14 +693,21 @@ pub struct MysqlReport {
     pub commands: BTreeMap<String, u64>,
     /// Error responses by code.
     pub errors: BTreeMap<String, u64>,
+    /// Per error code, in code order: SQLSTATE, count, first messages, response times.
     pub error_details: Vec<ErrorDetail>,
     /// Response times of the answered requests, microseconds.
     pub rt_us: RtSummary,
+    /// Response times of the requests answered successfully (OK, resultset, ...), microseconds.
     pub rt_ok_us: RtSummary,
+    /// Response times of the requests answered by an error response, microseconds.
     pub rt_error_us: RtSummary,
     /// Statements grouped by fingerprint, by total time.
     pub statements: Vec<StatementGroup>,
+    /// Requests and error responses per second, for every second with requests (by the second each request
+    /// was sent), in time order.
     pub per_second: Vec<SecondCounts>,
+    /// Connections closed with MySQL work in progress (a close mid-resultset, mid-response, or with a request
+    /// unanswered), one per request cut off.
     pub incidents: Vec<Incident>,
     /// Logins seen from the client's first SYN: what the client waited for before its first command.
     pub connect: ConnectSummary,
@@ -702,30 +716,43 @@ pub struct MysqlReport {
     pub replication: Vec<ReplicationStream>,
 }
 
+/// The error responses of one error code.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorDetail {
+    /// The MySQL error code (1146: `ER_NO_SUCH_TABLE`, 1045: `ER_ACCESS_DENIED_ERROR`, ...).
     pub code: u16,
+    /// Its SQLSTATE (`42S02`, ...), from the earliest error response that carried one; empty when none
+    /// did.
     pub sql_state: String,
+    /// Error responses with this code (to logins too).
     pub count: u64,
     /// The first distinct messages seen (up to 3).
     pub messages: Vec<String>,
+    /// Response times of these error responses, microseconds.
     pub rt_us: RtSummary,
 }
 
+/// The requests of one statement fingerprint.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatementGroup {
+    /// The statement normalised ([`pcapsleuth_mysql::fingerprint`]): lower-cased, comments dropped,
+    /// literals replaced by `?`, `IN (...)` and `VALUES` lists folded to `(?)`.
     pub fingerprint: String,
     /// The first statement of the group, as sent.
     pub sample: String,
     /// Requests of the group that expect a response; `answered`, `cut_off`, `unanswered` and
     /// `unreadable` say what became of them.
     pub count: u64,
+    /// What became of them: `answered`, `cut_off`, `unanswered`, `unreadable` (flattened in JSON).
     #[serde(flatten)]
     pub requests: RequestCounts,
+    /// Of them, those answered by an error response.
     pub errors: u64,
+    /// Rows of the resultsets returned to them.
     pub rows: u64,
     /// Sum and distribution of the response times of the answered requests.
     pub total_us: f64,
+    /// Response times of the answered requests, microseconds.
     pub rt_us: RtSummary,
     /// How long the requests cut off by a close had waited.
     pub cut_off_waited_us: RtSummary,
@@ -734,11 +761,14 @@ pub struct StatementGroup {
     pub text_cut: bool,
 }
 
+/// Requests sent in one second.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SecondCounts {
     /// Seconds since the epoch.
     pub second: i64,
+    /// Requests sent in that second that expect a response (logins aside).
     pub queries: u64,
+    /// Of them, those answered by an error response.
     pub errors: u64,
 }
 
