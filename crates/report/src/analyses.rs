@@ -8,7 +8,9 @@ use pcapsleuth_analysis::units::{direction_words, duration_us as us, rate, secon
 
 use crate::text::utc;
 
-/// `pcapsleuth rate` for people.
+/// What `pcapsleuth rate` prints: each ceiling found (a direction's packets/s or bits/s held flat at a
+/// cap while load waited behind it: where, from when, for how many seconds, how flat), or a line saying
+/// there is none, then the peak rates per direction.
 pub fn render_rate(r: &RateReport) -> String {
     let mut out = String::new();
     if r.ceilings.is_empty() {
@@ -76,7 +78,10 @@ pub fn render_rate(r: &RateReport) -> String {
     out
 }
 
-/// `pcapsleuth rt` for people.
+/// What `pcapsleuth rt` prints: the response-time percentiles (µs and ms as fits), of MySQL requests or,
+/// when the capture has none, of TCP request/response turns ([`RtSource`]), the connect times, the
+/// distribution's modes and what its slow requests share; with `per_interval`, one row per interval
+/// (`--per-second`/`--per-minute`) as well.
 pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     let mut out = String::new();
     let p = &r.percentiles_us;
@@ -194,7 +199,9 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     out
 }
 
-/// `pcapsleuth report` for people: findings first, ranked.
+/// What `pcapsleuth report` prints: the findings, most important first, each with its evidence, then the
+/// capture's span, its connections, MySQL sessions and requests, the response-time p50 and p99, the
+/// replication streams and the requests still unanswered when the capture ended.
 pub fn render_report(r: &FullReport) -> String {
     let mut out = String::new();
     if r.findings.is_empty() {

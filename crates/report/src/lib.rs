@@ -1,7 +1,32 @@
 //! Renders pcapsleuth's results for people (aligned text) and for scripts (JSON).
 //!
-//! Every `render_*` function writes complete output for one command; JSON shapes are the serde models of
-//! `pcapsleuth-analysis`, documented field by field in the README.
+//! Every `render_*` function writes complete output for one command: [`render_first_reset`],
+//! [`render_mysql`], [`render_rt`], [`render_rate`], [`render_report`], [`render_flows`] (with
+//! [`sorted`] for `--sort`) and [`render_unknowns`]. JSON is [`to_json`] of the analysis' own result
+//! (the serde models of `pcapsleuth-analysis`, documented field by field there and in the README), or
+//! [`to_json_located`] when the capture was several files, so that each frame is also named in its file.
+//! With the default feature `plots`, `write_plots` draws the charts of a full report as PNG and SVG.
+//! There is no analysis here: only layout.
+//!
+//! What `pcapsleuth first-reset` prints, and its `--json`:
+//!
+//! ```
+//! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions};
+//! use pcapsleuth_report::{render_first_reset, to_json};
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/server-closes.pcap");
+//! let cap = pcapsleuth_capture::Capture::open(path)?;
+//! let run = analyze(&cap, &EngineOptions::default(), || ());
+//! let answer = first_reset(&run, 20);
+//! let text = render_first_reset(&answer);
+//! assert!(text.starts_with("First abnormal close: frame 13 at 1.247228s"));
+//! let json: serde_json::Value = serde_json::from_str(&to_json(&answer)).unwrap();
+//! assert_eq!(json["first_rst"]["frame"], 29);
+//! assert_eq!(json["first_rst"]["initiator"], "server");
+//! # Ok::<(), pcapsleuth_capture::CaptureError>(())
+//! ```
+
+#![deny(missing_docs)]
 
 mod analyses;
 mod located;

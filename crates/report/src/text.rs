@@ -56,7 +56,10 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
     let _ = writeln!(out, "  {}", c.reason);
 }
 
-/// `pcapsleuth first-reset` for people.
+/// What `pcapsleuth first-reset` prints: the first abnormal close (frame, time, flag, which side, the
+/// client and server, and what the session was doing), then the first RST and the first FIN of the
+/// capture, and the requests still waiting for an answer when it ended. Without MySQL decoding only
+/// RSTs can be judged abnormal, and the text says so first.
 pub fn render_first_reset(r: &FirstReset) -> String {
     let mut out = String::new();
     if r.fins == FinJudgement::NotJudged {
@@ -206,7 +209,9 @@ fn rt_line(r: &RtSummary) -> String {
     )
 }
 
-/// `pcapsleuth mysql` for people.
+/// What `pcapsleuth mysql` prints: sessions, requests and how they ended, requests per command, the
+/// response-time distribution, errors by code with their own response times, the `limit` statements
+/// with the most total time (by fingerprint), incidents, and up to `limit` requests left unanswered.
 pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -417,8 +422,11 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
 /// Orders for `pcapsleuth flows --sort`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum FlowSort {
+    /// In order of each connection's first packet (the capture's order).
     Start,
+    /// Most bytes on the wire (both directions) first.
     Bytes,
+    /// Longest (first packet to last) first.
     Duration,
 }
 
@@ -442,7 +450,10 @@ pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
     v
 }
 
-/// `pcapsleuth flows` for people: one row per connection.
+/// What `pcapsleuth flows` prints: one row per connection, in the order of `conns` (see [`sorted`]):
+/// client, server, first frame, start (seconds after the capture's first packet), duration (s), SYNs
+/// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended; then
+/// the number of connections.
 pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
     let first = capture.first_ts.map_or(0, |t| t.0);
     let mut out = String::new();

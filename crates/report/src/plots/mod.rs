@@ -34,7 +34,7 @@ use histogram::*;
 use ticks::*;
 use time::*;
 
-/// Size of every plot, pixels.
+/// Width and height of every plot, in pixels.
 pub const PLOT_SIZE: (u32, u32) = (1200, 600);
 
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
@@ -51,17 +51,38 @@ const BAR_C: RGBColor = RGBColor(70, 130, 180);
 /// Why writing plots failed, naming the file or directory.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
+    /// The directory the plots go to could not be created.
     #[error("cannot create plot directory {}: {source}", dir.display())]
-    CreateDir { dir: PathBuf, source: io::Error },
+    CreateDir {
+        /// The directory asked for.
+        dir: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// plotters could not draw a plot.
     #[error("cannot draw {}: {message}", file.display())]
-    Draw { file: PathBuf, message: String },
+    Draw {
+        /// The plot's file (PNG or SVG).
+        file: PathBuf,
+        /// plotters' error, in words.
+        message: String,
+    },
+    /// A plot drawn in memory could not be encoded as PNG.
     #[error("cannot encode {}: {source}", file.display())]
     Encode {
+        /// The PNG file it was for.
         file: PathBuf,
+        /// The PNG encoder's error.
         source: png::EncodingError,
     },
+    /// A plot's file (PNG or SVG) could not be written.
     #[error("cannot write {}: {source}", file.display())]
-    Write { file: PathBuf, source: io::Error },
+    Write {
+        /// The file that was being written.
+        file: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
 }
 
 /// A plot that was not written because it had nothing to show.
@@ -69,6 +90,7 @@ pub enum PlotError {
 pub struct SkippedPlot {
     /// The plot's file stem, e.g. "qps".
     pub name: &'static str,
+    /// Why it had nothing to show, in words (e.g. no MySQL requests for `qps`).
     pub reason: String,
 }
 
@@ -77,6 +99,7 @@ pub struct SkippedPlot {
 pub struct PlotSet {
     /// Files written, PNG then SVG of each plot, in plot order.
     pub written: Vec<PathBuf>,
+    /// Plots left out because they had nothing to show, in plot order.
     pub skipped: Vec<SkippedPlot>,
 }
 
