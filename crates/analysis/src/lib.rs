@@ -48,6 +48,8 @@
 //! # Ok::<(), pcapsleuth_capture::CaptureError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod closes;
 mod compare;
 mod connects;

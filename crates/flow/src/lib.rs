@@ -43,6 +43,8 @@
 //! # Ok::<(), pcapsleuth_capture::CaptureError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod decode;
 mod fields;
 mod frame;

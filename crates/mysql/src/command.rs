@@ -78,7 +78,8 @@ pub enum Command {
 }
 
 impl Command {
-    /// Decodes a command byte.
+    /// The command a request's first payload byte names; a byte no MySQL version defines is
+    /// [`Command::Unknown`].
     pub fn from_byte(b: u8) -> Self {
         match b {
             0x00 => Command::Sleep,
@@ -119,7 +120,8 @@ impl Command {
         }
     }
 
-    /// The command byte.
+    /// The byte that starts a request of this command (`0x03` for `COM_QUERY`); the inverse of
+    /// [`Command::from_byte`].
     pub fn byte(&self) -> u8 {
         match self {
             Command::Sleep => 0x00,

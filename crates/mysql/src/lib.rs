@@ -53,7 +53,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod command;
 mod compress;
@@ -98,7 +98,7 @@ pub enum Direction {
 pub struct Meta {
     /// Capture timestamp in nanoseconds since the Unix epoch.
     pub ts_ns: u64,
-    /// Frame number of the segment.
+    /// Wireshark's frame number of the segment (1-based position in the capture).
     pub frame: u64,
 }
 
@@ -123,7 +123,7 @@ pub enum CloseFlag {
     Rst,
 }
 
-/// How one request ended.
+/// How one request ended: the server's answer, or why there was none to read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
     /// OK_Packet (or EOF_Packet for commands answered by one).
@@ -215,19 +215,24 @@ pub struct Transaction {
     pub statement: Option<String>,
     /// Statement id for the COM_STMT_* commands (assigned id for COM_STMT_PREPARE).
     pub statement_id: Option<u32>,
-    /// Time of the segment carrying the first byte of the request.
+    /// Capture time of the segment carrying the first byte of the request, in nanoseconds since the
+    /// Unix epoch.
     pub request_ts_ns: u64,
     /// Frame of the segment carrying the first byte of the request.
     pub request_frame: u64,
-    /// Time of the first response byte.
+    /// Capture time of the segment carrying the first response byte (ns since the Unix epoch); `None`
+    /// when no response byte was seen (unanswered, cut off before the response, no response expected).
     pub first_response_ts_ns: Option<u64>,
-    /// Frame of the first response byte.
+    /// Frame of the segment carrying the first response byte; `None` as for `first_response_ts_ns`.
     pub first_response_frame: Option<u64>,
-    /// Time of the last response byte.
+    /// Capture time of the segment carrying the last response byte seen (ns since the Unix epoch):
+    /// the end of the response when it completed, or the last that arrived before a close or the end
+    /// of the capture. `None` when no response byte was seen.
     pub last_response_ts_ns: Option<u64>,
-    /// Frame of the last response byte.
+    /// Frame of the segment carrying the last response byte seen; `None` as for `last_response_ts_ns`.
     pub last_response_frame: Option<u64>,
-    /// Rows returned so far (see [`Outcome::ResultSet`]).
+    /// Rows returned, summed over every resultset of the response; those that arrived before a close
+    /// when it was cut off (see [`Outcome::ResultSet`]). 0 for responses without rows.
     pub rows: u64,
     /// Response bytes on the wire (payloads and packet headers).
     pub response_bytes: u64,
@@ -236,22 +241,23 @@ pub struct Transaction {
     /// Bytes of this request or response that were missing (gaps absorbed
     /// without losing the packet framing).
     pub gap_bytes: u64,
-    /// How it ended.
+    /// How it ended: the server's answer (OK, ERR, rows, ...), or why there is none.
     pub outcome: Outcome,
 }
 
 /// What a request that is still open looks like (see [`CloseContext`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingRequest {
-    /// The command.
+    /// The request's command (`Command::Connect` while the login is under way).
     pub command: Command,
     /// Its statement text, as in [`Transaction::statement`].
     pub statement: Option<String>,
-    /// Time of the request.
+    /// Capture time of the segment carrying the request's first byte, in nanoseconds since the Unix
+    /// epoch.
     pub request_ts_ns: u64,
-    /// Frame of the request.
+    /// Frame of the segment carrying the request's first byte.
     pub request_frame: u64,
-    /// Rows delivered so far.
+    /// Resultset rows delivered so far (0 until a row arrives).
     pub rows: u64,
     /// Response bytes delivered so far.
     pub response_bytes: u64,
@@ -295,12 +301,13 @@ pub enum SessionPhase {
     Unknown,
 }
 
-/// The answer of [`Session::close`].
+/// What the MySQL session was doing when a side of the connection closed (the answer of
+/// [`Session::close`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloseContext {
-    /// What the session was doing.
+    /// The protocol phase: login, idle, waiting for or receiving a response, after COM_QUIT, ...
     pub phase: SessionPhase,
-    /// The oldest open request, if any.
+    /// The oldest request sent and not yet fully answered; `None` when none was open.
     pub pending: Option<PendingRequest>,
 }
 
@@ -327,7 +334,8 @@ pub enum Compression {
     Zstd,
 }
 
-/// What caching_sha2_password's AuthMoreData said.
+/// Whether caching_sha2_password authenticated the login from the server's cache or needed the full
+/// exchange, as its AuthMoreData packet said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CachingSha2Auth {
     /// `0x01 0x03`: the password hash was in the server cache.
@@ -360,7 +368,7 @@ impl SqlState {
         std::str::from_utf8(b).unwrap_or("")
     }
 
-    /// The server sent none.
+    /// Whether the server sent none (pre-4.1 protocol, or bytes that were no SQLSTATE).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -391,14 +399,14 @@ impl<'de> Deserialize<'de> for SqlState {
     }
 }
 
-/// An ERR_Packet's contents.
+/// An error the server sent (an ERR_Packet): its code, SQLSTATE and message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerError {
-    /// Error code.
+    /// MySQL error code (e.g. 1146, `ER_NO_SUCH_TABLE`).
     pub code: u16,
-    /// SQLSTATE (may be empty).
+    /// SQLSTATE (e.g. `42S02`); empty when the server sent none.
     pub sql_state: SqlState,
-    /// Message.
+    /// The human-readable message, as the server wrote it (e.g. `Table 'db.t' doesn't exist`).
     pub message: String,
 }
 
@@ -469,12 +477,12 @@ pub struct SessionInfo {
     pub user: Option<String>,
     /// Default schema (HandshakeResponse, COM_INIT_DB, COM_CHANGE_USER).
     pub schema: Option<String>,
-    /// Plain or TLS.
+    /// Whether the session stayed readable or went on in TLS after an SSLRequest.
     pub encryption: Encryption,
-    /// Compressed protocol in force.
+    /// The compressed protocol in force after authentication (zlib is decoded, zstd is not).
     pub compression: Compression,
     /// The last ERR_Packet that arrived with no request outstanding.
     pub last_unsolicited_error: Option<ServerError>,
-    /// Skipped and malformed bytes, gaps.
+    /// What the decoder skipped or found malformed, and the gaps it was told about.
     pub counters: Counters,
 }

@@ -374,11 +374,11 @@ pub struct DumpRequest {
     pub command: Command,
     /// Frame and time of the request.
     pub at: Meta,
-    /// The replica's server id.
+    /// The `server_id` the replica announced (distinct for every server of a replication topology).
     pub server_id: u32,
     /// Binary log file to start from (empty: the first, or the one a GTID position leads to).
     pub start_file: String,
-    /// Position in it.
+    /// Byte position in `start_file` to start from (4, the first event, when the replica starts a file).
     pub start_position: u64,
     /// The dump starts from a GTID set: `COM_BINLOG_DUMP_GTID`, or MariaDB's `@slave_connect_state`.
     pub gtid: bool,
@@ -447,13 +447,14 @@ pub struct AwaitedAck {
 /// A replication stream at the moment a side closed the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplicationAtClose {
-    /// Events streamed so far.
+    /// Binary-log events the primary had streamed, whole, when the side closed.
     pub events: u64,
     /// Part of an event had arrived and the rest had not.
     pub mid_event: bool,
     /// The oldest event whose semi-sync ACK the primary was still waiting for.
     pub awaiting_ack: Option<AwaitedAck>,
-    /// Where the last complete event ended.
+    /// Frame and time of the segment that carried the last complete event's last byte; `None` before
+    /// the first event.
     pub last_event: Option<Meta>,
 }
 
@@ -464,7 +465,7 @@ pub struct ReplicationSummary {
     pub dump: Option<DumpRequest>,
     /// Events carried the semi-sync header, or the replica sent ACKs.
     pub semi_sync: bool,
-    /// Events streamed.
+    /// Binary-log events streamed, whole.
     pub events: u64,
     /// Events by type code (256 counters once the first event came; see [`event_type_name`]).
     pub events_by_type: Vec<u64>,
@@ -474,7 +475,7 @@ pub struct ReplicationSummary {
     pub transactions: u64,
     /// Events whose ACK the primary asked for.
     pub acks_requested: u64,
-    /// ACKs the replica sent.
+    /// Semi-sync ACKs the replica sent.
     pub acks: u64,
     /// ACKs that named a requested event (each gives an [`ReplicationSample::Ack`]).
     pub acks_matched: u64,
@@ -490,9 +491,9 @@ pub struct ReplicationSummary {
     pub position: u64,
     /// Whether events end with a CRC32, from the format description event.
     pub checksum: Option<bool>,
-    /// Frame and time of the first and last events.
+    /// Frame and time of the segment that completed the first event; `None` before any.
     pub first_event: Option<Meta>,
-    /// See `first_event`.
+    /// Frame and time of the segment that completed the last event so far; `None` before any.
     pub last_event: Option<Meta>,
     /// The primary's EOF or ERR, if it ended the stream itself.
     pub end: Option<StreamEnd>,
