@@ -1,55 +1,112 @@
-//! pcapsleuth: offline forensics of MySQL traffic captures.
+//! pcapsleuth: offline forensics of MySQL traffic captures, as a library.
 //!
-//! This facade re-exports the workspace's crates so an embedding program depends on one crate:
-//! [`capture`] reads pcap/pcapng in splits, [`flow`] decodes packets and tracks TCP connections,
-//! [`mysql`] decodes the MySQL protocol from ordered bytes, [`analysis`] runs the parallel engine and the analyses, [`report`] renders results.
+//! This facade re-exports the workspace's crates so an embedding program depends on one crate (with
+//! neither clap nor anyhow; PNG/SVG plotting is the default feature `plots`):
 //!
-//! The first abnormal close of a capture, as `pcapsleuth first-reset` prints it:
+//! * [`capture`] reads pcap and pcapng, from a memory map in parallel splits, or a set of files (rotated,
+//!   compressed, a pipe) as one capture;
+//! * [`flow`] decodes packets and tracks TCP connections: handshakes, segments, closes;
+//! * [`mysql`] decodes the MySQL protocol from the ordered bytes of a connection, with no pcap knowledge;
+//! * [`analysis`] is the parallel engine, the [`Analysis`](analysis::Analysis) trait it runs, and the
+//!   built-in analyses (MySQL statistics, response times, rates and ceilings, closes, findings);
+//! * [`report`] renders results as the command-line tool prints them: text, JSON, plots.
 //!
-//! ```no_run
-//! use pcapsleuth::{analysis, capture::Capture};
-//! let cap = Capture::open("big.pcap")?;
-//! // No analysis besides the connections, which every run gives.
-//! let run = analysis::analyze(&cap, &analysis::EngineOptions::default(), || ());
+//! # What the command-line tool answers
+//!
+//! A run always gives every TCP connection with its closes, whatever analysis it computed, so the first
+//! abnormal close needs no analysis (`()`). On a bundled capture where the server ended two sessions by
+//! itself (fixtures/README.md):
+//!
+//! ```
+//! use pcapsleuth::analysis::{self, EngineOptions};
+//! use pcapsleuth::capture::Capture;
+//! use pcapsleuth::flow::{CloseFlag, Role};
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/server-closes.pcap");
+//! let cap = Capture::open(path)?;
+//! let run = analysis::analyze(&cap, &EngineOptions::default(), || ());
+//! assert_eq!(run.connections.len(), 2);
+//!
 //! let answer = analysis::first_reset(&run, 20);
-//! print!("{}", pcapsleuth::report::render_first_reset(&answer));
+//! // The server's FIN that cut `select sleep(10)` off (KILL CONNECTION sends no ERR)...
+//! let first = answer.first_abnormal.as_ref().unwrap();
+//! assert_eq!((first.frame, first.initiator, first.flag), (13, Role::Server, CloseFlag::Fin));
+//! // ...and, later, the RST of an idle session past its wait_timeout.
+//! assert_eq!(answer.first_rst.as_ref().unwrap().frame, 29);
+//! // What `pcapsleuth first-reset` prints:
+//! let text = pcapsleuth::report::render_first_reset(&answer);
+//! assert!(text.starts_with("First abnormal close: frame 13 at 1.247228s"));
 //! # Ok::<(), pcapsleuth::capture::CaptureError>(())
 //! ```
 //!
-//! Your own analysis runs on the same parallel engine: implement [`analysis::Analysis`] (every event
-//! has a default; a commutative `merge`; a `finish`), and pass a function that makes one. The examples
-//! `transactions` (every MySQL transaction as a JSON line) and `per_table` (requests and errors per
-//! table) show how:
+//! # Your own analysis
 //!
-//! ```no_run
-//! use pcapsleuth::analysis::{self, Analysis, CaptureFacts, ConnectionView, TransactionView};
+//! An analysis runs on the same parallel engine as the built-in ones: implement
+//! [`Analysis`](analysis::Analysis) (every event has a default that does nothing; `merge` folds the
+//! instances of different workers together in any order; `finish` gives the result), and hand the
+//! engine a function that makes one. A tuple of analyses is an analysis, so a run computes yours beside
+//! the built-in ones in one pass, with static dispatch:
 //!
-//! /// Requests that waited more than 100 ms for their answer.
+//! ```
+//! use pcapsleuth::analysis::{
+//!     self, Analysis, CaptureFacts, ConnectionView, EngineOptions, Fate, MysqlStatistics,
+//!     TransactionView,
+//! };
+//! use pcapsleuth::capture::Capture;
+//!
+//! /// Requests a close cut off: request frame, statement, and how long each had waited (ms).
 //! #[derive(Default)]
-//! struct Slow(u64);
+//! struct CutOff(Vec<(u64, String, u64)>);
 //!
-//! impl Analysis for Slow {
+//! impl Analysis for CutOff {
 //!     type PerConnection = ();
-//!     type Output = u64;
+//!     type Output = Vec<(u64, String, u64)>;
+//!
 //!     fn transaction(&mut self, _: &mut (), _: &ConnectionView<'_>, t: &TransactionView<'_>) {
-//!         self.0 += u64::from(t.response_time_ns().is_some_and(|ns| ns > 100_000_000));
+//!         if t.fate() == Fate::CutOff {
+//!             let statement = t.transaction.statement.clone().unwrap_or_default();
+//!             let waited_ms = t.waited_ns().unwrap_or(0) / 1_000_000;
+//!             self.0.push((t.transaction.request_frame, statement, waited_ms));
+//!         }
 //!     }
+//!
 //!     fn merge(&mut self, other: Self) {
-//!         self.0 += other.0;
+//!         self.0.extend(other.0); // instances come in any order: `finish` sorts
 //!     }
-//!     fn finish(self, _: &CaptureFacts) -> u64 {
+//!
+//!     fn finish(mut self, _: &CaptureFacts) -> Self::Output {
+//!         self.0.sort();
 //!         self.0
 //!     }
 //! }
 //!
-//! let cap = pcapsleuth::capture::Capture::open("big.pcap")?;
-//! let run = analysis::analyze(&cap, &analysis::EngineOptions::default(), Slow::default);
-//! println!("{} slow requests over {} connections", run.output, run.connections.len());
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/server-closes.pcap");
+//! let cap = Capture::open(path)?;
+//! let make = || (CutOff::default(), MysqlStatistics::default());
+//! let run = analysis::analyze(&cap, &EngineOptions::default(), make);
+//! let (cut_off, mysql) = run.output;
+//! // The query the server's KILL CONNECTION ended, 1.225 s after it was sent.
+//! assert_eq!(cut_off, [(11, "select sleep(10)".to_string(), 1225)]);
+//! // The built-in statistics, computed in the same pass: 4 queries, 3 answered, the 4th cut off.
+//! let mysql = mysql.report();
+//! assert_eq!((mysql.queries, mysql.requests.answered, mysql.requests.cut_off), (4, 3, 1));
 //! # Ok::<(), pcapsleuth::capture::CaptureError>(())
 //! ```
+//!
+//! The package's examples go further: `transactions` prints every MySQL transaction of a capture as a
+//! JSON line while the engine runs (`cargo run --release -p pcapsleuth --example transactions --
+//! CAPTURE...`), and `per_table` counts requests, errors and response time per table, merged across
+//! workers.
+
+#![deny(missing_docs)]
 
 pub use pcapsleuth_analysis as analysis;
 pub use pcapsleuth_capture as capture;
 pub use pcapsleuth_flow as flow;
 pub use pcapsleuth_mysql as mysql;
 pub use pcapsleuth_report as report;
+
+// The README's Rust examples compile (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
