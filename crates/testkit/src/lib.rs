@@ -36,6 +36,37 @@
 //!
 //! A new oracle is one more [`Oracle`] variant (its program and how to install it) and its install line
 //! in `.ci/run`; a test here fails until `.ci/run` installs it.
+//!
+//! Each oracle names its program and the Debian package `.ci/run` installs it from, and the end of a
+//! run groups the skipped checks by what was missing:
+//!
+//! ```
+//! use pcapsleuth_testkit::skips::{summary, Skip};
+//! use pcapsleuth_testkit::Oracle;
+//!
+//! // editcap comes with tshark's package.
+//! assert_eq!((Oracle::Editcap.program(), Oracle::Editcap.package()), ("editcap", "tshark"));
+//!
+//! let skipped = |test: &str| Skip {
+//!     reason: "needs tshark (apt-get install tshark)".into(),
+//!     target: "cli".into(),
+//!     test: test.into(),
+//! };
+//! let text = summary(&[skipped("errors_match_tshark"), skipped("closes_match_tshark")]);
+//! assert!(text.starts_with("oracle checks: 2 skipped in 1 test targets"));
+//! let lines: Vec<&str> = text.lines().skip(1).collect();
+//! assert_eq!(
+//!     lines,
+//!     [
+//!         "  2 needs tshark (apt-get install tshark):",
+//!         "      cli::errors_match_tshark",
+//!         "      cli::closes_match_tshark",
+//!     ]
+//! );
+//! assert_eq!(summary(&[]), "oracle checks: none skipped in this run");
+//! ```
+
+#![deny(missing_docs)]
 
 pub mod oracle;
 pub mod skips;

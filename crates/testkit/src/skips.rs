@@ -17,11 +17,12 @@ use std::time::{Duration, SystemTime};
 /// One skipped test: why, and which.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skip {
-    /// `needs tshark (apt-get install tshark)`.
+    /// What was missing, as the skip line says it: `needs tshark (apt-get install tshark)`.
     pub reason: String,
     /// The test target (binary) it is in, e.g. `cli`.
     pub target: String,
-    /// The test's name.
+    /// The test's name as the harness gives it: its path in the target, e.g. `errors_match_tshark`, or
+    /// `module::test` for a test in a module.
     pub test: String,
 }
 
