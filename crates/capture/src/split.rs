@@ -85,3 +85,81 @@ impl Chunk<'_> {
         .map(|p| self.base + p as u64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Resynchronisation on real captures: from any byte of the record area, the first boundary found is
+    //! the next record's start, and splits planned at any count read every record exactly once.
+    use super::*;
+
+    fn fixture(name: &str) -> Capture {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/");
+        Capture::open(format!("{path}{name}")).expect("fixture")
+    }
+
+    /// The offset of every record, in order, as one reader walking the whole capture sees them.
+    fn record_starts(cap: &Capture) -> Vec<u64> {
+        let mut reader = cap.reader_all();
+        let mut starts = Vec::new();
+        loop {
+            let at = reader.state().offset;
+            if reader.next_record().is_none() {
+                return starts;
+            }
+            starts.push(at);
+        }
+    }
+
+    #[test]
+    fn pcap_resync_from_any_byte_finds_the_next_record() {
+        for name in ["vlan.pcap", "ipv6.pcap", "compressed.pcap"] {
+            let cap = fixture(name);
+            let starts = record_starts(&cap);
+            assert!(starts.len() > 10, "{name}");
+            for from in starts[0]..cap.len() {
+                let next = starts.iter().copied().find(|&s| s >= from);
+                assert_eq!(cap.resync(from, cap.len()), next, "{name}: from byte {from}");
+            }
+        }
+    }
+
+    #[test]
+    fn pcapng_resync_from_any_byte_finds_a_block_at_or_before_the_next_packet() {
+        let cap = fixture("any-cooked.pcapng");
+        let starts = record_starts(&cap);
+        assert!(starts.len() > 10);
+        for from in starts[0]..cap.len() {
+            let next = starts.iter().copied().find(|&s| s >= from);
+            let found = cap.resync(from, cap.len());
+            match (found, next) {
+                // A block boundary: an interface or statistics block may come before the next packet.
+                (Some(f), Some(n)) => assert!(f >= from && f <= n, "from {from}: {f} past {n}"),
+                (found, None) => assert!(found.is_none_or(|f| f >= from), "from {from}"),
+                (None, Some(n)) => panic!("from {from}: no boundary, but a packet starts at {n}"),
+            }
+        }
+    }
+
+    #[test]
+    fn splits_at_any_count_read_every_record_once() {
+        for name in ["vlan.pcap", "any-cooked.pcapng", "compressed.pcap"] {
+            let cap = fixture(name);
+            let whole = record_starts(&cap);
+            for n in 1..=40 {
+                let splits = cap.plan_splits(n);
+                let mut read = Vec::new();
+                for split in &splits {
+                    let mut reader = cap.reader(split);
+                    loop {
+                        let at = reader.state().offset;
+                        if reader.next_record().is_none() {
+                            break;
+                        }
+                        read.push(at);
+                    }
+                }
+                assert_eq!(read, whole, "{name}: {n} splits");
+            }
+        }
+    }
+}

@@ -649,3 +649,179 @@ pub fn server_side_by_port(key: &FlowKey) -> Side {
         Side::Hi
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! How a segment relates to what its side sent before (`SegmentClass`), as Wireshark's TCP analysis
+    //! tells it: new data, a resend, a keep-alive probe, a segment that overtook another.
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    const CLIENT: Endpoint = Endpoint {
+        ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        port: 50000,
+    };
+    const SERVER: Endpoint = Endpoint {
+        ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        port: 3306,
+    };
+
+    /// A connection between CLIENT and SERVER, and the side each is on.
+    struct Conn {
+        tracker: ConnectionTracker,
+        client: Side,
+        frame: u64,
+    }
+
+    impl Conn {
+        fn new() -> Conn {
+            let (key, client) = FlowKey::of(CLIENT, SERVER);
+            Conn {
+                tracker: ConnectionTracker::new(
+                    key,
+                    FrameRef {
+                        frame: 1,
+                        ts: Timestamp(0),
+                    },
+                ),
+                client,
+                frame: 0,
+            }
+        }
+
+        /// A segment from the client (`to_server`) or the server at `ms` milliseconds.
+        fn send(
+            &mut self,
+            to_server: bool,
+            ms: i64,
+            flags: u8,
+            seq: u32,
+            ack: u32,
+            payload: &[u8],
+        ) -> SegmentClass {
+            let (side, src, dst) = if to_server {
+                (self.client, CLIENT, SERVER)
+            } else {
+                (self.client.other(), SERVER, CLIENT)
+            };
+            self.frame += 1;
+            let seg = TcpSegment {
+                src: src.ip,
+                src_port: src.port,
+                dst: dst.ip,
+                dst_port: dst.port,
+                seq,
+                ack,
+                window: 64240,
+                flags: TcpFlags(flags),
+                options: &[],
+                payload,
+                payload_len: payload.len() as u32,
+            };
+            let at = FrameRef {
+                frame: self.frame,
+                ts: Timestamp(ms * 1_000_000),
+            };
+            self.tracker.feed(side, &seg, 66, at).class
+        }
+
+        /// SYN, SYN-ACK, ACK at 0, 10 and 20 ms: an initial round trip of 20 ms. Client ISN 1000,
+        /// server ISN 5000.
+        fn handshake(&mut self) {
+            const SYN: u8 = TcpFlags::SYN;
+            const ACK: u8 = TcpFlags::ACK;
+            self.send(true, 0, SYN, 1000, 0, &[]);
+            self.send(false, 10, SYN | ACK, 5000, 1001, &[]);
+            self.send(true, 20, ACK, 1001, 5001, &[]);
+        }
+    }
+
+    const ACK: u8 = TcpFlags::ACK;
+    const PSH_ACK: u8 = TcpFlags::PSH | TcpFlags::ACK;
+
+    #[test]
+    fn data_in_order_and_pure_acks_are_new() {
+        let mut c = Conn::new();
+        c.handshake();
+        assert_eq!(c.send(true, 30, PSH_ACK, 1001, 5001, b"query"), SegmentClass::New);
+        assert_eq!(c.send(false, 31, ACK, 5001, 1006, &[]), SegmentClass::New);
+        assert_eq!(c.send(false, 32, PSH_ACK, 5001, 1006, b"rows"), SegmentClass::New);
+        let state = c.tracker.current();
+        assert_eq!(state.sides[c.client.index()].stats.retransmissions, 0);
+    }
+
+    #[test]
+    fn the_same_data_again_after_the_round_trip_is_a_retransmission() {
+        let mut c = Conn::new();
+        c.handshake();
+        c.send(true, 30, PSH_ACK, 1001, 5001, b"query");
+        // 200 ms later, well past the initial round trip: a timeout's resend.
+        assert_eq!(
+            c.send(true, 230, PSH_ACK, 1001, 5001, b"query"),
+            SegmentClass::Retransmission
+        );
+        let state = c.tracker.current();
+        assert_eq!(state.sides[c.client.index()].stats.retransmissions, 1);
+        assert!(state.retransmissions_between(229_000_000, 231_000_000));
+    }
+
+    #[test]
+    fn a_segment_behind_the_highest_within_the_round_trip_is_out_of_order() {
+        let mut c = Conn::new();
+        c.handshake();
+        // 1001..1006 was overtaken by 1006..1011, then arrives 1 ms later (under the 20 ms round trip).
+        assert_eq!(c.send(true, 30, PSH_ACK, 1006, 5001, b"later"), SegmentClass::New);
+        assert_eq!(
+            c.send(true, 31, PSH_ACK, 1001, 5001, b"first"),
+            SegmentClass::OutOfOrder
+        );
+        let state = c.tracker.current();
+        assert_eq!(state.sides[c.client.index()].stats.out_of_order, 1);
+        assert_eq!(state.sides[c.client.index()].stats.retransmissions, 0);
+    }
+
+    #[test]
+    fn a_resend_the_peer_asked_for_with_duplicate_acks_is_a_retransmission_however_soon() {
+        let mut c = Conn::new();
+        c.handshake();
+        c.send(false, 30, PSH_ACK, 5001, 1001, b"aaaa");
+        c.send(false, 30, PSH_ACK, 5005, 1001, b"bbbb");
+        // The client lost 5001..5005: it keeps acknowledging 5001 (the first ACK, then two duplicates).
+        c.send(true, 31, ACK, 1001, 5001, &[]);
+        c.send(true, 31, ACK, 1001, 5001, &[]);
+        c.send(true, 31, ACK, 1001, 5001, &[]);
+        // Resent 2 ms later, within the round trip: a fast retransmission, not reordering.
+        assert_eq!(
+            c.send(false, 32, PSH_ACK, 5001, 1001, b"aaaa"),
+            SegmentClass::Retransmission
+        );
+    }
+
+    #[test]
+    fn one_byte_before_the_next_sequence_number_is_a_keep_alive() {
+        let mut c = Conn::new();
+        c.handshake();
+        c.send(true, 30, PSH_ACK, 1001, 5001, b"query");
+        // Linux's keep-alive: one garbage byte (or none) at snd.nxt - 1, long after.
+        assert_eq!(
+            c.send(true, 7_230_000, ACK, 1005, 5001, b"\0"),
+            SegmentClass::KeepAlive
+        );
+        assert_eq!(
+            c.send(true, 7_260_000, ACK, 1005, 5001, &[]),
+            SegmentClass::New,
+            "an empty probe takes no sequence space: nothing to resend"
+        );
+    }
+
+    #[test]
+    fn a_reset_is_never_a_retransmission() {
+        let mut c = Conn::new();
+        c.handshake();
+        c.send(true, 30, PSH_ACK, 1001, 5001, b"query");
+        assert_eq!(
+            c.send(true, 500, TcpFlags::RST | ACK, 1001, 5001, &[]),
+            SegmentClass::New
+        );
+    }
+}
