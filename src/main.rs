@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{
-    self, Analysis, EngineOptions, Everything, MysqlStatistics, Run, Statistics,
+    self, Analysis, EngineOptions, Everything, MysqlStatistics, Rates, ResponseTimes, Run,
 };
 use pcapsleuth::capture::{
     refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId, Format, Input,
@@ -289,7 +289,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FirstReset { common, limit } => {
             let (cap, a) = analyze(&common, || ())?;
             let answer = analysis::first_reset(&a, limit);
-            output(common.json, &a, None, &answer, report::render_first_reset)?;
+            output(common.json, &a, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
@@ -303,7 +303,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             output(
                 common.json,
                 &a,
-                None,
                 &serde_json::json!({
                     "capture": a.capture,
                     "connects": analysis::connect_report(&a),
@@ -361,16 +360,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
         } => {
-            let (cap, a) = analyze_full(&common, &interval)?;
-            let r = a.output.rates.report();
-            output(
-                common.json,
-                &a,
-                Some(&a.output.mysql),
-                &r,
-                report::render_rate,
-            )?;
-            write_plots(plots.dir.as_deref(), &a)?;
+            let interval_ns = parse_interval(&interval)?;
+            // Every analysis only when the plots draw them all.
+            if let Some(dir) = plots.dir.as_deref() {
+                let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+                output(
+                    common.json,
+                    &a,
+                    &a.output.rates.report(),
+                    report::render_rate,
+                )?;
+                plot_report(dir, &analysis::full_report(&a))?;
+                return Ok(finish(&cap, &a));
+            }
+            let (cap, a) = analyze(&common, || Rates::new(interval_ns))?;
+            output(common.json, &a, &a.output.report(), report::render_rate)?;
             Ok(finish(&cap, &a))
         }
         Command::Rt {
@@ -379,12 +383,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
         } => {
-            let (cap, a) = analyze_full(&common, &interval)?;
-            let r = a.output.rt.report(&a.output.mysql);
-            output(common.json, &a, Some(&a.output.mysql), &r, |r| {
-                report::render_rt(r, per_interval)
+            let interval_ns = parse_interval(&interval)?;
+            let render = |r: &analysis::RtReport| report::render_rt(r, per_interval);
+            if let Some(dir) = plots.dir.as_deref() {
+                let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+                let r = a.output.rt.report(&a.output.mysql);
+                output(common.json, &a, &r, render)?;
+                plot_report(dir, &analysis::full_report(&a))?;
+                return Ok(finish(&cap, &a));
+            }
+            // The slow humps are explained by statements: MySQL statistics too.
+            let (cap, a) = analyze(&common, || {
+                (MysqlStatistics::default(), ResponseTimes::new(interval_ns))
             })?;
-            write_plots(plots.dir.as_deref(), &a)?;
+            let (mysql, rt) = &a.output;
+            output(common.json, &a, &rt.report(mysql), render)?;
             Ok(finish(&cap, &a))
         }
         Command::Report {
@@ -392,15 +405,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
         } => {
-            let (cap, a) = analyze_full(&common, &interval)?;
+            let interval_ns = parse_interval(&interval)?;
+            let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
             let r = analysis::full_report(&a);
-            output(
-                common.json,
-                &a,
-                Some(&a.output.mysql),
-                &r,
-                report::render_report,
-            )?;
+            output(common.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
@@ -455,17 +463,9 @@ fn print_mysql<O>(
     m: &analysis::MysqlAggregate,
     limit: usize,
 ) -> anyhow::Result<()> {
-    output(json, a, Some(m), &m.clone().report(), |r| {
+    output(json, a, &m.clone().report(), |r| {
         report::render_mysql(r, limit)
     })
-}
-
-/// Writes the plots of every analysis into `dir`, naming on stderr what was written and what was skipped.
-fn write_plots(dir: Option<&Path>, a: &Run<Statistics>) -> anyhow::Result<()> {
-    match dir {
-        Some(dir) => plot_report(dir, &analysis::full_report(a)),
-        None => Ok(()),
-    }
 }
 
 fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
@@ -484,11 +484,10 @@ fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
 fn output<O, T: serde::Serialize>(
     json: bool,
     a: &Run<O>,
-    mysql: Option<&analysis::MysqlAggregate>,
     value: &T,
     text: impl FnOnce(&T) -> String,
 ) -> anyhow::Result<()> {
-    let unknowns = analysis::unknowns(a, mysql);
+    let unknowns = analysis::unknowns(a);
     emit(if json {
         let mut v = serde_json::to_value(value)?;
         if let Some(o) = v.as_object_mut() {
@@ -533,8 +532,8 @@ fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
     }
 }
 
-/// Every analysis, with rate series and per-interval tables at `--interval`.
-fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(CaptureSet, Run<Statistics>)> {
+/// `--interval`: a duration of at least 1 ms, in nanoseconds.
+fn parse_interval(interval: &str) -> anyhow::Result<i64> {
     let ns = parse_duration_ns(interval).map_err(|_| {
         InputError(format!(
             "--interval expects a duration like 1s or 100ms, got `{interval}`"
@@ -545,7 +544,7 @@ fn analyze_full(common: &Common, interval: &str) -> anyhow::Result<(CaptureSet, 
             "--interval must be at least 1ms, got `{interval}`"
         )));
     }
-    analyze(common, || Everything::new(ns as i64))
+    Ok(i64::try_from(ns).unwrap_or(i64::MAX))
 }
 
 /// Reads the capture `common` names and runs the analysis `analyses` makes on it.

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::engine::Run;
-use crate::mysql::MysqlAggregate;
+use crate::mysql::RequestCounts;
 use crate::units::count;
 
 /// Encrypted connections listed by endpoint (the counts cover all of them).
@@ -62,18 +62,22 @@ pub struct EncryptedConnection {
     pub bytes: u64,
 }
 
-/// What `a` could not know; `mysql` is the run's MySQL statistics, when it computed them (they count
-/// the responses that could not be read and the statements cut).
-pub fn unknowns<O>(a: &Run<O>, mysql: Option<&MysqlAggregate>) -> Unknowns {
+/// What `a` could not know, from its capture facts and its connections' MySQL sessions, whatever
+/// analysis it ran (first-reset's answer is qualified as `report`'s is).
+pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
     let c = &a.capture.counts;
     let snap_length = (c.truncated > 0).then_some(SnapCut {
         packets_cut: c.truncated,
         packets: c.packets,
         snaplen: c.truncated_at,
     });
-    let requests = mysql.map(MysqlAggregate::requests).unwrap_or_default();
+    let mut requests = RequestCounts::default();
+    let mut statements_cut = 0;
+    for m in a.mysql_sessions.iter().flatten() {
+        requests.merge(&m.requests);
+        statements_cut += m.statements_cut;
+    }
     let unreadable_responses = requests.unreadable;
-    let statements_cut = mysql.map_or(0, MysqlAggregate::statements_cut);
     let mut encrypted = EncryptedSessions {
         sessions: 0,
         bytes: 0,

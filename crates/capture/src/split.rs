@@ -118,7 +118,11 @@ mod tests {
             assert!(starts.len() > 10, "{name}");
             for from in starts[0]..cap.len() {
                 let next = starts.iter().copied().find(|&s| s >= from);
-                assert_eq!(cap.resync(from, cap.len()), next, "{name}: from byte {from}");
+                assert_eq!(
+                    cap.resync(from, cap.len()),
+                    next,
+                    "{name}: from byte {from}"
+                );
             }
         }
     }

@@ -743,9 +743,15 @@ mod tests {
     fn data_in_order_and_pure_acks_are_new() {
         let mut c = Conn::new();
         c.handshake();
-        assert_eq!(c.send(true, 30, PSH_ACK, 1001, 5001, b"query"), SegmentClass::New);
+        assert_eq!(
+            c.send(true, 30, PSH_ACK, 1001, 5001, b"query"),
+            SegmentClass::New
+        );
         assert_eq!(c.send(false, 31, ACK, 5001, 1006, &[]), SegmentClass::New);
-        assert_eq!(c.send(false, 32, PSH_ACK, 5001, 1006, b"rows"), SegmentClass::New);
+        assert_eq!(
+            c.send(false, 32, PSH_ACK, 5001, 1006, b"rows"),
+            SegmentClass::New
+        );
         let state = c.tracker.current();
         assert_eq!(state.sides[c.client.index()].stats.retransmissions, 0);
     }
@@ -770,7 +776,10 @@ mod tests {
         let mut c = Conn::new();
         c.handshake();
         // 1001..1006 was overtaken by 1006..1011, then arrives 1 ms later (under the 20 ms round trip).
-        assert_eq!(c.send(true, 30, PSH_ACK, 1006, 5001, b"later"), SegmentClass::New);
+        assert_eq!(
+            c.send(true, 30, PSH_ACK, 1006, 5001, b"later"),
+            SegmentClass::New
+        );
         assert_eq!(
             c.send(true, 31, PSH_ACK, 1001, 5001, b"first"),
             SegmentClass::OutOfOrder

@@ -160,6 +160,13 @@ pub struct MysqlSessionFacts {
     /// Requests still waiting for their response when the capture ended.
     #[serde(skip)]
     pub unanswered: Vec<UnansweredRequest>,
+    /// The session's requests that expect a response (logins aside), by fate: what `unknowns` says of
+    /// every run, whatever analysis it ran.
+    #[serde(skip)]
+    pub requests: RequestCounts,
+    /// The session's requests whose statement text the capture holds only in part.
+    #[serde(skip)]
+    pub statements_cut: u64,
     /// Closes that cut a request off (at most one per request).
     #[serde(skip)]
     pub incidents: Vec<Incident>,
@@ -191,6 +198,9 @@ pub(crate) struct MysqlTrack {
     closed: [[bool; 2]; 2],
     transactions: u64,
     errors: u64,
+    /// Requests expecting a response, by fate, and those with their statement cut.
+    requests: RequestCounts,
+    statements_cut: u64,
     /// Times of this connection's recent retransmissions, to tell which exchanges saw one.
     retransmissions: VecDeque<i64>,
     /// The distributions of the replication stream the connection carries, if it does.
@@ -227,6 +237,8 @@ impl MysqlTrack {
             closed: [[false; 2]; 2],
             transactions: 0,
             errors: 0,
+            requests: RequestCounts::default(),
+            statements_cut: 0,
             retransmissions: VecDeque::new(),
             replication: None,
             last_ts_ns: 0,
@@ -408,7 +420,17 @@ impl MysqlTrack {
             self.transactions += 1;
             self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
             let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
-            if view.fate() == Fate::Unanswered {
+            let fate = view.fate();
+            // Logins are not requests; commands the server never answers expect nothing.
+            if fate != Fate::NoResponse && t.command != Command::Connect {
+                self.requests.count(fate);
+                self.statements_cut += u64::from(
+                    t.statement
+                        .as_deref()
+                        .is_some_and(|s| cut_text(s).is_some()),
+                );
+            }
+            if fate == Fate::Unanswered {
                 // Rare (the end of the capture only), and wanted by `first-reset` too.
                 self.unanswered
                     .push(UnansweredRequest::new(t, view.client, view.server));
@@ -537,6 +559,8 @@ impl MysqlTrack {
             transactions: self.transactions,
             errors: self.errors,
             unanswered: std::mem::take(&mut self.unanswered),
+            requests: self.requests,
+            statements_cut: self.statements_cut,
             incidents,
             replication: replication.map(Box::new),
             closes: self
@@ -792,4 +816,76 @@ impl<'a> TransactionView<'a> {
             _ => None,
         }
     }
+}
+
+/// Requests that expect a response, by what became of them ([`Fate`]): of a whole report or of one
+/// statement group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RequestCounts {
+    /// Answered: these, and only these, have response times.
+    pub answered: u64,
+    /// Cut off by a close (FIN or RST) before their response was complete.
+    pub cut_off: u64,
+    /// Still waiting when the capture ended.
+    pub unanswered: u64,
+    /// Their response could not be read to its end (bytes the capture does not hold: the snap length cut
+    /// the packets, or they were lost).
+    pub unreadable: u64,
+}
+
+impl RequestCounts {
+    pub(crate) fn count(&mut self, fate: Fate) {
+        match fate {
+            Fate::Answered => self.answered += 1,
+            Fate::CutOff => self.cut_off += 1,
+            Fate::Unanswered => self.unanswered += 1,
+            Fate::Unreadable => self.unreadable += 1,
+            Fate::NoResponse => {}
+        }
+    }
+
+    pub(crate) fn merge(&mut self, o: &RequestCounts) {
+        self.answered += o.answered;
+        self.cut_off += o.cut_off;
+        self.unanswered += o.unanswered;
+        self.unreadable += o.unreadable;
+    }
+
+    /// Every request that expects a response.
+    pub fn total(&self) -> u64 {
+        self.answered + self.cut_off + self.unanswered + self.unreadable
+    }
+
+    /// "1,506 answered, 2 cut off by a close, 1 still unanswered when the capture ended": the fates with
+    /// requests, in this order.
+    pub fn describe(&self) -> String {
+        let parts = [
+            (self.answered, "answered"),
+            (self.cut_off, "cut off by a close"),
+            (self.unanswered, "still unanswered when the capture ended"),
+            (
+                self.unreadable,
+                "whose response could not be read to its end",
+            ),
+        ];
+        let said: Vec<String> = parts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{} {what}", crate::units::count(*n)))
+            .collect();
+        if said.is_empty() {
+            "none".into()
+        } else {
+            said.join(", ")
+        }
+    }
+}
+
+/// The statement text before the decoder's mark of bytes missing inside it (` /* gap: N bytes */`, at its
+/// end), or `None` when the text is whole.
+pub(crate) fn cut_text(sql: &str) -> Option<&str> {
+    let head = sql.strip_suffix(" bytes */")?;
+    let at = head.rfind(" /* gap: ")?;
+    let n = head.get(at + " /* gap: ".len()..)?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| &sql[..at])
 }

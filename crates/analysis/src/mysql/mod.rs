@@ -8,11 +8,11 @@ mod statistics;
 pub(crate) use connection::MysqlTrack;
 pub use connection::{
     response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDetection,
-    MysqlSessionFacts, TransactionView, UnansweredRequest,
+    MysqlSessionFacts, RequestCounts, TransactionView, UnansweredRequest,
 };
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
     ConnectSummary, ErrorDetail, MysqlAggregate, MysqlFilter, MysqlReport, MysqlStatistics,
-    RequestCounts, SecondCounts, StatementGroup, CUT_MARK,
+    SecondCounts, StatementGroup, CUT_MARK,
 };

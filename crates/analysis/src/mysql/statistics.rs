@@ -8,7 +8,9 @@ use pcapsleuth_flow::{Endpoint, FlowBuildHasher, FrameRef};
 use pcapsleuth_mysql::{Command, Fingerprinter, Outcome, SqlState, Transaction};
 use serde::Serialize;
 
-use super::connection::{response_time_ns, Fate, Incident, UnansweredRequest};
+use super::connection::{
+    cut_text, response_time_ns, Fate, Incident, RequestCounts, UnansweredRequest,
+};
 use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Histogram, RtSummary};
@@ -73,15 +75,6 @@ struct Fingerprints {
 /// complete statements it may be the start of.
 pub const CUT_MARK: &str = "…";
 
-/// The statement text before the decoder's mark of bytes missing inside it (` /* gap: N bytes */`, at its
-/// end), or `None` when the text is whole.
-fn cut_text(sql: &str) -> Option<&str> {
-    let head = sql.strip_suffix(" bytes */")?;
-    let at = head.rfind(" /* gap: ")?;
-    let n = head.get(at + " /* gap: ".len()..)?;
-    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| &sql[..at])
-}
-
 /// Up to this many distinct messages are kept per error code (those seen first).
 const MESSAGE_SAMPLES: usize = 3;
 
@@ -116,69 +109,6 @@ struct StatementAgg {
     sample: (u64, String),
     /// The group's statements are held only in part by the capture.
     text_cut: bool,
-}
-
-/// Requests that expect a response, by what became of them ([`Fate`]): of a whole report or of one
-/// statement group.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct RequestCounts {
-    /// Answered: these, and only these, have response times.
-    pub answered: u64,
-    /// Cut off by a close (FIN or RST) before their response was complete.
-    pub cut_off: u64,
-    /// Still waiting when the capture ended.
-    pub unanswered: u64,
-    /// Their response could not be read to its end (bytes the capture does not hold: the snap length cut
-    /// the packets, or they were lost).
-    pub unreadable: u64,
-}
-
-impl RequestCounts {
-    fn count(&mut self, fate: Fate) {
-        match fate {
-            Fate::Answered => self.answered += 1,
-            Fate::CutOff => self.cut_off += 1,
-            Fate::Unanswered => self.unanswered += 1,
-            Fate::Unreadable => self.unreadable += 1,
-            Fate::NoResponse => {}
-        }
-    }
-
-    fn merge(&mut self, o: &RequestCounts) {
-        self.answered += o.answered;
-        self.cut_off += o.cut_off;
-        self.unanswered += o.unanswered;
-        self.unreadable += o.unreadable;
-    }
-
-    /// Every request that expects a response.
-    pub fn total(&self) -> u64 {
-        self.answered + self.cut_off + self.unanswered + self.unreadable
-    }
-
-    /// "1,506 answered, 2 cut off by a close, 1 still unanswered when the capture ended": the fates with
-    /// requests, in this order.
-    pub fn describe(&self) -> String {
-        let parts = [
-            (self.answered, "answered"),
-            (self.cut_off, "cut off by a close"),
-            (self.unanswered, "still unanswered when the capture ended"),
-            (
-                self.unreadable,
-                "whose response could not be read to its end",
-            ),
-        ];
-        let said: Vec<String> = parts
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, what)| format!("{} {what}", crate::units::count(*n)))
-            .collect();
-        if said.is_empty() {
-            "none".into()
-        } else {
-            said.join(", ")
-        }
-    }
 }
 
 /// The MySQL statistics of a run (`pcapsleuth mysql`): requests by command and fate, errors by code
