@@ -1,11 +1,15 @@
 //! The `pcapsleuth` command: a thin shell over the library.
 
+mod args;
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use std::time::Duration;
+
 use anyhow::{bail, Context};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{
     self, Analysis, EngineOptions, Everything, MysqlStatistics, Rates, ResponseTimes, Run,
 };
@@ -36,15 +40,9 @@ struct Common {
     /// `tcpdump -C` or `-G`) gives the results of the files concatenated.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Worker threads (default: all cores).
-    #[arg(
-        short = 'j',
-        long,
-        value_name = "N",
-        default_value_t = 0,
-        hide_default_value = true
-    )]
-    threads: usize,
+    /// Worker threads, 1 to 4 x the cores (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = args::threads)]
+    threads: Option<usize>,
     /// Print JSON for scripts instead of text.
     #[arg(long)]
     json: bool,
@@ -110,9 +108,9 @@ enum Command {
         /// Only requests answered with an error.
         #[arg(long)]
         errors_only: bool,
-        /// Only requests whose response took at least this long (e.g. 10ms, 1.5s, 250us).
-        #[arg(long, value_name = "DURATION")]
-        slower_than: Option<String>,
+        /// Only requests whose response took at least this long (with its unit: 10ms, 1.5s, 250us).
+        #[arg(long, value_name = "DURATION", value_parser = args::duration)]
+        slower_than: Option<Duration>,
         /// How many statement groups to print.
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -124,9 +122,9 @@ enum Command {
     Rate {
         #[command(flatten)]
         common: Common,
-        /// Interval of the printed series (e.g. 1s, 100ms).
-        #[arg(long, default_value = "1s")]
-        interval: String,
+        /// Interval of the printed series, at least 1ms (e.g. 1s, 100ms).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+        interval: Duration,
         #[command(flatten)]
         plots: PlotsArg,
     },
@@ -138,9 +136,9 @@ enum Command {
         /// Also print a table per interval and server port: count, mean, p95, p99, errors.
         #[arg(long)]
         per_interval: bool,
-        /// Interval of the per-interval table (e.g. 1s, 100ms).
-        #[arg(long, default_value = "1s")]
-        interval: String,
+        /// Interval of the per-interval table, at least 1ms (e.g. 1s, 100ms).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+        interval: Duration,
         #[command(flatten)]
         plots: PlotsArg,
     },
@@ -148,9 +146,9 @@ enum Command {
     Report {
         #[command(flatten)]
         common: Common,
-        /// Interval of rate series and per-interval response times.
-        #[arg(long, default_value = "1s")]
-        interval: String,
+        /// Interval of rate series and per-interval response times, at least 1ms (e.g. 1s, 100ms).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+        interval: Duration,
         #[command(flatten)]
         plots: PlotsArg,
     },
@@ -193,19 +191,36 @@ enum Command {
     /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`): a single uncompressed
     /// file is copied in parallel; several files, compressed files and standard input are read as one
     /// capture, as the analyses read them, and cut as they stream.
+    #[command(group(ArgGroup::new("size").required(true).args(["packets", "megabytes"])))]
     Split {
         /// Capture files, as for the analyses (several files, a directory, a glob, compressed, `-`).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Packets per piece.
-        #[arg(long, value_name = "N", group = "size", required = true)]
+        #[arg(long, value_name = "N", group = "size")]
         packets: Option<u64>,
         /// Megabytes (10^6 bytes) per piece.
-        #[arg(long, value_name = "N", group = "size", required = true)]
+        #[arg(long, value_name = "N", group = "size")]
         megabytes: Option<u64>,
         /// Directory for the pieces (created if missing).
         #[arg(short, long, value_name = "DIR")]
         output: PathBuf,
+    },
+    /// Prints the shell completion script for SHELL, e.g.
+    /// `pcapsleuth completions bash > ~/.local/share/bash-completion/completions/pcapsleuth`,
+    /// `pcapsleuth completions zsh > ~/.zfunc/_pcapsleuth`,
+    /// `pcapsleuth completions fish > ~/.config/fish/completions/pcapsleuth.fish`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Prints the manual page (roff), e.g. `pcapsleuth man | man -l -`; with --dir, writes one page per
+    /// command (pcapsleuth.1, pcapsleuth-first-reset.1, ...) into DIR, for `MANPATH` or /usr/local/share/man/man1.
+    Man {
+        /// Write every page into this directory (created if missing) instead of printing the main one.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -328,10 +343,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ),
                 None => None,
             };
-            let slower_than_ns = match slower_than {
-                Some(d) => Some(parse_duration_ns(&d)?),
-                None => None,
-            };
+            let slower_than_ns = slower_than.map(|d| args::nanos(d).unsigned_abs());
             let filter = analysis::MysqlFilter {
                 port,
                 server,
@@ -360,7 +372,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
         } => {
-            let interval_ns = parse_interval(&interval)?;
+            let interval_ns = args::nanos(interval);
             // Every analysis only when the plots draw them all.
             if let Some(dir) = plots.dir.as_deref() {
                 let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
@@ -383,7 +395,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
         } => {
-            let interval_ns = parse_interval(&interval)?;
+            let interval_ns = args::nanos(interval);
             let render = |r: &analysis::RtReport| report::render_rt(r, per_interval);
             if let Some(dir) = plots.dir.as_deref() {
                 let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
@@ -405,7 +417,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
         } => {
-            let interval_ns = parse_interval(&interval)?;
+            let interval_ns = args::nanos(interval);
             let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
             let r = analysis::full_report(&a);
             output(common.json, &a, &r, report::render_report)?;
@@ -446,6 +458,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ));
             }
             extract(&files, selection, at, &output)
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "pcapsleuth", &mut script);
+            emit(String::from_utf8_lossy(&script).into_owned())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir: None } => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .context("rendering the manual page")?;
+            emit(String::from_utf8_lossy(&page).into_owned())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir: Some(dir) } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), &dir)
+                .with_context(|| format!("writing manual pages into {}", dir.display()))?;
+            sayln!("manual pages written into {}", dir.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Split {
             files,
@@ -509,44 +542,6 @@ fn emit(text: String) -> anyhow::Result<()> {
     }
 }
 
-/// `10ms`, `1.5s`, `250us`, `2m` (a bare number is milliseconds).
-fn parse_duration_ns(s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "" | "ms" => 1e6,
-        "s" => 1e9,
-        "m" | "min" => 60e9,
-        _ => f64::NAN,
-    };
-    match num.parse::<f64>() {
-        Ok(v) if scale.is_finite() && v >= 0.0 => Ok((v * scale) as u64),
-        _ => bail!(InputError(format!(
-            "--slower-than expects a duration like 10ms, 1.5s or 250us, got `{s}`"
-        ))),
-    }
-}
-
-/// `--interval`: a duration of at least 1 ms, in nanoseconds.
-fn parse_interval(interval: &str) -> anyhow::Result<i64> {
-    let ns = parse_duration_ns(interval).map_err(|_| {
-        InputError(format!(
-            "--interval expects a duration like 1s or 100ms, got `{interval}`"
-        ))
-    })?;
-    if ns < 1_000_000 {
-        bail!(InputError(format!(
-            "--interval must be at least 1ms, got `{interval}`"
-        )));
-    }
-    Ok(i64::try_from(ns).unwrap_or(i64::MAX))
-}
-
 /// Reads the capture `common` names and runs the analysis `analyses` makes on it.
 fn analyze<A: Analysis>(
     common: &Common,
@@ -554,7 +549,7 @@ fn analyze<A: Analysis>(
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let mut set = CaptureSet::open(&common.files)?;
     let opts = EngineOptions {
-        threads: common.threads,
+        threads: common.threads.unwrap_or(0),
         splits: common.splits,
         mysql: match (common.no_mysql, common.mysql_port) {
             (true, _) => analysis::MysqlDetection::Off,

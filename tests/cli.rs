@@ -300,3 +300,119 @@ fn extract_by_endpoint_takes_every_connection_of_that_endpoint() {
         tshark.count(&src, "tcp.port==3306")
     );
 }
+
+#[test]
+fn durations_without_a_unit_and_thread_counts_out_of_range_are_refused_before_reading() {
+    let src = common::fixture("err1146-storm.pcap");
+    let src = src.to_str().unwrap();
+    let most = 4 * std::thread::available_parallelism().map_or(1, usize::from);
+    let too_many = (most + 1).to_string();
+    for (args, says) in [
+        (
+            vec!["rate", "--interval", "1", src],
+            "`1` has no unit: write 1ms or 1s",
+        ),
+        (vec!["report", "--interval", "500us", src], "at least 1ms"),
+        (
+            vec!["mysql", "--slower-than", "10", src],
+            "`10` has no unit",
+        ),
+        (
+            vec!["rt", "--interval", "fast", src],
+            "a number with a unit",
+        ),
+        (vec!["first-reset", "-j", "0", src], "from 1 to"),
+        (
+            vec!["first-reset", "--threads", &too_many, src],
+            "from 1 to",
+        ),
+    ] {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err} does not say {says}");
+        assert!(o.stdout.is_empty(), "{args:?} printed a result");
+    }
+    // The same duration in two units selects the same requests.
+    let ms = run(&["mysql", "--json", "--slower-than", "2ms", src]);
+    let s = run(&["mysql", "--json", "--slower-than", "0.002s", src]);
+    assert_eq!(ms.status.code(), Some(0), "{}", stderr(&ms));
+    assert_eq!(ms.stdout, s.stdout);
+    let all = run(&["mysql", "--json", src]);
+    assert_ne!(
+        ms.stdout, all.stdout,
+        "--slower-than 2ms selected everything"
+    );
+    let one = run(&["first-reset", "--json", "-j", "1", src]);
+    let most = run(&["first-reset", "--json", "-j", &most.to_string(), src]);
+    assert_eq!(one.stdout, most.stdout);
+}
+
+#[test]
+fn split_shows_its_two_sizes_as_alternatives_and_needs_one() {
+    let help = run(&["split", "--help"]);
+    let usage = String::from_utf8_lossy(&help.stdout);
+    assert!(usage.contains("<--packets <N>|--megabytes <N>>"), "{usage}");
+    let src = common::fixture("err1146-storm.pcap");
+    let o = run(&["split", src.to_str().unwrap(), "-o", "/tmp/never-written"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--packets"), "{}", stderr(&o));
+    assert!(!std::path::Path::new("/tmp/never-written").exists());
+}
+
+#[test]
+fn completions_for_every_shell_know_every_command_and_bash_parses_its_script() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let o = run(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
+        let script = String::from_utf8_lossy(&o.stdout);
+        for word in [
+            "first-reset",
+            "extract",
+            "split",
+            "slower-than",
+            "mysql-port",
+        ] {
+            assert!(script.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let path = scratch("pcapsleuth.bash");
+    std::fs::write(&path, run(&["completions", "bash"]).stdout).unwrap();
+    let check = Command::new("bash").arg("-n").arg(&path).output().unwrap();
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
+fn the_manual_pages_hold_every_command_and_option() {
+    let o = run(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.starts_with(".ie"),
+        "not roff: {}",
+        &page[..80.min(page.len())]
+    );
+    assert!(page.contains(".TH pcapsleuth 1"), "{page}");
+    for command in [
+        "first\\-reset",
+        "flows",
+        "mysql",
+        "rate",
+        "rt",
+        "report",
+        "extract",
+        "split",
+    ] {
+        assert!(page.contains(command), "the main page lacks {command}");
+    }
+    let dir = scratch("man");
+    let o = run(&["man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let first_reset = std::fs::read_to_string(dir.join("pcapsleuth-first-reset.1")).unwrap();
+    assert!(
+        first_reset.contains("How many closes to list"),
+        "{first_reset}"
+    );
+    assert!(dir.join("pcapsleuth-mysql.1").exists());
+}
