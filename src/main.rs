@@ -231,15 +231,8 @@ enum SortArg {
     Duration,
 }
 
-/// Writes to stderr, ignoring a closed stderr (`2>&1 | head -1`): warnings and progress are not worth
-/// dying for, and `eprint!` would panic.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        let _ = write!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-/// [`say!`] with a newline.
+/// Writes a line to stderr, ignoring a closed stderr (`2>&1 | head -1`): warnings are not worth dying
+/// for, and `eprintln!` would panic.
 macro_rules! sayln {
     ($($arg:tt)*) => {{
         let _ = writeln!(std::io::stderr(), $($arg)*);
@@ -619,45 +612,42 @@ fn report_set(set: &CaptureSet) {
     }
 }
 
-/// A progress line on stderr, for inputs over 256 MB when stderr is a terminal. Cheap to call per record:
-/// it writes only when the percentage changes.
-struct Progress {
-    label: String,
-    shown: bool,
-    percent: std::sync::atomic::AtomicU64,
-}
+/// A progress line on stderr (indicatif): what is read, how far, how fast, and how long is left, on one
+/// line cut to the terminal's width; nothing when stderr is not a terminal or the input is under 64 MB
+/// (it would flash). Cheap to call per record: indicatif draws at most ten times a second.
+struct Progress(indicatif::ProgressBar);
 
 impl Progress {
     fn new(verb: &str, file: &Path, len: u64) -> Self {
-        Progress {
-            label: format!("{verb} {}", file.display()),
-            shown: std::io::stderr().is_terminal() && len > 256 << 20,
-            percent: std::sync::atomic::AtomicU64::new(u64::MAX),
+        if len < 64 << 20 || !std::io::stderr().is_terminal() {
+            return Progress(indicatif::ProgressBar::hidden());
         }
+        let style = indicatif::ProgressStyle::with_template(
+            "{wide_msg} {percent:>3}% [{bar:20}] {bytes}/{total_bytes} at {bytes_per_sec}, {eta} left",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        let name = file.file_name().map_or(file.as_os_str(), |n| n);
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(len),
+            indicatif::ProgressDrawTarget::stderr_with_hz(10),
+        )
+        .with_style(style)
+        .with_message(format!("{verb} {}", name.to_string_lossy()));
+        // Ticks between the engine's reports keep the rate and the time left moving.
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Progress(bar)
     }
 
     fn show(&self, done: u64, total: u64) {
-        let percent = done.saturating_mul(100) / total.max(1);
-        if self.shown
-            && self
-                .percent
-                .swap(percent, std::sync::atomic::Ordering::Relaxed)
-                != percent
-        {
-            say!(
-                "\r{}: {:>3}% ({:.1} of {:.1} GB)",
-                self.label,
-                percent,
-                done as f64 / 1e9,
-                total as f64 / 1e9
-            );
+        if self.0.length() != Some(total) {
+            self.0.set_length(total);
         }
+        self.0.set_position(done);
     }
 
     fn clear(&self) {
-        if self.shown {
-            say!("\r\x1b[K");
-        }
+        self.0.finish_and_clear();
     }
 }
 

@@ -416,3 +416,77 @@ fn the_manual_pages_hold_every_command_and_option() {
     );
     assert!(dir.join("pcapsleuth-mysql.1").exists());
 }
+
+/// A real capture made long enough for a progress line: stream-stall.pcap's records 20 times over,
+/// each copy a minute after the previous one.
+fn long_capture() -> PathBuf {
+    let bytes = std::fs::read(common::fixture("stream-stall.pcap")).unwrap();
+    let (header, mut rest) = bytes.split_at(24);
+    let mut records = Vec::new();
+    while rest.len() >= 16 {
+        let len = u32::from_le_bytes(rest[8..12].try_into().unwrap()) as usize;
+        records.push(&rest[..16 + len]);
+        rest = &rest[16 + len..];
+    }
+    let mut out = header.to_vec();
+    for copy in 0..20u32 {
+        for r in &records {
+            let secs = u32::from_le_bytes(r[..4].try_into().unwrap()) + copy * 60;
+            out.extend_from_slice(&secs.to_le_bytes());
+            out.extend_from_slice(&r[4..]);
+        }
+    }
+    assert!(out.len() > 80 << 20, "{} bytes", out.len());
+    let path = scratch("long.pcap");
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn progress_is_one_line_within_a_narrow_terminal_and_silent_without_one() {
+    let long = long_capture();
+    let long = long.to_str().unwrap();
+    // A 70-column terminal (util-linux's `script` gives the command one).
+    let shown = scratch("typescript");
+    let o = Command::new("script")
+        .args(["-qfec"])
+        .arg(format!(
+            "stty rows 24 cols 70; {} first-reset -j 1 {long} > /dev/null",
+            common::bin()
+        ))
+        .arg(&shown)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let typescript = String::from_utf8_lossy(&std::fs::read(&shown).unwrap()).into_owned();
+    let updates: Vec<String> = typescript
+        .split(['\r', '\n'])
+        .map(|l| {
+            // Terminal escapes (cursor moves, clearing) take no columns.
+            let mut visible = String::new();
+            let mut chars = l.chars();
+            while let Some(c) = chars.next() {
+                if c == '\x1b' {
+                    for e in chars.by_ref() {
+                        if e.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                } else {
+                    visible.push(c);
+                }
+            }
+            visible
+        })
+        .filter(|l| l.contains("% ["))
+        .collect();
+    assert!(!updates.is_empty(), "no progress line: {typescript}");
+    for u in &updates {
+        assert!(u.chars().count() <= 70, "wider than the terminal: {u:?}");
+        assert!(u.contains("MiB") && u.contains("left"), "{u:?}");
+    }
+    // Without a terminal: nothing on stderr at all.
+    let o = run(&["first-reset", "-j", "1", long]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o), "");
+}
