@@ -4,7 +4,7 @@
 mod common;
 
 use pcapsleuth::analysis::{
-    analyze, first_reset, CloseView, ConnectionView, EndView, EngineOptions, Everything,
+    analyze, first_reset, CloseView, ConnectionView, EndView, EngineOptions, Everything, Exchanges,
     MysqlStatistics, Run, SegmentView, Statistics, TransactionView,
 };
 use pcapsleuth::capture::Capture;
@@ -70,6 +70,34 @@ fn mysql_statistics_alone_give_the_full_runs_mysql_report() {
                 to_json(&first_reset(&full, usize::MAX)),
                 to_json(&first_reset(&lean, usize::MAX)),
                 "{path:?}: closes differ at the Mysql level with {splits} splits"
+            );
+        }
+    }
+}
+
+/// The records `compare` lines up (every request with its sequence number, payload hash, response
+/// frames and whether the response was resent) do not depend on the splits either.
+#[test]
+fn exchanges_are_the_same_with_1_2_7_and_64_splits() {
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let with = |splits| {
+            analyze(
+                &cap,
+                &EngineOptions {
+                    threads: 2,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                Exchanges::default,
+            )
+            .output
+        };
+        let one = with(1);
+        for splits in [2, 7, 64] {
+            assert!(
+                one == with(splits),
+                "{path:?}: exchanges differ with {splits} splits"
             );
         }
     }

@@ -68,7 +68,7 @@ use crate::thresholds::{
     COMPARE_LATE_FACTOR, COMPARE_LATE_MIN_NS, COMPARE_PATH_SHARE, COMPARE_PAYLOAD_LOOKAHEAD,
 };
 use crate::timeline::plausible_response_time;
-use crate::units::duration_us;
+use crate::units::{duration_us, percent};
 
 /// A packet of one capture: its frame number (Wireshark's) and its time on that capture's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -320,6 +320,18 @@ pub enum NotableKind {
     /// The client sent a request that the server capture does not have, though it followed the
     /// connection and was running.
     RequestNeverSeen,
+}
+
+impl NotableKind {
+    /// Its name, as JSON and the text give it (`response_retransmitted`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            NotableKind::ResponseRetransmitted => "response_retransmitted",
+            NotableKind::ResponseLate => "response_late",
+            NotableKind::ResponseNeverSeen => "response_never_seen",
+            NotableKind::RequestNeverSeen => "request_never_seen",
+        }
+    }
 }
 
 /// How one capture point saw a notable transaction: its endpoints there and its frames.
@@ -1502,16 +1514,6 @@ fn verdict(cmp: &Comparison) -> String {
                 wrongly): the request and response paths are unreliable.";
     }
     out
-}
-
-/// A share as a percentage: whole percents, one decimal below 10% so that a small share is not "0%".
-fn percent(share: f64) -> String {
-    let pct = share * 100.0;
-    if pct < 10.0 {
-        format!("{pct:.1}%")
-    } else {
-        format!("{pct:.0}%")
-    }
 }
 
 fn plural(n: u64) -> &'static str {

@@ -21,7 +21,8 @@
 //!     and how), [`connect_report`] (connects that could not get in), [`unknowns`] (what the capture
 //!     could not show); and [`full_report`] (everything, as ranked findings).
 //! * **Two capture points** ([`compare`]): the same workload captured at the client and at the server,
-//!   lined up transaction by transaction: where each one's time went (the server or the path).
+//!   lined up transaction by transaction: where each one's time went (the server or the path). The
+//!   [`Exchanges`] analysis gives each capture's requests as the records [`compare`] lines up.
 //!
 //! Detector thresholds live in one place, with the reason for each value: the `thresholds` module.
 //!
@@ -56,6 +57,7 @@ mod connects;
 mod engine;
 pub mod events;
 mod everything;
+mod exchanges;
 mod facts;
 mod finding;
 mod findings;
@@ -85,6 +87,7 @@ pub use events::{
     Analysis, CloseView, ConnectionView, EndView, EndedBy, RolesFrom, SegmentView, TransactionView,
 };
 pub use everything::{Everything, Statistics};
+pub use exchanges::{request_hash, ExchangeTrack, Exchanges};
 pub use facts::{CaptureFacts, FileFacts, PacketCounts};
 pub use finding::{Finding, FindingKind};
 pub use findings::{full_report, FullReport};

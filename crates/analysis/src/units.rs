@@ -50,6 +50,16 @@ pub fn duration_us(us: f64) -> String {
     duration(us, DurationStyle::Report)
 }
 
+/// A share (0..1) as a percentage: whole percents, one decimal below 10% so that a small share is not "0%".
+pub fn percent(share: f64) -> String {
+    let pct = share * 100.0;
+    if pct < 10.0 {
+        format!("{pct:.1}%")
+    } else {
+        format!("{pct:.0}%")
+    }
+}
+
 /// `v` rounded to `digits` significant digits.
 pub fn round_significant(v: f64, digits: i32) -> f64 {
     if v == 0.0 || !v.is_finite() {

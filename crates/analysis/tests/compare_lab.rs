@@ -1,16 +1,21 @@
 //! `compare` on the lab's two-point captures (fixtures/README.md says what is true in them), with the
-//! exchanges read by tshark: the verdict, the transactions named, the clock offset and the proxy's pairing
-//! agree with what was checked by hand.
+//! exchanges the engine gives ([`Exchanges`]): the verdict, the transactions named, the clock offset and the
+//! proxy's pairing agree with what was checked by hand.
 //!
-//! tshark stands in for the producer of exchanges until the engine gives them to analyses: for each MySQL
-//! command it reports, the request's first segment (4-tuple, raw sequence number, payload), and the server's
-//! next segments with payload up to the connection's next request (at the server the first transmission of
-//! each, at the client every arrival: a resent segment there fills a hole).
+//! The engine's records are checked against tshark's, transaction by transaction, on every file of the three
+//! pairs (the matching done by hand, on every request rather than on a sample): for each MySQL command tshark
+//! reports, the request's first segment (4-tuple, raw sequence number, command, length, statement), and the
+//! server's next segments with payload up to the connection's next request (at the server the first
+//! transmission of each, at the client every arrival: a resent segment there fills a hole).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pcapsleuth_analysis::{compare, CompareOptions, Comparison, Exchange, Seen};
+use pcapsleuth_analysis::{
+    analyze, compare, request_hash, CaptureSpan, CompareOptions, Comparison, EngineOptions,
+    Exchange, Exchanges, Seen,
+};
+use pcapsleuth_capture::Capture;
 use pcapsleuth_mysql::Command;
 use pcapsleuth_testkit::oracle::{self, Oracle, Tshark};
 
@@ -21,11 +26,18 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// Which capture point a file was taken at.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Point {
     Client,
     Server,
 }
+
+/// The lab pairs: name, and the server port at the client (the proxy's).
+const PAIRS: [(&str, u16); 3] = [
+    ("two-point-path", 3306),
+    ("two-point-slow-server", 3306),
+    ("two-point-proxy", 6033),
+];
 
 /// `1795626637.032807000` -> ns.
 fn ns(epoch: &str) -> i64 {
@@ -34,14 +46,41 @@ fn ns(epoch: &str) -> i64 {
     s.parse::<i64>().unwrap() * 1_000_000_000 + frac[..9].parse::<i64>().unwrap()
 }
 
-/// FNV-1a of the request's payload (as tshark prints it): equal payloads, equal hashes.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+/// The engine's exchanges of `file`, and the span of its packets.
+fn engine(file: &Path) -> (Vec<Exchange>, CaptureSpan) {
+    let cap = Capture::open(file).unwrap();
+    let run = analyze(&cap, &EngineOptions::default(), Exchanges::default);
+    let t = &run.capture.timeline;
+    let span = CaptureSpan {
+        first_ns: t.body_first.unwrap().0,
+        last_ns: t.body_last.unwrap().0,
+    };
+    (run.output, span)
 }
 
-fn exchanges(tshark: &Tshark, file: &Path, server_port: u16, point: Point) -> Vec<Exchange> {
+/// The engine's exchanges of `client` and `server`, and their comparison.
+fn engine_compare(client: &Path, server: &Path) -> (Vec<Exchange>, Vec<Exchange>, Comparison) {
+    let (c, client_span) = engine(client);
+    let (s, server_span) = engine(server);
+    let opts = CompareOptions {
+        client_span: Some(client_span),
+        server_span: Some(server_span),
+        ..CompareOptions::default()
+    };
+    let cmp = compare(&c, &s, &opts);
+    (c, s, cmp)
+}
+
+/// The engine's comparison of the lab pair `name` (`fixtures/NAME.client.pcap`, `fixtures/NAME.server.pcap`).
+fn lab_pair(name: &str) -> (Vec<Exchange>, Vec<Exchange>, Comparison) {
+    engine_compare(
+        &fixture(&format!("{name}.client.pcap")),
+        &fixture(&format!("{name}.server.pcap")),
+    )
+}
+
+/// The exchanges of `file` as tshark shows them (see the module documentation).
+fn tshark_exchanges(tshark: &Tshark, file: &Path, server_port: u16, point: Point) -> Vec<Exchange> {
     let decode_as = format!("tcp.port=={server_port},mysql");
     let mut args: Vec<String> = [
         "-r",
@@ -64,7 +103,6 @@ fn exchanges(tshark: &Tshark, file: &Path, server_port: u16, point: Point) -> Ve
         "tcp.stream",
         "tcp.seq_raw",
         "tcp.len",
-        "tcp.payload",
         "mysql.command",
         "tcp.analysis.retransmission",
         "mysql.query",
@@ -79,21 +117,23 @@ fn exchanges(tshark: &Tshark, file: &Path, server_port: u16, point: Point) -> Ve
         let (sport, dport): (u16, u16) = (f[3].parse().unwrap(), f[5].parse().unwrap());
         let stream: u64 = f[6].parse().unwrap();
         let len: u32 = f[8].parse().unwrap_or(0);
-        let resent = !f[11].is_empty();
+        let resent = !f[10].is_empty();
         if len == 0 {
             continue;
         }
-        if dport == server_port && !resent && !f[10].is_empty() {
-            let hex: String = f[9].chars().filter(|c| *c != ':').collect();
+        if dport == server_port && !resent && !f[9].is_empty() {
+            let command = Command::from_byte(f[9].parse().unwrap());
+            let statement = (!f[11].is_empty()).then(|| f[11].to_string());
             current.insert(stream, out.len());
             out.push(Exchange {
                 client: format!("{}:{sport}", f[2]).parse().unwrap(),
                 server: format!("{}:{dport}", f[4]).parse().unwrap(),
                 connection: stream,
                 request_seq: Some(f[7].parse().unwrap()),
-                request_hash: fnv(hex.as_bytes()),
-                command: Command::Query,
-                statement: (!f[12].is_empty()).then(|| f[12].to_string()),
+                // One MySQL packet in one segment: its length on the wire is the segment's.
+                request_hash: request_hash(command, u64::from(len), statement.as_deref()),
+                command,
+                statement,
                 request: Seen { frame, ts_ns: ts },
                 first_response: None,
                 last_response: None,
@@ -116,20 +156,60 @@ fn exchanges(tshark: &Tshark, file: &Path, server_port: u16, point: Point) -> Ve
     out
 }
 
-/// The exchanges of the lab pair `name` (`fixtures/NAME.client.pcap`, whose server port is `client_port`,
-/// and `fixtures/NAME.server.pcap`).
-fn lab_pair(tshark: &Tshark, name: &str, client_port: u16) -> (Vec<Exchange>, Vec<Exchange>) {
-    let client = fixture(&format!("{name}.client.pcap"));
-    let server = fixture(&format!("{name}.server.pcap"));
-    (
-        exchanges(tshark, &client, client_port, Point::Client),
-        exchanges(tshark, &server, 3306, Point::Server),
-    )
+/// Each record with its connection numbered by order of first appearance (the engine numbers a connection
+/// by its first frame, tshark by its stream index), in order of the request's frame.
+fn numbered(mut records: Vec<Exchange>) -> Vec<Exchange> {
+    records.sort_by_key(|e| e.request.frame);
+    let mut numbers: HashMap<u64, u64> = HashMap::new();
+    for e in &mut records {
+        let next = numbers.len() as u64;
+        e.connection = *numbers.entry(e.connection).or_insert(next);
+    }
+    records
 }
 
-fn compare_lab_pair(tshark: &Tshark, name: &str, client_port: u16) -> Comparison {
-    let (client, server) = lab_pair(tshark, name, client_port);
-    compare(&client, &server, &CompareOptions::default())
+#[test]
+fn the_engine_gives_the_exchanges_tshark_shows_on_every_lab_file() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for (name, client_port) in PAIRS {
+        for (point, port) in [(Point::Client, client_port), (Point::Server, 3306)] {
+            let file = fixture(&format!(
+                "{name}.{}.pcap",
+                if point == Point::Client {
+                    "client"
+                } else {
+                    "server"
+                }
+            ));
+            let want = numbered(tshark_exchanges(&tshark, &file, port, point));
+            let got = numbered(engine(&file).0);
+            assert!(
+                want.len() > 700,
+                "{}: {} requests",
+                file.display(),
+                want.len()
+            );
+            let differing: Vec<String> = want
+                .iter()
+                .zip(&got)
+                .filter(|(w, g)| w != g)
+                .map(|(w, g)| format!("  tshark {w:?}\n  engine {g:?}"))
+                .collect();
+            if !differing.is_empty() || want.len() != got.len() {
+                failures.push(format!(
+                    "{name} ({point:?}): {} requests by tshark, {} by the engine, {} differ:\n{}",
+                    want.len(),
+                    got.len(),
+                    differing.len(),
+                    differing.join("\n")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Matched (by sequence number, by payload), unmatched at the client, at the server.
@@ -145,10 +225,7 @@ fn matching(cmp: &Comparison) -> [u64; 5] {
 
 #[test]
 fn the_path_took_the_time_behind_the_packet_rate_cap() {
-    let Some(tshark) = oracle::tshark() else {
-        return;
-    };
-    let cmp = compare_lab_pair(&tshark, "two-point-path", 3306);
+    let (_, _, cmp) = lab_pair("two-point-path");
     // 794 queries and 4 COM_QUIT, all with the same 4-tuple and sequence number at both points.
     assert_eq!(matching(&cmp), [798, 798, 0, 0, 0]);
     assert_eq!(
@@ -208,10 +285,7 @@ fn the_path_took_the_time_behind_the_packet_rate_cap() {
 
 #[test]
 fn the_server_took_the_time_when_it_slept() {
-    let Some(tshark) = oracle::tshark() else {
-        return;
-    };
-    let cmp = compare_lab_pair(&tshark, "two-point-slow-server", 3306);
+    let (_, _, cmp) = lab_pair("two-point-slow-server");
     assert_eq!(matching(&cmp), [1319, 1319, 0, 0, 0]);
     assert_eq!((cmp.server_rt_us.p50, cmp.client_rt_us.p50), (133.0, 146.0));
     assert!(cmp.path_share.unwrap() < 0.003, "{:?}", cmp.path_share);
@@ -230,11 +304,7 @@ fn the_server_took_the_time_when_it_slept() {
 
 #[test]
 fn requests_through_a_proxy_are_matched_by_their_payload() {
-    let Some(tshark) = oracle::tshark() else {
-        return;
-    };
-    let (client, server) = lab_pair(&tshark, "two-point-proxy", 6033);
-    let cmp = compare(&client, &server, &CompareOptions::default());
+    let (client, server, cmp) = lab_pair("two-point-proxy");
     assert_eq!(matching(&cmp), [1336, 0, 1336, 0, 0]);
     assert_eq!(
         (
@@ -283,9 +353,6 @@ fn requests_through_a_proxy_are_matched_by_their_payload() {
 
 #[test]
 fn a_client_clock_12_s_ahead_is_found_within_its_bound() {
-    let Some(tshark) = oracle::tshark() else {
-        return;
-    };
     let Some(editcap) = oracle::require(Oracle::Editcap) else {
         return;
     };
@@ -298,10 +365,9 @@ fn a_client_clock_12_s_ahead_is_found_within_its_bound() {
         original.to_str().unwrap(),
         shifted.to_str().unwrap(),
     ]);
-    let (client, server) = lab_pair(&tshark, "two-point-path", 3306);
-    let same = compare(&client, &server, &CompareOptions::default());
-    let client = exchanges(&tshark, &shifted, 3306, Point::Client);
-    let cmp = compare(&client, &server, &CompareOptions::default());
+    let server = fixture("two-point-path.server.pcap");
+    let (_, _, same) = engine_compare(&original, &server);
+    let (_, _, cmp) = engine_compare(&shifted, &server);
     let (offset, bound) = (
         cmp.clock_offset_us.unwrap(),
         cmp.clock.uncertainty_us.unwrap(),
