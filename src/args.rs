@@ -33,6 +33,20 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value * scale).map_err(|_| format!("`{s}` is out of range"))
 }
 
+/// A duration that may be negative, in whole nanoseconds (saturating): `-2.5ms`, `+12s`, or `0` (the one
+/// number that needs no unit), for the offset between two hosts' clocks.
+pub fn signed_duration(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    if t.trim_start_matches(['-', '+']) == "0" {
+        return Ok(0);
+    }
+    let (sign, magnitude) = match t.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, t.strip_prefix('+').unwrap_or(t)),
+    };
+    Ok(sign * nanos(duration(magnitude)?))
+}
+
 /// The interval of a time series: a [`duration`] of at least 1 ms (finer bins say nothing a
 /// capture's timestamps can support, and would cost a bin per millisecond of capture).
 pub fn interval(s: &str) -> Result<Duration, String> {
@@ -79,6 +93,15 @@ mod tests {
         for wrong in ["", "ms", "ten ms", "10 parsecs", "-5ms", "1e999s"] {
             assert!(duration(wrong).is_err(), "{wrong} accepted");
         }
+    }
+
+    #[test]
+    fn clock_offsets_may_be_negative_and_zero_needs_no_unit() {
+        assert_eq!(signed_duration("-2.5ms"), Ok(-2_500_000));
+        assert_eq!(signed_duration("+12s"), Ok(12_000_000_000));
+        assert_eq!(signed_duration("0"), Ok(0));
+        assert!(signed_duration("5").unwrap_err().contains("no unit"));
+        assert!(signed_duration("soon").is_err());
     }
 
     #[test]

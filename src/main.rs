@@ -40,6 +40,16 @@ struct Common {
     /// `tcpdump -C` or `-G`) gives the results of the files concatenated.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Do not decode MySQL: TCP facts only (faster; closes are then described in TCP terms).
+    #[arg(long, conflicts_with = "mysql_port")]
+    no_mysql: bool,
+}
+
+/// How every analysis command reads its captures and prints: the options `Common` and `compare` share.
+#[derive(Args, Clone)]
+struct EngineArgs {
     /// Worker threads, 1 to 4 x the cores (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = args::threads)]
     threads: Option<usize>,
@@ -50,9 +60,6 @@ struct Common {
     /// greeting or the shape of its requests and responses).
     #[arg(long, value_name = "N")]
     mysql_port: Option<u16>,
-    /// Do not decode MySQL: TCP facts only (faster; closes are then described in TCP terms).
-    #[arg(long, conflicts_with = "mysql_port")]
-    no_mysql: bool,
     /// Number of byte-range splits (default: automatic). Results do not depend on it.
     #[arg(long, value_name = "N", hide = true)]
     splits: Option<usize>,
@@ -151,6 +158,54 @@ enum Command {
         interval: Duration,
         #[command(flatten)]
         plots: PlotsArg,
+    },
+    /// Two capture points of one workload, the client's and the server's: where each request's time went,
+    /// the server or the path between them.
+    ///
+    /// Every request is found in both captures (by 4-tuple and TCP sequence number; through a NAT or a
+    /// proxy, by its payload on connections paired by their requests), the two hosts' clocks are aligned
+    /// from the matched pairs, and each response time the client saw is split into the server's time and
+    /// the path's. Prints the verdict, the response times at both points side by side with what the path
+    /// added, their humps side by side, and the transactions whose time went somewhere specific (a
+    /// response resent on its way, one the client never saw, a request the server never saw) with their
+    /// frames in both captures.
+    ///
+    /// `pcapsleuth compare client.pcap server.pcap`, or, with several files per side (rotated sets,
+    /// directories, compressed files), `pcapsleuth compare --client c1.pcap c2.pcap --server s.pcap`.
+    #[command(
+        override_usage = "pcapsleuth compare [OPTIONS] CLIENT_CAPTURE SERVER_CAPTURE\n       pcapsleuth compare [OPTIONS] --client FILE... --server FILE..."
+    )]
+    Compare {
+        /// The client capture and the server capture, one file each.
+        #[arg(value_names = ["CLIENT_CAPTURE", "SERVER_CAPTURE"], num_args = 2, conflicts_with_all = ["client", "server"])]
+        pair: Vec<PathBuf>,
+        /// The capture taken at the client (or on its side of the path): files read as one capture, as
+        /// the analyses read them.
+        #[arg(long, value_name = "FILE", num_args = 1.., requires = "server")]
+        client: Vec<PathBuf>,
+        /// The capture taken at the server.
+        #[arg(long, value_name = "FILE", num_args = 1.., requires = "client")]
+        server: Vec<PathBuf>,
+        /// The server's clock minus the client's, when known (`0` for two captures taken on one host or by
+        /// hosts synchronised by PTP; `-2.5ms`, `12s`); by default it is estimated from the matched requests.
+        #[arg(
+            long,
+            value_name = "DURATION",
+            allow_hyphen_values = true,
+            value_parser = args::signed_duration
+        )]
+        clock_offset: Option<i64>,
+        /// Interval of the per-interval rows (`per_interval` in JSON), at least 1ms (e.g. 1s, 100ms).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+        interval: Duration,
+        /// Also print the per-interval table.
+        #[arg(long)]
+        per_interval: bool,
+        /// How many notable transactions to list (the earliest; all are counted).
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        notable: usize,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Copies the packets selected into a new capture for Wireshark (records byte-identical: original
     /// link type and timestamps): the TCP connections matching --port, --flow or --conn, the frames
@@ -297,7 +352,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FirstReset { common, limit } => {
             let (cap, a) = analyze(&common, || ())?;
             let answer = analysis::first_reset(&a, limit);
-            output(common.json, &a, &answer, report::render_first_reset)?;
+            output(common.engine.json, &a, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
@@ -309,7 +364,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let rows = report::sorted(&a.connections, by);
             output(
-                common.json,
+                common.engine.json,
                 &a,
                 &serde_json::json!({
                     "capture": a.capture,
@@ -349,13 +404,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let (cap, a) = analyze(&common, || {
                         Everything::default().mysql_filter(filter.clone())
                     })?;
-                    print_mysql(common.json, &a, &a.output.mysql, limit)?;
+                    print_mysql(common.engine.json, &a, &a.output.mysql, limit)?;
                     plot_report(dir, &analysis::full_report(&a))?;
                     Ok(finish(&cap, &a))
                 }
                 None => {
                     let (cap, a) = analyze(&common, || MysqlStatistics::new(filter.clone()))?;
-                    print_mysql(common.json, &a, &a.output, limit)?;
+                    print_mysql(common.engine.json, &a, &a.output, limit)?;
                     Ok(finish(&cap, &a))
                 }
             }
@@ -370,7 +425,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(dir) = plots.dir.as_deref() {
                 let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
                 output(
-                    common.json,
+                    common.engine.json,
                     &a,
                     &a.output.rates.report(),
                     report::render_rate,
@@ -379,7 +434,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(finish(&cap, &a));
             }
             let (cap, a) = analyze(&common, || Rates::new(interval_ns))?;
-            output(common.json, &a, &a.output.report(), report::render_rate)?;
+            output(
+                common.engine.json,
+                &a,
+                &a.output.report(),
+                report::render_rate,
+            )?;
             Ok(finish(&cap, &a))
         }
         Command::Rt {
@@ -393,7 +453,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(dir) = plots.dir.as_deref() {
                 let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
                 let r = a.output.rt.report(&a.output.mysql);
-                output(common.json, &a, &r, render)?;
+                output(common.engine.json, &a, &r, render)?;
                 plot_report(dir, &analysis::full_report(&a))?;
                 return Ok(finish(&cap, &a));
             }
@@ -402,7 +462,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 (MysqlStatistics::default(), ResponseTimes::new(interval_ns))
             })?;
             let (mysql, rt) = &a.output;
-            output(common.json, &a, &rt.report(mysql), render)?;
+            output(common.engine.json, &a, &rt.report(mysql), render)?;
             Ok(finish(&cap, &a))
         }
         Command::Report {
@@ -413,11 +473,85 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let interval_ns = args::nanos(interval);
             let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
             let r = analysis::full_report(&a);
-            output(common.json, &a, &r, report::render_report)?;
+            output(common.engine.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
             Ok(finish(&cap, &a))
+        }
+        Command::Compare {
+            pair,
+            client,
+            server,
+            clock_offset,
+            interval,
+            per_interval,
+            notable,
+            engine,
+        } => {
+            let (client, server) = match (&pair[..], client.is_empty()) {
+                ([c, s], true) => (vec![c.clone()], vec![s.clone()]),
+                (_, false) => (client, server),
+                _ => bail!(InputError(
+                    "compare needs the client capture and the server capture: CLIENT_CAPTURE SERVER_CAPTURE, or --client FILE... --server FILE...".into()
+                )),
+            };
+            let interval_ns = args::nanos(interval);
+            let clock = match clock_offset {
+                None => analysis::ClockPolicy::Estimate,
+                Some(offset_ns) => analysis::ClockPolicy::Known { offset_ns },
+            };
+            let side = |files: Vec<PathBuf>| Common {
+                files,
+                engine: engine.clone(),
+                no_mysql: false,
+            };
+            let (client_set, client_run) = analyze(&side(client), analysis::Exchanges::default)?;
+            let (server_set, server_run) = analyze(&side(server), analysis::Exchanges::default)?;
+            let span = |t: &analysis::Timeline| {
+                Some(analysis::CaptureSpan {
+                    first_ns: t.body_first?.0,
+                    last_ns: t.body_last?.0,
+                })
+            };
+            let opts = analysis::CompareOptions {
+                interval_ns,
+                clock,
+                client_span: span(&client_run.capture.timeline),
+                server_span: span(&server_run.capture.timeline),
+                notable_limit: notable,
+            };
+            let cmp = analysis::compare(&client_run.output, &server_run.output, &opts);
+            let (client_unknowns, server_unknowns) = (
+                analysis::unknowns(&client_run),
+                analysis::unknowns(&server_run),
+            );
+            let sides = (
+                report::ComparedCapture {
+                    capture: &client_run.capture,
+                    unknowns: &client_unknowns,
+                    requests: client_run.output.len(),
+                },
+                report::ComparedCapture {
+                    capture: &server_run.capture,
+                    unknowns: &server_unknowns,
+                    requests: server_run.output.len(),
+                },
+            );
+            emit(if engine.json {
+                report::to_json(&report::compare_json(&cmp, &sides.0, &sides.1))
+            } else {
+                report::render_compare(&cmp, &sides.0, &sides.1, per_interval)
+            })?;
+            let codes = [
+                finish(&client_set, &client_run),
+                finish(&server_set, &server_run),
+            ];
+            Ok(if codes.contains(&ExitCode::from(2)) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Extract {
             files,
@@ -542,9 +676,9 @@ fn analyze<A: Analysis>(
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let mut set = CaptureSet::open(&common.files)?;
     let opts = EngineOptions {
-        threads: common.threads.unwrap_or(0),
-        splits: common.splits,
-        mysql: match (common.no_mysql, common.mysql_port) {
+        threads: common.engine.threads.unwrap_or(0),
+        splits: common.engine.splits,
+        mysql: match (common.no_mysql, common.engine.mysql_port) {
             (true, _) => analysis::MysqlDetection::Off,
             (false, Some(p)) => analysis::MysqlDetection::Port(p),
             (false, None) => analysis::MysqlDetection::Auto,

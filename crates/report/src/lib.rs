@@ -29,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod analyses;
+mod compare;
 mod located;
 #[cfg(feature = "plots")]
 pub mod plots;
@@ -36,6 +37,7 @@ mod replication;
 mod text;
 
 pub use analyses::{render_rate, render_report, render_rt};
+pub use compare::{compare_json, render_compare, ComparedCapture};
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
 pub use plots::{write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot};

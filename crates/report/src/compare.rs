@@ -1,0 +1,315 @@
+//! `pcapsleuth compare` for people: the verdict first, then the response times of both capture points side
+//! by side, their humps side by side, and the transactions whose time went somewhere specific, with their
+//! frames in both captures.
+
+use std::fmt::Write;
+
+use pcapsleuth_analysis::units::{duration, duration_us, percent, DurationStyle};
+use pcapsleuth_analysis::{CaptureFacts, CapturedAs, ClockBasis, Comparison, RtSummary, Unknowns};
+use serde_json::Value;
+
+use crate::located::locate_frames_json;
+use crate::text::utc;
+
+/// One capture point of a comparison: what was read, and what it could not show.
+pub struct ComparedCapture<'a> {
+    /// What was read: files, packets, timeline.
+    pub capture: &'a CaptureFacts,
+    /// What it could not show (snap-length cuts, encrypted sessions, ...).
+    pub unknowns: &'a Unknowns,
+    /// The MySQL requests found in it (logins aside).
+    pub requests: usize,
+}
+
+/// A signed duration in a dense table cell ("-1.2ms", "88µs", "—" when there is none).
+fn cell(us: Option<f64>) -> String {
+    match us {
+        None => "—".into(),
+        Some(v) if v < 0.0 => format!("-{}", duration(-v, DurationStyle::Table)),
+        Some(v) => duration(v, DurationStyle::Table),
+    }
+}
+
+/// A signed duration in a sentence (no sign on what rounds to zero).
+fn signed(us: f64) -> String {
+    let magnitude = duration_us(us.abs());
+    if us < 0.0 && magnitude != duration_us(0.0) {
+        format!("-{magnitude}")
+    } else {
+        magnitude
+    }
+}
+
+/// `842` in a capture of one file, `842 (big.pcap2 #42)` in a set.
+fn frame_in(capture: &CaptureFacts, frame: u64) -> String {
+    match capture.locate(frame) {
+        Some((file, n)) if capture.files.len() > 1 => format!("{frame} ({} #{n})", file.path),
+        _ => frame.to_string(),
+    }
+}
+
+/// `frames 842 -> 923` (the request, the response's last byte), or `frame 842 -> (no response)`.
+fn frames_of(capture: &CaptureFacts, seen: &CapturedAs) -> String {
+    let request = frame_in(capture, seen.request_frame);
+    match seen.response_frame {
+        Some(r) => format!("frames {request} -> {}", frame_in(capture, r)),
+        None => format!("frame {request} -> (no complete response)"),
+    }
+}
+
+/// The files a capture point was read from, for the header.
+fn files_of(capture: &CaptureFacts) -> String {
+    match &capture.files[..] {
+        [one] => one.path.clone(),
+        many => format!(
+            "{} files ({} ... {})",
+            many.len(),
+            many[0].path,
+            many[many.len() - 1].path
+        ),
+    }
+}
+
+/// `pcapsleuth compare` for people.
+pub fn render_compare(
+    cmp: &Comparison,
+    client: &ComparedCapture<'_>,
+    server: &ComparedCapture<'_>,
+    per_interval: bool,
+) -> String {
+    let mut out = String::new();
+    for (name, side) in [("client", client), ("server", server)] {
+        if !side.unknowns.notes.is_empty() {
+            let _ = writeln!(
+                out,
+                "Partial data in the {name} capture (figures below are qualified by it):"
+            );
+            for n in &side.unknowns.notes {
+                let _ = writeln!(out, "  * {n}");
+            }
+            out.push('\n');
+        }
+    }
+    let _ = writeln!(out, "{}\n", cmp.verdict);
+    let _ = writeln!(
+        out,
+        "client capture: {} ({} requests)\nserver capture: {} ({} requests)",
+        files_of(client.capture),
+        client.requests,
+        files_of(server.capture),
+        server.requests
+    );
+    let _ = writeln!(
+        out,
+        "matched {} requests on {} pairs of connections ({} by 4-tuple and TCP sequence number, {} by payload); not found in the other capture: {} of the client's ({} sent while the server capture was not running), {} of the server's ({} while the client capture was not running)",
+        cmp.matched,
+        cmp.connections.paired,
+        cmp.matched_by_sequence,
+        cmp.matched_by_payload,
+        cmp.unmatched_client,
+        cmp.outside_other_capture.client,
+        cmp.unmatched_server,
+        cmp.outside_other_capture.server,
+    );
+    let clock = &cmp.clock;
+    let _ = match (clock.basis, clock.offset_us) {
+        (ClockBasis::Given, Some(o)) => writeln!(out, "clocks: server - client = {} (given)", signed(o)),
+        (ClockBasis::Estimated, Some(o)) => writeln!(
+            out,
+            "clocks: server - client = {} ± {}{} (estimated from {} pairs{})",
+            signed(o),
+            duration_us(clock.uncertainty_us.unwrap_or(0.0)),
+            clock
+                .drift_ppm
+                .map(|d| format!(", drifting {d:+.1} ppm"))
+                .unwrap_or_default(),
+            clock.pairs,
+            if clock.consistent {
+                ""
+            } else {
+                "; not every pair agrees: the request and response paths are unreliable"
+            }
+        ),
+        _ => writeln!(
+            out,
+            "clocks: not aligned (no matched request was answered at both points): request and response paths unknown"
+        ),
+    };
+
+    let columns: [(&str, &RtSummary); 5] = [
+        ("client RT", &cmp.client_rt_us),
+        ("server RT", &cmp.server_rt_us),
+        ("path", &cmp.path_us),
+        ("request path", &cmp.request_path_us),
+        ("response path", &cmp.response_path_us),
+    ];
+    let _ = writeln!(
+        out,
+        "\nOf the {} transactions answered at both points (path = client RT - server RT; request and response paths need the clocks):",
+        cmp.client_rt_us.count
+    );
+    let _ = write!(out, "{:>6}", "");
+    for (name, _) in &columns {
+        let _ = write!(out, "  {name:>13}");
+    }
+    out.push('\n');
+    type Pick = fn(&RtSummary) -> f64;
+    let rows: [(&str, Pick); 6] = [
+        ("mean", |r| r.mean),
+        ("p50", |r| r.p50),
+        ("p95", |r| r.p95),
+        ("p99", |r| r.p99),
+        ("min", |r| r.min),
+        ("max", |r| r.max),
+    ];
+    for (name, pick) in rows {
+        let _ = write!(out, "{name:>6}");
+        for (_, r) in &columns {
+            let v = (r.count > 0).then(|| pick(r));
+            let _ = write!(out, "  {:>13}", cell(v));
+        }
+        out.push('\n');
+    }
+    if let Some(share) = cmp.path_share {
+        let _ = writeln!(
+            out,
+            "the path's share of the client's time: {}",
+            percent(share)
+        );
+    }
+
+    let humps = &cmp.humps;
+    if !humps.client.is_empty() || !humps.server.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nResponse-time humps side by side (each client hump with the server's and the path's part of its transactions, p50):"
+        );
+        let _ = writeln!(
+            out,
+            "  {:<10} {:>5}  {:>12} {:>12} {:>8}    {:<10} {:>5}",
+            "client", "share", "server part", "path part", "resent", "server", "share"
+        );
+        for i in 0..humps.client.len().max(humps.server.len()) {
+            let left = match humps.client.get(i) {
+                Some(h) => format!(
+                    "~{:<9} {:>4.0}%  {:>12} {:>12} {:>7.0}%",
+                    cell(Some(h.mode.center_us)),
+                    h.mode.share * 100.0,
+                    cell(Some(h.server_rt_p50_us)),
+                    cell(Some(h.path_p50_us)),
+                    h.retransmitted_share * 100.0
+                ),
+                None => format!("{:55}", ""),
+            };
+            let right = match humps.server.get(i) {
+                Some(m) => format!("~{:<9} {:>4.0}%", cell(Some(m.center_us)), m.share * 100.0),
+                None => String::new(),
+            };
+            let line = format!("  {left}    {right}");
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+
+    if per_interval && !cmp.per_interval.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nPer {} (by the client's request time): count, client RT mean/p95, server RT mean/p95, path mean and share",
+            duration_us(cmp.interval_s * 1e6)
+        );
+        let _ = writeln!(
+            out,
+            "  {:<30} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "start", "count", "client", "p95", "server", "p95", "path", "share"
+        );
+        for r in &cmp.per_interval {
+            let _ = writeln!(
+                out,
+                "  {:<30} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+                utc(r.start),
+                r.count,
+                cell(Some(r.client_rt_mean_us)),
+                cell(Some(r.client_rt_p95_us)),
+                cell(Some(r.server_rt_mean_us)),
+                cell(Some(r.server_rt_p95_us)),
+                cell(Some(r.path_mean_us)),
+                r.path_share.map(percent).unwrap_or_else(|| "—".into())
+            );
+        }
+    }
+
+    let n = &cmp.notable_counts;
+    let total =
+        n.response_retransmitted + n.response_late + n.response_never_seen + n.request_never_seen;
+    if total > 0 {
+        let _ = writeln!(
+            out,
+            "\nNotable transactions: {total} ({} response retransmitted, {} response late, {} response never seen by the client, {} request never seen by the server){}:",
+            n.response_retransmitted,
+            n.response_late,
+            n.response_never_seen,
+            n.request_never_seen,
+            if (cmp.notable.len() as u64) < total {
+                format!("; the first {}", cmp.notable.len())
+            } else {
+                String::new()
+            }
+        );
+        for (i, t) in cmp.notable.iter().enumerate() {
+            let server_frames = match &t.server_capture {
+                Some(s) => format!("server {}", frames_of(server.capture, s)),
+                None => "not in the server capture".into(),
+            };
+            let _ = writeln!(
+                out,
+                "{:>3}. {} at {}: client {}, {server_frames}; client RT {}, server RT {}",
+                i + 1,
+                t.kind.name(),
+                utc(t.at),
+                frames_of(client.capture, &t.client_capture),
+                cell(t.client_rt_us),
+                cell(t.server_rt_us),
+            );
+            let what = t
+                .statement
+                .as_deref()
+                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| t.command.to_string());
+            let _ = writeln!(out, "     `{}`", what.chars().take(100).collect::<String>());
+            let _ = writeln!(out, "     {}", t.detail);
+        }
+    }
+    out
+}
+
+/// `compare --json`: the comparison, with what each capture was and could not show, and each notable
+/// transaction's frames also named in their files when a capture point was read from several.
+pub fn compare_json(
+    cmp: &Comparison,
+    client: &ComparedCapture<'_>,
+    server: &ComparedCapture<'_>,
+) -> Value {
+    let side = |c: &ComparedCapture<'_>| {
+        serde_json::json!({
+            "files": c.capture.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>(),
+            "packets": c.capture.counts.packets,
+            "requests": c.requests,
+            "unknowns": c.unknowns,
+        })
+    };
+    let mut v = serde_json::to_value(cmp).unwrap_or(Value::Null);
+    if let Some(notable) = v.get_mut("notable").and_then(Value::as_array_mut) {
+        for n in notable {
+            if let Some(c) = n.get_mut("client_capture") {
+                locate_frames_json(c, client.capture);
+            }
+            if let Some(s) = n.get_mut("server_capture") {
+                locate_frames_json(s, server.capture);
+            }
+        }
+    }
+    if let Some(o) = v.as_object_mut() {
+        o.insert("client_capture".into(), side(client));
+        o.insert("server_capture".into(), side(server));
+    }
+    v
+}
