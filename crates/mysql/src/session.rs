@@ -358,11 +358,20 @@ enum Step {
     Done(Outcome),
 }
 
+/// At most this many spare statement strings per session, of at most [`SPARE_CAPACITY`] bytes
+/// each: a session completes about one request per turn, and the spares must not grow its memory.
+const SPARES: usize = 2;
+const SPARE_CAPACITY: usize = 1024;
+
 struct Core {
     phase: Phase,
     info: SessionInfo,
     queue: VecDeque<Pending>,
     done: Vec<Transaction>,
+    /// Statement strings of transactions the caller is done with ([`Session::clear_completed`]),
+    /// emptied, for the next statements: one allocation and free per request saved, owned by the
+    /// session so that no state hides in the thread.
+    spares: Vec<String>,
     statements: HashMap<u32, String>,
     eof_mode: EofMode,
     /// A classic trailing EOF after COM_STMT_PREPARE_OK definitions may follow
@@ -421,7 +430,7 @@ fn err_outcome(p: &[u8]) -> Option<Outcome> {
     Some(Outcome::Err {
         code: e.code,
         sql_state: SqlState::from_wire(e.sql_state),
-        message: wire::recycled_text(msg),
+        message: wire::text(msg),
     })
 }
 
@@ -441,10 +450,15 @@ fn is_terminator(p: &[u8], len: u64) -> bool {
     p.first() == Some(&0xFE) && len < u64::from(wire::MAX_PAYLOAD)
 }
 
-/// Statement text from a packet body, capped, with markers for truncation and gaps.
-fn capped_text(text: &[u8], total: u64, damaged: bool, gap_bytes: u64) -> String {
+/// Statement text from a packet body, capped, with markers for truncation and gaps, written into
+/// `s` (a string of the session's spares, or a new one).
+fn capped_text(mut s: String, text: &[u8], total: u64, damaged: bool, gap_bytes: u64) -> String {
     let keep = text.get(..text.len().min(STATEMENT_CAP)).unwrap_or(&[]);
-    let mut s = wire::recycled_text(keep);
+    s.clear();
+    match std::str::from_utf8(keep) {
+        Ok(t) => s.push_str(t),
+        Err(_) => s.push_str(&String::from_utf8_lossy(keep)),
+    }
     if damaged {
         s.push_str(&format!(" /* gap: {gap_bytes} bytes */"));
     } else if total > keep.len() as u64 {
@@ -465,6 +479,7 @@ impl Core {
             info: SessionInfo::default(),
             queue: VecDeque::with_capacity(8),
             done: Vec::new(),
+            spares: Vec::new(),
             statements: HashMap::new(),
             eof_mode: EofMode::Unknown,
             trailing_eof: None,
@@ -743,7 +758,11 @@ impl Core {
         p.request_bytes = wire_len(pkt.len);
         p.gap_bytes = pkt.gap_bytes;
         p.next_seq = pkt.seq.wrapping_add(1);
-        let text = |b: &[u8], total: u64| Some(capped_text(b, total, pkt.damaged, pkt.gap_bytes));
+        let spares = &mut self.spares;
+        let mut text = |b: &[u8], total: u64| {
+            let s = spares.pop().unwrap_or_default();
+            Some(capped_text(s, b, total, pkt.damaged, pkt.gap_bytes))
+        };
         match command {
             Command::Query => {
                 let with_attrs = match caps {
@@ -1929,19 +1948,19 @@ impl Session {
         &self.core.done
     }
 
-    /// Forgets the completed transactions. (Their texts are kept, on this thread, for those of
-    /// transactions to come.)
+    /// Forgets the completed transactions. (A few of their statement strings are kept, by this
+    /// session, for those of transactions to come.)
     pub fn clear_completed(&mut self) {
         // The texts are taken where they lie: moving each transaction out would copy it.
-        for t in &mut self.core.done {
+        let core = &mut self.core;
+        for t in &mut core.done {
             if let Some(s) = t.statement.take() {
-                wire::recycle(s);
-            }
-            if let Outcome::Err { message, .. } = &mut t.outcome {
-                wire::recycle(std::mem::take(message));
+                if core.spares.len() < SPARES && s.capacity() <= SPARE_CAPACITY {
+                    core.spares.push(s);
+                }
             }
         }
-        self.core.done.clear();
+        core.done.clear();
     }
 
     /// What is known about the connection, and the counters.

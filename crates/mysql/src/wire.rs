@@ -172,41 +172,6 @@ pub(crate) fn text(b: &[u8]) -> String {
     }
 }
 
-thread_local! {
-    /// Strings of transactions the caller is done with ([`recycle`]), for [`recycled_text`].
-    static SPARE: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// At most this many spare strings per thread, of at most [`SPARE_CAPACITY`] bytes each: the pool
-/// only saves an allocation per statement or message, and must stay small.
-const SPARES: usize = 64;
-const SPARE_CAPACITY: usize = 1024;
-
-/// [`text`], in a recycled string if there is one: one statement and one error message per
-/// request would otherwise cost an allocation and a free each.
-pub(crate) fn recycled_text(b: &[u8]) -> String {
-    match std::str::from_utf8(b) {
-        Ok(s) => {
-            let mut out = SPARE.with_borrow_mut(Vec::pop).unwrap_or_default();
-            out.push_str(s);
-            out
-        }
-        Err(_) => String::from_utf8_lossy(b).into_owned(),
-    }
-}
-
-/// Keeps `s` for [`recycled_text`], if it is small and the pool is not full.
-pub(crate) fn recycle(mut s: String) {
-    if s.capacity() <= SPARE_CAPACITY {
-        s.clear();
-        SPARE.with_borrow_mut(|spare| {
-            if spare.len() < SPARES {
-                spare.push(s);
-            }
-        });
-    }
-}
-
 /// The server greeting (Protocol::Handshake, protocol version 10, or the ancient 9).
 /// Fields past the end of a greeting cut short by a gap are `None`.
 #[derive(Debug, Clone, PartialEq, Eq)]
