@@ -1,0 +1,662 @@
+//! The per-connection state machine.
+//!
+//! Layering, per direction: bytes → [compressed-protocol inflate] → packet
+//! framing (or, when framing is lost, a hunt for a packet boundary) → one call
+//! of the protocol state machine per completed logical packet. The protocol
+//! state machine ([`Core`]) pairs client requests with server responses through
+//! a queue of open requests; the server side interprets each packet according
+//! to the request at the head of that queue.
+//!
+//! Three modules hold the three layers, and this one drives them: [`stream`] is the byte layer of
+//! each direction (framing, inflating, hunting), [`protocol`] the state machine ([`Core`]),
+//! [`request`] the requests of its queue and the readers of their responses. The core never touches
+//! the streams: what a packet asks of them (stop, switch to the compressed protocol, resynchronise the
+//! server side at a new command) it returns as [`Effects`], which [`Session`] applies.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::command::Command;
+use crate::compress::Decompressor;
+use crate::detect::{
+    client_command_at, compressed_client_command_at, compressed_server_packet_at, server_answer_at,
+    AnswerStart, Verdict,
+};
+use crate::framing::{Framer, GapEffect, PacketEnd};
+use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
+use crate::wire::{self, capability as cap, status, OkPacket};
+use crate::{
+    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, Meta, Outcome,
+    PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode, Transaction,
+    STATEMENT_CAP,
+};
+
+/// Kept prefix of a client packet: statement text plus room for query attributes.
+const CLIENT_PREFIX_CAP: usize = STATEMENT_CAP + 4 * 1024;
+/// Kept prefix of a server packet: enough for a greeting, an ERR_Packet's message
+/// (MySQL caps them at 512 bytes) and every fixed-layout response.
+const SERVER_PREFIX_CAP: usize = 1024;
+/// Hunting window of the client side: a header, a command byte and a few more, or a
+/// compressed packet's headers and enough of its zlib stream to inflate a command
+/// header (a dynamic Huffman table comes first).
+const CLIENT_HUNT_WINDOW: usize = 512;
+/// Hunting window of the server side: two chained packets must fit in it.
+const SERVER_HUNT_WINDOW: usize = 2048;
+/// Open requests kept at once; a client pipelining more than this is pathological.
+const MAX_PENDING: usize = 64;
+/// Prepared statements remembered for COM_STMT_EXECUTE.
+const MAX_STATEMENTS: usize = 4096;
+/// Cap on an ERR_Packet message kept in a transaction.
+const MESSAGE_CAP: usize = 512;
+
+mod protocol;
+mod request;
+mod stream;
+
+use self::protocol::*;
+use self::request::*;
+use self::stream::*;
+
+/// The decoder of one MySQL connection. Feed it both directions' bytes in
+/// capture order; drain completed [`Transaction`]s as they appear.
+pub struct Session {
+    client: DirStream,
+    server: DirStream,
+    core: Core,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("phase", &self.core.phase_for_close())
+            .field("open_requests", &self.core.queue.len())
+            .field("info", &self.core.info)
+            .finish()
+    }
+}
+
+impl Session {
+    /// A session for a connection seen from its start ([`StartMode::Handshake`])
+    /// or joined mid-stream ([`StartMode::MidStream`]).
+    pub fn new(mode: StartMode) -> Self {
+        let initial = match mode {
+            StartMode::Handshake | StartMode::Login => StreamMode::Framed,
+            StartMode::MidStream => StreamMode::Hunting,
+        };
+        Session {
+            client: DirStream::new(CLIENT_PREFIX_CAP, CLIENT_HUNT_WINDOW, initial),
+            server: DirStream::new(SERVER_PREFIX_CAP, SERVER_HUNT_WINDOW, initial),
+            core: Core::new(mode),
+        }
+    }
+
+    /// In-order TCP payload bytes of one direction (the caller has removed
+    /// retransmissions and reordered). `meta` is the segment carrying them.
+    pub fn feed(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
+        match dir {
+            Direction::ClientToServer => {
+                self.core.info.counters.client_bytes += bytes.len() as u64;
+                if self.core.phase == Phase::AwaitHandshakeResponse {
+                    self.core.note_login_bytes(meta);
+                }
+            }
+            Direction::ServerToClient => self.core.info.counters.server_bytes += bytes.len() as u64,
+        }
+        self.feed_bytes(dir, bytes, meta, false);
+    }
+
+    fn streams(&mut self, dir: Direction) -> (&mut DirStream, &mut DirStream, &mut Core) {
+        match dir {
+            Direction::ClientToServer => (&mut self.client, &mut self.server, &mut self.core),
+            Direction::ServerToClient => (&mut self.server, &mut self.client, &mut self.core),
+        }
+    }
+
+    fn feed_bytes(&mut self, dir: Direction, bytes: &[u8], meta: Meta, is_replay: bool) {
+        let mut input = bytes;
+        while !input.is_empty() {
+            let (cur, _, core) = self.streams(dir);
+            match cur.mode {
+                StreamMode::Stopped => {
+                    core.info.counters.undecoded_bytes += input.len() as u64;
+                    return;
+                }
+                StreamMode::Hunting => {
+                    if is_replay {
+                        // Replayed bytes are never hunted again: they were just accepted.
+                        cur.mode = StreamMode::Framed;
+                        continue;
+                    }
+                    let (n, found) = Self::hunt(cur, core, dir, input);
+                    input = input.get(n..).unwrap_or(&[]);
+                    if let Some(carriage) = found {
+                        let (cur, other, core) = self.streams(dir);
+                        // (Binlog events found by the server side are plain too.)
+                        if core.compression_unknown
+                            && (dir == Direction::ClientToServer || carriage == Carriage::Plain)
+                        {
+                            // Joined mid-stream: the first command says whether the connection
+                            // negotiated the compressed protocol.
+                            core.compression_unknown = false;
+                            if carriage == Carriage::Compressed {
+                                core.info.compression = Compression::Zlib;
+                                Self::apply_effects(
+                                    cur,
+                                    other,
+                                    core,
+                                    dir,
+                                    Effects {
+                                        compress: true,
+                                        ..Effects::default()
+                                    },
+                                );
+                            }
+                        }
+                        cur.mode = StreamMode::Framed;
+                        cur.framer.reset();
+                        if let Some(d) = cur.inflater.as_mut() {
+                            d.reset();
+                        }
+                        std::mem::swap(&mut cur.window, &mut cur.replay);
+                        cur.window.clear();
+                        let replay = std::mem::take(&mut cur.replay);
+                        self.feed_bytes(dir, &replay, meta, true);
+                        let (cur, _, _) = self.streams(dir);
+                        cur.replay = replay;
+                        cur.replay.clear();
+                    }
+                }
+                StreamMode::Framed => {
+                    let n = self.framed_step(dir, input, meta);
+                    if n == 0 {
+                        // Every step consumes input; never spin if one did not.
+                        return;
+                    }
+                    input = input.get(n..).unwrap_or(&[]);
+                }
+            }
+        }
+    }
+
+    /// Scan for a packet boundary; returns (bytes consumed, how the packet found is
+    /// carried). When found, the window holds the bytes from the boundary on.
+    fn hunt(
+        cur: &mut DirStream,
+        core: &mut Core,
+        dir: Direction,
+        input: &[u8],
+    ) -> (usize, Option<Carriage>) {
+        let mut carriage = if cur.inflater.is_some() {
+            Carriage::Compressed
+        } else if core.compression_unknown {
+            Carriage::Unknown
+        } else {
+            Carriage::Plain
+        };
+        // A request waits for an answer the gap held nothing of: its start is enough to find.
+        let awaited = core
+            .queue
+            .front()
+            .filter(|_| dir == Direction::ServerToClient)
+            .and_then(
+                |p| match (p.stage, p.first_response, p.gap_before_response) {
+                    (Stage::Lost, None, Some(gap)) => Some((p.command, gap)),
+                    _ => None,
+                },
+            );
+        let starts = awaited.map(|(command, gap)| {
+            move |seq: u8, payload: &[u8], len: u64| {
+                seq == 1 && starts_response(command, payload, len, gap)
+            }
+        });
+        let answer = starts.as_ref().map(|f| f as AnswerStart<'_>);
+        let mut consumed = 0usize;
+        loop {
+            let space = cur.window_cap.saturating_sub(cur.window.len());
+            let take = space.min(input.len() - consumed);
+            if let Some(s) = input.get(consumed..consumed + take) {
+                cur.window.extend_from_slice(s);
+            }
+            consumed += take;
+            let mut at = 0usize;
+            let mut found = None;
+            while at < cur.window.len() {
+                match hunt_check(
+                    dir,
+                    carriage,
+                    core.expects_acks(),
+                    cur.window.get(at..).unwrap_or(&[]),
+                    cur.window_cap,
+                    answer,
+                ) {
+                    Boundary::Here(c) => {
+                        found = Some(c);
+                        break;
+                    }
+                    Boundary::NotHere => {
+                        at += 1;
+                        if carriage == Carriage::Unknown && dir == Direction::ClientToServer {
+                            // Only the stream's first byte may start the compressed command that
+                            // says the protocol is compressed (a session is joined on a command);
+                            // past it, the connection is plain. Asking at every byte would let a
+                            // header-like run, waiting for bytes the capture may not hold, hide
+                            // the plain command after it.
+                            carriage = Carriage::Plain;
+                            core.compression_unknown = false;
+                        }
+                    }
+                    Boundary::NeedMore => break,
+                }
+            }
+            if at == 0 && found.is_none() && take == 0 && cur.window.len() >= cur.window_cap {
+                // Cannot happen by construction (checks never need more than the
+                // window); drop a byte rather than spin if it ever does.
+                at = 1;
+            }
+            core.info.counters.skipped_bytes += at as u64;
+            cur.window.drain(..at.min(cur.window.len()));
+            if found.is_some() || consumed >= input.len() {
+                return (consumed, found);
+            }
+        }
+    }
+
+    /// Feed framed bytes (through the inflater when compressed) until one packet
+    /// completes or the input runs out; returns the bytes consumed.
+    fn framed_step(&mut self, dir: Direction, input: &[u8], meta: Meta) -> usize {
+        let (cur, other, core) = self.streams(dir);
+        if let Some(mut inflater) = cur.inflater.take() {
+            let mut consumed = 0;
+            // Output the inflater still holds belongs to this segment, even after its last byte.
+            while consumed < input.len() || inflater.has_pending_output() {
+                let (n, mut out) = inflater.push(input.get(consumed..).unwrap_or(&[]));
+                consumed += n;
+                while !out.is_empty() {
+                    // Read per packet: the previous packet may have resynchronised the server.
+                    let server_hunting = Self::server_hunting(dir, cur, other);
+                    let (k, pkt) = cur.framer.push(out, meta);
+                    out = out.get(k..).unwrap_or(&[]);
+                    if let Some((pkt, body)) = pkt {
+                        let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
+                        Self::apply(cur, other, core, dir, fx);
+                    }
+                }
+                if cur.mode != StreamMode::Framed {
+                    break;
+                }
+            }
+            core.info.counters.decompression_errors += std::mem::take(&mut inflater.errors);
+            if cur.inflater.is_none() {
+                cur.inflater = Some(inflater);
+            }
+            return consumed;
+        }
+        // Every packet the input holds, while nothing changes how the stream is read (a stop, a
+        // switch to compression): a segment often carries several (a resultset's column count,
+        // definitions, rows and terminator).
+        let mut consumed = 0;
+        loop {
+            // Read per packet: the previous packet may have resynchronised the server.
+            let server_hunting = Self::server_hunting(dir, cur, other);
+            let rest = input.get(consumed..).unwrap_or(&[]);
+            let (n, pkt) = cur.framer.push(rest, meta);
+            consumed += n;
+            if let Some((pkt, body)) = pkt {
+                let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
+                Self::apply(cur, other, core, dir, fx);
+            }
+            if n == 0
+                || consumed >= input.len()
+                || cur.mode != StreamMode::Framed
+                || cur.inflater.is_some()
+            {
+                return consumed;
+            }
+        }
+    }
+
+    fn server_hunting(dir: Direction, cur: &DirStream, other: &DirStream) -> bool {
+        let server = match dir {
+            Direction::ClientToServer => other,
+            Direction::ServerToClient => cur,
+        };
+        server.mode == StreamMode::Hunting
+    }
+
+    fn dispatch(
+        core: &mut Core,
+        dir: Direction,
+        pkt: PacketEnd,
+        prefix: &[u8],
+        server_hunting: bool,
+    ) -> Effects {
+        match dir {
+            Direction::ClientToServer => core.on_client_packet(pkt, prefix, server_hunting),
+            Direction::ServerToClient => core.on_server_packet(pkt, prefix),
+        }
+    }
+
+    /// Applies what a packet did to the streams. Most packets (rows, OKs) do nothing to them: that
+    /// case is tested where the packet was dispatched.
+    #[inline(always)]
+    fn apply(
+        cur: &mut DirStream,
+        other: &mut DirStream,
+        core: &mut Core,
+        dir: Direction,
+        fx: Effects,
+    ) {
+        if fx.stop || fx.compress || fx.new_command {
+            Self::apply_effects(cur, other, core, dir, fx);
+        }
+    }
+
+    fn apply_effects(
+        cur: &mut DirStream,
+        other: &mut DirStream,
+        core: &mut Core,
+        dir: Direction,
+        fx: Effects,
+    ) {
+        if fx.stop {
+            cur.mode = StreamMode::Stopped;
+            other.mode = StreamMode::Stopped;
+            return;
+        }
+        if fx.compress {
+            if cur.inflater.is_none() {
+                cur.inflater = Some(Box::new(Decompressor::new()));
+            }
+            if other.inflater.is_none() {
+                other.inflater = Some(Box::new(Decompressor::new()));
+            }
+        }
+        if fx.new_command && dir == Direction::ClientToServer {
+            // A new command means the server finished (or abandoned) what it was
+            // sending: a hunting server starts afresh here, and so does one caught
+            // mid-packet with nothing left to answer (the packet was garbage).
+            let mid_packet_idle = !other.framer.at_boundary() && core.queue.len() <= 1;
+            if other.mode == StreamMode::Hunting
+                || (other.mode == StreamMode::Framed && mid_packet_idle)
+            {
+                core.info.counters.skipped_bytes += other.resync_here();
+            }
+        }
+    }
+
+    /// `len` bytes of this direction are missing (loss or snaplen truncation).
+    /// Within a packet payload the framing is kept; otherwise the direction
+    /// hunts: the client side for its next command packet, the server side for
+    /// the client's next command or two chained packet headers.
+    pub fn gap(&mut self, dir: Direction, len: u64, meta: Meta) {
+        self.core.info.counters.gaps += 1;
+        self.core.info.counters.gap_bytes += len;
+        let server_hunting = self.server.mode == StreamMode::Hunting;
+        let (cur, other, core) = self.streams(dir);
+        match cur.mode {
+            StreamMode::Stopped => return,
+            StreamMode::Hunting => {
+                // The window is no longer contiguous.
+                core.info.counters.skipped_bytes += cur.window.len() as u64;
+                cur.window.clear();
+                return;
+            }
+            StreamMode::Framed => {}
+        }
+        if cur.inflater.is_none() {
+            match cur.framer.gap(len, meta) {
+                (GapEffect::Absorbed, _) => return,
+                (GapEffect::Completed, Some(pkt)) => {
+                    let fx = Self::dispatch(core, dir, pkt, cur.framer.prefix(), server_hunting);
+                    Self::apply(cur, other, core, dir, fx);
+                    return;
+                }
+                _ => {}
+            }
+        }
+        // Framing lost.
+        core.info.counters.resyncs += 1;
+        let in_connection_phase = matches!(
+            core.phase,
+            Phase::AwaitGreeting | Phase::AwaitHandshakeResponse | Phase::Authenticating
+        );
+        if in_connection_phase {
+            // Without the handshake we cannot follow authentication: continue as
+            // if joining mid-stream. The compressed protocol starts after the lost
+            // authentication if both sides asked for it; if the capabilities were lost
+            // too, the first command found says.
+            core.phase = Phase::Unknown;
+            match core.caps() {
+                Some(c) if c & cap::CLIENT_COMPRESS != 0 => {
+                    core.info.compression = Compression::Zlib;
+                    for d in [&mut *cur, &mut *other] {
+                        d.inflater
+                            .get_or_insert_with(|| Box::new(Decompressor::new()));
+                    }
+                }
+                Some(_) => {}
+                None => core.compression_unknown = true,
+            }
+            core.complete_all(|_| Outcome::GapLost);
+            cur.start_hunting();
+            other.start_hunting();
+            return;
+        }
+        match dir {
+            Direction::ClientToServer => {
+                // A command whose start we saw still gets paired with its response.
+                if let Some(pkt) = cur.framer.take_partial(meta) {
+                    let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
+                    Self::apply(cur, other, core, dir, fx);
+                }
+                cur.start_hunting();
+            }
+            Direction::ServerToClient => {
+                // The packet the gap cut still says what it was (an OK, an ERR
+                // and its code, a COM_STMT_PREPARE_OK, the start of a row):
+                // interpret its kept bytes before the framing is given up.
+                let remaining = cur.framer.remaining();
+                let at_boundary = cur.framer.at_boundary()
+                    && cur.inflater.as_ref().is_none_or(|d| d.at_boundary());
+                if let Some(mut pkt) = cur.framer.take_partial(meta) {
+                    let prefix = cur.framer.prefix();
+                    if prefix.is_empty() {
+                        core.info.counters.skipped_bytes += pkt.len.saturating_sub(pkt.gap_bytes);
+                    } else {
+                        // The packet's missing tail is part of this gap, counted below.
+                        pkt.gap_bytes = pkt.gap_bytes.saturating_sub(remaining);
+                        let fx = core.on_server_packet(pkt, prefix);
+                        Self::apply(cur, other, core, dir, fx);
+                        if cur.mode == StreamMode::Stopped {
+                            return;
+                        }
+                    }
+                }
+                // COM_STMT_PREPARE_OK was read: the definitions lost after it
+                // do not change the outcome.
+                if let Some(head) = core.queue.front_mut() {
+                    if let (Stage::PrepareDefs { .. }, Some((statement_id, params, columns))) =
+                        (head.stage, head.prepared)
+                    {
+                        head.gap_bytes += len;
+                        core.complete_head(Outcome::Prepared {
+                            statement_id,
+                            params,
+                            columns,
+                        });
+                    }
+                }
+                for p in core.queue.iter_mut() {
+                    p.lost = true;
+                    p.gap_bytes += len;
+                }
+                if let Some(head) = core.queue.front_mut() {
+                    if head.stage != Stage::NoResponse {
+                        if at_boundary && head.first_response.is_none() {
+                            *head.gap_before_response.get_or_insert(0) += len;
+                        }
+                        head.stage = Stage::Lost;
+                    }
+                }
+                cur.start_hunting();
+            }
+        }
+    }
+
+    /// FIN or RST seen from `by`. Returns what the session was doing at that
+    /// moment; every open request then ends as [`Outcome::ClosedMidResponse`]
+    /// (part of the response had arrived) or [`Outcome::ClosedBeforeResponse`].
+    ///
+    /// A FIN from the client is a half-close: the server still answers what it
+    /// has read (MySQL answers a login abandoned this way with ERR 1158), so
+    /// open requests stay open for their responses. Those still open at the
+    /// server's close, a RST or the end of the capture end as closed by the
+    /// client's FIN.
+    pub fn close(&mut self, by: Direction, kind: CloseFlag, _meta: Meta) -> CloseContext {
+        self.take_partial_command();
+        let ctx = CloseContext {
+            phase: self.phase(),
+            pending: self
+                .core
+                .queue
+                .iter()
+                .find(|p| p.stage != Stage::NoResponse)
+                .map(Pending::snapshot),
+        };
+        let (by, kind) = if self.core.client_fin {
+            (Direction::ClientToServer, CloseFlag::Fin)
+        } else if by == Direction::ClientToServer && kind == CloseFlag::Fin {
+            self.core.client_fin = true;
+            return ctx;
+        } else {
+            (by, kind)
+        };
+        if let Some(dump) = self
+            .core
+            .replication
+            .as_deref_mut()
+            .and_then(|r| r.unanswered_dump(Some((by, kind))))
+        {
+            self.core.done.push(dump);
+        }
+        self.core
+            .complete_all(|p| Self::closed_outcome(p, by, kind));
+        ctx
+    }
+
+    /// A command the client began to send and the capture holds no end of (the connection closed, or
+    /// the capture ended, mid-request) was made all the same: it waits for its answer like any other,
+    /// its statement marked as missing its tail.
+    fn take_partial_command(&mut self) {
+        if self.client.mode != StreamMode::Framed {
+            return;
+        }
+        let Some(start) = self.client.framer.started_at() else {
+            return;
+        };
+        let server_hunting = self.server.mode == StreamMode::Hunting;
+        let (cur, other, core) = self.streams(Direction::ClientToServer);
+        if let Some(pkt) = cur.framer.take_partial(start) {
+            let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
+            Self::apply(cur, other, core, Direction::ClientToServer, fx);
+        }
+    }
+
+    fn closed_outcome(p: &Pending, by: Direction, flag: CloseFlag) -> Outcome {
+        if p.first_response.is_some() {
+            Outcome::ClosedMidResponse { by, flag }
+        } else {
+            Outcome::ClosedBeforeResponse { by, flag }
+        }
+    }
+
+    /// End of capture: open requests end as [`Outcome::CaptureEnded`] (or as
+    /// closed by the client, after its FIN), a command still being sent among them;
+    /// other partial packets are counted as `truncated_bytes`.
+    pub fn finish(&mut self) {
+        self.take_partial_command();
+        let closed = self
+            .core
+            .client_fin
+            .then_some((Direction::ClientToServer, CloseFlag::Fin));
+        if let Some(dump) = self
+            .core
+            .replication
+            .as_deref_mut()
+            .and_then(|r| r.unanswered_dump(closed))
+        {
+            self.core.done.push(dump);
+        }
+        if self.core.client_fin {
+            self.core.complete_all(|p| {
+                Self::closed_outcome(p, Direction::ClientToServer, CloseFlag::Fin)
+            });
+        } else {
+            self.core.complete_all(|_| Outcome::CaptureEnded);
+        }
+        let dropped = self.client.framer.reset() + self.server.framer.reset();
+        self.core.info.counters.truncated_bytes += dropped;
+    }
+
+    /// Completed transactions since the last call, in request order.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Transaction> {
+        self.core.done.drain(..)
+    }
+
+    /// Completed transactions not yet drained or cleared, in request order: for callers that only read
+    /// them, and so need not move each one out (see [`Session::clear_completed`]).
+    pub fn completed(&self) -> &[Transaction] {
+        &self.core.done
+    }
+
+    /// Forgets the completed transactions. (A few of their statement strings are kept, by this
+    /// session, for those of transactions to come.)
+    pub fn clear_completed(&mut self) {
+        // The texts are taken where they lie: moving each transaction out would copy it.
+        let core = &mut self.core;
+        for t in &mut core.done {
+            if let Some(s) = t.statement.take() {
+                if core.spares.len() < SPARES && s.capacity() <= SPARE_CAPACITY {
+                    core.spares.push(s);
+                }
+            }
+        }
+        core.done.clear();
+    }
+
+    /// What is known about the connection, and the counters.
+    pub fn info(&self) -> &SessionInfo {
+        &self.core.info
+    }
+
+    /// What the session is doing now (the phase [`Session::close`] would report).
+    pub fn phase(&self) -> SessionPhase {
+        match self.core.replication.as_deref() {
+            Some(r) if self.core.phase != Phase::Quit => {
+                SessionPhase::Replicating(r.at_close(!self.server.framer.at_boundary()))
+            }
+            _ => self.core.phase_for_close(),
+        }
+    }
+
+    /// The replication stream this connection carries (after a replica's binlog dump, or binlog
+    /// events seen mid-stream), as decoded so far.
+    pub fn replication(&self) -> Option<&ReplicationSummary> {
+        self.core.replication.as_deref().map(Replication::summary)
+    }
+
+    /// Samples of the replication stream since the last [`Session::clear_replication_samples`]: ACK
+    /// latencies and event lags, for distributions.
+    pub fn replication_samples(&self) -> &[ReplicationSample] {
+        self.core
+            .replication
+            .as_deref()
+            .map_or(&[], Replication::samples)
+    }
+
+    /// Forgets the samples read.
+    pub fn clear_replication_samples(&mut self) {
+        if let Some(r) = self.core.replication.as_deref_mut() {
+            r.clear_samples();
+        }
+    }
+}

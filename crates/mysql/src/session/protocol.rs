@@ -1,0 +1,1003 @@
+//! The protocol core: the connection's phase (greeting, login, commands), the queue of open requests
+//! and how each server packet advances the request at its head. It tells the stream layer what to do
+//! with the bytes through [`Effects`], the seam between the two.
+
+use super::*;
+
+/// Side effects of one packet on the streams, applied by [`Session`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Effects {
+    /// Stop decoding both directions (TLS, zstd).
+    pub(super) stop: bool,
+    /// Both directions switch to the compressed protocol after this packet.
+    pub(super) compress: bool,
+    /// A client command arrived: the server side may resynchronise here.
+    pub(super) new_command: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    AwaitGreeting,
+    AwaitHandshakeResponse,
+    Authenticating,
+    Command,
+    /// The server refused the login (an ERR where a greeting or the login's OK
+    /// belongs): the connection never reaches the command phase, and the server closes it.
+    LoginRefused,
+    Quit,
+    Stopped,
+    /// Mid-stream start or lost during the connection phase: waiting for a command.
+    Unknown,
+}
+
+/// Whether the EOF_Packet is in use; learned from capabilities or, mid-stream,
+/// from the shape of the first resultset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EofMode {
+    Unknown,
+    Classic,
+    Deprecated,
+}
+
+/// What a server packet did to the head request.
+pub(super) enum Step {
+    Continue,
+    Done(Outcome),
+}
+
+/// At most this many spare statement strings per session, of at most [`SPARE_CAPACITY`] bytes
+/// each: a session completes about one request per turn, and the spares must not grow its memory.
+pub(super) const SPARES: usize = 2;
+pub(super) const SPARE_CAPACITY: usize = 1024;
+
+pub(super) struct Core {
+    pub(super) phase: Phase,
+    pub(super) info: SessionInfo,
+    pub(super) queue: VecDeque<Pending>,
+    pub(super) done: Vec<Transaction>,
+    /// Statement strings of transactions the caller is done with ([`Session::clear_completed`]),
+    /// emptied, for the next statements: one allocation and free per request saved, owned by the
+    /// session so that no state hides in the thread.
+    pub(super) spares: Vec<String>,
+    pub(super) statements: HashMap<u32, String>,
+    pub(super) eof_mode: EofMode,
+    /// A classic trailing EOF after COM_STMT_PREPARE_OK definitions may follow
+    /// with this sequence id (only when the EOF mode is unknown).
+    pub(super) trailing_eof: Option<u8>,
+    /// The client half-closed (FIN): the server may still answer what it read.
+    pub(super) client_fin: bool,
+    /// Joined mid-stream and no client command found yet: whether the compressed
+    /// protocol is in force is not known.
+    pub(super) compression_unknown: bool,
+    /// From a replica's binlog dump on: the replication stream (boxed: few connections have one).
+    pub(super) replication: Option<Box<Replication>>,
+    /// What the client's `SET @...` statements said, for a dump to come.
+    pub(super) replica_hints: ReplicaHints,
+    /// Where the login began, while the server waits for it.
+    pub(super) login_from: Option<LoginStart>,
+}
+
+/// Where a login the server is waiting for began.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum LoginStart {
+    /// Nothing from the client yet: at the end of the greeting.
+    Greeting(Meta),
+    /// At the client's first byte after the greeting (which may never make a packet).
+    Client(Meta),
+}
+
+impl LoginStart {
+    pub(super) fn at(self) -> Meta {
+        match self {
+            LoginStart::Greeting(m) | LoginStart::Client(m) => m,
+        }
+    }
+}
+
+impl Core {
+    pub(super) fn new(mode: StartMode) -> Self {
+        Core {
+            phase: match mode {
+                StartMode::Handshake => Phase::AwaitGreeting,
+                StartMode::MidStream => Phase::Unknown,
+                StartMode::Login => Phase::AwaitHandshakeResponse,
+            },
+            info: SessionInfo::default(),
+            queue: VecDeque::with_capacity(8),
+            done: Vec::new(),
+            spares: Vec::new(),
+            statements: HashMap::new(),
+            eof_mode: EofMode::Unknown,
+            trailing_eof: None,
+            client_fin: false,
+            compression_unknown: mode == StartMode::MidStream,
+            replication: None,
+            replica_hints: ReplicaHints::default(),
+            login_from: None,
+        }
+    }
+
+    /// Semi-sync ACKs may come from the client: a replication stream, or a mid-stream start with nothing
+    /// decoded yet.
+    pub(super) fn expects_acks(&self) -> bool {
+        self.replication.is_some() || (self.phase == Phase::Unknown && self.queue.is_empty())
+    }
+
+    /// Effective (negotiated) capabilities, if the handshake was seen.
+    pub(super) fn caps(&self) -> Option<u32> {
+        let c = self.info.client_capabilities?;
+        Some(match self.info.server_capabilities {
+            Some(s) => c & s,
+            None => c,
+        })
+    }
+
+    pub(super) fn complete_head(&mut self, outcome: Outcome) {
+        match self.queue.front_mut() {
+            // The common case, with nothing to record in the session info: the transaction is
+            // built from the request where it lies rather than from a copy of it.
+            Some(p)
+                if p.new_schema.is_none()
+                    && p.new_user.is_none()
+                    && !matches!(p.command, Command::ChangeUser | Command::ResetConnection) =>
+            {
+                let statement = p.statement.take();
+                self.done.push(p.to_transaction(statement, outcome));
+                self.queue.pop_front();
+            }
+            Some(_) => {
+                if let Some(p) = self.queue.pop_front() {
+                    self.finish_request(p, outcome);
+                }
+            }
+            None => {}
+        }
+        self.flush_no_response();
+    }
+
+    pub(super) fn finish_request(&mut self, p: Pending, outcome: Outcome) {
+        if matches!(outcome, Outcome::Ok { .. }) {
+            if let Some(s) = &p.new_schema {
+                self.info.schema = Some(s.clone());
+            }
+            if let Some(u) = &p.new_user {
+                self.info.user = Some(u.clone());
+            }
+            if matches!(p.command, Command::ChangeUser | Command::ResetConnection) {
+                // Both deallocate the session's prepared statements.
+                self.statements.clear();
+            }
+        }
+        self.done.push(p.into_transaction(outcome));
+    }
+
+    /// Requests that expect no response complete once they reach the head.
+    pub(super) fn flush_no_response(&mut self) {
+        while self
+            .queue
+            .front()
+            .is_some_and(|p| p.stage == Stage::NoResponse)
+        {
+            if let Some(p) = self.queue.pop_front() {
+                self.finish_request(p, Outcome::NoResponseExpected);
+            }
+        }
+    }
+
+    pub(super) fn phase_for_close(&self) -> SessionPhase {
+        match self.phase {
+            Phase::AwaitGreeting
+            | Phase::AwaitHandshakeResponse
+            | Phase::Authenticating
+            | Phase::LoginRefused => SessionPhase::Handshake,
+            Phase::Stopped => {
+                if self.info.encryption == Encryption::Tls {
+                    SessionPhase::Encrypted
+                } else {
+                    SessionPhase::Undecodable
+                }
+            }
+            Phase::Unknown if self.queue.is_empty() => SessionPhase::Unknown,
+            Phase::Quit if self.queue.is_empty() => SessionPhase::AfterQuit,
+            _ => match self.queue.front() {
+                None => SessionPhase::Idle,
+                Some(p) if p.first_response.is_none() => SessionPhase::AwaitingResponse,
+                Some(p) if p.saw_resultset || p.rows > 0 => SessionPhase::InResultset {
+                    rows: p.rows,
+                    bytes: p.response_bytes,
+                },
+                Some(p) => SessionPhase::InResponse {
+                    bytes: p.response_bytes,
+                },
+            },
+        }
+    }
+
+    /// Every open request ends with `f(request)`.
+    pub(super) fn complete_all(&mut self, f: impl Fn(&Pending) -> Outcome) {
+        while let Some(p) = self.queue.pop_front() {
+            let outcome = if p.stage == Stage::NoResponse {
+                Outcome::NoResponseExpected
+            } else {
+                f(&p)
+            };
+            self.finish_request(p, outcome);
+        }
+    }
+
+    // ----- client side -----
+
+    pub(super) fn on_client_packet(
+        &mut self,
+        pkt: PacketEnd,
+        prefix: &[u8],
+        server_hunting: bool,
+    ) -> Effects {
+        let mut fx = Effects::default();
+        match self.phase {
+            Phase::Stopped => {}
+            Phase::AwaitGreeting | Phase::LoginRefused => {
+                self.info.counters.unexpected_client_packets += 1;
+            }
+            Phase::AwaitHandshakeResponse => fx = self.on_handshake_response(pkt, prefix),
+            Phase::Authenticating => {
+                if let Some(head) = self.queue.front_mut() {
+                    head.request_bytes += wire_len(pkt.len);
+                    head.gap_bytes += pkt.gap_bytes;
+                    head.next_seq = pkt.seq.wrapping_add(1);
+                } else {
+                    self.info.counters.unexpected_client_packets += 1;
+                }
+            }
+            Phase::Command | Phase::Quit | Phase::Unknown => {
+                // After a binlog dump the replica sends ACKs, not commands; a capture that began
+                // mid-stream may show an ACK first.
+                if self.replication.is_none()
+                    && self.phase == Phase::Unknown
+                    && self.queue.is_empty()
+                    && replication::is_ack_packet(pkt.seq, prefix, pkt.len)
+                {
+                    self.replication = Some(Box::new(Replication::joined()));
+                }
+                if let Some(r) = self.replication.as_deref_mut() {
+                    if r.on_client_packet(&pkt, prefix) {
+                        return fx;
+                    }
+                }
+                // File data of LOAD DATA LOCAL INFILE, or auth data of COM_CHANGE_USER?
+                if let Some(head) = self.queue.front_mut() {
+                    if head.stage == Stage::InfileData {
+                        head.request_bytes += wire_len(pkt.len);
+                        head.gap_bytes += pkt.gap_bytes;
+                        head.next_seq = pkt.seq.wrapping_add(1);
+                        if pkt.len == 0 {
+                            head.stage = Stage::InfileResult;
+                        } else {
+                            head.file_bytes += pkt.len;
+                        }
+                        return fx;
+                    }
+                    if head.stage == Stage::Auth && pkt.seq != 0 {
+                        head.request_bytes += wire_len(pkt.len);
+                        head.next_seq = pkt.seq.wrapping_add(1);
+                        return fx;
+                    }
+                }
+                fx = self.on_command(pkt, prefix, server_hunting);
+            }
+        }
+        fx
+    }
+
+    pub(super) fn on_handshake_response(&mut self, pkt: PacketEnd, prefix: &[u8]) -> Effects {
+        let mut fx = Effects::default();
+        let mut pending = Pending::new(Command::Connect, pkt.start, Stage::Auth);
+        pending.request_bytes = wire_len(pkt.len);
+        pending.next_seq = pkt.seq.wrapping_add(1);
+        // A response cut by a gap still gives the capabilities (first 4 bytes).
+        match wire::parse_handshake_response(prefix, !pkt.damaged) {
+            Some(hr) => {
+                self.info.client_capabilities = Some(hr.capabilities);
+                self.info.character_set = hr.character_set.or(self.info.character_set);
+                if hr.capabilities & cap::CLIENT_SSL != 0 {
+                    // SSLRequest: TLS starts with the next byte in both directions. The login goes
+                    // on inside it: it happened, and how it ended cannot be read.
+                    self.info.encryption = Encryption::Tls;
+                    self.phase = Phase::Stopped;
+                    fx.stop = true;
+                    self.finish_request(pending, Outcome::Encrypted);
+                    return fx;
+                }
+                self.info.user = hr.user.map(wire::text);
+                if let Some(s) = hr.schema.filter(|s| !s.is_empty()) {
+                    self.info.schema = Some(wire::text(s));
+                }
+                self.info.client_auth_plugin = hr.auth_plugin.map(wire::text);
+                self.eof_mode = if hr.capabilities & cap::CLIENT_DEPRECATE_EOF != 0
+                    && self
+                        .info
+                        .server_capabilities
+                        .is_none_or(|s| s & cap::CLIENT_DEPRECATE_EOF != 0)
+                {
+                    EofMode::Deprecated
+                } else {
+                    EofMode::Classic
+                };
+            }
+            // Cut before the capabilities: nothing to read, but nothing wrong.
+            None if pkt.damaged => {}
+            None => self.info.counters.malformed_packets += 1,
+        }
+        self.phase = Phase::Authenticating;
+        self.queue.push_back(pending);
+        fx
+    }
+
+    pub(super) fn on_command(
+        &mut self,
+        pkt: PacketEnd,
+        prefix: &[u8],
+        server_hunting: bool,
+    ) -> Effects {
+        let fx = Effects {
+            new_command: true,
+            ..Effects::default()
+        };
+        let Some(&byte) = prefix.first() else {
+            // An empty packet (or one whose first byte fell in a gap) is no command.
+            self.info.counters.unexpected_client_packets += 1;
+            return Effects::default();
+        };
+        if pkt.seq != 0 {
+            self.info.counters.sequence_anomalies += 1;
+        }
+        // The server resynchronises at this point: whatever it was answering in
+        // the dark is lost.
+        if server_hunting {
+            self.complete_all(|_| Outcome::GapLost);
+        } else {
+            while self.queue.front().is_some_and(|p| p.lost) {
+                self.complete_head(Outcome::GapLost);
+            }
+        }
+        if self.phase == Phase::Unknown {
+            self.phase = Phase::Command;
+        } else if self.phase == Phase::Quit {
+            self.info.counters.unexpected_client_packets += 1;
+        }
+        let command = Command::from_byte(byte);
+        let body = prefix.get(1..).unwrap_or(&[]);
+        let body_total = pkt.len.saturating_sub(1);
+        if matches!(command, Command::BinlogDump | Command::BinlogDumpGtid) {
+            // From here on the connection is a replication stream.
+            let dumped =
+                Replication::dumped(command, &pkt, body, self.replica_hints, wire_len(pkt.len));
+            self.replication = Some(Box::new(dumped));
+            return fx;
+        }
+        if matches!(command, Command::Unknown(_)) {
+            self.info.counters.unknown_commands += 1;
+        }
+        let stage = first_stage(command);
+        let caps = self.caps();
+        if self.queue.len() >= MAX_PENDING {
+            self.info.counters.dropped_requests += 1;
+            self.complete_head(Outcome::Unparsed);
+        }
+        // Built where it will wait for its response: a request is large, and moving it in
+        // costs a copy per command.
+        self.queue
+            .push_back(Pending::new(command, pkt.start, stage));
+        let Some(p) = self.queue.back_mut() else {
+            return fx;
+        };
+        p.request_bytes = wire_len(pkt.len);
+        p.gap_bytes = pkt.gap_bytes;
+        p.next_seq = pkt.seq.wrapping_add(1);
+        let spares = &mut self.spares;
+        let mut text = |b: &[u8], total: u64| {
+            let s = spares.pop().unwrap_or_default();
+            Some(capped_text(s, b, total, pkt.damaged, pkt.gap_bytes))
+        };
+        match command {
+            Command::Query => {
+                let with_attrs = match caps {
+                    Some(c) => c & cap::CLIENT_QUERY_ATTRIBUTES != 0,
+                    None => wire::looks_like_attribute_prefix(body),
+                };
+                if with_attrs {
+                    match wire::split_query_attributes(body) {
+                        Some((_, t)) => {
+                            let skipped = (body.len() - t.len()) as u64;
+                            p.statement = text(t, body_total.saturating_sub(skipped));
+                        }
+                        None => self.info.counters.malformed_packets += 1,
+                    }
+                } else {
+                    p.statement = text(body, body_total);
+                }
+                if let Some(s) = &p.statement {
+                    self.replica_hints.note_query(s);
+                }
+            }
+            Command::StmtPrepare | Command::InitDb | Command::CreateDb | Command::DropDb => {
+                p.statement = text(body, body_total);
+                if command == Command::InitDb && !pkt.damaged {
+                    p.new_schema = Some(wire::text(body));
+                }
+            }
+            Command::FieldList => {
+                let table = body.split(|&b| b == 0).next().unwrap_or(&[]);
+                p.statement = text(table, table.len() as u64);
+            }
+            Command::ChangeUser => {
+                if let Some(cu) = wire::parse_change_user(body, caps) {
+                    p.statement = Some(wire::text(cu.user));
+                    p.new_user = Some(wire::text(cu.user));
+                    p.new_schema = cu.schema.filter(|s| !s.is_empty()).map(wire::text);
+                    if let Some(plugin) = cu.auth_plugin {
+                        self.info.client_auth_plugin = Some(wire::text(plugin));
+                    }
+                } else {
+                    self.info.counters.malformed_packets += 1;
+                }
+            }
+            Command::ProcessKill => {
+                p.statement = wire::Reader::new(body).u32().map(|id| id.to_string());
+            }
+            Command::StmtExecute
+            | Command::StmtFetch
+            | Command::StmtReset
+            | Command::StmtClose
+            | Command::StmtSendLongData => {
+                let mut r = wire::Reader::new(body);
+                if let Some(id) = r.u32() {
+                    p.statement_id = Some(id);
+                    p.statement = self.statements.get(&id).cloned();
+                    if command == Command::StmtClose {
+                        self.statements.remove(&id);
+                    }
+                    // flags: CURSOR_TYPE_READ_ONLY and friends open a cursor.
+                    if command == Command::StmtExecute {
+                        p.cursor = r.u8().is_some_and(|f| f & 0x07 != 0);
+                    }
+                } else {
+                    self.info.counters.malformed_packets += 1;
+                }
+            }
+            _ => {}
+        }
+        if command == Command::Quit {
+            self.phase = Phase::Quit;
+        }
+        self.flush_no_response();
+        fx
+    }
+
+    // ----- server side -----
+
+    pub(super) fn on_server_packet(&mut self, pkt: PacketEnd, prefix: &[u8]) -> Effects {
+        let mut fx = Effects::default();
+        match self.phase {
+            Phase::Stopped => return fx,
+            Phase::AwaitGreeting => {
+                self.on_greeting(pkt, prefix);
+                return fx;
+            }
+            Phase::AwaitHandshakeResponse => {
+                if let (Some(0xFF), Some(outcome)) = (prefix.first(), err_outcome(prefix)) {
+                    // The server refused what the client sent instead of a login (1156 "Got
+                    // packets out of order" for bytes that are no HandshakeResponse), or its
+                    // silence (1043 "Bad handshake"): the login attempt ends with that error.
+                    let mut p = Pending::new(
+                        Command::Connect,
+                        self.login_from.map_or(pkt.start, LoginStart::at),
+                        Stage::Auth,
+                    );
+                    p.first_response = Some(pkt.start);
+                    p.last_response = Some(pkt.end);
+                    p.response_bytes = wire_len(pkt.len);
+                    self.finish_request(p, outcome);
+                    self.phase = Phase::LoginRefused;
+                    return fx;
+                }
+                self.info.counters.unsolicited_server_packets += 1;
+                self.note_unsolicited_error(prefix);
+                return fx;
+            }
+            _ => {}
+        }
+        if self.replication.is_none()
+            && self.phase == Phase::Unknown
+            && self.queue.is_empty()
+            && replication::is_event_packet(prefix, pkt.len)
+        {
+            // Joined mid-stream: binlog events with no request before them are a replication stream.
+            self.replication = Some(Box::new(Replication::joined()));
+        }
+        if let Some(r) = self.replication.as_deref_mut() {
+            if let Some(dump) = r.on_server_packet(&pkt, prefix) {
+                self.done.push(dump);
+            }
+            return fx;
+        }
+        if let Some(seq) = self.trailing_eof.take() {
+            if pkt.seq == seq && prefix.first() == Some(&0xFE) && pkt.len < 9 {
+                self.eof_mode = EofMode::Classic;
+                return fx;
+            }
+        }
+        let Some(head) = self.queue.front_mut() else {
+            self.info.counters.unsolicited_server_packets += 1;
+            self.note_unsolicited_error(prefix);
+            return fx;
+        };
+        if head.stage == Stage::NoResponse {
+            self.info.counters.unsolicited_server_packets += 1;
+            return fx;
+        }
+        if let (Stage::Lost, None, Some(gap)) =
+            (head.stage, head.first_response, head.gap_before_response)
+        {
+            if pkt.seq == 1 && starts_response(head.command, prefix, pkt.len, gap) {
+                // The gap held nothing of this response, which begins here: read it as usual.
+                head.stage = first_stage(head.command);
+                head.next_seq = 1;
+                head.lost = false;
+                head.gap_bytes = head.gap_bytes.saturating_sub(gap);
+                head.gap_before_response = None;
+            }
+        }
+        if head.first_response.is_none() {
+            head.first_response = Some(pkt.start);
+        }
+        head.last_response = Some(pkt.end);
+        head.response_bytes += wire_len(pkt.len);
+        head.gap_bytes += pkt.gap_bytes;
+        if pkt.seq != head.next_seq && head.stage != Stage::Lost {
+            self.info.counters.sequence_anomalies += 1;
+        }
+        head.next_seq = pkt.seq.wrapping_add(physical_packets(pkt.len) as u8);
+        // MariaDB's progress report (LOAD DATA, ALTER, ... with progress reporting on) is an ERR_Packet
+        // with code 0xFFFF: not an error, and the request goes on.
+        if prefix.starts_with(&[0xFF, 0xFF, 0xFF]) {
+            self.info.counters.progress_reports += 1;
+            return fx;
+        }
+        let step = self.response_step(pkt, prefix, &mut fx);
+        if let Step::Done(outcome) = step {
+            self.complete_head(outcome);
+        }
+        fx
+    }
+
+    /// Client bytes arrived while the server waits for the login: the login began with the first.
+    #[cold]
+    pub(super) fn note_login_bytes(&mut self, at: Meta) {
+        if !matches!(self.login_from, Some(LoginStart::Client(_))) {
+            self.login_from = Some(LoginStart::Client(at));
+        }
+    }
+
+    pub(super) fn note_unsolicited_error(&mut self, prefix: &[u8]) {
+        if let Some(Outcome::Err {
+            code,
+            sql_state,
+            message,
+        }) = err_outcome(prefix)
+        {
+            self.info.counters.unsolicited_errors += 1;
+            self.info.last_unsolicited_error = Some(ServerError {
+                code,
+                sql_state,
+                message,
+            });
+        }
+    }
+
+    pub(super) fn on_greeting(&mut self, pkt: PacketEnd, prefix: &[u8]) {
+        if prefix.first() == Some(&0xFF) {
+            // The server refused the connection before any handshake.
+            if let Some(outcome) = err_outcome(prefix) {
+                let mut p = Pending::new(Command::Connect, pkt.start, Stage::Auth);
+                p.first_response = Some(pkt.start);
+                p.last_response = Some(pkt.end);
+                p.response_bytes = wire_len(pkt.len);
+                self.finish_request(p, outcome);
+                self.phase = Phase::LoginRefused;
+                return;
+            }
+        }
+        // A greeting cut by a gap (snap length, loss) still opens the
+        // connection phase: what it kept is recorded, the rest stays unknown.
+        match wire::parse_greeting(prefix, !pkt.damaged) {
+            Some(g) => {
+                self.info.protocol_version = Some(g.protocol);
+                self.info.server_version = g.version.map(wire::text);
+                self.info.connection_id = g.connection_id;
+                self.info.server_capabilities = g.capabilities;
+                self.info.character_set = g.character_set;
+                self.info.auth_plugin = g.auth_plugin.filter(|p| !p.is_empty()).map(wire::text);
+                self.phase = Phase::AwaitHandshakeResponse;
+                self.login_from = Some(LoginStart::Greeting(pkt.end));
+            }
+            // Not even the protocol byte was kept: the first server packet is
+            // still the greeting.
+            None if pkt.damaged && prefix.is_empty() && pkt.seq == 0 => {
+                self.phase = Phase::AwaitHandshakeResponse;
+            }
+            None => self.info.counters.malformed_packets += 1,
+        }
+    }
+
+    /// The end of one resultset (terminator or cursor EOF): another may follow.
+    pub(super) fn end_of_result(head: &mut Pending, status_flags: u16) -> Step {
+        if status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
+            head.stage = Stage::First;
+            Step::Continue
+        } else {
+            Step::Done(Outcome::ResultSet { rows: head.rows })
+        }
+    }
+
+    pub(super) fn response_step(&mut self, pkt: PacketEnd, p: &[u8], fx: &mut Effects) -> Step {
+        let eof_mode = self.eof_mode;
+        let counters = &mut self.info.counters;
+        let Some(head) = self.queue.front_mut() else {
+            return Step::Continue;
+        };
+        let first = p.first().copied();
+        let len = pkt.len;
+        // The first byte fell into a gap: only row-like streams can go on.
+        if first.is_none() && len > 0 {
+            return match head.stage {
+                Stage::Rows
+                | Stage::ColumnDefs { .. }
+                | Stage::Binlog
+                | Stage::FieldList
+                | Stage::Lost => {
+                    if matches!(head.stage, Stage::Rows | Stage::Binlog | Stage::Lost) {
+                        head.rows += 1;
+                    }
+                    if let Stage::ColumnDefs { left } = head.stage {
+                        head.stage = if left <= 1 {
+                            Stage::AfterDefs
+                        } else {
+                            Stage::ColumnDefs { left: left - 1 }
+                        };
+                    }
+                    Step::Continue
+                }
+                _ => {
+                    head.stage = Stage::Lost;
+                    Step::Continue
+                }
+            };
+        }
+        match head.stage {
+            Stage::NoResponse => Step::Continue,
+            Stage::Lost => {
+                if !matches!(first, Some(0xFE | 0xFF)) {
+                    head.rows += 1;
+                }
+                Step::Continue
+            }
+            Stage::Simple => match first {
+                Some(0x00) => match wire::parse_ok(p) {
+                    Some(ok) => Step::Done(ok_outcome(ok)),
+                    None => {
+                        counters.malformed_packets += 1;
+                        Step::Done(Outcome::Unparsed)
+                    }
+                },
+                Some(0xFE) => Step::Done(ok_outcome(
+                    wire::parse_terminator(p, len).unwrap_or_default(),
+                )),
+                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                _ => {
+                    counters.malformed_packets += 1;
+                    Step::Done(Outcome::Unparsed)
+                }
+            },
+            Stage::AnyOne => match first {
+                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                _ => Step::Done(ok_outcome(OkPacket::default())),
+            },
+            Stage::First => match first {
+                Some(0x00) => match wire::parse_ok(p) {
+                    Some(ok) => {
+                        if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
+                            Step::Continue
+                        } else if head.saw_infile {
+                            Step::Done(Outcome::LocalInfile {
+                                file_bytes: head.file_bytes,
+                                affected_rows: ok.affected_rows,
+                            })
+                        } else if head.saw_resultset {
+                            Step::Done(Outcome::ResultSet { rows: head.rows })
+                        } else {
+                            Step::Done(ok_outcome(ok))
+                        }
+                    }
+                    None => {
+                        counters.malformed_packets += 1;
+                        Step::Done(Outcome::Unparsed)
+                    }
+                },
+                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFB) => {
+                    head.stage = Stage::InfileData;
+                    head.saw_infile = true;
+                    Step::Continue
+                }
+                Some(0xFE) => {
+                    let st = wire::parse_terminator(p, len).unwrap_or_default();
+                    if head.saw_resultset {
+                        Self::end_of_result(head, st.status_flags)
+                    } else {
+                        Step::Done(ok_outcome(st))
+                    }
+                }
+                _ => match wire::parse_column_count(p, len) {
+                    Some((n, metadata)) => {
+                        head.saw_resultset = true;
+                        head.stage = if metadata {
+                            Stage::ColumnDefs { left: n }
+                        } else {
+                            Stage::AfterDefs
+                        };
+                        Step::Continue
+                    }
+                    None => {
+                        counters.malformed_packets += 1;
+                        Step::Done(Outcome::Unparsed)
+                    }
+                },
+            },
+            Stage::ColumnDefs { left } => {
+                if first == Some(0xFF) {
+                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                }
+                if is_terminator(p, len) && len < 9 {
+                    // Fewer definitions than announced: take it as the metadata EOF.
+                    counters.malformed_packets += 1;
+                    head.stage = Stage::Rows;
+                    return Step::Continue;
+                }
+                head.stage = if left <= 1 {
+                    Stage::AfterDefs
+                } else {
+                    Stage::ColumnDefs { left: left - 1 }
+                };
+                Step::Continue
+            }
+            Stage::AfterDefs => {
+                // Classic framing puts a 5-byte EOF_Packet here; under
+                // CLIENT_DEPRECATE_EOF rows follow at once, and an empty
+                // resultset ends with an OK_Packet of at least 7 bytes.
+                if is_terminator(p, len) && len < 7 {
+                    if eof_mode == EofMode::Unknown {
+                        self.eof_mode = EofMode::Classic;
+                    }
+                    let st = wire::parse_eof(p).unwrap_or_default();
+                    if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0
+                        || head.cursor && len < 5
+                    {
+                        return Self::end_of_result(head, st.status_flags);
+                    }
+                    head.stage = Stage::Rows;
+                    return Step::Continue;
+                }
+                if eof_mode == EofMode::Unknown {
+                    self.eof_mode = EofMode::Deprecated;
+                }
+                if is_terminator(p, len) {
+                    let st = wire::parse_terminator(p, len).unwrap_or_default();
+                    return Self::end_of_result(head, st.status_flags);
+                }
+                if first == Some(0xFF) {
+                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                }
+                head.rows += 1;
+                head.stage = Stage::Rows;
+                Step::Continue
+            }
+            Stage::Rows => {
+                if is_terminator(p, len) {
+                    let st = wire::parse_terminator(p, len).unwrap_or_default();
+                    return Self::end_of_result(head, st.status_flags);
+                }
+                if first == Some(0xFF) {
+                    // 0xFF is no valid start of a text row (nor of a binary row, 0x00).
+                    if let Some(o) = err_outcome(p) {
+                        return Step::Done(o);
+                    }
+                    counters.malformed_packets += 1;
+                }
+                head.rows += 1;
+                Step::Continue
+            }
+            Stage::InfileData | Stage::InfileResult => match first {
+                Some(0x00) => match wire::parse_ok(p) {
+                    Some(ok) if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 => {
+                        head.stage = Stage::First;
+                        Step::Continue
+                    }
+                    Some(ok) => Step::Done(Outcome::LocalInfile {
+                        file_bytes: head.file_bytes,
+                        affected_rows: ok.affected_rows,
+                    }),
+                    None => {
+                        counters.malformed_packets += 1;
+                        Step::Done(Outcome::Unparsed)
+                    }
+                },
+                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                _ => {
+                    counters.malformed_packets += 1;
+                    Step::Continue
+                }
+            },
+            Stage::PrepareFirst => match first {
+                Some(0x00) => match wire::parse_prepare_ok(p, len, !pkt.damaged) {
+                    Some(ok) => {
+                        head.statement_id = Some(ok.statement_id);
+                        if let Some(sql) = &head.statement {
+                            if self.statements.len() < MAX_STATEMENTS
+                                || self.statements.contains_key(&ok.statement_id)
+                            {
+                                self.statements.insert(ok.statement_id, sql.clone());
+                            } else {
+                                counters.untracked_statements += 1;
+                            }
+                        }
+                        let done = Outcome::Prepared {
+                            statement_id: ok.statement_id,
+                            params: ok.num_params,
+                            columns: ok.num_columns,
+                        };
+                        if !ok.metadata_follows || (ok.num_params == 0 && ok.num_columns == 0) {
+                            Step::Done(done)
+                        } else {
+                            head.stage = Stage::PrepareDefs {
+                                params: ok.num_params,
+                                columns: ok.num_columns,
+                            };
+                            head.prepared = Some((ok.statement_id, ok.num_params, ok.num_columns));
+                            Step::Continue
+                        }
+                    }
+                    None => {
+                        counters.malformed_packets += 1;
+                        Step::Done(Outcome::Unparsed)
+                    }
+                },
+                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                _ => {
+                    counters.malformed_packets += 1;
+                    Step::Done(Outcome::Unparsed)
+                }
+            },
+            Stage::PrepareDefs { params, columns } => {
+                let (statement_id, all_params, all_columns) = head.prepared.unwrap_or_default();
+                let outcome = Outcome::Prepared {
+                    statement_id,
+                    params: all_params,
+                    columns: all_columns,
+                };
+                if first == Some(0xFF) {
+                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                }
+                if is_terminator(p, len) && len < 9 {
+                    // EOF after a block of definitions (classic framing).
+                    if params == 0 && columns == 0 {
+                        return Step::Done(outcome);
+                    }
+                    return Step::Continue;
+                }
+                let (params, columns) = if params > 0 {
+                    (params - 1, columns)
+                } else {
+                    (params, columns.saturating_sub(1))
+                };
+                head.stage = Stage::PrepareDefs { params, columns };
+                if params == 0 && columns == 0 {
+                    match eof_mode {
+                        EofMode::Classic => Step::Continue,
+                        EofMode::Deprecated => Step::Done(outcome),
+                        EofMode::Unknown => {
+                            self.trailing_eof = Some(pkt.seq.wrapping_add(1));
+                            Step::Done(outcome)
+                        }
+                    }
+                } else {
+                    Step::Continue
+                }
+            }
+            Stage::FieldList => {
+                if is_terminator(p, len) {
+                    return Step::Done(Outcome::ResultSet { rows: head.rows });
+                }
+                if first == Some(0xFF) {
+                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                }
+                head.rows += 1;
+                Step::Continue
+            }
+            Stage::Binlog => match first {
+                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                _ if is_terminator(p, len) && len < 9 => {
+                    Step::Done(Outcome::ResultSet { rows: head.rows })
+                }
+                _ => {
+                    head.rows += 1;
+                    Step::Continue
+                }
+            },
+            Stage::Auth => match first {
+                Some(0x00) => {
+                    let ok = wire::parse_ok(p).unwrap_or_default();
+                    if head.command == Command::Connect {
+                        self.phase = Phase::Command;
+                        fx.compress = start_compression(&mut self.info);
+                        if self.info.compression == Compression::Zstd {
+                            self.phase = Phase::Stopped;
+                            fx.stop = true;
+                        }
+                    }
+                    Step::Done(ok_outcome(ok))
+                }
+                Some(0xFF) => {
+                    if head.command == Command::Connect {
+                        self.phase = Phase::LoginRefused;
+                    }
+                    Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed))
+                }
+                Some(0xFE) => {
+                    // AuthSwitchRequest: plugin name, then its data (1 byte: old auth switch).
+                    let name = wire::Reader::new(p.get(1..).unwrap_or(&[])).nul_or_rest();
+                    if !name.is_empty() {
+                        self.info.auth_plugin = Some(wire::text(name));
+                    }
+                    Step::Continue
+                }
+                Some(0x01) => {
+                    match p.get(1) {
+                        Some(0x03) if len == 2 => {
+                            self.info.caching_sha2 = Some(CachingSha2Auth::FastAuthSuccess)
+                        }
+                        Some(0x04) if len == 2 => {
+                            self.info.caching_sha2 = Some(CachingSha2Auth::FullAuthRequired)
+                        }
+                        _ => {}
+                    }
+                    Step::Continue
+                }
+                // 0x02: AuthNextFactor (multi-factor authentication).
+                Some(0x02) => Step::Continue,
+                _ => {
+                    counters.malformed_packets += 1;
+                    Step::Continue
+                }
+            },
+        }
+    }
+}
+
+/// After the authentication OK: switch to the compressed protocol if both
+/// sides agreed on it. Returns whether zlib framing starts now.
+pub(super) fn start_compression(info: &mut SessionInfo) -> bool {
+    let Some(client) = info.client_capabilities else {
+        return false;
+    };
+    let c = client & info.server_capabilities.unwrap_or(u32::MAX);
+    if c & cap::CLIENT_COMPRESS != 0 {
+        info.compression = Compression::Zlib;
+        true
+    } else if c & cap::CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0 {
+        info.compression = Compression::Zstd;
+        false
+    } else {
+        false
+    }
+}

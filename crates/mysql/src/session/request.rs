@@ -1,0 +1,236 @@
+//! The request queue's element: a request waiting for (or receiving) its response ([`Pending`]),
+//! what the server's answer to it should look like next ([`Stage`]), and the small readers of
+//! response packets that become a transaction's outcome.
+
+use super::*;
+
+/// How the server is expected to answer, given what it sent so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// No response will come.
+    NoResponse,
+    /// One OK/ERR/EOF.
+    Simple,
+    /// One packet of any content (COM_STATISTICS).
+    AnyOne,
+    /// OK, ERR, LOCAL INFILE request or the column count of a resultset.
+    First,
+    /// Column definitions still to come.
+    ColumnDefs { left: u64 },
+    /// After the definitions: metadata EOF (classic) or first row/terminator.
+    AfterDefs,
+    /// Rows until EOF/OK terminator or ERR.
+    Rows,
+    /// LOCAL INFILE requested: the client is sending the file.
+    InfileData,
+    /// The client's empty packet ended the file: OK/ERR follows.
+    InfileResult,
+    /// COM_STMT_PREPARE: COM_STMT_PREPARE_OK or ERR.
+    PrepareFirst,
+    /// Parameter then column definitions, each block followed by EOF in classic mode.
+    PrepareDefs { params: u16, columns: u16 },
+    /// COM_FIELD_LIST: definitions until EOF.
+    FieldList,
+    /// COM_BINLOG_DUMP(_GTID): events until EOF or ERR.
+    Binlog,
+    /// Authentication exchange (connection phase or COM_CHANGE_USER).
+    Auth,
+    /// Server framing was lost during this response.
+    Lost,
+}
+
+pub(super) struct Pending {
+    pub(super) command: Command,
+    pub(super) statement: Option<String>,
+    pub(super) statement_id: Option<u32>,
+    pub(super) request: Meta,
+    pub(super) first_response: Option<Meta>,
+    pub(super) last_response: Option<Meta>,
+    pub(super) rows: u64,
+    pub(super) response_bytes: u64,
+    pub(super) request_bytes: u64,
+    pub(super) gap_bytes: u64,
+    pub(super) stage: Stage,
+    pub(super) next_seq: u8,
+    pub(super) saw_resultset: bool,
+    pub(super) saw_infile: bool,
+    pub(super) file_bytes: u64,
+    /// Server bytes of this response may be in a gap.
+    pub(super) lost: bool,
+    /// Bytes of a server gap that ended the framing while nothing of this response had come: the
+    /// response may have begun in it, or may begin after it (see [`starts_response`]).
+    pub(super) gap_before_response: Option<u64>,
+    /// COM_STMT_EXECUTE asked for a cursor.
+    pub(super) cursor: bool,
+    /// COM_STMT_PREPARE_OK's (statement id, params, columns), while definitions follow.
+    pub(super) prepared: Option<(u32, u16, u16)>,
+    /// COM_INIT_DB / COM_CHANGE_USER: what to record in the session info on OK.
+    pub(super) new_schema: Option<String>,
+    pub(super) new_user: Option<String>,
+}
+
+impl Pending {
+    pub(super) fn new(command: Command, request: Meta, stage: Stage) -> Self {
+        Pending {
+            command,
+            statement: None,
+            statement_id: None,
+            request,
+            first_response: None,
+            last_response: None,
+            rows: 0,
+            response_bytes: 0,
+            request_bytes: 0,
+            gap_bytes: 0,
+            stage,
+            next_seq: 1,
+            saw_resultset: false,
+            saw_infile: false,
+            file_bytes: 0,
+            lost: false,
+            gap_before_response: None,
+            cursor: false,
+            prepared: None,
+            new_schema: None,
+            new_user: None,
+        }
+    }
+
+    pub(super) fn into_transaction(mut self, outcome: Outcome) -> Transaction {
+        let statement = self.statement.take();
+        self.to_transaction(statement, outcome)
+    }
+
+    pub(super) fn to_transaction(
+        &self,
+        statement: Option<String>,
+        outcome: Outcome,
+    ) -> Transaction {
+        Transaction {
+            command: self.command,
+            statement,
+            statement_id: self.statement_id,
+            request_ts_ns: self.request.ts_ns,
+            request_frame: self.request.frame,
+            first_response_ts_ns: self.first_response.map(|m| m.ts_ns),
+            first_response_frame: self.first_response.map(|m| m.frame),
+            last_response_ts_ns: self.last_response.map(|m| m.ts_ns),
+            last_response_frame: self.last_response.map(|m| m.frame),
+            rows: self.rows,
+            response_bytes: self.response_bytes,
+            request_bytes: self.request_bytes,
+            gap_bytes: self.gap_bytes,
+            outcome,
+        }
+    }
+
+    pub(super) fn snapshot(&self) -> PendingRequest {
+        PendingRequest {
+            command: self.command,
+            statement: self.statement.clone(),
+            request_ts_ns: self.request.ts_ns,
+            request_frame: self.request.frame,
+            rows: self.rows,
+            response_bytes: self.response_bytes,
+            first_response_frame: self.first_response.map(|m| m.frame),
+            last_response_frame: self.last_response.map(|m| m.frame),
+        }
+    }
+}
+
+/// Wire bytes of a logical packet: payload plus one 4-byte header per physical packet.
+pub(super) fn wire_len(len: u64) -> u64 {
+    len + 4 * physical_packets(len)
+}
+
+/// Physical packets of a logical packet of `len` bytes: one more than its full (0xFFFFFF-byte) ones.
+pub(super) fn physical_packets(len: u64) -> u64 {
+    // Nearly every packet is one physical packet: no division for those.
+    if len < u64::from(wire::MAX_PAYLOAD) {
+        return 1;
+    }
+    len / u64::from(wire::MAX_PAYLOAD) + 1
+}
+
+pub(super) fn err_outcome(p: &[u8]) -> Option<Outcome> {
+    let e = wire::parse_err(p)?;
+    let msg = e
+        .message
+        .get(..e.message.len().min(MESSAGE_CAP))
+        .unwrap_or(&[]);
+    Some(Outcome::Err {
+        code: e.code,
+        sql_state: SqlState::from_wire(e.sql_state),
+        message: wire::text(msg),
+    })
+}
+
+pub(super) fn ok_outcome(ok: OkPacket) -> Outcome {
+    Outcome::Ok {
+        affected_rows: ok.affected_rows,
+        last_insert_id: ok.last_insert_id,
+        status_flags: ok.status_flags,
+        warnings: ok.warnings,
+    }
+}
+
+/// A terminator of rows: 0xFE-led and shorter than a full physical packet. A
+/// text row can only start with 0xFE when its first value is at least 2^24 bytes
+/// long, which makes its first physical packet exactly 0xFFFFFF long.
+pub(super) fn is_terminator(p: &[u8], len: u64) -> bool {
+    p.first() == Some(&0xFE) && len < u64::from(wire::MAX_PAYLOAD)
+}
+
+/// Statement text from a packet body, capped, with markers for truncation and gaps, written into
+/// `s` (a string of the session's spares, or a new one).
+pub(super) fn capped_text(
+    mut s: String,
+    text: &[u8],
+    total: u64,
+    damaged: bool,
+    gap_bytes: u64,
+) -> String {
+    let keep = text.get(..text.len().min(STATEMENT_CAP)).unwrap_or(&[]);
+    s.clear();
+    match std::str::from_utf8(keep) {
+        Ok(t) => s.push_str(t),
+        Err(_) => s.push_str(&String::from_utf8_lossy(keep)),
+    }
+    if damaged {
+        s.push_str(&format!(" /* gap: {gap_bytes} bytes */"));
+    } else if total > keep.len() as u64 {
+        // Cut at a character boundary might have left a replacement char: fine.
+        s.push_str(&format!(" /* truncated: {total} bytes */"));
+    }
+    s
+}
+
+/// How the server's answer to a command begins.
+pub(super) fn first_stage(command: Command) -> Stage {
+    match command {
+        Command::Quit | Command::StmtClose | Command::StmtSendLongData => Stage::NoResponse,
+        Command::Query | Command::ProcessInfo | Command::StmtExecute => Stage::First,
+        Command::StmtPrepare => Stage::PrepareFirst,
+        Command::StmtFetch => Stage::Rows,
+        Command::FieldList => Stage::FieldList,
+        Command::Statistics => Stage::AnyOne,
+        Command::BinlogDump | Command::BinlogDumpGtid => Stage::Binlog,
+        Command::ChangeUser => Stage::Auth,
+        _ => Stage::Simple,
+    }
+}
+
+/// After a server gap that fell before any of a request's response, is this packet (sequence id 1)
+/// where that response begins, rather than a later packet whose sequence id wrapped around? An ERR
+/// (no row nor definition starts with 0xFF) and a resultset's column count (one byte, 1 to 250: too
+/// short for a row) can only begin one. Other first packets (an OK, an EOF) could be the 257th packet
+/// of a binary resultset, unless the gap is too short to have held 255 packets.
+pub(super) fn starts_response(command: Command, p: &[u8], len: u64, gap: u64) -> bool {
+    const WRAP_BYTES: u64 = 4 * 255;
+    match (p.first(), first_stage(command)) {
+        (Some(0xFF), _) => true,
+        (Some(&n), Stage::First) if len == 1 && (1..=250).contains(&n) => true,
+        (Some(0x00 | 0xFE), Stage::First | Stage::PrepareFirst | Stage::Simple) => gap < WRAP_BYTES,
+        _ => false,
+    }
+}
