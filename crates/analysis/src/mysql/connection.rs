@@ -327,6 +327,20 @@ impl MysqlTrack {
         };
         let d = dir(side);
         self.last_ts_ns = meta(at).ts_ns;
+        // The acknowledgment before the payload: it tells what the sender had received from its peer
+        // before it sent this segment, so the peer's bytes it releases (held after a hole the capture
+        // lost) were read before this payload was sent, and come first. Read after the payload, they
+        // would follow a whole request but fall between the pieces of a request cut in several
+        // segments (each carries the ACK): how TCP cut the request would decide whether it was queued
+        // before the hole or after the answers behind it.
+        if seg.flags.ack() {
+            let od = dir(side.other());
+            let mut out = |e: StreamEvent<'_>, m: Meta| match e {
+                StreamEvent::Data(b) => session.feed(od, b, m),
+                StreamEvent::Gap(n) => session.gap(od, n, m),
+            };
+            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
+        }
         let mut out = |e: StreamEvent<'_>, m: Meta| match e {
             StreamEvent::Data(b) => session.feed(d, b, m),
             StreamEvent::Gap(n) => session.gap(d, n, m),
@@ -339,14 +353,6 @@ impl MysqlTrack {
             meta(at),
             &mut out,
         );
-        if seg.flags.ack() {
-            let od = dir(side.other());
-            let mut out = |e: StreamEvent<'_>, m: Meta| match e {
-                StreamEvent::Data(b) => session.feed(od, b, m),
-                StreamEvent::Gap(n) => session.gap(od, n, m),
-            };
-            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
-        }
         let flag = if seg.flags.rst() {
             Some((TcpCloseFlag::Rst, CloseFlag::Rst))
         } else if seg.flags.fin() {
