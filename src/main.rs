@@ -17,6 +17,7 @@ use pcapsleuth::capture::{
     refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId, Format, Input,
     Order, PcapWriter, Record, Timestamp,
 };
+use pcapsleuth::export;
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
 use pcapsleuth::report::{self, FlowSort};
 
@@ -242,6 +243,35 @@ enum Command {
         /// Output file (written beside itself under a temporary name, put in place when complete).
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
+    },
+    /// Parquet datasets of the capture for engines beyond one machine (Spark, Trino, DuckDB, ...):
+    /// every MySQL transaction, TCP connection, close (first FIN and first RST) and rate interval.
+    ///
+    /// Writes DIR/transactions, DIR/connections, DIR/closes, DIR/rates and DIR/ceilings, each
+    /// partitioned hive-style by the labels and the capture's name
+    /// (DIR/transactions/host=db3/capture=NAME/part-00000.parquet), zstd-compressed, so that exports of
+    /// many captures into one DIR form one dataset per table. Files appear only when complete.
+    Export {
+        #[command(flatten)]
+        common: Common,
+        /// The root directory of the datasets (created if missing).
+        #[arg(long, value_name = "DIR")]
+        parquet: PathBuf,
+        /// The capture's name, its partition `capture=NAME` (default: the first file's name without
+        /// its extensions). Letters, digits, `.`, `_`, `-`.
+        #[arg(long, value_name = "NAME")]
+        capture: Option<String>,
+        /// A constant column and partition key of every row, e.g. `host=db3` (repeatable; the
+        /// partitions nest in the order given, before `capture=`).
+        #[arg(long, value_name = "KEY=VALUE")]
+        label: Vec<String>,
+        /// Interval of the rates series, at least 1ms (e.g. 1s, 100ms).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+        interval: Duration,
+        /// Replace the partition of this capture and labels if DIR already has it (a re-run, a retried
+        /// task), instead of refusing.
+        #[arg(long)]
+        replace: bool,
     },
     /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`): a single uncompressed
     /// file is copied in parallel; several files, compressed files and standard input are read as one
@@ -607,6 +637,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             sayln!("manual pages written into {}", dir.display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Export {
+            common,
+            parquet,
+            capture,
+            label,
+            interval,
+            replace,
+        } => {
+            if common.engine.json {
+                bail!(InputError(
+                    "export writes Parquet datasets and prints no report: it has no --json".into()
+                ));
+            }
+            let existing = if replace {
+                export::Existing::Replace
+            } else {
+                export::Existing::Refuse
+            };
+            export_parquet(&common, &parquet, capture, &label, args::nanos(interval), existing)
+        }
         Command::Split {
             files,
             packets,
@@ -674,7 +724,16 @@ fn analyze<A: Analysis>(
     common: &Common,
     analyses: impl Fn() -> A + Sync,
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
-    let mut set = CaptureSet::open(&common.files)?;
+    let set = CaptureSet::open(&common.files)?;
+    analyze_opened(common, set, analyses)
+}
+
+/// [`analyze`] of a capture already opened.
+fn analyze_opened<A: Analysis>(
+    common: &Common,
+    mut set: CaptureSet,
+    analyses: impl Fn() -> A + Sync,
+) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let opts = EngineOptions {
         threads: common.engine.threads.unwrap_or(0),
         splits: common.engine.splits,
@@ -696,6 +755,55 @@ fn analyze<A: Analysis>(
     });
     progress.clear();
     Ok((set, a))
+}
+
+/// `export`: the capture's datasets under `root`.
+fn export_parquet(
+    common: &Common,
+    root: &Path,
+    capture: Option<String>,
+    labels: &[String],
+    interval_ns: i64,
+    existing: export::Existing,
+) -> anyhow::Result<ExitCode> {
+    let usage = |e: export::ExportError| -> anyhow::Error {
+        if e.is_usage() {
+            InputError(e.to_string()).into()
+        } else {
+            e.into()
+        }
+    };
+    let labels = labels
+        .iter()
+        .map(|l| l.parse::<export::Label>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let name = capture.unwrap_or_else(|| export::Partition::capture_name_of(&common.files[0]));
+    let partition = export::Partition::new(&name, labels).map_err(usage)?;
+    let set = CaptureSet::open(&common.files)?;
+    let options = export::ExportOptions {
+        interval_ns,
+        existing,
+        ..export::ExportOptions::new(root, partition)
+    };
+    // Refused before anything is read: an output inside an input, a partition already there.
+    let job = export::Export::begin(options, set.identities()).map_err(usage)?;
+    let (set, run) = analyze_opened(common, set, || job.analysis())?;
+    let done = job.finish(&run).map_err(usage)?;
+    let rows = |d: &str| analysis::units::count(done.rows(d));
+    sayln!(
+        "pcapsleuth: wrote {} transactions, {} connections, {} closes, {} rate intervals and {} ceilings ({:.1} MB) to {}",
+        rows("transactions"),
+        rows("connections"),
+        rows("closes"),
+        rows("rates"),
+        rows("ceilings"),
+        done.bytes as f64 / 1e6,
+        done.partitions
+            .first()
+            .map_or_else(String::new, |p| p.display().to_string()),
+    );
+    Ok(finish(&set, &run))
 }
 
 fn report_set(set: &CaptureSet) {

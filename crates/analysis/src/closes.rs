@@ -528,6 +528,44 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
     }
 }
 
+/// A FIN or RST of [`every_close`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloseRecord {
+    /// The close as `first-reset` reports it.
+    pub close: CloseReport,
+    /// It is the connection's close, as `first-reset`'s `closes` lists it: the earlier of the
+    /// connection's first FIN and first RST (the later one is a second record of the connection).
+    pub connection_close: bool,
+}
+
+/// Every connection's first FIN and first RST as `first-reset` reports them, in time order (frame on
+/// ties): its `closes` (those with [`CloseRecord::connection_close`]), without a limit, and every event
+/// its `first_fin`, `first_rst` and `first_abnormal` are chosen from. The first record that is abnormal
+/// is `first_abnormal`.
+pub fn every_close<O>(a: &Run<O>) -> Vec<CloseRecord> {
+    let speaks_first = greeting_servers(a);
+    let mut events: Vec<(usize, ClosedBy, bool)> = a
+        .connections
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            let close = c.close().map(|ev| ev.event.at);
+            [c.first_fin, c.first_rst]
+                .into_iter()
+                .flatten()
+                .map(move |ev| (i, ev, Some(ev.event.at) == close))
+        })
+        .collect();
+    events.sort_by_key(|(_, ev, _)| (ev.event.at.ts, ev.event.at.frame));
+    events
+        .iter()
+        .map(|(i, ev, connection_close)| CloseRecord {
+            close: report(a, *i, ev, &speaks_first),
+            connection_close: *connection_close,
+        })
+        .collect()
+}
+
 /// How many closes of `closes` (in time order) came while the client waited for a greeting.
 fn greeting_waits<O>(
     a: &Run<O>,

@@ -73,7 +73,9 @@ mod timeline;
 pub mod units;
 mod unknowns;
 
-pub use closes::{first_reset, CloseReport, FinJudgement, FirstReset, SessionState};
+pub use closes::{
+    every_close, first_reset, CloseRecord, CloseReport, FinJudgement, FirstReset, SessionState,
+};
 pub use compare::{
     compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,
     CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
@@ -96,7 +98,8 @@ pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, CutOff, ErrorDetail, Fate, Incident, IncidentKind,
     MysqlAggregate, MysqlDetection, MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics,
-    RecognisedBy, RequestCounts, SecondCounts, StatementGroup, UnansweredRequest, CUT_MARK,
+    RecognisedBy, RequestCounts, SecondCounts, StatementFingerprinter, StatementGroup,
+    UnansweredRequest, CUT_MARK,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use reasons::tcp_reason;

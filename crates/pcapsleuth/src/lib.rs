@@ -10,6 +10,9 @@
 //! * [`analysis`] is the parallel engine, the [`Analysis`](analysis::Analysis) trait it runs, and the
 //!   built-in analyses (MySQL statistics, response times, rates and ceilings, closes, findings);
 //! * [`report`] renders results as the command-line tool prints them: text, JSON, plots.
+//! * `export` (the feature `export`, off by default: it brings arrow and parquet) writes Parquet
+//!   datasets of every MySQL transaction, TCP connection, close and rate interval, for engines beyond one
+//!   machine.
 //!
 //! # What the command-line tool answers
 //!
@@ -102,6 +105,9 @@
 
 pub use pcapsleuth_analysis as analysis;
 pub use pcapsleuth_capture as capture;
+/// Parquet datasets of a capture (feature `export`).
+#[cfg(feature = "export")]
+pub use pcapsleuth_export as export;
 pub use pcapsleuth_flow as flow;
 pub use pcapsleuth_mysql as mysql;
 pub use pcapsleuth_report as report;

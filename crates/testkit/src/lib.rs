@@ -34,11 +34,12 @@
 //! * **At the end of `cargo test --workspace`** this crate's `oracle_summary` test says how many checks
 //!   were skipped and why (see [`skips`] for how it finds the run's records).
 //!
-//! A new oracle is one more [`Oracle`] variant (its program and how to install it) and its install line
-//! in `.ci/run`; a test here fails until `.ci/run` installs it.
+//! A new oracle is one more [`Oracle`] variant (its program, or its Python module, and how to install
+//! it: a Debian or a Python package) and its entry in `.ci/run` (`oracles=(...)` or
+//! `python_modules=(...)`); a test here fails until `.ci/run` installs it.
 //!
-//! Each oracle names its program and the Debian package `.ci/run` installs it from, and the end of a
-//! run groups the skipped checks by what was missing:
+//! Each oracle names its program and the package `.ci/run` installs it from (Debian's, or Python's for
+//! DuckDB and PySpark), and the end of a run groups the skipped checks by what was missing:
 //!
 //! ```
 //! use pcapsleuth_testkit::skips::{summary, Skip};
@@ -71,4 +72,4 @@
 pub mod oracle;
 pub mod skips;
 
-pub use oracle::Oracle;
+pub use oracle::{Install, Oracle};

@@ -24,20 +24,38 @@ pub enum Oracle {
     /// Python 3 (standard library only), which runs the oracle scripts of `tests/oracle/` (e.g. the
     /// binlog stream walk).
     Python3,
+    /// DuckDB's Python package: SQL over the Parquet datasets `export` writes.
+    DuckDb,
+    /// PySpark: Spark in local mode, a distributed engine running `export` as its per-file task.
+    PySpark,
+    /// A Java runtime, which Spark runs on.
+    Java,
+}
+
+/// How an oracle is installed (by `.ci/run`, or by hand).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// A Debian package: `apt-get install PACKAGE`.
+    Apt(&'static str),
+    /// A Python package, importable by the `python3` on `PATH`: `pip install PACKAGE`.
+    Pip(&'static str),
 }
 
 impl Oracle {
     /// Every oracle, for `.ci/run`'s install list and the summary.
-    pub const ALL: [Oracle; 6] = [
+    pub const ALL: [Oracle; 9] = [
         Oracle::Tshark,
         Oracle::Editcap,
         Oracle::Mergecap,
         Oracle::Tcpdump,
         Oracle::PtQueryDigest,
         Oracle::Python3,
+        Oracle::DuckDb,
+        Oracle::PySpark,
+        Oracle::Java,
     ];
 
-    /// The program looked up on `PATH`.
+    /// The program looked up on `PATH` (`python3` for a Python package).
     pub fn program(self) -> &'static str {
         match self {
             Oracle::Tshark => "tshark",
@@ -45,32 +63,70 @@ impl Oracle {
             Oracle::Mergecap => "mergecap",
             Oracle::Tcpdump => "tcpdump",
             Oracle::PtQueryDigest => "pt-query-digest",
-            Oracle::Python3 => "python3",
+            Oracle::Python3 | Oracle::DuckDb | Oracle::PySpark => "python3",
+            Oracle::Java => "java",
         }
     }
 
-    /// The Debian package that brings it (editcap and mergecap come with tshark's dependencies).
-    pub fn package(self) -> &'static str {
+    /// The Python module `python3` must import, for an oracle that is a Python package.
+    pub fn module(self) -> Option<&'static str> {
         match self {
-            Oracle::Tshark | Oracle::Editcap | Oracle::Mergecap => "tshark",
-            Oracle::Tcpdump => "tcpdump",
-            Oracle::PtQueryDigest => "percona-toolkit",
-            Oracle::Python3 => "python3",
+            Oracle::DuckDb => Some("duckdb"),
+            Oracle::PySpark => Some("pyspark"),
+            _ => None,
         }
     }
 
-    /// Where the program is, looked up on `PATH` once per process.
+    /// How it is installed (editcap and mergecap come with tshark's dependencies).
+    pub fn install(self) -> Install {
+        match self {
+            Oracle::Tshark | Oracle::Editcap | Oracle::Mergecap => Install::Apt("tshark"),
+            Oracle::Tcpdump => Install::Apt("tcpdump"),
+            Oracle::PtQueryDigest => Install::Apt("percona-toolkit"),
+            Oracle::Python3 => Install::Apt("python3"),
+            Oracle::DuckDb => Install::Pip("duckdb"),
+            Oracle::PySpark => Install::Pip("pyspark"),
+            Oracle::Java => Install::Apt("default-jre-headless"),
+        }
+    }
+
+    /// The package that brings it, Debian's or Python's ([`Oracle::install`]).
+    pub fn package(self) -> &'static str {
+        match self.install() {
+            Install::Apt(p) | Install::Pip(p) => p,
+        }
+    }
+
+    /// Where the program is, looked up on `PATH` once per process; for a Python package, `python3`
+    /// if it imports the module.
     fn location(self) -> Option<&'static Path> {
         static FOUND: [OnceLock<Option<PathBuf>>; Oracle::ALL.len()] =
             [const { OnceLock::new() }; Oracle::ALL.len()];
         FOUND[self as usize]
-            .get_or_init(|| which::which(self.program()).ok())
+            .get_or_init(|| {
+                let path = which::which(self.program()).ok()?;
+                match self.module() {
+                    None => Some(path),
+                    Some(m) => Command::new(&path)
+                        .args(["-c", &format!("import {m}")])
+                        .output()
+                        .ok()
+                        .filter(|o| o.status.success())
+                        .map(|_| path),
+                }
+            })
             .as_deref()
     }
 
-    /// `tshark (apt-get install tshark)`.
+    /// `tshark (apt-get install tshark)`, `duckdb (pip install duckdb)`.
     fn need(self) -> String {
-        format!("{} (apt-get install {})", self.program(), self.package())
+        match self.install() {
+            Install::Apt(p) => format!("{} (apt-get install {p})", self.program()),
+            Install::Pip(p) => format!(
+                "the Python package {} (pip install {p})",
+                self.module().unwrap_or(p)
+            ),
+        }
     }
 }
 
@@ -214,20 +270,33 @@ mod tests {
         }
     }
 
-    /// CI must install every oracle, or `PCAPSLEUTH_REQUIRE_ORACLES=1` fails its tests there.
+    /// CI must install every oracle, or `PCAPSLEUTH_REQUIRE_ORACLES=1` fails its tests there: Debian
+    /// packages from `oracles=(program:package ...)`, Python packages from
+    /// `python_modules=(module:package ...)`.
     #[test]
     fn ci_installs_every_oracle() {
         let ci = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/run");
         let script = std::fs::read_to_string(&ci).expect(".ci/run");
-        let list = script
-            .lines()
-            .find_map(|l| l.strip_prefix("oracles=("))
-            .expect(".ci/run lists the oracles as `oracles=(program:package ...)`");
+        let list = |var: &str| {
+            script
+                .lines()
+                .find_map(|l| l.strip_prefix(var))
+                .unwrap_or_else(|| panic!(".ci/run lists the oracles as `{var}...)`"))
+                .to_string()
+        };
+        let (apt, pip) = (list("oracles=("), list("python_modules=("));
         for o in Oracle::ALL {
-            let entry = format!("{}:{}", o.program(), o.package());
+            let (list, name, entry) = match o.install() {
+                Install::Apt(p) => (&apt, "oracles", format!("{}:{p}", o.program())),
+                Install::Pip(p) => (
+                    &pip,
+                    "python_modules",
+                    format!("{}:{p}", o.module().expect("a pip oracle names its module")),
+                ),
+            };
             assert!(
                 list.split([' ', ')']).any(|e| e == entry),
-                "{}: `oracles=(...)` must have `{entry}`",
+                "{}: `{name}=(...)` must have `{entry}`",
                 ci.display()
             );
         }
@@ -238,6 +307,10 @@ mod tests {
         assert_eq!(
             Oracle::PtQueryDigest.need(),
             "pt-query-digest (apt-get install percona-toolkit)"
+        );
+        assert_eq!(
+            Oracle::DuckDb.need(),
+            "the Python package duckdb (pip install duckdb)"
         );
     }
 }

@@ -14,5 +14,5 @@ pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
     ConnectSummary, ErrorDetail, MysqlAggregate, MysqlFilter, MysqlReport, MysqlStatistics,
-    SecondCounts, StatementGroup, CUT_MARK,
+    SecondCounts, StatementFingerprinter, StatementGroup, CUT_MARK,
 };

@@ -62,13 +62,43 @@ fn sort_streams(streams: &mut [ReplicationStream]) {
     });
 }
 
-/// [`MysqlAggregate::add`]'s fingerprints: the fingerprinter (its buffer, and the statement heads it
-/// remembers) and the key of a cut statement's group (its fingerprint and [`CUT_MARK`]), built in reused
-/// buffers. Owned by the analysis instance, so no state hides in the thread.
+/// The fingerprint the `mysql` report groups a statement by: literals replaced by `?`, `IN (...)` lists
+/// folded ([`Fingerprinter`]); a statement the capture holds only in part (the decoder marked bytes
+/// missing inside it) gets the fingerprint of the part held, ending in [`CUT_MARK`], so that it never
+/// groups with the complete statements it may be the start of.
+///
+/// Holds the fingerprinter (its buffer, and the statement heads it remembers) and the cut statement's
+/// key, built in reused buffers: one per analysis instance, so no state hides in the thread.
+///
+/// ```
+/// use pcapsleuth_analysis::StatementFingerprinter;
+/// let mut f = StatementFingerprinter::default();
+/// assert_eq!(f.fingerprint("SELECT * FROM t WHERE id = 42"), ("select * from t where id = ?", false));
+/// let (cut, text_cut) = f.fingerprint("SELECT * FROM t WHERE id /* gap: 12 bytes */");
+/// assert!(text_cut && cut.ends_with('…'));
+/// ```
 #[derive(Default)]
-struct Fingerprints {
+pub struct StatementFingerprinter {
     fingerprinter: Fingerprinter,
     cut_key: String,
+}
+
+impl StatementFingerprinter {
+    /// The fingerprint of `sql`, and whether the capture holds the statement only in part (its
+    /// fingerprint then ends in [`CUT_MARK`]). Valid until the next call.
+    pub fn fingerprint(&mut self, sql: &str) -> (&str, bool) {
+        let cut = cut_text(sql);
+        let fp = self.fingerprinter.fingerprint(cut.unwrap_or(sql));
+        match cut {
+            Some(_) => {
+                self.cut_key.clear();
+                self.cut_key.push_str(fp);
+                self.cut_key.push_str(CUT_MARK);
+                (self.cut_key.as_str(), true)
+            }
+            None => (fp, false),
+        }
+    }
 }
 
 /// Ends the fingerprint of a statement the capture holds only in part: its group never merges with the
@@ -121,7 +151,7 @@ struct StatementAgg {
 pub struct MysqlStatistics {
     filter: MysqlFilter,
     aggregate: MysqlAggregate,
-    fingerprints: Fingerprints,
+    fingerprints: StatementFingerprinter,
 }
 
 impl MysqlStatistics {
@@ -328,7 +358,7 @@ impl MysqlAggregate {
         t: &Transaction,
         fate: Fate,
         waited_ns: Option<u64>,
-        fingerprints: &mut Fingerprints,
+        fingerprints: &mut StatementFingerprinter,
     ) {
         self.commands.resize(256, 0);
         if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
@@ -388,30 +418,16 @@ impl MysqlAggregate {
                     agg.sample = (t.request_frame, sql.clone());
                 }
             };
-            let cut = cut_text(sql);
-            self.statements_cut += u64::from(cut.is_some());
             // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
             // allocated once per statement group, not once per request.
-            let Fingerprints {
-                fingerprinter,
-                cut_key,
-            } = fingerprints;
-            let fp = fingerprinter.fingerprint(cut.unwrap_or(sql));
-            let fp = match cut {
-                Some(_) => {
-                    cut_key.clear();
-                    cut_key.push_str(fp);
-                    cut_key.push_str(CUT_MARK);
-                    cut_key.as_str()
-                }
-                None => fp,
-            };
+            let (fp, cut) = fingerprints.fingerprint(sql);
+            self.statements_cut += u64::from(cut);
             match self.statements.get_mut(fp) {
                 Some(agg) => count(agg),
                 None => {
                     let mut agg = StatementAgg {
                         sample: (t.request_frame, sql.clone()),
-                        text_cut: cut.is_some(),
+                        text_cut: cut,
                         ..StatementAgg::default()
                     };
                     count(&mut agg);

@@ -1,0 +1,328 @@
+//! Parquet datasets of a capture, for engines beyond one machine: every MySQL transaction, TCP
+//! connection, close and rate interval, as columnar files that Spark, Trino, DuckDB, DataFusion,
+//! ClickHouse, pandas and polars read (`pcapsleuth export FILE... --parquet DIR`).
+//!
+//! An export writes five datasets under a root directory, each partitioned hive-style by the labels
+//! given and the capture's name, so that the exports of many captures, from many hosts, into one root
+//! form one dataset per table:
+//!
+//! ```text
+//! ROOT/transactions/host=db3/capture=big/part-00000.parquet   every MySQL request and what became of it
+//! ROOT/connections/host=db3/capture=big/part-00000.parquet    every TCP connection (flows --json)
+//! ROOT/closes/host=db3/capture=big/part-00000.parquet         every first FIN and first RST (first-reset)
+//! ROOT/rates/host=db3/capture=big/part-00000.parquet          packets/s and bits/s per interval (rate)
+//! ROOT/ceilings/host=db3/capture=big/part-00000.parquet       ceilings (rate)
+//! ```
+//!
+//! Every file also holds `capture` and the labels as constant columns, so a file read alone says where
+//! it came from. The columns are listed in [`columns`] (and the README).
+//!
+//! **Built on the analysis trait.** `transactions` is written by [`TransactionExport`], an
+//! [`Analysis`](pcapsleuth_analysis::Analysis) whose instances write record batches while the parallel
+//! engine runs, so memory does not grow with the capture; the other datasets are written at the end,
+//! from what the run concluded. Files are written in a hidden staging directory in the root and renamed
+//! into place when complete.
+//!
+//! ```no_run
+//! use pcapsleuth_analysis::{analyze_set, EngineOptions};
+//! use pcapsleuth_capture::CaptureSet;
+//! use pcapsleuth_export::{Existing, Export, ExportOptions, Partition};
+//!
+//! let mut set = CaptureSet::open(&["db3.pcap"])?;
+//! let partition = Partition::new("db3", vec!["host=db3".parse()?])?;
+//! let export = Export::begin(
+//!     ExportOptions::new("/data/pcap-parquet", partition),
+//!     set.identities(),
+//! )?;
+//! let run = analyze_set(&mut set, &EngineOptions::default(), || export.analysis(), |_, _| {});
+//! let done = export.finish(&run)?;
+//! println!("{} transactions", done.rows("transactions"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod buffers;
+pub mod columns;
+mod layout;
+mod part;
+mod tables;
+mod transactions;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pcapsleuth_analysis::{Analysis, RateAggregate, Rates, Run};
+use pcapsleuth_capture::FileId;
+
+pub use layout::{Existing, Label, Partition};
+pub use transactions::{EndpointNames, TransactionExport, TransactionsWritten};
+
+use layout::Staging;
+use transactions::PartPool;
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A `--label` that cannot be a column and a partition key.
+    #[error("bad label `{label}`: {why}")]
+    BadLabel {
+        /// The label as given.
+        label: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A capture name that cannot be a partition value.
+    #[error("bad capture name `{name}`: {why}")]
+    BadCapture {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The root is an input, or holds one where a partition would be replaced.
+    #[error("{} is an input ({}): the export would write into it", output.display(), input.display())]
+    OutputIsInput {
+        /// The output directory.
+        output: PathBuf,
+        /// The input it is, or holds.
+        input: PathBuf,
+    },
+    /// The partition of this capture and these labels is already there.
+    #[error("{} already exists: remove it, pass another --capture name, or --replace it", path.display())]
+    PartitionExists {
+        /// The existing partition's directory.
+        path: PathBuf,
+    },
+    /// Reading or writing a file or directory failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// The Parquet writer failed.
+    #[error("{}: {source}", path.display())]
+    Parquet {
+        /// The file being written.
+        path: PathBuf,
+        /// The failure.
+        source: parquet::errors::ParquetError,
+    },
+    /// A record batch could not be built (a defect of the export, not of the capture).
+    #[error("{}: {source}", path.display())]
+    Arrow {
+        /// The file or dataset it was for.
+        path: PathBuf,
+        /// The failure.
+        source: arrow_schema::ArrowError,
+    },
+    /// A row did not fit its dataset's columns (a defect of the export, not of the capture).
+    #[error("{dataset}: a value does not fit column {column}")]
+    Schema {
+        /// The dataset.
+        dataset: &'static str,
+        /// The column and the value.
+        column: String,
+    },
+}
+
+impl ExportError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        ExportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn parquet(path: &Path, source: parquet::errors::ParquetError) -> Self {
+        ExportError::Parquet {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn arrow(path: &Path, source: arrow_schema::ArrowError) -> Self {
+        ExportError::Arrow {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether the caller asked for something that cannot be done (a bad label or name, an output that
+    /// is an input, a partition already there), as opposed to a failure while writing.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ExportError::BadLabel { .. }
+                | ExportError::BadCapture { .. }
+                | ExportError::OutputIsInput { .. }
+                | ExportError::PartitionExists { .. }
+        )
+    }
+}
+
+/// What to export, and where.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The root directory of the datasets (created if missing).
+    pub root: PathBuf,
+    /// The capture's name and labels.
+    pub partition: Partition,
+    /// The interval of the `rates` series, ns (default one second).
+    pub interval_ns: i64,
+    /// What to do when the root already holds this partition.
+    pub existing: Existing,
+}
+
+impl ExportOptions {
+    /// Exports into `root` as `partition`, rates per second, refusing an existing partition.
+    pub fn new(root: impl Into<PathBuf>, partition: Partition) -> Self {
+        ExportOptions {
+            root: root.into(),
+            partition,
+            interval_ns: 1_000_000_000,
+            existing: Existing::Refuse,
+        }
+    }
+}
+
+/// The analysis an export runs: the transactions written as they complete, and the rates.
+pub type ExportAnalysis = (TransactionExport, Rates);
+
+/// An export under way: its staging directory, and the files `transactions` is written into.
+pub struct Export {
+    options: ExportOptions,
+    staging: Staging,
+    transactions: Arc<PartPool>,
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// Each dataset's partition directory, now in place.
+    pub partitions: Vec<PathBuf>,
+    /// Rows per dataset.
+    pub rows: Vec<(&'static str, u64)>,
+    /// Files of `transactions` (the other datasets have one each).
+    pub transaction_files: usize,
+    /// Bytes of every file written.
+    pub bytes: u64,
+}
+
+impl ExportSummary {
+    /// The rows written into `dataset`.
+    pub fn rows(&self, dataset: &str) -> u64 {
+        self.rows
+            .iter()
+            .find(|(d, _)| *d == dataset)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+impl Export {
+    /// Checks where the export goes and prepares its staging directory, before anything is read:
+    /// the root must not be an input (`inputs`: each input's path and identity, as
+    /// [`pcapsleuth_capture::CaptureSet::identities`] gives them), no input may lie in a dataset's
+    /// directory, and, unless [`Existing::Replace`], the partitions must not exist yet.
+    pub fn begin<'a>(
+        options: ExportOptions,
+        inputs: impl IntoIterator<Item = (&'a Path, Option<FileId>)>,
+    ) -> Result<Export, ExportError> {
+        let root = &options.root;
+        if root.exists() && !root.is_dir() {
+            return Err(ExportError::io(
+                root,
+                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            ));
+        }
+        let root_id = FileId::of_path(root);
+        let datasets: Vec<PathBuf> = columns::DATASETS
+            .iter()
+            .filter_map(|d| root.join(d.name).canonicalize().ok())
+            .collect();
+        for (input, id) in inputs {
+            let inside = input
+                .canonicalize()
+                .is_ok_and(|p| datasets.iter().any(|d| p.starts_with(d)));
+            if (root_id.is_some() && id == root_id) || inside {
+                return Err(ExportError::OutputIsInput {
+                    output: root.clone(),
+                    input: input.to_path_buf(),
+                });
+            }
+        }
+        if options.existing == Existing::Refuse {
+            let targets: Vec<PathBuf> = columns::DATASETS
+                .iter()
+                .map(|d| root.join(d.name).join(options.partition.relative_dir()))
+                .collect();
+            layout::refuse_existing(&targets)?;
+        }
+        let staging = Staging::create(root, &options.partition)?;
+        let dir = staging.dataset_dir(columns::TRANSACTIONS.name);
+        std::fs::create_dir_all(&dir).map_err(|e| ExportError::io(&dir, e))?;
+        let transactions = Arc::new(PartPool::new(dir, &options.partition));
+        Ok(Export {
+            options,
+            staging,
+            transactions,
+        })
+    }
+
+    /// A [`TransactionExport`] instance: give the engine a function that calls this.
+    pub fn transactions(&self) -> TransactionExport {
+        TransactionExport::new(self.transactions.clone())
+    }
+
+    /// The whole analysis of an export, for the engine's factory: `|| export.analysis()`.
+    pub fn analysis(&self) -> ExportAnalysis {
+        (self.transactions(), Rates::new(self.options.interval_ns))
+    }
+
+    /// Writes the datasets computed at the end (`connections`, `closes`, `rates`, `ceilings`) from
+    /// the finished `run`, and puts every dataset's partition in place. On an error nothing is put in
+    /// place and the staging directory is removed.
+    pub fn finish(
+        self,
+        run: &Run<<ExportAnalysis as Analysis>::Output>,
+    ) -> Result<ExportSummary, ExportError> {
+        let (written, rates) = &run.output;
+        if let Some(e) = self.transactions.take_failure() {
+            return Err(e);
+        }
+        let dir = |d: &str| self.staging.dataset_dir(d);
+        let partition = &self.options.partition;
+        let mut rows = vec![(columns::TRANSACTIONS.name, written.rows)];
+        rows.extend(tables::write_connections(run, dir, partition)?);
+        rows.extend(tables::write_rates(
+            &RateAggregate::report(rates),
+            self.options.interval_ns,
+            dir,
+            partition,
+        )?);
+        let names: Vec<&str> = columns::DATASETS.iter().map(|d| d.name).collect();
+        let bytes = names.iter().map(|d| dir_bytes(&dir(d))).sum();
+        let partitions = self
+            .staging
+            .commit(partition, &names, self.options.existing)?;
+        Ok(ExportSummary {
+            partitions,
+            rows,
+            transaction_files: written.files,
+            bytes,
+        })
+    }
+}
+
+/// Bytes of the files directly in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,509 @@
+//! The `transactions` dataset, written as the engine completes transactions: [`TransactionExport`] is
+//! an [`Analysis`] whose instances buffer rows and write them as record batches.
+//!
+//! **How instances write.** The engine runs many instances at once (one per worker and batch), each
+//! told about different connections. An instance appends its rows to column buffers; when they hold
+//! [`BATCH_ROWS`] rows (or [`BATCH_TEXT_BYTES`] of text) it takes an idle file from the shared
+//! [`PartPool`], or opens a new `part-N.parquet` when every file is busy, writes the batch into it and
+//! gives it back. Files are therefore as many as batches were written at the same moment (at most one
+//! per worker thread), and encoding and compression run on every worker in parallel. `merge` appends
+//! the other instance's buffered rows; `finish` writes what is left and closes the files.
+//!
+//! Memory stays flat: an instance holds at most one batch, and a file holds the row group it is filling
+//! ([`crate::part::ROW_GROUP_ROWS`] rows, compressed).
+//!
+//! **Order.** A connection's rows come in capture order (the engine's contract), but connections
+//! interleave, and which file a batch lands in depends on timing: the *set* of rows is the same for any
+//! number of splits and threads, their order within and across files is not. Sort by `request_frame`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+use pcapsleuth_analysis::{
+    Analysis, CaptureFacts, ConnectionView, Fate, StatementFingerprinter, TransactionView,
+};
+use pcapsleuth_flow::Endpoint;
+use pcapsleuth_mysql::{Command, Outcome};
+
+use crate::buffers::{constant, int, ns, IntoArray, Nullable, Texts, Times};
+use crate::columns::TRANSACTIONS;
+use crate::part::Part;
+use crate::{ExportError, Partition};
+
+/// Rows an instance buffers before it writes them: small enough that the engine's many instances
+/// (eight per worker thread, each batch) hold little, large enough that a write is cheap per row.
+pub(crate) const BATCH_ROWS: usize = 8192;
+
+/// Text bytes an instance buffers before it writes them, whatever the rows (statements are kept up to
+/// 16 KiB each).
+pub(crate) const BATCH_TEXT_BYTES: usize = 8 << 20;
+
+/// The `transactions` files of one export: the files not being written to, and the first error.
+pub(crate) struct PartPool {
+    dir: std::path::PathBuf,
+    schema: SchemaRef,
+    /// The capture's name and the labels' values: the constant columns.
+    constants: Vec<String>,
+    label_keys: Vec<String>,
+    idle: Mutex<Vec<Part>>,
+    opened: AtomicUsize,
+    /// The first write that failed: later batches are dropped, and the export fails with it.
+    failed: Mutex<Option<ExportError>>,
+}
+
+impl PartPool {
+    pub(crate) fn new(dir: std::path::PathBuf, partition: &Partition) -> Self {
+        let label_keys: Vec<String> = partition
+            .labels()
+            .iter()
+            .map(|l| l.key().to_string())
+            .collect();
+        let keys: Vec<&str> = label_keys.iter().map(String::as_str).collect();
+        let mut constants = vec![partition.capture().to_string()];
+        constants.extend(partition.labels().iter().map(|l| l.value().to_string()));
+        PartPool {
+            dir,
+            schema: TRANSACTIONS.schema(&keys),
+            constants,
+            label_keys,
+            idle: Mutex::new(Vec::new()),
+            opened: AtomicUsize::new(0),
+            failed: Mutex::new(None),
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.label_keys.iter().map(String::as_str).collect()
+    }
+
+    fn fail(&self, e: ExportError) {
+        self.failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(e);
+    }
+
+    fn has_failed(&self) -> bool {
+        self.failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Writes `rows` into an idle file, or a new one.
+    fn write(&self, rows: &mut Rows) {
+        if rows.len == 0 {
+            return;
+        }
+        if self.has_failed() {
+            *rows = Rows::default();
+            return;
+        }
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let result = match idle {
+            Some(part) => Ok(part),
+            None => Part::create(
+                &self.dir,
+                self.opened.fetch_add(1, Ordering::Relaxed),
+                &self.schema,
+                &self.keys(),
+            ),
+        }
+        .and_then(|mut part| {
+            let batch = rows
+                .take_batch(&self.schema, &self.constants)
+                .map_err(|e| ExportError::arrow(&self.dir, e))?;
+            part.write(&batch)?;
+            Ok(part)
+        });
+        match result {
+            Ok(part) => self
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(part),
+            Err(e) => {
+                *rows = Rows::default();
+                self.fail(e);
+            }
+        }
+    }
+
+    /// Closes every file (all are idle once the instances are merged into one); with none written, one
+    /// empty file still gives the partition its schema. A failure is kept for [`PartPool::take_failure`].
+    fn close(&self) -> TransactionsWritten {
+        let mut written = TransactionsWritten { rows: 0, files: 0 };
+        if self.has_failed() {
+            return written;
+        }
+        let mut parts =
+            std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner));
+        if parts.is_empty() {
+            match Part::create(
+                &self.dir,
+                self.opened.fetch_add(1, Ordering::Relaxed),
+                &self.schema,
+                &self.keys(),
+            ) {
+                Ok(p) => parts.push(p),
+                Err(e) => self.fail(e),
+            }
+        }
+        for part in parts {
+            match part.close() {
+                Ok(rows) => {
+                    written.rows += rows;
+                    written.files += 1;
+                }
+                Err(e) => self.fail(e),
+            }
+        }
+        written
+    }
+
+    /// The first failure of a write, if any: the export must not be put in place.
+    pub(crate) fn take_failure(&self) -> Option<ExportError> {
+        self.failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// What the `transactions` dataset received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransactionsWritten {
+    /// Rows written.
+    pub rows: u64,
+    /// Files (`part-N.parquet`) written.
+    pub files: usize,
+}
+
+/// The rows of an instance not yet written, one buffer per column of [`TRANSACTIONS`].
+#[derive(Default)]
+struct Rows {
+    len: usize,
+    connection_id: Vec<i64>,
+    request_frame: Vec<i64>,
+    response_frame: Nullable<i64>,
+    first_response_frame: Nullable<i64>,
+    request_time: Times,
+    response_time: Times,
+    first_response_time: Times,
+    client: Texts,
+    server: Texts,
+    client_ip: Texts,
+    client_port: Vec<i32>,
+    server_ip: Texts,
+    server_port: Vec<i32>,
+    command: Texts,
+    statement: Texts,
+    statement_id: Nullable<i64>,
+    fingerprint: Texts,
+    text_cut: Vec<bool>,
+    state: Texts,
+    is_query: Vec<bool>,
+    error_code: Nullable<i32>,
+    sql_state: Texts,
+    error_message: Texts,
+    rows: Vec<i64>,
+    affected_rows: Nullable<i64>,
+    request_bytes: Vec<i64>,
+    response_bytes: Vec<i64>,
+    rt_us: Nullable<f64>,
+    waited_us: Nullable<f64>,
+    retransmitted: Vec<bool>,
+}
+
+impl Rows {
+    fn is_full(&self) -> bool {
+        self.len >= BATCH_ROWS
+            || self.statement.len_bytes()
+                + self.error_message.len_bytes()
+                + self.fingerprint.len_bytes()
+                >= BATCH_TEXT_BYTES
+    }
+
+    fn push(
+        &mut self,
+        names: &EndpointNames,
+        conn: &ConnectionView<'_>,
+        v: &TransactionView<'_>,
+        fingerprints: &mut StatementFingerprinter,
+    ) {
+        let t = v.transaction;
+        let fate = v.fate();
+        self.len += 1;
+        self.connection_id.push(int(conn.tcp().first().frame));
+        self.request_frame.push(int(t.request_frame));
+        self.response_frame.push(t.last_response_frame.map(int));
+        self.first_response_frame
+            .push(t.first_response_frame.map(int));
+        self.request_time.push(Some(ns(t.request_ts_ns)));
+        self.response_time.push(t.last_response_ts_ns.map(ns));
+        self.first_response_time
+            .push(t.first_response_ts_ns.map(ns));
+        self.client.push(&names.client);
+        self.server.push(&names.server);
+        self.client_ip.push(&names.client_ip);
+        self.client_port.push(i32::from(v.client.port));
+        self.server_ip.push(&names.server_ip);
+        self.server_port.push(i32::from(v.server.port));
+        self.command.push(t.command.name());
+        self.statement.push_opt(t.statement.as_deref());
+        self.statement_id.push(t.statement_id.map(i64::from));
+        let cut = match &t.statement {
+            Some(sql) => {
+                let (fp, cut) = fingerprints.fingerprint(sql);
+                self.fingerprint.push(fp);
+                cut
+            }
+            None => {
+                self.fingerprint.push_opt(None);
+                false
+            }
+        };
+        self.text_cut.push(cut);
+        self.state.push(state_name(fate));
+        self.is_query
+            .push(fate != Fate::NoResponse && t.command != Command::Connect);
+        match &t.outcome {
+            Outcome::Err {
+                code,
+                sql_state,
+                message,
+            } => {
+                self.error_code.push(Some(i32::from(*code)));
+                self.sql_state
+                    .push_opt(Some(sql_state.as_str()).filter(|s| !s.is_empty()));
+                self.error_message.push(message);
+            }
+            _ => {
+                self.error_code.push(None);
+                self.sql_state.push_opt(None);
+                self.error_message.push_opt(None);
+            }
+        }
+        self.rows.push(int(t.rows));
+        self.affected_rows.push(match t.outcome {
+            Outcome::Ok { affected_rows, .. } | Outcome::LocalInfile { affected_rows, .. } => {
+                Some(int(affected_rows))
+            }
+            _ => None,
+        });
+        self.request_bytes.push(int(t.request_bytes));
+        self.response_bytes.push(int(t.response_bytes));
+        self.rt_us
+            .push(v.response_time_ns().map(|n| n as f64 / 1e3));
+        self.waited_us.push(v.waited_ns().map(|n| n as f64 / 1e3));
+        self.retransmitted.push(v.retransmitted());
+    }
+
+    fn append(&mut self, o: Rows) {
+        let Rows {
+            len,
+            mut connection_id,
+            mut request_frame,
+            response_frame,
+            first_response_frame,
+            request_time,
+            response_time,
+            first_response_time,
+            client,
+            server,
+            client_ip,
+            mut client_port,
+            server_ip,
+            mut server_port,
+            command,
+            statement,
+            statement_id,
+            fingerprint,
+            mut text_cut,
+            state,
+            mut is_query,
+            error_code,
+            sql_state,
+            error_message,
+            mut rows,
+            affected_rows,
+            mut request_bytes,
+            mut response_bytes,
+            rt_us,
+            waited_us,
+            mut retransmitted,
+        } = o;
+        self.len += len;
+        self.connection_id.append(&mut connection_id);
+        self.request_frame.append(&mut request_frame);
+        self.response_frame.append(response_frame);
+        self.first_response_frame.append(first_response_frame);
+        self.request_time.0.append(request_time.0);
+        self.response_time.0.append(response_time.0);
+        self.first_response_time.0.append(first_response_time.0);
+        self.client.append(client);
+        self.server.append(server);
+        self.client_ip.append(client_ip);
+        self.client_port.append(&mut client_port);
+        self.server_ip.append(server_ip);
+        self.server_port.append(&mut server_port);
+        self.command.append(command);
+        self.statement.append(statement);
+        self.statement_id.append(statement_id);
+        self.fingerprint.append(fingerprint);
+        self.text_cut.append(&mut text_cut);
+        self.state.append(state);
+        self.is_query.append(&mut is_query);
+        self.error_code.append(error_code);
+        self.sql_state.append(sql_state);
+        self.error_message.append(error_message);
+        self.rows.append(&mut rows);
+        self.affected_rows.append(affected_rows);
+        self.request_bytes.append(&mut request_bytes);
+        self.response_bytes.append(&mut response_bytes);
+        self.rt_us.append(rt_us);
+        self.waited_us.append(waited_us);
+        self.retransmitted.append(&mut retransmitted);
+    }
+
+    /// The rows as a record batch of `schema` (constant columns first), leaving the buffers empty.
+    fn take_batch(
+        &mut self,
+        schema: &SchemaRef,
+        constants: &[String],
+    ) -> Result<RecordBatch, arrow_schema::ArrowError> {
+        let n = std::mem::take(&mut self.len);
+        let mut columns: Vec<ArrayRef> = constants.iter().map(|c| constant(c, n)).collect();
+        let taken: [&mut dyn IntoArray; TRANSACTION_COLUMNS] = [
+            &mut self.connection_id,
+            &mut self.request_frame,
+            &mut self.response_frame,
+            &mut self.first_response_frame,
+            &mut self.request_time,
+            &mut self.response_time,
+            &mut self.first_response_time,
+            &mut self.client,
+            &mut self.server,
+            &mut self.client_ip,
+            &mut self.client_port,
+            &mut self.server_ip,
+            &mut self.server_port,
+            &mut self.command,
+            &mut self.statement,
+            &mut self.statement_id,
+            &mut self.fingerprint,
+            &mut self.text_cut,
+            &mut self.state,
+            &mut self.is_query,
+            &mut self.error_code,
+            &mut self.sql_state,
+            &mut self.error_message,
+            &mut self.rows,
+            &mut self.affected_rows,
+            &mut self.request_bytes,
+            &mut self.response_bytes,
+            &mut self.rt_us,
+            &mut self.waited_us,
+            &mut self.retransmitted,
+        ];
+        for c in taken {
+            columns.push(c.take_array()?);
+        }
+        RecordBatch::try_new(schema.clone(), columns)
+    }
+}
+
+/// The columns of [`TRANSACTIONS`], one buffer each in [`Rows`]: a column added to one and not the
+/// other fails to compile.
+const TRANSACTION_COLUMNS: usize = 30;
+const _: () = assert!(TRANSACTIONS.columns.len() == TRANSACTION_COLUMNS);
+
+/// `state`'s values.
+fn state_name(f: Fate) -> &'static str {
+    match f {
+        Fate::Answered => "answered",
+        Fate::CutOff => "cut_off",
+        Fate::Unanswered => "unanswered",
+        Fate::Unreadable => "unreadable",
+        Fate::NoResponse => "no_response",
+    }
+}
+
+/// A connection's endpoints as text, made once per connection rather than once per row.
+#[derive(Default)]
+pub struct EndpointNames {
+    of: Option<(Endpoint, Endpoint)>,
+    client: String,
+    server: String,
+    client_ip: String,
+    server_ip: String,
+}
+
+impl EndpointNames {
+    fn update(&mut self, client: Endpoint, server: Endpoint) {
+        if self.of == Some((client, server)) {
+            return;
+        }
+        self.of = Some((client, server));
+        self.client = client.to_string();
+        self.server = server.to_string();
+        self.client_ip = client.ip.to_string();
+        self.server_ip = server.ip.to_string();
+    }
+}
+
+/// The analysis that writes the `transactions` dataset: made by [`crate::Export::transactions`], one
+/// instance per worker and batch, all writing into the export's files (see the [module
+/// documentation](self)).
+pub struct TransactionExport {
+    pool: Arc<PartPool>,
+    rows: Rows,
+    fingerprints: StatementFingerprinter,
+}
+
+impl TransactionExport {
+    pub(crate) fn new(pool: Arc<PartPool>) -> Self {
+        TransactionExport {
+            pool,
+            rows: Rows::default(),
+            fingerprints: StatementFingerprinter::default(),
+        }
+    }
+}
+
+impl Analysis for TransactionExport {
+    type PerConnection = EndpointNames;
+    /// What was written; a failure is the export's ([`crate::Export::finish`] returns it).
+    type Output = TransactionsWritten;
+
+    fn transaction(
+        &mut self,
+        names: &mut EndpointNames,
+        conn: &ConnectionView<'_>,
+        t: &TransactionView<'_>,
+    ) {
+        names.update(t.client, t.server);
+        self.rows.push(names, conn, t, &mut self.fingerprints);
+        if self.rows.is_full() {
+            self.pool.write(&mut self.rows);
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.rows.append(other.rows);
+        if self.rows.is_full() {
+            self.pool.write(&mut self.rows);
+        }
+    }
+
+    fn finish(mut self, _: &CaptureFacts) -> Self::Output {
+        self.pool.write(&mut self.rows);
+        self.pool.close()
+    }
+}
