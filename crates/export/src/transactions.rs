@@ -17,7 +17,7 @@
 //! number of splits and threads, their order within and across files is not. Sort by `request_frame`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
@@ -40,7 +40,14 @@ pub(crate) const BATCH_ROWS: usize = 8192;
 /// 16 KiB each).
 pub(crate) const BATCH_TEXT_BYTES: usize = 8 << 20;
 
-/// The `transactions` files of one export: the files not being written to, and the first error.
+/// Emptied row buffers kept for new instances: enough for every instance of a batch on a large machine,
+/// few enough that their memory (a batch's capacity each) stays small.
+const SPARE_BUFFERS: usize = 32;
+
+/// Rows merged from instances that did not fill a batch, past which the merge writes them itself.
+const PENDING_LIMIT: usize = 4 * BATCH_ROWS;
+
+/// The `transactions` files of one export, the rows waiting for one, and the first error.
 pub(crate) struct PartPool {
     dir: std::path::PathBuf,
     schema: SchemaRef,
@@ -49,8 +56,20 @@ pub(crate) struct PartPool {
     label_keys: Vec<String>,
     idle: Mutex<Vec<Part>>,
     opened: AtomicUsize,
+    /// Emptied buffers with their capacity: the engine makes instances for every batch, and a buffer
+    /// grown from nothing each time costs reallocations and fresh pages.
+    spare: Mutex<Vec<Rows>>,
+    /// Rows of instances merged before they filled a batch (each batch leaves a part-filled buffer per
+    /// instance). The next worker that writes a batch of its own writes them too, in parallel with the
+    /// others, rather than the merge, which runs alone between batches.
+    pending: Mutex<Rows>,
     /// The first write that failed: later batches are dropped, and the export fails with it.
     failed: Mutex<Option<ExportError>>,
+}
+
+/// Locks `m`, whose data stays consistent if a holder panicked (every holder only moves buffers).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl PartPool {
@@ -70,6 +89,8 @@ impl PartPool {
             label_keys,
             idle: Mutex::new(Vec::new()),
             opened: AtomicUsize::new(0),
+            spare: Mutex::new(Vec::new()),
+            pending: Mutex::new(Rows::default()),
             failed: Mutex::new(None),
         }
     }
@@ -79,33 +100,36 @@ impl PartPool {
     }
 
     fn fail(&self, e: ExportError) {
-        self.failed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert(e);
+        lock(&self.failed).get_or_insert(e);
     }
 
     fn has_failed(&self) -> bool {
-        self.failed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
+        lock(&self.failed).is_some()
     }
 
-    /// Writes `rows` into an idle file, or a new one.
+    /// An empty buffer, with the capacity of one given back, else of a batch.
+    fn buffer(&self) -> Rows {
+        lock(&self.spare).pop().unwrap_or_else(Rows::with_capacity)
+    }
+
+    /// Gives back an emptied buffer.
+    fn recycle(&self, rows: Rows) {
+        let mut spare = lock(&self.spare);
+        if rows.len == 0 && spare.len() < SPARE_BUFFERS {
+            spare.push(rows);
+        }
+    }
+
+    /// Writes `rows` into an idle file, or a new one, leaving the buffer empty.
     fn write(&self, rows: &mut Rows) {
         if rows.len == 0 {
             return;
         }
         if self.has_failed() {
-            *rows = Rows::default();
+            rows.clear();
             return;
         }
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
+        let idle = lock(&self.idle).pop();
         let result = match idle {
             Some(part) => Ok(part),
             None => Part::create(
@@ -123,16 +147,48 @@ impl PartPool {
             Ok(part)
         });
         match result {
-            Ok(part) => self
-                .idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(part),
+            Ok(part) => lock(&self.idle).push(part),
             Err(e) => {
-                *rows = Rows::default();
+                rows.clear();
                 self.fail(e);
             }
         }
+    }
+
+    /// Moves an instance's rows to the pending ones; writes those when too many wait.
+    fn add_pending(&self, rows: &mut Rows) {
+        let many = {
+            let mut pending = lock(&self.pending);
+            pending.append(rows);
+            pending.len >= PENDING_LIMIT
+        };
+        if many {
+            self.write_pending();
+        }
+    }
+
+    /// Writes the pending rows if they fill a batch and no other worker is at them.
+    fn write_pending_if_full(&self) {
+        let mut batch = {
+            let mut pending = match self.pending.try_lock() {
+                Ok(p) => p,
+                Err(TryLockError::WouldBlock) => return,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            };
+            if pending.len < BATCH_ROWS {
+                return;
+            }
+            std::mem::replace(&mut *pending, self.buffer())
+        };
+        self.write(&mut batch);
+        self.recycle(batch);
+    }
+
+    /// Writes every pending row.
+    fn write_pending(&self) {
+        let mut batch = std::mem::take(&mut *lock(&self.pending));
+        self.write(&mut batch);
+        self.recycle(batch);
     }
 
     /// Closes every file (all are idle once the instances are merged into one); with none written, one
@@ -142,8 +198,7 @@ impl PartPool {
         if self.has_failed() {
             return written;
         }
-        let mut parts =
-            std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut parts = std::mem::take(&mut *lock(&self.idle));
         if parts.is_empty() {
             match Part::create(
                 &self.dir,
@@ -164,15 +219,13 @@ impl PartPool {
                 Err(e) => self.fail(e),
             }
         }
+        lock(&self.spare).clear();
         written
     }
 
     /// The first failure of a write, if any: the export must not be put in place.
     pub(crate) fn take_failure(&self) -> Option<ExportError> {
-        self.failed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        lock(&self.failed).take()
     }
 }
 
@@ -222,6 +275,65 @@ struct Rows {
 }
 
 impl Rows {
+    /// Empty, with room for a batch: growing a buffer from nothing costs a dozen reallocations of
+    /// every column.
+    fn with_capacity() -> Rows {
+        let n = BATCH_ROWS;
+        let mut r = Rows::default();
+        for v in [&mut r.connection_id, &mut r.request_frame, &mut r.rows] {
+            v.reserve(n);
+        }
+        for v in [&mut r.request_bytes, &mut r.response_bytes] {
+            v.reserve(n);
+        }
+        for v in [&mut r.client_port, &mut r.server_port] {
+            v.reserve(n);
+        }
+        for v in [&mut r.text_cut, &mut r.is_query, &mut r.retransmitted] {
+            v.reserve(n);
+        }
+        for v in [
+            &mut r.response_frame,
+            &mut r.first_response_frame,
+            &mut r.statement_id,
+            &mut r.affected_rows,
+        ] {
+            v.reserve(n);
+        }
+        for v in [
+            &mut r.request_time,
+            &mut r.response_time,
+            &mut r.first_response_time,
+        ] {
+            v.reserve(n);
+        }
+        r.error_code.reserve(n);
+        r.rt_us.reserve(n);
+        r.waited_us.reserve(n);
+        // Typical texts: endpoints of 10-20 bytes, commands and states of about 10, statements and
+        // fingerprints of about 100.
+        for (t, bytes) in [
+            (&mut r.client, 24),
+            (&mut r.server, 24),
+            (&mut r.client_ip, 16),
+            (&mut r.server_ip, 16),
+            (&mut r.command, 12),
+            (&mut r.state, 10),
+            (&mut r.statement, 100),
+            (&mut r.fingerprint, 100),
+            (&mut r.sql_state, 0),
+            (&mut r.error_message, 0),
+        ] {
+            t.reserve(n, n * bytes);
+        }
+        r
+    }
+
+    /// Drops the rows (after a failed write: the export is lost, so is the capacity).
+    fn clear(&mut self) {
+        *self = Rows::default();
+    }
+
     fn is_full(&self) -> bool {
         self.len >= BATCH_ROWS
             || self.statement.len_bytes()
@@ -305,71 +417,42 @@ impl Rows {
         self.retransmitted.push(v.retransmitted());
     }
 
-    fn append(&mut self, o: Rows) {
-        let Rows {
-            len,
-            mut connection_id,
-            mut request_frame,
-            response_frame,
-            first_response_frame,
-            request_time,
-            response_time,
-            first_response_time,
-            client,
-            server,
-            client_ip,
-            mut client_port,
-            server_ip,
-            mut server_port,
-            command,
-            statement,
-            statement_id,
-            fingerprint,
-            mut text_cut,
-            state,
-            mut is_query,
-            error_code,
-            sql_state,
-            error_message,
-            mut rows,
-            affected_rows,
-            mut request_bytes,
-            mut response_bytes,
-            rt_us,
-            waited_us,
-            mut retransmitted,
-        } = o;
-        self.len += len;
-        self.connection_id.append(&mut connection_id);
-        self.request_frame.append(&mut request_frame);
-        self.response_frame.append(response_frame);
-        self.first_response_frame.append(first_response_frame);
-        self.request_time.0.append(request_time.0);
-        self.response_time.0.append(response_time.0);
-        self.first_response_time.0.append(first_response_time.0);
-        self.client.append(client);
-        self.server.append(server);
-        self.client_ip.append(client_ip);
-        self.client_port.append(&mut client_port);
-        self.server_ip.append(server_ip);
-        self.server_port.append(&mut server_port);
-        self.command.append(command);
-        self.statement.append(statement);
-        self.statement_id.append(statement_id);
-        self.fingerprint.append(fingerprint);
-        self.text_cut.append(&mut text_cut);
-        self.state.append(state);
-        self.is_query.append(&mut is_query);
-        self.error_code.append(error_code);
-        self.sql_state.append(sql_state);
-        self.error_message.append(error_message);
-        self.rows.append(&mut rows);
-        self.affected_rows.append(affected_rows);
-        self.request_bytes.append(&mut request_bytes);
-        self.response_bytes.append(&mut response_bytes);
-        self.rt_us.append(rt_us);
-        self.waited_us.append(waited_us);
-        self.retransmitted.append(&mut retransmitted);
+    /// Moves `o`'s rows to the end of these, leaving `o` empty with its capacity (to be recycled).
+    fn append(&mut self, o: &mut Rows) {
+        self.len += std::mem::take(&mut o.len);
+        self.connection_id.append(&mut o.connection_id);
+        self.request_frame.append(&mut o.request_frame);
+        self.response_frame.append(&mut o.response_frame);
+        self.first_response_frame
+            .append(&mut o.first_response_frame);
+        self.request_time.0.append(&mut o.request_time.0);
+        self.response_time.0.append(&mut o.response_time.0);
+        self.first_response_time
+            .0
+            .append(&mut o.first_response_time.0);
+        self.client.append(&mut o.client);
+        self.server.append(&mut o.server);
+        self.client_ip.append(&mut o.client_ip);
+        self.client_port.append(&mut o.client_port);
+        self.server_ip.append(&mut o.server_ip);
+        self.server_port.append(&mut o.server_port);
+        self.command.append(&mut o.command);
+        self.statement.append(&mut o.statement);
+        self.statement_id.append(&mut o.statement_id);
+        self.fingerprint.append(&mut o.fingerprint);
+        self.text_cut.append(&mut o.text_cut);
+        self.state.append(&mut o.state);
+        self.is_query.append(&mut o.is_query);
+        self.error_code.append(&mut o.error_code);
+        self.sql_state.append(&mut o.sql_state);
+        self.error_message.append(&mut o.error_message);
+        self.rows.append(&mut o.rows);
+        self.affected_rows.append(&mut o.affected_rows);
+        self.request_bytes.append(&mut o.request_bytes);
+        self.response_bytes.append(&mut o.response_bytes);
+        self.rt_us.append(&mut o.rt_us);
+        self.waited_us.append(&mut o.waited_us);
+        self.retransmitted.append(&mut o.retransmitted);
     }
 
     /// The rows as a record batch of `schema` (constant columns first), leaving the buffers empty.
@@ -463,7 +546,8 @@ impl EndpointNames {
 /// documentation](self)).
 pub struct TransactionExport {
     pool: Arc<PartPool>,
-    rows: Rows,
+    /// Rows not yet written; a buffer is taken from the pool at the instance's first row.
+    rows: Option<Rows>,
     fingerprints: StatementFingerprinter,
 }
 
@@ -471,7 +555,7 @@ impl TransactionExport {
     pub(crate) fn new(pool: Arc<PartPool>) -> Self {
         TransactionExport {
             pool,
-            rows: Rows::default(),
+            rows: None,
             fingerprints: StatementFingerprinter::default(),
         }
     }
@@ -489,21 +573,27 @@ impl Analysis for TransactionExport {
         t: &TransactionView<'_>,
     ) {
         names.update(t.client, t.server);
-        self.rows.push(names, conn, t, &mut self.fingerprints);
-        if self.rows.is_full() {
-            self.pool.write(&mut self.rows);
+        let pool = &self.pool;
+        let rows = self.rows.get_or_insert_with(|| pool.buffer());
+        rows.push(names, conn, t, &mut self.fingerprints);
+        if rows.is_full() {
+            pool.write(rows);
+            pool.write_pending_if_full();
         }
     }
 
     fn merge(&mut self, other: Self) {
-        self.rows.append(other.rows);
-        if self.rows.is_full() {
-            self.pool.write(&mut self.rows);
+        if let Some(mut rows) = other.rows {
+            self.pool.add_pending(&mut rows);
+            self.pool.recycle(rows);
         }
     }
 
-    fn finish(mut self, _: &CaptureFacts) -> Self::Output {
-        self.pool.write(&mut self.rows);
+    fn finish(self, _: &CaptureFacts) -> Self::Output {
+        if let Some(mut rows) = self.rows {
+            self.pool.write(&mut rows);
+        }
+        self.pool.write_pending();
         self.pool.close()
     }
 }
