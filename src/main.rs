@@ -787,7 +787,13 @@ fn export_parquet(
         ..export::ExportOptions::new(root, partition)
     };
     // Refused before anything is read: an output inside an input, a partition already there.
-    let job = export::Export::begin(options, set.identities()).map_err(usage)?;
+    let inputs: Vec<PathBuf> = common
+        .files
+        .iter()
+        .cloned()
+        .chain(set.identities().map(|(p, _)| p.to_path_buf()))
+        .collect();
+    let job = export::Export::begin(options, inputs.iter().map(PathBuf::as_path)).map_err(usage)?;
     let (set, run) = analyze_opened(common, set, || job.analysis())?;
     let done = job.finish(&run).map_err(usage)?;
     let rows = |d: &str| analysis::units::count(done.rows(d));

@@ -30,9 +30,10 @@
 //!
 //! let mut set = CaptureSet::open(&["db3.pcap"])?;
 //! let partition = Partition::new("db3", vec!["host=db3".parse()?])?;
+//! let inputs: Vec<std::path::PathBuf> = set.identities().map(|(p, _)| p.to_path_buf()).collect();
 //! let export = Export::begin(
 //!     ExportOptions::new("/data/pcap-parquet", partition),
-//!     set.identities(),
+//!     inputs.iter().map(|p| p.as_path()),
 //! )?;
 //! let run = analyze_set(&mut set, &EngineOptions::default(), || export.analysis(), |_, _| {});
 //! let done = export.finish(&run)?;
@@ -51,7 +52,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pcapsleuth_analysis::{Analysis, RateAggregate, Rates, Run};
-use pcapsleuth_capture::FileId;
 
 pub use layout::{Existing, Label, Partition};
 pub use transactions::{EndpointNames, TransactionExport, TransactionsWritten};
@@ -78,13 +78,20 @@ pub enum ExportError {
         /// What is wrong with it.
         why: &'static str,
     },
-    /// The root is an input, or holds one where a partition would be replaced.
-    #[error("{} is an input ({}): the export would write into it", output.display(), input.display())]
+    /// The root is an input directory or inside one, or holds an input where a partition would be
+    /// replaced.
+    #[error("{} and the input {} overlap: the export would write into an input", output.display(), input.display())]
     OutputIsInput {
         /// The output directory.
         output: PathBuf,
         /// The input it is, or holds.
         input: PathBuf,
+    },
+    /// The root exists and is not a directory.
+    #[error("{}: not a directory", path.display())]
+    RootNotADirectory {
+        /// The root given.
+        path: PathBuf,
     },
     /// The partition of this capture and these labels is already there.
     #[error("{} already exists: remove it, pass another --capture name, or --replace it", path.display())]
@@ -156,6 +163,7 @@ impl ExportError {
             ExportError::BadLabel { .. }
                 | ExportError::BadCapture { .. }
                 | ExportError::OutputIsInput { .. }
+                | ExportError::RootNotADirectory { .. }
                 | ExportError::PartitionExists { .. }
         )
     }
@@ -220,31 +228,32 @@ impl ExportSummary {
 }
 
 impl Export {
-    /// Checks where the export goes and prepares its staging directory, before anything is read:
-    /// the root must not be an input (`inputs`: each input's path and identity, as
-    /// [`pcapsleuth_capture::CaptureSet::identities`] gives them), no input may lie in a dataset's
-    /// directory, and, unless [`Existing::Replace`], the partitions must not exist yet.
+    /// Checks where the export goes and prepares its staging directory, before anything is read. The
+    /// root must be a directory (or not exist yet) that is neither an input directory nor inside one,
+    /// no input may lie in a dataset's directory (a replaced partition would take it along), and, unless
+    /// [`Existing::Replace`], the partitions must not exist yet. `inputs`: the paths given and the files
+    /// they named.
     pub fn begin<'a>(
         options: ExportOptions,
-        inputs: impl IntoIterator<Item = (&'a Path, Option<FileId>)>,
+        inputs: impl IntoIterator<Item = &'a Path>,
     ) -> Result<Export, ExportError> {
         let root = &options.root;
         if root.exists() && !root.is_dir() {
-            return Err(ExportError::io(
-                root,
-                std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
-            ));
+            return Err(ExportError::RootNotADirectory { path: root.clone() });
         }
-        let root_id = FileId::of_path(root);
+        let root_real = real_path(root);
         let datasets: Vec<PathBuf> = columns::DATASETS
             .iter()
-            .filter_map(|d| root.join(d.name).canonicalize().ok())
+            .map(|d| root_real.join(d.name))
             .collect();
-        for (input, id) in inputs {
-            let inside = input
-                .canonicalize()
-                .is_ok_and(|p| datasets.iter().any(|d| p.starts_with(d)));
-            if (root_id.is_some() && id == root_id) || inside {
+        for input in inputs {
+            // Standard input and paths that vanished have nothing to protect.
+            let Ok(real) = input.canonicalize() else {
+                continue;
+            };
+            let writes_into = real.is_dir() && root_real.starts_with(&real);
+            let inside_dataset = datasets.iter().any(|d| real.starts_with(d));
+            if writes_into || inside_dataset {
                 return Err(ExportError::OutputIsInput {
                     output: root.clone(),
                     input: input.to_path_buf(),
@@ -311,6 +320,29 @@ impl Export {
             transaction_files: written.files,
             bytes,
         })
+    }
+}
+
+/// `path` with its existing part resolved (symbolic links, `..`), the rest as given: where it is or
+/// would be.
+fn real_path(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path.to_path_buf();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.file_name().map(ToOwned::to_owned), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                };
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }
 
