@@ -14,8 +14,8 @@ use pcapsleuth::analysis::{
     self, Analysis, EngineOptions, Everything, MysqlStatistics, Rates, ResponseTimes, Run,
 };
 use pcapsleuth::capture::{
-    refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId, Format, Input,
-    Order, PcapWriter, Record, Timestamp,
+    capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId,
+    Format, Input, Order, PcapWriter, Record, Timestamp,
 };
 use pcapsleuth::export;
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
@@ -1219,25 +1219,11 @@ fn finish_pass(set: &CaptureSet, damage: &[Damage]) -> ExitCode {
 /// `x_00000.pcap`-style names for the pieces of `input`: its name without compression or capture
 /// extension, and the extension of what is written (the format read, whatever the input was named).
 fn piece_naming(input: &Input) -> (String, &'static str) {
-    let name = match input.path().file_name() {
-        Some(n) if input.path().as_os_str() != "-" => n.to_string_lossy().into_owned(),
-        _ => "stdin".into(),
-    };
-    let mut stem = name.as_str();
-    for ext in [".gz", ".zst", ".xz", ".lz4"] {
-        stem = stem.strip_suffix(ext).unwrap_or(stem);
-    }
-    // `big.pcap`, `big.pcap3` (rotated), `big.pcapng`, `big.cap`: the capture extension goes.
-    if let Some((base, ext)) = stem.rsplit_once('.') {
-        if !base.is_empty() && (ext.starts_with("pcap") || ext == "cap") {
-            stem = base;
-        }
-    }
     let ext = match input.format() {
         Format::PcapNg => "pcapng",
         Format::Pcap(_) => "pcap",
     };
-    (stem.to_string(), ext)
+    (capture_stem(input.path()), ext)
 }
 
 fn split(

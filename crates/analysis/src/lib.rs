@@ -18,7 +18,7 @@
 //!   - [`Rates`]: packets/s and bits/s per direction, and ceilings ([`RateAggregate::report`]);
 //!   - [`Everything`]: all three at once;
 //!   - reports over a run's connections, whatever analysis it ran: [`first_reset`] (who closed first,
-//!     and how), [`connect_report`] (connects that could not get in), [`unknowns`] (what the capture
+//!     and how; [`every_close`]: every first FIN and first RST so judged), [`connect_report`] (connects that could not get in), [`unknowns`] (what the capture
 //!     could not show); and [`full_report`] (everything, as ranked findings).
 //! * **Two capture points** ([`compare`]): the same workload captured at the client and at the server,
 //!   lined up transaction by transaction: where each one's time went (the server or the path). The

@@ -63,7 +63,7 @@ use std::sync::Arc;
 
 pub use error::CaptureError;
 pub use link::LinkType;
-pub use set::{expand, natural_cmp, CaptureSet, Input, Order};
+pub use set::{capture_stem, expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
 pub use stream::{Compression, Stream, StreamWindow};
 pub use write::{refuse_input_as_output, PcapWriter, PcapngWriter, MAX_COMMENT_BYTES};

@@ -429,6 +429,27 @@ pub fn expand(names: &[PathBuf]) -> Result<Vec<PathBuf>, CaptureError> {
     Ok(out)
 }
 
+/// A capture file's name without its compression and capture extensions, as what is made from it is
+/// named (`split`'s pieces, `export`'s capture): `db3.pcap.gz` → `db3`, `big.pcap3` (a rotated file) →
+/// `big`, `x.pcapng` and `x.cap` → `x`; `stdin` for standard input (`-`).
+pub fn capture_stem(path: &Path) -> String {
+    let name = match path.file_name() {
+        Some(n) if path.as_os_str() != "-" => n.to_string_lossy().into_owned(),
+        _ => return "stdin".into(),
+    };
+    let mut stem = name.as_str();
+    for ext in [".gz", ".zst", ".xz", ".lz4"] {
+        stem = stem.strip_suffix(ext).unwrap_or(stem);
+    }
+    // `big.pcap`, `big.pcap3` (rotated), `big.pcapng`, `big.cap`: the capture extension goes.
+    if let Some((base, ext)) = stem.rsplit_once('.') {
+        if !base.is_empty() && (ext.starts_with("pcap") || ext == "cap") {
+            stem = base;
+        }
+    }
+    stem.to_string()
+}
+
 /// Names compared with runs of digits as numbers: `big.pcap` < `big.pcap2` < `big.pcap10`.
 pub fn natural_cmp(a: &Path, b: &Path) -> Ordering {
     let (a, b) = (a.to_string_lossy(), b.to_string_lossy());

@@ -153,52 +153,35 @@ pub(crate) trait IntoArray {
     fn take_array(&mut self) -> Result<ArrayRef, ArrowError>;
 }
 
-impl IntoArray for Vec<i64> {
-    fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
-        let n = self.len();
-        Ok(Arc::new(PrimitiveArray::<Int64Type>::new(
-            ScalarBuffer::from(std::mem::replace(self, Vec::with_capacity(n))),
-            None,
-        )))
-    }
+/// Columns of Arrow's primitive types: values without nulls (`Vec`) and with ([`Nullable`]).
+macro_rules! primitive_columns {
+    ($($native:ty => $arrow:ty),+) => {$(
+        impl IntoArray for Vec<$native> {
+            fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
+                let n = self.len();
+                Ok(Arc::new(PrimitiveArray::<$arrow>::new(
+                    ScalarBuffer::from(std::mem::replace(self, Vec::with_capacity(n))),
+                    None,
+                )))
+            }
+        }
+
+        impl IntoArray for Nullable<$native> {
+            fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
+                let (v, n) = self.take();
+                Ok(Arc::new(PrimitiveArray::<$arrow>::new(v, n)))
+            }
+        }
+    )+};
 }
 
-impl IntoArray for Vec<i32> {
-    fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
-        let n = self.len();
-        Ok(Arc::new(PrimitiveArray::<Int32Type>::new(
-            ScalarBuffer::from(std::mem::replace(self, Vec::with_capacity(n))),
-            None,
-        )))
-    }
-}
+primitive_columns!(i64 => Int64Type, i32 => Int32Type, f64 => Float64Type);
 
 impl IntoArray for Vec<bool> {
     fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
         let array = BooleanArray::new(self.as_slice().into(), None);
         self.clear();
         Ok(Arc::new(array))
-    }
-}
-
-impl IntoArray for Nullable<i64> {
-    fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
-        let (v, n) = self.take();
-        Ok(Arc::new(PrimitiveArray::<Int64Type>::new(v, n)))
-    }
-}
-
-impl IntoArray for Nullable<i32> {
-    fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
-        let (v, n) = self.take();
-        Ok(Arc::new(PrimitiveArray::<Int32Type>::new(v, n)))
-    }
-}
-
-impl IntoArray for Nullable<f64> {
-    fn take_array(&mut self) -> Result<ArrayRef, ArrowError> {
-        let (v, n) = self.take();
-        Ok(Arc::new(PrimitiveArray::<Float64Type>::new(v, n)))
     }
 }
 

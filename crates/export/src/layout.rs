@@ -143,20 +143,7 @@ impl Partition {
     /// (`db3-2026-11-22.pcap.gz` → `db3-2026-11-22`), other characters than letters, digits, `.`, `_`
     /// and `-` as `_`; `stdin` for standard input.
     pub fn capture_name_of(path: &Path) -> String {
-        let name = match path.file_name() {
-            Some(n) if path.as_os_str() != "-" => n.to_string_lossy().into_owned(),
-            _ => return "stdin".into(),
-        };
-        let mut stem = name.as_str();
-        for ext in [".gz", ".zst", ".xz", ".lz4"] {
-            stem = stem.strip_suffix(ext).unwrap_or(stem);
-        }
-        if let Some((base, ext)) = stem.rsplit_once('.') {
-            if !base.is_empty() && (ext.starts_with("pcap") || ext == "cap") {
-                stem = base;
-            }
-        }
-        let clean: String = stem
+        let clean: String = pcapsleuth_capture::capture_stem(path)
             .chars()
             .map(|c| if value_char(c) { c } else { '_' })
             .take(MAX_NAME)

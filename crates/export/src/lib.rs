@@ -18,7 +18,7 @@
 //! it came from. The columns are listed in [`columns`] (and the README).
 //!
 //! **Built on the analysis trait.** `transactions` is written by [`TransactionExport`], an
-//! [`Analysis`](pcapsleuth_analysis::Analysis) whose instances write record batches while the parallel
+//! [`pcapsleuth_analysis::Analysis`] whose instances write record batches while the parallel
 //! engine runs, so memory does not grow with the capture; the other datasets are written at the end,
 //! from what the run concluded. Files are written in a hidden staging directory in the root and renamed
 //! into place when complete.
@@ -26,14 +26,15 @@
 //! ```no_run
 //! use pcapsleuth_analysis::{analyze_set, EngineOptions};
 //! use pcapsleuth_capture::CaptureSet;
-//! use pcapsleuth_export::{Existing, Export, ExportOptions, Partition};
+//! use pcapsleuth_export::{Export, ExportOptions, Partition};
 //!
-//! let mut set = CaptureSet::open(&["db3.pcap"])?;
+//! let files = [std::path::PathBuf::from("db3.pcap")];
+//! let mut set = CaptureSet::open(&files)?;
 //! let partition = Partition::new("db3", vec!["host=db3".parse()?])?;
-//! let inputs: Vec<std::path::PathBuf> = set.identities().map(|(p, _)| p.to_path_buf()).collect();
+//! // Checked before anything is read: the root is no input, the partition is not there yet.
 //! let export = Export::begin(
 //!     ExportOptions::new("/data/pcap-parquet", partition),
-//!     inputs.iter().map(|p| p.as_path()),
+//!     files.iter().map(|p| p.as_path()),
 //! )?;
 //! let run = analyze_set(&mut set, &EngineOptions::default(), || export.analysis(), |_, _| {});
 //! let done = export.finish(&run)?;

@@ -1,20 +1,4 @@
-//! The `transactions` dataset, written as the engine completes transactions: [`TransactionExport`] is
-//! an [`Analysis`] whose instances buffer rows and write them as record batches.
-//!
-//! **How instances write.** The engine runs many instances at once (one per worker and batch), each
-//! told about different connections. An instance appends its rows to column buffers; when they hold
-//! [`BATCH_ROWS`] rows (or [`BATCH_TEXT_BYTES`] of text) it takes an idle file from the shared
-//! [`PartPool`], or opens a new `part-N.parquet` when every file is busy, writes the batch into it and
-//! gives it back. Files are therefore as many as batches were written at the same moment (at most one
-//! per worker thread), and encoding and compression run on every worker in parallel. `merge` appends
-//! the other instance's buffered rows; `finish` writes what is left and closes the files.
-//!
-//! Memory stays flat: an instance holds at most one batch, and a file holds the row group it is filling
-//! ([`crate::part::ROW_GROUP_ROWS`] rows, compressed).
-//!
-//! **Order.** A connection's rows come in capture order (the engine's contract), but connections
-//! interleave, and which file a batch lands in depends on timing: the *set* of rows is the same for any
-//! number of splits and threads, their order within and across files is not. Sort by `request_frame`.
+//! The `transactions` dataset, written as the engine completes transactions by [`TransactionExport`].
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
@@ -541,9 +525,26 @@ impl EndpointNames {
     }
 }
 
-/// The analysis that writes the `transactions` dataset: made by [`crate::Export::transactions`], one
-/// instance per worker and batch, all writing into the export's files (see the [module
-/// documentation](self)).
+/// The analysis that writes the `transactions` dataset as the engine runs: made by
+/// [`crate::Export::transactions`], one instance per worker and batch, all writing into the export's
+/// files.
+///
+/// **How instances write.** The engine runs many instances at once, each told about different
+/// connections. An instance appends its rows to column buffers; when they hold a batch (8,192 rows, or
+/// 8 MiB of text), it takes an idle file from the export's pool, or opens a new `part-N.parquet` when
+/// every file is busy, writes the batch as one record batch and gives the file back. Files are therefore
+/// as many as batches were written at the same moment (at most one per worker thread), and encoding and
+/// compression run on every worker in parallel. `merge` hands the other instance's unwritten rows to
+/// the pool, where the next worker that writes a batch of its own writes them too (the merge runs alone
+/// between the engine's batches, and must not hold the workers up); `finish` writes what is left and
+/// closes the files.
+///
+/// Memory stays flat in the capture's size: an instance holds at most a batch, the pool a few, and a
+/// file the row group it is filling (at most 131,072 rows, compressed).
+///
+/// **Order.** A connection's rows come in capture order (the engine's contract), but connections
+/// interleave, and which file a batch lands in depends on timing: the *set* of rows is the same for any
+/// number of splits and threads, their order within and across files is not. Sort by `request_frame`.
 pub struct TransactionExport {
     pool: Arc<PartPool>,
     /// Rows not yet written; a buffer is taken from the pool at the instance's first row.
