@@ -40,7 +40,9 @@ fn spark_runs_export_as_its_task_per_capture_and_one_query_reads_them_all() {
         .args(["--master", "local[2]", "--pcapsleuth", common::bin()])
         .arg("--out")
         .arg(&root)
-        .env("SPARK_LOCAL_IP", "127.0.0.1");
+        .env("SPARK_LOCAL_IP", "127.0.0.1")
+        // Spark leaves files where it runs (a Derby metastore, spark-warehouse): never in the repository.
+        .current_dir(tmp.path());
     for (host, f) in captures {
         cmd.arg(format!("{host}={}", common::fixture(f).display()));
     }
