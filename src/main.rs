@@ -655,7 +655,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 export::Existing::Refuse
             };
-            export_parquet(&common, &parquet, capture, &label, args::nanos(interval), existing)
+            export_parquet(
+                &common,
+                &parquet,
+                capture,
+                &label,
+                args::nanos(interval),
+                existing,
+            )
         }
         Command::Split {
             files,

@@ -527,7 +527,6 @@ fn bad_arguments_are_refused_with_one_line_and_exit_code_2() {
         (&["--label", "host=a/b"], "a value with /"),
         (&["--label", "host=a", "--label", "host=b"], "a key twice"),
         (&["--capture", "../x"], "a capture name with /"),
-        (&["--interval", "0"], "a zero interval"),
     ] {
         let mut args = vec!["export", s(&f), "--parquet", s(&root)];
         args.extend(extra);
@@ -537,6 +536,32 @@ fn bad_arguments_are_refused_with_one_line_and_exit_code_2() {
             "{what}: nothing written"
         );
     }
+    // An interval is checked by clap as the other commands' are: its usage error, exit code 2.
+    for interval in ["0", "0.5ms", "1"] {
+        let o = run(&[
+            "export",
+            s(&f),
+            "--parquet",
+            s(&root),
+            "--interval",
+            interval,
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "--interval {interval}: {}",
+            stderr(&o)
+        );
+        assert!(
+            !root.join("transactions").exists(),
+            "--interval {interval}: nothing written"
+        );
+    }
+    // `--json`: export prints no report.
+    one_line_error(
+        &run(&["export", s(&f), "--parquet", s(&root), "--json"]),
+        "--json",
+    );
     // A root that is a file.
     let file = tmp.path().join("file");
     std::fs::write(&file, b"x").unwrap();
