@@ -353,7 +353,9 @@ fn classify(
     speaks_first: &BTreeSet<Endpoint>,
     fins: FinJudgement,
 ) -> (String, bool, Option<SessionState>) {
-    let tcp = tcp_reason(conn, ev);
+    let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));
+    let after_quit = seen.is_some_and(|s| s.phase == SessionPhase::AfterQuit);
+    let tcp = tcp_reason(conn, ev, after_quit);
     if let Some(w) = greeting_wait(conn, ev, mysql, speaks_first) {
         let flag = match ev.event.flag {
             CloseFlag::Fin => "FIN",
@@ -385,7 +387,6 @@ fn classify(
             Some(SessionState::Replicating),
         );
     }
-    let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));
     match seen {
         Some(seen)
             if !matches!(

@@ -23,7 +23,9 @@ fn peer_name(r: Role) -> &'static str {
 }
 
 /// The TCP-level reason for a close: who, which flag, what the peer was waiting for, how it ended.
-pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
+/// `after_quit`: the client's last data was COM_QUIT, which the protocol never answers, so the
+/// server closing on it is not leaving anything unanswered.
+pub fn tcp_reason(conn: &Connection, ev: &ClosedBy, after_quit: bool) -> String {
     let by = role_name(ev.by);
     let peer = peer_name(ev.by);
     let flag = match ev.event.flag {
@@ -49,7 +51,9 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
             ack.frame, resent.frame
         ));
     }
-    if ev.event.peer_awaiting_reply {
+    if ev.event.peer_awaiting_reply && after_quit && ev.by == Role::Server {
+        parts.push("on the client's COM_QUIT (which has no answer)".into());
+    } else if ev.event.peer_awaiting_reply {
         parts.push(format!("while the {peer}'s last data was unanswered"));
     }
     if ev.event.peer_unacked_bytes > 0 {
@@ -60,9 +64,9 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy) -> String {
     }
     parts.extend(why(ev));
     match (ev.event.flag, conn.end) {
-        (CloseFlag::Fin, ConnectionEnd::Graceful(_)) => {
-            parts.push("graceful: both sides sent FIN".into())
-        }
+        // A fact of TCP, not a judgement: a FIN that cut a resultset off is answered by the peer's FIN
+        // as politely as one after COM_QUIT.
+        (CloseFlag::Fin, ConnectionEnd::Graceful(_)) => parts.push("both sides sent FIN".into()),
         (CloseFlag::Fin, ConnectionEnd::Reset(r)) => {
             parts.push(format!("then {} RST", role_name(r)))
         }

@@ -97,6 +97,14 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A count and its noun, in the singular for one: "1 TCP connection", "1,024 TCP connections".
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
+/// What a statistic of nothing reads as: "—", not a zero that looks measured.
+pub const NONE: &str = "—";
+
 /// A duration in seconds, as a capture's span or a wait reads: "7.81 s", "0.59 s", "28,800 s".
 pub fn seconds(s: f64) -> String {
     if s >= 100.0 {

@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
-use pcapsleuth_analysis::units::{direction_words, duration_us as us, rate, seconds, Measure};
+use pcapsleuth_analysis::units::{
+    counted, direction_words, duration_us as us, rate, seconds, Measure, NONE,
+};
 
 use crate::text::utc;
 
@@ -73,7 +75,11 @@ pub fn render_rate(r: &RateReport) -> String {
     let _ = writeln!(
         out,
         "\nservers: {}",
-        r.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+        if r.servers.is_empty() {
+            NONE.to_string()
+        } else {
+            r.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
     );
     out
 }
@@ -91,6 +97,13 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         "TCP request/response (client data to the server's next data)"
     };
     let _ = writeln!(out, "response time of {} {}", p.count, source);
+    if p.count == 0 {
+        let _ = writeln!(
+            out,
+            "  {NONE} (no request was answered in the capture: no distribution, no humps)"
+        );
+        return out;
+    }
     let _ = writeln!(
         out,
         "  min {}  p50 {}  p95 {}  p99 {}  max {}  mean {}",
@@ -199,12 +212,23 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     out
 }
 
+/// A percentile of `n` response times, or "—" when there are none.
+fn rt_or_none(n: u64, us_value: f64) -> String {
+    if n == 0 {
+        NONE.to_string()
+    } else {
+        us(us_value)
+    }
+}
+
 /// What `pcapsleuth report` prints: the findings, most important first, each with its evidence, then the
 /// capture's span, its connections, MySQL sessions and requests, the response-time p50 and p99, the
 /// replication streams and the requests still unanswered when the capture ended.
 pub fn render_report(r: &FullReport) -> String {
     let mut out = String::new();
-    if r.findings.is_empty() {
+    if r.findings.is_empty() && r.first_reset.connections == 0 {
+        let _ = writeln!(out, "No TCP connection in the capture: nothing to judge.");
+    } else if r.findings.is_empty() {
         let _ = writeln!(out, "Nothing abnormal found.");
     }
     for (i, f) in r.findings.iter().enumerate() {
@@ -219,13 +243,17 @@ pub fn render_report(r: &FullReport) -> String {
     let m = &r.mysql;
     let _ = writeln!(
         out,
-        "\n{} TCP connections, {} MySQL sessions, {} MySQL requests ({}); response time p50 {} p99 {}",
-        r.first_reset.connections,
-        m.sessions,
-        m.queries,
+        "\n{}, {}, {} ({}); response time p50 {} p99 {}",
+        counted(
+            r.first_reset.connections as u64,
+            "TCP connection",
+            "TCP connections"
+        ),
+        counted(m.sessions, "MySQL session", "MySQL sessions"),
+        counted(m.queries, "MySQL request", "MySQL requests"),
         m.requests.describe(),
-        us(r.rt.percentiles_us.p50),
-        us(r.rt.percentiles_us.p99)
+        rt_or_none(r.rt.percentiles_us.count, r.rt.percentiles_us.p50),
+        rt_or_none(r.rt.percentiles_us.count, r.rt.percentiles_us.p99)
     );
     crate::replication::write_streams(&mut out, &m.replication);
     if let Some(longest) = m

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::units::{count, duration, seconds, DurationStyle};
+use pcapsleuth_analysis::units::{count, counted, duration, seconds, DurationStyle, NONE};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
@@ -71,6 +71,10 @@ pub fn render_first_reset(r: &FirstReset) -> String {
     }
     match (&r.first_abnormal, r.fins) {
         (Some(c), _) => describe_close(&mut out, "First abnormal close", c),
+        (None, _) if r.connections == 0 => {
+            let _ = writeln!(out, "No TCP connection in the capture: nothing was closed.");
+            return out;
+        }
         (None, FinJudgement::Judged) => {
             let _ = writeln!(
                 out,
@@ -84,18 +88,33 @@ pub fn render_first_reset(r: &FirstReset) -> String {
     let _ = writeln!(out);
     match (&r.first_rst, &r.first_fin) {
         (None, None) => {
-            let _ = writeln!(out, "No FIN or RST in {} TCP connections.", r.connections);
+            let _ = writeln!(
+                out,
+                "No FIN or RST in {}.",
+                counted(r.connections as u64, "TCP connection", "TCP connections")
+            );
         }
         (rst, fin) => {
-            if let Some(c) = rst {
-                describe_close(&mut out, "First RST", c);
+            // In the order they happened: the first of the two is the one to look at.
+            let fin_first = matches!((rst, fin), (Some(r), Some(f)) if f.frame < r.frame);
+            let say_rst = |out: &mut String| match rst {
+                Some(c) => describe_close(out, "First RST", c),
+                None => {
+                    let _ = writeln!(out, "No RST in the capture.");
+                }
+            };
+            let say_fin = |out: &mut String| match fin {
+                Some(c) => describe_close(out, "First FIN", c),
+                None => {
+                    let _ = writeln!(out, "No FIN in the capture.");
+                }
+            };
+            if fin_first {
+                say_fin(&mut out);
+                say_rst(&mut out);
             } else {
-                let _ = writeln!(out, "No RST in the capture.");
-            }
-            if let Some(c) = fin {
-                describe_close(&mut out, "First FIN", c);
-            } else {
-                let _ = writeln!(out, "No FIN in the capture.");
+                say_rst(&mut out);
+                say_fin(&mut out);
             }
         }
     }
@@ -198,6 +217,9 @@ fn ms(us: f64) -> String {
 }
 
 fn rt_line(r: &RtSummary) -> String {
+    if r.count == 0 {
+        return format!("n=0 {NONE}");
+    }
     format!(
         "n={} mean {} p50 {} p95 {} p99 {} max {}",
         count(r.count),
@@ -216,10 +238,14 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "MySQL: {} sessions, {} requests in {}{}: {}",
-        count(r.sessions),
-        count(r.queries),
-        seconds(r.span_s),
+        "MySQL: {}, {}{}{}: {}",
+        counted(r.sessions, "session", "sessions"),
+        counted(r.queries, "request", "requests"),
+        if r.queries > 0 {
+            format!(" in {}", seconds(r.span_s))
+        } else {
+            String::new()
+        },
         // A rate over less than a second would be a guess at a second nobody watched.
         if r.span_s >= 1.0 {
             let per_s = r.queries as f64 / r.span_s;
@@ -238,7 +264,15 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         .iter()
         .map(|(k, v)| format!("{k} {}", count(*v)))
         .collect();
-    let _ = writeln!(out, "commands: {}", cmds.join(", "));
+    let _ = writeln!(
+        out,
+        "commands: {}",
+        if cmds.is_empty() {
+            NONE.to_string()
+        } else {
+            cmds.join(", ")
+        }
+    );
     let _ = writeln!(
         out,
         "\nresponse time of the answered requests (request to last response byte):"
