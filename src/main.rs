@@ -2,6 +2,7 @@
 
 mod args;
 
+use std::collections::{BTreeSet, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,11 +12,12 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use pcapsleuth::analysis::{
-    self, Analysis, EngineOptions, Everything, MysqlStatistics, Rates, ResponseTimes, Run,
+    self, Analysis, EngineOptions, Everything, FindingKind, MysqlStatistics, NamedConnection,
+    Rates, ResponseTimes, Run, Scope,
 };
 use pcapsleuth::capture::{
     capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId,
-    Format, Input, Order, PcapWriter, Record, Timestamp,
+    Format, Input, Order, PcapWriter, PcapngWriter, Record, Timestamp,
 };
 use pcapsleuth::export;
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
@@ -240,6 +242,25 @@ enum Command {
         /// 09:18:00`, also RFC 3339 with `T` and `Z`); either end may be left out (`..20`, `12.5..`).
         #[arg(long, value_name = "FROM..TO")]
         time: Option<String>,
+        /// Every connection with an abnormal close (as `first-reset` judges closes).
+        #[arg(long)]
+        abnormal: bool,
+        /// Every connection a finding of `pcapsleuth report` names (or the server endpoint, or the
+        /// frames, of a finding about those); `--findings=KIND,...` only those kinds' findings
+        /// (`mid_response_close`, `errors`, ...). With --abnormal, what either selects.
+        #[arg(
+            long,
+            value_name = "KIND,...",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "all"
+        )]
+        findings: Option<String>,
+        /// Write pcapng whose packets carry comments (Wireshark's packet comments, `frame.comment`) on
+        /// the frames the findings point at and on abnormal closes: the finding, and the frame's number
+        /// in the original capture (an extract numbers its frames anew).
+        #[arg(long)]
+        annotate: bool,
         /// Output file (written beside itself under a temporary name, put in place when complete).
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
@@ -591,9 +612,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             at,
             frames,
             time,
+            abnormal,
+            findings,
+            annotate,
             output,
         } => {
             let selection = Selection {
+                picks: None,
                 connections: match (port, flow, conn) {
                     (Some(p), _, _) => Some(Connections::Port(p)),
                     (_, Some(f), _) => Some(Connections::Endpoint(
@@ -609,12 +634,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 frames: frames.as_deref().map(parse_frames).transpose()?,
                 time: time.as_deref().map(parse_time_range).transpose()?,
             };
-            if selection.is_everything() {
+            let wanted = Wanted {
+                abnormal,
+                findings: findings.as_deref().map(parse_finding_kinds).transpose()?,
+                annotate,
+            };
+            if selection.is_everything() && !wanted.abnormal && wanted.findings.is_none() {
                 bail!(InputError(
-                    "extract needs a selection: --port N, --flow IP:PORT, --conn CLIENT-SERVER, --frames A-B or --time FROM..TO".into()
+                    "extract needs a selection: --port N, --flow IP:PORT, --conn CLIENT-SERVER, --frames A-B, --time FROM..TO, --abnormal or --findings".into()
                 ));
             }
-            extract(&files, selection, at, &output)
+            extract(&files, selection, at, &wanted, &output)
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -957,6 +987,8 @@ enum TimeBound {
 /// Which packets `extract` keeps: all of what each part given selects.
 struct Selection {
     connections: Option<Connections>,
+    /// What --abnormal and --findings picked (any of it).
+    picks: Option<Picks>,
     /// Inclusive frame range.
     frames: Option<(u64, u64)>,
     /// `[from, to)`.
@@ -965,7 +997,10 @@ struct Selection {
 
 impl Selection {
     fn is_everything(&self) -> bool {
-        self.connections.is_none() && self.frames.is_none() && self.time.is_none()
+        self.connections.is_none()
+            && self.picks.is_none()
+            && self.frames.is_none()
+            && self.time.is_none()
     }
 
     /// Whether to keep frame `frame` (`first_ts`: the capture's first packet, for relative times).
@@ -984,18 +1019,216 @@ impl Selection {
                 return false;
             }
         }
+        if self.connections.is_none() && self.picks.is_none() {
+            return true;
+        }
+        let tcp = match decode(rec.link, rec.data) {
+            Decoded::Tcp(seg) => Some((seg.src_endpoint(), seg.dst_endpoint())),
+            _ => None,
+        };
+        if let Some(picks) = &self.picks {
+            if !picks.keeps(frame, tcp) {
+                return false;
+            }
+        }
         let Some(connections) = &self.connections else {
             return true;
         };
-        let Decoded::Tcp(seg) = decode(rec.link, rec.data) else {
+        let Some((src, dst)) = tcp else {
             return false;
         };
-        let (src, dst) = (seg.src_endpoint(), seg.dst_endpoint());
         match connections {
             Connections::Port(p) => src.port == *p || dst.port == *p,
             Connections::Endpoint(e) => src == *e || dst == *e,
             Connections::Connection(a, b) => (src == *a && dst == *b) || (src == *b && dst == *a),
         }
+    }
+}
+
+/// The comments `extract --annotate` writes, by original frame number.
+type Comments = HashMap<u64, Vec<String>>;
+
+/// What `extract` asks of the analyses: connections picked by --abnormal and --findings, comments for
+/// --annotate.
+struct Wanted {
+    abnormal: bool,
+    /// `None`: no --findings; `Some(None)`: every finding; `Some(Some(kinds))`: those kinds'.
+    findings: Option<Option<Vec<FindingKind>>>,
+    annotate: bool,
+}
+
+impl Wanted {
+    fn needs_analysis(&self) -> bool {
+        self.abnormal || self.findings.is_some() || self.annotate
+    }
+}
+
+/// The packets --abnormal and --findings picked: whole connections (by 4-tuple, within their frames),
+/// server endpoints, single frames.
+#[derive(Default)]
+struct Picks {
+    /// By the 4-tuple's endpoints in order (lower first): the frame spans of its picked connections.
+    connections: HashMap<(Endpoint, Endpoint), Vec<(u64, u64)>>,
+    endpoints: Vec<Endpoint>,
+    frames: BTreeSet<u64>,
+}
+
+impl Picks {
+    fn add_connection(&mut self, c: &NamedConnection) {
+        let key = (c.client.min(c.server), c.client.max(c.server));
+        self.connections
+            .entry(key)
+            .or_default()
+            .push((c.first_frame, c.last_frame));
+    }
+
+    fn add(&mut self, scope: &Scope) {
+        match scope {
+            Scope::Capture => {}
+            Scope::Connections(list) => list.iter().for_each(|c| self.add_connection(c)),
+            Scope::Endpoint(e) => self.endpoints.push(*e),
+            Scope::Frames(frames) => self.frames.extend(frames),
+        }
+    }
+
+    /// Whether frame `frame` (a TCP segment from `src` to `dst`, or not TCP) is picked.
+    fn keeps(&self, frame: u64, tcp: Option<(Endpoint, Endpoint)>) -> bool {
+        if self.frames.contains(&frame) {
+            return true;
+        }
+        let Some((src, dst)) = tcp else {
+            return false;
+        };
+        if self.endpoints.iter().any(|e| src == *e || dst == *e) {
+            return true;
+        }
+        self.connections
+            .get(&(src.min(dst), src.max(dst)))
+            .is_some_and(|spans| spans.iter().any(|&(a, b)| (a..=b).contains(&frame)))
+    }
+}
+
+/// `all`, or finding kinds separated by commas (`mid_response_close,errors`).
+fn parse_finding_kinds(s: &str) -> anyhow::Result<Option<Vec<FindingKind>>> {
+    if s == "all" {
+        return Ok(None);
+    }
+    s.split(',')
+        .map(|k| {
+            FindingKind::ALL
+                .iter()
+                .copied()
+                .find(|f| f.name() == k.trim())
+                .ok_or_else(|| {
+                    InputError(format!(
+                        "--findings: no finding kind `{k}` (kinds: {})",
+                        FindingKind::ALL
+                            .iter()
+                            .map(|f| f.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                    .into()
+                })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// Reads the capture once with every analysis for what `wanted` asks: the connections --abnormal and
+/// --findings pick, and the comments --annotate writes (by original frame). Returns the set opened
+/// again for the pass that writes.
+fn findings_pass(
+    mut set: CaptureSet,
+    files: &[PathBuf],
+    wanted: &Wanted,
+) -> anyhow::Result<(CaptureSet, Option<Picks>, Comments)> {
+    if set.inputs.iter().any(|i| i.stored_len().is_none()) {
+        bail!(InputError(
+            "--abnormal, --findings and --annotate read the capture twice (once to find what to select and annotate); standard input and pipes are read once: save the capture to a file first".into()
+        ));
+    }
+    let progress = Progress::new(
+        "finding what to extract in",
+        Path::new(&set_name(&set)),
+        set_len(&set),
+    );
+    let run = analysis::analyze_set(
+        &mut set,
+        &EngineOptions::default(),
+        Everything::default,
+        |done, total| progress.show(done, total),
+    );
+    progress.clear();
+    let set = open_set(files)?;
+    let report = analysis::full_report(&run);
+    let closes = analysis::first_reset(&run, usize::MAX);
+    let abnormal: Vec<&analysis::CloseReport> =
+        closes.closes.iter().filter(|c| c.abnormal).collect();
+
+    let mut picks = None::<Picks>;
+    if wanted.abnormal {
+        let p = picks.get_or_insert_with(Picks::default);
+        for c in &abnormal {
+            if let Some(conn) = run
+                .connections
+                .iter()
+                .find(|k| k.first.frame == c.connection_first_frame)
+            {
+                p.add_connection(&NamedConnection {
+                    client: conn.client,
+                    server: conn.server,
+                    first_frame: conn.first.frame,
+                    last_frame: conn.last.frame,
+                    reused: false,
+                });
+            }
+        }
+    }
+    if let Some(kinds) = &wanted.findings {
+        let p = picks.get_or_insert_with(Picks::default);
+        for f in &report.findings {
+            if kinds.as_ref().is_none_or(|k| k.contains(&f.kind)) {
+                p.add(&f.scope);
+            }
+        }
+    }
+
+    let mut comments = Comments::new();
+    if wanted.annotate {
+        for f in &report.findings {
+            for &frame in &f.frames {
+                comments.entry(frame).or_default().push(format!(
+                    "pcapsleuth {} (frame {frame} of the original capture): {}",
+                    f.kind, f.summary
+                ));
+            }
+        }
+        for c in &abnormal {
+            let list = comments.entry(c.frame).or_default();
+            if list.is_empty() {
+                list.push(format!(
+                    "pcapsleuth abnormal close (frame {} of the original capture): {} by the {}: {}",
+                    c.frame,
+                    if c.flag == pcapsleuth::flow::CloseFlag::Rst {
+                        "RST"
+                    } else {
+                        "FIN"
+                    },
+                    role_word(c.initiator),
+                    c.reason
+                ));
+            }
+        }
+    }
+    Ok((set, picks, comments))
+}
+
+fn role_word(r: pcapsleuth::flow::Role) -> &'static str {
+    match r {
+        pcapsleuth::flow::Role::Client => "client",
+        pcapsleuth::flow::Role::Server => "server",
+        _ => "unknown side",
     }
 }
 
@@ -1182,11 +1415,19 @@ fn extract(
     files: &[PathBuf],
     mut selection: Selection,
     at: Option<u64>,
+    wanted: &Wanted,
     output: &Path,
 ) -> anyhow::Result<ExitCode> {
     let mut set = open_set(files)?;
     // Refused before anything is read: an output that is one of the inputs.
     refuse_input_as_output(output, set.identities())?;
+    let mut comments = HashMap::new();
+    if wanted.needs_analysis() {
+        let (again, picks, notes) = findings_pass(set, files, wanted)?;
+        set = again;
+        selection.picks = picks;
+        comments = notes;
+    }
     if let Some(Connections::Connection(a, b)) = selection.connections {
         let (again, range) = connection_frames(set, files, (a, b), at)?;
         set = again;
@@ -1195,24 +1436,65 @@ fn extract(
             selection.frames = Some((lo.max(first), hi.min(last)));
         }
     }
-    let mut w = PcapWriter::create_for_set(output, &set)?;
+    let mut w = if wanted.annotate {
+        Writer::Pcapng(PcapngWriter::create(output, set.identities())?)
+    } else {
+        Writer::Pcap(PcapWriter::create_for_set(output, &set)?)
+    };
     let progress = Progress::new("extracting from", Path::new(&set_name(&set)), set_len(&set));
     let (mut frame, mut first_ts) = (0u64, None);
+    let (mut span, mut annotated) = (None::<(u64, u64)>, 0u64);
     let damage = set.pass(
         |_, rec| {
             frame += 1;
             let first = *first_ts.get_or_insert(rec.ts);
             if selection.keeps(frame, rec, first) {
-                w.write(rec)?;
+                span = Some((span.map_or(frame, |s| s.0), frame));
+                match &mut w {
+                    Writer::Pcap(w) => w.write(rec)?,
+                    Writer::Pcapng(w) => {
+                        let notes: Vec<&str> = comments
+                            .get(&frame)
+                            .map(|c| c.iter().map(String::as_str).collect())
+                            .unwrap_or_default();
+                        annotated += u64::from(!notes.is_empty());
+                        w.write(rec, &notes)?;
+                    }
+                }
             }
             Ok::<(), CaptureError>(())
         },
         |done, total| progress.show(done, total),
     )?;
     progress.clear();
-    let n = w.finish()?;
-    sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
+    let n = match w {
+        Writer::Pcap(w) => w.finish()?,
+        Writer::Pcapng(w) => w.finish()?,
+    };
+    match span {
+        Some((a, b)) => sayln!(
+            "pcapsleuth: wrote {n} packets to {} (frames {a} to {b} of the original capture{})",
+            output.display(),
+            if wanted.annotate {
+                format!("; {annotated} with comments, found with the display filter frame.comment")
+            } else {
+                String::new()
+            }
+        ),
+        None => {
+            sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
+            if let Some(Connections::Port(p)) = selection.connections {
+                sayln!("pcapsleuth: warning: nothing matched --port {p}: `pcapsleuth flows` lists the capture's connections and their ports");
+            }
+        }
+    }
     Ok(finish_pass(&set, &damage))
+}
+
+/// The capture `extract` writes: pcap as the input was, or pcapng with comments (--annotate).
+enum Writer {
+    Pcap(PcapWriter),
+    Pcapng(PcapngWriter),
 }
 
 /// Warnings for damage the reading survived, and what the files were read as; exit code 2 if any of the

@@ -3,9 +3,10 @@
 use serde::Serialize;
 
 use crate::closes::first_reset;
+use crate::closes::FirstReset;
 use crate::engine::Run;
 use crate::everything::Statistics;
-use crate::finding::{Finding, FindingKind};
+use crate::finding::{Finding, FindingKind, NamedConnection, Scope};
 use crate::mysql::{MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::reasons::role_name;
@@ -13,7 +14,9 @@ use crate::replication::ReplicationStream;
 use crate::rt::RtReport;
 use crate::thresholds::{ACK_STALL_NS, UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
 use crate::units::{self, direction_words, duration_us, Measure};
-use pcapsleuth_flow::Role;
+use std::collections::{BTreeSet, HashMap};
+
+use pcapsleuth_flow::{Connection, Endpoint, Role};
 
 /// Everything `pcapsleuth report` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,6 +53,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence: vec![format!("client {} server {}", c.client, c.server)],
             frames: vec![c.frame],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     f.extend(fr.greeting_waits.finding());
@@ -83,6 +89,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             .chain(i.preceded_by.iter().cloned())
             .collect(),
             frames: vec![i.request_frame, i.frame],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     // Requests still waiting at the end, when they waited far longer than a typical answered request.
@@ -138,6 +147,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                 })
                 .collect(),
             frames: stuck.iter().map(|u| u.request_frame).collect(),
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     for c in &rate.ceilings {
@@ -165,6 +177,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence: c.evidence.clone(),
             frames: vec![],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     let errors: u64 = mysql.error_details.iter().map(|e| e.count).sum();
@@ -186,6 +201,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                 .map(|e| format!("ERR {} x {}: {}", e.code, e.count, e.messages.first().cloned().unwrap_or_default()))
                 .collect(),
             frames: vec![],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     if rt.multimodal {
@@ -232,6 +250,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence,
             frames: vec![],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     f.extend(semi_sync_finding(&mysql));
@@ -251,6 +272,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence: vec![],
             frames: vec![],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     let time = &a.capture.timeline;
@@ -269,6 +293,9 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             },
             evidence: time.damage_lines(),
             frames,
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
     for d in a.capture.damage.iter().take(5) {
@@ -278,8 +305,12 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             summary: d.to_string(),
             evidence: vec![],
             frames: vec![],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
         });
     }
+    hand_off(&mut f, a, &fr, &mysql, &rate);
     f.sort_by_key(|x| x.severity);
     FullReport {
         findings: f,
@@ -368,6 +399,9 @@ fn semi_sync_finding(m: &MysqlReport) -> Option<Finding> {
         summary,
         evidence,
         frames,
+        scope: Scope::Capture,
+        wireshark_filter: None,
+        extract_command: None,
     })
 }
 
@@ -387,4 +421,144 @@ fn weighted_median(streams: &[&ReplicationStream]) -> f64 {
         }
     }
     0.0
+}
+
+/// Gives every finding its scope (the connections it names, the server endpoint or the frames it is
+/// about) and, from it, its Wireshark filter and `extract` command. `f` is in the order the findings were
+/// made: those of one kind in the order of what they came from (incidents, ceilings, ...).
+fn hand_off(
+    f: &mut [Finding],
+    a: &Run<Statistics>,
+    fr: &FirstReset,
+    mysql: &MysqlReport,
+    rate: &RateReport,
+) {
+    let conns = &a.connections;
+    let mut tuples: HashMap<(Endpoint, Endpoint), u32> = HashMap::new();
+    for c in conns {
+        *tuples
+            .entry((c.client.min(c.server), c.client.max(c.server)))
+            .or_default() += 1;
+    }
+    let named = |c: &Connection| NamedConnection {
+        client: c.client,
+        server: c.server,
+        first_frame: c.first.frame,
+        last_frame: c.last.frame,
+        reused: tuples
+            .get(&(c.client.min(c.server), c.client.max(c.server)))
+            .is_some_and(|&n| n > 1),
+    };
+    let on_tuple = |k: &Connection, c: Endpoint, s: Endpoint| {
+        (k.client == c && k.server == s) || (k.client == s && k.server == c)
+    };
+    // The connection between `client` and `server` (endpoints as reports print them) holding `frame`.
+    let holding = |client: &str, server: &str, frame: u64| -> Option<NamedConnection> {
+        let (c, s) = (client.parse().ok()?, server.parse().ok()?);
+        conns
+            .iter()
+            .find(|k| on_tuple(k, c, s) && (k.first.frame..=k.last.frame).contains(&frame))
+            .map(named)
+    };
+    let connections = |list: Vec<NamedConnection>| {
+        if list.is_empty() {
+            Scope::Capture
+        } else {
+            Scope::Connections(list)
+        }
+    };
+    let endpoint = |e: Option<&str>| {
+        e.and_then(|e| e.parse().ok())
+            .map_or(Scope::Capture, Scope::Endpoint)
+    };
+    let mut incidents = mysql.incidents.iter();
+    let mut ceilings = rate.ceilings.iter();
+    let mut drops = fr.connects.drops.iter();
+    let mut refusals = fr.connects.refusals.iter();
+    let mut late = fr.connects.late_greetings.iter();
+    let files: Vec<&str> = a.capture.files.iter().map(|f| f.path.as_str()).collect();
+    for x in f.iter_mut() {
+        x.scope = match x.kind {
+            FindingKind::FirstAbnormalClose => connections(
+                fr.first_abnormal
+                    .iter()
+                    .filter_map(|c| holding(&c.client, &c.server, c.frame))
+                    .collect(),
+            ),
+            FindingKind::MidResponseClose => connections(
+                incidents
+                    .next()
+                    .and_then(|i| holding(&i.client, &i.server, i.frame))
+                    .into_iter()
+                    .collect(),
+            ),
+            FindingKind::UnansweredAtEnd => connections(
+                mysql
+                    .unanswered
+                    .iter()
+                    .filter(|u| x.frames.contains(&u.request_frame))
+                    .filter_map(|u| holding(&u.client, &u.server, u.request_frame))
+                    .collect(),
+            ),
+            FindingKind::GreetingWait => connections(
+                conns
+                    .iter()
+                    .filter(|c| {
+                        c.close()
+                            .is_some_and(|e| x.frames.contains(&e.event.at.frame))
+                    })
+                    .map(named)
+                    .collect(),
+            ),
+            FindingKind::SynDrops => endpoint(drops.next().map(|d| d.server.as_str())),
+            FindingKind::ConnectRefused => endpoint(refusals.next().map(|r| r.server.as_str())),
+            FindingKind::LateAccept => endpoint(late.next().map(|g| g.server.as_str())),
+            FindingKind::Ceiling => endpoint(ceilings.next().and_then(|c| c.server.as_deref())),
+            FindingKind::Errors => connections(
+                conns
+                    .iter()
+                    .zip(&a.mysql_sessions)
+                    .filter(|(_, m)| m.as_ref().is_some_and(|m| m.errors > 0))
+                    .map(|(c, _)| named(c))
+                    .collect(),
+            ),
+            FindingKind::RtMultimodal => {
+                let servers: BTreeSet<Endpoint> = conns
+                    .iter()
+                    .zip(&a.mysql_sessions)
+                    .filter(|(_, m)| m.is_some())
+                    .map(|(c, _)| c.server)
+                    .collect();
+                match servers.iter().next() {
+                    Some(&s) if servers.len() == 1 => Scope::Endpoint(s),
+                    _ => Scope::Capture,
+                }
+            }
+            FindingKind::SemiSyncAckStalls => {
+                let streams: Vec<(Endpoint, Endpoint)> = mysql
+                    .replication
+                    .iter()
+                    .filter(|r| r.ack_latency_us.count > 0)
+                    .filter_map(|r| Some((r.client.parse().ok()?, r.server.parse().ok()?)))
+                    .collect();
+                connections(
+                    conns
+                        .iter()
+                        .filter(|k| streams.iter().any(|&(c, s)| on_tuple(k, c, s)))
+                        .map(named)
+                        .collect(),
+                )
+            }
+            FindingKind::Retransmissions => connections(
+                conns
+                    .iter()
+                    .filter(|c| c.to_server.retransmissions + c.to_client.retransmissions > 0)
+                    .map(named)
+                    .collect(),
+            ),
+            FindingKind::CaptureDamage if !x.frames.is_empty() => Scope::Frames(x.frames.clone()),
+            FindingKind::CaptureDamage => Scope::Capture,
+        };
+        x.hand_off(&files);
+    }
 }

@@ -91,7 +91,10 @@ pub use events::{
 pub use everything::{Everything, Statistics};
 pub use exchanges::{request_hash, ExchangeTrack, Exchanges};
 pub use facts::{CaptureFacts, FileFacts, PacketCounts};
-pub use finding::{Finding, FindingKind};
+pub use finding::{
+    connection_filter, endpoint_filter, Finding, FindingKind, NamedConnection, Scope,
+    FILTER_MAX_CONNECTIONS,
+};
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};

@@ -236,6 +236,12 @@ pub fn render_report(r: &FullReport) -> String {
         for e in &f.evidence {
             let _ = writeln!(out, "     {e}");
         }
+        if let Some(filter) = &f.wireshark_filter {
+            let _ = writeln!(out, "     Wireshark: {filter}");
+        }
+        if let Some(command) = &f.extract_command {
+            let _ = writeln!(out, "     extract: {command}");
+        }
     }
     if let Some(span) = r.timeline.span_text() {
         let _ = writeln!(out, "\ncapture: {span}");

@@ -1,0 +1,293 @@
+//! The road into Wireshark: every finding of `pcapsleuth report` carries a display filter and the
+//! `pcapsleuth extract` command that cuts its packets out; `extract --abnormal`, `--findings` and
+//! `--annotate` (pcapng packet comments). tshark is the judge: its display filter on the original capture
+//! selects exactly the packets the command writes, and it finds the comments with `frame.comment`.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pcapsleuth_testkit::oracle::{self, Tshark};
+use serde_json::Value;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    let o = Command::new(common::bin()).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Every packet's time (`frame.time_epoch`) of `file`, for the frames `filter` selects.
+fn times(tshark: &Tshark, file: &Path, filter: &str) -> Vec<String> {
+    let mut args = vec!["-r", s(file), "-T", "fields", "-e", "frame.time_epoch"];
+    if !filter.is_empty() {
+        args.extend(["-Y", filter]);
+    }
+    tshark.lines(args)
+}
+
+/// The findings of `report --json` on `input`.
+fn findings(input: &Path) -> Vec<Value> {
+    let o = Command::new(common::bin())
+        .args(["report", "--json", s(input)])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    v["findings"].as_array().cloned().unwrap_or_default()
+}
+
+/// Runs a finding's `extract_command` (words split at spaces, as a shell would: the captures' paths
+/// have none, and a single-quoted word, an IPv6 endpoint, none inside) with the output put in `dir`;
+/// returns the output.
+fn run_extract_command(command: &str, dir: &Path) -> PathBuf {
+    let words: Vec<&str> = command.split(' ').map(|w| w.trim_matches('\'')).collect();
+    assert_eq!(words[..2], ["pcapsleuth", "extract"], "{command}");
+    let o_at = words.iter().position(|w| *w == "-o").unwrap();
+    let out = dir.join(words[o_at + 1]);
+    let mut args: Vec<&str> = words[1..o_at].to_vec();
+    args.extend(["-o", s(&out)]);
+    run(&args);
+    out
+}
+
+/// On every real capture, each finding that names connections or a server endpoint: tshark's display
+/// filter on the original capture selects exactly the packets the finding's extract command writes
+/// (ICMP errors quoting them aside).
+#[test]
+fn each_findings_filter_selects_exactly_what_its_extract_command_cuts_out() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let dir = scratch();
+    let mut checked = BTreeSet::new();
+    for input in common::real_captures() {
+        for f in findings(&input) {
+            let kind = f["kind"].as_str().unwrap().to_string();
+            let (Some(filter), Some(command)) = (
+                f["wireshark_filter"].as_str(),
+                f["extract_command"].as_str(),
+            ) else {
+                assert!(
+                    f["wireshark_filter"].is_null() == f["extract_command"].is_null()
+                        || f["extract_command"].is_null(),
+                    "{}: {f}",
+                    input.display()
+                );
+                continue;
+            };
+            assert!(command.contains(s(&input)), "{command}");
+            if command.contains("--frames") {
+                continue;
+            }
+            let out = run_extract_command(command, dir.path());
+            let cut = times(&tshark, &out, "");
+            // tshark also matches ICMP errors that quote the connection's packets (a port unreachable
+            // to a SYN): worth seeing in Wireshark, but not the connection's own, which extract copies.
+            let want = times(&tshark, &input, &format!("({filter}) && !icmp && !icmpv6"));
+            assert!(
+                !cut.is_empty(),
+                "{}: {command} wrote nothing",
+                input.display()
+            );
+            // Listed connections (or one endpoint) are selected exactly; a finding naming more
+            // connections than a filter lists gets their servers' endpoints, a superset.
+            let exact = !command.contains("--findings")
+                || filter.contains(" && ip.dst==")
+                || filter.contains(" && ipv6.dst==");
+            if exact {
+                assert_eq!(
+                    cut,
+                    want,
+                    "{}: {kind}: `{filter}` vs `{command}`",
+                    input.display()
+                );
+            } else {
+                let want: BTreeSet<&String> = want.iter().collect();
+                assert!(
+                    cut.iter().all(|t| want.contains(t)),
+                    "{}: {kind}",
+                    input.display()
+                );
+            }
+            checked.insert(kind);
+        }
+    }
+    // The captures hold findings of these kinds, at least.
+    for kind in [
+        "first_abnormal_close",
+        "mid_response_close",
+        "errors",
+        "retransmissions",
+    ] {
+        assert!(checked.contains(kind), "no {kind} checked: {checked:?}");
+    }
+}
+
+/// `server-closes.pcap`: the server closed two connections, the first while `select sleep(10)` was
+/// unanswered. The report's text gives each finding its filter and command.
+#[test]
+fn the_text_report_gives_each_connection_finding_its_filter_and_command() {
+    let input = common::fixture("server-closes.pcap");
+    let text = common::text(&["report", s(&input)]);
+    let filter = "     Wireshark: (ip.src==10.77.1.2 && tcp.srcport==54116 && ip.dst==10.77.0.1 && tcp.dstport==3306) || (ip.src==10.77.0.1 && tcp.srcport==3306 && ip.dst==10.77.1.2 && tcp.dstport==54116)\n";
+    assert_eq!(text.matches(filter).count(), 2, "{text}");
+    assert!(
+        text.contains(&format!(
+            "     extract: pcapsleuth extract {} --conn 10.77.1.2:54116-10.77.0.1:3306 --at 1 --annotate -o first_abnormal_close-1.pcapng\n",
+            s(&input)
+        )),
+        "{text}"
+    );
+}
+
+/// The comments tshark finds in an extract: `(frame, comment)`.
+fn comments(tshark: &Tshark, file: &Path) -> Vec<(u64, String)> {
+    tshark
+        .lines([
+            "-r",
+            s(file),
+            "-Y",
+            "frame.comment",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-E",
+            "aggregator=|",
+            "-e",
+            "frame.number",
+            "-e",
+            "frame.comment",
+        ])
+        .iter()
+        .flat_map(|l| {
+            let (n, c) = l.split_once('\t').unwrap();
+            let n: u64 = n.parse().unwrap();
+            c.split('|')
+                .map(move |c| (n, c.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// `--abnormal` writes every connection with an abnormal close, and only them (first-reset's); with
+/// `--annotate` the closes and the frames the findings point at carry comments naming their original
+/// frame, and an extract frame's time is its original frame's.
+#[test]
+fn abnormal_connections_annotated_open_in_tshark_with_their_comments() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let dir = scratch();
+    for name in [
+        "server-closes.pcap",
+        "stream-stall.pcap",
+        "client-hang.pcap",
+    ] {
+        let input = common::fixture(name);
+        let fr = common::json(&["first-reset", "--json", "--limit", "100000", s(&input)]);
+        let abnormal: Vec<&Value> = fr["closes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["abnormal"] == true)
+            .collect();
+        assert!(!abnormal.is_empty(), "{name}");
+        let filter = abnormal
+            .iter()
+            .map(|c| {
+                let (a, b) = (c["client"].as_str().unwrap(), c["server"].as_str().unwrap());
+                let (ca, cp) = a.rsplit_once(':').unwrap();
+                let (sa, sp) = b.rsplit_once(':').unwrap();
+                format!("(ip.addr=={ca} && tcp.port=={cp} && ip.addr=={sa} && tcp.port=={sp})")
+            })
+            .collect::<Vec<_>>()
+            .join(" || ");
+        let out = dir.path().join(format!("{name}.pcapng"));
+        let o = run(&[
+            "extract",
+            s(&input),
+            "--abnormal",
+            "--annotate",
+            "-o",
+            s(&out),
+        ]);
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(said.contains("of the original capture"), "{said}");
+        assert_eq!(
+            times(&tshark, &out, ""),
+            times(&tshark, &input, &filter),
+            "{name}"
+        );
+
+        let original = times(&tshark, &input, "");
+        let extracted = times(&tshark, &out, "");
+        let found = comments(&tshark, &out);
+        assert!(!found.is_empty(), "{name}: no comments");
+        for (frame, comment) in &found {
+            assert!(comment.starts_with("pcapsleuth "), "{comment}");
+            let at = comment.find("(frame ").unwrap() + "(frame ".len();
+            let original_frame: usize = comment[at..].split(' ').next().unwrap().parse().unwrap();
+            assert_eq!(
+                extracted[*frame as usize - 1],
+                original[original_frame - 1],
+                "{name}: extract frame {frame}: {comment}"
+            );
+        }
+        // Every abnormal close is commented.
+        for c in &abnormal {
+            let f = c["frame"].as_u64().unwrap();
+            assert!(
+                found
+                    .iter()
+                    .any(|(_, t)| t.contains(&format!("(frame {f} of the original capture)"))),
+                "{name}: close frame {f} not commented: {found:?}"
+            );
+        }
+    }
+}
+
+/// `--findings=KIND` takes only that kind's findings; an unknown kind is refused with the list.
+#[test]
+fn findings_of_one_kind_and_unknown_kinds() {
+    let input = common::fixture("server-closes.pcap");
+    let dir = scratch();
+    let out = dir.path().join("mid.pcap");
+    let o = run(&[
+        "extract",
+        s(&input),
+        "--findings=mid_response_close",
+        "-o",
+        s(&out),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("wrote "),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let all = common::json(&["flows", "--json", s(&out)]);
+    assert_eq!(
+        all["connections"].as_array().map(Vec::len),
+        Some(1),
+        "{all}"
+    );
+    let bad = Command::new(common::bin())
+        .args(["extract", s(&input), "--findings=nonsense", "-o", s(&out)])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("mid_response_close"));
+}
