@@ -34,10 +34,13 @@ fn every() -> Everything {
     Everything::new(100_000_000)
 }
 
-/// Everything a user reads: the reports, the connections, the packet counts. Not the list of files.
+/// Everything a user reads: the reports, the connections, the packet counts. Not the list of files
+/// (nor the `extract_command`s of findings, which name them).
 fn reports(a: &Run<Statistics>) -> String {
+    let mut full: serde_json::Value = serde_json::from_str(&to_json(&full_report(a))).unwrap();
+    strip_files(&mut full);
     to_json(&first_reset(a, usize::MAX))
-        + &to_json(&full_report(a))
+        + &full.to_string()
         + &to_json(&a.connections)
         + &to_json(&a.capture.counts)
         + &format!("{:?}{:?}", a.capture.first_ts, a.capture.last_ts)
@@ -376,10 +379,17 @@ fn a_compressed_file_cut_short_gives_what_it_holds_and_a_warning() {
 fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let path = common::fixture("stream-stall.pcap");
-    let file_json = common::json(&["report", "--json", path.to_str().unwrap()]);
+    let mut file_json = common::json(&["report", "--json", path.to_str().unwrap()]);
     let o = common::piped(&["report", "--json", "-"], std::fs::read(&path).unwrap());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let piped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut piped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Standard input cannot be read again: no command to extract from it.
+    assert!(piped["findings"][0]["extract_command"].is_null(), "{piped}");
+    assert!(file_json["findings"][0]["extract_command"]
+        .as_str()
+        .is_some_and(|c| c.contains(path.to_str().unwrap())));
+    strip_files(&mut file_json);
+    strip_files(&mut piped);
     assert_eq!(piped, file_json);
     // A directory of the rotated files, and the files named one by one, out of order.
     let dir = scratch(&tmp, "rotated-cli");
@@ -407,11 +417,17 @@ fn standard_input_and_a_set_on_the_command_line_give_the_reports_of_the_file() {
 }
 
 /// Removes what naming frames in their files added (`file`, `file_frame`, `request_file`, ...,
-/// `files`), leaving the report of one capture.
+/// `files`) and the findings' `extract_command` (it names the files read, or none for standard
+/// input), leaving the report of one capture.
 fn strip_files(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(map) => {
-            map.retain(|k, _| !(k == "files" || k.ends_with("file") || k.ends_with("file_frame")));
+            map.retain(|k, _| {
+                !(k == "files"
+                    || k == "extract_command"
+                    || k.ends_with("file")
+                    || k.ends_with("file_frame"))
+            });
             map.values_mut().for_each(strip_files);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_files),
