@@ -1480,30 +1480,26 @@ fn verdict(cmp: &Comparison) -> String {
     let mut named = Vec::new();
     if n.response_retransmitted > 0 {
         named.push(format!(
-            "{} response{} retransmitted on the way to the client",
-            n.response_retransmitted,
-            plural(n.response_retransmitted)
+            "{} retransmitted on the way to the client",
+            crate::units::counted(n.response_retransmitted, "response", "responses")
         ));
     }
     if n.response_late > 0 {
         named.push(format!(
-            "{} response{} late without a retransmission seen",
-            n.response_late,
-            plural(n.response_late)
+            "{} late without a retransmission seen",
+            crate::units::counted(n.response_late, "response", "responses")
         ));
     }
     if n.response_never_seen > 0 {
         named.push(format!(
-            "{} response{} the client never saw",
-            n.response_never_seen,
-            plural(n.response_never_seen)
+            "{} the client never saw",
+            crate::units::counted(n.response_never_seen, "response", "responses")
         ));
     }
     if n.request_never_seen > 0 {
         named.push(format!(
-            "{} request{} the server never saw",
-            n.request_never_seen,
-            plural(n.request_never_seen)
+            "{} the server never saw",
+            crate::units::counted(n.request_never_seen, "request", "requests")
         ));
     }
     if !named.is_empty() {
@@ -1514,14 +1510,6 @@ fn verdict(cmp: &Comparison) -> String {
                 wrongly): the request and response paths are unreliable.";
     }
     out
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 #[cfg(test)]
