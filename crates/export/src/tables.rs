@@ -123,7 +123,7 @@ impl Table {
         constants.extend(partition.labels().iter().map(|l| l.value().to_string()));
         Ok(Table {
             dataset,
-            part: Part::create(dir, 0, &schema, &keys)?,
+            part: Part::create(dir, 0, &schema)?,
             schema,
             constants,
             buffers: dataset.columns.iter().map(|c| Buffer::of(c.ty)).collect(),
