@@ -161,6 +161,11 @@ enum Command {
         interval: Duration,
         #[command(flatten)]
         plots: PlotsArg,
+        /// Also write the whole report as one self-contained HTML page: the first abnormal close with its
+        /// Wireshark filter and extract command, the findings, sortable MySQL tables and every plot inline
+        /// (no network needed to read it; it prints).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Two capture points of one workload, the client's and the server's: where each request's time went,
     /// the server or the path between them.
@@ -520,6 +525,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             common,
             interval,
             plots,
+            html,
         } => {
             let interval_ns = args::nanos(interval);
             let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
@@ -527,6 +533,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             output(common.engine.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
+            }
+            if let Some(path) = html.as_deref() {
+                write_html(path, &cap, &a, &r)?;
             }
             Ok(finish(&cap, &a))
         }
@@ -723,6 +732,43 @@ fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
     for s in &set.skipped {
         sayln!("pcapsleuth: no {} plot: {}", s.name, s.reason);
     }
+    Ok(())
+}
+
+/// `report --html`: the page of `r`, put in place at `path` only when whole (never over an input).
+fn write_html<O>(
+    path: &Path,
+    set: &CaptureSet,
+    a: &Run<O>,
+    r: &analysis::FullReport,
+) -> anyhow::Result<()> {
+    refuse_input_as_output(path, set.identities())?;
+    let names: Vec<String> = set
+        .inputs
+        .iter()
+        .map(|i| i.path().display().to_string())
+        .collect();
+    let capture = match &names[..] {
+        [one] => one.clone(),
+        [first, ..] => format!("{first} and {} more files", names.len() - 1),
+        [] => "the capture".to_string(),
+    };
+    let page = report::render_html(r, &analysis::unknowns(a), &capture)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // Readable as any new file is (0666 less the umask), not 0600 as temporary files are made.
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.write_all(page.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    sayln!("pcapsleuth: wrote {}", path.display());
     Ok(())
 }
 

@@ -24,6 +24,16 @@ pub enum CloseFlag {
     Rst,
 }
 
+impl CloseFlag {
+    /// Its name, as JSON gives it: `FIN` or `RST`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseFlag::Fin => "FIN",
+            CloseFlag::Rst => "RST",
+        }
+    }
+}
+
 /// Which role an endpoint plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -34,6 +44,17 @@ pub enum Role {
     Server,
     /// Roles could not be told apart (no handshake, no port hint).
     Unknown,
+}
+
+impl Role {
+    /// Its name, as JSON gives it: `client`, `server` or `unknown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+            Role::Unknown => "unknown",
+        }
+    }
 }
 
 /// How the client/server roles of a connection were decided.

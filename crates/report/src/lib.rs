@@ -5,7 +5,8 @@
 //! [`sorted`] for `--sort`) and [`render_unknowns`]. JSON is [`to_json`] of the analysis' own result
 //! (the serde models of `pcapsleuth-analysis`, documented field by field there and in the README), or
 //! [`to_json_located`] when the capture was several files, so that each frame is also named in its file.
-//! With the default feature `plots`, `write_plots` draws the charts of a full report as PNG and SVG.
+//! With the default feature `plots`, `write_plots` draws the charts of a full report as PNG and SVG, and
+//! `render_html` makes the whole report one self-contained HTML page with those charts inline.
 //! There is no analysis here: only layout.
 //!
 //! What `pcapsleuth first-reset` prints, and its `--json`:
@@ -30,6 +31,8 @@
 
 mod analyses;
 mod compare;
+#[cfg(feature = "plots")]
+mod html;
 mod located;
 #[cfg(feature = "plots")]
 pub mod plots;
@@ -38,9 +41,11 @@ mod text;
 
 pub use analyses::{render_rate, render_report, render_rt};
 pub use compare::{compare_json, render_compare, ComparedCapture};
+#[cfg(feature = "plots")]
+pub use html::{escape_html, render_html};
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
-pub use plots::{write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot};
+pub use plots::{svg_plots, write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot, SvgPlot};
 pub use text::{render_first_reset, render_flows, render_mysql, render_unknowns, sorted, FlowSort};
 
 use serde::Serialize;

@@ -30,6 +30,8 @@ pub enum Oracle {
     PySpark,
     /// A Java runtime, which Spark runs on.
     Java,
+    /// Chromium, headless: renders `report --html`'s page as a person sees it (DOM and screenshot).
+    Chromium,
 }
 
 /// How an oracle is installed (by `.ci/run`, or by hand).
@@ -43,7 +45,7 @@ pub enum Install {
 
 impl Oracle {
     /// Every oracle, for `.ci/run`'s install list and the summary.
-    pub const ALL: [Oracle; 9] = [
+    pub const ALL: [Oracle; 10] = [
         Oracle::Tshark,
         Oracle::Editcap,
         Oracle::Mergecap,
@@ -53,6 +55,7 @@ impl Oracle {
         Oracle::DuckDb,
         Oracle::PySpark,
         Oracle::Java,
+        Oracle::Chromium,
     ];
 
     /// The program looked up on `PATH` (`python3` for a Python package).
@@ -65,6 +68,7 @@ impl Oracle {
             Oracle::PtQueryDigest => "pt-query-digest",
             Oracle::Python3 | Oracle::DuckDb | Oracle::PySpark => "python3",
             Oracle::Java => "java",
+            Oracle::Chromium => "chromium",
         }
     }
 
@@ -87,6 +91,7 @@ impl Oracle {
             Oracle::DuckDb => Install::Pip("duckdb"),
             Oracle::PySpark => Install::Pip("pyspark"),
             Oracle::Java => Install::Apt("default-jre-headless"),
+            Oracle::Chromium => Install::Apt("chromium"),
         }
     }
 

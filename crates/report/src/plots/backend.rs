@@ -8,7 +8,7 @@ pub(super) enum Plot {
 }
 
 /// A drawing failure of any backend, as text.
-pub(super) struct DrawErr(String);
+pub(super) struct DrawErr(pub(super) String);
 
 impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for DrawErr {
     fn from(e: DrawingAreaErrorKind<E>) -> Self {
@@ -76,19 +76,25 @@ pub(super) fn render(
     written.push(png_path);
 
     let svg_path = dir.join(format!("{name}.svg"));
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area();
-        plot.draw(&root)
-            .and_then(|()| root.present().map_err(DrawErr::from))
-            .map_err(|e| draw_err(&svg_path, e))?;
-    }
+    let svg = svg_of(plot).map_err(|e| draw_err(&svg_path, e))?;
     fs::write(&svg_path, svg).map_err(|source| PlotError::Write {
         file: svg_path.clone(),
         source,
     })?;
     written.push(svg_path);
     Ok(())
+}
+
+/// `plot` drawn as an SVG document in memory.
+pub(super) fn svg_of(plot: &Plot) -> Result<String, DrawErr> {
+    register_bundled_font();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, PLOT_SIZE).into_drawing_area();
+        plot.draw(&root)
+            .and_then(|()| root.present().map_err(DrawErr::from))?;
+    }
+    Ok(svg)
 }
 
 /// The bitmap backend with text rasterised here: plotters' `ab_glyph` text drawing ignores each glyph's

@@ -117,8 +117,48 @@ pub fn write_plot_set(dir: &Path, report: &FullReport) -> Result<PlotSet, PlotEr
         source,
     })?;
     let mut set = PlotSet::default();
+    for (name, plot) in plots_of(report) {
+        match plot {
+            Ok(p) => render(dir, name, &p, &mut set.written)?,
+            Err(reason) => set.skipped.push(SkippedPlot { name, reason }),
+        }
+    }
+    Ok(set)
+}
+
+/// One plot drawn as SVG text, to be inlined in a page (the same drawing as its `NAME.svg` file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SvgPlot {
+    /// The plot's file stem, e.g. "rt-histogram".
+    pub name: &'static str,
+    /// The whole `<svg>` element, every text in it escaped by plotters.
+    pub svg: String,
+}
+
+/// Every plot of `report` that has data, drawn as SVG in memory (what [`write_plot_set`] writes as
+/// `NAME.svg`), and the plots left out with why. A drawing failure names the plot as `NAME.svg`.
+pub fn svg_plots(report: &FullReport) -> Result<(Vec<SvgPlot>, Vec<SkippedPlot>), PlotError> {
+    let mut drawn = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, plot) in plots_of(report) {
+        match plot {
+            Ok(p) => drawn.push(SvgPlot {
+                name,
+                svg: svg_of(&p).map_err(|e| PlotError::Draw {
+                    file: PathBuf::from(format!("{name}.svg")),
+                    message: e.0,
+                })?,
+            }),
+            Err(reason) => skipped.push(SkippedPlot { name, reason }),
+        }
+    }
+    Ok((drawn, skipped))
+}
+
+/// Each plot of `report` in plot order with its file stem, or why it has nothing to show.
+fn plots_of(report: &FullReport) -> [(&'static str, Result<Plot, String>); 5] {
     let axis = TimeAxis::of(report);
-    let plots: [(&'static str, Result<Plot, String>); 5] = [
+    [
         (
             "rt-histogram",
             rt_histogram(&report.rt).map(Plot::Histogram),
@@ -136,14 +176,7 @@ pub fn write_plot_set(dir: &Path, report: &FullReport) -> Result<PlotSet, PlotEr
             rate_chart(&report.rate, Measure::Bits, &axis).map(Plot::Time),
         ),
         ("qps", qps_chart(report, &axis).map(Plot::Time)),
-    ];
-    for (name, plot) in plots {
-        match plot {
-            Ok(p) => render(dir, name, &p, &mut set.written)?,
-            Err(reason) => set.skipped.push(SkippedPlot { name, reason }),
-        }
-    }
-    Ok(set)
+    ]
 }
 
 #[cfg(test)]

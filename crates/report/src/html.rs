@@ -1,0 +1,507 @@
+//! `pcapsleuth report --html FILE`: the whole report as one self-contained HTML page to hand to a
+//! colleague: the first abnormal close with its Wireshark filter and `extract` command at the top, the
+//! findings, the MySQL tables (sortable by a click on a header, when scripts run) and every plot as inline
+//! SVG. Nothing is fetched: no external script, style sheet, font or image, and a Content-Security-Policy
+//! that forbids any (the one inline script is allowed by its hash). The page reads the same without
+//! scripts, and prints (`@media print`).
+//!
+//! Every string that comes from the capture (statements, error messages, addresses, the file's name) is
+//! escaped: a statement holding `<script>` is text on the page, never markup.
+
+use std::fmt::Write;
+
+use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, NONE};
+use pcapsleuth_analysis::{
+    CloseReport, Finding, FindingKind, FullReport, RtSource, RtSummary, Unknowns,
+};
+
+use crate::plots::{svg_plots, PlotError};
+use crate::text::utc;
+
+/// The page's one script: sorts a table of class `sortable` by the column whose header was clicked (or
+/// activated with Enter), by each cell's `data-v` number when it has one, else by its text; a second click
+/// reverses. It marks the page `js` so that headers show they can be clicked only when they can.
+const SCRIPT: &str = r#"document.documentElement.classList.add('js');
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  var heads = table.querySelectorAll('thead th');
+  heads.forEach(function (th, col) {
+    th.tabIndex = 0;
+    var sort = function () {
+      var asc = th.getAttribute('aria-sort') !== 'ascending';
+      heads.forEach(function (h) { h.removeAttribute('aria-sort'); });
+      th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      var key = function (row) {
+        var cell = row.cells[col];
+        var v = cell.getAttribute('data-v');
+        return v === null ? cell.textContent.trim().toLowerCase() : parseFloat(v);
+      };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        var c = (typeof x === 'number' && typeof y === 'number') ? x - y : String(x).localeCompare(String(y));
+        return asc ? c : -c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    };
+    th.addEventListener('click', sort);
+    th.addEventListener('keydown', function (e) { if (e.key === 'Enter') { sort(); } });
+  });
+});
+"#;
+
+/// Base64 of the SHA-256 of [`SCRIPT`], for the page's Content-Security-Policy (`script-src 'sha256-…'`):
+/// the browser runs that script and no other. A test renders the page in Chromium and checks that it ran.
+const SCRIPT_SHA256: &str = "9s8/QmmoqRkLQqCFqwd+kSdny3ImHlMg8kxn+95iBes=";
+
+const STYLE: &str = r#"
+:root { --fg: #1d1f21; --muted: #5a5f66; --line: #d8dce1; --bg-soft: #f4f6f8; --accent: #b3261e; --code: #eef1f4; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 1280px; padding: 24px 32px 48px; color: var(--fg);
+  font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 16px; margin: 20px 0 8px; }
+p.meta { color: var(--muted); margin: 2px 0; }
+code, pre { font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+code { background: var(--code); padding: 1px 4px; border-radius: 3px; overflow-wrap: anywhere; }
+pre { background: var(--code); padding: 8px 10px; border-radius: 4px; margin: 4px 0;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+.answer { border: 2px solid var(--accent); border-radius: 6px; padding: 12px 18px; margin: 18px 0;
+  background: #fdf3f2; }
+.answer.calm { border-color: #2e7d32; background: #f1f8f1; }
+.answer h2 { border: 0; margin: 0 0 6px; padding: 0; color: var(--accent); }
+.answer.calm h2 { color: #2e7d32; }
+.answer .reason { font-size: 17px; margin: 4px 0 8px; }
+.handoff { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; align-items: baseline; }
+.handoff .label { color: var(--muted); font-size: 13px; }
+.partial { border-left: 4px solid #e6a700; background: #fff8e1; padding: 6px 12px; margin: 12px 0; }
+.partial ul { margin: 4px 0; }
+ol.findings { padding-left: 28px; }
+ol.findings > li { margin: 0 0 14px; }
+.kind { display: inline-block; font: 12px/1.6 ui-monospace, "DejaVu Sans Mono", monospace; padding: 0 6px;
+  border-radius: 3px; background: var(--bg-soft); border: 1px solid var(--line); margin-right: 6px; }
+.sev1 .kind { background: #fdecea; border-color: #f1aeb5; color: var(--accent); }
+.sev2 .kind { background: #fff4e0; border-color: #f3c77c; }
+ul.evidence { margin: 4px 0; color: #33373b; }
+table { border-collapse: collapse; margin: 6px 0 14px; font-size: 14px; }
+th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { background: var(--bg-soft); font-weight: 600; white-space: nowrap; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.stmt { max-width: 560px; overflow-wrap: anywhere; }
+.js table.sortable th { cursor: pointer; user-select: none; }
+.js table.sortable th::after { content: " \2195"; color: #9aa0a6; font-weight: 400; }
+.js table.sortable th[aria-sort=ascending]::after { content: " \2191"; color: var(--fg); }
+.js table.sortable th[aria-sort=descending]::after { content: " \2193"; color: var(--fg); }
+figure { margin: 12px 0 24px; }
+figure svg { display: block; width: 100%; height: auto; max-width: 1200px; border: 1px solid var(--line); }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 4px; }
+footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  h2 { break-after: avoid; }
+  figure, tr, .answer, ol.findings > li { break-inside: avoid; }
+  figure svg { max-width: 100%; border: 0; }
+  .js table.sortable th::after { content: none; }
+  pre, code { white-space: pre-wrap; }
+  a { color: inherit; text-decoration: none; }
+}
+"#;
+
+/// `s` with the five characters that mean something in HTML (text or a quoted attribute) escaped.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What `pcapsleuth report --html` writes: one self-contained page of `r` (see the module docs), with
+/// what the capture could not show (`unknowns`) before the figures it qualifies. `capture` names the
+/// capture in the title (its file or files); it is escaped like everything else.
+pub fn render_html(
+    r: &FullReport,
+    unknowns: &Unknowns,
+    capture: &str,
+) -> Result<String, PlotError> {
+    let (plots, skipped) = svg_plots(r)?;
+    let mut out =
+        String::with_capacity(64 * 1024 + plots.iter().map(|p| p.svg.len()).sum::<usize>());
+    let title = format!("pcapsleuth report: {capture}");
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; \
+         script-src 'sha256-{SCRIPT_SHA256}'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape_html(&title)
+    );
+    let _ = writeln!(out, "<header>\n<h1>{}</h1>", escape_html(&title));
+    if let Some(span) = r.timeline.span_text() {
+        let _ = writeln!(out, "<p class=\"meta\">Captured {}</p>", escape_html(&span));
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">{}</p>\n</header>",
+        escape_html(&crate::analyses::counts_line(r))
+    );
+    partial_data(&mut out, unknowns);
+    answer(&mut out, r);
+    findings(&mut out, &r.findings);
+    mysql_tables(&mut out, r);
+    let _ = writeln!(out, "<section id=\"plots\">\n<h2>Plots</h2>");
+    for p in &plots {
+        let _ = writeln!(
+            out,
+            "<figure id=\"plot-{}\">\n{}<figcaption>{}</figcaption>\n</figure>",
+            p.name,
+            // plotters escapes every text it writes into the SVG; its `<?xml ...?>`-free output inlines as is.
+            p.svg.trim(),
+            plot_caption(p.name)
+        );
+    }
+    if plots.is_empty() {
+        let _ = writeln!(out, "<p>No plot: nothing to draw.</p>");
+    }
+    for s in &skipped {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">No {} plot: {}.</p>",
+            plot_caption(s.name),
+            escape_html(&s.reason)
+        );
+    }
+    let _ = writeln!(out, "</section>");
+    let _ = writeln!(
+        out,
+        "<footer>Written by pcapsleuth {}. Frame numbers are Wireshark's (Go to packet); times relative \
+         to the capture's first packet are Wireshark's <code>frame.time_relative</code>.</footer>",
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = write!(out, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
+    Ok(out)
+}
+
+fn partial_data(out: &mut String, u: &Unknowns) {
+    if u.notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<div class=\"partial\" id=\"partial\"><strong>Partial data</strong> (the figures below are qualified by it):<ul>"
+    );
+    for n in &u.notes {
+        let _ = writeln!(out, "<li>{}</li>", escape_html(n));
+    }
+    let _ = writeln!(out, "</ul></div>");
+}
+
+/// The box at the top: what broke first and why, with the filter and command that open it.
+fn answer(out: &mut String, r: &FullReport) {
+    let fr = &r.first_reset;
+    let Some(c) = &fr.first_abnormal else {
+        let text = if fr.connections == 0 {
+            "No TCP connection in the capture: nothing was closed."
+        } else {
+            "No abnormal close: every connection ended normally or is still open."
+        };
+        let _ = writeln!(
+            out,
+            "<section class=\"answer calm\" id=\"first-abnormal\"><h2>What broke first</h2><p>{text}</p></section>"
+        );
+        return;
+    };
+    let finding = r
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::FirstAbnormalClose);
+    let _ = writeln!(
+        out,
+        "<section class=\"answer\" id=\"first-abnormal\">\n<h2>What broke first: frame {} at {} s</h2>",
+        c.frame,
+        trim_rel(c.rel_time)
+    );
+    let _ = writeln!(out, "<p class=\"reason\">{}</p>", escape_html(&c.reason));
+    let _ = writeln!(out, "<p>{}</p>", close_facts(c));
+    let _ = writeln!(out, "<div class=\"handoff\">");
+    handoff_rows(out, finding);
+    let _ = writeln!(out, "</div>\n</section>");
+}
+
+/// "RST sent by the server at 2026-… UTC; client 10.0.0.2:5000, server 10.0.0.1:3306", escaped.
+fn close_facts(c: &CloseReport) -> String {
+    escape_html(&format!(
+        "{} sent by the {} at {}; client {}, server {}",
+        c.flag.name(),
+        c.initiator.name(),
+        utc(c.time),
+        c.client,
+        c.server
+    ))
+}
+
+/// A relative time as Wireshark shows it, to the microsecond.
+fn trim_rel(s: f64) -> String {
+    format!("{s:.6}")
+}
+
+/// The Wireshark filter and `extract` command of a finding, as copyable code (nothing when it has none).
+fn handoff_rows(out: &mut String, f: Option<&Finding>) {
+    let Some(f) = f else { return };
+    if let Some(filter) = &f.wireshark_filter {
+        let _ = writeln!(
+            out,
+            "<span class=\"label\">Wireshark filter</span><pre class=\"filter\">{}</pre>",
+            escape_html(filter)
+        );
+    }
+    if let Some(cmd) = &f.extract_command {
+        let _ = writeln!(
+            out,
+            "<span class=\"label\">Extract</span><pre class=\"extract\">{}</pre>",
+            escape_html(cmd)
+        );
+    }
+}
+
+fn findings(out: &mut String, findings: &[Finding]) {
+    let _ = writeln!(out, "<section id=\"findings\">\n<h2>Findings</h2>");
+    if findings.is_empty() {
+        let _ = writeln!(out, "<p>Nothing abnormal found.</p>\n</section>");
+        return;
+    }
+    let _ = writeln!(out, "<ol class=\"findings\">");
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "<li class=\"finding sev{}\"><span class=\"kind\">{}</span>{}",
+            f.severity,
+            f.kind,
+            escape_html(&f.summary)
+        );
+        if !f.evidence.is_empty() {
+            let _ = writeln!(out, "<ul class=\"evidence\">");
+            for e in &f.evidence {
+                let _ = writeln!(out, "<li>{}</li>", escape_html(e));
+            }
+            let _ = writeln!(out, "</ul>");
+        }
+        if f.wireshark_filter.is_some() || f.extract_command.is_some() {
+            let _ = writeln!(out, "<div class=\"handoff\">");
+            handoff_rows(out, Some(f));
+            let _ = writeln!(out, "</div>");
+        }
+        let _ = writeln!(out, "</li>");
+    }
+    let _ = writeln!(out, "</ol>\n</section>");
+}
+
+/// A numeric cell: shown as `text`, sorted by `v`.
+fn num(v: f64, text: &str) -> String {
+    format!("<td class=\"n\" data-v=\"{v}\">{}</td>", escape_html(text))
+}
+
+/// A count cell.
+fn num_count(n: u64) -> String {
+    num(n as f64, &count(n))
+}
+
+/// A duration cell in the text report's units, "—" (sorted first) for a statistic of nothing.
+fn num_us(n: u64, v: f64) -> String {
+    if n == 0 {
+        num(-1.0, NONE)
+    } else {
+        num(v, &us(v))
+    }
+}
+
+fn mysql_tables(out: &mut String, r: &FullReport) {
+    let m = &r.mysql;
+    let _ = writeln!(out, "<section id=\"mysql\">\n<h2>MySQL</h2>");
+    if m.sessions == 0 && m.queries == 0 {
+        let _ = writeln!(out, "<p>No MySQL session in the capture.</p>\n</section>");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p>{}, {} ({}).</p>",
+        escape_html(&counted(m.sessions, "session", "sessions")),
+        escape_html(&counted(m.queries, "request", "requests")),
+        escape_html(&m.requests.describe())
+    );
+
+    let _ = writeln!(
+        out,
+        "<h3>Response times</h3>\n<table id=\"rt\"><thead><tr><th>requests</th><th class=\"n\">n</th>\
+         <th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p95</th><th class=\"n\">p99</th>\
+         <th class=\"n\">max</th></tr></thead><tbody>"
+    );
+    let source = if r.rt.source == RtSource::Mysql {
+        "request to last response byte"
+    } else {
+        "TCP request/response"
+    };
+    for (name, s) in [
+        ("all answered", &m.rt_us),
+        ("success", &m.rt_ok_us),
+        ("errors", &m.rt_error_us),
+    ] {
+        rt_row(out, name, s);
+    }
+    let _ = writeln!(
+        out,
+        "</tbody></table>\n<p class=\"meta\">Response time: {source}.</p>"
+    );
+
+    let _ = writeln!(
+        out,
+        "<h3>Commands</h3>\n<table class=\"sortable\" id=\"commands\"><thead><tr><th>command</th>\
+         <th class=\"n\">requests</th><th class=\"n\">share</th></tr></thead><tbody>"
+    );
+    let total: u64 = m.commands.values().sum();
+    let mut cmds: Vec<(&String, &u64)> = m.commands.iter().collect();
+    cmds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (name, n) in cmds {
+        let share = *n as f64 / total.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td>{}{}</tr>",
+            escape_html(name),
+            num_count(*n),
+            num(share, &percent(share))
+        );
+    }
+    let _ = writeln!(out, "</tbody></table>");
+
+    let _ = writeln!(out, "<h3>Errors</h3>");
+    if m.error_details.is_empty() {
+        let _ = writeln!(out, "<p>No error responses.</p>");
+    } else {
+        let _ = writeln!(
+            out,
+            "<table class=\"sortable\" id=\"errors\"><thead><tr><th class=\"n\">code</th><th>SQLSTATE</th>\
+             <th class=\"n\">responses</th><th class=\"n\">mean</th><th class=\"n\">p95</th>\
+             <th>messages (first seen)</th></tr></thead><tbody>"
+        );
+        for e in &m.error_details {
+            let messages: Vec<String> = e.messages.iter().map(|s| escape_html(s)).collect();
+            let _ = writeln!(
+                out,
+                "<tr>{}<td>{}</td>{}{}{}<td class=\"stmt\">{}</td></tr>",
+                num(f64::from(e.code), &e.code.to_string()),
+                escape_html(&e.sql_state),
+                num_count(e.count),
+                num_us(e.rt_us.count, e.rt_us.mean),
+                num_us(e.rt_us.count, e.rt_us.p95),
+                messages.join("<br>")
+            );
+        }
+        let _ = writeln!(out, "</tbody></table>");
+    }
+
+    if !m.statements.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3>Statements by total time</h3>\n<table class=\"sortable\" id=\"statements\"><thead><tr>\
+             <th>fingerprint</th><th class=\"n\">requests</th><th class=\"n\">answered</th>\
+             <th class=\"n\">total</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p95</th>\
+             <th class=\"n\">p99</th><th class=\"n\">max</th><th class=\"n\">errors</th><th class=\"n\">rows</th>\
+             </tr></thead><tbody>"
+        );
+        for s in &m.statements {
+            let n = s.rt_us.count;
+            let _ = writeln!(
+                out,
+                "<tr><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}</tr>",
+                escape_html(&s.fingerprint),
+                num_count(s.count),
+                num_count(s.requests.answered),
+                num_us(n, s.total_us),
+                num_us(n, s.rt_us.mean),
+                num_us(n, s.rt_us.p50),
+                num_us(n, s.rt_us.p95),
+                num_us(n, s.rt_us.p99),
+                num_us(n, s.rt_us.max),
+                num_count(s.errors),
+                num_count(s.rows)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "</tbody></table>\n<p class=\"meta\">Times are over the answered requests of each fingerprint \
+             (literals replaced by <code>?</code>).</p>"
+        );
+    }
+    let _ = writeln!(out, "</section>");
+}
+
+fn rt_row(out: &mut String, name: &str, s: &RtSummary) {
+    let n = s.count;
+    let _ = writeln!(
+        out,
+        "<tr><td>{name}</td>{}{}{}{}{}{}</tr>",
+        num_count(n),
+        num_us(n, s.mean),
+        num_us(n, s.p50),
+        num_us(n, s.p95),
+        num_us(n, s.p99),
+        num_us(n, s.max)
+    );
+}
+
+/// What a plot shows, by its file stem.
+fn plot_caption(name: &str) -> &'static str {
+    match name {
+        "rt-histogram" => "response-time histogram",
+        "rt-over-time" => "response time over time",
+        "rate-pps" => "packets per second",
+        "rate-bps" => "bits per second",
+        "qps" => "MySQL requests per second",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The policy's hash is the script's: otherwise browsers refuse to run it (and say so only in
+    /// their console).
+    #[test]
+    fn the_policy_allows_exactly_the_script() {
+        use sha2::{Digest, Sha256};
+        const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let digest = Sha256::digest(SCRIPT.as_bytes());
+        let mut b64 = String::new();
+        for chunk in digest.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+            for i in 0..=chunk.len() {
+                b64.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            }
+        }
+        while b64.len() % 4 != 0 {
+            b64.push('=');
+        }
+        assert_eq!(SCRIPT_SHA256, b64);
+    }
+
+    #[test]
+    fn markup_from_a_capture_is_text() {
+        assert_eq!(
+            escape_html("select '<script>alert(\"x\")</script>' & 1"),
+            "select &#39;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39; &amp; 1"
+        );
+    }
+}
