@@ -1237,17 +1237,43 @@ fn findings_pass(
             if kinds.as_ref().is_none_or(|k| k.contains(&f.kind)) {
                 p.add(&f.scope);
             }
+            // A finding heading a group of another kind (the first abnormal close and the closes like
+            // it) stands for its members: `--findings=mid_response_close` takes them too.
+            for m in &f.members {
+                if kinds
+                    .as_ref()
+                    .is_some_and(|k| k.contains(&m.kind) && !k.contains(&f.kind))
+                {
+                    p.add(&m.scope);
+                }
+            }
         }
     }
 
     let mut comments = Comments::new();
     if wanted.annotate {
         for f in &report.findings {
-            for &frame in &f.frames {
-                comments.entry(frame).or_default().push(format!(
-                    "pcapsleuth {} (frame {frame} of the original capture): {}",
-                    f.kind, f.summary
-                ));
+            // A group's frames are each commented with their own member's words; the head's with its.
+            let mut said = |x: &pcapsleuth::analysis::Finding,
+                            frames: &mut dyn Iterator<Item = u64>| {
+                for frame in frames {
+                    comments.entry(frame).or_default().push(format!(
+                        "pcapsleuth {} (frame {frame} of the original capture): {}",
+                        x.kind, x.summary
+                    ));
+                }
+            };
+            let of_members: BTreeSet<u64> = f
+                .members
+                .iter()
+                .flat_map(|m| m.frames.iter().copied())
+                .collect();
+            said(
+                f,
+                &mut f.frames.iter().copied().filter(|x| !of_members.contains(x)),
+            );
+            for m in &f.members {
+                said(m, &mut m.frames.iter().copied());
             }
         }
         for c in &abnormal {

@@ -451,9 +451,17 @@ fn a_close_names_what_preceded_it() {
     );
     assert!(text(&["mysql", p])
         .contains("delivered; the client had advertised a zero window for 1.96 s"));
-    // And in the report's finding for that incident.
+    // And in the report's finding for that incident: a member of the first abnormal close's finding,
+    // which it is (said once, not again as a finding of its own).
     let r = json(&["report", "--json", p]);
-    let finding = r["findings"]
+    let head = &r["findings"][0];
+    assert_eq!(head["kind"], "first_abnormal_close");
+    assert!(!r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["kind"] == "mid_response_close" && f["frames"][1] == 2029));
+    let finding = head["members"]
         .as_array()
         .unwrap()
         .iter()

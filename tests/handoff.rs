@@ -143,7 +143,10 @@ fn the_text_report_gives_each_connection_finding_its_filter_and_command() {
     let input = common::fixture("server-closes.pcap");
     let text = common::text(&["report", s(&input)]);
     let filter = "     Wireshark: (ip.src==10.77.1.2 && tcp.srcport==54116 && ip.dst==10.77.0.1 && tcp.dstport==3306) || (ip.src==10.77.0.1 && tcp.srcport==3306 && ip.dst==10.77.1.2 && tcp.dstport==54116)\n";
-    assert_eq!(text.matches(filter).count(), 2, "{text}");
+    // Once: the close that cut `select sleep(10)` off is the first abnormal close, not said again as a
+    // mid_response_close finding.
+    assert_eq!(text.matches(filter).count(), 1, "{text}");
+    assert!(!text.contains("[mid_response_close]"), "{text}");
     assert!(
         text.contains(&format!(
             "     extract: pcapsleuth extract {} --conn 10.77.1.2:54116-10.77.0.1:3306 --at 1 --annotate -o first_abnormal_close-1.pcapng\n",
@@ -290,4 +293,77 @@ fn findings_of_one_kind_and_unknown_kinds() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("mid_response_close"));
+}
+
+/// `bw-cap.pcap`: the client gave up on its three `select * from big.sbtest1` within half a second (two
+/// FINs and an RST, each mid-resultset on 10.77.0.1:3306). The report says it once: the first abnormal
+/// close (frame 10142) heads them, "and 2 more like it", instead of repeating itself as three more
+/// `mid_response_close` findings; its JSON keeps each close as a member with its own filter and extract
+/// command, and `extract --findings=mid_response_close` still takes the three connections.
+#[test]
+fn closes_like_the_first_abnormal_one_are_said_once_with_their_count() {
+    let input = common::fixture("bw-cap.pcap");
+    let all = findings(&input);
+    let kinds: Vec<&str> = all.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| **k == "first_abnormal_close")
+            .count(),
+        1
+    );
+    assert!(!kinds.contains(&"mid_response_close"), "{kinds:?}");
+    let head = &all[0];
+    assert_eq!(head["kind"], "first_abnormal_close");
+    assert_eq!(head["count"], 3);
+    let summary = head["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("first abnormal close at frame 10142 "),
+        "{summary}"
+    );
+    assert!(summary.contains("and 2 more like it"), "{summary}");
+    let members = head["members"].as_array().unwrap();
+    let closes: Vec<u64> = members
+        .iter()
+        .map(|m| m["frames"][1].as_u64().unwrap())
+        .collect();
+    assert_eq!(closes, [10142, 10653, 11195]);
+    for m in members {
+        assert_eq!(m["kind"], "mid_response_close");
+        assert!(
+            m["wireshark_filter"]
+                .as_str()
+                .is_some_and(|f| f.contains("ip.dst==")),
+            "{m}"
+        );
+        assert!(
+            m["extract_command"]
+                .as_str()
+                .is_some_and(|c| c.contains("--conn")),
+            "{m}"
+        );
+    }
+    let span = &head["span"];
+    assert!(span["first_s"].as_f64().unwrap() < span["last_s"].as_f64().unwrap());
+    // Wireshark's filter covers the three connections.
+    let filter = head["wireshark_filter"].as_str().unwrap();
+    for port in ["55584", "55586", "55588"] {
+        assert!(filter.contains(port), "{filter}");
+    }
+
+    let dir = scratch();
+    let out = dir.path().join("mid.pcap");
+    run(&[
+        "extract",
+        s(&input),
+        "--findings=mid_response_close",
+        "-o",
+        s(&out),
+    ]);
+    let flows = common::json(&["flows", "--json", s(&out)]);
+    assert_eq!(
+        flows["connections"].as_array().map(Vec::len),
+        Some(3),
+        "{flows}"
+    );
 }

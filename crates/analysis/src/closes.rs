@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Run;
-use crate::finding::{Finding, FindingKind, Scope};
+use crate::finding::{Finding, FindingKind};
 use crate::mysql::{
     CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
 };
@@ -171,9 +171,7 @@ impl GreetingWaits {
                 }
             )],
             frames: self.frames.clone(),
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         })
     }
 }

@@ -20,7 +20,7 @@ use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
 use serde::Serialize;
 
 use crate::engine::Run;
-use crate::finding::{Finding, FindingKind, Scope};
+use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode};
 use crate::mysql::RecognisedBy;
@@ -647,9 +647,7 @@ impl ConnectReport {
                 frames: std::iter::once(d.first_syn_frame)
                     .chain(d.first_retransmission_frame)
                     .collect(),
-                scope: Scope::Capture,
-                wireshark_filter: None,
-                extract_command: None,
+                ..Finding::blank()
             });
         }
         for r in &self.refusals {
@@ -666,9 +664,7 @@ impl ConnectReport {
                     r.first_syn_frame, r.first_rst_frame, r.filter
                 )],
                 frames: vec![r.first_syn_frame, r.first_rst_frame],
-                scope: Scope::Capture,
-                wireshark_filter: None,
-                extract_command: None,
+                ..Finding::blank()
             });
         }
         for g in &self.late_greetings {
@@ -690,9 +686,7 @@ impl ConnectReport {
                     g.first_frame, g.filter
                 )],
                 frames: vec![g.first_frame],
-                scope: Scope::Capture,
-                wireshark_filter: None,
-                extract_command: None,
+                ..Finding::blank()
             });
         }
         f

@@ -30,6 +30,25 @@ pub struct Finding {
     /// The `pcapsleuth extract` command that cuts those packets out of the capture, annotated; `null`
     /// when it is about the whole capture or the capture was read from standard input.
     pub extract_command: Option<String>,
+    /// How many occurrences it stands for: 1, or the size of the group it heads (closes of one kind, by one
+    /// side, on one server, each within [`CLOSE_GROUP_GAP_S`](crate::thresholds::CLOSE_GROUP_GAP_S) of
+    /// the previous).
+    pub count: u64,
+    /// When it stands for several: the first and the last of them, in seconds after the capture's first
+    /// packet; `null` for one.
+    pub span: Option<Span>,
+    /// The findings it stands for, each as it would read alone (its own evidence, frames, filter and
+    /// extract command), in time order; empty when it stands alone and repeats nothing.
+    pub members: Vec<Finding>,
+}
+
+/// A stretch of the capture a group of findings spans, in seconds after its first packet.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Span {
+    /// The first member's time.
+    pub first_s: f64,
+    /// The last member's time.
+    pub last_s: f64,
 }
 
 /// What kind of thing a finding is (snake_case in JSON: `first_abnormal_close`, ...).
@@ -292,6 +311,24 @@ fn shell_word(s: &str) -> String {
 }
 
 impl Finding {
+    /// A finding of nothing yet, to fill in with struct-update syntax (`..Finding::blank()`): the whole
+    /// capture in scope, no hand-off yet, standing alone (count 1, no members).
+    pub(crate) fn blank() -> Finding {
+        Finding {
+            severity: 4,
+            kind: FindingKind::CaptureDamage,
+            summary: String::new(),
+            evidence: vec![],
+            frames: vec![],
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
+            count: 1,
+            span: None,
+            members: vec![],
+        }
+    }
+
     /// Fills in [`Finding::wireshark_filter`] and [`Finding::extract_command`] from its scope, for a
     /// capture read from `files`.
     pub fn hand_off(&mut self, files: &[&str]) {

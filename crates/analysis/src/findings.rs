@@ -6,13 +6,15 @@ use crate::closes::first_reset;
 use crate::closes::FirstReset;
 use crate::engine::Run;
 use crate::everything::Statistics;
-use crate::finding::{Finding, FindingKind, NamedConnection, Scope};
-use crate::mysql::{MysqlReport, UnansweredRequest};
+use crate::finding::{Finding, FindingKind, NamedConnection, Scope, Span};
+use crate::mysql::{Incident, MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::reasons::role_name;
 use crate::replication::ReplicationStream;
 use crate::rt::RtReport;
-use crate::thresholds::{ACK_STALL_NS, UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S};
+use crate::thresholds::{
+    ACK_STALL_NS, CLOSE_GROUP_GAP_S, GROUP_LISTED, UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S,
+};
 use crate::units::{self, direction_words, duration_us, Measure};
 use std::collections::{BTreeSet, HashMap};
 
@@ -43,57 +45,64 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     let rt = stats.rt.report(&stats.mysql);
     let rate = stats.rates.report();
     let mut f = Vec::new();
+    let first_s = a.capture.first_ts.map_or(0.0, |t| t.0 as f64 / 1e9);
+    let mut groups = incident_groups(&mysql.incidents, first_s);
     if let Some(c) = &fr.first_abnormal {
+        // The first abnormal close heads the group of closes like it (it is one of them when it cut a
+        // request off): said once, here, with how many more there were.
+        let head = groups
+            .iter()
+            .position(|g| g.members.iter().any(|m| m.frames.last() == Some(&c.frame)));
+        let group = head.map(|i| groups.remove(i));
+        let mut summary = format!(
+            "first abnormal close at frame {} ({} into the capture): {}",
+            c.frame,
+            units::seconds(c.rel_time),
+            c.reason
+        );
+        let mut evidence = vec![format!("client {} server {}", c.client, c.server)];
+        let mut members = Vec::new();
+        let mut span = None;
+        if let Some(g) = group {
+            // The head is described above: the others, in words and the first few one by one.
+            let others = &g.incidents[1..];
+            if !others.is_empty() {
+                summary.push_str(&format!(
+                    "; and {} like it by {} ({})",
+                    units::counted(others.len() as u64, "more", "more"),
+                    units::seconds(g.span.last_s),
+                    what(others)
+                ));
+                span = Some(g.span);
+                evidence.extend(listed(others));
+            }
+            members = g.members;
+        }
         f.push(Finding {
             severity: 1,
             kind: FindingKind::FirstAbnormalClose,
-            summary: format!(
-                "first abnormal close at frame {} ({:.6} s): {}",
-                c.frame, c.rel_time, c.reason
-            ),
-            evidence: vec![format!("client {} server {}", c.client, c.server)],
-            frames: vec![c.frame],
+            summary,
+            evidence,
+            // The close first (Wireshark's frame to go to), then its members' request and close frames.
+            frames: std::iter::once(c.frame)
+                .chain(members.iter().flat_map(|m| m.frames.iter().copied()))
+                .fold(Vec::new(), |mut v, x| {
+                    if !v.contains(&x) {
+                        v.push(x);
+                    }
+                    v
+                }),
             scope: Scope::Capture,
             wireshark_filter: None,
             extract_command: None,
+            count: members.len().max(1) as u64,
+            span,
+            members,
         });
     }
     f.extend(fr.greeting_waits.finding());
     f.extend(fr.connects.findings());
-    for i in &mysql.incidents {
-        f.push(Finding {
-            severity: if i.by == Role::Server { 1 } else { 2 },
-            kind: FindingKind::MidResponseClose,
-            summary: format!(
-                "{} {} {} of `{}` ({} rows, {} bytes delivered)",
-                role_name(i.by),
-                if i.flag == pcapsleuth_flow::CloseFlag::Rst {
-                    "RST"
-                } else {
-                    "FIN"
-                },
-                i.kind
-                    .name()
-                    .split('_')
-                    .skip(2)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                i.query.as_deref().unwrap_or(&i.command),
-                i.rows,
-                i.bytes
-            ),
-            evidence: std::iter::once(format!(
-                "request frame {}, close frame {}, {} -> {}",
-                i.request_frame, i.frame, i.client, i.server
-            ))
-            .chain(i.preceded_by.iter().cloned())
-            .collect(),
-            frames: vec![i.request_frame, i.frame],
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
-        });
-    }
+    f.extend(groups.into_iter().map(IncidentGroup::finding));
     // Requests still waiting at the end, when they waited far longer than a typical answered request.
     let far = (UNANSWERED_FAR_FACTOR * mysql.rt_us.p99 / 1e6).max(UNANSWERED_MIN_WAIT_S);
     let stuck: Vec<&UnansweredRequest> = mysql
@@ -147,9 +156,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                 })
                 .collect(),
             frames: stuck.iter().map(|u| u.request_frame).collect(),
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     for c in &rate.ceilings {
@@ -177,9 +184,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence: c.evidence.clone(),
             frames: vec![],
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     let errors: u64 = mysql.error_details.iter().map(|e| e.count).sum();
@@ -201,9 +206,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                 .map(|e| format!("ERR {} x {}: {}", e.code, e.count, e.messages.first().cloned().unwrap_or_default()))
                 .collect(),
             frames: vec![],
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     if rt.multimodal {
@@ -250,9 +253,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence,
             frames: vec![],
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     f.extend(semi_sync_finding(&mysql));
@@ -272,9 +273,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ),
             evidence: vec![],
             frames: vec![],
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     let time = &a.capture.timeline;
@@ -293,9 +292,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             },
             evidence: time.damage_lines(),
             frames,
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     for d in a.capture.damage.iter().take(5) {
@@ -305,9 +302,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             summary: d.to_string(),
             evidence: vec![],
             frames: vec![],
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
+            ..Finding::blank()
         });
     }
     hand_off(&mut f, a, &fr, &mysql, &rate);
@@ -399,10 +394,202 @@ fn semi_sync_finding(m: &MysqlReport) -> Option<Finding> {
         summary,
         evidence,
         frames,
-        scope: Scope::Capture,
-        wireshark_filter: None,
-        extract_command: None,
+        ..Finding::blank()
     })
+}
+
+/// The finding of one close that cut MySQL work off, as it reads alone.
+fn incident_finding(i: &Incident) -> Finding {
+    Finding {
+        severity: if i.by == Role::Server { 1 } else { 2 },
+        kind: FindingKind::MidResponseClose,
+        summary: format!(
+            "{} {} {} of `{}` ({} rows, {} delivered)",
+            role_name(i.by),
+            flag_name(i.flag),
+            cut_words(i),
+            i.query.as_deref().unwrap_or(&i.command),
+            units::count(i.rows),
+            units::bytes(i.bytes)
+        ),
+        evidence: std::iter::once(format!(
+            "request frame {}, close frame {}, {} -> {}",
+            i.request_frame, i.frame, i.client, i.server
+        ))
+        .chain(i.preceded_by.iter().cloned())
+        .collect(),
+        frames: vec![i.request_frame, i.frame],
+        ..Finding::blank()
+    }
+}
+
+fn flag_name(f: pcapsleuth_flow::CloseFlag) -> &'static str {
+    if f == pcapsleuth_flow::CloseFlag::Rst {
+        "RST"
+    } else {
+        "FIN"
+    }
+}
+
+/// What a close cut off, in words: "mid resultset", "mid response", "unanswered".
+fn cut_words(i: &Incident) -> String {
+    i.kind
+        .name()
+        .split('_')
+        .skip(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Closes that cut MySQL work off, of one kind, by one side, on one server, each within
+/// [`CLOSE_GROUP_GAP_S`] of the previous: one finding.
+struct IncidentGroup<'a> {
+    incidents: Vec<&'a Incident>,
+    members: Vec<Finding>,
+    span: Span,
+}
+
+/// Who did what to which server, for closes of one group: "client RST mid resultset on 10.77.0.1:3306",
+/// "client FINs unanswered on ...", "client closes (2 FIN, 1 RST) mid resultset on ...".
+fn what(incidents: &[&Incident]) -> String {
+    let Some(first) = incidents.first() else {
+        return String::new();
+    };
+    let rsts = incidents
+        .iter()
+        .filter(|i| i.flag == pcapsleuth_flow::CloseFlag::Rst)
+        .count();
+    let fins = incidents.len() - rsts;
+    let flags = match (fins, rsts) {
+        (1, 0) => "FIN".to_string(),
+        (0, 1) => "RST".to_string(),
+        (_, 0) => "FINs".to_string(),
+        (0, _) => "RSTs".to_string(),
+        (f, r) => format!("closes ({f} FIN, {r} RST)"),
+    };
+    format!(
+        "{} {flags} {} on {}",
+        role_name(first.by),
+        cut_words(first),
+        first.server
+    )
+}
+
+/// The first few closes of a group, one line each, and the frames of the rest.
+fn listed(incidents: &[&Incident]) -> Vec<String> {
+    let mut lines: Vec<String> = incidents
+        .iter()
+        .take(GROUP_LISTED)
+        .map(|i| {
+            format!(
+                "close frame {} ({}), {} -> {}: `{}` requested at frame {}, {} rows / {} delivered",
+                i.frame,
+                flag_name(i.flag),
+                i.client,
+                i.server,
+                i.query.as_deref().unwrap_or(&i.command),
+                i.request_frame,
+                units::count(i.rows),
+                units::bytes(i.bytes)
+            )
+        })
+        .collect();
+    let rest = &incidents[incidents.len().min(GROUP_LISTED)..];
+    if !rest.is_empty() {
+        let frames: Vec<String> = rest.iter().take(10).map(|i| i.frame.to_string()).collect();
+        lines.push(format!(
+            "and {} in close frames {}{} (each in the JSON's members)",
+            units::counted(rest.len() as u64, "more", "more"),
+            frames.join(", "),
+            if rest.len() > 10 { ", …" } else { "" }
+        ));
+    }
+    lines
+}
+
+impl IncidentGroup<'_> {
+    /// The group as one finding (a group of one: its member's finding).
+    fn finding(self) -> Finding {
+        if self.members.len() == 1 {
+            return self.members.into_iter().next().expect("a group of one");
+        }
+        let first = self.incidents[0];
+        let mut statements: Vec<&str> = self
+            .incidents
+            .iter()
+            .map(|i| i.query.as_deref().unwrap_or(&i.command))
+            .collect();
+        statements.sort_unstable();
+        statements.dedup();
+        let of = match statements.len() {
+            1 => format!("`{}`", statements[0]),
+            n => format!(
+                "`{}` and {}",
+                first.query.as_deref().unwrap_or(&first.command),
+                units::counted(n as u64 - 1, "other statement", "other statements")
+            ),
+        };
+        Finding {
+            severity: self.members.iter().map(|m| m.severity).min().unwrap_or(2),
+            kind: FindingKind::MidResponseClose,
+            summary: format!(
+                "{} {} from {} to {} (within {}), of {of}",
+                self.incidents.len(),
+                what(&self.incidents),
+                units::seconds(self.span.first_s),
+                units::seconds(self.span.last_s),
+                units::seconds(self.span.last_s - self.span.first_s)
+            ),
+            evidence: listed(&self.incidents),
+            frames: self
+                .members
+                .iter()
+                .flat_map(|m| m.frames.iter().copied())
+                .collect::<BTreeSet<u64>>()
+                .into_iter()
+                .collect(),
+            scope: Scope::Capture,
+            wireshark_filter: None,
+            extract_command: None,
+            count: self.members.len() as u64,
+            span: Some(self.span),
+            members: self.members,
+        }
+    }
+}
+
+/// The closes that cut MySQL work off, in groups ([`IncidentGroup`]), in the order of their first
+/// members; `first_s` is the capture's first packet (seconds since the epoch). Only the incidents (sorted
+/// by frame when the run finished) decide, so the groups are the same however the capture was split.
+fn incident_groups(incidents: &[Incident], first_s: f64) -> Vec<IncidentGroup<'_>> {
+    let mut groups: Vec<IncidentGroup> = Vec::new();
+    for i in incidents {
+        // To the microsecond, as frame times are.
+        let at = ((i.request_time + i.waited_s - first_s) * 1e6).round() / 1e6;
+        let like = groups.iter_mut().rev().find(|g| {
+            let l = g.incidents[g.incidents.len() - 1];
+            l.by == i.by
+                && l.kind.cut == i.kind.cut
+                && l.server == i.server
+                && (at - g.span.last_s).abs() <= CLOSE_GROUP_GAP_S
+        });
+        match like {
+            Some(g) => {
+                g.incidents.push(i);
+                g.members.push(incident_finding(i));
+                g.span.last_s = g.span.last_s.max(at);
+            }
+            None => groups.push(IncidentGroup {
+                incidents: vec![i],
+                members: vec![incident_finding(i)],
+                span: Span {
+                    first_s: at,
+                    last_s: at,
+                },
+            }),
+        }
+    }
+    groups
 }
 
 /// The streams' ACK medians, weighted by their ACK counts (one stream: its median).
@@ -471,7 +658,17 @@ fn hand_off(
         e.and_then(|e| e.parse().ok())
             .map_or(Scope::Capture, Scope::Endpoint)
     };
-    let mut incidents = mysql.incidents.iter();
+    // The connection a close that cut MySQL work off happened on: its frames are the request's and the
+    // close's.
+    let incident = |m: &Finding, holding: &dyn Fn(&str, &str, u64) -> Option<NamedConnection>| {
+        mysql
+            .incidents
+            .iter()
+            .filter(|i| m.frames == [i.request_frame, i.frame])
+            .filter_map(|i| holding(&i.client, &i.server, i.frame))
+            .take(1)
+            .collect::<Vec<_>>()
+    };
     let mut ceilings = rate.ceilings.iter();
     let mut drops = fr.connects.drops.iter();
     let mut refusals = fr.connects.refusals.iter();
@@ -483,13 +680,21 @@ fn hand_off(
                 fr.first_abnormal
                     .iter()
                     .filter_map(|c| holding(&c.client, &c.server, c.frame))
-                    .collect(),
+                    .chain(x.members.iter().flat_map(|m| incident(m, &holding)))
+                    .fold(Vec::new(), |mut v, c| {
+                        if !v.contains(&c) {
+                            v.push(c);
+                        }
+                        v
+                    }),
             ),
+            FindingKind::MidResponseClose if x.members.is_empty() => {
+                connections(incident(x, &holding))
+            }
             FindingKind::MidResponseClose => connections(
-                incidents
-                    .next()
-                    .and_then(|i| holding(&i.client, &i.server, i.frame))
-                    .into_iter()
+                x.members
+                    .iter()
+                    .flat_map(|m| incident(m, &holding))
                     .collect(),
             ),
             FindingKind::UnansweredAtEnd => connections(
@@ -560,5 +765,9 @@ fn hand_off(
             FindingKind::CaptureDamage => Scope::Capture,
         };
         x.hand_off(&files);
+        for m in &mut x.members {
+            m.scope = connections(incident(m, &holding));
+            m.hand_off(&files);
+        }
     }
 }

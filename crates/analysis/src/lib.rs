@@ -92,7 +92,7 @@ pub use everything::{Everything, Statistics};
 pub use exchanges::{request_hash, ExchangeTrack, Exchanges};
 pub use facts::{CaptureFacts, FileFacts, PacketCounts};
 pub use finding::{
-    connection_filter, endpoint_filter, Finding, FindingKind, NamedConnection, Scope,
+    connection_filter, endpoint_filter, Finding, FindingKind, NamedConnection, Scope, Span,
     FILTER_MAX_CONNECTIONS,
 };
 pub use findings::{full_report, FullReport};

@@ -218,3 +218,14 @@ pub const COMPARE_LATE_FACTOR: f64 = 10.0;
 /// this: two thirds, a clear majority that a change on that side alone would remove; between a third and
 /// two thirds it says they shared it.
 pub const COMPARE_PATH_SHARE: f64 = 2.0 / 3.0;
+
+// ---- Grouping findings (crate::findings) ----
+
+/// Closes that cut MySQL work off, of one kind (what was cut off), by one side, on one server, are one
+/// finding when each came within this many seconds (10 s) of the previous one: a proxy, a pool or a
+/// client that gives up does it to its connections within a second or two (one cause, many closes), and
+/// closes minutes apart are separate events worth their own line.
+pub const CLOSE_GROUP_GAP_S: f64 = 10.0;
+
+/// A group's members listed one by one in its text (all of them are in its JSON `members`).
+pub const GROUP_LISTED: usize = 3;

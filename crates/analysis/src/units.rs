@@ -102,6 +102,48 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
+/// A number of bytes: exact with separators up to 9,999 ("1 byte", "1,423 bytes"), and from 10,000 up in
+/// binary units with three significant digits, then exact: "717 KiB (734,490 bytes)", "3.19 MiB
+/// (3,340,069 bytes)".
+pub fn bytes(n: u64) -> String {
+    if n < 10_000 {
+        return counted(n, "byte", "bytes");
+    }
+    format!("{} ({} bytes)", size(n), count(n))
+}
+
+/// A size in binary units with three significant digits: "18.7 KiB", "717 KiB", "3.19 MiB", "12 bytes".
+pub fn size(n: u64) -> String {
+    let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n < 1024 {
+        return counted(n, "byte", "bytes");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while round_significant(v, 3) >= 1024.0 && unit + 1 < units.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", significant(v, 3), units[unit])
+}
+
+/// `v` with `digits` significant digits and no more (trailing zeros dropped, no exponent): "3.19",
+/// "717", "18.7", "1,235" for 1234.6 (thousands separated).
+pub fn significant(v: f64, digits: i32) -> String {
+    let r = round_significant(v, digits);
+    if r.abs() >= 1000.0 {
+        let s = count(r.abs().round() as u64);
+        return if r < 0.0 { format!("-{s}") } else { s };
+    }
+    let magnitude = if r == 0.0 {
+        0
+    } else {
+        r.abs().log10().floor() as i32
+    };
+    let decimals = (digits - 1 - magnitude).max(0) as usize;
+    trim_decimals(r, decimals)
+}
+
 /// What a statistic of nothing reads as: "—", not a zero that looks measured.
 pub const NONE: &str = "—";
 
@@ -213,6 +255,22 @@ mod tests {
         assert_eq!(super::span_ns(27 * 31_557_600_000_000_000), "27.0 years");
         assert_eq!(super::utc(0), "1970-01-01 00:00:00.000000 UTC");
         assert_eq!(super::utc(-1), "1969-12-31 23:59:59.999999 UTC");
+    }
+
+    #[test]
+    fn sizes_and_significant_digits() {
+        use super::{bytes, significant, size};
+        assert_eq!(bytes(1), "1 byte");
+        assert_eq!(bytes(1423), "1,423 bytes");
+        assert_eq!(bytes(734_490), "717 KiB (734,490 bytes)");
+        assert_eq!(bytes(3_340_069), "3.19 MiB (3,340,069 bytes)");
+        assert_eq!(size(19_184), "18.7 KiB");
+        assert_eq!(size(1_048_576), "1 MiB");
+        assert_eq!(size(1_048_575), "1,020 KiB");
+        assert_eq!(significant(27_726.72, 3), "27,700");
+        assert_eq!(significant(2.84, 3), "2.84");
+        assert_eq!(significant(0.0, 3), "0");
+        assert_eq!(significant(0.012345, 3), "0.0123");
     }
 
     #[test]
