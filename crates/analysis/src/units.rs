@@ -120,7 +120,7 @@ pub fn size(n: u64) -> String {
     }
     let mut v = n as f64 / 1024.0;
     let mut unit = 0;
-    while round_significant(v, 3) >= 1024.0 && unit + 1 < units.len() {
+    while v >= 1024.0 && unit + 1 < units.len() {
         v /= 1024.0;
         unit += 1;
     }
