@@ -13,9 +13,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("cli", name)
 }
 
 fn stderr(o: &Output) -> String {

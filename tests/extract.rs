@@ -23,9 +23,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-extract-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("extract", name)
 }
 
 fn s(p: &Path) -> &str {

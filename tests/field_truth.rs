@@ -572,9 +572,7 @@ fn cut_to_snaplen(src: &std::path::Path, dst: &std::path::Path, snaplen: u32) {
 /// its rows and bytes are a lower bound; every command says the capture was cut.
 #[test]
 fn a_close_in_a_cut_capture_says_its_counts_are_a_lower_bound() {
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-cut-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cut = dir.join("stream-stall-s100.pcap");
+    let cut = common::scratch("cut", "stream-stall-s100.pcap");
     cut_to_snaplen(&common::fixture("stream-stall.pcap"), &cut, 100);
     let p = cut.to_str().unwrap();
     let fr = json(&["first-reset", "--json", p]);
@@ -585,7 +583,7 @@ fn a_close_in_a_cut_capture_says_its_counts_are_a_lower_bound() {
         "--json",
         common::fixture("stream-stall.pcap").to_str().unwrap(),
     ]);
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_file(&cut).unwrap();
     assert_eq!(fr["first_rst"]["frame"], whole["first_rst"]["frame"]);
     assert!(
         reason.contains("mid-resultset of `select * from big.sbtest1`"),

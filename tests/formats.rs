@@ -6,10 +6,7 @@ mod common;
 use pcapsleuth_testkit::oracle::{self, Oracle, Tool};
 
 fn convert(editcap: &Tool, fixture: &str, format: &str) -> std::path::PathBuf {
-    let out = std::env::temp_dir().join(format!(
-        "pcapsleuth-{}-{format}-{fixture}",
-        std::process::id()
-    ));
+    let out = common::scratch("formats", &format!("{format}-{fixture}"));
     let src = common::fixture(fixture);
     editcap.stdout(["-F", format, src.to_str().unwrap(), out.to_str().unwrap()]);
     out

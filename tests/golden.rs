@@ -6,7 +6,7 @@
 //! A change to any output fails this test until it is looked at and accepted: a refactoring must leave them
 //! alone, and a deliberate change shows, in the diff of these files, exactly what users will see differently.
 //!
-//! To accept the current outputs: `PCAPSLEUTH_BLESS=1 cargo test --test golden` (refused under `CI`), then
+//! To accept the current outputs: `PCAPSLEUTH_BLESS=1 cargo test --test e2e golden::` (refused under `CI`), then
 //! review `git diff tests/golden`.
 
 mod common;

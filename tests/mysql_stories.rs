@@ -108,8 +108,11 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
     for path in common::real_captures() {
         let p = path.to_str().unwrap();
         let m = json(&["mysql", "--json", p]);
+        // One tshark pass for both questions: each frame's MySQL command codes and error codes (a
+        // frame holding several MySQL packets lists each, comma-separated).
         let mut tshark_cmds = std::collections::BTreeMap::<String, u64>::new();
-        for code in tshark.lines([
+        let mut tshark_errs = std::collections::BTreeMap::<String, u64>::new();
+        for line in tshark.lines([
             "-r",
             p,
             "-d",
@@ -117,15 +120,25 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
             "-d",
             "tcp.port==3307,mysql",
             "-Y",
-            "mysql.command",
+            "mysql.command || mysql.error_code",
             "-T",
             "fields",
             "-e",
             "mysql.command",
+            "-e",
+            "mysql.error_code",
         ]) {
-            let code: u8 = code.trim().parse().unwrap();
-            if code <= 0x21 {
-                *tshark_cmds.entry(code.to_string()).or_default() += 1;
+            let (commands, errors) = line.split_once('\t').unwrap_or((line.as_str(), ""));
+            for code in commands.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                let code: u8 = code.parse().unwrap();
+                if code <= 0x21 {
+                    *tshark_cmds.entry(code.to_string()).or_default() += 1;
+                }
+            }
+            for code in errors.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                if code != "65535" {
+                    *tshark_errs.entry(code.to_string()).or_default() += 1;
+                }
             }
         }
         let mut ours = std::collections::BTreeMap::<String, u64>::new();
@@ -136,26 +149,6 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
             }
         }
         assert_eq!(ours, tshark_cmds, "{p}: commands by code");
-        let mut tshark_errs = std::collections::BTreeMap::<String, u64>::new();
-        for code in tshark.lines([
-            "-r",
-            p,
-            "-d",
-            "tcp.port==6033,mysql",
-            "-d",
-            "tcp.port==3307,mysql",
-            "-Y",
-            "mysql.error_code",
-            "-T",
-            "fields",
-            "-e",
-            "mysql.error_code",
-        ]) {
-            if code.trim() == "65535" {
-                continue;
-            }
-            *tshark_errs.entry(code.trim().to_string()).or_default() += 1;
-        }
         let errs: std::collections::BTreeMap<String, u64> = m["errors"]
             .as_object()
             .unwrap()
@@ -253,8 +246,7 @@ fn a_capture_that_starts_mid_connection_is_still_decoded() {
     let m = mysql_report(&cut);
     assert_eq!(m["sessions"], 4);
     // tshark, told the port is MySQL, on the same cut capture.
-    let path =
-        std::env::temp_dir().join(format!("pcapsleuth-midstream-{}.pcap", std::process::id()));
+    let path = common::scratch("midstream", "cut.pcap");
     std::fs::write(&path, cut.bytes()).unwrap();
     let count =
         |filter: &str| tshark.count_with(&path, &["-d", "tcp.port==3306,mysql"], filter) as u64;

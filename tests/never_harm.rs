@@ -15,9 +15,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-harm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch("harm", name)
 }
 
 fn stderr(o: &Output) -> String {

@@ -15,8 +15,7 @@ use std::process::Command;
 fn pt_query_digest([tcpdump, digest]: &[Tool; 2], fixture: &str) -> serde_json::Value {
     let pcap = common::fixture(fixture);
     let text = tcpdump.stdout(["-r", pcap.to_str().unwrap(), "-x", "-n", "-q", "-tttt"]);
-    let dump =
-        std::env::temp_dir().join(format!("pcapsleuth-{}-{fixture}.txt", std::process::id()));
+    let dump = common::scratch("pt-query-digest", &format!("{fixture}.txt"));
     std::fs::write(&dump, text).unwrap();
     let out = digest.stdout([
         "--type",

@@ -164,7 +164,7 @@ fn a_zeroed_timestamp_in_a_real_capture_is_named_and_left_out() {
     };
     assert!((packets(&original) - packets(&damaged) - 1.0).abs() < 1e-6);
     // The command line says so on stderr, and still exits 0: everything could be read.
-    let path = std::env::temp_dir().join(format!("pcapsleuth-zeroed-{}.pcap", std::process::id()));
+    let path = common::scratch("timeline", "zeroed.pcap");
     std::fs::write(&path, bytes).unwrap();
     let o = std::process::Command::new(common::bin())
         .args(["report", path.to_str().unwrap()])

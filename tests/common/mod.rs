@@ -104,3 +104,27 @@ pub fn concatenated(files: &[PathBuf]) -> Vec<u8> {
     }
     out
 }
+
+/// A path for a test's scratch file `name`, in a directory of this test process under the target
+/// directory (`target/tmp/e2e-PID/AREA/`), never in the system's temporary directory, where every run
+/// used to leave ~100 MB. The first call of a process removes the directories of earlier processes that
+/// are gone, so they do not pile up either.
+pub fn scratch(area: &str, name: &str) -> PathBuf {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.call_once(|| {
+        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("e2e-")) else {
+                continue;
+            };
+            let gone = !Path::new("/proc").join(pid).exists();
+            if gone && pid != std::process::id().to_string() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    let dir = root.join(format!("e2e-{}", std::process::id())).join(area);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}

@@ -71,5 +71,6 @@
 
 pub mod oracle;
 pub mod skips;
+pub mod suite;
 
 pub use oracle::{Install, Oracle};
