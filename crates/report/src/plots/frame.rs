@@ -66,10 +66,17 @@ pub(super) fn frame<DB: DrawingBackend>(
                 4,
                 ShapeStyle::from(&item.color).stroke_width(2),
             ))?,
-            Swatch::Box => root.draw(&Rectangle::new(
-                [(x, y - 7), (x + 28, y + 7)],
-                item.color.filled(),
-            ))?,
+            Swatch::Box => {
+                root.draw(&Rectangle::new(
+                    [(x, y - 7), (x + 28, y + 7)],
+                    item.color.filled(),
+                ))?;
+                // An outline, so that a pale tint (a mode's extent) shows on white.
+                root.draw(&Rectangle::new(
+                    [(x, y - 7), (x + 28, y + 7)],
+                    darker(&item.color).stroke_width(1),
+                ))?
+            }
         }
         root.draw_text(
             &item.label,

@@ -8,7 +8,10 @@ pub(super) struct HistChart {
     /// (log10 lo µs, log10 hi µs, count).
     bars: Vec<(f64, f64, u64)>,
     x: Range<f64>,
-    y_max: f64,
+    /// Counts on a log axis: a hump of a fraction of a percent beside a tall one is then visible.
+    pub(super) log_y: bool,
+    /// The y axis's range: counts, or log10 of counts on a log axis (whose bars start at half a request).
+    y: Range<f64>,
     y_desc: String,
     /// (log10 lo, log10 center, log10 hi, label).
     modes: Vec<(f64, f64, f64, String)>,
@@ -67,6 +70,24 @@ pub(super) fn rt_histogram(rt: &RtReport) -> Result<HistChart, String> {
         })
         .collect();
     let rows = modes.len().min(4) as f64;
+    // Log counts when a hump's tallest bar is under a twentieth of the tallest: on a linear axis it would
+    // be a few pixels high.
+    let peak_in = |lo: f64, hi: f64| {
+        bars.iter()
+            .filter(|b| b.1 > lo && b.0 < hi)
+            .map(|b| b.2)
+            .max()
+            .unwrap_or(0)
+    };
+    let log_y = modes
+        .iter()
+        .any(|m| (peak_in(m.0, m.2) as f64) * 20.0 < max);
+    let y = if log_y {
+        let (lo, hi) = (0.5f64.log10(), max.log10());
+        lo..hi + (hi - lo) * (0.12 + 0.1 * rows)
+    } else {
+        0.0..max * (1.12 + 0.1 * rows)
+    };
     let p = &rt.percentiles_us;
     let pct = (1.01f64.powf(k) - 1.0) * 100.0;
     Ok(HistChart {
@@ -87,15 +108,17 @@ pub(super) fn rt_histogram(rt: &RtReport) -> Result<HistChart, String> {
         ),
         bars,
         x,
-        y_max: max * (1.12 + 0.1 * rows),
+        log_y,
+        y,
         y_desc: format!(
-            "{} per bin (bins {}% wide)",
+            "{} per bin (bins {}% wide{})",
             if rt.source == RtSource::Mysql {
                 "requests"
             } else {
                 "exchanges"
             },
-            trim_decimals(pct, if pct < 2.0 { 1 } else { 0 })
+            trim_decimals(pct, if pct < 2.0 { 1 } else { 0 }),
+            if log_y { "; log scale" } else { "" }
         ),
         modes,
     })
@@ -103,7 +126,7 @@ pub(super) fn rt_histogram(rt: &RtReport) -> Result<HistChart, String> {
 
 impl HistChart {
     pub(super) fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Drawn {
-        let legend = [
+        let mut legend = vec![
             LegendItem {
                 label: "requests per bin".into(),
                 color: BAR_C,
@@ -115,16 +138,46 @@ impl HistChart {
                 swatch: Swatch::Dashed,
             },
         ];
+        let several = self.modes.len() > 1;
+        if several {
+            legend.push(LegendItem {
+                label: "shaded: each mode's extent".into(),
+                color: tint(&RED_C, 0.12),
+                swatch: Swatch::Box,
+            });
+        }
         let top = frame(root, &self.title, &self.subtitle, &legend)?;
-        let (w, _) = root.dim_in_pixel();
+        let (w, h) = root.dim_in_pixel();
         let (bold, light) = log_ticks(self.x.start, self.x.end, f64::from(w) - 150.0, 70.0);
-        let (yt, yd) = linear_ticks_min(0.0, self.y_max, 6.0, 1.0);
+        let (yt, ylight, yd) = if self.log_y {
+            // Whole counts only: 1, 2, 5, 10, ... (no 0.5: the axis starts there, below one request).
+            let (b, l) = log_ticks(0.0, self.y.end, f64::from(h - top - 80), 28.0);
+            (b, l, 0)
+        } else {
+            let (t, d) = linear_ticks_min(0.0, self.y.end, 6.0, 1.0);
+            (t, Vec::new(), d)
+        };
         let mut chart = chart_below(root, top).build_cartesian_2d(
             Ticks::new(self.x.clone(), bold, light),
-            Ticks::new(0.0..self.y_max, yt, Vec::new()),
+            Ticks::new(self.y.clone(), yt, ylight),
         )?;
+        let log_y = self.log_y;
         let xf = |v: &f64| fmt_dur_tick(10f64.powf(*v));
-        let yf = |v: &f64| trim_decimals(*v, yd);
+        let yf = |v: &f64| {
+            if log_y {
+                count(10f64.powf(*v).round() as u64)
+            } else {
+                trim_decimals(*v, yd)
+            }
+        };
+        let bar_top = |n: u64| {
+            if log_y {
+                (n as f64).log10()
+            } else {
+                n as f64
+            }
+        };
+        let base = self.y.start;
         chart
             .configure_mesh()
             .x_desc("response time (log scale)")
@@ -137,31 +190,26 @@ impl HistChart {
             .light_line_style(BLACK.mix(0.05))
             .draw()?;
         // Each mode's extent, alternately tinted, behind the bars (when there is more than one).
-        for (i, m) in self
-            .modes
-            .iter()
-            .enumerate()
-            .filter(|_| self.modes.len() > 1)
-        {
-            let tint = if i % 2 == 0 {
-                RED_C.mix(0.06)
+        for (i, m) in self.modes.iter().enumerate().filter(|_| several) {
+            let shade = if i % 2 == 0 {
+                tint(&RED_C, 0.06)
             } else {
-                BLUE_C.mix(0.08)
+                tint(&BLUE_C, 0.08)
             };
             chart.draw_series(std::iter::once(Rectangle::new(
-                [(m.0, 0.0), (m.2, self.y_max)],
-                tint.filled(),
+                [(m.0, base), (m.2, self.y.end)],
+                shade.filled(),
             )))?;
         }
         chart.draw_series(
             self.bars
                 .iter()
-                .map(|&(l, h, n)| Rectangle::new([(l, 0.0), (h, n as f64)], BAR_C.filled())),
+                .map(|&(l, h, n)| Rectangle::new([(l, base), (h, bar_top(n))], BAR_C.filled())),
         )?;
         // Every non-empty bin at least 3 px tall: a few outliers next to a tall spike stay visible.
         for &(l, h, _) in &self.bars {
-            let (x0, y0) = chart.backend_coord(&(l, 0.0));
-            let (x1, _) = chart.backend_coord(&(h, 0.0));
+            let (x0, y0) = chart.backend_coord(&(l, base));
+            let (x1, _) = chart.backend_coord(&(h, base));
             root.draw(&Rectangle::new(
                 [(x0, y0 - 3), (x1.max(x0 + 1), y0)],
                 BAR_C.filled(),
@@ -172,12 +220,12 @@ impl HistChart {
         let label_font = font(14);
         for m in &self.modes {
             chart.draw_series(std::iter::once(DashedPathElement::new(
-                vec![(m.1, 0.0), (m.1, self.y_max)],
+                vec![(m.1, base), (m.1, self.y.end)],
                 8,
                 5,
                 RED_C.stroke_width(2),
             )))?;
-            let (px, _) = chart.backend_coord(&(m.1, 0.0));
+            let (px, _) = chart.backend_coord(&(m.1, base));
             let (tw, th) = root.estimate_text_size(&m.3, &label_font)?;
             let size = (tw as i32 + 8, th as i32 + 6);
             let rows: Vec<(i32, i32)> = (0..4)
@@ -191,4 +239,10 @@ impl HistChart {
         }
         Ok(())
     }
+}
+
+/// `c` at opacity `a` over white, as an opaque colour (for a legend swatch that matches the shading).
+fn tint(c: &RGBColor, a: f64) -> RGBColor {
+    let over_white = |v: u8| (255.0 - a * (255.0 - f64::from(v))).round() as u8;
+    RGBColor(over_white(c.0), over_white(c.1), over_white(c.2))
 }

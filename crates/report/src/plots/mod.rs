@@ -20,8 +20,6 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{register_font, FontStyle, RGBAColor};
 
-use crate::text::utc;
-
 mod backend;
 mod frame;
 mod histogram;
@@ -303,6 +301,8 @@ mod tests {
         let mut r = fixture_report("pps-cap.pcap");
         let t0 = r.rate.total[0].start;
         let stretch = |t: f64| t0 + (t - t0) * 3000.0;
+        let last = r.timeline.body_last.expect("packets").as_secs_f64();
+        r.timeline.body_last = Some(pcapsleuth_capture::Timestamp((stretch(last) * 1e9) as i64));
         r.rate.interval_s *= 3000.0;
         for p in &mut r.rate.total {
             p.start = stretch(p.start);
@@ -351,6 +351,87 @@ mod tests {
         assert!(svg.contains("(h)"), "hours on the time axis");
     }
 
+    /// Every chart over time starts at the capture's first packet (x = 0, Wireshark's relative time) and
+    /// ends at its last; the seconds of requests/s the capture only partly covers are dashed, not a ramp.
+    #[test]
+    fn time_runs_from_the_first_packet_to_the_last() {
+        let r = fixture_report("pps-cap.pcap");
+        let axis = TimeAxis::of(&r);
+        let first = r.timeline.body_first.unwrap().as_secs_f64();
+        let last = r.timeline.body_last.unwrap().as_secs_f64();
+        assert!((axis.end() - (last - first)).abs() < 1e-9);
+        assert!(axis.desc().contains("since the first packet"));
+        let charts = [
+            rt_over_time(&r.rt, &axis).unwrap(),
+            rate_chart(&r.rate, Measure::Packets, &axis).unwrap(),
+            qps_chart(&r, &axis).unwrap(),
+        ];
+        for c in &charts {
+            assert_eq!(
+                c.x_max,
+                axis.end(),
+                "{}: the axis ends at the data",
+                c.title
+            );
+            let xs: Vec<f64> = c
+                .lines
+                .iter()
+                .flat_map(|l| l.segments.iter().flatten().map(|p| p.0))
+                .collect();
+            assert!(
+                xs.iter().all(|&x| (0.0..=c.x_max).contains(&x)),
+                "{}",
+                c.title
+            );
+            assert!((xs.iter().copied().fold(0.0, f64::max) - c.x_max).abs() < 1e-9);
+        }
+        // Rates and response times start at the first packet.
+        for c in &charts[..2] {
+            let x0 = c.lines[0].segments[0][0].0;
+            assert_eq!(x0, 0.0, "{}", c.title);
+        }
+        // pps-cap's capture began 0.92 s into its first second: requests/s starts with the first whole
+        // second (a sliver of 0.08 s is left out), and ends with its last second dashed, as requests per
+        // second of the part captured.
+        let qps = &charts[2];
+        let solid = &qps.lines[0];
+        assert_eq!(solid.segments[0][0].0, axis.x(first.ceil()));
+        let dashed = &qps.lines[2];
+        assert!(dashed.dashed && dashed.label.is_empty());
+        let end = dashed.segments.last().unwrap();
+        assert_eq!(end[1].0, axis.end());
+        assert_eq!(end[0].0, axis.x(last.floor()));
+    }
+
+    #[test]
+    fn rt_over_time_draws_percentiles_not_the_mean() {
+        let r = fixture_report("rt-bimodal.pcap");
+        let chart = rt_over_time(&r.rt, &TimeAxis::of(&r)).unwrap();
+        let labels: Vec<&str> = chart.lines.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["p50", "p95", "p99"]);
+        // rt-bimodal's p50 is in the fast hump, its p95 and p99 in the slow one: three lines apart from
+        // the first, two that coincide (p95 wide, p99 dashed over it).
+        assert!(chart.lines[2].dashed && chart.lines[1].width > chart.lines[2].width);
+        let svg = svg_of(&Plot::Time(chart)).ok().unwrap();
+        assert!(!svg.contains(">mean<"));
+    }
+
+    /// A hump of 0.7% (snaplen80's at ~2.7 ms) would be a few pixels on a linear axis: log counts; two
+    /// big humps (rt-bimodal's) keep a linear one.
+    #[test]
+    fn a_small_hump_gets_log_counts() {
+        let small = rt_histogram(&fixture_report("snaplen80.pcap").rt).unwrap();
+        assert!(small.log_y);
+        let svg = svg_of(&Plot::Histogram(small)).ok().unwrap();
+        assert!(svg.contains("log scale)"));
+        assert!(
+            svg.contains("shaded: each mode"),
+            "the shading is in the legend"
+        );
+        let big = rt_histogram(&fixture_report("rt-bimodal.pcap").rt).unwrap();
+        assert!(!big.log_y);
+    }
+
     #[test]
     fn rates_read_well() {
         assert_eq!(fmt_rate(Measure::Packets, 1000.0), "1000 pkt/s");
@@ -371,6 +452,9 @@ mod tests {
         assert_eq!(d, 3);
         let (t, _) = linear_ticks_min(0.0, 2.4, 6.0, 1.0);
         assert_eq!(t, vec![0.0, 1.0, 2.0]);
+        // Counts have whole steps: 5, not 2.5.
+        let (t, d) = linear_ticks_min(0.0, 16.0, 6.0, 1.0);
+        assert_eq!((t, d), (vec![0.0, 5.0, 10.0, 15.0], 0));
         let (bold, _) = log_ticks(1.0, 5.0, 1000.0, 80.0);
         assert!(bold.windows(2).all(|w| (w[1] - w[0]) * 250.0 >= 80.0));
         assert!(bold.len() >= 4);

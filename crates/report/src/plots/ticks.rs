@@ -71,9 +71,12 @@ pub(super) fn linear_ticks(lo: f64, hi: f64, target: f64) -> (Vec<f64>, usize) {
     linear_ticks_min(lo, hi, target, 0.0)
 }
 
-/// [`linear_ticks`] at least `min_step` apart (1 for counts).
+/// [`linear_ticks`] at least `min_step` apart (1 for counts, whose steps are then whole: 5, not 2.5).
 pub(super) fn linear_ticks_min(lo: f64, hi: f64, target: f64, min_step: f64) -> (Vec<f64>, usize) {
-    let step = nice_step(hi - lo, target).max(min_step);
+    let mut step = nice_step(hi - lo, target).max(min_step);
+    if min_step >= 1.0 && step.fract().abs() > 1e-9 {
+        step *= 2.0;
+    }
     let mut ticks = Vec::new();
     let mut i = (lo / step).ceil() as i64;
     while (i as f64) * step <= hi + step * 1e-9 {

@@ -2,36 +2,23 @@
 
 use super::*;
 
-/// Maps epoch seconds to the x axis: time since the first interval, in s, min or h.
+/// Maps epoch seconds to the x axis: time since the capture's first packet (Wireshark's
+/// `frame.time_relative`), in s, min or h; the axis ends at its last packet.
 pub(super) struct TimeAxis {
+    /// The first packet of the capture's body, epoch seconds: x = 0.
     t0: f64,
-    /// The end of the last interval of any series, epoch seconds: all plots over time share the x axis.
+    /// Its last packet, epoch seconds: where every plot over time ends.
     t1: f64,
-    div: f64,
+    pub(super) div: f64,
     unit: &'static str,
-    start_text: String,
 }
 
 impl TimeAxis {
     pub(super) fn of(r: &FullReport) -> TimeAxis {
-        let mut t0 = f64::INFINITY;
-        let mut t1 = f64::NEG_INFINITY;
-        if let (Some(a), Some(b)) = (r.rate.total.first(), r.rate.total.last()) {
-            t0 = t0.min(a.start);
-            t1 = t1.max(b.start + r.rate.interval_s);
-        }
-        for i in &r.rt.per_interval {
-            t0 = t0.min(i.start);
-            t1 = t1.max(i.start + r.rt.interval_s);
-        }
-        if let (Some(a), Some(b)) = (r.mysql.per_second.first(), r.mysql.per_second.last()) {
-            t0 = t0.min(a.second as f64);
-            t1 = t1.max(b.second as f64 + 1.0);
-        }
-        if !t0.is_finite() {
-            t0 = 0.0;
-            t1 = 1.0;
-        }
+        let (t0, t1) = match (r.timeline.body_first, r.timeline.body_last) {
+            (Some(a), Some(b)) => (a.as_secs_f64(), b.as_secs_f64()),
+            _ => (0.0, 1.0),
+        };
         let span = t1 - t0;
         let (div, unit) = if span > 3.0 * 3600.0 {
             (3600.0, "h")
@@ -40,31 +27,33 @@ impl TimeAxis {
         } else {
             (1.0, "s")
         };
-        // "2026-11-22 07:37:42.500000 UTC" -> "2026-11-22 07:37:42 UTC"
-        let full = utc(t0);
-        let start_text = match full.find('.') {
-            Some(dot) => format!("{} UTC", &full[..dot]),
-            None => full,
-        };
-        TimeAxis {
-            t0,
-            t1,
-            div,
-            unit,
-            start_text,
-        }
+        TimeAxis { t0, t1, div, unit }
     }
 
     pub(super) fn x(&self, epoch_s: f64) -> f64 {
         (epoch_s - self.t0) / self.div
     }
 
+    /// The x of the last packet (a capture of one instant still gets an axis of a millisecond).
     pub(super) fn end(&self) -> f64 {
-        self.x(self.t1).max(0.1)
+        self.x(self.t1).max(1e-3 / self.div)
+    }
+
+    /// The part of the interval of `len_s` seconds from `start` (epoch) that the capture covers, on the x
+    /// axis; `None` when it covers none of it.
+    pub(super) fn span(&self, start: f64, len_s: f64) -> Option<(f64, f64)> {
+        let (x0, x1) = (
+            self.x(start).max(0.0),
+            self.x(start + len_s).min(self.end()),
+        );
+        (x1 > x0).then_some((x0, x1))
     }
 
     pub(super) fn desc(&self) -> String {
-        format!("time since {} ({})", self.start_text, self.unit)
+        format!(
+            "time since the first packet ({}), as Wireshark's frame.time_relative",
+            self.unit
+        )
     }
 }
 
@@ -81,12 +70,15 @@ pub(super) enum YAxis {
 }
 
 pub(super) struct Line {
-    label: String,
-    color: RGBColor,
+    /// Its legend entry; empty for a line the legend explains otherwise (the dashed partial seconds).
+    pub(super) label: String,
+    pub(super) color: RGBColor,
     /// Line width, pixels: a wide line drawn first stays visible under a narrow one on the same values.
-    width: u32,
+    pub(super) width: u32,
+    /// Dashed: a value the eye must not take for the others' kind (a partial second; p99 over p95).
+    pub(super) dashed: bool,
     /// Contiguous runs of a step line, path vertices in axis units.
-    segments: Vec<Vec<(f64, f64)>>,
+    pub(super) segments: Vec<Vec<(f64, f64)>>,
 }
 
 /// A horizontal marker over a span of time: a ceiling.
@@ -99,12 +91,12 @@ pub(super) struct Band {
 }
 
 pub(super) struct TimeChart {
-    title: String,
+    pub(super) title: String,
     subtitle: String,
-    x_max: f64,
+    pub(super) x_max: f64,
     x_desc: String,
     y: YAxis,
-    lines: Vec<Line>,
+    pub(super) lines: Vec<Line>,
     bands: Vec<Band>,
     extra_legend: Vec<LegendItem>,
 }
@@ -114,10 +106,15 @@ impl TimeChart {
         let mut legend: Vec<LegendItem> = self
             .lines
             .iter()
+            .filter(|l| !l.label.is_empty())
             .map(|l| LegendItem {
                 label: l.label.clone(),
                 color: l.color,
-                swatch: Swatch::Line,
+                swatch: if l.dashed {
+                    Swatch::Dashed
+                } else {
+                    Swatch::Line
+                },
             })
             .collect();
         legend.extend(self.extra_legend.iter().map(|i| LegendItem {
@@ -175,18 +172,28 @@ impl TimeChart {
             )))?;
         }
         for l in &self.lines {
-            chart.draw_series(
-                l.segments
-                    .iter()
-                    .map(|seg| PathElement::new(seg.clone(), l.color.stroke_width(l.width))),
-            )?;
+            let style = l.color.stroke_width(l.width);
+            if l.dashed {
+                chart.draw_series(
+                    l.segments
+                        .iter()
+                        .map(|seg| DashedPathElement::new(seg.clone(), 7, 5, style)),
+                )?;
+            } else {
+                chart.draw_series(
+                    l.segments
+                        .iter()
+                        .map(|seg| PathElement::new(seg.clone(), style)),
+                )?;
+            }
         }
         let area = chart.plotting_area().get_pixel_range();
         let mut placer = LabelPlacer::new();
         let label_font = font(14);
         for b in &self.bands {
+            // Over the flat period it was found in only: the cap held there, not over the capture.
             chart.draw_series(std::iter::once(DashedPathElement::new(
-                vec![(0.0, b.y), (self.x_max, b.y)],
+                vec![(b.x0, b.y), (b.x1, b.y)],
                 8,
                 5,
                 b.color.stroke_width(2),
@@ -219,17 +226,26 @@ pub(super) fn darker(c: &RGBColor) -> RGBColor {
     )
 }
 
-/// Step lines through (interval start, value) points: each value held over its interval, runs split where
-/// intervals are missing.
-pub(super) fn segments(points: &[(f64, f64)], interval: f64) -> Vec<Vec<(f64, f64)>> {
+/// Step lines through (interval start in epoch seconds, value) points: each value held over the part of its
+/// interval the capture covers (so that the lines begin at the first packet and end at the last), runs
+/// split where intervals are missing.
+pub(super) fn segments(
+    points: &[(f64, f64)],
+    interval_s: f64,
+    axis: &TimeAxis,
+) -> Vec<Vec<(f64, f64)>> {
+    let gap = interval_s / axis.div;
     let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
-    for &(x, y) in points {
+    for &(start, y) in points {
+        let Some((x0, x1)) = axis.span(start, interval_s) else {
+            continue;
+        };
         match out.last_mut() {
-            Some(s) if x - s[s.len() - 1].0 <= 0.5 * interval => {
-                s.push((x, y));
-                s.push((x + interval, y));
+            Some(s) if x0 - s[s.len() - 1].0 <= 0.5 * gap => {
+                s.push((x0, y));
+                s.push((x1, y));
             }
-            _ => out.push(vec![(x, y), (x + interval, y)]),
+            _ => out.push(vec![(x0, y), (x1, y)]),
         }
     }
     out
@@ -247,8 +263,8 @@ pub(super) fn interval_text(s: f64) -> String {
     }
 }
 
-/// Label, colour, line width, (x, y) points.
-pub(super) type NamedSeries = (&'static str, RGBColor, u32, Vec<(f64, f64)>);
+/// Label, colour, line width, dashed, (interval start in epoch seconds, y) points.
+pub(super) type NamedSeries = (&'static str, RGBColor, u32, bool, Vec<(f64, f64)>);
 
 pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, String> {
     let requests = || {
@@ -271,14 +287,16 @@ pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, 
         .collect();
     rows.sort_by(|a, b| a.start.total_cmp(&b.start));
     let pick = |f: &dyn Fn(&pcapsleuth_analysis::IntervalRt) -> f64| -> Vec<(f64, f64)> {
-        rows.iter().map(|i| (axis.x(i.start), f(i))).collect()
+        rows.iter().map(|i| (i.start, f(i))).collect()
     };
+    // Percentiles, not the mean: the mean of two humps is a time no request took. p95 wide and p99 dashed
+    // over it, so that both show where they coincide.
     let series: [NamedSeries; 3] = [
-        ("mean", GREEN_C, 2, pick(&|i| i.mean_us)),
-        ("p95", ORANGE_C, 4, pick(&|i| i.p95_us)),
-        ("p99", RED_C, 2, pick(&|i| i.p99_us)),
+        ("p50", GREEN_C, 2, false, pick(&|i| i.p50_us)),
+        ("p95", ORANGE_C, 6, false, pick(&|i| i.p95_us)),
+        ("p99", RED_C, 2, true, pick(&|i| i.p99_us)),
     ];
-    let values = series.iter().flat_map(|s| s.3.iter().map(|p| p.1));
+    let values = series.iter().flat_map(|s| s.4.iter().map(|p| p.1));
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for v in values {
         if v > 0.0 {
@@ -290,11 +308,10 @@ pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, 
         return Err("all response times are zero".into());
     }
     let log = hi / lo > 20.0;
-    let gap = rt.interval_s / axis.div;
     let (y, lines) = if log {
         let (l, h) = (lo.log10(), hi.log10());
         let pad = ((h - l) * 0.06).max(0.05);
-        let lines = lines_of(series, gap, |v| v.max(lo).log10());
+        let lines = lines_of(series, rt.interval_s, axis, |v| v.max(lo).log10());
         (
             YAxis::LogUs {
                 lo: l - pad,
@@ -311,7 +328,7 @@ pub(super) fn rt_over_time(rt: &RtReport, axis: &TimeAxis) -> Result<TimeChart, 
         } else {
             (1.0, "µs")
         };
-        let lines = lines_of(series, gap, |v| v / d);
+        let lines = lines_of(series, rt.interval_s, axis, |v| v / d);
         (
             YAxis::Linear {
                 max: hi / d * 1.1,
@@ -394,25 +411,23 @@ pub(super) fn rate_chart(
         let (d, u) = bit_unit(max);
         (d, u, "bits per second")
     };
-    let gap = rate.interval_s / axis.div;
     let series = |f: &dyn Fn(&pcapsleuth_analysis::RatePoint) -> f64| -> Vec<(f64, f64)> {
-        rate.total
-            .iter()
-            .map(|p| (axis.x(p.start), f(p) / d))
-            .collect()
+        rate.total.iter().map(|p| (p.start, f(p) / d)).collect()
     };
     let lines = vec![
         Line {
             label: "client→server".into(),
             color: BLUE_C,
             width: 4,
-            segments: segments(&series(&|p| get(p).0), gap),
+            dashed: false,
+            segments: segments(&series(&|p| get(p).0), rate.interval_s, axis),
         },
         Line {
             label: "server→client".into(),
             color: ORANGE_C,
             width: 2,
-            segments: segments(&series(&|p| get(p).1), gap),
+            dashed: false,
+            segments: segments(&series(&|p| get(p).1), rate.interval_s, axis),
         },
     ];
     let bands: Vec<Band> = ceilings
@@ -470,15 +485,20 @@ pub(super) fn rate_chart(
     })
 }
 
+/// Seconds the capture covers less than this share of are left out of requests/s: a rate over a sliver of
+/// a second is noise.
+const PARTIAL_SECOND_MIN: f64 = 0.1;
+
 pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, String> {
     let ps = &r.mysql.per_second;
     let (Some(first), Some(last)) = (ps.first(), ps.last()) else {
         return Err("no MySQL requests".into());
     };
-    // Seconds without requests are zeros, not gaps (unless the capture spans days).
+    // Seconds without requests are zeros, not gaps (unless the capture spans days). The capture began
+    // and ended within its first and last seconds: those are drawn dashed, as the requests per second of
+    // the part captured, so that a second half watched does not read as a ramp.
     let fill = last.second - first.second <= 400_000;
-    let mut q = Vec::new();
-    let mut e = Vec::new();
+    let (mut q, mut e, mut partial_q, mut partial_e) = (vec![], vec![], vec![], vec![]);
     let mut it = ps.iter().peekable();
     let mut s = first.second;
     while s <= last.second {
@@ -494,15 +514,57 @@ pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, St
                 continue;
             }
         };
-        let x = axis.x(s as f64);
-        q.push((x, nq as f64));
-        e.push((x, ne as f64));
+        let t = s as f64;
+        let covered = axis
+            .span(t, 1.0)
+            .map_or(0.0, |(x0, x1)| (x1 - x0) * axis.div);
+        if covered >= 0.999 {
+            q.push((t, nq as f64));
+            e.push((t, ne as f64));
+        } else if covered >= PARTIAL_SECOND_MIN {
+            partial_q.push((t, nq as f64 / covered));
+            partial_e.push((t, ne as f64 / covered));
+        }
         s += 1;
     }
-    let max = q.iter().map(|p| p.1).fold(0.0, f64::max).max(1.0);
+    let max = q
+        .iter()
+        .chain(&partial_q)
+        .map(|p| p.1)
+        .fold(0.0, f64::max)
+        .max(1.0);
     let total_q: u64 = ps.iter().map(|c| c.queries).sum();
     let total_e: u64 = ps.iter().map(|c| c.errors).sum();
-    let gap = 1.0 / axis.div;
+    let line = |label: &str, color, dashed, pts: &[(f64, f64)]| Line {
+        label: label.into(),
+        color,
+        width: 2,
+        dashed,
+        segments: segments(pts, 1.0, axis),
+    };
+    let mut lines = vec![
+        line("requests/s", BLUE_C, false, &q),
+        line(
+            if total_e == 0 {
+                "errors/s (none)"
+            } else {
+                "errors/s"
+            },
+            RED_C,
+            false,
+            &e,
+        ),
+    ];
+    let mut extra_legend = Vec::new();
+    if !partial_q.is_empty() {
+        lines.push(line("", BLUE_C, true, &partial_q));
+        lines.push(line("", RED_C, true, &partial_e));
+        extra_legend.push(LegendItem {
+            label: "second the capture began or ended in".into(),
+            color: GREY_C,
+            swatch: Swatch::Dashed,
+        });
+    }
     Ok(TimeChart {
         title: "MySQL requests and errors per second".into(),
         subtitle: format!(
@@ -519,44 +581,30 @@ pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, St
             desc: "requests per second".into(),
             min_step: 1.0,
         },
-        lines: vec![
-            Line {
-                label: "requests/s".into(),
-                color: BLUE_C,
-                width: 2,
-                segments: segments(&q, gap),
-            },
-            Line {
-                label: if total_e == 0 {
-                    "errors/s (none)".into()
-                } else {
-                    "errors/s".into()
-                },
-                color: RED_C,
-                width: 2,
-                segments: segments(&e, gap),
-            },
-        ],
+        lines,
         bands: Vec::new(),
-        extra_legend: Vec::new(),
+        extra_legend,
     })
 }
 
-/// The step lines of named series, each value mapped to the y axis's units by `y`.
+/// The step lines of named series over intervals of `interval_s`, each value mapped to the y axis's units
+/// by `y`.
 fn lines_of<const N: usize>(
     series: [NamedSeries; N],
-    gap: f64,
+    interval_s: f64,
+    axis: &TimeAxis,
     y: impl Fn(f64) -> f64,
 ) -> Vec<Line> {
     series
         .into_iter()
-        .map(|(label, color, width, pts)| {
+        .map(|(label, color, width, dashed, pts)| {
             let pts: Vec<(f64, f64)> = pts.into_iter().map(|(x, v)| (x, y(v))).collect();
             Line {
                 label: label.into(),
                 color,
                 width,
-                segments: segments(&pts, gap),
+                dashed,
+                segments: segments(&pts, interval_s, axis),
             }
         })
         .collect()
