@@ -457,27 +457,31 @@ fn progress_is_one_line_within_a_narrow_terminal_and_silent_without_one() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let typescript = String::from_utf8_lossy(&std::fs::read(&shown).unwrap()).into_owned();
-    let updates: Vec<String> = typescript
-        .split(['\r', '\n'])
-        .map(|l| {
-            // Terminal escapes (cursor moves, clearing) take no columns.
-            let mut visible = String::new();
-            let mut chars = l.chars();
-            while let Some(c) = chars.next() {
-                if c == '\x1b' {
-                    for e in chars.by_ref() {
-                        if e.is_ascii_alphabetic() {
-                            break;
-                        }
+    // What each draw left on the screen, as a person sees it: a carriage return, a new line, or a
+    // cursor move or erase (any escape but a colour's, which ends in `m`) starts a new piece of line, so
+    // two draws written back to back (a busy machine delays the first) are two lines, not one twice as
+    // wide; colours take no columns.
+    let mut updates: Vec<String> = vec![String::new()];
+    let mut chars = typescript.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' | '\n' => updates.push(String::new()),
+            '\x1b' => {
+                let mut last = ' ';
+                for e in chars.by_ref() {
+                    last = e;
+                    if e.is_ascii_alphabetic() {
+                        break;
                     }
-                } else {
-                    visible.push(c);
+                }
+                if last != 'm' {
+                    updates.push(String::new());
                 }
             }
-            visible
-        })
-        .filter(|l| l.contains("% ["))
-        .collect();
+            c => updates.last_mut().unwrap().push(c),
+        }
+    }
+    updates.retain(|l| l.contains("% ["));
     assert!(!updates.is_empty(), "no progress line: {typescript}");
     for u in &updates {
         assert!(u.chars().count() <= 70, "wider than the terminal: {u:?}");
