@@ -1,7 +1,7 @@
 //! The `pcapsleuth` binary end to end: bad input is one clear line and exit code 2, JSON keeps its
 //! documented shape, and `extract`/`split` write captures tshark reads back.
 
-mod common;
+use crate::common;
 
 use pcapsleuth_testkit::oracle;
 

@@ -3,7 +3,7 @@
 //! files, a clock offset given, and the arguments refused. The records the comparison rests on are checked
 //! against tshark, request by request, in `crates/analysis/tests/compare_lab.rs`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

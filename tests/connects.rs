@@ -3,7 +3,7 @@
 //! of the connect-time distribution, and the clients that gave up waiting for a greeting. On captures
 //! where tshark shows no such trouble, the reports say nothing of the kind.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The hand-read fast path of packet decoding must say exactly what etherparse says, on every packet of
 //! every real capture.
 
-mod common;
+use crate::common;
 
 use pcapsleuth::capture::Capture;
 use pcapsleuth::flow::{decode, decode_general, Decoded};

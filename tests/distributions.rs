@@ -1,6 +1,6 @@
 //! Ceilings and response-time humps on real captures of a shaped and an unshaped path.
 
-mod common;
+use crate::common;
 
 use pcapsleuth_testkit::oracle;
 

@@ -3,7 +3,7 @@
 //! with the promises `extract` and `split` make (nothing half-written in place, never into an input,
 //! bad arguments refused with one line and exit code 2).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //!
 //! Spark starting its JVM dominates the test's time (about a minute on the project's 2-core machine).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

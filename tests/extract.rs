@@ -3,7 +3,7 @@
 //! and `split` cuts such inputs as they stream. Checked against tshark's frame numbers, relative times
 //! and TCP stream indices on real captures.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

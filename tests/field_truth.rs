@@ -2,7 +2,7 @@
 //! requests cut off by a close and how long they waited, and one set of counts in every command and table,
 //! on real captures.
 
-mod common;
+use crate::common;
 
 use pcapsleuth_testkit::oracle;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! The same packets in other file formats give the same reports: nanosecond pcap and pcapng, written by
 //! editcap (Wireshark's own converter) from a real capture.
 
-mod common;
+use crate::common;
 
 use pcapsleuth_testkit::oracle::{self, Oracle, Tool};
 

@@ -3,7 +3,7 @@
 //! asked for a terabyte and aborted, or ran for minutes. Each must now give a report and exit 0 or 2 (bad
 //! input), within 300 MB of address space: a hang guard of 20 s, not a speed test.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -9,7 +9,7 @@
 //! To accept the current outputs: `PCAPSLEUTH_BLESS=1 cargo test --test e2e golden::` (refused under `CI`), then
 //! review `git diff tests/golden`.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! `--annotate` (pcapng packet comments). tshark is the judge: its display filter on the original capture
 //! selects exactly the packets the command writes, and it finds the comments with `frame.comment`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

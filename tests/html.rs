@@ -2,7 +2,7 @@
 //! headless Chromium, on `fixtures/markup.pcap`, a capture whose statements, error message and close
 //! reason carry HTML (`<script>`, `<img onerror>`, `</pre>`): from a capture they are text, never markup.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Every capture a user holds gives the same report: one file, the same packets cut into a set of files
 //! (in any order on the command line), compressed with gzip, zstd, xz or lz4, or piped to standard input.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The library as an embedding program uses it: the examples of the `pcapsleuth` package, run on every
 //! real capture, agree with the command-line tool, and a custom analysis runs on the parallel engine.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

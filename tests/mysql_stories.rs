@@ -1,7 +1,7 @@
 //! The two stories pcapsleuth exists for, answered from real captures by one command each, and the
 //! MySQL counts checked against tshark's dissector on every real capture.
 
-mod common;
+use crate::common;
 
 use pcapsleuth_testkit::oracle;
 

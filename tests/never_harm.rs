@@ -1,7 +1,7 @@
 //! Never harm the input, never leave a half-written output, never die of a closed pipe or a file that
 //! shrinks underneath: the promises `extract` and `split` make about the files they touch.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

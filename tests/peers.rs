@@ -8,7 +8,7 @@
 //! `accepted`: it is forgiven only while pcapsleuth's answer is exactly the one judged, so each check
 //! writes its differences in the manifest's words. Every disagreement of every capture is listed at once.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;

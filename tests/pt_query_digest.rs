@@ -7,7 +7,7 @@
 //! ours from buckets under 1% wide: percentiles agree within that resolution, while counts, sums and
 //! maxima agree exactly (to the microsecond of the capture's timestamps).
 
-mod common;
+use crate::common;
 
 use pcapsleuth_testkit::oracle::{self, Oracle, Tool};
 use std::process::Command;

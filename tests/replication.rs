@@ -3,7 +3,7 @@
 //! report is checked against an independent walk of the binlog streams (tests/oracle/binlog_walk.py,
 //! which itself agrees with the primary's SHOW BINLOG EVENTS and semi-sync counters, checked here too).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! Where TCP cut a stream into segments must not change what pcapsleuth reads from it.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;

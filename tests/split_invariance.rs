@@ -1,7 +1,7 @@
 //! The invariant that lets pcapsleuth be parallel and right: every analysis gives the identical report
 //! whatever the number of splits and threads.
 
-mod common;
+use crate::common;
 
 use pcapsleuth::analysis::{
     analyze, first_reset, CloseView, ConnectionView, EndView, EngineOptions, Everything, Exchanges,

@@ -2,7 +2,7 @@
 //! a wild timestamp in a real capture is named by frame and left out of the time series, which are otherwise
 //! the capture's own.
 
-mod common;
+use crate::common;
 
 use pcapsleuth::analysis::{analyze, full_report, EngineOptions, Everything, FullReport};
 use pcapsleuth::capture::Capture;

@@ -1,7 +1,7 @@
 //! TCP tracking checked against tshark's dissector on every real capture: packets, connections,
 //! retransmissions, zero windows, and the first FIN and RST frames.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

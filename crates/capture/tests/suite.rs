@@ -8,7 +8,5 @@ fn every_test_file_is_listed_here() {
     );
 }
 
-#[path = "fuzz_regressions.rs"]
 mod fuzz_regressions;
-#[path = "pcapng_writer.rs"]
 mod pcapng_writer;

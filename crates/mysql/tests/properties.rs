@@ -1,6 +1,6 @@
 //! Properties: untrusted bytes never panic, and chunking never changes the result.
 
-mod common;
+use crate::common;
 use common::*;
 use pcapsleuth_mysql::{CloseFlag, StartMode};
 use proptest::prelude::*;

@@ -1,6 +1,6 @@
 //! Protocol behaviour specified with hand-built packets.
 
-mod common;
+use crate::common;
 use common::*;
 use pcapsleuth_mysql::{
     CloseFlag, Command, Compression, Outcome, Session, SessionPhase, SqlState, StartMode,

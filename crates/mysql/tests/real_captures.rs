@@ -1,7 +1,7 @@
 //! Specifications checked against real conversations from Zeek's MySQL traces
 //! (see tests/data/README.md for where each comes from).
 
-mod common;
+use crate::common;
 use common::*;
 use pcapsleuth_mysql::{CachingSha2Auth, Command, Encryption, Outcome, SessionPhase, StartMode};
 

@@ -2,7 +2,7 @@
 //! semi-sync ACKs no request. Hand-built packets in the layout of MariaDB 10.11's (checked against the
 //! lab captures fixtures/repl-*.pcap, whose whole-stream tests are in the workspace's tests/replication.rs).
 
-mod common;
+use crate::common;
 use common::*;
 use pcapsleuth_mysql::replication::{event_type, StreamEnd};
 use pcapsleuth_mysql::{

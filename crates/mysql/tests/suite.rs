@@ -1,6 +1,9 @@
 //! This package's tests, one test binary: each file of `tests/` a module of it (see
 //! `pcapsleuth_testkit::suite` for why). Run one file's tests with `cargo test --test suite NAME::`.
 
+// The helpers every file uses, once (each file says `use crate::common;`).
+mod common;
+
 #[test]
 fn every_test_file_is_listed_here() {
     pcapsleuth_testkit::suite::assert_lists_every_test_file(
@@ -8,15 +11,9 @@ fn every_test_file_is_listed_here() {
     );
 }
 
-#[path = "fingerprint_differential.rs"]
 mod fingerprint_differential;
-#[path = "fuzz_regressions.rs"]
 mod fuzz_regressions;
-#[path = "properties.rs"]
 mod properties;
-#[path = "protocol.rs"]
 mod protocol;
-#[path = "real_captures.rs"]
 mod real_captures;
-#[path = "replication.rs"]
 mod replication;

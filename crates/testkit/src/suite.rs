@@ -9,10 +9,8 @@
 use std::path::Path;
 
 /// Fails unless the test binary's root file `root` (e.g. `tests/e2e.rs`) declares every other `*.rs` file
-/// of its directory as a module, as `#[path = "NAME.rs"] mod NAME;`.
-///
-/// The `#[path]` is what lets the files stay as they were written for binaries of their own: a module
-/// file loaded through `#[path]` resolves its own `mod common;` beside it, as a binary's root would.
+/// of its directory as a module, `mod NAME;`. (Helpers shared by the files, `tests/common/`, are declared
+/// once there too, and each file says `use crate::common;`.)
 pub fn assert_lists_every_test_file(root: &Path) {
     let text = std::fs::read_to_string(root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
     let dir = root.parent().unwrap_or(Path::new("."));
@@ -26,7 +24,7 @@ pub fn assert_lists_every_test_file(root: &Path) {
         let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
             continue;
         };
-        let declared = format!("#[path = \"{stem}.rs\"]\nmod {stem};");
+        let declared = format!("mod {stem};");
         if !text.contains(&declared) {
             missing.push(declared);
         }
