@@ -31,7 +31,7 @@ pub struct Finding {
     /// when it is about the whole capture or the capture was read from standard input.
     pub extract_command: Option<String>,
     /// How many occurrences it stands for: 1, or the size of the group it heads (closes of one kind, by one
-    /// side, on one server, each within [`CLOSE_GROUP_GAP_S`](crate::thresholds::CLOSE_GROUP_GAP_S) of
+    /// side, on one server, each within `thresholds::CLOSE_GROUP_GAP_S` (10 s) of
     /// the previous).
     pub count: u64,
     /// When it stands for several: the first and the last of them, in seconds after the capture's first
