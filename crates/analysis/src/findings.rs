@@ -406,7 +406,7 @@ fn incident_finding(i: &Incident) -> Finding {
         summary: format!(
             "{} {} {} of `{}` ({} rows, {} delivered)",
             role_name(i.by),
-            flag_name(i.flag),
+            i.flag.name(),
             cut_words(i),
             i.query.as_deref().unwrap_or(&i.command),
             units::count(i.rows),
@@ -420,14 +420,6 @@ fn incident_finding(i: &Incident) -> Finding {
         .collect(),
         frames: vec![i.request_frame, i.frame],
         ..Finding::blank()
-    }
-}
-
-fn flag_name(f: pcapsleuth_flow::CloseFlag) -> &'static str {
-    if f == pcapsleuth_flow::CloseFlag::Rst {
-        "RST"
-    } else {
-        "FIN"
     }
 }
 
@@ -484,7 +476,7 @@ fn listed(incidents: &[&Incident]) -> Vec<String> {
             format!(
                 "close frame {} ({}), {} -> {}: `{}` requested at frame {}, {} rows / {} delivered",
                 i.frame,
-                flag_name(i.flag),
+                i.flag.name(),
                 i.client,
                 i.server,
                 i.query.as_deref().unwrap_or(&i.command),

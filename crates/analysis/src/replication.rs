@@ -210,13 +210,6 @@ fn party(r: Role) -> &'static str {
     }
 }
 
-fn flag_name(f: CloseFlag) -> &'static str {
-    match f {
-        CloseFlag::Fin => "FIN",
-        CloseFlag::Rst => "RST",
-    }
-}
-
 /// A close judged in replication terms: the reason, and whether it is abnormal. `earlier` is the
 /// connection's close before this one (a FIN before an RST), if any.
 ///
@@ -230,7 +223,7 @@ pub(crate) fn judge(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, 
             format!(
                 "{reason} (after the {} {} in frame {})",
                 party(e.by),
-                flag_name(e.flag),
+                e.flag.name(),
                 e.at.frame
             ),
             abnormal,
@@ -241,7 +234,7 @@ pub(crate) fn judge(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, 
 
 fn judge_alone(c: &StreamClose, earlier: Option<&StreamClose>) -> (String, bool) {
     let who = party(c.by);
-    let flag = flag_name(c.flag);
+    let flag = c.flag.name();
     let s = &c.state;
     let waited = s
         .awaiting_ack

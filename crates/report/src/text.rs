@@ -8,23 +8,8 @@ use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
     Unknowns,
 };
-use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, Role};
+use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
-
-fn flag(f: CloseFlag) -> &'static str {
-    match f {
-        CloseFlag::Fin => "FIN",
-        CloseFlag::Rst => "RST",
-    }
-}
-
-fn role(r: Role) -> &'static str {
-    match r {
-        Role::Client => "client",
-        Role::Server => "server",
-        Role::Unknown => "unknown",
-    }
-}
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, without a date library: civil-from-days
 /// (Howard Hinnant's algorithm).
@@ -43,13 +28,13 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
     let _ = writeln!(
         out,
         "  {} {} by the {}   client {}  server {}",
-        flag(c.flag),
+        c.flag.name(),
         if c.flag == CloseFlag::Rst {
             "(reset)"
         } else {
             "(close)"
         },
-        role(c.initiator),
+        c.initiator.name(),
         c.client,
         c.server
     );
@@ -165,8 +150,8 @@ pub fn render_first_reset(r: &FirstReset) -> String {
                 if c.abnormal { "!" } else { " " },
                 c.frame,
                 c.rel_time,
-                flag(c.flag),
-                role(c.initiator),
+                c.flag.name(),
+                c.initiator.name(),
                 c.client,
                 c.server,
                 c.reason
@@ -466,9 +451,9 @@ pub enum FlowSort {
 
 fn end_text(e: ConnectionEnd) -> String {
     match e {
-        ConnectionEnd::Graceful(r) => format!("FIN by {}", role(r)),
-        ConnectionEnd::Reset(r) => format!("RST by {}", role(r)),
-        ConnectionEnd::HalfClosed(r) => format!("half-closed by {}", role(r)),
+        ConnectionEnd::Graceful(r) => format!("FIN by {}", r.name()),
+        ConnectionEnd::Reset(r) => format!("RST by {}", r.name()),
+        ConnectionEnd::HalfClosed(r) => format!("half-closed by {}", r.name()),
         ConnectionEnd::Open => "open".into(),
     }
 }
