@@ -367,3 +367,110 @@ fn closes_like_the_first_abnormal_one_are_said_once_with_their_count() {
         "{flows}"
     );
 }
+
+/// `proxy-cut.pcap`: a proxy (socat on 10.77.0.1:6033) resets one connection in the middle of a
+/// resultset, and the application then resets its 23 other connections, each waiting for `select
+/// sleep(20)`, within 2.3 s. The report says it in two findings, not 24: the proxy's cut first, then the
+/// clients' resets as one finding with their count; the cut is not said again among them. tshark counts
+/// the resets and says which one is the proxy's.
+#[test]
+fn a_proxy_cut_and_the_pool_reset_after_it_are_two_findings() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let input = common::fixture("proxy-cut.pcap");
+    let resets: Vec<(u64, String, f64)> = tshark
+        .lines([
+            "-r",
+            s(&input),
+            "-Y",
+            "tcp.flags.reset==1",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "frame.time_relative",
+        ])
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].to_string(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    // The proxy's reset is the first, and its only one; every other is a client's.
+    let (cut, from_proxy, _) = &resets[0];
+    assert_eq!(from_proxy, "6033");
+    let pool: Vec<&(u64, String, f64)> = resets[1..].iter().collect();
+    assert!(pool.iter().all(|r| r.1 != "6033"), "{resets:?}");
+    assert!(pool.len() > 10, "{resets:?}");
+
+    let all = findings(&input);
+    let kinds: Vec<&str> = all.iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["first_abnormal_close", "mid_response_close"]);
+    let head = &all[0];
+    assert_eq!(head["frames"][0], *cut, "{head}");
+    assert_eq!(head["count"], 1, "{head}");
+    let summary = head["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!("first abnormal close at frame {cut} ("))
+            && summary.contains("server RST mid-resultset of `select * from big.sbtest1`"),
+        "{summary}"
+    );
+    let report = common::json(&["report", "--json", s(&input)]);
+    let first = &report["first_reset"]["first_abnormal"];
+    assert_eq!(first["frame"], *cut);
+    assert_eq!(first["initiator"], "server");
+    assert_eq!(first["flag"], "RST");
+
+    // The pool's resets: one finding, counted, spanning the first to the last client RST.
+    let group = &all[1];
+    assert_eq!(group["count"], pool.len() as u64, "{group}");
+    let members = group["members"].as_array().unwrap();
+    let closes: Vec<u64> = members
+        .iter()
+        .map(|m| m["frames"][1].as_u64().unwrap())
+        .collect();
+    assert_eq!(closes, pool.iter().map(|r| r.0).collect::<Vec<_>>());
+    assert!(members.iter().all(|m| {
+        let said = m["summary"].as_str().unwrap();
+        said.starts_with("client RST") && said.contains("`select sleep(20)`")
+    }));
+    let span = &group["span"];
+    let close_enough = |a: &Value, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-6;
+    assert!(close_enough(&span["first_s"], pool[0].2), "{span}");
+    assert!(
+        close_enough(&span["last_s"], pool[pool.len() - 1].2),
+        "{span}"
+    );
+    let summary = group["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(&format!("{} client RSTs", pool.len()))
+            && summary.contains("on 10.77.0.1:6033"),
+        "{summary}"
+    );
+    // Said once: the proxy's cut is nowhere in the group.
+    assert!(
+        !group["frames"].as_array().unwrap().iter().any(|f| f == cut),
+        "{group}"
+    );
+
+    // The text: two numbered findings, the group's first few closes listed and the rest by frame.
+    let text = common::text(&["report", s(&input)]);
+    let numbered: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            l.split_once(". [")
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        })
+        .collect();
+    assert_eq!(numbered.len(), 2, "{text}");
+    assert_eq!(text.matches("     close frame ").count(), 3, "{text}");
+    assert_eq!(text.matches(&format!("frame {cut} ")).count(), 1, "{text}");
+}
