@@ -222,13 +222,23 @@ fn the_page_is_self_contained_and_the_capture_is_text_on_it() {
         !text.contains("alert(3)</script>"),
         "no script closed by the capture"
     );
-    // The findings, as the JSON has them: summary, filter and extract command, in order.
+    // The findings, as the JSON has them: summary, filter and extract command, in order, but for the
+    // first abnormal close, which the box at the top says (once: not again in the list).
     let findings = json["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
+    let listed: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f["kind"] != "first_abnormal_close")
+        .collect();
+    let list = &text[text.find("id=\"findings\"").unwrap()..];
+    assert!(
+        list.contains("<ol class=\"findings\" start=\"2\">"),
+        "numbered as in the text report"
+    );
     let mut at = 0;
-    for f in findings {
+    for f in &listed {
         let summary = escaped(f["summary"].as_str().unwrap());
-        let found = text[at..]
+        let found = list[at..]
             .find(&summary)
             .unwrap_or_else(|| panic!("finding `{summary}` on the page, in the JSON's order"));
         at += found;
@@ -238,8 +248,8 @@ fn the_page_is_self_contained_and_the_capture_is_text_on_it() {
             }
         }
     }
-    assert_eq!(text.matches("<li class=\"finding").count(), findings.len());
-    // The first abnormal close leads, with its filter and extract command.
+    assert_eq!(text.matches("<li class=\"finding").count(), listed.len());
+    // The first abnormal close leads, with its reason, evidence, filter and extract command, said once.
     let first = &json["first_reset"]["first_abnormal"];
     let top = &text[..text.find("id=\"findings\"").unwrap()];
     assert!(top.contains(&format!("What broke first: frame {}", first["frame"])));
@@ -247,6 +257,24 @@ fn the_page_is_self_contained_and_the_capture_is_text_on_it() {
         .iter()
         .find(|f| f["kind"] == "first_abnormal_close")
         .unwrap();
+    let reason = escaped(first["reason"].as_str().unwrap());
+    assert!(close["summary"]
+        .as_str()
+        .unwrap()
+        .contains(first["reason"].as_str().unwrap()));
+    assert_eq!(
+        text.matches(&reason).count(),
+        1,
+        "the reason, once: {reason}"
+    );
+    assert!(top.contains(&reason));
+    for e in close["evidence"].as_array().unwrap().iter().skip(1) {
+        assert!(
+            top.contains(&escaped(e.as_str().unwrap())),
+            "{e} in the box"
+        );
+    }
+    assert!(list.contains("Finding 1, the first abnormal close, is the box above."));
     for key in ["wireshark_filter", "extract_command"] {
         let s = close[key].as_str().unwrap();
         assert!(top.contains(&escaped(s)), "{key} at the top");
@@ -284,8 +312,13 @@ fn chromium_renders_the_page_without_asking_the_network() {
     assert_only_own_elements(&dom);
     assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     // Findings, the first abnormal close, the tables, the plots: as elements of the rendered page.
-    let findings = json["findings"].as_array().unwrap().len();
-    assert_eq!(dom.matches("<li class=\"finding").count(), findings);
+    // Every finding but the first abnormal close, which is the box at the top.
+    let findings = json["findings"].as_array().unwrap();
+    let listed = findings
+        .iter()
+        .filter(|f| f["kind"] != "first_abnormal_close")
+        .count();
+    assert_eq!(dom.matches("<li class=\"finding").count(), listed);
     assert!(dom.contains("id=\"first-abnormal\""));
     for table in ["commands", "errors", "statements"] {
         assert!(

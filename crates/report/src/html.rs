@@ -232,6 +232,29 @@ fn answer(out: &mut String, r: &FullReport) {
     );
     let _ = writeln!(out, "<p class=\"reason\">{}</p>", escape_html(&c.reason));
     let _ = writeln!(out, "<p>{}</p>", close_facts(c));
+    // The rest of its finding, which the findings list does not repeat: the closes like it.
+    if let Some(f) = finding {
+        if let Some((_, tail)) = f.summary.split_once(c.reason.as_str()) {
+            let tail = tail.trim_start_matches(|ch: char| ch == ';' || ch == ' ');
+            let mut chars = tail.chars();
+            if let Some(first) = chars.next() {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"like\">{}</p>",
+                    escape_html(&(first.to_uppercase().collect::<String>() + chars.as_str()))
+                );
+            }
+        }
+        let facts = format!("client {} server {}", c.client, c.server);
+        let evidence: Vec<&String> = f.evidence.iter().filter(|e| **e != facts).collect();
+        if !evidence.is_empty() {
+            let _ = writeln!(out, "<ul class=\"evidence\">");
+            for e in evidence {
+                let _ = writeln!(out, "<li>{}</li>", escape_html(e));
+            }
+            let _ = writeln!(out, "</ul>");
+        }
+    }
     let _ = writeln!(out, "<div class=\"handoff\">");
     handoff_rows(out, finding);
     let _ = writeln!(out, "</div>\n</section>");
@@ -273,14 +296,39 @@ fn handoff_rows(out: &mut String, f: Option<&Finding>) {
     }
 }
 
+/// The findings, numbered as in the text report, but for the first abnormal close: the box above
+/// ([`answer`]) shows all of its finding (the close, the closes like it, its filter and command), so the list
+/// points there instead of saying it again. A page has no links to follow on paper, and this one none at
+/// all: the list says where the first finding is and starts at 2.
 fn findings(out: &mut String, findings: &[Finding]) {
     let _ = writeln!(out, "<section id=\"findings\">\n<h2>Findings</h2>");
     if findings.is_empty() {
         let _ = writeln!(out, "<p>Nothing abnormal found.</p>\n</section>");
         return;
     }
-    let _ = writeln!(out, "<ol class=\"findings\">");
-    for f in findings {
+    let (boxed, rest): (Vec<(usize, &Finding)>, Vec<(usize, &Finding)>) = findings
+        .iter()
+        .enumerate()
+        .partition(|(_, f)| f.kind == FindingKind::FirstAbnormalClose);
+    if let Some((i, _)) = boxed.first() {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">Finding {}, the first abnormal close, is the box above.</p>",
+            i + 1
+        );
+    }
+    if rest.is_empty() {
+        let _ = writeln!(out, "</section>");
+        return;
+    }
+    // Numbered as in the text report; the boxed finding is the first when there is one.
+    let start = rest[0].0 + 1;
+    if start == 1 {
+        let _ = writeln!(out, "<ol class=\"findings\">");
+    } else {
+        let _ = writeln!(out, "<ol class=\"findings\" start=\"{start}\">");
+    }
+    for (_, f) in rest {
         let _ = writeln!(
             out,
             "<li class=\"finding sev{}\"><span class=\"kind\">{}</span>{}",
