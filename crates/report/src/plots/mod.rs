@@ -351,6 +351,27 @@ mod tests {
         assert!(svg.contains("(h)"), "hours on the time axis");
     }
 
+    /// A ceiling lies on the line it caps (pps-cap: server→client at exactly 1000 pkt/s): its dashes are
+    /// drawn after the data lines, in an ink no data line has, so they show over it (dashes of the line's
+    /// own colour, as the legend's grey promised otherwise, were invisible there).
+    #[test]
+    fn a_ceiling_shows_over_the_line_it_caps() {
+        let r = fixture_report("pps-cap.pcap");
+        assert_eq!(r.rate.ceilings.len(), 1);
+        let dir = TempDir::new("ceiling");
+        write_plot_set(&dir.0, &r).expect("plots written");
+        let svg = fs::read_to_string(dir.0.join("rate-pps.svg")).unwrap();
+        let stroke = |c: RGBColor| format!("stroke=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let data = svg
+            .rfind(&format!("{} stroke-width=\"2\"", stroke(ORANGE_C)))
+            .expect("the server→client line");
+        let dashes = svg[data..].matches(&stroke(CEILING_C)).count();
+        assert!(dashes > 20, "{dashes} ceiling dashes after the data line");
+        for line in [BLUE_C, ORANGE_C] {
+            assert_ne!(line, CEILING_C);
+        }
+    }
+
     /// Every chart over time starts at the capture's first packet (x = 0, Wireshark's relative time) and
     /// ends at its last; the seconds of requests/s the capture only partly covers are dashed, not a ramp.
     #[test]

@@ -191,15 +191,26 @@ impl TimeChart {
         let mut placer = LabelPlacer::new();
         let label_font = font(14);
         for b in &self.bands {
-            // Over the flat period it was found in only: the cap held there, not over the capture.
-            chart.draw_series(std::iter::once(DashedPathElement::new(
-                vec![(b.x0, b.y), (b.x1, b.y)],
-                8,
-                5,
-                b.color.stroke_width(2),
-            )))?;
+            // Over the flat period it was found in only: the cap held there, not over the capture. It lies
+            // on the capped line itself (that is what a ceiling is), so it is drawn after the lines, in
+            // the legend's dark ink rather than the line's colour, each dash on a white halo, with a tick
+            // at each end of its span: dashes of the line's own colour over it were invisible.
             let (x0, y) = chart.backend_coord(&(b.x0, b.y));
             let (x1, _) = chart.backend_coord(&(b.x1, b.y));
+            for (ink, width) in [(WHITE, 6), (CEILING_C, 2)] {
+                root.draw(&DashedPathElement::new(
+                    vec![(x0, y), (x1, y)],
+                    CEILING_DASH.0,
+                    CEILING_DASH.1,
+                    ink.stroke_width(width),
+                ))?;
+            }
+            for x in [x0, x1] {
+                root.draw(&PathElement::new(
+                    vec![(x, y - 8), (x, y + 8)],
+                    CEILING_C.stroke_width(2),
+                ))?;
+            }
             let (tw, th) = root.estimate_text_size(&b.label, &label_font)?;
             let size = (tw as i32 + 8, th as i32 + 6);
             let above = y - size.1 - 3;
@@ -217,6 +228,10 @@ impl TimeChart {
         Ok(())
     }
 }
+
+/// A ceiling's line: ink unlike any data line's, and its dash and gap lengths, pixels.
+pub(super) const CEILING_C: RGBColor = DARK_C;
+const CEILING_DASH: (u32, u32) = (10, 6);
 
 pub(super) fn darker(c: &RGBColor) -> RGBColor {
     RGBColor(
@@ -457,7 +472,7 @@ pub(super) fn rate_chart(
     } else {
         vec![LegendItem {
             label: "ceiling (span and value)".into(),
-            color: GREY_C,
+            color: CEILING_C,
             swatch: Swatch::Dashed,
         }]
     };
