@@ -235,7 +235,7 @@ fn answer(out: &mut String, r: &FullReport) {
     // The rest of its finding, which the findings list does not repeat: the closes like it.
     if let Some(f) = finding {
         if let Some((_, tail)) = f.summary.split_once(c.reason.as_str()) {
-            let tail = tail.trim_start_matches(|ch: char| ch == ';' || ch == ' ');
+            let tail = tail.trim_start_matches([';', ' ']);
             let mut chars = tail.chars();
             if let Some(first) = chars.next() {
                 let _ = writeln!(
@@ -306,11 +306,15 @@ fn findings(out: &mut String, findings: &[Finding]) {
         let _ = writeln!(out, "<p>Nothing abnormal found.</p>\n</section>");
         return;
     }
-    let (boxed, rest): (Vec<(usize, &Finding)>, Vec<(usize, &Finding)>) = findings
+    let boxed = findings
+        .iter()
+        .position(|f| f.kind == FindingKind::FirstAbnormalClose);
+    let rest: Vec<(usize, &Finding)> = findings
         .iter()
         .enumerate()
-        .partition(|(_, f)| f.kind == FindingKind::FirstAbnormalClose);
-    if let Some((i, _)) = boxed.first() {
+        .filter(|(_, f)| f.kind != FindingKind::FirstAbnormalClose)
+        .collect();
+    if let Some(i) = boxed {
         let _ = writeln!(
             out,
             "<p class=\"meta\">Finding {}, the first abnormal close, is the box above.</p>",
