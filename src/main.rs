@@ -642,6 +642,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 frames: frames.as_deref().map(parse_frames).transpose()?,
                 time: time.as_deref().map(parse_time_range).transpose()?,
+                time_arg: time.clone(),
             };
             let wanted = Wanted {
                 abnormal,
@@ -1016,6 +1017,7 @@ fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {
 }
 
 /// Which TCP connections `extract` keeps.
+#[derive(Clone, Copy)]
 enum Connections {
     Port(u16),
     Endpoint(Endpoint),
@@ -1030,6 +1032,26 @@ enum TimeBound {
     Absolute(Timestamp),
 }
 
+impl Connections {
+    /// Whether a TCP segment from `src` to `dst` is on the connections selected.
+    fn matches(self, src: Endpoint, dst: Endpoint) -> bool {
+        match self {
+            Connections::Port(p) => src.port == p || dst.port == p,
+            Connections::Endpoint(e) => src == e || dst == e,
+            Connections::Connection(a, b) => (src == a && dst == b) || (src == b && dst == a),
+        }
+    }
+
+    /// The option that asked for them, as given: `--port 3306`.
+    fn option(self) -> String {
+        match self {
+            Connections::Port(p) => format!("--port {p}"),
+            Connections::Endpoint(e) => format!("--flow {e}"),
+            Connections::Connection(a, b) => format!("--conn {a}-{b}"),
+        }
+    }
+}
+
 /// Which packets `extract` keeps: all of what each part given selects.
 struct Selection {
     connections: Option<Connections>,
@@ -1037,8 +1059,23 @@ struct Selection {
     picks: Option<Picks>,
     /// Inclusive frame range.
     frames: Option<(u64, u64)>,
-    /// `[from, to)`.
+    /// `[from, to)`, and the --time argument as given.
     time: Option<(Option<TimeBound>, Option<TimeBound>)>,
+    time_arg: Option<String>,
+}
+
+/// What each part of a selection matched on its own, and what the capture held: for the warning when
+/// a selection matched nothing.
+#[derive(Default)]
+struct Seen {
+    frames: bool,
+    time: bool,
+    connections: bool,
+    picks: bool,
+    /// Frames read, and the first and last packet times.
+    count: u64,
+    first_ts: Option<Timestamp>,
+    last_ts: Option<Timestamp>,
 }
 
 impl Selection {
@@ -1049,45 +1086,120 @@ impl Selection {
             && self.time.is_none()
     }
 
-    /// Whether to keep frame `frame` (`first_ts`: the capture's first packet, for relative times).
-    fn keeps(&self, frame: u64, rec: &Record<'_>, first_ts: Timestamp) -> bool {
-        if let Some((a, b)) = self.frames {
-            if frame < a || frame > b {
-                return false;
-            }
-        }
-        if let Some((from, to)) = self.time {
+    /// Whether to keep frame `frame` (`first_ts`: the capture's first packet, for relative times); notes
+    /// in `seen` what each part of the selection matched on its own.
+    fn keeps(&self, frame: u64, rec: &Record<'_>, first_ts: Timestamp, seen: &mut Seen) -> bool {
+        let in_frames = self.frames.is_none_or(|(a, b)| (a..=b).contains(&frame));
+        let in_time = self.time.is_none_or(|(from, to)| {
             let at = |bound: TimeBound| match bound {
                 TimeBound::Relative(ns) => first_ts.0.saturating_add(ns),
                 TimeBound::Absolute(t) => t.0,
             };
-            if from.is_some_and(|f| rec.ts.0 < at(f)) || to.is_some_and(|t| rec.ts.0 >= at(t)) {
-                return false;
-            }
-        }
+            !(from.is_some_and(|f| rec.ts.0 < at(f)) || to.is_some_and(|t| rec.ts.0 >= at(t)))
+        });
+        seen.frames |= in_frames;
+        seen.time |= in_time;
+        let in_range = in_frames && in_time;
         if self.connections.is_none() && self.picks.is_none() {
-            return true;
+            return in_range;
+        }
+        // Decoding is what costs: done for the frames in range, and for the others only until the
+        // connections and picks have matched something (what the warning needs when nothing matched).
+        let curious = (self.connections.is_some() && !seen.connections)
+            || (self.picks.is_some() && !seen.picks);
+        if !in_range && !curious {
+            return false;
         }
         let tcp = match decode(rec.link, rec.data) {
             Decoded::Tcp(seg) => Some((seg.src_endpoint(), seg.dst_endpoint())),
             _ => None,
         };
-        if let Some(picks) = &self.picks {
-            if !picks.keeps(frame, tcp) {
-                return false;
+        let picked = self.picks.as_ref().is_none_or(|p| p.keeps(frame, tcp));
+        let connected = match (self.connections, tcp) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(c), Some((src, dst))) => c.matches(src, dst),
+        };
+        seen.picks |= picked;
+        seen.connections |= connected;
+        in_range && picked && connected
+    }
+
+    /// The one-line warnings for a selection that matched nothing: each part that matched nothing on
+    /// its own, with the likely mistake (`mysql`: where MySQL was found, when the capture could be read
+    /// again to find it), or, when each matched something, that they matched nothing together.
+    fn nothing_matched(
+        &self,
+        seen: &Seen,
+        mysql: impl FnOnce() -> Option<Vec<Endpoint>>,
+    ) -> Vec<String> {
+        let mut said = Vec::new();
+        let mut given = Vec::new();
+        if let Some((a, b)) = self.frames {
+            let arg = match (a, b) {
+                (a, u64::MAX) => format!("--frames {a}-"),
+                (a, b) if a == b => format!("--frames {a}"),
+                (a, b) => format!("--frames {a}-{b}"),
+            };
+            if !seen.frames {
+                said.push(format!(
+                    "{arg} matched nothing: the capture has {} (numbered from 1)",
+                    analysis::units::counted(seen.count, "frame", "frames")
+                ));
             }
+            given.push(arg);
         }
-        let Some(connections) = &self.connections else {
-            return true;
-        };
-        let Some((src, dst)) = tcp else {
-            return false;
-        };
-        match connections {
-            Connections::Port(p) => src.port == *p || dst.port == *p,
-            Connections::Endpoint(e) => src == *e || dst == *e,
-            Connections::Connection(a, b) => (src == *a && dst == *b) || (src == *b && dst == *a),
+        if let Some(arg) = &self.time_arg {
+            let arg = format!("--time {arg}");
+            if !seen.time {
+                said.push(match (seen.first_ts, seen.last_ts) {
+                    (Some(first), Some(last)) => format!(
+                        "{arg} matched nothing: the capture runs from {} to {} (0 to {:.6} s after its first packet; FROM is included, TO is not)",
+                        analysis::units::utc_us(first.0.div_euclid(1000)),
+                        analysis::units::utc_us(last.0.div_euclid(1000)),
+                        (last.0 - first.0) as f64 / 1e9
+                    ),
+                    _ => format!("{arg} matched nothing: the capture is empty"),
+                });
+            }
+            given.push(arg);
         }
+        if let Some(c) = self.connections {
+            if !seen.connections {
+                let found = match mysql() {
+                    None => "`pcapsleuth flows` lists the capture's connections and their ports".to_string(),
+                    Some(servers) if servers.is_empty() => {
+                        "no MySQL was found in the capture: `pcapsleuth flows` lists its connections and their ports".to_string()
+                    }
+                    Some(servers) => format!(
+                        "MySQL was found on {}{}",
+                        servers
+                            .iter()
+                            .take(4)
+                            .map(Endpoint::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if servers.len() > 4 {
+                            format!(" and {} more", servers.len() - 4)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                };
+                said.push(format!("{} matched nothing; {found}", c.option()));
+            }
+            given.push(c.option());
+        }
+        if self.picks.is_some() {
+            given.push("--abnormal/--findings".into());
+        }
+        if said.is_empty() && given.len() > 1 {
+            said.push(format!(
+                "{} each matched packets, but no packet matched all of them",
+                given.join(", ")
+            ));
+        }
+        said
     }
 }
 
@@ -1188,6 +1300,7 @@ fn findings_pass(
     mut set: CaptureSet,
     files: &[PathBuf],
     wanted: &Wanted,
+    connections: Option<Connections>,
 ) -> anyhow::Result<(CaptureSet, Option<Picks>, Comments)> {
     if set.inputs.iter().any(|i| i.stored_len().is_none()) {
         bail!(InputError(
@@ -1199,13 +1312,23 @@ fn findings_pass(
         Path::new(&set_name(&set)),
         set_len(&set),
     );
+    // The first retransmissions of the connections selected (all, when only --abnormal or --findings
+    // select), for --annotate.
+    let keep = move |client: Endpoint, server: Endpoint| {
+        wanted.annotate && connections.is_none_or(|c| c.matches(client, server))
+    };
     let run = analysis::analyze_set(
         &mut set,
         &EngineOptions::default(),
-        Everything::default,
+        || (Everything::default(), analysis::Resends::new(keep)),
         |done, total| progress.show(done, total),
     );
     progress.clear();
+    let mut resends = Vec::new();
+    let run = run.map(|(statistics, r)| {
+        resends = r;
+        statistics
+    });
     let set = open_set(files)?;
     let report = analysis::full_report(&run);
     let closes = analysis::first_reset(&run, usize::MAX);
@@ -1252,28 +1375,54 @@ fn findings_pass(
 
     let mut comments = Comments::new();
     if wanted.annotate {
+        let mut say = |kind: FindingKind, frame: u64, text: &str| {
+            let comment =
+                format!("pcapsleuth {kind} (frame {frame} of the original capture): {text}");
+            let list = comments.entry(frame).or_default();
+            if !list.contains(&comment) {
+                list.push(comment);
+            }
+        };
         for f in &report.findings {
             // A group's frames are each commented with their own member's words; the head's with its.
-            let mut said = |x: &pcapsleuth::analysis::Finding,
-                            frames: &mut dyn Iterator<Item = u64>| {
-                for frame in frames {
-                    comments.entry(frame).or_default().push(format!(
-                        "pcapsleuth {} (frame {frame} of the original capture): {}",
-                        x.kind, x.summary
-                    ));
-                }
-            };
             let of_members: BTreeSet<u64> = f
                 .members
                 .iter()
                 .flat_map(|m| m.frames.iter().copied())
                 .collect();
-            said(
-                f,
-                &mut f.frames.iter().copied().filter(|x| !of_members.contains(x)),
-            );
+            for &frame in f.frames.iter().filter(|x| !of_members.contains(x)) {
+                say(f.kind, frame, &f.summary);
+            }
             for m in &f.members {
-                said(m, &mut m.frames.iter().copied());
+                for &frame in &m.frames {
+                    say(m.kind, frame, &m.summary);
+                }
+                for (&frame, note) in &m.frame_notes {
+                    say(m.kind, frame, note);
+                }
+            }
+            for (&frame, note) in &f.frame_notes {
+                say(f.kind, frame, note);
+            }
+        }
+        for (frame, note) in resends.iter().flat_map(|c| c.notes()) {
+            say(FindingKind::Retransmissions, frame, &note);
+        }
+        // Where the stall that led to an abnormal close began, when no finding said it.
+        let closes: BTreeSet<u64> = abnormal.iter().map(|c| c.frame).collect();
+        for ev in run
+            .connections
+            .iter()
+            .flat_map(|c| [c.first_fin, c.first_rst])
+            .flatten()
+            .filter(|ev| closes.contains(&ev.event.at.frame))
+        {
+            if let Some((frame, note)) = analysis::stall_start(&ev) {
+                comments.entry(frame).or_insert_with(|| {
+                    vec![format!(
+                        "pcapsleuth abnormal close (frame {frame} of the original capture): {note}"
+                    )]
+                });
             }
         }
         for c in &abnormal {
@@ -1495,7 +1644,7 @@ fn extract(
     refuse_input_as_output(output, set.identities())?;
     let mut comments = HashMap::new();
     if wanted.needs_analysis() {
-        let (again, picks, notes) = findings_pass(set, files, wanted)?;
+        let (again, picks, notes) = findings_pass(set, files, wanted, selection.connections)?;
         set = again;
         selection.picks = picks;
         comments = notes;
@@ -1516,11 +1665,15 @@ fn extract(
     let progress = Progress::new("extracting from", Path::new(&set_name(&set)), set_len(&set));
     let (mut frame, mut first_ts) = (0u64, None);
     let (mut span, mut annotated) = (None::<(u64, u64)>, 0u64);
+    let mut seen = Seen::default();
     let damage = set.pass(
         |_, rec| {
             frame += 1;
             let first = *first_ts.get_or_insert(rec.ts);
-            if selection.keeps(frame, rec, first) {
+            seen.count = frame;
+            seen.first_ts.get_or_insert(rec.ts);
+            seen.last_ts = Some(seen.last_ts.map_or(rec.ts, |t: Timestamp| t.max(rec.ts)));
+            if selection.keeps(frame, rec, first, &mut seen) {
                 span = Some((span.map_or(frame, |s| s.0), frame));
                 match &mut w {
                     Writer::Pcap(w) => w.write(rec)?,
@@ -1555,12 +1708,30 @@ fn extract(
         ),
         None => {
             sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
-            if let Some(Connections::Port(p)) = selection.connections {
-                sayln!("pcapsleuth: warning: nothing matched --port {p}: `pcapsleuth flows` lists the capture's connections and their ports");
+            let rereadable = set.inputs.iter().all(|i| i.stored_len().is_some());
+            for warning in selection
+                .nothing_matched(&seen, || rereadable.then(|| mysql_servers(files)).flatten())
+            {
+                sayln!("pcapsleuth: warning: {warning}");
             }
         }
     }
     Ok(finish_pass(&set, &damage))
+}
+
+/// The server endpoints of the capture's MySQL sessions, read in a pass of their own (for a warning);
+/// `None` when the capture cannot be opened again.
+fn mysql_servers(files: &[PathBuf]) -> Option<Vec<Endpoint>> {
+    let mut set = open_set(files).ok()?;
+    let run = analysis::analyze_set(&mut set, &EngineOptions::default(), || (), |_, _| {});
+    let servers: BTreeSet<Endpoint> = run
+        .connections
+        .iter()
+        .zip(&run.mysql_sessions)
+        .filter(|(_, m)| m.is_some())
+        .map(|(c, _)| c.server)
+        .collect();
+    Some(servers.into_iter().collect())
 }
 
 /// The capture `extract` writes: pcap as the input was, or pcapng with comments (--annotate).

@@ -310,3 +310,88 @@ fn files_whose_records_mean_different_things_are_not_written_into_one_capture() 
     );
     assert!(!out.exists());
 }
+
+/// A filter that selects nothing says so on one line, with the likely mistake: proxy-6033.pcap's MySQL
+/// is on port 6033 (fixtures/README.md), so `--port 3306` names where MySQL was; a frame range past the
+/// end says how many frames there are. The right port says nothing of the kind.
+#[test]
+fn a_filter_that_matches_nothing_says_where_mysql_was() {
+    let input = common::fixture("proxy-6033.pcap");
+    let out = scratch("nothing.pcap");
+    let wrong = stderr(&ok(&[
+        "extract",
+        s(&input),
+        "--port",
+        "3306",
+        "-o",
+        s(&out),
+    ]));
+    assert!(
+        wrong.contains(
+            "pcapsleuth: warning: --port 3306 matched nothing; MySQL was found on 10.77.0.1:6033\n"
+        ),
+        "{wrong}"
+    );
+    let right = stderr(&ok(&[
+        "extract",
+        s(&input),
+        "--port",
+        "6033",
+        "-o",
+        s(&out),
+    ]));
+    assert!(!right.contains("warning"), "{right}");
+    let flow = stderr(&ok(&[
+        "extract",
+        s(&input),
+        "--flow",
+        "10.77.0.1:3306",
+        "-o",
+        s(&out),
+    ]));
+    assert!(
+        flow.contains("--flow 10.77.0.1:3306 matched nothing; MySQL was found on 10.77.0.1:6033"),
+        "{flow}"
+    );
+    let frames = stderr(&ok(&[
+        "extract",
+        s(&input),
+        "--frames",
+        "5000-",
+        "-o",
+        s(&out),
+    ]));
+    assert!(
+        frames.contains("--frames 5000- matched nothing: the capture has "),
+        "{frames}"
+    );
+    let time = stderr(&ok(&[
+        "extract",
+        s(&input),
+        "--time",
+        "100..200",
+        "-o",
+        s(&out),
+    ]));
+    assert!(
+        time.contains("--time 100..200 matched nothing: the capture runs from "),
+        "{time}"
+    );
+    // Each part matched something, but not together.
+    let both = stderr(&ok(&[
+        "extract",
+        s(&input),
+        "--port",
+        "6033",
+        "--frames",
+        "1-2",
+        "--time",
+        "5..",
+        "-o",
+        s(&out),
+    ]));
+    assert!(
+        both.contains("each matched packets, but no packet matched all of them"),
+        "{both}"
+    );
+}

@@ -474,3 +474,189 @@ fn a_proxy_cut_and_the_pool_reset_after_it_are_two_findings() {
     assert_eq!(text.matches("     close frame ").count(), 3, "{text}");
     assert_eq!(text.matches(&format!("frame {cut} ")).count(), 1, "{text}");
 }
+
+/// Checks that each comment of the extract `out` of `input` names, as "(frame N of the original
+/// capture)", a frame of `input` with the extract frame's time; returns `(original frame, comment)`.
+fn original_frames(tshark: &Tshark, input: &Path, out: &Path) -> Vec<(u64, String)> {
+    let original = times(tshark, input, "");
+    let extracted = times(tshark, out, "");
+    comments(tshark, out)
+        .into_iter()
+        .map(|(frame, comment)| {
+            assert!(comment.starts_with("pcapsleuth "), "{comment}");
+            let at = comment.find("(frame ").unwrap() + "(frame ".len();
+            let n: u64 = comment[at..].split(' ').next().unwrap().parse().unwrap();
+            assert_eq!(
+                extracted[frame as usize - 1],
+                original[n as usize - 1],
+                "{}: extract frame {frame}: {comment}",
+                input.display()
+            );
+            (n, comment)
+        })
+        .collect()
+}
+
+/// The frame numbers tshark's display filter `filter` selects in `file`.
+fn frames(tshark: &Tshark, file: &Path, filter: &str) -> BTreeSet<u64> {
+    tshark
+        .lines([
+            "-r",
+            s(file),
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .iter()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+/// err1146-storm.pcap holds 3149 ERR 1146 responses (fixtures/README.md). `mysql --json` keeps the
+/// first three as examples (request and response frames, as tshark numbers them), and an annotated
+/// extract of the errors finding comments exactly those six frames, not the 6000 of the storm.
+#[test]
+fn error_responses_and_their_requests_are_annotated_a_few_per_code() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let input = common::fixture("err1146-storm.pcap");
+    let errors: Vec<u64> = frames(&tshark, &input, "mysql.error_code==1146")
+        .into_iter()
+        .collect();
+    assert_eq!(errors.len(), 3149);
+    let queries = frames(&tshark, &input, "mysql.query");
+
+    let m = common::json(&["mysql", "--json", s(&input)]);
+    let detail = &m["error_details"][0];
+    assert_eq!(detail["code"], 1146);
+    let examples = detail["examples"].as_array().unwrap();
+    assert_eq!(examples.len(), 3, "{detail}");
+    let responses: Vec<u64> = examples
+        .iter()
+        .map(|x| x["response_frame"].as_u64().unwrap())
+        .collect();
+    assert_eq!(responses, errors[..3]);
+    let requests: BTreeSet<u64> = examples
+        .iter()
+        .map(|x| x["request_frame"].as_u64().unwrap())
+        .collect();
+    assert!(requests.is_subset(&queries), "{requests:?}");
+    for x in examples {
+        let sql = x["statement"].as_str().unwrap();
+        assert!(sql.starts_with("SELECT c FROM sbtest"), "{sql}");
+        assert!(
+            x["message"].as_str().unwrap().contains("doesn't exist"),
+            "{x}"
+        );
+    }
+    let text = common::text(&["mysql", s(&input)]);
+    assert!(
+        text.contains(&format!(
+            "      first: request frame {}, response frame {}, ",
+            examples[0]["request_frame"], responses[0]
+        )),
+        "{text}"
+    );
+
+    let dir = scratch();
+    let out = dir.path().join("errors.pcapng");
+    run(&[
+        "extract",
+        s(&input),
+        "--findings=errors",
+        "--annotate",
+        "-o",
+        s(&out),
+    ]);
+    let found = original_frames(&tshark, &input, &out);
+    let commented: BTreeSet<u64> = found.iter().map(|(n, _)| *n).collect();
+    let expected: BTreeSet<u64> = requests.iter().chain(&responses).copied().collect();
+    assert_eq!(commented, expected, "{found:?}");
+    for (n, comment) in &found {
+        assert!(comment.starts_with("pcapsleuth errors "), "{comment}");
+        assert!(comment.contains("ERR 1146 (42S02)"), "{comment}");
+        assert!(comment.contains("3,149 ERR 1146"), "{comment}");
+        if responses.contains(n) {
+            assert!(comment.contains("doesn't exist"), "{comment}");
+        }
+    }
+}
+
+/// path-lost.pcap: the server's last three segments were resent into a dead path (fixtures/README.md),
+/// and stream-stall.pcap's server RST followed the client's zero window. An annotated extract of the
+/// abnormal connections comments the resends (the first five each way per connection, all of them
+/// segments tshark calls retransmissions) and where the zero window began (a segment tshark calls
+/// `tcp.analysis.zero_window`), each with its frame in the original capture.
+#[test]
+fn retransmissions_and_the_start_of_a_stall_are_annotated() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let dir = scratch();
+    for name in ["path-lost.pcap", "stream-stall.pcap"] {
+        let input = common::fixture(name);
+        let out = dir.path().join(format!("{name}.pcapng"));
+        run(&[
+            "extract",
+            s(&input),
+            "--abnormal",
+            "--annotate",
+            "-o",
+            s(&out),
+        ]);
+        let found = original_frames(&tshark, &input, &out);
+        let resent = frames(
+            &tshark,
+            &input,
+            "tcp.analysis.retransmission || tcp.analysis.fast_retransmission",
+        );
+        let resends: Vec<&(u64, String)> = found
+            .iter()
+            .filter(|(_, c)| c.starts_with("pcapsleuth retransmissions "))
+            .collect();
+        assert!(!resends.is_empty(), "{name}: {found:?}");
+        for (n, comment) in &resends {
+            assert!(
+                resent.contains(n),
+                "{name}: frame {n} is no retransmission: {comment}"
+            );
+            assert!(
+                comment.contains("retransmitted segment from the "),
+                "{comment}"
+            );
+        }
+        // At most five each way per connection: the comments say "resend K of N" with K <= 5.
+        for (_, comment) in &resends {
+            let k: u32 = comment
+                .split("resend ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!((1..=5).contains(&k), "{comment}");
+        }
+        if name == "path-lost.pcap" {
+            let n: Vec<u64> = resends.iter().map(|(n, _)| *n).collect();
+            assert_eq!(n, [27, 28, 29]);
+        } else {
+            assert!(
+                resends.len() < resent.len(),
+                "{name}: every resend commented"
+            );
+            let zero = frames(&tshark, &input, "tcp.analysis.zero_window");
+            let stalls: Vec<&(u64, String)> = found
+                .iter()
+                .filter(|(_, c)| c.contains("advertises a zero window here"))
+                .collect();
+            assert!(!stalls.is_empty(), "{name}: {found:?}");
+            for (n, comment) in stalls {
+                assert!(zero.contains(n), "{name}: frame {n}: {comment}");
+            }
+        }
+    }
+}

@@ -208,6 +208,15 @@ fn mysql_report(cap: &pcapsleuth::capture::Capture) -> serde_json::Value {
     );
     let mut v = serde_json::to_value(a.output.clone().report()).unwrap();
     v.as_object_mut().unwrap().remove("span_s");
+    // The error examples' frame numbers change with the packets a story removes; the rest of each example
+    // (time, statement, message) does not.
+    for e in v["error_details"].as_array_mut().unwrap() {
+        for x in e["examples"].as_array_mut().unwrap() {
+            let x = x.as_object_mut().unwrap();
+            x.remove("request_frame");
+            x.remove("response_frame");
+        }
+    }
     v
 }
 
@@ -228,7 +237,13 @@ fn mysql_on_another_port_gives_the_same_report() {
         },
     ));
     assert_eq!(original["queries"], 6191);
-    assert_eq!(moved, original);
+    // The same, but for the server endpoint the error examples name.
+    let moved = moved.to_string();
+    assert!(moved.contains("\"server\":\"10.77.0.1:6033\""), "{moved}");
+    assert_eq!(
+        moved.replace("10.77.0.1:6033\"", "10.77.0.1:3306\""),
+        original.to_string()
+    );
 }
 
 /// A capture started while connections were busy: no greeting, no handshake. The sessions are recognised

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Run;
-use crate::finding::{Finding, FindingKind};
+use crate::finding::{connection_namer, Finding, FindingKind, Scope};
 use crate::mysql::{
     CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
 };
@@ -102,6 +102,14 @@ pub struct FirstReset {
     pub connects: ConnectReport,
     /// Requests still waiting for their response when the capture ended (MySQL), in request order.
     pub unanswered_at_end: Vec<UnansweredRequest>,
+    /// The findings of `greeting_waits` and `connects`, each with its Wireshark filter and `extract`
+    /// command (not in JSON: `report --json` lists them among its findings).
+    #[serde(skip)]
+    pub attempt_findings: Vec<Finding>,
+    /// The Wireshark filter and the `extract` command of the first abnormal close's connection, as
+    /// `report` gives them (not in JSON: `report --json` has them).
+    #[serde(skip)]
+    pub first_abnormal_hand_off: Option<(Option<String>, Option<String>)>,
 }
 
 /// Connections the client believed open and gave up on while waiting for the server's greeting: the
@@ -498,7 +506,22 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         .iter()
         .map(|(i, ev)| report(a, *i, ev))
         .find(|r| r.abnormal);
+    let greeting_waits = greeting_waits(a, &closes, &speaks_first);
+    let connects = connect_report(a);
+    let first_abnormal_hand_off = first_abnormal.as_ref().and_then(|c| {
+        let conn = a
+            .connections
+            .iter()
+            .find(|k| k.first.frame == c.connection_first_frame)?;
+        let scope = Scope::Connections(vec![connection_namer(&a.connections)(conn)]);
+        let files: Vec<&str> = a.capture.files.iter().map(|f| f.path.as_str()).collect();
+        Some((
+            scope.wireshark_filter(),
+            scope.extract_command(FindingKind::FirstAbnormalClose, &files),
+        ))
+    });
     FirstReset {
+        first_abnormal_hand_off,
         fins: FinJudgement::of(a),
         first_abnormal,
         first_fin: earliest(|c| c.first_fin),
@@ -515,8 +538,9 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
             .iter()
             .filter(|c| c.end == ConnectionEnd::Open)
             .count(),
-        greeting_waits: greeting_waits(a, &closes, &speaks_first),
-        connects: connect_report(a),
+        attempt_findings: crate::findings::attempt_findings(a, &greeting_waits, &connects),
+        greeting_waits,
+        connects,
         unanswered_at_end: {
             let mut u: Vec<UnansweredRequest> = a
                 .mysql_sessions

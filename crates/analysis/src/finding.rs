@@ -1,7 +1,7 @@
 //! A finding: one thing worth a user's attention, with its evidence. Every analysis that reports things
 //! to look at says them as findings; `pcapsleuth report` ranks them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use pcapsleuth_flow::Endpoint;
@@ -40,6 +40,12 @@ pub struct Finding {
     /// The findings it stands for, each as it would read alone (its own evidence, frames, filter and
     /// extract command), in time order; empty when it stands alone and repeats nothing.
     pub members: Vec<Finding>,
+    /// What to say on particular frames besides [`Finding::frames`], by frame (Wireshark's number in the
+    /// capture read): an error response and its request, the start of a zero window that led to a close.
+    /// `extract --annotate` writes them as packet comments; not in JSON (the frames are in the reports
+    /// the finding comes from).
+    #[serde(skip)]
+    pub frame_notes: BTreeMap<u64, String>,
 }
 
 /// A stretch of the capture a group of findings spans, in seconds after its first packet.
@@ -157,6 +163,29 @@ impl NamedConnection {
         } else {
             tuple
         }
+    }
+}
+
+/// Names the connections of `conns` for findings ([`NamedConnection`]): marked `reused` when another
+/// connection of `conns` used the same 4-tuple.
+pub(crate) fn connection_namer(
+    conns: &[pcapsleuth_flow::Connection],
+) -> impl Fn(&pcapsleuth_flow::Connection) -> NamedConnection {
+    let mut tuples: std::collections::HashMap<(Endpoint, Endpoint), u32> =
+        std::collections::HashMap::new();
+    for c in conns {
+        *tuples
+            .entry((c.client.min(c.server), c.client.max(c.server)))
+            .or_default() += 1;
+    }
+    move |c| NamedConnection {
+        client: c.client,
+        server: c.server,
+        first_frame: c.first.frame,
+        last_frame: c.last.frame,
+        reused: tuples
+            .get(&(c.client.min(c.server), c.client.max(c.server)))
+            .is_some_and(|&n| n > 1),
     }
 }
 
@@ -326,6 +355,7 @@ impl Finding {
             count: 1,
             span: None,
             members: vec![],
+            frame_notes: BTreeMap::new(),
         }
     }
 

@@ -6,17 +6,18 @@ use crate::closes::first_reset;
 use crate::closes::FirstReset;
 use crate::engine::Run;
 use crate::everything::Statistics;
-use crate::finding::{Finding, FindingKind, NamedConnection, Scope, Span};
-use crate::mysql::{Incident, MysqlReport, UnansweredRequest};
+use crate::finding::{connection_namer, Finding, FindingKind, NamedConnection, Scope, Span};
+use crate::mysql::{ErrorDetail, Incident, MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
-use crate::reasons::role_name;
+use crate::reasons::{role_name, stall_start};
 use crate::replication::ReplicationStream;
 use crate::rt::RtReport;
 use crate::thresholds::{
-    ACK_STALL_NS, CLOSE_GROUP_GAP_S, GROUP_LISTED, UNANSWERED_FAR_FACTOR, UNANSWERED_MIN_WAIT_S,
+    ACK_STALL_NS, ANNOTATED_ERROR_CODES, CLOSE_GROUP_GAP_S, GROUP_LISTED, UNANSWERED_FAR_FACTOR,
+    UNANSWERED_MIN_WAIT_S,
 };
 use crate::units::{self, direction_words, duration_us, Measure};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use pcapsleuth_flow::{Connection, Endpoint, Role};
 
@@ -92,16 +93,13 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                     }
                     v
                 }),
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
             count: members.len().max(1) as u64,
             span,
             members,
+            ..Finding::blank()
         });
     }
-    f.extend(fr.greeting_waits.finding());
-    f.extend(fr.connects.findings());
+    f.extend(fr.attempt_findings.iter().cloned());
     f.extend(groups.into_iter().map(IncidentGroup::finding));
     // Requests still waiting at the end, when they waited far longer than a typical answered request.
     let far = (UNANSWERED_FAR_FACTOR * mysql.rt_us.p99 / 1e6).max(UNANSWERED_MIN_WAIT_S);
@@ -206,6 +204,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                 .map(|e| format!("ERR {} x {}: {}", e.code, e.count, e.messages.first().cloned().unwrap_or_default()))
                 .collect(),
             frames: vec![],
+            frame_notes: error_notes(&mysql.error_details),
             ..Finding::blank()
         });
     }
@@ -305,6 +304,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ..Finding::blank()
         });
     }
+    stall_notes(&mut f, &a.connections);
     hand_off(&mut f, a, &fr, &mysql, &rate);
     f.sort_by_key(|x| x.severity);
     FullReport {
@@ -540,12 +540,10 @@ impl IncidentGroup<'_> {
                 .collect::<BTreeSet<u64>>()
                 .into_iter()
                 .collect(),
-            scope: Scope::Capture,
-            wireshark_filter: None,
-            extract_command: None,
             count: self.members.len() as u64,
             span: Some(self.span),
             members: self.members,
+            ..Finding::blank()
         }
     }
 }
@@ -584,6 +582,103 @@ fn incident_groups(incidents: &[Incident], first_s: f64) -> Vec<IncidentGroup<'_
     groups
 }
 
+/// Comments for `extract --annotate` on error responses and their requests: the examples `mysql` keeps
+/// ([`crate::ERROR_EXAMPLES`] per code, the earliest) of the [`ANNOTATED_ERROR_CODES`] most frequent
+/// codes, so that a storm of thousands of errors comments a few frames, not thousands.
+fn error_notes(details: &[ErrorDetail]) -> BTreeMap<u64, String> {
+    let mut codes: Vec<&ErrorDetail> = details.iter().collect();
+    codes.sort_by(|a, b| b.count.cmp(&a.count).then(a.code.cmp(&b.code)));
+    let mut notes: BTreeMap<u64, String> = BTreeMap::new();
+    let mut note = |frame: u64, text: String| {
+        let slot = notes.entry(frame).or_default();
+        if !slot.is_empty() {
+            slot.push_str("; ");
+        }
+        slot.push_str(&text);
+    };
+    for e in codes.into_iter().take(ANNOTATED_ERROR_CODES) {
+        let state = if e.sql_state.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", e.sql_state)
+        };
+        for x in &e.examples {
+            let what = x.statement.as_deref().unwrap_or(&x.command);
+            note(
+                x.request_frame,
+                format!(
+                    "request `{what}` answered by ERR {}{state}{}; {} ERR {} in the capture",
+                    e.code,
+                    x.response_frame
+                        .map_or_else(String::new, |f| format!(" in frame {f}")),
+                    units::count(e.count),
+                    e.code
+                ),
+            );
+            if let Some(r) = x.response_frame {
+                note(
+                    r,
+                    format!(
+                        "ERR {}{state} {}, answering `{what}` of frame {}; {} ERR {} in the capture",
+                        e.code,
+                        x.message,
+                        x.request_frame,
+                        units::count(e.count),
+                        e.code
+                    ),
+                );
+            }
+        }
+    }
+    notes
+}
+
+/// Comments for `extract --annotate` on where the stall that led to a close began (the first segment of
+/// the peer's zero window, or its last data before a silence), for the closes the close findings point
+/// at; each note goes to the finding that points at the close, a group's member rather than its head.
+fn stall_notes(f: &mut [Finding], conns: &[Connection]) {
+    let is_close = |k: FindingKind| {
+        matches!(
+            k,
+            FindingKind::FirstAbnormalClose | FindingKind::MidResponseClose
+        )
+    };
+    let wanted: BTreeSet<u64> = f
+        .iter()
+        .filter(|x| is_close(x.kind))
+        .flat_map(|x| {
+            x.frames
+                .iter()
+                .chain(x.members.iter().flat_map(|m| &m.frames))
+        })
+        .copied()
+        .collect();
+    if wanted.is_empty() {
+        return;
+    }
+    let starts: HashMap<u64, (u64, String)> = conns
+        .iter()
+        .flat_map(|c| [c.first_fin, c.first_rst])
+        .flatten()
+        .filter(|ev| wanted.contains(&ev.event.at.frame))
+        .filter_map(|ev| Some((ev.event.at.frame, stall_start(&ev)?)))
+        .collect();
+    let fill = |x: &mut Finding, skip: &BTreeSet<u64>| {
+        for frame in &x.frames {
+            if let Some((at, note)) = starts.get(frame).filter(|_| !skip.contains(frame)) {
+                x.frame_notes.insert(*at, note.clone());
+            }
+        }
+    };
+    for x in f.iter_mut().filter(|x| is_close(x.kind)) {
+        let of_members: BTreeSet<u64> = x.members.iter().flat_map(|m| m.frames.clone()).collect();
+        for m in &mut x.members {
+            fill(m, &BTreeSet::new());
+        }
+        fill(x, &of_members);
+    }
+}
+
 /// The streams' ACK medians, weighted by their ACK counts (one stream: its median).
 fn weighted_median(streams: &[&ReplicationStream]) -> f64 {
     let mut p50s: Vec<(f64, u64)> = streams
@@ -613,21 +708,7 @@ fn hand_off(
     rate: &RateReport,
 ) {
     let conns = &a.connections;
-    let mut tuples: HashMap<(Endpoint, Endpoint), u32> = HashMap::new();
-    for c in conns {
-        *tuples
-            .entry((c.client.min(c.server), c.client.max(c.server)))
-            .or_default() += 1;
-    }
-    let named = |c: &Connection| NamedConnection {
-        client: c.client,
-        server: c.server,
-        first_frame: c.first.frame,
-        last_frame: c.last.frame,
-        reused: tuples
-            .get(&(c.client.min(c.server), c.client.max(c.server)))
-            .is_some_and(|&n| n > 1),
-    };
+    let named = connection_namer(conns);
     let on_tuple = |k: &Connection, c: Endpoint, s: Endpoint| {
         (k.client == c && k.server == s) || (k.client == s && k.server == c)
     };
@@ -637,7 +718,7 @@ fn hand_off(
         conns
             .iter()
             .find(|k| on_tuple(k, c, s) && (k.first.frame..=k.last.frame).contains(&frame))
-            .map(named)
+            .map(&named)
     };
     let connections = |list: Vec<NamedConnection>| {
         if list.is_empty() {
@@ -662,9 +743,6 @@ fn hand_off(
             .collect::<Vec<_>>()
     };
     let mut ceilings = rate.ceilings.iter();
-    let mut drops = fr.connects.drops.iter();
-    let mut refusals = fr.connects.refusals.iter();
-    let mut late = fr.connects.late_greetings.iter();
     let files: Vec<&str> = a.capture.files.iter().map(|f| f.path.as_str()).collect();
     for x in f.iter_mut() {
         x.scope = match x.kind {
@@ -697,19 +775,11 @@ fn hand_off(
                     .filter_map(|u| holding(&u.client, &u.server, u.request_frame))
                     .collect(),
             ),
-            FindingKind::GreetingWait => connections(
-                conns
-                    .iter()
-                    .filter(|c| {
-                        c.close()
-                            .is_some_and(|e| x.frames.contains(&e.event.at.frame))
-                    })
-                    .map(named)
-                    .collect(),
-            ),
-            FindingKind::SynDrops => endpoint(drops.next().map(|d| d.server.as_str())),
-            FindingKind::ConnectRefused => endpoint(refusals.next().map(|r| r.server.as_str())),
-            FindingKind::LateAccept => endpoint(late.next().map(|g| g.server.as_str())),
+            // Given theirs by `first_reset` (`FirstReset::attempt_findings`).
+            FindingKind::GreetingWait
+            | FindingKind::SynDrops
+            | FindingKind::ConnectRefused
+            | FindingKind::LateAccept => x.scope.clone(),
             FindingKind::Ceiling => endpoint(ceilings.next().and_then(|c| c.server.as_deref())),
             FindingKind::Errors => connections(
                 conns
@@ -742,7 +812,7 @@ fn hand_off(
                     conns
                         .iter()
                         .filter(|k| streams.iter().any(|&(c, s)| on_tuple(k, c, s)))
-                        .map(named)
+                        .map(&named)
                         .collect(),
                 )
             }
@@ -750,7 +820,7 @@ fn hand_off(
                 conns
                     .iter()
                     .filter(|c| c.to_server.retransmissions + c.to_client.retransmissions > 0)
-                    .map(named)
+                    .map(&named)
                     .collect(),
             ),
             FindingKind::CaptureDamage if !x.frames.is_empty() => Scope::Frames(x.frames.clone()),
@@ -762,4 +832,53 @@ fn hand_off(
             m.hand_off(&files);
         }
     }
+}
+
+/// The findings of connection attempts (greeting waits, SYN drops, refusals, late accepts) with their
+/// scopes (the connections that waited for a greeting, the server endpoint of the others) and from them
+/// their Wireshark filters and `extract` commands.
+pub(crate) fn attempt_findings<O>(
+    a: &Run<O>,
+    greeting_waits: &crate::closes::GreetingWaits,
+    connects: &crate::connects::ConnectReport,
+) -> Vec<Finding> {
+    let named = connection_namer(&a.connections);
+    let endpoint = |e: &str| e.parse().map_or(Scope::Capture, Scope::Endpoint);
+    let files: Vec<&str> = a.capture.files.iter().map(|f| f.path.as_str()).collect();
+    let mut f: Vec<Finding> = greeting_waits
+        .finding()
+        .into_iter()
+        .chain(connects.findings())
+        .collect();
+    let mut drops = connects.drops.iter();
+    let mut refusals = connects.refusals.iter();
+    let mut late = connects.late_greetings.iter();
+    for x in &mut f {
+        x.scope = match x.kind {
+            FindingKind::GreetingWait => {
+                let list: Vec<NamedConnection> = a
+                    .connections
+                    .iter()
+                    .filter(|c| {
+                        c.close()
+                            .is_some_and(|e| x.frames.contains(&e.event.at.frame))
+                    })
+                    .map(&named)
+                    .collect();
+                if list.is_empty() {
+                    Scope::Capture
+                } else {
+                    Scope::Connections(list)
+                }
+            }
+            FindingKind::SynDrops => drops.next().map_or(Scope::Capture, |d| endpoint(&d.server)),
+            FindingKind::ConnectRefused => refusals
+                .next()
+                .map_or(Scope::Capture, |r| endpoint(&r.server)),
+            FindingKind::LateAccept => late.next().map_or(Scope::Capture, |g| endpoint(&g.server)),
+            _ => Scope::Capture,
+        };
+        x.hand_off(&files);
+    }
+    f
 }

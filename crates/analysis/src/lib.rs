@@ -67,6 +67,7 @@ mod mysql;
 mod rate;
 mod reasons;
 mod replication;
+mod resends;
 mod rt;
 mod thresholds;
 mod timeline;
@@ -99,17 +100,18 @@ pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ConnectSummary, CutOff, ErrorDetail, Fate, Incident, IncidentKind,
-    MysqlAggregate, MysqlDetection, MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics,
-    RecognisedBy, RequestCounts, SecondCounts, StatementFingerprinter, StatementGroup,
-    UnansweredRequest, CUT_MARK,
+    response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
+    IncidentKind, MysqlAggregate, MysqlDetection, MysqlFilter, MysqlReport, MysqlSessionFacts,
+    MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts, StatementFingerprinter,
+    StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
-pub use reasons::tcp_reason;
+pub use reasons::{stall_start, tcp_reason};
 pub use replication::{
     AckStall, AwaitingAck, LagSummary, ReplicationRole, ReplicationStream, StreamEndReport,
     StreamEnding,
 };
+pub use resends::{ConnectionResends, Resends};
 pub use rt::{
     HistogramBin, IntervalKind, IntervalRt, PendingTcpRequest, ResponseTimes, RtAggregate,
     RtReport, RtSource, SlowModeTraits,

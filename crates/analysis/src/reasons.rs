@@ -1,7 +1,9 @@
 //! A close's TCP facts in words: who closed and how, what the peer was waiting for, and what preceded
 //! the close on its connection (a zero window, resends, silence).
 
-use pcapsleuth_flow::{AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Role};
+use pcapsleuth_flow::{
+    AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, FrameRef, Role, ZeroWindowSpell,
+};
 
 use crate::thresholds::{WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS, WHY_ZERO_WINDOW_NS};
 use crate::units;
@@ -87,13 +89,8 @@ pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
     let peer = peer_name(ev.by);
     let s = |ns: i64| units::seconds(ns as f64 / 1e9);
     let mut parts = Vec::new();
-    if let Some(z) = e.peer_zero_window {
-        let end = z.until.map_or(at, |u| u.ts.0.min(at));
-        let spell = end - z.from.ts.0;
-        // A spell that ended long before the close did not lead to it.
-        let since_end = at - end;
-        if spell >= WHY_ZERO_WINDOW_NS && since_end < spell {
-            parts.push(match z.until.filter(|u| u.ts.0 <= at) {
+    if let Some((z, spell, since_end)) = zero_window_before(ev) {
+        parts.push(match z.until.filter(|u| u.ts.0 <= at) {
                 None => format!(
                     "the {peer} had advertised a zero window for {} before this, from frame {} (it stopped reading)",
                     s(spell),
@@ -107,7 +104,6 @@ pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
                     s(since_end)
                 ),
             });
-        }
     }
     if e.resent_in_a_row >= WHY_RESENT_IN_A_ROW {
         parts.push(format!(
@@ -116,19 +112,69 @@ pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
             e.resent_in_a_row
         ));
     }
-    if let Some(last) = e.peer_last_data {
-        let silent = at - last.ts.0;
-        // Silence matters when the side that had the floor hangs up, not when a client leaves.
-        let hung_up = ev.by == Role::Server || e.flag == CloseFlag::Rst;
-        // A reader that stopped reading or a path that lost the data is silent too: that silence is
-        // no idle timeout, and the reason already says why.
-        if hung_up && parts.is_empty() && !e.peer_awaiting_reply && silent >= WHY_SILENCE_NS {
-            parts.push(format!(
-                "the {peer} had sent nothing for {} (since frame {}: an idle timeout such as wait_timeout?)",
-                s(silent),
-                last.frame
-            ));
-        }
+    if let Some((last, silent)) = silence_before(ev, parts.is_empty()) {
+        parts.push(format!(
+            "the {peer} had sent nothing for {} (since frame {}: an idle timeout such as wait_timeout?)",
+            s(silent),
+            last.frame
+        ));
     }
     parts
+}
+
+/// The peer's zero-window spell that led to the close `ev` (at least [`WHY_ZERO_WINDOW_NS`] long, and
+/// ended, if it did, less long before the close than it lasted): the spell, its length and how long
+/// before the close it ended, ns.
+fn zero_window_before(ev: &ClosedBy) -> Option<(ZeroWindowSpell, i64, i64)> {
+    let at = ev.event.at.ts.0;
+    let z = ev.event.peer_zero_window?;
+    let end = z.until.map_or(at, |u| u.ts.0.min(at));
+    let spell = end - z.from.ts.0;
+    // A spell that ended long before the close did not lead to it.
+    let since_end = at - end;
+    (spell >= WHY_ZERO_WINDOW_NS && since_end < spell).then_some((z, spell, since_end))
+}
+
+/// The peer's silence before the close `ev` that [`why`] names as its reason (`nothing_else`: no zero
+/// window or resends said why first): the peer's last data and how long before the close it was, ns.
+fn silence_before(ev: &ClosedBy, nothing_else: bool) -> Option<(FrameRef, i64)> {
+    let e = &ev.event;
+    let last = e.peer_last_data?;
+    let silent = e.at.ts.0 - last.ts.0;
+    // Silence matters when the side that had the floor hangs up, not when a client leaves.
+    let hung_up = ev.by == Role::Server || e.flag == CloseFlag::Rst;
+    // A reader that stopped reading or a path that lost the data is silent too: that silence is
+    // no idle timeout, and the reason already says why.
+    (hung_up && nothing_else && !e.peer_awaiting_reply && silent >= WHY_SILENCE_NS)
+        .then_some((last, silent))
+}
+
+/// Where the stall that led to the close `ev` began, and a comment for that frame: the first segment of
+/// the peer's zero window, or the peer's last data before a silence, as a close's reason names them; `None` when
+/// neither led to it.
+pub fn stall_start(ev: &ClosedBy) -> Option<(u64, String)> {
+    let peer = peer_name(ev.by);
+    let close = ev.event.at.frame;
+    let s = |ns: i64| units::seconds(ns as f64 / 1e9);
+    if let Some((z, spell, _)) = zero_window_before(ev) {
+        return Some((
+            z.from.frame,
+            format!(
+                "the {peer} advertises a zero window here and keeps it for {} (it stopped reading); the {} closed at frame {close}",
+                s(spell),
+                role_name(ev.by)
+            ),
+        ));
+    }
+    let resent = ev.event.resent_in_a_row >= WHY_RESENT_IN_A_ROW;
+    silence_before(ev, !resent).map(|(last, silent)| {
+        (
+            last.frame,
+            format!(
+                "the {peer}'s last data before {} of silence; the {} closed at frame {close}",
+                s(silent),
+                role_name(ev.by)
+            ),
+        )
+    })
 }

@@ -229,3 +229,16 @@ pub const CLOSE_GROUP_GAP_S: f64 = 10.0;
 
 /// A group's members listed one by one in its text (all of them are in its JSON `members`).
 pub const GROUP_LISTED: usize = 3;
+
+/// `extract --annotate` comments the error responses (and their requests) of this many error codes, the
+/// most frequent: the examples `mysql` keeps of each (`ERROR_EXAMPLES`, 3), not every one of a storm of
+/// thousands, which would bury the frames worth reading.
+pub const ANNOTATED_ERROR_CODES: usize = 5;
+
+/// `extract --annotate` comments this many retransmitted segments each way per connection (the first):
+/// where a connection began to lose data, not each of a thousand resends.
+pub const ANNOTATED_RESENDS: usize = 5;
+
+/// `extract --annotate` comments the retransmissions of at most this many connections (those that
+/// began first): a bound on memory whatever the capture holds.
+pub const ANNOTATED_RESEND_CONNECTIONS: usize = 4096;

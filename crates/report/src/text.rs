@@ -55,7 +55,17 @@ pub fn render_first_reset(r: &FirstReset) -> String {
         );
     }
     match (&r.first_abnormal, r.fins) {
-        (Some(c), _) => describe_close(&mut out, "First abnormal close", c),
+        (Some(c), _) => {
+            describe_close(&mut out, "First abnormal close", c);
+            if let Some((filter, command)) = &r.first_abnormal_hand_off {
+                if let Some(filter) = filter {
+                    let _ = writeln!(out, "  Wireshark: {filter}");
+                }
+                if let Some(command) = command {
+                    let _ = writeln!(out, "  extract: {command}");
+                }
+            }
+        }
         (None, _) if r.connections == 0 => {
             let _ = writeln!(out, "No TCP connection in the capture: nothing was closed.");
             return out;
@@ -164,12 +174,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
 /// The connection attempts, when any could not get in (or waited for a greeting that did not come).
 fn connects(out: &mut String, r: &FirstReset) {
     let c = &r.connects;
-    let findings: Vec<_> = r
-        .greeting_waits
-        .finding()
-        .into_iter()
-        .chain(c.findings())
-        .collect();
+    let findings = &r.attempt_findings;
     if findings.is_empty() {
         return;
     }
@@ -182,6 +187,12 @@ fn connects(out: &mut String, r: &FirstReset) {
         let _ = writeln!(out, "  {}", f.summary);
         for e in &f.evidence {
             let _ = writeln!(out, "    {e}");
+        }
+        if let Some(filter) = &f.wireshark_filter {
+            let _ = writeln!(out, "    Wireshark: {filter}");
+        }
+        if let Some(command) = &f.extract_command {
+            let _ = writeln!(out, "    extract: {command}");
         }
     }
 }
@@ -303,6 +314,17 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             );
             for m in &e.messages {
                 let _ = writeln!(out, "      e.g. {m}");
+            }
+            if let Some(x) = e.examples.first() {
+                let _ = writeln!(
+                    out,
+                    "      first: request frame {}{}, {} -> {}",
+                    x.request_frame,
+                    x.response_frame
+                        .map_or_else(String::new, |f| format!(", response frame {f}")),
+                    x.client,
+                    x.server
+                );
             }
         }
     }

@@ -13,6 +13,7 @@ pub use connection::{
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
-    ConnectSummary, ErrorDetail, MysqlAggregate, MysqlFilter, MysqlReport, MysqlStatistics,
-    SecondCounts, StatementFingerprinter, StatementGroup, CUT_MARK,
+    ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate, MysqlFilter, MysqlReport,
+    MysqlStatistics, SecondCounts, StatementFingerprinter, StatementGroup, CUT_MARK,
+    ERROR_EXAMPLES,
 };

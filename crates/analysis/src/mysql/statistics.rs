@@ -108,6 +108,13 @@ pub const CUT_MARK: &str = "…";
 /// Up to this many distinct messages are kept per error code (those seen first).
 const MESSAGE_SAMPLES: usize = 3;
 
+/// Up to this many error responses are kept per error code as examples (the earliest requests): enough to
+/// find them in Wireshark, few enough that a storm of millions costs nothing more.
+pub const ERROR_EXAMPLES: usize = 3;
+
+/// An example's statement is cut to this many characters (on one line), with `…` after.
+const EXAMPLE_STATEMENT_CHARS: usize = 120;
+
 #[derive(Debug, Clone, Default, PartialEq)]
 struct ErrorAgg {
     count: u64,
@@ -116,9 +123,39 @@ struct ErrorAgg {
     /// The SQLSTATE of the earliest response that carried one, and its request's frame: responses with
     /// one code may differ (a damaged byte), and the earliest does not depend on how the work was split.
     sql_state: Option<(u64, SqlState)>,
+    /// The earliest [`ERROR_EXAMPLES`] error responses, by request frame.
+    examples: Vec<ErrorExample>,
 }
 
 impl ErrorAgg {
+    /// Keeps `e` if it is among the earliest [`ERROR_EXAMPLES`] by request frame (whatever the order
+    /// they come in, so the same whatever the split).
+    fn note_example(&mut self, e: ErrorExample) {
+        if self.examples.len() >= ERROR_EXAMPLES
+            && self
+                .examples
+                .last()
+                .is_some_and(|l| l.request_frame <= e.request_frame)
+        {
+            return;
+        }
+        let at = self
+            .examples
+            .partition_point(|x| x.request_frame < e.request_frame);
+        self.examples.insert(at, e);
+        self.examples.truncate(ERROR_EXAMPLES);
+    }
+
+    /// Whether an error answering the request at `frame` would be kept as an example (checked before its
+    /// statement is copied: in an error storm, nearly never).
+    fn wants_example(&self, frame: u64) -> bool {
+        self.examples.len() < ERROR_EXAMPLES
+            || self
+                .examples
+                .last()
+                .is_some_and(|l| frame < l.request_frame)
+    }
+
     fn note_sql_state(&mut self, frame: u64, state: SqlState) {
         if !state.is_empty() && self.sql_state.is_none_or(|(seen, _)| frame < seen) {
             self.sql_state = Some((frame, state));
@@ -203,6 +240,12 @@ impl Analysis for MysqlStatistics {
         if filter.transaction(t, waited_ns) {
             self.aggregate
                 .add(t, view.fate(), waited_ns, &mut self.fingerprints);
+            if let Outcome::Err { code, .. } = &t.outcome {
+                let agg = self.aggregate.errors.entry(*code).or_default();
+                if agg.wants_example(t.request_frame) {
+                    agg.note_example(ErrorExample::new(t, view.client, view.server));
+                }
+            }
         }
     }
 
@@ -476,6 +519,9 @@ impl MysqlAggregate {
                 agg.note_sql_state(frame, state);
             }
             agg.messages.merge(e.messages);
+            for x in e.examples {
+                agg.note_example(x);
+            }
         }
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
@@ -587,6 +633,7 @@ impl MysqlAggregate {
                     count: e.count,
                     messages: e.messages.messages(),
                     rt_us: e.rt.summary_us(),
+                    examples: e.examples.clone(),
                 })
                 .collect(),
             rt_us: {
@@ -676,6 +723,68 @@ pub struct ErrorDetail {
     pub messages: Vec<String>,
     /// Response times of these error responses, microseconds.
     pub rt_us: RtSummary,
+    /// The earliest error responses with this code (up to [`ERROR_EXAMPLES`]), by request frame: where
+    /// to look in Wireshark.
+    pub examples: Vec<ErrorExample>,
+}
+
+/// One error response and its request, as an example of its code.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorExample {
+    /// Frame of the request's first packet.
+    pub request_frame: u64,
+    /// Frame of the error response; `None` when it is not known (a response seen only in part).
+    pub response_frame: Option<u64>,
+    /// When the request was sent, seconds since the epoch.
+    pub request_time: f64,
+    /// The client's `ip:port`.
+    pub client: String,
+    /// The server's `ip:port`.
+    pub server: String,
+    /// The request's command name (`COM_QUERY`, `COM_STMT_EXECUTE`, `COM_CONNECT` for a login, ...).
+    pub command: String,
+    /// Its statement on one line, cut after 120 characters (with `…`); `None` when it has none.
+    pub statement: Option<String>,
+    /// The error message.
+    pub message: String,
+}
+
+impl ErrorExample {
+    fn new(t: &Transaction, client: Endpoint, server: Endpoint) -> Self {
+        ErrorExample {
+            request_frame: t.request_frame,
+            response_frame: t.first_response_frame,
+            request_time: t.request_ts_ns as f64 / 1e9,
+            client: client.to_string(),
+            server: server.to_string(),
+            command: t.command.name().to_string(),
+            statement: t.statement.as_deref().map(elided),
+            message: match &t.outcome {
+                Outcome::Err { message, .. } => message.clone(),
+                _ => String::new(),
+            },
+        }
+    }
+}
+
+/// `sql` on one line (runs of white space made one space), cut after [`EXAMPLE_STATEMENT_CHARS`]
+/// characters with `…` after.
+fn elided(sql: &str) -> String {
+    let mut out = String::new();
+    for (n, word) in sql.split_whitespace().enumerate() {
+        if n > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        if out.chars().count() > EXAMPLE_STATEMENT_CHARS {
+            break;
+        }
+    }
+    if out.chars().count() > EXAMPLE_STATEMENT_CHARS {
+        out = out.chars().take(EXAMPLE_STATEMENT_CHARS).collect();
+        out.push('…');
+    }
+    out
 }
 
 /// The requests of one statement fingerprint.
@@ -752,5 +861,55 @@ mod tests {
             want.truncate(MESSAGE_SAMPLES);
             prop_assert_eq!(a.0, want);
         }
+
+        /// Error examples noted in any two parts (each request frame once) and merged are the earliest
+        /// few by request frame, in that order.
+        #[test]
+        fn error_examples_keep_the_earliest(
+            frames in proptest::collection::btree_set(0u64..1000, 0..30),
+            cut in 0usize..30,
+            order in any::<u64>(),
+        ) {
+            let mut seen: Vec<u64> = frames.iter().copied().collect();
+            seen.sort_by_key(|f| f.wrapping_mul(order | 1) % 1009);
+            let example = |f: u64| ErrorExample {
+                request_frame: f,
+                response_frame: Some(f + 1),
+                request_time: 0.0,
+                client: String::new(),
+                server: String::new(),
+                command: "COM_QUERY".into(),
+                statement: None,
+                message: String::new(),
+            };
+            let cut = cut.min(seen.len());
+            let (mut a, mut b) = (ErrorAgg::default(), ErrorAgg::default());
+            for &f in &seen[..cut] {
+                if a.wants_example(f) {
+                    a.note_example(example(f));
+                }
+            }
+            for &f in &seen[cut..] {
+                b.note_example(example(f));
+            }
+            for x in b.examples {
+                a.note_example(x);
+            }
+            let got: Vec<u64> = a.examples.iter().map(|x| x.request_frame).collect();
+            let want: Vec<u64> = frames.into_iter().take(ERROR_EXAMPLES).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn statements_are_elided_on_one_line() {
+        assert_eq!(elided("select  *\n  from t"), "select * from t");
+        let long = format!("select {} from t", "c, ".repeat(100));
+        let cut = elided(&long);
+        assert_eq!(cut.chars().count(), EXAMPLE_STATEMENT_CHARS + 1);
+        assert!(
+            cut.ends_with('…') && cut.starts_with("select c, c,"),
+            "{cut}"
+        );
     }
 }
