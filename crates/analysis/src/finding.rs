@@ -277,10 +277,11 @@ impl Scope {
                 [one] => Some(format!("frame.number=={one}")),
                 many => Some(format!(
                     "frame.number in {{{}}}",
+                    // Commas: Wireshark 4.0 refuses a set separated by spaces alone (3.6 took both).
                     many.iter()
                         .map(u64::to_string)
                         .collect::<Vec<_>>()
-                        .join(" ")
+                        .join(",")
                 )),
             },
         }
@@ -412,7 +413,7 @@ mod tests {
         );
         assert_eq!(
             Scope::Frames(vec![7, 3]).wireshark_filter().unwrap(),
-            "frame.number in {7 3}"
+            "frame.number in {7,3}"
         );
         let many: Vec<NamedConnection> = (0..20)
             .map(|i| NamedConnection {
