@@ -356,6 +356,9 @@ struct InputError(String);
 fn main() -> ExitCode {
     keep_standard_streams_open();
     let cli = Cli::parse();
+    if let Some(columns) = terminal_columns() {
+        report::style::set_width(columns);
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -601,7 +604,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             emit(if engine.json {
                 report::to_json(&report::compare_json(&cmp, &sides.0, &sides.1))
             } else {
-                report::render_compare(&cmp, &sides.0, &sides.1, per_interval)
+                fitted(report::render_compare(
+                    &cmp,
+                    &sides.0,
+                    &sides.1,
+                    per_interval,
+                ))
             })?;
             let codes = [
                 finish(&client_set, &client_run),
@@ -791,8 +799,25 @@ fn output<O, T: serde::Serialize>(
     } else {
         let mut out = report::render_unknowns(&unknowns);
         out.push_str(&text(value));
-        report::locate_frames_text(&out, &a.capture)
+        fitted(report::locate_frames_text(&out, &a.capture))
     })
+}
+
+/// Text for stdout, every line fitted to the terminal's width, or to [`report::style::WIDTH`] when
+/// stdout is not a terminal (a file, a pipe, a pager).
+fn fitted(text: String) -> String {
+    report::style::fit(&text, report::style::width())
+}
+
+/// The columns of the terminal stdout goes to, if it goes to one.
+fn terminal_columns() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ only fills the winsize it is given.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
 fn emit(text: String) -> anyhow::Result<()> {
@@ -880,15 +905,15 @@ fn export_parquet(
     let job = export::Export::begin(options, inputs.iter().map(PathBuf::as_path)).map_err(usage)?;
     let (set, run) = analyze_opened(common, set, || job.analysis())?;
     let done = job.finish(&run).map_err(usage)?;
-    let rows = |d: &str| analysis::units::count(done.rows(d));
+    let rows = |d: &str, one: &str, many: &str| report::style::counted(done.rows(d), one, many);
     sayln!(
-        "pcapsleuth: wrote {} transactions, {} connections, {} closes, {} rate intervals and {} ceilings ({:.1} MB) to {}",
-        rows("transactions"),
-        rows("connections"),
-        rows("closes"),
-        rows("rates"),
-        rows("ceilings"),
-        done.bytes as f64 / 1e6,
+        "pcapsleuth: wrote {}, {}, {}, {} and {} ({}) to {}",
+        rows("transactions", "transaction", "transactions"),
+        rows("connections", "connection", "connections"),
+        rows("closes", "close", "closes"),
+        rows("rates", "rate interval", "rate intervals"),
+        rows("ceilings", "ceiling", "ceilings"),
+        report::style::size(done.bytes),
         done.partitions
             .first()
             .map_or_else(String::new, |p| p.display().to_string()),

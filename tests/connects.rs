@@ -469,8 +469,9 @@ fn a_connect_burst_at_a_full_listen_queue_is_named_so() {
     );
     assert_eq!(gave_up, 1);
     assert_eq!(frames.len(), gave_up, "{waits}: {frames:?}");
+    // One client gave up: the sentence says so in the singular.
     assert!(waits.starts_with(&format!(
-        "{gave_up} connections were closed by the client while waiting"
+        "{gave_up} connection was closed by the client while waiting"
     )));
     assert!(f["late_accept"].0.contains("accepted them late"));
     assert!(!f.contains_key("connect_refused"));

@@ -7,7 +7,12 @@ use crate::common;
 use pcapsleuth_testkit::oracle;
 use serde_json::Value;
 
-use common::{json, text};
+use common::json;
+
+/// A command's text as it reads: its sentences whole, wherever the text width wrapped them.
+fn text(args: &[&str]) -> String {
+    common::flat(&common::text(args))
+}
 
 fn f64_of(v: &Value) -> f64 {
     v.as_f64().unwrap()
@@ -142,7 +147,7 @@ fn requests_merely_in_flight_at_the_end_are_listed_but_not_a_finding() {
         "{report_text}"
     );
     assert!(text(&["first-reset", p]).contains(
-        "8 connections have a request unanswered at the end of the capture, the longest for 0.30 s"
+        "8 connections have a request unanswered at the end of the capture, the longest for 304 ms"
     ));
 }
 
@@ -173,7 +178,7 @@ fn a_request_cut_off_by_a_close_waited_until_the_close() {
     assert_eq!(m["requests"]["cut_off"], 1);
     let mysql_text = text(&["mysql", p]);
     assert!(
-        mysql_text.contains("and 1 cut off by a close (the cut off waited up to 1225.2ms)"),
+        mysql_text.contains("and 1 cut off by a close (the cut off waited up to 1.23 s)"),
         "{mysql_text}"
     );
     let Some(tshark) = oracle::tshark() else {

@@ -142,16 +142,36 @@ fn each_findings_filter_selects_exactly_what_its_extract_command_cuts_out() {
 fn the_text_report_gives_each_connection_finding_its_filter_and_command() {
     let input = common::fixture("server-closes.pcap");
     let text = common::text(&["report", s(&input)]);
-    let filter = "     Wireshark: (ip.src==10.77.1.2 && tcp.srcport==54116 && ip.dst==10.77.0.1 && tcp.dstport==3306) || (ip.src==10.77.0.1 && tcp.srcport==3306 && ip.dst==10.77.1.2 && tcp.dstport==54116)\n";
+    // The lines fit 120 columns: the filter is wrapped at its spaces (white space inside a display filter
+    // is only a separator), the command with a shell's line continuation.
+    assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+    let filter = "Wireshark: (ip.src==10.77.1.2 && tcp.srcport==54116 && ip.dst==10.77.0.1 && tcp.dstport==3306) || (ip.src==10.77.0.1 && tcp.srcport==3306 && ip.dst==10.77.1.2 && tcp.dstport==54116) extract:";
     // Once: the close that cut `select sleep(10)` off is the first abnormal close, not said again as a
     // mid_response_close finding.
-    assert_eq!(text.matches(filter).count(), 1, "{text}");
+    assert_eq!(common::flat(&text).matches(filter).count(), 1, "{text}");
     assert!(!text.contains("[mid_response_close]"), "{text}");
-    assert!(
-        text.contains(&format!(
-            "     extract: pcapsleuth extract {} --conn 10.77.1.2:54116-10.77.0.1:3306 --at 1 --annotate -o first_abnormal_close-1.pcapng\n",
+    // What a shell runs when the command's lines are pasted: each " \" joins a line to the next.
+    let mut command = String::new();
+    for line in text
+        .split("     extract: ")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+    {
+        match line.strip_suffix(" \\") {
+            Some(part) => command = format!("{command}{} ", part.trim()),
+            None => {
+                command.push_str(line.trim());
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        command,
+        format!(
+            "pcapsleuth extract {} --conn 10.77.1.2:54116-10.77.0.1:3306 --at 1 --annotate -o first_abnormal_close-1.pcapng",
             s(&input)
-        )),
+        ),
         "{text}"
     );
 }

@@ -128,3 +128,9 @@ pub fn scratch(area: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
+
+/// Text with its line breaks and runs of spaces made single spaces: a report's sentences as they read,
+/// wherever the text width wrapped them.
+pub fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -37,7 +37,7 @@ pub struct CloseReport {
     /// `FIN` or `RST`.
     pub flag: CloseFlag,
     /// What the close was, in MySQL terms when the connection speaks MySQL (``server RST mid-resultset of
-    /// `select ...` after 3752 rows``, `client FIN after COM_QUIT (normal end of session)`), followed by the
+    /// `select ...` after 3,752 rows``, `client FIN after COM_QUIT (normal end of session)`), followed by the
     /// TCP facts that preceded it on the connection (a zero window, resends, silence; [`tcp_reason`]).
     pub reason: String,
     /// Bytes the other side had sent that the closing side had not acknowledged.
@@ -143,10 +143,15 @@ impl GreetingWaits {
         ];
         if self.greeted_after_close > 0 {
             cause.push(format!(
-                "{} were greeted only after the client's close: the server's kernel knew them only \
+                "{} {} greeted only after the client's close: the server's kernel knew them only \
                  then, as when it answered their SYNs with SYN cookies and dropped the client's ACK at \
                  the full accept queue",
-                self.greeted_after_close
+                self.greeted_after_close,
+                if self.greeted_after_close == 1 {
+                    "was"
+                } else {
+                    "were"
+                }
             ));
         }
         if self.synack_without_options > 0 {
@@ -159,9 +164,9 @@ impl GreetingWaits {
             severity: 1,
             kind: FindingKind::GreetingWait,
             summary: format!(
-                "{} connections were closed by the client while waiting for the server greeting (up \
+                "{} closed by the client while waiting for the server greeting (up \
                  to {:.1} s): {}",
-                self.count,
+                crate::units::counted(self.count as u64, "connection was", "connections were"),
                 self.longest_s,
                 cause.join("; ")
             ),
@@ -315,19 +320,19 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
         ),
         SessionPhase::InResultset { .. } => (
             format!(
-                "{by} {flag} mid-resultset of {} after {} rows ({} bytes), request frame {}",
+                "{by} {flag} mid-resultset of {} after {} ({}), request frame {}",
                 what(),
-                seen.rows,
-                seen.bytes,
+                crate::units::counted(seen.rows, "row", "rows"),
+                crate::units::counted(seen.bytes, "byte", "bytes"),
                 seen.request_frame.unwrap_or(0)
             ),
             true,
         ),
         SessionPhase::InResponse { .. } => (
             format!(
-                "{by} {flag} mid-response to {} ({} bytes delivered), request frame {}",
+                "{by} {flag} mid-response to {} ({} delivered), request frame {}",
                 what(),
-                seen.bytes,
+                crate::units::counted(seen.bytes, "byte", "bytes"),
                 seen.request_frame.unwrap_or(0)
             ),
             true,

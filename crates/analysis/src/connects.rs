@@ -25,7 +25,7 @@ use crate::histogram::{Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode};
 use crate::mysql::RecognisedBy;
 use crate::thresholds::LATE_GREETING_NS;
-use crate::units::duration_us;
+use crate::units::{counted, duration_us};
 
 /// What every connection attempt of the capture came to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -559,17 +559,19 @@ impl SynDrops {
         let mut what = Vec::new();
         if self.delayed > 0 {
             what.push(format!(
-                "{} of {} connects to {} waited for a retransmitted SYN ({})",
+                "{} of {} to {} waited for a retransmitted SYN ({})",
                 self.delayed,
-                self.attempts,
+                counted(self.attempts, "connect", "connects"),
                 self.server,
                 rounds.join(", ")
             ));
         }
         if self.unanswered > 0 {
             what.push(format!(
-                "{} of {} connects to {} were never answered",
-                self.unanswered, self.attempts, self.server
+                "{} of {} to {} were never answered",
+                self.unanswered,
+                counted(self.attempts, "connect", "connects"),
+                self.server
             ));
         }
         let cause = self.causes.first().map_or(DropCause::Unknown, |c| c.0);
@@ -581,11 +583,11 @@ impl SynDrops {
         let mut e = Vec::new();
         if let Some(d) = &self.during {
             e.push(format!(
-                "from frame {} to frame {} ({:.2} s): {} attempts began, {} answered at their first SYN",
+                "from frame {} to frame {} ({:.2} s): {} began, {} answered at their first SYN",
                 d.from.frame,
                 d.to.frame,
                 (d.to.ts.0 - d.from.ts.0) as f64 / 1e9,
-                d.attempts,
+                counted(d.attempts, "attempt", "attempts"),
                 d.answered_at_once
             ));
         }
@@ -606,8 +608,8 @@ impl SynDrops {
         }
         if self.acks_to_syn > 0 {
             e.push(format!(
-                "{} SYNs answered with a plain ACK (a TIME_WAIT's)",
-                self.acks_to_syn
+                "{} answered with a plain ACK (a TIME_WAIT's)",
+                counted(self.acks_to_syn, "SYN", "SYNs")
             ));
         }
         if self.timestamps_backwards > 0 {

@@ -193,15 +193,23 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             severity: if share >= 0.01 { 1 } else { 3 },
             kind: FindingKind::Errors,
             summary: format!(
-                "{errors} MySQL error responses ({:.1}% of {} requests); errors answered in {} on average vs {} for successes",
+                "{} ({:.1}% of {}); errors answered in {} on average vs {} for successes",
+                units::counted(errors, "MySQL error response", "MySQL error responses"),
                 100.0 * share,
-                mysql.queries,
+                units::counted(mysql.queries, "request", "requests"),
                 duration_us(mysql.rt_error_us.mean),
                 duration_us(mysql.rt_ok_us.mean)
             ),
             evidence: top
                 .iter()
-                .map(|e| format!("ERR {} x {}: {}", e.code, e.count, e.messages.first().cloned().unwrap_or_default()))
+                .map(|e| {
+                    format!(
+                        "ERR {} x {}: {}",
+                        e.code,
+                        e.count,
+                        e.messages.first().cloned().unwrap_or_default()
+                    )
+                })
                 .collect(),
             frames: vec![],
             frame_notes: error_notes(&mysql.error_details),

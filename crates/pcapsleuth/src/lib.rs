@@ -38,7 +38,7 @@
 //! assert_eq!(answer.first_rst.as_ref().unwrap().frame, 29);
 //! // What `pcapsleuth first-reset` prints:
 //! let text = pcapsleuth::report::render_first_reset(&answer);
-//! assert!(text.starts_with("First abnormal close: frame 13 at 1.247228s"));
+//! assert!(text.starts_with("First abnormal close: frame 13 at 1.247228 s"));
 //! # Ok::<(), pcapsleuth::capture::CaptureError>(())
 //! ```
 //!

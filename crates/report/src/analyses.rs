@@ -4,11 +4,10 @@ use std::fmt::Write;
 
 use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
-use pcapsleuth_analysis::units::{
-    counted, direction_words, duration_us as us, rate, seconds, Measure, NONE,
+use crate::style::{
+    command_lines, count, counted, direction_words, duration, duration_or_none, instant,
+    instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure, NONE,
 };
-
-use crate::text::utc;
 
 /// What `pcapsleuth rate` prints: each ceiling found (a direction's packets/s or bits/s held flat at a
 /// cap while load waited behind it: where, from when, for how many seconds, how flat), or a line saying
@@ -29,15 +28,15 @@ pub fn render_rate(r: &RateReport) -> String {
         };
         let _ = writeln!(
             out,
-            "CEILING: {} {} pinned at {} from {} for {:.1} s (flatness cv {:.3}), while {} with {:.0}-byte packets",
+            "CEILING: {} {} pinned at {} from {} for {} (flat: {}), while {} with {}-byte packets",
             c.server.as_deref().unwrap_or("all traffic"),
             direction_words(c.direction),
             rate(c.kind, c.value),
-            utc(c.start),
-            c.end - c.start,
-            c.flatness_cv,
+            instant(c.start),
+            seconds(c.end - c.start),
+            variation(c.flatness_cv),
             other,
-            c.mean_packet_bytes
+            count(c.mean_packet_bytes.round() as u64)
         );
         for e in &c.evidence {
             let _ = writeln!(out, "  evidence: {e}");
@@ -45,40 +44,49 @@ pub fn render_rate(r: &RateReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\nall TCP traffic, per {} s (client->server | server->client):",
-        r.interval_s
+        "\nall TCP traffic, per {} (c2s: client to server, s2c: server to client; resent: retransmitted \
+         packets, both ways):",
+        seconds(r.interval_s)
     );
+    let starts: Vec<String> = r.total.iter().take(600).map(|p| instant(p.start)).collect();
+    let start_w = starts
+        .iter()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     let _ = writeln!(
         out,
-        "{:<30} {:>10} {:>13} {:>10} {:>13} {:>6}",
-        "interval start", "c2s pkt/s", "c2s bit/s", "s2c pkt/s", "s2c bit/s", "retr"
+        "{:<start_w$} {:>11} {:>13} {:>11} {:>13} {:>7}",
+        "interval start", "c2s pkt/s", "c2s bit/s", "s2c pkt/s", "s2c bit/s", "resent"
     );
-    for p in r.total.iter().take(600) {
+    for (p, start) in r.total.iter().zip(&starts) {
         let _ = writeln!(
             out,
-            "{:<30} {:>10.0} {:>13} {:>10.0} {:>13} {:>6}",
-            utc(p.start),
-            p.c2s_pps,
+            "{:<start_w$} {:>11} {:>13} {:>11} {:>13} {:>7}",
+            start,
+            count(p.c2s_pps.round() as u64),
             rate(Measure::Bits, p.c2s_bps),
-            p.s2c_pps,
+            count(p.s2c_pps.round() as u64),
             rate(Measure::Bits, p.s2c_bps),
-            p.c2s_retrans + p.s2c_retrans
+            count(p.c2s_retrans + p.s2c_retrans)
         );
     }
     if r.total.len() > 600 {
         let _ = writeln!(
             out,
-            "... {} more intervals (see --json)",
-            r.total.len() - 600
+            "… and {} more intervals (see --json)",
+            count((r.total.len() - 600) as u64)
         );
     }
+    let servers: Vec<String> = r.servers.keys().cloned().collect();
     let _ = writeln!(
         out,
         "\nservers: {}",
-        if r.servers.is_empty() {
+        if servers.is_empty() {
             NONE.to_string()
         } else {
-            r.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+            list(&servers, width() - "servers: ".len())
         }
     );
     out
@@ -91,12 +99,20 @@ pub fn render_rate(r: &RateReport) -> String {
 pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     let mut out = String::new();
     let p = &r.percentiles_us;
-    let source = if r.source == RtSource::Mysql {
-        "MySQL requests (request to last response byte)"
-    } else {
-        "TCP request/response (client data to the server's next data)"
+    let source = |n: u64| {
+        if r.source == RtSource::Mysql {
+            format!(
+                "{} (request to last response byte)",
+                counted(n, "MySQL request", "MySQL requests")
+            )
+        } else {
+            format!(
+                "{} (client data to the server's next data)",
+                counted(n, "TCP request/response", "TCP requests/responses")
+            )
+        }
     };
-    let _ = writeln!(out, "response time of {} {}", p.count, source);
+    let _ = writeln!(out, "response time of {}", source(p.count));
     if p.count == 0 {
         let _ = writeln!(
             out,
@@ -107,22 +123,22 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     let _ = writeln!(
         out,
         "  min {}  p50 {}  p95 {}  p99 {}  max {}  mean {}",
-        us(p.min),
-        us(p.p50),
-        us(p.p95),
-        us(p.p99),
-        us(p.max),
-        us(p.mean)
+        duration(p.min),
+        duration(p.p50),
+        duration(p.p95),
+        duration(p.p99),
+        duration(p.max),
+        duration(p.mean)
     );
     let c = &r.connect_us;
     if c.count > 0 {
         let _ = writeln!(
             out,
-            "connect of {} MySQL logins (first SYN to the login's answer): p50 {}  p95 {}  max {}",
-            c.count,
-            us(c.p50),
-            us(c.p95),
-            us(c.max)
+            "connect of {} (first SYN to the login's answer): p50 {}  p95 {}  max {}",
+            counted(c.count, "MySQL login", "MySQL logins"),
+            duration(c.p50),
+            duration(c.p95),
+            duration(c.max)
         );
     }
     if r.multimodal {
@@ -133,37 +149,33 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     for m in &r.modes {
         let _ = writeln!(
             out,
-            "  {:>5.1}% ({:>7}) at ~{:<9} spans {} .. {}  (spread p75/p25 {:.2})",
-            100.0 * m.share,
-            m.count,
-            us(m.center_us),
-            us(m.lo_us),
-            us(m.hi_us),
-            m.spread
+            "  {:>6} ({:>7}) at ~{:<9} spans {} .. {}  (its middle half spans {}: p75/p25)",
+            percent(m.share),
+            count(m.count),
+            duration(m.center_us),
+            duration(m.lo_us),
+            duration(m.hi_us),
+            times(m.spread)
         );
     }
     for s in &r.slow_modes {
-        let _ = writeln!(out, "  the hump at ~{}:", us(s.center_us));
+        let _ = writeln!(out, "  the hump at ~{}:", duration(s.center_us));
         let _ = writeln!(
             out,
-            "    {:.0}% of its requests saw a retransmission, {:.0}% were errors",
-            100.0 * s.retransmitted_share,
-            100.0 * s.error_share
+            "    {} of its requests saw a retransmission, {} were errors",
+            percent(s.retransmitted_share),
+            percent(s.error_share)
         );
         for (fp, share) in &s.statements {
-            let _ = writeln!(
-                out,
-                "    {:.0}%: {}",
-                100.0 * share,
-                fp.chars().take(100).collect::<String>()
-            );
+            let columns = format!("    {}: ", percent(*share));
+            let _ = writeln!(out, "{}", crate::style::row(&columns, fp));
         }
         for (t, share) in &s.time_windows {
             let _ = writeln!(
                 out,
-                "    {:.0}% in the interval from {}",
-                100.0 * share,
-                utc(*t)
+                "    {} in the interval from {}",
+                percent(*share),
+                instant(*t)
             );
         }
     }
@@ -182,43 +194,52 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     let _ = writeln!(out, "\nhistogram (log bins):");
     for (lo, hi, n) in &coarse {
         let bar = "#".repeat(((*n as f64 / peak as f64) * 50.0).ceil() as usize);
-        let _ = writeln!(out, "  {:>9} .. {:<9} {:>8} {}", us(*lo), us(*hi), n, bar);
-    }
-    if per_interval {
-        let _ = writeln!(out, "\nper interval ({} s) and server port:", r.interval_s);
         let _ = writeln!(
             out,
-            "{:<30} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+            "  {:>9} .. {:<9} {:>8} {}",
+            duration(*lo),
+            duration(*hi),
+            count(*n),
+            bar
+        );
+    }
+    if per_interval {
+        let _ = writeln!(
+            out,
+            "\nper interval ({}) and server port:",
+            seconds(r.interval_s)
+        );
+        let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
+        let start_w = starts
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(14);
+        let _ = writeln!(
+            out,
+            "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
             "interval start", "port", "what", "count", "mean", "p95", "p99", "errors"
         );
-        for i in &r.per_interval {
+        for (i, start) in r.per_interval.iter().zip(&starts) {
             let _ = writeln!(
                 out,
-                "{:<30} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
-                utc(i.start),
+                "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+                start,
                 i.port,
                 match i.kind {
                     IntervalKind::Requests => "requests",
                     IntervalKind::Connect => "connect",
                 },
-                i.count,
-                us(i.mean_us),
-                us(i.p95_us),
-                us(i.p99_us),
-                i.errors
+                count(i.count),
+                duration_or_none(i.count, i.mean_us),
+                duration_or_none(i.count, i.p95_us),
+                duration_or_none(i.count, i.p99_us),
+                count(i.errors)
             );
         }
     }
     out
-}
-
-/// A percentile of `n` response times, or "—" when there are none.
-fn rt_or_none(n: u64, us_value: f64) -> String {
-    if n == 0 {
-        NONE.to_string()
-    } else {
-        us(us_value)
-    }
 }
 
 /// The report's counts and response time in one line: "4 TCP connections, 4 MySQL sessions, 2,004 MySQL
@@ -235,8 +256,8 @@ pub(crate) fn counts_line(r: &FullReport) -> String {
         counted(m.sessions, "MySQL session", "MySQL sessions"),
         counted(m.queries, "MySQL request", "MySQL requests"),
         m.requests.describe(),
-        rt_or_none(r.rt.percentiles_us.count, r.rt.percentiles_us.p50),
-        rt_or_none(r.rt.percentiles_us.count, r.rt.percentiles_us.p99)
+        duration_or_none(r.rt.percentiles_us.count, r.rt.percentiles_us.p50),
+        duration_or_none(r.rt.percentiles_us.count, r.rt.percentiles_us.p99)
     )
 }
 
@@ -246,7 +267,10 @@ pub(crate) fn counts_line(r: &FullReport) -> String {
 pub fn render_report(r: &FullReport) -> String {
     let mut out = String::new();
     if r.findings.is_empty() && r.first_reset.connections == 0 {
-        let _ = writeln!(out, "No TCP connection in the capture: nothing to judge.");
+        let _ = writeln!(
+            out,
+            "No TCP connection found in the capture: nothing to judge."
+        );
     } else if r.findings.is_empty() {
         let _ = writeln!(out, "Nothing abnormal found.");
     }
@@ -259,11 +283,25 @@ pub fn render_report(r: &FullReport) -> String {
             let _ = writeln!(out, "     Wireshark: {filter}");
         }
         if let Some(command) = &f.extract_command {
-            let _ = writeln!(out, "     extract: {command}");
+            out.push_str(&command_lines("     extract: ", command, 9));
         }
     }
-    if let Some(span) = r.timeline.span_text() {
-        let _ = writeln!(out, "\ncapture: {span}");
+    if let (Some(first), Some(last)) = (r.timeline.body_first, r.timeline.body_last) {
+        let _ = writeln!(
+            out,
+            "\ncapture: {} to {} ({}){}",
+            instant_ns(first.0),
+            instant_ns(last.0),
+            span(last.0 - first.0),
+            if r.timeline.wild_packets > 0 {
+                format!(
+                    "; {} with a timestamp outside it left out of time series",
+                    counted(r.timeline.wild_packets, "packet", "packets")
+                )
+            } else {
+                String::new()
+            }
+        );
     }
     let m = &r.mysql;
     let _ = writeln!(out, "\n{}", counts_line(r));
@@ -275,9 +313,8 @@ pub fn render_report(r: &FullReport) -> String {
     {
         let _ = writeln!(
             out,
-            "{} {} still unanswered when the capture ended, the longest for {} (request frame {}, {} -> {})",
-            m.unanswered.len(),
-            if m.unanswered.len() == 1 { "request" } else { "requests" },
+            "{} still unanswered when the capture ended, the longest for {} (request frame {}, {} -> {})",
+            counted(m.unanswered.len() as u64, "request", "requests"),
             seconds(longest.waited_s),
             longest.request_frame,
             longest.client,

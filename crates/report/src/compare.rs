@@ -4,12 +4,11 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::units::{duration, duration_us, percent, DurationStyle};
 use pcapsleuth_analysis::{CaptureFacts, CapturedAs, ClockBasis, Comparison, RtSummary, Unknowns};
 use serde_json::Value;
 
 use crate::located::locate_frames_json;
-use crate::text::utc;
+use crate::style::{count, counted, duration, instant, percent, NONE};
 
 /// One capture point of a comparison: what was read, and what it could not show.
 pub struct ComparedCapture<'a> {
@@ -21,23 +20,9 @@ pub struct ComparedCapture<'a> {
     pub requests: usize,
 }
 
-/// A signed duration in a dense table cell ("-1.2ms", "88µs", "—" when there is none).
+/// A signed duration in a table cell ("-1.2 ms", "88 µs", "—" when there is none).
 fn cell(us: Option<f64>) -> String {
-    match us {
-        None => "—".into(),
-        Some(v) if v < 0.0 => format!("-{}", duration(-v, DurationStyle::Table)),
-        Some(v) => duration(v, DurationStyle::Table),
-    }
-}
-
-/// A signed duration in a sentence (no sign on what rounds to zero).
-fn signed(us: f64) -> String {
-    let magnitude = duration_us(us.abs());
-    if us < 0.0 && magnitude != duration_us(0.0) {
-        format!("-{magnitude}")
-    } else {
-        magnitude
-    }
+    us.map_or_else(|| NONE.to_string(), duration)
 }
 
 /// `842` in a capture of one file, `842 (big.pcap2 #42)` in a set.
@@ -93,37 +78,37 @@ pub fn render_compare(
     let _ = writeln!(out, "{}\n", cmp.verdict);
     let _ = writeln!(
         out,
-        "client capture: {} ({} requests)\nserver capture: {} ({} requests)",
+        "client capture: {} ({})\nserver capture: {} ({})",
         files_of(client.capture),
-        client.requests,
+        counted(client.requests as u64, "request", "requests"),
         files_of(server.capture),
-        server.requests
+        counted(server.requests as u64, "request", "requests")
     );
     let _ = writeln!(
         out,
-        "matched {} requests on {} pairs of connections ({} by 4-tuple and TCP sequence number, {} by payload); not found in the other capture: {} of the client's ({} sent while the server capture was not running), {} of the server's ({} while the client capture was not running)",
-        cmp.matched,
-        cmp.connections.paired,
-        cmp.matched_by_sequence,
-        cmp.matched_by_payload,
-        cmp.unmatched_client,
-        cmp.outside_other_capture.client,
-        cmp.unmatched_server,
-        cmp.outside_other_capture.server,
+        "matched {} on {} ({} by 4-tuple and TCP sequence number, {} by payload); not found in the other capture: {} of the client's ({} sent while the server capture was not running), {} of the server's ({} while the client capture was not running)",
+        counted(cmp.matched, "request", "requests"),
+        counted(cmp.connections.paired, "pair of connections", "pairs of connections"),
+        count(cmp.matched_by_sequence),
+        count(cmp.matched_by_payload),
+        count(cmp.unmatched_client),
+        count(cmp.outside_other_capture.client),
+        count(cmp.unmatched_server),
+        count(cmp.outside_other_capture.server),
     );
     let clock = &cmp.clock;
     let _ = match (clock.basis, clock.offset_us) {
-        (ClockBasis::Given, Some(o)) => writeln!(out, "clocks: server - client = {} (given)", signed(o)),
+        (ClockBasis::Given, Some(o)) => writeln!(out, "clocks: server - client = {} (given)", duration(o)),
         (ClockBasis::Estimated, Some(o)) => writeln!(
             out,
-            "clocks: server - client = {} ± {}{} (estimated from {} pairs{})",
-            signed(o),
-            duration_us(clock.uncertainty_us.unwrap_or(0.0)),
+            "clocks: server - client = {} ± {}{} (estimated from {}{})",
+            duration(o),
+            duration(clock.uncertainty_us.unwrap_or(0.0)),
             clock
                 .drift_ppm
                 .map(|d| format!(", drifting {d:+.1} ppm"))
                 .unwrap_or_default(),
-            clock.pairs,
+            counted(clock.pairs, "pair", "pairs"),
             if clock.consistent {
                 ""
             } else {
@@ -145,8 +130,8 @@ pub fn render_compare(
     ];
     let _ = writeln!(
         out,
-        "\nOf the {} transactions answered at both points (path = client RT - server RT; request and response paths need the clocks):",
-        cmp.client_rt_us.count
+        "\nOf the {} answered at both points (path = client RT - server RT; request and response paths need the clocks):",
+        counted(cmp.client_rt_us.count, "transaction", "transactions")
     );
     let _ = write!(out, "{:>6}", "");
     for (name, _) in &columns {
@@ -214,25 +199,32 @@ pub fn render_compare(
         let _ = writeln!(
             out,
             "\nPer {} (by the client's request time): count, client RT mean/p95, server RT mean/p95, path mean and share",
-            duration_us(cmp.interval_s * 1e6)
+            duration(cmp.interval_s * 1e6)
         );
+        let starts: Vec<String> = cmp.per_interval.iter().map(|r| instant(r.start)).collect();
+        let start_w = starts
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
         let _ = writeln!(
             out,
-            "  {:<30} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+            "  {:<start_w$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
             "start", "count", "client", "p95", "server", "p95", "path", "share"
         );
-        for r in &cmp.per_interval {
+        for (r, start) in cmp.per_interval.iter().zip(&starts) {
             let _ = writeln!(
                 out,
-                "  {:<30} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
-                utc(r.start),
-                r.count,
+                "  {:<start_w$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",
+                start,
+                count(r.count),
                 cell(Some(r.client_rt_mean_us)),
                 cell(Some(r.client_rt_p95_us)),
                 cell(Some(r.server_rt_mean_us)),
                 cell(Some(r.server_rt_p95_us)),
                 cell(Some(r.path_mean_us)),
-                r.path_share.map(percent).unwrap_or_else(|| "—".into())
+                r.path_share.map(percent).unwrap_or_else(|| NONE.into())
             );
         }
     }
@@ -264,17 +256,13 @@ pub fn render_compare(
                 "{:>3}. {} at {}: client {}, {server_frames}; client RT {}, server RT {}",
                 i + 1,
                 t.kind.name(),
-                utc(t.at),
+                instant(t.at),
                 frames_of(client.capture, &t.client_capture),
                 cell(t.client_rt_us),
                 cell(t.server_rt_us),
             );
-            let what = t
-                .statement
-                .as_deref()
-                .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-                .unwrap_or_else(|| t.command.to_string());
-            let _ = writeln!(out, "     `{}`", what.chars().take(100).collect::<String>());
+            let what = t.statement.clone().unwrap_or_else(|| t.command.to_string());
+            let _ = writeln!(out, "     `{}`", crate::text::statement(&what));
             let _ = writeln!(out, "     {}", t.detail);
         }
     }

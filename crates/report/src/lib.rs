@@ -7,7 +7,8 @@
 //! [`to_json_located`] when the capture was several files, so that each frame is also named in its file.
 //! With the default feature `plots`, `write_plots` draws the charts of a full report as PNG and SVG, and
 //! `render_html` makes the whole report one self-contained HTML page with those charts inline.
-//! There is no analysis here: only layout.
+//! There is no analysis here: only layout, in one house style ([`style`]): how durations, counts, bytes,
+//! instants and ratios are written, and how lines are fitted to a width.
 //!
 //! What `pcapsleuth first-reset` prints, and its `--json`:
 //!
@@ -20,7 +21,7 @@
 //! let run = analyze(&cap, &EngineOptions::default(), || ());
 //! let answer = first_reset(&run, 20);
 //! let text = render_first_reset(&answer);
-//! assert!(text.starts_with("First abnormal close: frame 13 at 1.247228s"));
+//! assert!(text.starts_with("First abnormal close: frame 13 at 1.247228 s"));
 //! let json: serde_json::Value = serde_json::from_str(&to_json(&answer)).unwrap();
 //! assert_eq!(json["first_rst"]["frame"], 29);
 //! assert_eq!(json["first_rst"]["initiator"], "server");
@@ -37,6 +38,7 @@ mod located;
 #[cfg(feature = "plots")]
 pub mod plots;
 mod replication;
+pub mod style;
 mod text;
 
 pub use analyses::{render_rate, render_report, render_rt};

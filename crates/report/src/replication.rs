@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::units::duration_us as us;
+use crate::style::{bytes, count, counted, seconds, stats};
 use pcapsleuth_analysis::ReplicationStream;
 
 /// One paragraph per stream: who, from where, what it carried, its ACKs and lag, how it ended.
@@ -35,30 +35,26 @@ pub(crate) fn write_streams(out: &mut String, streams: &[ReplicationStream]) {
         let types: Vec<String> = r
             .events_by_type
             .iter()
-            .map(|(k, v)| format!("{k} {v}"))
+            .map(|(k, v)| format!("{k} {}", count(*v)))
             .collect();
         let _ = writeln!(
             out,
-            "    {} events ({} bytes), {} transactions: {}",
-            r.events,
-            r.bytes,
-            r.transactions,
+            "    {} ({}), {}: {}",
+            counted(r.events, "event", "events"),
+            bytes(r.bytes),
+            counted(r.transactions, "transaction", "transactions"),
             types.join(", ")
         );
         if r.semi_sync {
             let a = &r.ack_latency_us;
             let _ = writeln!(
                 out,
-                "    semi-sync: {} ACKs asked, {} sent, {} never came; ACK latency n={} p50 {} p95 {} p99 {} max {}; {} over 10 ms",
-                r.acks_requested,
-                r.acks,
-                r.acks_missing,
-                a.count,
-                us(a.p50),
-                us(a.p95),
-                us(a.p99),
-                us(a.max),
-                r.ack_stalls
+                "    semi-sync: {} asked, {} sent, {} never came; ACK latency {}; {} over 10 ms",
+                counted(r.acks_requested, "ACK", "ACKs"),
+                count(r.acks),
+                count(r.acks_missing),
+                stats(a, "ACK", "ACKs"),
+                count(r.ack_stalls)
             );
         } else {
             let _ = writeln!(out, "    asynchronous (no semi-sync header)");
@@ -66,8 +62,11 @@ pub(crate) fn write_streams(out: &mut String, streams: &[ReplicationStream]) {
         if r.lag_s.count > 0 {
             let _ = writeln!(
                 out,
-                "    lag (capture time - event time, 1 s resolution): p50 {:.1} s p95 {:.1} s p99 {:.1} s max {:.1} s",
-                r.lag_s.p50, r.lag_s.p95, r.lag_s.p99, r.lag_s.max
+                "    lag (capture time - event time, 1 s resolution): p50 {}  p95 {}  p99 {}  max {}",
+                seconds(r.lag_s.p50),
+                seconds(r.lag_s.p95),
+                seconds(r.lag_s.p99),
+                seconds(r.lag_s.max)
             );
         }
         let _ = writeln!(
@@ -79,8 +78,10 @@ pub(crate) fn write_streams(out: &mut String, streams: &[ReplicationStream]) {
         if let Some(a) = &r.awaiting_ack_at_end {
             let _ = writeln!(
                 out,
-                "    the primary was still waiting for the ACK of position {} (event frame {}) {:.1} s later",
-                a.position, a.event_frame, a.waited_s
+                "    the primary was still waiting for the ACK of position {} (event frame {}) {} later",
+                a.position,
+                a.event_frame,
+                seconds(a.waited_s)
             );
         }
         for n in &r.notes {

@@ -2,7 +2,10 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::units::{count, counted, duration, seconds, DurationStyle, NONE};
+use crate::style::{
+    bytes, count, counted, duration, duration_or_none, elide, instant, offset, one_line, percent,
+    row, seconds, significant, stats, width, NONE,
+};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
@@ -11,19 +14,13 @@ use pcapsleuth_analysis::{
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
 
-/// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, without a date library: civil-from-days
-/// (Howard Hinnant's algorithm).
-pub(crate) fn utc(secs: f64) -> String {
-    pcapsleuth_analysis::units::utc_us((secs * 1e6).round() as i64)
-}
-
 fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
     let _ = writeln!(
         out,
-        "{title}: frame {} at {:.6}s ({})",
+        "{title}: frame {} at {} ({})",
         c.frame,
-        c.rel_time,
-        utc(c.time)
+        offset(c.rel_time),
+        instant(c.time)
     );
     let _ = writeln!(
         out,
@@ -39,6 +36,12 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
         c.server
     );
     let _ = writeln!(out, "  {}", c.reason);
+}
+
+/// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's
+/// instants (its own layout; the text reports use [`crate::style::instant`]).
+pub(crate) fn utc(secs: f64) -> String {
+    pcapsleuth_analysis::units::utc_us((secs * 1e6).round() as i64)
 }
 
 /// What `pcapsleuth first-reset` prints: the first abnormal close (frame, time, flag, which side, the
@@ -67,7 +70,10 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             }
         }
         (None, _) if r.connections == 0 => {
-            let _ = writeln!(out, "No TCP connection in the capture: nothing was closed.");
+            let _ = writeln!(
+                out,
+                "No TCP connection found in the capture: nothing was closed."
+            );
             return out;
         }
         (None, FinJudgement::Judged) => {
@@ -135,38 +141,69 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             longest.request_frame,
             longest.client,
             longest.server,
-            one_line(longest.query.as_deref().unwrap_or(&longest.command))
+            statement(longest.query.as_deref().unwrap_or(&longest.command))
         );
     }
     let _ = writeln!(
         out,
-        "\n{} connections, {} closed ({} listed below), {} still open at the end of the capture.",
-        r.connections,
-        r.total_closes,
-        r.closes.len(),
-        r.open_at_end
+        "\n{}, {} closed ({} listed below), {} still open at the end of the capture.",
+        counted(r.connections as u64, "connection", "connections"),
+        count(r.total_closes as u64),
+        count(r.closes.len() as u64),
+        count(r.open_at_end as u64)
     );
     connects(&mut out, r);
     if !r.closes.is_empty() {
+        let frame_w = r
+            .closes
+            .iter()
+            .map(|c| c.frame.to_string().len())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        let times: Vec<String> = r.closes.iter().map(|c| offset(c.rel_time)).collect();
+        let time_w = times
+            .iter()
+            .map(|t| t.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(4);
+        let client_w = r
+            .closes
+            .iter()
+            .map(|c| c.client.len())
+            .max()
+            .unwrap_or(0)
+            .max(6);
+        let server_w = r
+            .closes
+            .iter()
+            .map(|c| c.server.len())
+            .max()
+            .unwrap_or(0)
+            .max(6);
         let _ = writeln!(
             out,
-            "\n{:>8}  {:>12}  {:<3}  {:<7}  {:<22}  {:<22}  reason",
-            "frame", "rel_time(s)", "flg", "by", "client", "server"
+            "\n  {:>frame_w$}  {:>time_w$}  {:<4} {:<6}  {:<client_w$}  {:<server_w$}  reason",
+            "frame", "time", "flag", "by", "client", "server"
         );
-        for c in &r.closes {
-            let _ = writeln!(
-                out,
-                "{}{:>7}  {:>12.6}  {:<3}  {:<7}  {:<22}  {:<22}  {}",
+        for (c, time) in r.closes.iter().zip(&times) {
+            let columns = format!(
+                "{} {:>frame_w$}  {:>time_w$}  {:<4} {:<6}  {:<client_w$}  {:<server_w$}  ",
                 if c.abnormal { "!" } else { " " },
                 c.frame,
-                c.rel_time,
+                time,
                 c.flag.name(),
                 c.initiator.name(),
                 c.client,
                 c.server,
-                c.reason
             );
+            let _ = writeln!(out, "{}", row(&columns, &c.reason));
         }
+        let _ = writeln!(
+            out,
+            "  ! = an abnormal close; time = seconds after the capture's first packet; reasons in full: --json"
+        );
     }
     out
 }
@@ -180,8 +217,13 @@ fn connects(out: &mut String, r: &FirstReset) {
     }
     let _ = writeln!(
         out,
-        "\nConnection attempts: {} ({} established, {} only after a retransmitted SYN; {} refused; {} never answered; {} SYNs resent)",
-        c.attempts, c.established, c.delayed, c.refused, c.unanswered, c.retransmitted_syns
+        "\nConnection attempts: {} ({} established, {} only after a retransmitted SYN; {} refused; {} never answered; {})",
+        count(c.attempts),
+        count(c.established),
+        count(c.delayed),
+        count(c.refused),
+        count(c.unanswered),
+        counted(c.retransmitted_syns, "SYN resent", "SYNs resent")
     );
     for f in findings {
         let _ = writeln!(out, "  {}", f.summary);
@@ -197,34 +239,13 @@ fn connects(out: &mut String, r: &FirstReset) {
     }
 }
 
-/// A statement on one line, at most 100 characters.
-fn one_line(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .take(100)
-        .collect()
-}
-
-/// A duration in a dense table line: "88µs", "1225.2ms".
-fn ms(us: f64) -> String {
-    duration(us, DurationStyle::Table)
+/// A statement in a sentence: on one line, at most 100 characters (cut with "…"; JSON has it whole).
+pub(crate) fn statement(s: &str) -> String {
+    elide(&one_line(s), 100)
 }
 
 fn rt_line(r: &RtSummary) -> String {
-    if r.count == 0 {
-        return format!("n=0 {NONE}");
-    }
-    format!(
-        "n={} mean {} p50 {} p95 {} p99 {} max {}",
-        count(r.count),
-        ms(r.mean),
-        ms(r.p50),
-        ms(r.p95),
-        ms(r.p99),
-        ms(r.max)
-    )
+    stats(r, "request", "requests")
 }
 
 /// What `pcapsleuth mysql` prints: sessions, requests and how they ended, requests per command, the
@@ -243,13 +264,9 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             String::new()
         },
         // A rate over less than a second would be a guess at a second nobody watched.
-        if r.span_s >= 1.0 {
+        if r.span_s >= 1.0 && r.queries > 0 {
             let per_s = r.queries as f64 / r.span_s;
-            if per_s >= 10.0 {
-                format!(" ({} per second)", count(per_s.round() as u64))
-            } else {
-                format!(" ({per_s:.2} per second)")
-            }
+            format!(" ({} per second)", significant(per_s, 3))
         } else {
             String::new()
         },
@@ -279,18 +296,30 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     if r.requests.cut_off > 0 {
         let _ = writeln!(
             out,
-            "  cut off   {} waited until the close: mean {} max {}",
-            count(r.requests.cut_off),
-            ms(r.cut_off_waited_us.mean),
-            ms(r.cut_off_waited_us.max)
+            "  cut off   {} until the close: mean {}  max {}",
+            counted(r.requests.cut_off, "request waited", "requests waited"),
+            duration(r.cut_off_waited_us.mean),
+            duration(r.cut_off_waited_us.max)
         );
     }
     let c = &r.connect;
     if c.login_us.count > 0 {
         let _ = writeln!(out, "connect, from the client's first SYN to:");
-        let _ = writeln!(out, "  SYN-ACK   {}", rt_line(&c.syn_ack_us));
-        let _ = writeln!(out, "  greeting  {}", rt_line(&c.greeting_us));
-        let _ = writeln!(out, "  login     {}", rt_line(&c.login_us));
+        let _ = writeln!(
+            out,
+            "  SYN-ACK   {}",
+            stats(&c.syn_ack_us, "connection", "connections")
+        );
+        let _ = writeln!(
+            out,
+            "  greeting  {}",
+            stats(&c.greeting_us, "connection", "connections")
+        );
+        let _ = writeln!(
+            out,
+            "  login     {}",
+            stats(&c.login_us, "connection", "connections")
+        );
     }
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
@@ -298,22 +327,22 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         let total: u64 = r.error_details.iter().map(|e| e.count).sum();
         let _ = writeln!(
             out,
-            "\nerror responses: {} ({:.1}% of requests)",
+            "\nerror responses: {} ({} of requests)",
             count(total),
-            100.0 * total as f64 / r.queries.max(1) as f64
+            percent(total as f64 / r.queries.max(1) as f64)
         );
         for e in &r.error_details {
             let _ = writeln!(
                 out,
-                "  ERR {} ({}) x {}   rt mean {} p95 {}",
+                "  ERR {} ({}): {}, answered in mean {}  p95 {}",
                 e.code,
                 e.sql_state,
-                count(e.count),
-                ms(e.rt_us.mean),
-                ms(e.rt_us.p95)
+                counted(e.count, "response", "responses"),
+                duration_or_none(e.rt_us.count, e.rt_us.mean),
+                duration_or_none(e.rt_us.count, e.rt_us.p95)
             );
             for m in &e.messages {
-                let _ = writeln!(out, "      e.g. {m}");
+                let _ = writeln!(out, "      e.g. {}", elide(&one_line(m), width() - 11));
             }
             if let Some(x) = e.examples.first() {
                 let _ = writeln!(
@@ -339,17 +368,9 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "answered", "total", "mean", "p50", "p95", "p99", "errors"
         );
         for s in r.statements.iter().take(limit) {
-            let fp: String = s.fingerprint.chars().take(100).collect();
-            let timed = |us: f64| {
-                if s.requests.answered > 0 {
-                    ms(us)
-                } else {
-                    "-".into()
-                }
-            };
-            let _ = writeln!(
-                out,
-                "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  {}",
+            let timed = |us: f64| duration_or_none(s.requests.answered, us);
+            let columns = format!(
+                "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
                 count(s.requests.answered),
                 timed(s.total_us),
                 timed(s.rt_us.mean),
@@ -357,8 +378,8 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 timed(s.rt_us.p95),
                 timed(s.rt_us.p99),
                 count(s.errors),
-                fp
             );
+            let _ = writeln!(out, "{}", row(&columns, &s.fingerprint));
             if s.count > s.requests.answered {
                 let others = RequestCounts {
                     answered: 0,
@@ -367,7 +388,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 let waited = if s.requests.cut_off > 0 {
                     format!(
                         " (the cut off waited up to {})",
-                        ms(s.cut_off_waited_us.max)
+                        duration(s.cut_off_waited_us.max)
                     )
                 } else {
                     String::new()
@@ -393,10 +414,10 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "\nincidents (connections closed with MySQL work in progress):"
         );
         for i in &r.incidents {
-            let q = one_line(i.query.as_deref().unwrap_or(&i.command));
+            let q = statement(i.query.as_deref().unwrap_or(&i.command));
             let _ = writeln!(
                 out,
-                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, waited {}, {} rows / {} bytes delivered{}",
+                "  frame {}: {} ({} -> {}): `{}` requested at frame {}, waited {}, {} / {} delivered{}",
                 i.frame,
                 i.kind.name().replace('_', " "),
                 i.client,
@@ -404,8 +425,8 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 q,
                 i.request_frame,
                 seconds(i.waited_s),
-                count(i.rows),
-                count(i.bytes),
+                counted(i.rows, "row", "rows"),
+                bytes(i.bytes),
                 i.preceded_by
                     .iter()
                     .map(|w| format!("; {w}"))
@@ -424,7 +445,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 out,
                 "  frame {}: `{}` ({} -> {}), waited {}",
                 u.request_frame,
-                one_line(u.query.as_deref().unwrap_or(&u.command)),
+                statement(u.query.as_deref().unwrap_or(&u.command)),
                 u.client,
                 u.server,
                 seconds(u.waited_s)
@@ -433,18 +454,19 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         if r.unanswered.len() > limit {
             let _ = writeln!(
                 out,
-                "  ... {} more (see --json)",
-                r.unanswered.len() - limit
+                "  … and {} more (see --json)",
+                count((r.unanswered.len() - limit) as u64)
             );
         }
     }
     if r.per_second.len() > 1 {
-        let _ = writeln!(out, "\nper second: second, requests, errors");
+        let _ = writeln!(out, "\nper second:");
+        let _ = writeln!(out, "  {:<23}  {:>8} {:>8}", "second", "requests", "errors");
         for s in r.per_second.iter().take(120) {
             let _ = writeln!(
                 out,
-                "  {}  {:>8} {:>8}",
-                utc(s.second as f64),
+                "  {:<23}  {:>8} {:>8}",
+                instant(s.second as f64),
                 count(s.queries),
                 count(s.errors)
             );
@@ -452,8 +474,8 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         if r.per_second.len() > 120 {
             let _ = writeln!(
                 out,
-                "  ... {} more seconds (see --json)",
-                r.per_second.len() - 120
+                "  … and {} more seconds (see --json)",
+                count((r.per_second.len() - 120) as u64)
             );
         }
     }
@@ -498,54 +520,79 @@ pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
 pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
     let first = capture.first_ts.map_or(0, |t| t.0);
     let mut out = String::new();
+    const HEADERS: [&str; 13] = [
+        "client", "server", "frame", "start", "dur", "SYNs", "connect", "pkts>s", "pkts>c",
+        "resent", "0-win", "bytes", "end",
+    ];
+    let rows: Vec<[String; 13]> = conns
+        .iter()
+        .map(|c| {
+            let h = &c.handshake;
+            let connect = match (h.outcome, h.connect_ns) {
+                (_, Some(ns)) => duration(ns as f64 / 1e3),
+                (Some(AttemptOutcome::Refused), None) => "refused".into(),
+                (Some(AttemptOutcome::Unanswered), None) => "no answer".into(),
+                _ => NONE.into(),
+            };
+            [
+                c.client.to_string(),
+                c.server.to_string(),
+                c.first.frame.to_string(),
+                format!("{:.3}", (c.first.ts.0 - first) as f64 / 1e9),
+                format!("{:.3}", c.duration_ns() as f64 / 1e9),
+                h.syn_count.to_string(),
+                connect,
+                count(c.to_server.packets),
+                count(c.to_client.packets),
+                count(c.to_server.retransmissions + c.to_client.retransmissions),
+                count(c.to_server.zero_windows + c.to_client.zero_windows),
+                count(c.total_bytes()),
+                format!(
+                    "{}{}",
+                    end_text(c.end),
+                    if c.roles_known {
+                        ""
+                    } else {
+                        " (roles unknown)"
+                    }
+                ),
+            ]
+        })
+        .collect();
+    let mut widths = HEADERS.map(str::len);
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // Addresses to the left, numbers to the right, the end in words last (cut to the width if it must be).
+    let columns = |cells: [&str; 13]| {
+        let mut line = format!(
+            "{:<w0$}  {:<w1$}",
+            cells[0],
+            cells[1],
+            w0 = widths[0],
+            w1 = widths[1]
+        );
+        for (cell, w) in cells[2..12].iter().zip(&widths[2..12]) {
+            let _ = write!(line, " {cell:>w$}");
+        }
+        line.push_str("  ");
+        line
+    };
+    let _ = writeln!(out, "{}", row(&columns(HEADERS), HEADERS[12]));
+    for r in &rows {
+        let cells: [&str; 13] = std::array::from_fn(|i| r[i].as_str());
+        let _ = writeln!(out, "{}", row(&columns(cells), cells[12]));
+    }
     let _ = writeln!(
         out,
-        "{:<24} {:<24} {:>8} {:>10} {:>8} {:>4} {:>10} {:>7} {:>7} {:>6} {:>6} {:>9}  end",
-        "client",
-        "server",
-        "frame",
-        "start(s)",
-        "dur(s)",
-        "syn",
-        "connect",
-        "pkts>",
-        "pkts<",
-        "retr",
-        "zwin",
-        "bytes"
+        "{}\n(frame: the first of the connection; start: seconds after the capture's first packet; dur: seconds, \
+         first packet to last; SYNs: the client's; connect: first SYN to SYN-ACK; pkts>s, pkts>c: packets to the \
+         server, to the client; resent: retransmitted packets; 0-win: zero-window advertisements; bytes: on the \
+         wire, both ways)",
+        counted(conns.len() as u64, "connection", "connections")
     );
-    for c in conns {
-        let h = &c.handshake;
-        let connect = match (h.outcome, h.connect_ns) {
-            (_, Some(ns)) => ms(ns as f64 / 1e3),
-            (Some(AttemptOutcome::Refused), None) => "refused".into(),
-            (Some(AttemptOutcome::Unanswered), None) => "no answer".into(),
-            _ => "-".into(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<24} {:<24} {:>8} {:>10.3} {:>8.3} {:>4} {:>10} {:>7} {:>7} {:>6} {:>6} {:>9}  {}{}",
-            c.client.to_string(),
-            c.server.to_string(),
-            c.first.frame,
-            (c.first.ts.0 - first) as f64 / 1e9,
-            c.duration_ns() as f64 / 1e9,
-            h.syn_count,
-            connect,
-            c.to_server.packets,
-            c.to_client.packets,
-            c.to_server.retransmissions + c.to_client.retransmissions,
-            c.to_server.zero_windows + c.to_client.zero_windows,
-            c.total_bytes(),
-            end_text(c.end),
-            if c.roles_known {
-                ""
-            } else {
-                " (roles unknown)"
-            }
-        );
-    }
-    let _ = writeln!(out, "{} connections", conns.len());
     out
 }
 
@@ -566,11 +613,10 @@ pub fn render_unknowns(u: &Unknowns) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn utc_formats_known_instants() {
-        assert_eq!(super::utc(0.0), "1970-01-01 00:00:00.000000 UTC");
-        assert_eq!(
-            super::utc(1_795_333_062.5),
-            "2026-11-22 07:37:42.500000 UTC"
-        );
+    fn statements_in_sentences_are_one_line_and_cut_visibly() {
+        assert_eq!(super::statement("select\n  1"), "select 1");
+        let long = super::statement(&"x".repeat(300));
+        assert_eq!(long.chars().count(), 100);
+        assert!(long.ends_with('…'));
     }
 }
