@@ -223,3 +223,130 @@ fn every_command_prints_what_was_reviewed_on_every_real_capture() {
         differences.join("\n")
     );
 }
+
+/// Words that must not follow a lone "1": the plural of what is counted.
+const PLURALS_AFTER_ONE: [&str; 24] = [
+    "connections",
+    "TCP connections",
+    "requests",
+    "MySQL requests",
+    "sessions",
+    "MySQL sessions",
+    "responses",
+    "error responses",
+    "MySQL error responses",
+    "packets",
+    "bytes",
+    "rows",
+    "events",
+    "transactions",
+    "SYNs",
+    "ACKs",
+    "closes",
+    "attempts",
+    "connects",
+    "logins",
+    "MySQL logins",
+    "humps",
+    "files",
+    "pairs",
+];
+
+/// What the house style (`pcapsleuth_report::style`) rules out, in one line of text: `None` when the
+/// line keeps it.
+fn style_fault(line: &str) -> Option<String> {
+    let width = line.chars().count();
+    if width > 120 {
+        return Some(format!("{width} characters (at most 120)"));
+    }
+    if line.contains(".000000") {
+        return Some("trailing zeros (\".000000\")".into());
+    }
+    if line.contains("n=0") {
+        return Some("a statistic of nothing (\"n=0\"; \"—\" says it)".into());
+    }
+    for (at, _) in line.match_indices("1 ") {
+        let before = line[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_digit() || c == ',' || c == '.') {
+            continue;
+        }
+        let after = &line[at + 2..];
+        for noun in PLURALS_AFTER_ONE {
+            if after.starts_with(noun)
+                && !after[noun.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric())
+            {
+                return Some(format!("\"1 {noun}\" (one is singular)"));
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn the_house_style_holds_in_every_golden_text() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "txt") {
+                out.push(p);
+            }
+        }
+    }
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut files = Vec::new();
+    walk(&golden, &mut files);
+    files.sort();
+    assert!(files.len() >= 100, "{} golden texts", files.len());
+    let mut faults = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        // What a command wrote to stderr is left out: a warning or an error is one line whatever its length,
+        // so that a script can read it (tests/cli.rs), and the width is stdout's.
+        let mut on_stderr = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("===== pcapsleuth ") {
+                on_stderr = false;
+            } else if line == "----- stderr -----" {
+                on_stderr = true;
+            }
+            if on_stderr {
+                continue;
+            }
+            if let Some(fault) = style_fault(line) {
+                faults.push(format!(
+                    "{}:{}: {fault}: {line}",
+                    f.strip_prefix(&golden).unwrap().display(),
+                    n + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} lines break the house style:\n{}",
+        faults.len(),
+        faults.join("\n")
+    );
+}
+
+#[test]
+fn the_house_style_check_finds_what_it_looks_for() {
+    assert!(style_fault(&"x".repeat(121)).is_some());
+    assert!(
+        style_fault(&"µ".repeat(120)).is_none(),
+        "characters, not bytes"
+    );
+    assert!(style_fault("  2026-11-23 08:39:31.000000 UTC  2").is_some());
+    assert!(style_fault("  errors    n=0 —").is_some());
+    assert!(style_fault("1 connections").is_some());
+    assert!(style_fault("2. [errors] 1 MySQL error responses (1.0% of 12 requests)").is_some());
+    assert!(style_fault("of 1 TCP connections").is_some());
+    assert!(style_fault("11 connections, 2,001 connections, 1 connection").is_none());
+    assert!(style_fault("1 ms, 1 kbit/s, 0.1 seconds").is_none());
+    assert!(style_fault("1 connectionsfoo").is_none());
+}
