@@ -5,8 +5,9 @@ use std::fmt::Write;
 use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
 use crate::style::{
-    command_lines, count, counted, direction_words, duration, duration_or_none, instant,
-    instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure, NONE,
+    column_width, command_lines, count, counted, direction_words, duration, duration_or_none,
+    instant, instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure,
+    NONE,
 };
 
 /// What `pcapsleuth rate` prints: each ceiling found (a direction's packets/s or bits/s held flat at a
@@ -49,12 +50,7 @@ pub fn render_rate(r: &RateReport) -> String {
         seconds(r.interval_s)
     );
     let starts: Vec<String> = r.total.iter().take(600).map(|p| instant(p.start)).collect();
-    let start_w = starts
-        .iter()
-        .map(|s| s.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(14);
+    let start_w = column_width("interval start", &starts);
     let _ = writeln!(
         out,
         "{:<start_w$} {:>11} {:>13} {:>11} {:>13} {:>7}",
@@ -210,12 +206,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             seconds(r.interval_s)
         );
         let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
-        let start_w = starts
-            .iter()
-            .map(|s| s.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(14);
+        let start_w = column_width("interval start", &starts);
         let _ = writeln!(
             out,
             "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",

@@ -202,12 +202,7 @@ pub fn render_compare(
             duration(cmp.interval_s * 1e6)
         );
         let starts: Vec<String> = cmp.per_interval.iter().map(|r| instant(r.start)).collect();
-        let start_w = starts
-            .iter()
-            .map(|s| s.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(5);
+        let start_w = crate::style::column_width("start", &starts);
         let _ = writeln!(
             out,
             "  {:<start_w$} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}",

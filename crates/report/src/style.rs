@@ -47,20 +47,22 @@ pub fn duration(us: f64) -> String {
     if us < 0.0 {
         return format!("-{}", duration(-us));
     }
-    const UNITS: [(f64, &str); 4] = [(1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s")];
-    let mut unit = match us {
-        u if u < 1.0 && u > 0.0 => 0,
-        u if u < 1e3 => 1,
-        u if u < 1e6 => 2,
-        _ => 3,
-    };
-    let mut v = round_significant(us / UNITS[unit].0, 3);
-    // 999.7 µs rounds to 1,000 µs: that is 1 ms.
-    if v >= 1000.0 && unit < 3 {
-        unit += 1;
-        v = round_significant(us / UNITS[unit].0, 3);
+    if us == 0.0 {
+        return "0 µs".to_string();
     }
-    format!("{} {}", significant(v, 3), UNITS[unit].1)
+    scaled(us, &[(1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s")])
+}
+
+/// `v` in the largest of `units` (factor, name) it reaches, with three significant digits; a value that
+/// rounds to 1,000 of one unit is 1 of the next: 999.7 µs is "1 ms".
+fn scaled(v: f64, units: &[(f64, &str)]) -> String {
+    let mut unit = units.iter().rposition(|(f, _)| v >= *f).unwrap_or(0);
+    let mut r = round_significant(v / units[unit].0, 3);
+    if r >= 1000.0 && unit + 1 < units.len() {
+        unit += 1;
+        r = round_significant(v / units[unit].0, 3);
+    }
+    format!("{} {}", significant(r, 3), units[unit].1)
 }
 
 /// A duration given in seconds, as [`duration`] writes it: "7.81 s", "590 ms", "28,800 s".
@@ -167,26 +169,15 @@ pub fn rate(kind: Measure, per_second: f64) -> String {
     let v = per_second.max(0.0);
     match kind {
         Measure::Packets => format!("{} pkt/s", count(v.round() as u64)),
-        Measure::Bits => {
-            const UNITS: [(f64, &str); 4] = [
+        Measure::Bits => scaled(
+            v,
+            &[
                 (1.0, "bit/s"),
                 (1e3, "kbit/s"),
                 (1e6, "Mbit/s"),
                 (1e9, "Gbit/s"),
-            ];
-            let mut unit = match v {
-                v if v < 1e3 => 0,
-                v if v < 1e6 => 1,
-                v if v < 1e9 => 2,
-                _ => 3,
-            };
-            let mut r = round_significant(v / UNITS[unit].0, 3);
-            if r >= 1000.0 && unit < 3 {
-                unit += 1;
-                r = round_significant(v / UNITS[unit].0, 3);
-            }
-            format!("{} {}", significant(r, 3), UNITS[unit].1)
-        }
+            ],
+        ),
     }
 }
 
@@ -205,6 +196,16 @@ pub fn stats(r: &RtSummary, one: &str, many: &str) -> String {
         duration(r.p99),
         duration(r.max)
     )
+}
+
+/// The width of a table column: its widest cell or its header, in characters.
+pub fn column_width<S: AsRef<str>>(header: &str, cells: impl IntoIterator<Item = S>) -> usize {
+    cells
+        .into_iter()
+        .map(|c| c.as_ref().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(header.chars().count())
 }
 
 /// Text on one line (runs of white space, new lines among them, become one space).

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use crate::style::{
-    bytes, count, counted, duration, duration_or_none, elide, instant, offset, one_line, percent,
-    row, seconds, significant, stats, width, NONE,
+    bytes, column_width, count, counted, duration, duration_or_none, elide, instant, offset,
+    one_line, percent, row, seconds, significant, stats, width, NONE,
 };
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
@@ -154,34 +154,12 @@ pub fn render_first_reset(r: &FirstReset) -> String {
     );
     connects(&mut out, r);
     if !r.closes.is_empty() {
-        let frame_w = r
-            .closes
-            .iter()
-            .map(|c| c.frame.to_string().len())
-            .max()
-            .unwrap_or(0)
-            .max(5);
+        let frames: Vec<String> = r.closes.iter().map(|c| c.frame.to_string()).collect();
         let times: Vec<String> = r.closes.iter().map(|c| offset(c.rel_time)).collect();
-        let time_w = times
-            .iter()
-            .map(|t| t.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(4);
-        let client_w = r
-            .closes
-            .iter()
-            .map(|c| c.client.len())
-            .max()
-            .unwrap_or(0)
-            .max(6);
-        let server_w = r
-            .closes
-            .iter()
-            .map(|c| c.server.len())
-            .max()
-            .unwrap_or(0)
-            .max(6);
+        let frame_w = column_width("frame", &frames);
+        let time_w = column_width("time", &times);
+        let client_w = column_width("client", r.closes.iter().map(|c| &c.client));
+        let server_w = column_width("server", r.closes.iter().map(|c| &c.server));
         let _ = writeln!(
             out,
             "\n  {:>frame_w$}  {:>time_w$}  {:<4} {:<6}  {:<client_w$}  {:<server_w$}  reason",
