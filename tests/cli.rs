@@ -492,3 +492,45 @@ fn progress_is_one_line_within_a_narrow_terminal_and_silent_without_one() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stderr(&o), "");
 }
+
+#[test]
+fn text_fits_the_terminal_it_is_shown_on_and_120_columns_elsewhere() {
+    let input = common::fixture("stream-stall.pcap");
+    let input = input.to_str().unwrap();
+    // Through a pipe: 120 columns, and this report needs them all (so the terminal's width below matters).
+    let piped = common::text(&["report", input]);
+    let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(
+        widest(&piped) > 100 && widest(&piped) <= 120,
+        "{}: {piped}",
+        widest(&piped)
+    );
+    // On an 80-column terminal (util-linux's `script` gives the command one): 80.
+    let shown = scratch("report-typescript");
+    let o = Command::new("script")
+        .args(["-qfec"])
+        .arg(format!(
+            "stty rows 24 cols 80; {} report {input}",
+            common::bin()
+        ))
+        .arg(&shown)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // What the command printed: `script`'s own first and last lines (when it runs without a terminal of
+    // its own) left out.
+    let typescript: String = String::from_utf8_lossy(&std::fs::read(&shown).unwrap())
+        .replace('\r', "")
+        .lines()
+        .filter(|l| !l.starts_with("Script started") && !l.starts_with("Script done"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        typescript.contains("[first_abnormal_close]"),
+        "{typescript}"
+    );
+    assert!(widest(&typescript) <= 80, "{typescript}");
+    // The same words, wrapped differently (a command's lines end in " \" where the width falls).
+    let words = |t: &str| common::flat(&t.replace(" \\\n", " "));
+    assert_eq!(words(&typescript), words(&piped));
+}
