@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use crate::style::{
-    bytes, column_width, count, counted, duration, duration_or_none, elide, instant, offset,
-    one_line, percent, row, seconds, significant, stats, width, NONE,
+    bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
+    offset, one_line, percent, row, seconds, significant, stats, width, NONE,
 };
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
@@ -65,7 +65,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
                     let _ = writeln!(out, "  Wireshark: {filter}");
                 }
                 if let Some(command) = command {
-                    let _ = writeln!(out, "  extract: {command}");
+                    out.push_str(&command_lines("  extract: ", command, 6));
                 }
             }
         }
@@ -212,7 +212,7 @@ fn connects(out: &mut String, r: &FirstReset) {
             let _ = writeln!(out, "    Wireshark: {filter}");
         }
         if let Some(command) = &f.extract_command {
-            let _ = writeln!(out, "    extract: {command}");
+            out.push_str(&command_lines("    extract: ", command, 8));
         }
     }
 }
