@@ -209,6 +209,24 @@ impl FlowIds {
 /// Event lists of one split, one per bucket; recycled across batches so their memory is allocated once.
 type EventLists = Vec<Vec<PacketEvent>>;
 
+/// Event lists made ready for another batch: a bucket's list that holds far less than it has room for
+/// gives the room back. Without this each list keeps the largest size it ever had, and as batch after
+/// batch crowds a different bucket the sum of those maxima grows with the file; with it the room kept is
+/// a bounded multiple of one batch's events, whatever the file's size. Lists used about as much as last
+/// time keep their memory, so the common case allocates nothing.
+fn trimmed(mut lists: EventLists) -> EventLists {
+    /// Below this many events a list is not worth shrinking (48 bytes each: 192 KB).
+    const KEEP: usize = 4096;
+    for list in lists.iter_mut() {
+        let want = (list.len() + list.len() / 4).max(KEEP);
+        if list.capacity() > 2 * want {
+            list.clear();
+            list.shrink_to(want);
+        }
+    }
+    lists
+}
+
 fn scan<'a>(
     piece: &Piece<'a>,
     split: Split,
@@ -828,7 +846,8 @@ impl<A: Analysis> Pass<'_, A> {
             .par_iter_mut()
             .enumerate()
             .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, opts));
-        self.pool.extend(scans.into_iter().map(|sc| sc.buckets));
+        self.pool
+            .extend(scans.into_iter().map(|sc| trimmed(sc.buckets)));
         // Fold what the buckets found into one instance, so that time series are held once, not per
         // bucket.
         for bucket in self.buckets.iter_mut() {
