@@ -8,7 +8,10 @@ use pcapsleuth::capture::Capture;
 use pcapsleuth::flow::decode;
 
 fn fixture() -> Capture {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/err1146-storm.pcap");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/err1146-storm.pcap"
+    );
     let bytes = std::fs::read(path).expect("fixture");
     Capture::from_vec(path, bytes).expect("capture")
 }

@@ -1,40 +1,63 @@
 #!/usr/bin/env bash
 # Whole-binary benchmark on a >= 2 GB capture built from a real fixture (time-shifted copies with distinct
-# client addresses): pcapsleuth's commands against tcpdump's BPF filter for FIN/RST and tshark, with wall
-# time, throughput and peak RSS. Needs tcpdump and tshark (apt-get install tcpdump tshark).
+# client addresses): pcapsleuth's commands against tcpdump's BPF filter for FIN/RST (the yardstick of issue
+# 16's targets) and tshark. Every command runs once per round and the rounds interleave them, so that a
+# slow spell of a shared machine hits every command alike; the table gives each command's median wall time,
+# its ratio to tcpdump's median in the same rounds, the target, throughput, and the largest peak RSS seen.
+# Needs tcpdump and tshark (apt-get install tcpdump tshark).
 #
-# usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1)
+# usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1; RUNS=5 rounds)
 set -euo pipefail
 . "$(dirname "$0")/big-capture.sh"
 cat "$BIG" > /dev/null   # all runs read from the page cache
-echo "capture: $BIG, $BYTES bytes, $PACKETS packets, $(nproc) cores"
-RUNS=3
-run() {
-  local name=$1; shift
-  local best=
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" > /dev/null 2> /dev/null || true
-    read -r secs rss < <(tail -n 1 "$DIR/time")
-    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best=$secs; best_rss=$rss; fi
-  done
-  awk -v n="$name" -v s="$best" -v b="$BYTES" -v p="$PACKETS" -v r="$best_rss" \
-    'BEGIN{printf "%-44s %7.2f s  %5.2f GB/s  %6.1f Mpkt/s  peak RSS %4d MB\n", n, s, b/s/1e9, p/s/1e6, r/1024}'
-}
+echo "capture: $BIG, $BYTES bytes, $PACKETS packets, $(nproc) cores, $(nproc) threads unless -j says"
+RUNS=${RUNS:-5}
 P=target/release/pcapsleuth
-run "pcapsleuth first-reset" $P first-reset "$BIG"
-run "pcapsleuth first-reset --no-mysql" $P first-reset --no-mysql "$BIG"
-run "pcapsleuth mysql" $P mysql "$BIG"
-run "pcapsleuth report" $P report "$BIG"
-run "pcapsleuth first-reset -j 1" $P first-reset -j 1 "$BIG"
-run "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'" tcpdump -n -r "$BIG" 'tcp[tcpflags] & (tcp-fin|tcp-rst) != 0'
+EXPORT_DIR="$DIR/export-out"
+# name | target as a ratio to tcpdump ("-" for none) | command
+rows=(
+  "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'|-|tcpdump -n -r $BIG 'tcp[tcpflags] & (tcp-fin|tcp-rst) != 0'"
+  "pcapsleuth first-reset|0.6|$P first-reset $BIG"
+  "pcapsleuth first-reset --no-mysql|-|$P first-reset --no-mysql $BIG"
+  "pcapsleuth first-reset -j 1|-|$P first-reset -j 1 $BIG"
+  "pcapsleuth mysql|1.0|$P mysql $BIG"
+  "pcapsleuth report|1.3|$P report $BIG"
+  "pcapsleuth export --parquet|2.0|rm -rf $EXPORT_DIR && $P export $BIG --parquet $EXPORT_DIR"
+)
+times="$DIR/times"
+: > "$times"
+for round in $(seq "$RUNS"); do
+  for i in "${!rows[@]}"; do
+    cmd=${rows[$i]##*|}
+    /usr/bin/time -f "%e %M" -o "$DIR/time" bash -c "$cmd" > /dev/null 2> /dev/null || true
+    echo "$i $(tail -n 1 "$DIR/time")" >> "$times"
+  done
+  echo "round $round of $RUNS done" >&2
+done
+median() { sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+base=$(awk '$1==0{print $2}' "$times" | median)
+printf '\n%-38s %8s %9s %7s %9s %10s %9s\n' command median "x tcpdump" target GB/s "Mpkt/s" "peak RSS"
+for i in "${!rows[@]}"; do
+  row=${rows[$i]}; name=${row%%|*}; rest=${row#*|}; target=${rest%%|*}
+  med=$(awk -v i="$i" '$1==i{print $2}' "$times" | median)
+  rss=$(awk -v i="$i" '$1==i && $3>m{m=$3} END{print m}' "$times")
+  awk -v n="$name" -v s="$med" -v t="$target" -v base="$base" -v b="$BYTES" -v p="$PACKETS" -v r="$rss" '
+    BEGIN {
+      ratio = s / base
+      verdict = (t == "-") ? "" : (ratio <= t ? " met" : " NOT met")
+      printf "%-38s %7.2fs %8.2fx %7s %9.2f %10.1f %6d MB%s\n", n, s, ratio, (t == "-" ? "-" : "<=" t "x"), b/s/1e9, p/s/1e6, r/1024, verdict
+    }'
+done
+rm -rf "$EXPORT_DIR"
 # tshark is too slow for the whole file: time it once on the first 200 MB and report its rate.
-RUNS=1
 rm -rf "$DIR/pieces"
 $P split "$BIG" --megabytes 200 -o "$DIR/pieces" 2> /dev/null
 HEAD=$(ls "$DIR/pieces"/* | head -n 1)
 mv "$HEAD" "$DIR/head.pcap"; rm -rf "$DIR/pieces"
-BYTES_ALL=$BYTES; BYTES=$(stat -c %s "$DIR/head.pcap")
-PACKETS=$(target/release/pcapsleuth flows --json "$DIR/head.pcap" | python3 -c 'import json,sys; print(json.load(sys.stdin)["capture"]["counts"]["packets"])')
-run "tshark -Y 'tcp.flags.fin==1||tcp.flags.reset==1' (200 MB)" tshark -r "$DIR/head.pcap" -Y 'tcp.flags.fin==1 || tcp.flags.reset==1'
-run "tshark -Y mysql.error_code (200 MB)" tshark -r "$DIR/head.pcap" -Y 'mysql.error_code'
-BYTES=$BYTES_ALL
+HEAD_BYTES=$(stat -c %s "$DIR/head.pcap")
+for f in 'tcp.flags.fin==1 || tcp.flags.reset==1' 'mysql.error_code'; do
+  /usr/bin/time -f "%e %M" -o "$DIR/time" tshark -r "$DIR/head.pcap" -Y "$f" > /dev/null 2> /dev/null || true
+  read -r secs rss < <(tail -n 1 "$DIR/time")
+  awk -v n="tshark -Y '$f' (200 MB)" -v s="$secs" -v b="$HEAD_BYTES" -v r="$rss" \
+    'BEGIN{printf "%-50s %7.2fs %9.3f GB/s  peak RSS %d MB\n", n, s, b/s/1e9, r/1024}'
+done

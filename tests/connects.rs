@@ -275,7 +275,7 @@ fn attempts_agree_with_tshark_on_every_real_capture() {
     let Some(tshark) = oracle::tshark() else {
         return;
     };
-    for path in common::real_captures() {
+    common::each_in_parallel(common::real_captures(), |path| {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let packets = tshark_packets(&tshark, &path);
         let theirs = tshark_attempts(&packets);
@@ -424,7 +424,7 @@ fn attempts_agree_with_tshark_on_every_real_capture() {
             waits > 0,
             "{name}: greeting_wait finding"
         );
-    }
+    });
 }
 
 /// The report's findings on one capture, by kind: (summary, frames).

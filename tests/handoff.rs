@@ -72,8 +72,12 @@ fn each_findings_filter_selects_exactly_what_its_extract_command_cuts_out() {
         return;
     };
     let dir = scratch();
-    let mut checked = BTreeSet::new();
-    for input in common::real_captures() {
+    let checked = std::sync::Mutex::new(BTreeSet::new());
+    common::each_in_parallel(common::real_captures(), |input| {
+        // Extracts are named after their finding (first_abnormal_close-1.pcapng, ...): a directory per
+        // capture, as captures are checked side by side.
+        let dir = dir.path().join(input.file_name().unwrap());
+        std::fs::create_dir_all(&dir).unwrap();
         for f in findings(&input) {
             let kind = f["kind"].as_str().unwrap().to_string();
             let (Some(filter), Some(command)) = (
@@ -92,7 +96,7 @@ fn each_findings_filter_selects_exactly_what_its_extract_command_cuts_out() {
             if command.contains("--frames") {
                 continue;
             }
-            let out = run_extract_command(command, dir.path());
+            let out = run_extract_command(command, &dir);
             let cut = times(&tshark, &out, "");
             // tshark also matches ICMP errors that quote the connection's packets (a port unreachable
             // to a SYN): worth seeing in Wireshark, but not the connection's own, which extract copies.
@@ -122,9 +126,10 @@ fn each_findings_filter_selects_exactly_what_its_extract_command_cuts_out() {
                     input.display()
                 );
             }
-            checked.insert(kind);
+            checked.lock().unwrap().insert(kind);
         }
-    }
+    });
+    let checked = checked.into_inner().unwrap();
     // The captures hold findings of these kinds, at least.
     for kind in [
         "first_abnormal_close",

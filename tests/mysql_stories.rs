@@ -105,7 +105,7 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
     let Some(tshark) = oracle::tshark() else {
         return;
     };
-    for path in common::real_captures() {
+    common::each_in_parallel(common::real_captures(), |path| {
         let p = path.to_str().unwrap();
         let m = json(&["mysql", "--json", p]);
         // One tshark pass for both questions: each frame's MySQL command codes and error codes (a
@@ -156,7 +156,7 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
             .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
             .collect();
         assert_eq!(errs, tshark_errs, "{p}: errors by code");
-    }
+    });
 }
 
 fn command_code(name: &str) -> u8 {

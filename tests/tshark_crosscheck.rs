@@ -15,7 +15,7 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
     let Some(tshark) = oracle::tshark() else {
         return;
     };
-    for path in common::real_captures() {
+    common::each_in_parallel(common::real_captures(), |path| {
         let p = path.to_str().unwrap();
         let cap = Capture::open(&path).unwrap();
         let a = analyze(&cap, &EngineOptions::default(), Everything::default);
@@ -71,7 +71,7 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
             theirs.first_rst,
             "{p}: first RST"
         );
-    }
+    });
 }
 
 /// What tshark says of a capture's TCP, from one pass over it: one line of fields per frame, then its

@@ -134,3 +134,34 @@ pub fn scratch(area: &str, name: &str) -> PathBuf {
 pub fn flat(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// Runs `check` on every item, on as many threads as the machine has cores. The tests that walk every
+/// real capture with an outside tool (tshark dissects each capture in full) are the suite's longest; run
+/// one capture after another, each would keep one core busy for minutes after the harness's other tests
+/// were done. A panic fails the test once every item was checked, with the first panic's message (the
+/// others are printed as they happen).
+pub fn each_in_parallel<T: Send>(items: Vec<T>, check: impl Fn(T) + Sync) {
+    let queue = std::sync::Mutex::new(items.into_iter());
+    let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    while let Some(item) = next() {
+                        check(item);
+                    }
+                })
+            })
+            .collect();
+        let mut first_panic = None;
+        for w in workers {
+            if let Err(p) = w.join() {
+                first_panic.get_or_insert(p);
+            }
+        }
+        if let Some(p) = first_panic {
+            std::panic::resume_unwind(p);
+        }
+    });
+}
