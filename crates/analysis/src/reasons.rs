@@ -113,8 +113,17 @@ pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
         ));
     }
     if let Some((last, silent)) = silence_before(ev, parts.is_empty()) {
+        // The peer's data had been answered, so the closing side's was the last. A server (or a proxy
+        // before it) that answered and then heard nothing was idle, and idle limits (wait_timeout) are
+        // the server's; a client that sent last was still waiting for its answer when it gave up (its
+        // own timeout, or its application's choice), which no idle limit of the server's explains.
+        let hint = if ev.by == Role::Client {
+            ") while the client awaited its answer"
+        } else {
+            ": an idle timeout such as wait_timeout?)"
+        };
         parts.push(format!(
-            "the {peer} had sent nothing for {} (since frame {}: an idle timeout such as wait_timeout?)",
+            "the {peer} had sent nothing for {} (since frame {}{hint}",
             s(silent),
             last.frame
         ));
