@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::basic::{LogicalType, Repetition, TimeUnit, Type as PhysicalType};
+use parquet::errors::ParquetError;
+use parquet::schema::types::{Type, TypePtr};
 
 /// How a column is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,16 +25,31 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
-    /// The Arrow type the files are written from.
-    pub fn arrow(self) -> DataType {
-        match self {
-            ColumnType::Int64 => DataType::Int64,
-            ColumnType::Int32 => DataType::Int32,
-            ColumnType::Float64 => DataType::Float64,
-            ColumnType::Boolean => DataType::Boolean,
-            ColumnType::String => DataType::Utf8,
-            ColumnType::Timestamp => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
-        }
+    /// The Parquet type of a column `name` of this type: its physical type and logical annotation
+    /// (none for the integers, which are signed, and for doubles and booleans; `STRING` for text,
+    /// `TIMESTAMP(NANOS, isAdjustedToUTC = true)` for times), `OPTIONAL` when `nullable`, else
+    /// `REQUIRED`.
+    pub fn parquet(self, name: &str, nullable: bool) -> Result<Type, ParquetError> {
+        let (physical, logical) = match self {
+            ColumnType::Int64 => (PhysicalType::INT64, None),
+            ColumnType::Int32 => (PhysicalType::INT32, None),
+            ColumnType::Float64 => (PhysicalType::DOUBLE, None),
+            ColumnType::Boolean => (PhysicalType::BOOLEAN, None),
+            ColumnType::String => (PhysicalType::BYTE_ARRAY, Some(LogicalType::String)),
+            ColumnType::Timestamp => (
+                PhysicalType::INT64,
+                Some(LogicalType::timestamp(true, TimeUnit::NANOS)),
+            ),
+        };
+        let repetition = if nullable {
+            Repetition::OPTIONAL
+        } else {
+            Repetition::REQUIRED
+        };
+        Type::primitive_type_builder(name, physical)
+            .with_logical_type(logical)
+            .with_repetition(repetition)
+            .build()
     }
 
     /// How the README's tables name the type.
@@ -95,17 +112,22 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// The Arrow schema of its files: `capture`, then the labels' keys (text, constant), then
+    /// The Parquet schema of its files: `capture`, then the labels' keys (text, constant), then
     /// [`Dataset::columns`].
-    pub fn schema(&self, labels: &[&str]) -> SchemaRef {
-        let mut fields = vec![Field::new("capture", DataType::Utf8, false)];
-        fields.extend(labels.iter().map(|k| Field::new(*k, DataType::Utf8, false)));
-        fields.extend(
-            self.columns
-                .iter()
-                .map(|c| Field::new(c.name, c.ty.arrow(), c.nullable)),
-        );
-        Arc::new(Schema::new(fields))
+    pub fn schema(&self, labels: &[&str]) -> Result<TypePtr, ParquetError> {
+        let constants = std::iter::once("capture").chain(labels.iter().copied());
+        let mut fields = constants
+            .map(|name| ColumnType::String.parquet(name, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        for c in self.columns {
+            fields.push(c.ty.parquet(c.name, c.nullable)?);
+        }
+        let fields = fields.into_iter().map(Arc::new).collect();
+        Ok(Arc::new(
+            Type::group_type_builder("schema")
+                .with_fields(fields)
+                .build()?,
+        ))
     }
 }
 

@@ -18,7 +18,7 @@
 //! it came from. The columns are listed in [`columns`] (and the README).
 //!
 //! **Built on the analysis trait.** `transactions` is written by [`TransactionExport`], an
-//! [`pcapsleuth_analysis::Analysis`] whose instances write record batches while the parallel
+//! [`pcapsleuth_analysis::Analysis`] whose instances write batches of rows while the parallel
 //! engine runs, so memory does not grow with the capture; the other datasets are written at the end,
 //! from what the run concluded. Files are written in a hidden staging directory in the root and renamed
 //! into place when complete.
@@ -118,14 +118,6 @@ pub enum ExportError {
         /// The failure.
         source: parquet::errors::ParquetError,
     },
-    /// A record batch could not be built (a defect of the export, not of the capture).
-    #[error("{}: {source}", path.display())]
-    Arrow {
-        /// The file or dataset it was for.
-        path: PathBuf,
-        /// The failure.
-        source: arrow_schema::ArrowError,
-    },
     /// A row did not fit its dataset's columns (a defect of the export, not of the capture).
     #[error("{dataset}: a value does not fit column {column}")]
     Schema {
@@ -146,13 +138,6 @@ impl ExportError {
 
     fn parquet(path: &Path, source: parquet::errors::ParquetError) -> Self {
         ExportError::Parquet {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
-
-    fn arrow(path: &Path, source: arrow_schema::ArrowError) -> Self {
-        ExportError::Arrow {
             path: path.to_path_buf(),
             source,
         }
@@ -273,7 +258,7 @@ impl Export {
         let staging = Staging::create(root, &options.partition)?;
         let dir = staging.dataset_dir(columns::TRANSACTIONS.name);
         std::fs::create_dir_all(&dir).map_err(|e| ExportError::io(&dir, e))?;
-        let transactions = Arc::new(PartPool::new(dir, &options.partition));
+        let transactions = Arc::new(PartPool::new(dir, &options.partition)?);
         Ok(Export {
             options,
             staging,

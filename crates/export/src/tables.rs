@@ -5,8 +5,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::SchemaRef;
 use pcapsleuth_analysis::{every_close, CloseRecord, MysqlSessionFacts, RateReport, Run};
 use pcapsleuth_capture::Timestamp;
 use pcapsleuth_flow::{
@@ -14,7 +12,7 @@ use pcapsleuth_flow::{
 };
 use serde::Serialize;
 
-use crate::buffers::{constant, int, IntoArray, Nullable, Texts, Times};
+use crate::buffers::{int, ColumnRows, Nullable, Texts, Times};
 use crate::columns::{ColumnType, Dataset, CEILINGS, CLOSES, CONNECTIONS, RATES};
 use crate::part::Part;
 use crate::{ExportError, Partition};
@@ -84,14 +82,14 @@ impl Buffer {
         true
     }
 
-    fn array(&mut self) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    fn rows(&mut self) -> &mut dyn ColumnRows {
         match self {
-            Buffer::Int64(b) => b.take_array(),
-            Buffer::Int32(b) => b.take_array(),
-            Buffer::Float64(b) => b.take_array(),
-            Buffer::Boolean(b) => b.take_array(),
-            Buffer::Text(b) => b.take_array(),
-            Buffer::Time(b) => b.take_array(),
+            Buffer::Int64(b) => b,
+            Buffer::Int32(b) => b,
+            Buffer::Float64(b) => b,
+            Buffer::Boolean(b) => b,
+            Buffer::Text(b) => b,
+            Buffer::Time(b) => b,
         }
     }
 }
@@ -99,8 +97,6 @@ impl Buffer {
 /// Rows of an end-of-run dataset buffered per column and written in batches into one file.
 struct Table {
     dataset: &'static Dataset,
-    schema: SchemaRef,
-    constants: Vec<String>,
     buffers: Vec<Buffer>,
     rows: usize,
     part: Part,
@@ -118,14 +114,14 @@ impl Table {
     ) -> Result<Table, ExportError> {
         std::fs::create_dir_all(dir).map_err(|e| ExportError::io(dir, e))?;
         let keys: Vec<&str> = partition.labels().iter().map(|l| l.key()).collect();
-        let schema = dataset.schema(&keys);
+        let schema = dataset
+            .schema(&keys)
+            .map_err(|e| ExportError::parquet(dir, e))?;
         let mut constants = vec![partition.capture().to_string()];
         constants.extend(partition.labels().iter().map(|l| l.value().to_string()));
         Ok(Table {
             dataset,
-            part: Part::create(dir, 0, &schema)?,
-            schema,
-            constants,
+            part: Part::create(dir, 0, &schema, &constants)?,
             buffers: dataset.columns.iter().map(|c| Buffer::of(c.ty)).collect(),
             rows: 0,
             written: 0,
@@ -161,17 +157,10 @@ impl Table {
             return Ok(());
         }
         let n = std::mem::take(&mut self.rows);
-        let mut columns: Vec<ArrayRef> = self.constants.iter().map(|c| constant(c, n)).collect();
-        for b in &mut self.buffers {
-            columns.push(
-                b.array()
-                    .map_err(|e| ExportError::arrow(Path::new(self.dataset.name), e))?,
-            );
-        }
-        let batch = RecordBatch::try_new(self.schema.clone(), columns)
-            .map_err(|e| ExportError::arrow(Path::new(self.dataset.name), e))?;
+        let mut columns: Vec<&mut dyn ColumnRows> =
+            self.buffers.iter_mut().map(Buffer::rows).collect();
         self.written += n as u64;
-        self.part.write(&batch)
+        self.part.write(n, &mut columns)
     }
 
     /// Writes what is left and closes the file; returns the rows written.

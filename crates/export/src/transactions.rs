@@ -3,15 +3,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::SchemaRef;
+use parquet::schema::types::TypePtr;
 use pcapsleuth_analysis::{
     Analysis, CaptureFacts, ConnectionView, Fate, StatementFingerprinter, TransactionView,
 };
 use pcapsleuth_flow::Endpoint;
 use pcapsleuth_mysql::{Command, Outcome};
 
-use crate::buffers::{constant, int, ns, IntoArray, Nullable, Texts, Times};
+use crate::buffers::{int, ns, ColumnRows, Nullable, Texts, Times};
 use crate::columns::TRANSACTIONS;
 use crate::part::Part;
 use crate::{ExportError, Partition};
@@ -37,7 +36,7 @@ const PENDING_LIMIT: usize = 4 * BATCH_ROWS;
 /// The `transactions` files of one export, the rows waiting for one, and the first error.
 pub(crate) struct PartPool {
     dir: std::path::PathBuf,
-    schema: SchemaRef,
+    schema: TypePtr,
     /// The capture's name and the labels' values: the constant columns.
     constants: Vec<String>,
     idle: Mutex<Vec<Part>>,
@@ -59,7 +58,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PartPool {
-    pub(crate) fn new(dir: std::path::PathBuf, partition: &Partition) -> Self {
+    pub(crate) fn new(dir: std::path::PathBuf, partition: &Partition) -> Result<Self, ExportError> {
         let label_keys: Vec<String> = partition
             .labels()
             .iter()
@@ -68,16 +67,19 @@ impl PartPool {
         let keys: Vec<&str> = label_keys.iter().map(String::as_str).collect();
         let mut constants = vec![partition.capture().to_string()];
         constants.extend(partition.labels().iter().map(|l| l.value().to_string()));
-        PartPool {
+        let schema = TRANSACTIONS
+            .schema(&keys)
+            .map_err(|e| ExportError::parquet(&dir, e))?;
+        Ok(PartPool {
             dir,
-            schema: TRANSACTIONS.schema(&keys),
+            schema,
             constants,
             idle: Mutex::new(Vec::new()),
             opened: AtomicUsize::new(0),
             spare: Mutex::new(Vec::new()),
             pending: Mutex::new(Rows::default()),
             failed: Mutex::new(None),
-        }
+        })
     }
 
     fn fail(&self, e: ExportError) {
@@ -103,6 +105,12 @@ impl PartPool {
         }
     }
 
+    /// A new file, `part-N.parquet` with the next N.
+    fn create_part(&self) -> Result<Part, ExportError> {
+        let n = self.opened.fetch_add(1, Ordering::Relaxed);
+        Part::create(&self.dir, n, &self.schema, &self.constants)
+    }
+
     /// Writes `rows` into an idle file, or a new one, leaving the buffer empty.
     fn write(&self, rows: &mut Rows) {
         if rows.len == 0 {
@@ -115,17 +123,11 @@ impl PartPool {
         let idle = lock(&self.idle).pop();
         let result = match idle {
             Some(part) => Ok(part),
-            None => Part::create(
-                &self.dir,
-                self.opened.fetch_add(1, Ordering::Relaxed),
-                &self.schema,
-            ),
+            None => self.create_part(),
         }
         .and_then(|mut part| {
-            let batch = rows
-                .take_batch(&self.schema, &self.constants)
-                .map_err(|e| ExportError::arrow(&self.dir, e))?;
-            part.write(&batch)?;
+            let n = std::mem::take(&mut rows.len);
+            part.write(n, &mut rows.columns())?;
             Ok(part)
         });
         match result {
@@ -182,11 +184,7 @@ impl PartPool {
         }
         let mut parts = std::mem::take(&mut *lock(&self.idle));
         if parts.is_empty() {
-            match Part::create(
-                &self.dir,
-                self.opened.fetch_add(1, Ordering::Relaxed),
-                &self.schema,
-            ) {
+            match self.create_part() {
                 Ok(p) => parts.push(p),
                 Err(e) => self.fail(e),
             }
@@ -436,15 +434,9 @@ impl Rows {
         self.retransmitted.append(&mut o.retransmitted);
     }
 
-    /// The rows as a record batch of `schema` (constant columns first), leaving the buffers empty.
-    fn take_batch(
-        &mut self,
-        schema: &SchemaRef,
-        constants: &[String],
-    ) -> Result<RecordBatch, arrow_schema::ArrowError> {
-        let n = std::mem::take(&mut self.len);
-        let mut columns: Vec<ArrayRef> = constants.iter().map(|c| constant(c, n)).collect();
-        let taken: [&mut dyn IntoArray; TRANSACTION_COLUMNS] = [
+    /// Every column's buffer, in [`TRANSACTIONS`]'s order.
+    fn columns(&mut self) -> [&mut dyn ColumnRows; TRANSACTION_COLUMNS] {
+        [
             &mut self.connection_id,
             &mut self.request_frame,
             &mut self.response_frame,
@@ -475,11 +467,7 @@ impl Rows {
             &mut self.rt_us,
             &mut self.waited_us,
             &mut self.retransmitted,
-        ];
-        for c in taken {
-            columns.push(c.take_array()?);
-        }
-        RecordBatch::try_new(schema.clone(), columns)
+        ]
     }
 }
 
@@ -535,7 +523,7 @@ impl EndpointNames {
 /// **How instances write.** The engine runs many instances at once, each told about different
 /// connections. An instance appends its rows to column buffers; when they hold a batch (4,096 rows, or
 /// 4 MiB of text), it takes an idle file from the export's pool, or opens a new `part-N.parquet` when
-/// every file is busy, writes the batch as one record batch and gives the file back. Files are therefore
+/// every file is busy, writes the batch into its row group and gives the file back. Files are therefore
 /// as many as batches were written at the same moment (at most one per worker thread), and encoding and
 /// compression run on every worker in parallel. `merge` hands the other instance's unwritten rows to
 /// the pool, where the next worker that writes a batch of its own writes them too (the merge runs alone

@@ -10,7 +10,7 @@
 //! * [`analysis`] is the parallel engine, the [`Analysis`](analysis::Analysis) trait it runs, and the
 //!   built-in analyses (MySQL statistics, response times, rates and ceilings, closes, findings);
 //! * [`report`] renders results as the command-line tool prints them: text, JSON, plots.
-//! * `export` (the feature `export`, off by default: it brings arrow and parquet) writes Parquet
+//! * `export` (the feature `export`, off by default: it brings parquet and zstd) writes Parquet
 //!   datasets of every MySQL transaction, TCP connection, close and rate interval, for engines beyond one
 //!   machine.
 //!
