@@ -13,7 +13,6 @@
 # usage: benches/inputs.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1)
 set -euo pipefail
 . "$(dirname "$0")/big-capture.sh"
-P=target/release/pcapsleuth
 [ -f "$BIG.gz" ] || gzip -1 -c "$BIG" > "$BIG.gz"
 [ -f "$BIG.zst" ] || zstd -q -3 -T0 -c "$BIG" > "$BIG.zst"
 if [ ! -d "$DIR/rotated" ]; then

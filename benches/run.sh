@@ -6,30 +6,29 @@
 # its ratio to tcpdump's median in the same rounds, the target, throughput, and the largest peak RSS seen.
 # Needs tcpdump and tshark (apt-get install tcpdump tshark).
 #
-# usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1; RUNS=5 rounds)
+# usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1; RUNS=5 rounds;
+#        PCAPSLEUTH=path/to/pcapsleuth measures that binary instead of building this checkout's)
 set -euo pipefail
 . "$(dirname "$0")/big-capture.sh"
 cat "$BIG" > /dev/null   # all runs read from the page cache
 echo "capture: $BIG, $BYTES bytes, $PACKETS packets, $(nproc) cores, $(nproc) threads unless -j says"
 RUNS=${RUNS:-5}
-P=target/release/pcapsleuth
 EXPORT_DIR="$DIR/export-out"
-# name | target as a ratio to tcpdump ("-" for none) | command
-rows=(
-  "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'|-|tcpdump -n -r $BIG 'tcp[tcpflags] & (tcp-fin|tcp-rst) != 0'"
-  "pcapsleuth first-reset|0.6|$P first-reset $BIG"
-  "pcapsleuth first-reset --no-mysql|-|$P first-reset --no-mysql $BIG"
-  "pcapsleuth first-reset -j 1|-|$P first-reset -j 1 $BIG"
-  "pcapsleuth mysql|1.0|$P mysql $BIG"
-  "pcapsleuth report|1.3|$P report $BIG"
-  "pcapsleuth export --parquet|2.0|rm -rf $EXPORT_DIR && $P export $BIG --parquet $EXPORT_DIR"
-)
+# Each row: its name, its target as a ratio to tcpdump's time ("-" for none), and its command.
+names=() targets=() cmds=()
+row() { names+=("$1"); targets+=("$2"); cmds+=("$3"); }
+row "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'" - "tcpdump -n -r $BIG 'tcp[tcpflags] & (tcp-fin|tcp-rst) != 0'"
+row "pcapsleuth first-reset" 0.6 "$P first-reset $BIG"
+row "pcapsleuth first-reset --no-mysql" - "$P first-reset --no-mysql $BIG"
+row "pcapsleuth first-reset -j 1" - "$P first-reset -j 1 $BIG"
+row "pcapsleuth mysql" 1.0 "$P mysql $BIG"
+row "pcapsleuth report" 1.3 "$P report $BIG"
+row "pcapsleuth export --parquet" 2.0 "rm -rf $EXPORT_DIR && $P export $BIG --parquet $EXPORT_DIR"
 times="$DIR/times"
 : > "$times"
 for round in $(seq "$RUNS"); do
-  for i in "${!rows[@]}"; do
-    cmd=${rows[$i]##*|}
-    /usr/bin/time -f "%e %M" -o "$DIR/time" bash -c "$cmd" > /dev/null 2> /dev/null || true
+  for i in "${!cmds[@]}"; do
+    /usr/bin/time -f "%e %M" -o "$DIR/time" bash -c "${cmds[$i]}" > /dev/null 2> /dev/null || true
     echo "$i $(tail -n 1 "$DIR/time")" >> "$times"
   done
   echo "round $round of $RUNS done" >&2
@@ -37,8 +36,8 @@ done
 median() { sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 base=$(awk '$1==0{print $2}' "$times" | median)
 printf '\n%-38s %8s %9s %7s %9s %10s %9s\n' command median "x tcpdump" target GB/s "Mpkt/s" "peak RSS"
-for i in "${!rows[@]}"; do
-  row=${rows[$i]}; name=${row%%|*}; rest=${row#*|}; target=${rest%%|*}
+for i in "${!cmds[@]}"; do
+  name=${names[$i]} target=${targets[$i]}
   med=$(awk -v i="$i" '$1==i{print $2}' "$times" | median)
   rss=$(awk -v i="$i" '$1==i && $3>m{m=$3} END{print m}' "$times")
   awk -v n="$name" -v s="$med" -v t="$target" -v base="$base" -v b="$BYTES" -v p="$PACKETS" -v r="$rss" '
