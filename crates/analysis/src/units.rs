@@ -4,7 +4,8 @@
 /// readers need (policy, not a flag per caller).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DurationStyle {
-    /// Findings and reports: two decimals from a millisecond up, "88 µs", "3.96 ms", "1.25 s".
+    /// Findings, reports and every text: the unit that reads best, three significant digits: "500 ns",
+    /// "88 µs", "90.6 µs", "3.96 ms", "1.25 s", "194 s", "28,800 s".
     Report,
     /// Dense tables: milliseconds with one decimal and no space, "88µs", "1225.2ms".
     Table,
@@ -19,9 +20,10 @@ pub enum DurationStyle {
 /// A duration given in microseconds, written in `style`.
 pub fn duration(us: f64, style: DurationStyle) -> String {
     match style {
-        DurationStyle::Report if us >= 1e6 => format!("{:.2} s", us / 1e6),
-        DurationStyle::Report if us >= 1e3 => format!("{:.2} ms", us / 1e3),
-        DurationStyle::Report => format!("{us:.0} µs"),
+        DurationStyle::Report if !us.is_finite() => NONE.to_string(),
+        DurationStyle::Report if us < 0.0 => format!("-{}", duration(-us, style)),
+        DurationStyle::Report if us == 0.0 => "0 µs".to_string(),
+        DurationStyle::Report => scaled(us, &[(1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s")]),
         DurationStyle::Table if us >= 1e3 => format!("{:.1}ms", us / 1e3),
         DurationStyle::Table => format!("{us:.0}µs"),
         DurationStyle::Label | DurationStyle::Precise | DurationStyle::Tick => {
@@ -45,9 +47,22 @@ pub fn duration(us: f64, style: DurationStyle) -> String {
     }
 }
 
-/// A duration given in microseconds, as findings and reports write it: "88 µs", "3.96 ms", "1.25 s".
+/// A duration given in microseconds, as findings, reports and every text write it: "88 µs", "3.96 ms",
+/// "1.25 s" (three significant digits; "—" for a value that is not a number).
 pub fn duration_us(us: f64) -> String {
     duration(us, DurationStyle::Report)
+}
+
+/// `v` in the largest of `units` (factor, name) it reaches, with three significant digits; a value that
+/// rounds to 1,000 of one unit is 1 of the next: 999.7 µs is "1 ms".
+pub fn scaled(v: f64, units: &[(f64, &str)]) -> String {
+    let mut unit = units.iter().rposition(|(f, _)| v >= *f).unwrap_or(0);
+    let mut r = round_significant(v / units[unit].0, 3);
+    if r >= 1000.0 && unit + 1 < units.len() {
+        unit += 1;
+        r = round_significant(v / units[unit].0, 3);
+    }
+    format!("{} {}", significant(r, 3), units[unit].1)
 }
 
 /// A share (0..1) as a percentage: whole percents, one decimal below 10% so that a small share is not "0%".
@@ -147,15 +162,9 @@ pub fn significant(v: f64, digits: i32) -> String {
 /// What a statistic of nothing reads as: "—", not a zero that looks measured.
 pub const NONE: &str = "—";
 
-/// A duration in seconds, as a capture's span or a wait reads: "7.81 s", "0.59 s", "28,800 s".
+/// A duration in seconds, as [`duration_us`] writes it: "7.81 s", "590 ms", "28,800 s".
 pub fn seconds(s: f64) -> String {
-    if s >= 100.0 {
-        format!("{} s", count(s.round() as u64))
-    } else if s >= 0.01 {
-        format!("{s:.2} s")
-    } else {
-        duration_us(s * 1e6)
-    }
+    duration_us(s * 1e6)
 }
 
 /// What a rate counts per second.

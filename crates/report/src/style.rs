@@ -11,15 +11,17 @@
 //! * lines that fit: tables cut their last, free-text column with "…" ([`elide`], [`list`]) and the whole
 //!   text is wrapped to [`width`] ([`fit`]), 120 characters unless the CLI is told a terminal's width.
 //!
-//! Sentences written by the analyses (findings, close reasons) are also in the JSON, and keep their own
-//! wording; only their line breaks are this module's.
+//! Sentences written by the analyses (findings, close reasons) are also in the JSON: their numbers come
+//! from the same functions (`pcapsleuth_analysis::units`, re-exported here), only their line breaks are
+//! this module's.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use pcapsleuth_analysis::units::{
-    bytes, count, counted, direction_words, significant, size, Measure, NONE,
+    bytes, count, counted, direction_words, duration_us as duration, seconds, significant, size,
+    Measure, NONE,
 };
-use pcapsleuth_analysis::units::{round_significant, span_ns, utc, utc_us};
+use pcapsleuth_analysis::units::{scaled, span_ns, utc, utc_us};
 use pcapsleuth_analysis::RtSummary;
 
 /// The width of text when it does not go to a terminal: what a reader's pager, an e-mail or a ticket shows
@@ -36,38 +38,6 @@ pub fn set_width(columns: usize) {
 /// The width text is laid out for: [`WIDTH`] unless [`set_width`] said otherwise.
 pub fn width() -> usize {
     TEXT_WIDTH.load(Ordering::Relaxed)
-}
-
-/// A duration given in microseconds, in the unit that reads best with three significant digits: "500 ns",
-/// "91 µs", "90.6 µs", "4.84 ms", "7.64 s", "194 s", "28,800 s"; negative ones with a minus sign.
-pub fn duration(us: f64) -> String {
-    if !us.is_finite() {
-        return NONE.to_string();
-    }
-    if us < 0.0 {
-        return format!("-{}", duration(-us));
-    }
-    if us == 0.0 {
-        return "0 µs".to_string();
-    }
-    scaled(us, &[(1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s")])
-}
-
-/// `v` in the largest of `units` (factor, name) it reaches, with three significant digits; a value that
-/// rounds to 1,000 of one unit is 1 of the next: 999.7 µs is "1 ms".
-fn scaled(v: f64, units: &[(f64, &str)]) -> String {
-    let mut unit = units.iter().rposition(|(f, _)| v >= *f).unwrap_or(0);
-    let mut r = round_significant(v / units[unit].0, 3);
-    if r >= 1000.0 && unit + 1 < units.len() {
-        unit += 1;
-        r = round_significant(v / units[unit].0, 3);
-    }
-    format!("{} {}", significant(r, 3), units[unit].1)
-}
-
-/// A duration given in seconds, as [`duration`] writes it: "7.81 s", "590 ms", "28,800 s".
-pub fn seconds(s: f64) -> String {
-    duration(s * 1e6)
 }
 
 /// A duration of `n` measured values, or "—" when there were none.
