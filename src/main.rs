@@ -1723,16 +1723,24 @@ fn extract(
     };
     match span {
         Some((a, b)) => sayln!(
-            "pcapsleuth: wrote {n} packets to {} (frames {a} to {b} of the original capture{})",
+            "pcapsleuth: wrote {} to {} (frames {a} to {b} of the original capture{})",
+            analysis::units::counted(n, "packet", "packets"),
             output.display(),
             if wanted.annotate {
-                format!("; {annotated} with comments, found with the display filter frame.comment")
+                format!(
+                    "; {} with comments, found with the display filter frame.comment",
+                    analysis::units::count(annotated)
+                )
             } else {
                 String::new()
             }
         ),
         None => {
-            sayln!("pcapsleuth: wrote {n} packets to {}", output.display());
+            sayln!(
+                "pcapsleuth: wrote {} to {}",
+                analysis::units::counted(n, "packet", "packets"),
+                output.display()
+            );
             let rereadable = set.inputs.iter().all(|i| i.stored_len().is_some());
             for warning in selection
                 .nothing_matched(&seen, || rereadable.then(|| mysql_servers(files)).flatten())
@@ -1846,7 +1854,11 @@ fn split(
         w.finish()?;
     }
     progress.clear();
-    sayln!("pcapsleuth: wrote {pieces} pieces to {}", out_dir.display());
+    sayln!(
+        "pcapsleuth: wrote {} to {}",
+        analysis::units::counted(pieces as u64, "piece", "pieces"),
+        out_dir.display()
+    );
     Ok(finish_pass(&set, &damage))
 }
 

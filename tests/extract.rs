@@ -395,3 +395,19 @@ fn a_filter_that_matches_nothing_says_where_mysql_was() {
         "{both}"
     );
 }
+
+/// The summary line counts in the house style: "1 packet", and thousands separated ("1,234 packets").
+/// err1146-storm.pcap has 12,430 frames (tshark's count is checked by the golden and crosscheck tests).
+#[test]
+fn the_summary_line_counts_packets_in_the_house_style() {
+    let input = common::fixture("err1146-storm.pcap");
+    let out = scratch("one-packet.pcap");
+    let o = ok(&["extract", s(&input), "--frames", "5", "-o", s(&out)]);
+    assert!(stderr(&o).contains("wrote 1 packet to "), "{}", stderr(&o));
+    let o = ok(&["extract", s(&input), "--frames", "1-12430", "-o", s(&out)]);
+    assert!(
+        stderr(&o).contains("wrote 12,430 packets to "),
+        "{}",
+        stderr(&o)
+    );
+}
