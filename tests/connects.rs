@@ -41,48 +41,23 @@ fn last_value(field: &str) -> &str {
 }
 
 fn tshark_packets(tshark: &Tshark, path: &Path) -> Vec<Packet> {
-    let p = path.to_str().unwrap();
-    let lines = tshark.lines([
-        "-r",
-        p,
-        "-Y",
-        // Not the TCP headers quoted in ICMP errors (a router's host unreachable): not the connection's.
-        "(tcp.flags.syn==1 || tcp.flags.reset==1 || tcp.seq==1) && !icmp && !icmpv6",
-        "-T",
-        "fields",
-        "-E",
-        "separator=|",
-        "-e",
-        "frame.number",
-        "-e",
-        "frame.time_epoch",
-        "-e",
-        "ip.src",
-        "-e",
-        "ipv6.src",
-        "-e",
-        "tcp.srcport",
-        "-e",
-        "ip.dst",
-        "-e",
-        "ipv6.dst",
-        "-e",
-        "tcp.dstport",
-        "-e",
-        "tcp.flags",
-        "-e",
-        "tcp.seq_raw",
-        "-e",
-        "tcp.ack_raw",
-        "-e",
-        "tcp.len",
-        "-e",
-        "tcp.analysis.retransmission",
-    ]);
-    lines
-        .iter()
-        .map(|l| {
-            let f: Vec<&str> = l.split('|').collect();
+    // tshark's fields of every frame, from the pass the tests comparing with tshark share.
+    let pass = common::tshark_pass(tshark, path);
+    let col = common::TsharkPass::col;
+    let any = |v: &str, want: &str| v.split(',').any(|v| v == want);
+    pass.rows()
+        // `(tcp.flags.syn==1 || tcp.flags.reset==1 || tcp.seq==1) && !icmp && !icmpv6`, as its display
+        // filter selected them: not the TCP headers quoted in ICMP errors (a router's host unreachable),
+        // which are not the connection's.
+        .filter(|r| {
+            let set = |field: &str| any(r[col(field)], "1") || any(r[col(field)], "True");
+            let icmp = r[col("frame.protocols")]
+                .split(':')
+                .any(|p| p == "icmp" || p == "icmpv6");
+            (set("tcp.flags.syn") || set("tcp.flags.reset") || any(r[col("tcp.seq")], "1")) && !icmp
+        })
+        .map(|r| {
+            let f = |field: &str| r[col(field)];
             let endpoint = |v4: &str, v6: &str, port: &str| {
                 if v6.is_empty() {
                     format!("{}:{port}", last_value(v4))
@@ -90,21 +65,21 @@ fn tshark_packets(tshark: &Tshark, path: &Path) -> Vec<Packet> {
                     format!("[{}]:{port}", last_value(v6))
                 }
             };
-            let flags = u16::from_str_radix(f[8].trim_start_matches("0x"), 16).unwrap();
-            let (secs, frac) = f[1].split_once('.').unwrap();
+            let flags = u16::from_str_radix(f("tcp.flags").trim_start_matches("0x"), 16).unwrap();
+            let (secs, frac) = f("frame.time_epoch").split_once('.').unwrap();
             Packet {
-                frame: f[0].parse().unwrap(),
+                frame: f("frame.number").parse().unwrap(),
                 ns: secs.parse::<i64>().unwrap() * 1_000_000_000 + frac.parse::<i64>().unwrap(),
-                src: endpoint(f[2], f[3], f[4]),
-                dst: endpoint(f[5], f[6], f[7]),
+                src: endpoint(f("ip.src"), f("ipv6.src"), f("tcp.srcport")),
+                dst: endpoint(f("ip.dst"), f("ipv6.dst"), f("tcp.dstport")),
                 syn: flags & 0x02 != 0,
                 ack: flags & 0x10 != 0,
                 rst: flags & 0x04 != 0,
                 fin: flags & 0x01 != 0,
-                seq: f[9].parse().unwrap(),
-                ack_no: f[10].parse().unwrap(),
-                len: f[11].parse().unwrap(),
-                retransmission: !f[12].is_empty(),
+                seq: f("tcp.seq_raw").parse().unwrap(),
+                ack_no: f("tcp.ack_raw").parse().unwrap(),
+                len: f("tcp.len").parse().unwrap(),
+                retransmission: !f("tcp.analysis.retransmission").is_empty(),
             }
         })
         .collect()

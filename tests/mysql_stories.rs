@@ -108,27 +108,17 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
     common::each_in_parallel(common::real_captures(), |path| {
         let p = path.to_str().unwrap();
         let m = json(&["mysql", "--json", p]);
-        // One tshark pass for both questions: each frame's MySQL command codes and error codes (a
-        // frame holding several MySQL packets lists each, comma-separated).
+        // tshark's MySQL command codes and error codes of each frame (a frame holding several MySQL
+        // packets lists each, comma-separated), from the pass the tests comparing with tshark share
+        // (ports 6033 and 3307 decoded as MySQL): the frames `mysql.command || mysql.error_code` selects.
         let mut tshark_cmds = std::collections::BTreeMap::<String, u64>::new();
         let mut tshark_errs = std::collections::BTreeMap::<String, u64>::new();
-        for line in tshark.lines([
-            "-r",
-            p,
-            "-d",
-            "tcp.port==6033,mysql",
-            "-d",
-            "tcp.port==3307,mysql",
-            "-Y",
-            "mysql.command || mysql.error_code",
-            "-T",
-            "fields",
-            "-e",
-            "mysql.command",
-            "-e",
-            "mysql.error_code",
-        ]) {
-            let (commands, errors) = line.split_once('\t').unwrap_or((line.as_str(), ""));
+        let (command, error) = (
+            common::TsharkPass::col("mysql.command"),
+            common::TsharkPass::col("mysql.error_code"),
+        );
+        for row in common::tshark_pass(&tshark, &path).rows() {
+            let (commands, errors) = (row[command], row[error]);
             for code in commands.split(',').map(str::trim).filter(|c| !c.is_empty()) {
                 let code: u8 = code.parse().unwrap();
                 if code <= 0x21 {

@@ -74,9 +74,9 @@ fn tcp_facts_match_tshark_on_every_real_capture() {
     });
 }
 
-/// What tshark says of a capture's TCP, from one pass over it: one line of fields per frame, then its
-/// TCP conversation table (`-z conv,tcp`). One pass instead of one per question: tshark's dissection with
-/// TCP analysis is most of this test's time.
+/// What tshark says of a capture's TCP: one line of fields per frame, and its TCP conversation table
+/// (`-z conv,tcp`), from the pass over the capture the tests comparing with tshark share
+/// (`common::tshark_pass`): tshark's dissection with TCP analysis is most of this test's time.
 struct TcpFacts {
     frames: usize,
     conversations: usize,
@@ -89,51 +89,40 @@ struct TcpFacts {
 
 impl TcpFacts {
     fn of(tshark: &Tshark, path: &Path) -> TcpFacts {
-        let fields = [
-            "frame.number",
-            "tcp.flags.fin",
-            "tcp.flags.reset",
-            "tcp.analysis.retransmission",
-            "tcp.analysis.out_of_order",
-            "tcp.analysis.zero_window",
-        ];
-        let mut args = vec!["-r", path.to_str().unwrap(), "-T", "fields"];
-        for f in fields {
-            args.extend(["-e", f]);
-        }
-        args.extend(["-z", "conv,tcp"]);
+        let pass = common::tshark_pass(tshark, path);
+        let col = common::TsharkPass::col;
+        let (fin, reset, retransmission, out_of_order, zero_window) = (
+            col("tcp.flags.fin"),
+            col("tcp.flags.reset"),
+            col("tcp.analysis.retransmission"),
+            col("tcp.analysis.out_of_order"),
+            col("tcp.analysis.zero_window"),
+        );
         let mut facts = TcpFacts {
             frames: 0,
-            conversations: 0,
+            conversations: pass.tcp_conversations,
             resent_or_reordered: 0,
             retransmissions: 0,
             zero_windows: 0,
             first_fin: None,
             first_rst: None,
         };
-        for line in tshark.lines(args) {
-            if line.contains("<->") {
-                facts.conversations += 1;
-                continue;
-            }
-            let cols: Vec<&str> = line.split('\t').collect();
-            let (Ok(frame), true) = (cols[0].parse::<u64>(), cols.len() == fields.len()) else {
-                continue; // the conversation table's header and rules
-            };
+        for cols in pass.rows() {
+            let frame: u64 = cols[col("frame.number")].parse().unwrap();
             // A flag field is "1" when set; an analysis field (a marker with no value) is "1" when present.
             // A frame with two TCP headers (an ICMP error quoting one, a tunnel) lists both, comma-separated:
             // as with a display filter, any of them counts.
             let set = |i: usize| cols[i].split(',').any(|v| v == "1" || v == "True");
             facts.frames += 1;
-            if set(1) {
+            if set(fin) {
                 facts.first_fin.get_or_insert(frame);
             }
-            if set(2) {
+            if set(reset) {
                 facts.first_rst.get_or_insert(frame);
             }
-            facts.retransmissions += usize::from(set(3));
-            facts.resent_or_reordered += usize::from(set(3) || set(4));
-            facts.zero_windows += usize::from(set(5));
+            facts.retransmissions += usize::from(set(retransmission));
+            facts.resent_or_reordered += usize::from(set(retransmission) || set(out_of_order));
+            facts.zero_windows += usize::from(set(zero_window));
         }
         facts
     }

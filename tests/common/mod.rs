@@ -165,3 +165,111 @@ pub fn each_in_parallel<T: Send>(items: Vec<T>, check: impl Fn(T) + Sync) {
         }
     });
 }
+
+/// tshark's dissection of a real capture, one pass shared by the tests that compare every real capture
+/// with it (tshark_crosscheck's TCP facts, connects' handshakes, mysql_stories' MySQL counts): each
+/// dissected every capture itself, three passes where one does, and tshark's dissection is most of
+/// these tests' time (issue 16). The pass prints [`TsharkPass::FIELDS`] for every frame, port 6033
+/// and 3307 decoded as MySQL (the proxy and replica captures), then the TCP conversation table
+/// (`-z conv,tcp`). A test selects its frames from the rows as its display filter did.
+pub struct TsharkPass {
+    lines: Vec<String>,
+    /// The rows of the TCP conversation table: one per conversation.
+    pub tcp_conversations: usize,
+}
+
+impl TsharkPass {
+    /// The fields of a row, in order; [`TsharkPass::col`] finds one. A field with several values (a
+    /// frame with two TCP headers, several MySQL packets) lists them comma-separated.
+    pub const FIELDS: [&'static str; 22] = [
+        "frame.number",
+        "frame.time_epoch",
+        "frame.protocols",
+        "ip.src",
+        "ipv6.src",
+        "tcp.srcport",
+        "ip.dst",
+        "ipv6.dst",
+        "tcp.dstport",
+        "tcp.flags",
+        "tcp.flags.syn",
+        "tcp.flags.fin",
+        "tcp.flags.reset",
+        "tcp.seq",
+        "tcp.seq_raw",
+        "tcp.ack_raw",
+        "tcp.len",
+        "tcp.analysis.retransmission",
+        "tcp.analysis.out_of_order",
+        "tcp.analysis.zero_window",
+        "mysql.command",
+        "mysql.error_code",
+    ];
+
+    /// The column of `field` in a row (a panic names a field the pass does not print).
+    pub fn col(field: &str) -> usize {
+        Self::FIELDS
+            .iter()
+            .position(|f| *f == field)
+            .unwrap_or_else(|| panic!("the shared tshark pass does not print {field}"))
+    }
+
+    /// Every frame's row, in capture order.
+    pub fn rows(&self) -> impl Iterator<Item = Vec<&str>> {
+        self.lines.iter().map(|l| l.split('\t').collect())
+    }
+
+    fn of(tshark: &pcapsleuth_testkit::oracle::Tshark, path: &Path) -> TsharkPass {
+        let mut args = vec![
+            "-r",
+            path.to_str().unwrap(),
+            "-d",
+            "tcp.port==6033,mysql",
+            "-d",
+            "tcp.port==3307,mysql",
+            "-T",
+            "fields",
+        ];
+        for f in Self::FIELDS {
+            args.extend(["-e", f]);
+        }
+        args.extend(["-z", "conv,tcp"]);
+        let mut pass = TsharkPass {
+            lines: Vec::new(),
+            tcp_conversations: 0,
+        };
+        for line in tshark.lines(args) {
+            if line.contains("<->") {
+                pass.tcp_conversations += 1;
+                continue;
+            }
+            let mut cols = line.split('\t');
+            let frame = cols.next().map(str::parse::<u64>);
+            // The conversation table's header and rules are not frames.
+            if matches!(frame, Some(Ok(_))) && cols.count() + 1 == Self::FIELDS.len() {
+                pass.lines.push(line);
+            }
+        }
+        pass
+    }
+}
+
+/// The shared tshark pass over `path` ([`TsharkPass`]): made by the first test that asks for it (a test
+/// asking while it is made waits for it), kept for the test process.
+pub fn tshark_pass(
+    tshark: &pcapsleuth_testkit::oracle::Tshark,
+    path: &Path,
+) -> std::sync::Arc<TsharkPass> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Cell = Arc<OnceLock<Arc<TsharkPass>>>;
+    static PASSES: Mutex<std::collections::BTreeMap<PathBuf, Cell>> =
+        Mutex::new(std::collections::BTreeMap::new());
+    let cell = PASSES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(path.to_path_buf())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| Arc::new(TsharkPass::of(tshark, path)))
+        .clone()
+}
