@@ -2,10 +2,11 @@
 //! that can be null one definition level per row), handed to Parquet's column writers as they are when
 //! a batch is written, and merged by appending (one instance's rows into another's).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use parquet::column::writer::{ColumnWriter, ColumnWriterImpl};
-use parquet::data_type::{
-    BoolType, ByteArray, ByteArrayType, DataType, DoubleType, Int32Type, Int64Type,
-};
+use parquet::data_type::{BoolType, DataType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 
 use crate::part::Chunk;
@@ -61,7 +62,7 @@ impl Native for bool {
 impl<T: Native> ColumnRows for Vec<T> {
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let values = self.get(from..from + n).unwrap_or_default();
-        typed::<T::Parquet>(to.writer())?.write_batch(values, None, None)?;
+        typed::<T::Parquet>(to.writer()?)?.write_batch(values, None, None)?;
         Ok(())
     }
 
@@ -115,7 +116,7 @@ impl<T: Native> ColumnRows for Nullable<T> {
         let defs = self.defs.get(from..from + n).unwrap_or_default();
         let values = self.values.get(first..).unwrap_or_default();
         // Writes the values the levels call for (as many as they hold 1s).
-        typed::<T::Parquet>(to.writer())?.write_batch(values, Some(defs), None)?;
+        typed::<T::Parquet>(to.writer()?)?.write_batch(values, Some(defs), None)?;
         Ok(())
     }
 
@@ -172,49 +173,178 @@ impl Texts {
         o.ends.clear();
     }
 
-    /// The texts of rows `from..from + n` that are not null, each as Parquet's `ByteArray`, into
-    /// `out`. A dictionary-encoded column keeps the distinct values it is given until its row group
-    /// is written: those get copies of their own; the other columns' encoders copy the bytes they
-    /// are given at once, and get slices of one shared copy of the rows' texts.
-    fn values(&self, from: usize, n: usize, own: bool, out: &mut Vec<ByteArray>) {
-        let first = values_before(&self.defs, from);
-        let count = values_before(&self.defs[from.min(self.defs.len())..], n);
-        let ends = self.ends.get(first..first + count).unwrap_or_default();
-        let mut start = first.checked_sub(1).map_or(0, |i| self.ends[i]);
-        let (lo, hi) = (start, ends.last().copied().unwrap_or(start));
-        out.reserve(count);
-        if own {
-            for &end in ends {
-                out.push(ByteArray::from(self.bytes.as_bytes()[start..end].to_vec()));
-                start = end;
+    /// The texts of rows `from..from + n`, `None` for a null.
+    fn rows(&self, from: usize, n: usize) -> impl Iterator<Item = Option<&[u8]>> + '_ {
+        let defs = self.defs.get(from..from + n).unwrap_or_default();
+        let mut value = values_before(&self.defs, from);
+        let mut start = value
+            .checked_sub(1)
+            .and_then(|i| self.ends.get(i).copied())
+            .unwrap_or(0);
+        defs.iter().map(move |&d| {
+            if d != VALUE {
+                return None;
             }
-        } else {
-            let all = ByteArray::from(self.bytes.as_bytes()[lo..hi].to_vec());
-            for &end in ends {
-                out.push(all.slice(start - lo, end - start));
-                start = end;
-            }
-        }
+            let end = self.ends.get(value).copied().unwrap_or(start);
+            let text = self.bytes.as_bytes().get(start..end);
+            start = end;
+            value += 1;
+            text
+        })
     }
 }
 
 impl ColumnRows for Texts {
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
-        let mut values = to.take_scratch();
-        self.values(from, n, to.dictionary(), &mut values);
-        let w = typed::<ByteArrayType>(to.writer())?;
-        let defs = self.defs.get(from..from + n).unwrap_or_default();
-        let nullable = w.get_descriptor().max_def_level() > 0;
-        let result = w.write_batch(&values, nullable.then_some(defs), None);
-        values.clear();
-        to.give_scratch(values);
-        result.map(|_| ())
+        let (chunk, pages) = to.text()?;
+        for text in self.rows(from, n) {
+            chunk.push(text, pages)?;
+        }
+        Ok(())
     }
 
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
         self.defs.clear();
+    }
+}
+
+/// A column of static texts (a command's name, a state): a row is a pointer.
+#[derive(Debug, Default)]
+pub(crate) struct Statics(Vec<&'static str>);
+
+impl Statics {
+    #[inline]
+    pub(crate) fn push(&mut self, s: &'static str) {
+        self.0.push(s);
+    }
+
+    pub(crate) fn append(&mut self, o: &mut Statics) {
+        self.0.append(&mut o.0);
+    }
+
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
+    }
+}
+
+impl ColumnRows for Statics {
+    fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
+        let (chunk, pages) = to.text()?;
+        for s in self.0.get(from..from + n).unwrap_or_default() {
+            chunk.push(Some(s.as_bytes()), pages)?;
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// Texts, maybe null, that runs of rows share (a connection's endpoints; a fingerprint, SQLSTATE or
+/// error message from a [`TextCache`]): the texts in the order their runs came, each a reference to
+/// its one copy (taken once per run, not per row: no copy of the bytes and no reference count
+/// touched per row), and each row's index among them.
+#[derive(Debug, Default)]
+pub(crate) struct Interned {
+    texts: Vec<Arc<str>>,
+    rows: Vec<u32>,
+}
+
+/// A null row of [`Interned`].
+const NO_TEXT: u32 = u32::MAX;
+
+impl Interned {
+    /// A row holding `text`: the last run's index when it is the same copy, else a new run's.
+    #[inline]
+    pub(crate) fn push(&mut self, text: &Arc<str>) {
+        let same = self.texts.last().is_some_and(|t| Arc::ptr_eq(t, text));
+        if !same {
+            self.texts.push(text.clone());
+        }
+        // Fewer runs than rows, and a buffer's rows are far fewer than u32::MAX.
+        let i = u32::try_from(self.texts.len() - 1).unwrap_or(NO_TEXT);
+        self.rows.push(i);
+    }
+
+    #[inline]
+    pub(crate) fn push_opt(&mut self, text: Option<&Arc<str>>) {
+        match text {
+            Some(t) => self.push(t),
+            None => self.rows.push(NO_TEXT),
+        }
+    }
+
+    /// Moves `o`'s rows to the end of these, leaving `o` empty with its capacity.
+    pub(crate) fn append(&mut self, o: &mut Interned) {
+        let base = u32::try_from(self.texts.len()).unwrap_or(NO_TEXT);
+        self.texts.append(&mut o.texts);
+        self.rows.extend(o.rows.drain(..).map(|i| match i {
+            NO_TEXT => NO_TEXT,
+            i => i.saturating_add(base),
+        }));
+    }
+
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.rows.reserve(n);
+    }
+}
+
+impl ColumnRows for Interned {
+    fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
+        let (chunk, pages) = to.text()?;
+        for &i in self.rows.get(from..from + n).unwrap_or_default() {
+            let text = self.texts.get(i as usize).map(|t| t.as_bytes());
+            chunk.push(text, pages)?;
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.texts.clear();
+        self.rows.clear();
+    }
+}
+
+/// Distinct texts seen lately, each with one copy that the rows repeating it share ([`Interned`]):
+/// for texts that repeat across connections (fingerprints, error messages, SQLSTATEs). Bounded: past
+/// [`TextCache::MAX_TEXTS`] texts or [`TextCache::MAX_BYTES`] bytes it starts again from empty (a
+/// capture with more distinct texts than that pays a copy per value, as without the cache).
+#[derive(Debug, Default)]
+pub(crate) struct TextCache {
+    /// Each text's place in `copies`.
+    index: HashMap<Box<str>, usize, ahash::RandomState>,
+    copies: Vec<Arc<str>>,
+    bytes: usize,
+}
+
+impl TextCache {
+    const MAX_TEXTS: usize = 1024;
+    const MAX_BYTES: usize = 64 << 10;
+
+    /// The shared copy of `text`.
+    #[inline]
+    pub(crate) fn get(&mut self, text: &str) -> &Arc<str> {
+        let i = match self.index.get(text) {
+            Some(&i) => i,
+            None => self.add(text),
+        };
+        &self.copies[i]
+    }
+
+    /// Adds a copy of `text`; its place.
+    fn add(&mut self, text: &str) -> usize {
+        if self.copies.len() >= Self::MAX_TEXTS || self.bytes + text.len() > Self::MAX_BYTES {
+            self.index.clear();
+            self.copies.clear();
+            self.bytes = 0;
+        }
+        self.bytes += text.len();
+        self.index.insert(text.into(), self.copies.len());
+        self.copies.push(Arc::from(text));
+        self.copies.len() - 1
     }
 }
 
@@ -260,11 +390,9 @@ pub(crate) fn int(n: u64) -> i64 {
 mod tests {
     use super::*;
 
-    fn texts(t: &Texts, from: usize, n: usize, own: bool) -> Vec<String> {
-        let mut out = Vec::new();
-        t.values(from, n, own, &mut out);
-        out.iter()
-            .map(|b| b.as_utf8().expect("utf-8").to_string())
+    fn texts(t: &Texts, from: usize, n: usize) -> Vec<Option<&str>> {
+        t.rows(from, n)
+            .map(|b| b.map(|b| std::str::from_utf8(b).expect("utf-8")))
             .collect()
     }
 
@@ -281,16 +409,51 @@ mod tests {
         assert_eq!(b.len_bytes(), 0, "appending empties the other");
         assert!(b.defs.is_empty() && b.ends.is_empty());
         assert_eq!(a.defs, [VALUE, NULL, VALUE, VALUE, VALUE]);
-        for own in [false, true] {
-            assert_eq!(texts(&a, 0, 5, own), ["ab", "cde", "", "f"]);
-            // Rows 1..4: the null, "cde" and "".
-            assert_eq!(texts(&a, 1, 3, own), ["cde", ""]);
-            assert_eq!(texts(&a, 3, 2, own), ["", "f"]);
-            assert!(texts(&a, 1, 1, own).is_empty());
-            assert!(texts(&a, 5, 0, own).is_empty());
-        }
+        let all = [Some("ab"), None, Some("cde"), Some(""), Some("f")];
+        assert_eq!(texts(&a, 0, 5), all);
+        assert_eq!(texts(&a, 1, 3), all[1..4]);
+        assert_eq!(texts(&a, 3, 2), all[3..5]);
+        assert_eq!(texts(&a, 1, 1), [None]);
+        assert!(texts(&a, 5, 0).is_empty());
         a.clear();
-        assert!(texts(&a, 0, 0, false).is_empty());
+        assert!(texts(&a, 0, 0).is_empty());
+    }
+
+    #[test]
+    fn interned_rows_share_a_run_s_copy_and_merge_with_their_indices_moved() {
+        let (x, y): (Arc<str>, Arc<str>) = ("x".into(), "y".into());
+        let mut a = Interned::default();
+        a.push(&x);
+        a.push(&x);
+        a.push_opt(None);
+        a.push(&y);
+        assert_eq!(a.texts.len(), 2, "one copy per run");
+        let mut b = Interned::default();
+        b.push(&y);
+        b.push_opt(None);
+        a.append(&mut b);
+        assert!(b.rows.is_empty() && b.texts.is_empty());
+        let rows: Vec<Option<&str>> = a
+            .rows
+            .iter()
+            .map(|&i| a.texts.get(i as usize).map(|t| &**t))
+            .collect();
+        assert_eq!(
+            rows,
+            [Some("x"), Some("x"), None, Some("y"), Some("y"), None]
+        );
+    }
+
+    #[test]
+    fn the_text_cache_gives_one_copy_per_text_and_starts_again_when_full() {
+        let mut c = TextCache::default();
+        let a = c.get("select ?").clone();
+        assert!(Arc::ptr_eq(&a, c.get("select ?")));
+        for i in 0..TextCache::MAX_TEXTS {
+            c.get(&i.to_string());
+        }
+        assert!(c.copies.len() <= TextCache::MAX_TEXTS);
+        assert_eq!(&**c.get("select ?"), "select ?");
     }
 
     #[test]

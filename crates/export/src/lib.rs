@@ -48,6 +48,7 @@ mod buffers;
 pub mod columns;
 mod layout;
 mod part;
+mod plain;
 mod tables;
 mod transactions;
 

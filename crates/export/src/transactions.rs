@@ -1,6 +1,6 @@
 //! The `transactions` dataset, written as the engine completes transactions by [`TransactionExport`].
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use parquet::schema::types::TypePtr;
@@ -10,7 +10,7 @@ use pcapsleuth_analysis::{
 use pcapsleuth_flow::Endpoint;
 use pcapsleuth_mysql::{Command, Outcome};
 
-use crate::buffers::{int, ns, ColumnRows, Nullable, Texts, Times};
+use crate::buffers::{int, ns, ColumnRows, Interned, Nullable, Statics, TextCache, Texts, Times};
 use crate::columns::TRANSACTIONS;
 use crate::part::Part;
 use crate::{ExportError, Partition};
@@ -22,16 +22,18 @@ use crate::{ExportError, Partition};
 /// instructions.
 pub(crate) const BATCH_ROWS: usize = 4096;
 
-/// Text bytes an instance buffers before it writes them, whatever the rows (statements are kept up to
-/// 16 KiB each).
+/// Statement text an instance buffers before it writes it, whatever the rows (statements are kept up
+/// to 16 KiB each; the other texts are shared copies).
 pub(crate) const BATCH_TEXT_BYTES: usize = 4 << 20;
 
 /// Emptied row buffers kept for new instances: enough for every instance of a batch on a large machine,
 /// few enough that their memory (a batch's capacity each) stays small.
 const SPARE_BUFFERS: usize = 32;
 
-/// Rows merged from instances that did not fill a batch, past which the merge writes them itself.
-const PENDING_LIMIT: usize = 4 * BATCH_ROWS;
+/// Rows merged from instances that did not fill a batch, past which the merge writes them itself
+/// (workers write them as soon as they fill a batch, see [`PartPool::pending_ready`]; this bounds
+/// their memory should no worker come by).
+const PENDING_LIMIT: usize = 8 * BATCH_ROWS;
 
 /// The `transactions` files of one export, the rows waiting for one, and the first error.
 pub(crate) struct PartPool {
@@ -48,6 +50,9 @@ pub(crate) struct PartPool {
     /// instance). The next worker that writes a batch of its own writes them too, in parallel with the
     /// others, rather than the merge, which runs alone between batches.
     pending: Mutex<Rows>,
+    /// The pending rows fill a batch: the next worker to add a row writes them (the merge, which
+    /// runs alone while the other cores wait, does not).
+    pending_ready: AtomicBool,
     /// The first write that failed: later batches are dropped, and the export fails with it.
     failed: Mutex<Option<ExportError>>,
 }
@@ -78,6 +83,7 @@ impl PartPool {
             opened: AtomicUsize::new(0),
             spare: Mutex::new(Vec::new()),
             pending: Mutex::new(Rows::default()),
+            pending_ready: AtomicBool::new(false),
             failed: Mutex::new(None),
         })
     }
@@ -139,15 +145,18 @@ impl PartPool {
         }
     }
 
-    /// Moves an instance's rows to the pending ones; writes those when too many wait.
+    /// Moves an instance's rows to the pending ones, for the next worker to write once they fill a
+    /// batch; writes them here only when far too many wait.
     fn add_pending(&self, rows: &mut Rows) {
-        let many = {
+        let (ready, many) = {
             let mut pending = lock(&self.pending);
             pending.append(rows);
-            pending.len >= PENDING_LIMIT
+            (pending.len >= BATCH_ROWS, pending.len >= PENDING_LIMIT)
         };
         if many {
             self.write_pending();
+        } else if ready {
+            self.pending_ready.store(true, Ordering::Relaxed);
         }
     }
 
@@ -162,6 +171,7 @@ impl PartPool {
             if pending.len < BATCH_ROWS {
                 return;
             }
+            self.pending_ready.store(false, Ordering::Relaxed);
             std::mem::replace(&mut *pending, self.buffer())
         };
         self.write(&mut batch);
@@ -170,7 +180,11 @@ impl PartPool {
 
     /// Writes every pending row.
     fn write_pending(&self) {
-        let mut batch = std::mem::take(&mut *lock(&self.pending));
+        let mut batch = {
+            let mut pending = lock(&self.pending);
+            self.pending_ready.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *pending)
+        };
         self.write(&mut batch);
         self.recycle(batch);
     }
@@ -228,22 +242,22 @@ struct Rows {
     request_time: Times,
     response_time: Times,
     first_response_time: Times,
-    client: Texts,
-    server: Texts,
-    client_ip: Texts,
+    client: Interned,
+    server: Interned,
+    client_ip: Interned,
     client_port: Vec<i32>,
-    server_ip: Texts,
+    server_ip: Interned,
     server_port: Vec<i32>,
-    command: Texts,
+    command: Statics,
     statement: Texts,
     statement_id: Nullable<i64>,
-    fingerprint: Texts,
+    fingerprint: Interned,
     text_cut: Vec<bool>,
-    state: Texts,
+    state: Statics,
     is_query: Vec<bool>,
     error_code: Nullable<i32>,
-    sql_state: Texts,
-    error_message: Texts,
+    sql_state: Interned,
+    error_message: Interned,
     rows: Vec<i64>,
     affected_rows: Nullable<i64>,
     request_bytes: Vec<i64>,
@@ -251,6 +265,11 @@ struct Rows {
     rt_us: Nullable<f64>,
     waited_us: Nullable<f64>,
     retransmitted: Vec<bool>,
+    /// The copies `fingerprint`, `sql_state` and `error_message` share (these texts repeat across
+    /// connections). Kept with the buffer when it is recycled.
+    fingerprints: TextCache,
+    sql_states: TextCache,
+    messages: TextCache,
 }
 
 impl Rows {
@@ -289,22 +308,19 @@ impl Rows {
         r.error_code.reserve(n);
         r.rt_us.reserve(n);
         r.waited_us.reserve(n);
-        // Typical texts: endpoints of 10-20 bytes, commands and states of about 10, statements and
-        // fingerprints of about 100.
-        for (t, bytes) in [
-            (&mut r.client, 24),
-            (&mut r.server, 24),
-            (&mut r.client_ip, 16),
-            (&mut r.server_ip, 16),
-            (&mut r.command, 12),
-            (&mut r.state, 10),
-            (&mut r.statement, 100),
-            (&mut r.fingerprint, 100),
-            (&mut r.sql_state, 0),
-            (&mut r.error_message, 0),
-        ] {
-            t.reserve(n, n * bytes);
-        }
+        // Texts: a row index each (endpoints, fingerprints), a pointer (commands, states), and
+        // statements of about 100 bytes.
+        let interned = [
+            &mut r.client,
+            &mut r.server,
+            &mut r.client_ip,
+            &mut r.server_ip,
+        ];
+        interned.into_iter().for_each(|t| t.reserve(n));
+        r.fingerprint.reserve(n);
+        r.command.reserve(n);
+        r.state.reserve(n);
+        r.statement.reserve(n, n * 100);
         r
     }
 
@@ -314,11 +330,7 @@ impl Rows {
     }
 
     fn is_full(&self) -> bool {
-        self.len >= BATCH_ROWS
-            || self.statement.len_bytes()
-                + self.error_message.len_bytes()
-                + self.fingerprint.len_bytes()
-                >= BATCH_TEXT_BYTES
+        self.len >= BATCH_ROWS || self.statement.len_bytes() >= BATCH_TEXT_BYTES
     }
 
     fn push(
@@ -352,7 +364,7 @@ impl Rows {
         let cut = match &t.statement {
             Some(sql) => {
                 let (fp, cut) = fingerprints.fingerprint(sql);
-                self.fingerprint.push(fp);
+                self.fingerprint.push(self.fingerprints.get(fp));
                 cut
             }
             None => {
@@ -371,9 +383,10 @@ impl Rows {
                 message,
             } => {
                 self.error_code.push(Some(i32::from(*code)));
-                self.sql_state
-                    .push_opt(Some(sql_state.as_str()).filter(|s| !s.is_empty()));
-                self.error_message.push(message);
+                let sql_state =
+                    (!sql_state.is_empty()).then(|| self.sql_states.get(sql_state.as_str()));
+                self.sql_state.push_opt(sql_state);
+                self.error_message.push(self.messages.get(message));
             }
             _ => {
                 self.error_code.push(None);
@@ -493,14 +506,15 @@ fn state_name(f: Fate, command: Command) -> &'static str {
     }
 }
 
-/// A connection's endpoints as text, made once per connection rather than once per row.
+/// A connection's endpoints as text, made once per connection rather than once per row (and shared
+/// by its rows).
 #[derive(Default)]
 pub struct EndpointNames {
     of: Option<(Endpoint, Endpoint)>,
-    client: String,
-    server: String,
-    client_ip: String,
-    server_ip: String,
+    client: Arc<str>,
+    server: Arc<str>,
+    client_ip: Arc<str>,
+    server_ip: Arc<str>,
 }
 
 impl EndpointNames {
@@ -509,10 +523,10 @@ impl EndpointNames {
             return;
         }
         self.of = Some((client, server));
-        self.client = client.to_string();
-        self.server = server.to_string();
-        self.client_ip = client.ip.to_string();
-        self.server_ip = server.ip.to_string();
+        self.client = client.to_string().into();
+        self.server = server.to_string().into();
+        self.client_ip = client.ip.to_string().into();
+        self.server_ip = server.ip.to_string().into();
     }
 }
 
@@ -570,6 +584,8 @@ impl Analysis for TransactionExport {
         rows.push(names, conn, t, &mut self.fingerprints);
         if rows.is_full() {
             pool.write(rows);
+        }
+        if pool.pending_ready.load(Ordering::Relaxed) {
             pool.write_pending_if_full();
         }
     }

@@ -1,0 +1,411 @@
+//! Text column chunks written without `parquet`'s generic column writer.
+//!
+//! The generic writer takes texts only as `ByteArray`s, one reference-counted buffer per value: a row
+//! of the export then cost, per text column, an atomic increment and decrement (contended when the
+//! two cores touch one text's count), the writer's checks per value, a copy into a page buffer that
+//! grows by reallocation, and for a dictionary-encoded column a hash of the value. The pages of a text
+//! column are simple enough to build here, in the generic writer's layout:
+//!
+//! * version 1 data pages: the definition levels of a column that can be null (a 4-byte length, then
+//!   the RLE/bit-packed hybrid at bit width 1, here one bit-packed run), then the values, the whole
+//!   compressed with zstd at the level the other columns use; cut at the generic writer's default
+//!   limits (1 MiB of values, 20,000 rows);
+//! * PLAIN values: each a 4-byte little-endian length and the bytes;
+//! * dictionary-encoded values (RLE_DICTIONARY, for [`crate::part`]'s dictionary columns): a
+//!   dictionary page (PLAIN) before the chunk's data pages, each data page the bit width and the
+//!   indices (one bit-packed run); when the dictionary would pass 1 MiB (the generic writer's limit)
+//!   the rest of the chunk is written PLAIN, as the generic writer falls back;
+//! * the column chunk's metadata and offset index as the generic writer makes them for a column
+//!   without statistics (no page statistics, no column index).
+//!
+//! Readers see the same columns: the export's tests read them back with parquet's own reader, DuckDB
+//! and Spark.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use parquet::basic::{Compression, Encoding, PageType, ZstdLevel};
+use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
+use parquet::schema::types::ColumnDescPtr;
+
+/// A page is written when its values reach this many bytes (the generic writer's default limit)...
+const PAGE_BYTES: usize = 1024 * 1024;
+/// ...or it holds this many rows (ditto).
+const PAGE_ROWS: usize = 20_000;
+/// A dictionary stops taking new texts at this many bytes (ditto).
+const DICTIONARY_BYTES: usize = 1024 * 1024;
+
+/// The distinct texts of a dictionary-encoded chunk.
+struct Dictionary {
+    /// Each text's index, and where its bytes begin in `plain`.
+    index: HashMap<Box<[u8]>, (u32, usize), ahash::RandomState>,
+    /// The texts, PLAIN-encoded in index order: the dictionary page.
+    plain: Vec<u8>,
+    /// Still taking texts (else the chunk went on PLAIN).
+    open: bool,
+    /// The last text's index, and where it lies in `plain` (runs of one text skip the hash).
+    last: Option<(u32, usize, usize)>,
+}
+
+/// The part of a text column chunk not yet in a page, and what the chunk's metadata needs.
+pub(crate) struct TextChunk {
+    descr: ColumnDescPtr,
+    nullable: bool,
+    compressor: zstd::bulk::Compressor<'static>,
+    dictionary: Option<Dictionary>,
+    /// The page being filled: its values PLAIN-encoded, or their indices in the dictionary.
+    values: Vec<u8>,
+    indices: Vec<u32>,
+    /// Its definition levels, one bit per row (1: a value), least significant bit first.
+    levels: Vec<u8>,
+    /// Rows in the page being filled.
+    rows: usize,
+    /// The page's bytes before compression, reused.
+    page: Vec<u8>,
+    /// Data pages of a dictionary-encoded chunk, with their rows, held until the dictionary page is
+    /// written before them.
+    held: Vec<(CompressedPage, usize)>,
+    /// Data pages per encoding, in the order the encodings began.
+    page_counts: Vec<(Encoding, i32)>,
+    /// The chunk so far.
+    num_values: u64,
+    total_rows: u64,
+    uncompressed: u64,
+    compressed: u64,
+    bytes_written: u64,
+    first_data_page: Option<u64>,
+    dictionary_page: Option<u64>,
+    offsets: OffsetIndexBuilder,
+}
+
+/// Appends `n` as a ULEB128 varint.
+fn uleb128(mut n: usize, out: &mut Vec<u8>) {
+    loop {
+        let byte = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Appends `values` as one bit-packed run of the RLE/bit-packed hybrid at `bit_width` (1 to 32): its
+/// header, then the values least significant bit first, padded with zeros to whole groups of 8.
+fn bit_packed(values: impl ExactSizeIterator<Item = u32>, bit_width: u32, out: &mut Vec<u8>) {
+    let groups = values.len().div_ceil(8);
+    uleb128((groups << 1) | 1, out);
+    let end = out.len() + groups * bit_width as usize;
+    let (mut acc, mut bits) = (0u64, 0u32);
+    for v in values {
+        acc |= u64::from(v) << bits;
+        bits += bit_width;
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    if bits > 0 {
+        out.push(acc as u8);
+    }
+    out.resize(end, 0);
+}
+
+fn external(e: std::io::Error) -> ParquetError {
+    ParquetError::External(Box::new(e))
+}
+
+impl TextChunk {
+    /// A chunk of the text column `descr`, dictionary-encoded or PLAIN.
+    pub(crate) fn new(descr: ColumnDescPtr, dictionary: bool) -> Result<TextChunk, ParquetError> {
+        let nullable = descr.max_def_level() > 0;
+        let compressor = zstd::bulk::Compressor::new(ZstdLevel::default().compression_level())
+            .map_err(external)?;
+        Ok(TextChunk {
+            descr,
+            nullable,
+            compressor,
+            dictionary: dictionary.then(|| Dictionary {
+                index: HashMap::default(),
+                plain: Vec::new(),
+                open: true,
+                last: None,
+            }),
+            values: Vec::new(),
+            indices: Vec::new(),
+            levels: Vec::new(),
+            rows: 0,
+            page: Vec::new(),
+            held: Vec::new(),
+            page_counts: Vec::new(),
+            num_values: 0,
+            total_rows: 0,
+            uncompressed: 0,
+            compressed: 0,
+            bytes_written: 0,
+            first_data_page: None,
+            dictionary_page: None,
+            offsets: OffsetIndexBuilder::new(),
+        })
+    }
+
+    /// Whether values go into the dictionary.
+    fn dictionary_open(&self) -> bool {
+        self.dictionary.as_ref().is_some_and(|d| d.open)
+    }
+
+    /// Appends a row: a text, or a null (of a column that can be null; in one that cannot, a null is
+    /// a defect of the export).
+    #[inline]
+    pub(crate) fn push(
+        &mut self,
+        text: Option<&[u8]>,
+        pages: &mut dyn PageWriter,
+    ) -> Result<(), ParquetError> {
+        match text {
+            Some(t) => {
+                let len = u32::try_from(t.len())
+                    .map_err(|_| ParquetError::General("a text of 4 GiB or more".into()))?;
+                // (A full dictionary cuts the page here, before this row.)
+                if !self.push_index(t, len, pages)? {
+                    self.values.extend_from_slice(&len.to_le_bytes());
+                    self.values.extend_from_slice(t);
+                }
+            }
+            None if self.nullable => {}
+            None => {
+                return Err(ParquetError::General(format!(
+                    "a null in column {}, which cannot hold one",
+                    self.descr.name()
+                )))
+            }
+        }
+        let bit = self.rows % 8;
+        if bit == 0 {
+            self.levels.push(0);
+        }
+        if text.is_some() {
+            if let Some(last) = self.levels.last_mut() {
+                *last |= 1 << bit;
+            }
+        }
+        self.rows += 1;
+        if self.values.len() >= PAGE_BYTES || self.rows >= PAGE_ROWS {
+            self.flush_page(pages)?;
+        }
+        Ok(())
+    }
+
+    /// Appends `text`'s index in the dictionary, adding it if new; false when the chunk is PLAIN
+    /// (or just became so: the dictionary is full).
+    #[inline]
+    fn push_index(
+        &mut self,
+        text: &[u8],
+        len: u32,
+        pages: &mut dyn PageWriter,
+    ) -> Result<bool, ParquetError> {
+        let Some(d) = self.dictionary.as_mut().filter(|d| d.open) else {
+            return Ok(false);
+        };
+        if let Some((i, start, end)) = d.last {
+            if d.plain.get(start..end) == Some(text) {
+                self.indices.push(i);
+                return Ok(true);
+            }
+        }
+        if let Some(&(i, start)) = d.index.get(text) {
+            self.indices.push(i);
+            d.last = Some((i, start, start + text.len()));
+            return Ok(true);
+        }
+        if d.plain.len() + 4 + text.len() > DICTIONARY_BYTES {
+            // The rows so far keep their indices, in a page of their own; the rest go PLAIN.
+            self.flush_page(pages)?;
+            if let Some(d) = self.dictionary.as_mut() {
+                d.open = false;
+            }
+            return Ok(false);
+        }
+        let i = u32::try_from(d.index.len())
+            .map_err(|_| ParquetError::General("a dictionary of 4 G texts".into()))?;
+        d.plain.extend_from_slice(&len.to_le_bytes());
+        let start = d.plain.len();
+        d.plain.extend_from_slice(text);
+        d.last = Some((i, start, d.plain.len()));
+        d.index.insert(text.into(), (i, start));
+        self.indices.push(i);
+        Ok(true)
+    }
+
+    /// Compresses the page being filled and writes it, or holds it for after the dictionary page.
+    fn flush_page(&mut self, pages: &mut dyn PageWriter) -> Result<(), ParquetError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        self.page.clear();
+        if self.nullable {
+            let groups = self.rows.div_ceil(8);
+            let mut levels = Vec::with_capacity(groups + 10);
+            let bits = self.levels.iter().copied().chain(std::iter::repeat(0));
+            uleb128((groups << 1) | 1, &mut levels);
+            levels.extend(bits.take(groups));
+            let len = u32::try_from(levels.len())
+                .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
+            self.page.extend_from_slice(&len.to_le_bytes());
+            self.page.extend_from_slice(&levels);
+        }
+        let encoding = if self.dictionary_open() {
+            let entries = self.dictionary.as_ref().map_or(0, |d| d.index.len());
+            // Bits for the largest index, at least one.
+            let bit_width = (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1);
+            self.page.push(bit_width as u8);
+            bit_packed(self.indices.iter().copied(), bit_width, &mut self.page);
+            Encoding::RLE_DICTIONARY
+        } else {
+            self.page.extend_from_slice(&self.values);
+            Encoding::PLAIN
+        };
+        let uncompressed = self.page.len();
+        let compressed = self.compressor.compress(&self.page).map_err(external)?;
+        let rows = u32::try_from(self.rows)
+            .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
+        let page = CompressedPage::new(
+            Page::DataPage {
+                buf: Bytes::from(compressed),
+                num_values: rows,
+                encoding,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+                statistics: None,
+            },
+            uncompressed,
+        );
+        match self.page_counts.last_mut() {
+            Some((e, n)) if *e == encoding => *n += 1,
+            _ => self.page_counts.push((encoding, 1)),
+        }
+        if self.dictionary.is_some() {
+            self.held.push((page, self.rows));
+        } else {
+            self.write_data_page(page, self.rows, pages)?;
+        }
+        self.total_rows += self.rows as u64;
+        self.values.clear();
+        self.indices.clear();
+        self.levels.clear();
+        self.rows = 0;
+        Ok(())
+    }
+
+    fn write_data_page(
+        &mut self,
+        page: CompressedPage,
+        rows: usize,
+        pages: &mut dyn PageWriter,
+    ) -> Result<(), ParquetError> {
+        let spec = pages.write_page(page)?;
+        self.offsets.append_row_count(rows as i64);
+        self.offsets
+            .append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
+        self.uncompressed += spec.uncompressed_size as u64;
+        self.compressed += spec.compressed_size as u64;
+        self.bytes_written += spec.bytes_written;
+        self.num_values += u64::from(spec.num_values);
+        self.first_data_page.get_or_insert(spec.offset);
+        Ok(())
+    }
+
+    /// Writes the last page (and a dictionary-encoded chunk's dictionary page, then its data pages);
+    /// the chunk's metadata, as the generic writer's `close` returns it.
+    pub(crate) fn close(
+        mut self,
+        pages: &mut dyn PageWriter,
+    ) -> Result<ColumnCloseResult, ParquetError> {
+        self.flush_page(pages)?;
+        let mut stats = Vec::new();
+        let mut encodings = vec![Encoding::PLAIN, Encoding::RLE];
+        if let Some(d) = self.dictionary.take() {
+            let compressed = self.compressor.compress(&d.plain).map_err(external)?;
+            let entries = u32::try_from(d.index.len())
+                .map_err(|_| ParquetError::General("a dictionary of 4 G texts".into()))?;
+            let page = CompressedPage::new(
+                Page::DictionaryPage {
+                    buf: Bytes::from(compressed),
+                    num_values: entries,
+                    encoding: Encoding::PLAIN,
+                    is_sorted: false,
+                },
+                d.plain.len(),
+            );
+            let spec = pages.write_page(page)?;
+            self.uncompressed += spec.uncompressed_size as u64;
+            self.compressed += spec.compressed_size as u64;
+            self.bytes_written += spec.bytes_written;
+            self.dictionary_page = Some(spec.offset);
+            stats.push(PageEncodingStats {
+                page_type: PageType::DICTIONARY_PAGE,
+                encoding: Encoding::PLAIN,
+                count: 1,
+            });
+            encodings.push(Encoding::RLE_DICTIONARY);
+            for (page, rows) in std::mem::take(&mut self.held) {
+                self.write_data_page(page, rows, pages)?;
+            }
+        }
+        stats.extend(
+            self.page_counts
+                .iter()
+                .map(|&(encoding, count)| PageEncodingStats {
+                    page_type: PageType::DATA_PAGE,
+                    encoding,
+                    count,
+                }),
+        );
+        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_encodings(encodings)
+            .set_page_encoding_stats(stats)
+            .set_total_compressed_size(self.compressed as i64)
+            .set_total_uncompressed_size(self.uncompressed as i64)
+            .set_num_values(self.num_values as i64)
+            .set_data_page_offset(self.first_data_page.unwrap_or(0) as i64)
+            .set_dictionary_page_offset(self.dictionary_page.map(|o| o as i64))
+            .build()?;
+        Ok(ColumnCloseResult {
+            bytes_written: self.bytes_written,
+            rows_written: self.total_rows,
+            metadata,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: Some(self.offsets.build()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_packed_runs_pack_least_significant_bit_first_in_groups_of_8() {
+        let mut out = Vec::new();
+        bit_packed([1u32, 0, 1, 1].into_iter(), 1, &mut out);
+        // One group: header (1 << 1) | 1, then 0b1101 padded.
+        assert_eq!(out, [3, 0b1101]);
+        out.clear();
+        bit_packed(0..9u32, 4, &mut out);
+        // Two groups of 8 at 4 bits: 8 bytes, the ninth value and padding.
+        assert_eq!(out[0], (2 << 1) | 1);
+        assert_eq!(&out[1..6], [0x10, 0x32, 0x54, 0x76, 0x08]);
+        assert_eq!(out.len(), 1 + 8);
+        out.clear();
+        uleb128(300, &mut out);
+        assert_eq!(out, [0xac, 0x02]);
+    }
+}
