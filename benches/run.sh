@@ -21,6 +21,8 @@ row "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'" - "tcpdump -n -r $BIG 'tcp[tcp
 row "pcapsleuth first-reset" 0.6 "$P first-reset $BIG"
 row "pcapsleuth first-reset --no-mysql" - "$P first-reset --no-mysql $BIG"
 row "pcapsleuth first-reset -j 1" - "$P first-reset -j 1 $BIG"
+# As many threads as -j allows (4 x the cores): a many-core machine's batches, whose memory must stay flat.
+row "pcapsleuth first-reset -j $((4 * $(nproc)))" - "$P first-reset -j $((4 * $(nproc))) $BIG"
 row "pcapsleuth mysql" 1.0 "$P mysql $BIG"
 row "pcapsleuth report" 1.3 "$P report $BIG"
 row "pcapsleuth export --parquet" 2.0 "rm -rf $EXPORT_DIR && $P export $BIG --parquet $EXPORT_DIR"

@@ -40,7 +40,8 @@ use crate::timeline::{SplitTimes, TimeTally};
 pub struct EngineOptions {
     /// Worker threads (0: all cores).
     pub threads: usize,
-    /// Exact number of splits (None: enough that each is at most [`SPLIT_TARGET_BYTES`]).
+    /// Exact number of splits (None: two per thread, more when a batch of them would read more than
+    /// [`BATCH_TARGET_BYTES`]).
     pub splits: Option<usize>,
     /// Which connections are decoded as MySQL.
     pub mysql: MysqlDetection,
@@ -49,9 +50,31 @@ pub struct EngineOptions {
     pub stream_window: usize,
 }
 
-/// Splits are kept near this size so that one batch of events stays small (a 70-byte record makes a
+/// Splits are at most this size so that one batch of events stays small (a 70-byte record makes a
 /// 48-byte event: a batch of 4 × 32 MiB holds at most ~90 MB of events).
 pub const SPLIT_TARGET_BYTES: u64 = 32 << 20;
+
+/// A batch reads about this many bytes of a mapped file (a stream's window at most this many), whatever
+/// the number of threads: memory holds one batch's pages and events, so it stays flat on a machine with
+/// many cores too. (Two 32 MiB splits per thread made a batch of 512 MB at 8 threads, 806 MB of peak
+/// RSS on the 2.1 GB bench capture, and of 4 GB at 64.) With many threads the splits are smaller.
+pub const BATCH_TARGET_BYTES: u64 = 128 << 20;
+
+/// Splits are no smaller than this: below it, planning and proving boundaries would cost more than
+/// the parallelism gives.
+const SPLIT_MIN_BYTES: u64 = 1 << 20;
+
+/// Splits in a batch with `threads` threads: two per thread, so that a thread that finishes early finds
+/// another, but never so many that splits of [`SPLIT_MIN_BYTES`] would read more than
+/// [`BATCH_TARGET_BYTES`].
+fn batch_len(threads: usize) -> usize {
+    (threads * 2).clamp(1, (BATCH_TARGET_BYTES / SPLIT_MIN_BYTES) as usize)
+}
+
+/// The size of a split when `batch_len` splits make a batch.
+fn split_target(batch_len: usize) -> u64 {
+    (BATCH_TARGET_BYTES / batch_len.max(1) as u64).clamp(SPLIT_MIN_BYTES, SPLIT_TARGET_BYTES)
+}
 
 /// The result of one run over a capture: what the capture was, every connection in it, and the output
 /// of the analyses the run was given.
@@ -215,8 +238,10 @@ type EventLists = Vec<Vec<PacketEvent>>;
 /// a bounded multiple of one batch's events, whatever the file's size. Lists used about as much as last
 /// time keep their memory, so the common case allocates nothing.
 fn trimmed(mut lists: EventLists) -> EventLists {
-    /// Below this many events a list is not worth shrinking (48 bytes each: 192 KB).
-    const KEEP: usize = 4096;
+    /// Below this many events a list is not worth shrinking (48 bytes each: 12 KB). Small, because a
+    /// batch holds 16 lists per thread squared (splits x buckets): a floor of 4,096 let 1,024 lists at 8
+    /// threads keep up to 400 MB between them.
+    const KEEP: usize = 256;
     for list in lists.iter_mut() {
         let want = (list.len() + list.len() / 4).max(KEEP);
         if list.capacity() > 2 * want {
@@ -716,7 +741,8 @@ struct Piece<'a> {
     mapped: Option<&'a Capture>,
 }
 
-/// A window of a stream is this many bytes per thread: two splits per thread, as for mapped files.
+/// A window of a stream is this many bytes per thread (two splits per thread, as for mapped files), at
+/// most [`BATCH_TARGET_BYTES`].
 const STREAM_WINDOW_PER_THREAD: usize = 32 << 20;
 
 /// Runs the batch of `pending` pieces, then queues their pages for release during the next batch.
@@ -783,7 +809,12 @@ impl<A: Analysis> Pass<'_, A> {
                 pieces
                     .par_iter()
                     .zip(lists)
-                    .map(|(p, lists)| scan(p, p.split.clone(), p.chunk.reader(&p.split), lists))
+                    .map(|(p, lists)| {
+                        if let Some(cap) = p.mapped {
+                            cap.populate(p.split.cut, p.split.end);
+                        }
+                        scan(p, p.split.clone(), p.chunk.reader(&p.split), lists)
+                    })
                     .collect::<Vec<Scan<'_>>>()
             },
         );
@@ -870,7 +901,7 @@ fn run_engine<A: Analysis>(
     let nbuckets = (threads * 8).max(16);
     let mut run = Pass {
         opts,
-        batch_len: (threads * 2).max(1),
+        batch_len: batch_len(threads),
         buckets: (0..nbuckets).map(|_| Bucket::new(analyses())).collect(),
         analyses,
         analysis: analyses(),
@@ -912,8 +943,9 @@ fn run_engine<A: Analysis>(
         match source {
             Source::Mapped(cap) => {
                 let cap: &Capture = cap;
-                let auto =
-                    (threads as u64 * 2).max(cap.len().div_ceil(SPLIT_TARGET_BYTES)) as usize;
+                let auto = (run.batch_len as u64)
+                    .max(cap.len().div_ceil(split_target(run.batch_len)))
+                    as usize;
                 let n = match opts.splits {
                     // An exact count is spread over the mapped files by size (at least one each).
                     Some(n) => {
@@ -922,9 +954,12 @@ fn run_engine<A: Analysis>(
                     }
                     None => auto,
                 };
-                let splits = cap.plan_splits(n.max(1));
-                cap.release(0, cap.len());
-                for (i, split) in splits.into_iter().enumerate() {
+                // Each split is planned just before its batch: planning touches the pages at its cut,
+                // which its batch then reads and releases (planning every cut of a 6 GB file at once
+                // mapped 281 MB at 8 threads, with the page cache's large folios).
+                let n = cap.split_count(n.max(1));
+                for i in 0..n {
+                    let split = cap.plan_split(n, i);
                     let split_end = split.end;
                     pending.push(Piece {
                         input,
@@ -945,7 +980,9 @@ fn run_engine<A: Analysis>(
             Source::Streamed(stream) => {
                 flush(&mut run, &mut pending, &mut read);
                 let window_len = match opts.stream_window {
-                    0 => STREAM_WINDOW_PER_THREAD * threads.max(1),
+                    0 => {
+                        (STREAM_WINDOW_PER_THREAD * threads.max(1)).min(BATCH_TARGET_BYTES as usize)
+                    }
                     n => n,
                 };
                 let n = opts.splits.unwrap_or(run.batch_len).max(1);
@@ -1094,6 +1131,24 @@ mod tests {
                 .prop_map(|b| IpAddr::from([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b])),
         ];
         (ip, prop_oneof![3305u16..3308, any::<u16>()]).prop_map(|(ip, port)| Endpoint { ip, port })
+    }
+
+    /// Whatever the thread count (up to `-j`'s most on a 256-core machine), a batch of a large file reads
+    /// at most BATCH_TARGET_BYTES: memory holds one batch, so it does not grow with the cores.
+    #[test]
+    fn a_batch_reads_a_bounded_number_of_bytes_whatever_the_threads() {
+        for threads in 1..=1024 {
+            let n = batch_len(threads);
+            assert!(n >= 1 && n <= threads * 2, "{threads} threads: {n} splits");
+            let split = split_target(n);
+            assert!((SPLIT_MIN_BYTES..=SPLIT_TARGET_BYTES).contains(&split));
+            assert!(
+                n as u64 * split <= BATCH_TARGET_BYTES,
+                "{threads} threads: {n} splits of {split} bytes"
+            );
+        }
+        // Few threads keep the large splits (and the batches) they had.
+        assert_eq!((batch_len(2), split_target(batch_len(2))), (4, 32 << 20));
     }
 
     proptest! {

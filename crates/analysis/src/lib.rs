@@ -85,7 +85,9 @@ pub use compare::{
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
-pub use engine::{analyze, analyze_set, EngineOptions, Run, SPLIT_TARGET_BYTES};
+pub use engine::{
+    analyze, analyze_set, EngineOptions, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,
+};
 pub use events::{
     Analysis, CloseView, ConnectionView, EndView, EndedBy, RolesFrom, SegmentView, TransactionView,
 };

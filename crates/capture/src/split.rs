@@ -33,6 +33,17 @@ impl Capture {
         self.chunk().plan_splits(&self.initial, n)
     }
 
+    /// How many ranges [`Capture::plan_splits`]`(n)` makes: `n`, or fewer when the file is small.
+    pub fn split_count(&self, n: usize) -> usize {
+        self.chunk().split_count(&self.initial, n)
+    }
+
+    /// The range `i` of the `n` that [`Capture::plan_splits`] makes (`n` from
+    /// [`Capture::split_count`]), planned alone: it touches only the pages at its own cut.
+    pub fn plan_split(&self, n: usize, i: usize) -> Split {
+        self.chunk().plan_split(&self.initial, n, i)
+    }
+
     /// The first record boundary in `[from, limit)`, judged by a chain of plausible records.
     pub fn resync(&self, from: u64, limit: u64) -> Option<u64> {
         self.chunk()
@@ -45,32 +56,39 @@ impl Chunk<'_> {
     /// chunk's reading ended) to its end into `n` byte ranges (fewer when it is small). The first starts
     /// at `start`, the others at the first offset from which a chain of valid records follows.
     pub fn plan_splits(&self, start: &ReaderState, n: usize) -> Vec<Split> {
+        let n = self.split_count(start, n);
+        (0..n).map(|i| self.plan_split(start, n, i)).collect()
+    }
+
+    /// How many ranges [`Chunk::plan_splits`]`(start, n)` makes: `n`, or fewer when the chunk is small.
+    pub fn split_count(&self, start: &ReaderState, n: usize) -> usize {
+        let area = self.end().saturating_sub(start.offset.max(self.base));
+        (n.max(1) as u64).min(area.max(1)) as usize
+    }
+
+    /// The range `i` of the `n` that [`Chunk::plan_splits`] makes (`n` from [`Chunk::split_count`]).
+    /// Planning one reads only the bytes at its cut, so a reader can plan each range just before it
+    /// reads it, instead of touching the pages around every cut of a large file at once.
+    pub fn plan_split(&self, start: &ReaderState, n: usize, i: usize) -> Split {
         let first = start.offset.max(self.base);
-        let len = self.end();
-        let area = len.saturating_sub(first);
-        let n = (n.max(1) as u64).min(area.max(1)) as usize;
-        let cuts: Vec<u64> = (0..=n as u64)
-            .map(|i| first + (u128::from(area) * u128::from(i) / n as u128) as u64)
-            .collect();
-        (0..n)
-            .map(|i| {
-                let (cut, end) = (cuts[i], cuts[i + 1]);
-                let offset = if i == 0 {
-                    Some(cut)
-                } else {
-                    self.resync(cut, end, start.section.big_endian)
-                };
-                Split {
-                    index: i,
-                    cut,
-                    end,
-                    start_state: ReaderState {
-                        offset: offset.unwrap_or(end),
-                        section: start.section.clone(),
-                    },
-                }
-            })
-            .collect()
+        let area = self.end().saturating_sub(first);
+        let n = n.max(1) as u128;
+        let cut_at = |i: usize| first + (u128::from(area) * i as u128 / n) as u64;
+        let (cut, end) = (cut_at(i), cut_at(i + 1));
+        let offset = if i == 0 {
+            Some(cut)
+        } else {
+            self.resync(cut, end, start.section.big_endian)
+        };
+        Split {
+            index: i,
+            cut,
+            end,
+            start_state: ReaderState {
+                offset: offset.unwrap_or(end),
+                section: start.section.clone(),
+            },
+        }
     }
 
     /// The first record boundary in `[from, limit)`, judged by a chain of plausible records; `big_endian`
