@@ -30,23 +30,29 @@ times="$DIR/times"
 : > "$times"
 for round in $(seq "$RUNS"); do
   for i in "${!cmds[@]}"; do
-    /usr/bin/time -f "%e %M" -o "$DIR/time" bash -c "${cmds[$i]}" > /dev/null 2> /dev/null || true
+    /usr/bin/time -f "%e %M %U %S" -o "$DIR/time" bash -c "${cmds[$i]}" > /dev/null 2> /dev/null || true
     echo "$i $(tail -n 1 "$DIR/time")" >> "$times"
   done
   echo "round $round of $RUNS done" >&2
 done
 median() { sort -g | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 base=$(awk '$1==0{print $2}' "$times" | median)
-printf '\n%-38s %8s %9s %7s %9s %10s %9s\n' command median "x tcpdump" target GB/s "Mpkt/s" "peak RSS"
+# "cores busy": CPU seconds (user + system) over wall seconds x cores, the median run's: what is left idle
+# between phases and batches, or by a command that cannot use every core.
+cores=$(nproc)
+printf '\n%-38s %8s %9s %7s %9s %10s %9s %6s\n' command median "x tcpdump" target GB/s "Mpkt/s" "peak RSS" busy
 for i in "${!cmds[@]}"; do
   name=${names[$i]} target=${targets[$i]}
   med=$(awk -v i="$i" '$1==i{print $2}' "$times" | median)
   rss=$(awk -v i="$i" '$1==i && $3>m{m=$3} END{print m}' "$times")
-  awk -v n="$name" -v s="$med" -v t="$target" -v base="$base" -v b="$BYTES" -v p="$PACKETS" -v r="$rss" '
+  cpu=$(awk -v i="$i" -v s="$med" '$1==i && $2==s {print $4 + $5; exit}' "$times")
+  awk -v n="$name" -v s="$med" -v t="$target" -v base="$base" -v b="$BYTES" -v p="$PACKETS" -v r="$rss" \
+    -v c="${cpu:-0}" -v k="$cores" '
     BEGIN {
       ratio = s / base
       verdict = (t == "-") ? "" : (ratio <= t ? " met" : " NOT met")
-      printf "%-38s %7.2fs %8.2fx %7s %9.2f %10.1f %6d MB%s\n", n, s, ratio, (t == "-" ? "-" : "<=" t "x"), b/s/1e9, p/s/1e6, r/1024, verdict
+      busy = (c > 0 && s > 0) ? sprintf("%5.0f%%", 100 * c / (s * k)) : "    -"
+      printf "%-38s %7.2fs %8.2fx %7s %9.2f %10.1f %6d MB %s%s\n", n, s, ratio, (t == "-" ? "-" : "<=" t "x"), b/s/1e9, p/s/1e6, r/1024, busy, verdict
     }'
 done
 rm -rf "$EXPORT_DIR"
