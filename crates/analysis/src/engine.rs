@@ -180,7 +180,7 @@ struct Scan<'a> {
     first_ts: Option<Timestamp>,
     last_ts: Option<Timestamp>,
     keys: Vec<FlowKey>,
-    buckets: Vec<Vec<PacketEvent>>,
+    buckets: EventLists,
     damage: Vec<Damage>,
     times: SplitTimes,
 }
@@ -229,27 +229,76 @@ impl FlowIds {
     }
 }
 
-/// Event lists of one split, one per bucket; recycled across batches so their memory is allocated once.
-type EventLists = Vec<Vec<PacketEvent>>;
+/// A block of a bucket's events: lists grow by whole blocks, never by reallocation.
+type Block = Vec<PacketEvent>;
 
-/// Event lists made ready for another batch: a bucket's list that holds far less than it has room for
-/// gives the room back. Without this each list keeps the largest size it ever had, and as batch after
-/// batch crowds a different bucket the sum of those maxima grows with the file; with it the room kept is
-/// a bounded multiple of one batch's events, whatever the file's size. Lists used about as much as last
-/// time keep their memory, so the common case allocates nothing.
-fn trimmed(mut lists: EventLists) -> EventLists {
-    /// Below this many events a list is not worth shrinking (48 bytes each: 12 KB). Small, because a
-    /// batch holds 16 lists per thread squared (splits x buckets): a floor of 4,096 let 1,024 lists at 8
-    /// threads keep up to 400 MB between them.
-    const KEEP: usize = 256;
-    for list in lists.iter_mut() {
-        let want = (list.len() + list.len() / 4).max(KEEP);
-        if list.capacity() > 2 * want {
-            list.clear();
-            list.shrink_to(want);
+/// Events per block (48 KB): small against a split's events, large against the per-block overhead.
+const BLOCK_EVENTS: usize = 1024;
+
+/// The events of one split, per bucket, in blocks; recycled across batches so that their memory is
+/// allocated once. Lists of blocks rather than one growing vector per bucket: a vector that doubles
+/// holds up to twice its events, and each kept the room of its largest batch (the events of a batch,
+/// ~40 MB at 2 threads, took a peak heap of 122 MB); blocks hold at most one partly filled block per
+/// bucket beyond the events.
+#[derive(Default)]
+struct EventLists {
+    /// Per bucket, its events in capture order, block after block (every block but the last full).
+    buckets: Vec<Vec<Block>>,
+    /// Empty blocks, ready to fill.
+    spare: Vec<Block>,
+}
+
+impl EventLists {
+    fn new(nbuckets: usize) -> Self {
+        EventLists {
+            buckets: vec![Vec::new(); nbuckets],
+            spare: Vec::new(),
         }
     }
-    lists
+
+    fn nbuckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Appends `ev` to `bucket`'s list (`bucket` < [`EventLists::nbuckets`], as flow keys give it).
+    #[inline]
+    fn push(&mut self, bucket: usize, ev: PacketEvent) {
+        let blocks = &mut self.buckets[bucket];
+        if let Some(last) = blocks.last_mut().filter(|b| b.len() < BLOCK_EVENTS) {
+            last.push(ev);
+            return;
+        }
+        let mut block = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(BLOCK_EVENTS));
+        block.push(ev);
+        blocks.push(block);
+    }
+
+    /// The events of `bucket`, block by block.
+    fn blocks(&self, bucket: usize) -> &[Block] {
+        &self.buckets[bucket]
+    }
+
+    /// Every block emptied into `spare`, for another split.
+    fn clear(&mut self) {
+        for blocks in self.buckets.iter_mut() {
+            for mut block in blocks.drain(..) {
+                block.clear();
+                self.spare.push(block);
+            }
+        }
+    }
+
+    /// Ready for another batch, keeping no more blocks than this split filled: the room kept is one
+    /// split's events, whatever the size of the file.
+    fn recycled(mut self) -> Self {
+        let used: usize = self.buckets.iter().map(Vec::len).sum();
+        self.clear();
+        self.spare.truncate(used);
+        self
+    }
 }
 
 fn scan<'a>(
@@ -259,8 +308,8 @@ fn scan<'a>(
     mut buckets: EventLists,
 ) -> Scan<'a> {
     let base = piece.chunk.bytes.as_ptr() as usize;
-    let nbuckets = buckets.len();
-    buckets.iter_mut().for_each(Vec::clear);
+    let nbuckets = buckets.nbuckets();
+    buckets.clear();
     let mut ids = FlowIds::default();
     let mut keys = Vec::new();
     let mut counts = PacketCounts::default();
@@ -300,20 +349,23 @@ fn scan<'a>(
         };
         counts.tcp += 1;
         let (flow, side, bucket) = ids.of(&seg, &mut keys, nbuckets);
-        buckets[bucket as usize].push(PacketEvent {
-            ts: rec.ts.0,
-            payload_at: (seg.payload.as_ptr() as usize - base) as u64,
-            frame_in_split,
-            flow,
-            seq: seg.seq,
-            ack: seg.ack,
-            payload_captured: seg.payload.len() as u32,
-            payload_len: seg.payload_len,
-            wire_len: rec.orig_len,
-            window: seg.window,
-            flags: seg.flags.0,
-            side_options: PacketEvent::side_options(side, &seg),
-        });
+        buckets.push(
+            bucket as usize,
+            PacketEvent {
+                ts: rec.ts.0,
+                payload_at: (seg.payload.as_ptr() as usize - base) as u64,
+                frame_in_split,
+                flow,
+                seq: seg.seq,
+                ack: seg.ack,
+                payload_captured: seg.payload.len() as u32,
+                payload_len: seg.payload_len,
+                wire_len: rec.orig_len,
+                window: seg.window,
+                flags: seg.flags.0,
+                side_options: PacketEvent::side_options(side, &seg),
+            },
+        );
     }
     Scan {
         bytes: piece.chunk.bytes,
@@ -434,7 +486,7 @@ impl<A: Analysis> Bucket<A> {
         } = self;
         for (scan, &base) in scans.iter().zip(bases) {
             let bytes = scan.bytes;
-            let events = &scan.buckets[b];
+            let events = scan.buckets.blocks(b);
             if events.is_empty() {
                 continue;
             }
@@ -442,8 +494,10 @@ impl<A: Analysis> Bucket<A> {
             let mut slot_of: Vec<u32> = vec![u32::MAX; scan.keys.len()];
             // Only MySQL decoding reads payloads.
             let prefetch = opts.mysql != MysqlDetection::Off;
-            for (i, ev) in events.iter().enumerate() {
-                if let Some(ahead) = events.get(i + PREFETCH_DISTANCE).filter(|_| prefetch) {
+            // The event PREFETCH_DISTANCE places ahead, whose payload is fetched meanwhile.
+            let mut ahead = events.iter().flatten().skip(PREFETCH_DISTANCE);
+            for ev in events.iter().flatten() {
+                if let Some(ahead) = ahead.next().filter(|_| prefetch) {
                     prefetch_payload(bytes, ahead);
                 }
                 let key = scan.keys[ev.flow as usize];
@@ -793,11 +847,7 @@ impl<A: Analysis> Pass<'_, A> {
         let nbuckets = self.nbuckets;
         let lists: Vec<EventLists> = pieces
             .iter()
-            .map(|_| {
-                self.pool
-                    .pop()
-                    .unwrap_or_else(|| vec![Vec::new(); nbuckets])
-            })
+            .map(|_| self.pool.pop().unwrap_or_else(|| EventLists::new(nbuckets)))
             .collect();
         let ((), mut scans) = rayon::join(
             || {
@@ -878,7 +928,7 @@ impl<A: Analysis> Pass<'_, A> {
             .enumerate()
             .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, opts));
         self.pool
-            .extend(scans.into_iter().map(|sc| trimmed(sc.buckets)));
+            .extend(scans.into_iter().map(|sc| sc.buckets.recycled()));
         // Fold what the buckets found into one instance, so that time series are held once, not per
         // bucket. In parallel, as a tree: folding 8 instances per thread one by one would be serial work
         // that grows with the cores (512 merges a batch at 64 threads) while the batch's share of each
