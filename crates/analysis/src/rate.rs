@@ -305,15 +305,14 @@ impl RateAggregate {
                     ts_ns.div_euclid(CEILING_BIN_NS),
                 );
                 // Where both bins hold: from the later start to the earlier end.
-                let from =
-                    (p.saturating_mul(self.interval_ns)).max(f.saturating_mul(CEILING_BIN_NS));
-                let to = (p
-                    .saturating_mul(self.interval_ns)
-                    .saturating_add(self.interval_ns))
-                .min(
-                    f.saturating_mul(CEILING_BIN_NS)
-                        .saturating_add(CEILING_BIN_NS),
+                let (p_start, f_start) = (
+                    p.saturating_mul(self.interval_ns),
+                    f.saturating_mul(CEILING_BIN_NS),
                 );
+                let from = p_start.max(f_start);
+                let to = p_start
+                    .saturating_add(self.interval_ns)
+                    .min(f_start.saturating_add(CEILING_BIN_NS));
                 self.last_bins = Some((from, to, p, f));
                 (p, f)
             }
