@@ -1,6 +1,6 @@
 //! Column buffers: rows are appended to plain vectors (the values, without the nulls, and for a column
 //! that can be null one definition level per row), handed to Parquet's column writers as they are when
-//! a batch is written, and merged by appending (one instance's rows into another's).
+//! a batch is written.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -90,12 +90,6 @@ impl<T> Nullable<T> {
         }
     }
 
-    /// Moves `o`'s values to the end of these, leaving `o` empty with its capacity.
-    pub(crate) fn append(&mut self, o: &mut Nullable<T>) {
-        self.values.append(&mut o.values);
-        self.defs.append(&mut o.defs);
-    }
-
     pub(crate) fn reserve(&mut self, n: usize) {
         self.values.reserve(n);
         self.defs.reserve(n);
@@ -163,16 +157,6 @@ impl Texts {
         self.defs.reserve(rows);
     }
 
-    /// Moves `o`'s texts to the end of these, leaving `o` empty with its capacity.
-    pub(crate) fn append(&mut self, o: &mut Texts) {
-        let base = self.bytes.len();
-        self.bytes.push_str(&o.bytes);
-        self.ends.extend(o.ends.iter().map(|e| e + base));
-        self.defs.append(&mut o.defs);
-        o.bytes.clear();
-        o.ends.clear();
-    }
-
     /// The texts of rows `from..from + n`, `None` for a null.
     fn rows(&self, from: usize, n: usize) -> impl Iterator<Item = Option<&[u8]>> + '_ {
         let defs = self.defs.get(from..from + n).unwrap_or_default();
@@ -218,10 +202,6 @@ impl Statics {
     #[inline]
     pub(crate) fn push(&mut self, s: &'static str) {
         self.0.push(s);
-    }
-
-    pub(crate) fn append(&mut self, o: &mut Statics) {
-        self.0.append(&mut o.0);
     }
 
     pub(crate) fn reserve(&mut self, n: usize) {
@@ -275,16 +255,6 @@ impl Interned {
             Some(t) => self.push(t),
             None => self.rows.push(NO_TEXT),
         }
-    }
-
-    /// Moves `o`'s rows to the end of these, leaving `o` empty with its capacity.
-    pub(crate) fn append(&mut self, o: &mut Interned) {
-        let base = u32::try_from(self.texts.len()).unwrap_or(NO_TEXT);
-        self.texts.append(&mut o.texts);
-        self.rows.extend(o.rows.drain(..).map(|i| match i {
-            NO_TEXT => NO_TEXT,
-            i => i.saturating_add(base),
-        }));
     }
 
     pub(crate) fn reserve(&mut self, n: usize) {
@@ -397,17 +367,13 @@ mod tests {
     }
 
     #[test]
-    fn texts_merge_with_their_ends_moved_and_slice_by_rows() {
+    fn texts_slice_by_rows_with_nulls() {
         let mut a = Texts::default();
-        a.push("ab");
-        a.push_opt(None);
-        let mut b = Texts::default();
-        b.push("cde");
-        b.push("");
-        b.push("f");
-        a.append(&mut b);
-        assert_eq!(b.len_bytes(), 0, "appending empties the other");
-        assert!(b.defs.is_empty() && b.ends.is_empty());
+        for t in ["ab", "", "cde", "", "f"] {
+            a.push(t);
+        }
+        a.defs[1] = NULL;
+        a.ends.remove(1);
         assert_eq!(a.defs, [VALUE, NULL, VALUE, VALUE, VALUE]);
         let all = [Some("ab"), None, Some("cde"), Some(""), Some("f")];
         assert_eq!(texts(&a, 0, 5), all);
@@ -416,32 +382,26 @@ mod tests {
         assert_eq!(texts(&a, 1, 1), [None]);
         assert!(texts(&a, 5, 0).is_empty());
         a.clear();
+        assert_eq!(a.len_bytes(), 0);
         assert!(texts(&a, 0, 0).is_empty());
     }
 
     #[test]
-    fn interned_rows_share_a_run_s_copy_and_merge_with_their_indices_moved() {
+    fn interned_rows_share_a_run_s_copy() {
         let (x, y): (Arc<str>, Arc<str>) = ("x".into(), "y".into());
         let mut a = Interned::default();
         a.push(&x);
         a.push(&x);
         a.push_opt(None);
         a.push(&y);
+        a.push(&y);
         assert_eq!(a.texts.len(), 2, "one copy per run");
-        let mut b = Interned::default();
-        b.push(&y);
-        b.push_opt(None);
-        a.append(&mut b);
-        assert!(b.rows.is_empty() && b.texts.is_empty());
         let rows: Vec<Option<&str>> = a
             .rows
             .iter()
             .map(|&i| a.texts.get(i as usize).map(|t| &**t))
             .collect();
-        assert_eq!(
-            rows,
-            [Some("x"), Some("x"), None, Some("y"), Some("y"), None]
-        );
+        assert_eq!(rows, [Some("x"), Some("x"), None, Some("y"), Some("y")]);
     }
 
     #[test]

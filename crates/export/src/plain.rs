@@ -23,13 +23,14 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, PageType, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriter};
+use parquet::basic::{Encoding, PageType};
+use parquet::column::page::{CompressedPage, Page};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
 use parquet::schema::types::ColumnDescPtr;
+
+use crate::part::{compression, Pages};
 
 /// A page is written when its values reach this many bytes (the generic writer's default limit)...
 const PAGE_BYTES: usize = 1024 * 1024;
@@ -54,7 +55,6 @@ struct Dictionary {
 pub(crate) struct TextChunk {
     descr: ColumnDescPtr,
     nullable: bool,
-    compressor: zstd::bulk::Compressor<'static>,
     dictionary: Option<Dictionary>,
     /// The page being filled: its values PLAIN-encoded, or their indices in the dictionary.
     values: Vec<u8>,
@@ -63,8 +63,6 @@ pub(crate) struct TextChunk {
     levels: Vec<u8>,
     /// Rows in the page being filled.
     rows: usize,
-    /// The page's bytes before compression, reused.
-    page: Vec<u8>,
     /// Data pages of a dictionary-encoded chunk, with their rows, held until the dictionary page is
     /// written before them.
     held: Vec<(CompressedPage, usize)>,
@@ -116,20 +114,13 @@ fn bit_packed(values: impl ExactSizeIterator<Item = u32>, bit_width: u32, out: &
     out.resize(end, 0);
 }
 
-fn external(e: std::io::Error) -> ParquetError {
-    ParquetError::External(Box::new(e))
-}
-
 impl TextChunk {
     /// A chunk of the text column `descr`, dictionary-encoded or PLAIN.
-    pub(crate) fn new(descr: ColumnDescPtr, dictionary: bool) -> Result<TextChunk, ParquetError> {
+    pub(crate) fn new(descr: ColumnDescPtr, dictionary: bool) -> TextChunk {
         let nullable = descr.max_def_level() > 0;
-        let compressor = zstd::bulk::Compressor::new(ZstdLevel::default().compression_level())
-            .map_err(external)?;
-        Ok(TextChunk {
+        TextChunk {
             descr,
             nullable,
-            compressor,
             dictionary: dictionary.then(|| Dictionary {
                 index: HashMap::default(),
                 plain: Vec::new(),
@@ -140,7 +131,6 @@ impl TextChunk {
             indices: Vec::new(),
             levels: Vec::new(),
             rows: 0,
-            page: Vec::new(),
             held: Vec::new(),
             page_counts: Vec::new(),
             num_values: 0,
@@ -151,12 +141,7 @@ impl TextChunk {
             first_data_page: None,
             dictionary_page: None,
             offsets: OffsetIndexBuilder::new(),
-        })
-    }
-
-    /// Whether values go into the dictionary.
-    fn dictionary_open(&self) -> bool {
-        self.dictionary.as_ref().is_some_and(|d| d.open)
+        }
     }
 
     /// Appends a row: a text, or a null (of a column that can be null; in one that cannot, a null is
@@ -165,7 +150,7 @@ impl TextChunk {
     pub(crate) fn push(
         &mut self,
         text: Option<&[u8]>,
-        pages: &mut dyn PageWriter,
+        pages: &mut Pages,
     ) -> Result<(), ParquetError> {
         match text {
             Some(t) => {
@@ -208,7 +193,7 @@ impl TextChunk {
         &mut self,
         text: &[u8],
         len: u32,
-        pages: &mut dyn PageWriter,
+        pages: &mut Pages,
     ) -> Result<bool, ParquetError> {
         let Some(d) = self.dictionary.as_mut().filter(|d| d.open) else {
             return Ok(false);
@@ -244,40 +229,48 @@ impl TextChunk {
     }
 
     /// Compresses the page being filled and writes it, or holds it for after the dictionary page.
-    fn flush_page(&mut self, pages: &mut dyn PageWriter) -> Result<(), ParquetError> {
+    fn flush_page(&mut self, pages: &mut Pages) -> Result<(), ParquetError> {
         if self.rows == 0 {
             return Ok(());
         }
-        self.page.clear();
-        if self.nullable {
-            let groups = self.rows.div_ceil(8);
-            let mut levels = Vec::with_capacity(groups + 10);
-            let bits = self.levels.iter().copied().chain(std::iter::repeat(0));
-            uleb128((groups << 1) | 1, &mut levels);
-            levels.extend(bits.take(groups));
-            let len = u32::try_from(levels.len())
-                .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
-            self.page.extend_from_slice(&len.to_le_bytes());
-            self.page.extend_from_slice(&levels);
-        }
-        let encoding = if self.dictionary_open() {
-            let entries = self.dictionary.as_ref().map_or(0, |d| d.index.len());
-            // Bits for the largest index, at least one.
-            let bit_width = (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1);
-            self.page.push(bit_width as u8);
-            bit_packed(self.indices.iter().copied(), bit_width, &mut self.page);
-            Encoding::RLE_DICTIONARY
-        } else {
-            self.page.extend_from_slice(&self.values);
-            Encoding::PLAIN
+        let dictionary = self
+            .dictionary
+            .as_ref()
+            .filter(|d| d.open)
+            .map(|d| d.index.len());
+        let encoding = match dictionary {
+            Some(_) => Encoding::RLE_DICTIONARY,
+            None => Encoding::PLAIN,
         };
-        let uncompressed = self.page.len();
-        let compressed = self.compressor.compress(&self.page).map_err(external)?;
+        let (compressed, uncompressed) = pages.compress(|page| {
+            if self.nullable {
+                let groups = self.rows.div_ceil(8);
+                let mut levels = Vec::with_capacity(groups + 10);
+                let bits = self.levels.iter().copied().chain(std::iter::repeat(0));
+                uleb128((groups << 1) | 1, &mut levels);
+                levels.extend(bits.take(groups));
+                let len = u32::try_from(levels.len())
+                    .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
+                page.extend_from_slice(&len.to_le_bytes());
+                page.extend_from_slice(&levels);
+            }
+            match dictionary {
+                Some(entries) => {
+                    // Bits for the largest index, at least one.
+                    let bit_width =
+                        (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1);
+                    page.push(bit_width as u8);
+                    bit_packed(self.indices.iter().copied(), bit_width, page);
+                }
+                None => page.extend_from_slice(&self.values),
+            }
+            Ok(())
+        })?;
         let rows = u32::try_from(self.rows)
             .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
         let page = CompressedPage::new(
             Page::DataPage {
-                buf: Bytes::from(compressed),
+                buf: compressed,
                 num_values: rows,
                 encoding,
                 def_level_encoding: Encoding::RLE,
@@ -307,9 +300,9 @@ impl TextChunk {
         &mut self,
         page: CompressedPage,
         rows: usize,
-        pages: &mut dyn PageWriter,
+        pages: &mut Pages,
     ) -> Result<(), ParquetError> {
-        let spec = pages.write_page(page)?;
+        let spec = pages.write_compressed(page)?;
         self.offsets.append_row_count(rows as i64);
         self.offsets
             .append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
@@ -323,27 +316,27 @@ impl TextChunk {
 
     /// Writes the last page (and a dictionary-encoded chunk's dictionary page, then its data pages);
     /// the chunk's metadata, as the generic writer's `close` returns it.
-    pub(crate) fn close(
-        mut self,
-        pages: &mut dyn PageWriter,
-    ) -> Result<ColumnCloseResult, ParquetError> {
+    pub(crate) fn close(mut self, pages: &mut Pages) -> Result<ColumnCloseResult, ParquetError> {
         self.flush_page(pages)?;
         let mut stats = Vec::new();
         let mut encodings = vec![Encoding::PLAIN, Encoding::RLE];
         if let Some(d) = self.dictionary.take() {
-            let compressed = self.compressor.compress(&d.plain).map_err(external)?;
+            let (compressed, _) = pages.compress(|page| {
+                page.extend_from_slice(&d.plain);
+                Ok(())
+            })?;
             let entries = u32::try_from(d.index.len())
                 .map_err(|_| ParquetError::General("a dictionary of 4 G texts".into()))?;
             let page = CompressedPage::new(
                 Page::DictionaryPage {
-                    buf: Bytes::from(compressed),
+                    buf: compressed,
                     num_values: entries,
                     encoding: Encoding::PLAIN,
                     is_sorted: false,
                 },
                 d.plain.len(),
             );
-            let spec = pages.write_page(page)?;
+            let spec = pages.write_compressed(page)?;
             self.uncompressed += spec.uncompressed_size as u64;
             self.compressed += spec.compressed_size as u64;
             self.bytes_written += spec.bytes_written;
@@ -368,7 +361,7 @@ impl TextChunk {
                 }),
         );
         let metadata = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_compression(compression())
             .set_encodings(encodings)
             .set_page_encoding_stats(stats)
             .set_total_compressed_size(self.compressed as i64)

@@ -1,7 +1,7 @@
 //! The `transactions` dataset, written as the engine completes transactions by [`TransactionExport`].
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use parquet::schema::types::TypePtr;
 use pcapsleuth_analysis::{
@@ -15,25 +15,18 @@ use crate::columns::TRANSACTIONS;
 use crate::part::Part;
 use crate::{ExportError, Partition};
 
-/// Rows an instance buffers before it writes them: small enough that the engine's many instances
-/// (eight per worker thread, each batch) hold little, large enough that a write is cheap per row. With
-/// 8,192 (and 8 MiB of text) the buffers, filled and recycled, held about 130 MB at their peak on the
-/// 2 GB bench capture (2 threads), more than on 300 MB; with 4,096, about 40 MB on either, for no more
-/// instructions.
+/// Rows a worker buffers before it writes them: few enough that the buffers (one per worker thread)
+/// hold little, enough that a write is cheap per row.
 pub(crate) const BATCH_ROWS: usize = 4096;
 
-/// Statement text an instance buffers before it writes it, whatever the rows (statements are kept up
-/// to 16 KiB each; the other texts are shared copies).
+/// Statement text a worker buffers before it writes it, whatever the rows (statements are kept up to
+/// 16 KiB each; the other texts are shared copies).
 pub(crate) const BATCH_TEXT_BYTES: usize = 4 << 20;
 
-/// Emptied row buffers kept for new instances: enough for every instance of a batch on a large machine,
-/// few enough that their memory (a batch's capacity each) stays small.
-const SPARE_BUFFERS: usize = 32;
-
-/// Rows merged from instances that did not fill a batch, past which the merge writes them itself
-/// (workers write them as soon as they fill a batch, see [`PartPool::pending_ready`]; this bounds
-/// their memory should no worker come by).
-const PENDING_LIMIT: usize = 8 * BATCH_ROWS;
+/// Row groups after which a file is closed and the next batch begins a new one: a file writer keeps
+/// every row group's metadata (and offset index) for the footer, which would otherwise grow with the
+/// capture. 64 row groups of 128 Ki rows: 8 Mi transactions, about 100 MB of Parquet.
+const FILE_ROW_GROUPS: usize = 64;
 
 /// The `transactions` files of one export, the rows waiting for one, and the first error.
 pub(crate) struct PartPool {
@@ -43,18 +36,22 @@ pub(crate) struct PartPool {
     constants: Vec<String>,
     idle: Mutex<Vec<Part>>,
     opened: AtomicUsize,
-    /// Emptied buffers with their capacity: the engine makes instances for every batch, and a buffer
-    /// grown from nothing each time costs reallocations and fresh pages.
-    spare: Mutex<Vec<Rows>>,
-    /// Rows of instances merged before they filled a batch (each batch leaves a part-filled buffer per
-    /// instance). The next worker that writes a batch of its own writes them too, in parallel with the
-    /// others, rather than the merge, which runs alone between batches.
-    pending: Mutex<Rows>,
-    /// The pending rows fill a batch: the next worker to add a row writes them (the merge, which
-    /// runs alone while the other cores wait, does not).
-    pending_ready: AtomicBool,
+    /// Rows not yet written, one buffer per worker thread of the engine's pool (and a last one for
+    /// calls from any other thread), made at the first row. Per thread rather than per instance: the
+    /// engine runs many instances at once (eight per thread, made afresh every batch), and a buffer
+    /// each held a batch of rows per instance (about 40 MB on the bench capture, two threads).
+    buffers: OnceLock<Box<[Mutex<Buffer>]>>,
+    /// Rows and files of the files already closed (see [`FILE_ROW_GROUPS`]).
+    closed: Mutex<TransactionsWritten>,
     /// The first write that failed: later batches are dropped, and the export fails with it.
     failed: Mutex<Option<ExportError>>,
+}
+
+/// A worker's rows not yet written, and what building them keeps across rows.
+#[derive(Default)]
+struct Buffer {
+    rows: Rows,
+    fingerprints: StatementFingerprinter,
 }
 
 /// Locks `m`, whose data stays consistent if a holder panicked (every holder only moves buffers).
@@ -81,9 +78,8 @@ impl PartPool {
             constants,
             idle: Mutex::new(Vec::new()),
             opened: AtomicUsize::new(0),
-            spare: Mutex::new(Vec::new()),
-            pending: Mutex::new(Rows::default()),
-            pending_ready: AtomicBool::new(false),
+            buffers: OnceLock::new(),
+            closed: Mutex::new(TransactionsWritten { rows: 0, files: 0 }),
             failed: Mutex::new(None),
         })
     }
@@ -96,19 +92,18 @@ impl PartPool {
         lock(&self.failed).is_some()
     }
 
-    /// An empty buffer, with the capacity of one given back, else of a batch.
-    fn buffer(&self) -> Rows {
-        lock(&self.spare).pop().unwrap_or_else(Rows::with_capacity)
-    }
-
-    /// Gives back an emptied buffer.
-    fn recycle(&self, rows: Rows) {
-        let mut spare = lock(&self.spare);
-        // A buffer grown past a batch (the pending rows') would keep that memory for good.
-        let oversized = rows.request_frame.capacity() > 2 * BATCH_ROWS;
-        if rows.len == 0 && !oversized && spare.len() < SPARE_BUFFERS {
-            spare.push(rows);
-        }
+    /// The buffer of the calling thread: its own when it is one of the engine's workers (no other
+    /// thread takes its lock), else the last one, shared.
+    fn buffer(&self) -> &Mutex<Buffer> {
+        let buffers = self.buffers.get_or_init(|| {
+            // Made by a worker of the engine's pool, whose size this is.
+            (0..=rayon::current_num_threads())
+                .map(|_| Mutex::new(Buffer::default()))
+                .collect()
+        });
+        let last = buffers.len() - 1;
+        let i = rayon::current_thread_index().map_or(last, |i| i.min(last));
+        &buffers[i]
     }
 
     /// A new file, `part-N.parquet` with the next N.
@@ -117,7 +112,8 @@ impl PartPool {
         Part::create(&self.dir, n, &self.schema, &self.constants)
     }
 
-    /// Writes `rows` into an idle file, or a new one, leaving the buffer empty.
+    /// Writes `rows` into an idle file, or a new one, leaving the buffer empty (with its capacity). A
+    /// file that holds [`FILE_ROW_GROUPS`] row groups is closed.
     fn write(&self, rows: &mut Rows) {
         if rows.len == 0 {
             return;
@@ -137,6 +133,14 @@ impl PartPool {
             Ok(part)
         });
         match result {
+            Ok(part) if part.row_groups() >= FILE_ROW_GROUPS => match part.close() {
+                Ok(n) => {
+                    let mut closed = lock(&self.closed);
+                    closed.rows += n;
+                    closed.files += 1;
+                }
+                Err(e) => self.fail(e),
+            },
             Ok(part) => lock(&self.idle).push(part),
             Err(e) => {
                 rows.clear();
@@ -145,59 +149,23 @@ impl PartPool {
         }
     }
 
-    /// Moves an instance's rows to the pending ones, for the next worker to write once they fill a
-    /// batch; writes them here only when far too many wait.
-    fn add_pending(&self, rows: &mut Rows) {
-        let (ready, many) = {
-            let mut pending = lock(&self.pending);
-            pending.append(rows);
-            (pending.len >= BATCH_ROWS, pending.len >= PENDING_LIMIT)
-        };
-        if many {
-            self.write_pending();
-        } else if ready {
-            self.pending_ready.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Writes the pending rows if they fill a batch and no other worker is at them.
-    fn write_pending_if_full(&self) {
-        let mut batch = {
-            let mut pending = match self.pending.try_lock() {
-                Ok(p) => p,
-                Err(TryLockError::WouldBlock) => return,
-                Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            };
-            if pending.len < BATCH_ROWS {
-                return;
-            }
-            self.pending_ready.store(false, Ordering::Relaxed);
-            std::mem::replace(&mut *pending, self.buffer())
-        };
-        self.write(&mut batch);
-        self.recycle(batch);
-    }
-
-    /// Writes every pending row.
-    fn write_pending(&self) {
-        let mut batch = {
-            let mut pending = lock(&self.pending);
-            self.pending_ready.store(false, Ordering::Relaxed);
-            std::mem::take(&mut *pending)
-        };
-        self.write(&mut batch);
-        self.recycle(batch);
-    }
-
-    /// Closes every file (all are idle once the instances are merged into one); with none written, one
-    /// empty file still gives the partition its schema. A failure is kept for [`PartPool::take_failure`].
+    /// Writes every buffered row and closes every file (all are idle once the engine has run); with
+    /// none written, one empty file still gives the partition its schema. A failure is kept for
+    /// [`PartPool::take_failure`].
     fn close(&self) -> TransactionsWritten {
-        let mut written = TransactionsWritten { rows: 0, files: 0 };
+        if let Some(buffers) = self.buffers.get() {
+            for b in buffers.iter() {
+                let mut b = lock(b);
+                self.write(&mut b.rows);
+                *b = Buffer::default();
+            }
+        }
+        let mut written = *lock(&self.closed);
         if self.has_failed() {
             return written;
         }
         let mut parts = std::mem::take(&mut *lock(&self.idle));
-        if parts.is_empty() {
+        if parts.is_empty() && written.files == 0 {
             match self.create_part() {
                 Ok(p) => parts.push(p),
                 Err(e) => self.fail(e),
@@ -212,7 +180,6 @@ impl PartPool {
                 Err(e) => self.fail(e),
             }
         }
-        lock(&self.spare).clear();
         written
     }
 
@@ -231,7 +198,7 @@ pub struct TransactionsWritten {
     pub files: usize,
 }
 
-/// The rows of an instance not yet written, one buffer per column of [`TRANSACTIONS`].
+/// Rows not yet written, one buffer per column of [`TRANSACTIONS`].
 #[derive(Default)]
 struct Rows {
     len: usize,
@@ -409,44 +376,6 @@ impl Rows {
         self.retransmitted.push(v.retransmitted());
     }
 
-    /// Moves `o`'s rows to the end of these, leaving `o` empty with its capacity (to be recycled).
-    fn append(&mut self, o: &mut Rows) {
-        self.len += std::mem::take(&mut o.len);
-        self.connection_id.append(&mut o.connection_id);
-        self.request_frame.append(&mut o.request_frame);
-        self.response_frame.append(&mut o.response_frame);
-        self.first_response_frame
-            .append(&mut o.first_response_frame);
-        self.request_time.0.append(&mut o.request_time.0);
-        self.response_time.0.append(&mut o.response_time.0);
-        self.first_response_time
-            .0
-            .append(&mut o.first_response_time.0);
-        self.client.append(&mut o.client);
-        self.server.append(&mut o.server);
-        self.client_ip.append(&mut o.client_ip);
-        self.client_port.append(&mut o.client_port);
-        self.server_ip.append(&mut o.server_ip);
-        self.server_port.append(&mut o.server_port);
-        self.command.append(&mut o.command);
-        self.statement.append(&mut o.statement);
-        self.statement_id.append(&mut o.statement_id);
-        self.fingerprint.append(&mut o.fingerprint);
-        self.text_cut.append(&mut o.text_cut);
-        self.state.append(&mut o.state);
-        self.is_query.append(&mut o.is_query);
-        self.error_code.append(&mut o.error_code);
-        self.sql_state.append(&mut o.sql_state);
-        self.error_message.append(&mut o.error_message);
-        self.rows.append(&mut o.rows);
-        self.affected_rows.append(&mut o.affected_rows);
-        self.request_bytes.append(&mut o.request_bytes);
-        self.response_bytes.append(&mut o.response_bytes);
-        self.rt_us.append(&mut o.rt_us);
-        self.waited_us.append(&mut o.waited_us);
-        self.retransmitted.append(&mut o.retransmitted);
-    }
-
     /// Every column's buffer, in [`TRANSACTIONS`]'s order.
     fn columns(&mut self) -> [&mut dyn ColumnRows; TRANSACTION_COLUMNS] {
         [
@@ -534,36 +463,29 @@ impl EndpointNames {
 /// [`crate::Export::transactions`], one instance per worker and batch, all writing into the export's
 /// files.
 ///
-/// **How instances write.** The engine runs many instances at once, each told about different
-/// connections. An instance appends its rows to column buffers; when they hold a batch (4,096 rows, or
-/// 4 MiB of text), it takes an idle file from the export's pool, or opens a new `part-N.parquet` when
-/// every file is busy, writes the batch into its row group and gives the file back. Files are therefore
-/// as many as batches were written at the same moment (at most one per worker thread), and encoding and
-/// compression run on every worker in parallel. `merge` hands the other instance's unwritten rows to
-/// the pool, where the next worker that writes a batch of its own writes them too (the merge runs alone
-/// between the engine's batches, and must not hold the workers up); `finish` writes what is left and
-/// closes the files.
+/// **How rows are written.** The engine runs many instances at once, each told about different
+/// connections, on its worker threads. Rows go to column buffers of the worker's own (the instances are
+/// handles: the engine makes eight per thread afresh every batch, and rows buffered per instance would
+/// be that many batches in memory); when a worker's buffers hold a batch (4,096 rows, or 4 MiB of
+/// text), it takes an idle file from the export's pool, or opens a new `part-N.parquet` when every file
+/// is busy, writes the batch into its row group and gives the file back. Files are therefore as many
+/// as batches were written at the same moment (at most one per worker thread), and encoding and
+/// compression run on every worker in parallel; a file is closed after 64 row groups, the next batch
+/// opening another. `finish` writes what the buffers hold and closes the files.
 ///
-/// Memory stays flat in the capture's size: an instance holds at most a batch, the pool a few, and a
-/// file the row group it is filling (at most 131,072 rows, compressed).
+/// Memory stays flat in the capture's size: a worker holds at most a batch, and a file the row group
+/// it is filling (at most 131,072 rows, compressed) and the metadata of at most 64 row groups.
 ///
 /// **Order.** A connection's rows come in capture order (the engine's contract), but connections
 /// interleave, and which file a batch lands in depends on timing: the *set* of rows is the same for any
 /// number of splits and threads, their order within and across files is not. Sort by `request_frame`.
 pub struct TransactionExport {
     pool: Arc<PartPool>,
-    /// Rows not yet written; a buffer is taken from the pool at the instance's first row.
-    rows: Option<Rows>,
-    fingerprints: StatementFingerprinter,
 }
 
 impl TransactionExport {
     pub(crate) fn new(pool: Arc<PartPool>) -> Self {
-        TransactionExport {
-            pool,
-            rows: None,
-            fingerprints: StatementFingerprinter::default(),
-        }
+        TransactionExport { pool }
     }
 }
 
@@ -579,29 +501,21 @@ impl Analysis for TransactionExport {
         t: &TransactionView<'_>,
     ) {
         names.update(t.client, t.server);
-        let pool = &self.pool;
-        let rows = self.rows.get_or_insert_with(|| pool.buffer());
-        rows.push(names, conn, t, &mut self.fingerprints);
-        if rows.is_full() {
-            pool.write(rows);
+        let mut buffer = lock(self.pool.buffer());
+        let Buffer { rows, fingerprints } = &mut *buffer;
+        if rows.request_frame.capacity() == 0 {
+            *rows = Rows::with_capacity();
         }
-        if pool.pending_ready.load(Ordering::Relaxed) {
-            pool.write_pending_if_full();
+        rows.push(names, conn, t, fingerprints);
+        if rows.is_full() {
+            self.pool.write(rows);
         }
     }
 
-    fn merge(&mut self, other: Self) {
-        if let Some(mut rows) = other.rows {
-            self.pool.add_pending(&mut rows);
-            self.pool.recycle(rows);
-        }
-    }
+    /// Nothing to do: the rows are the workers', not the instances'.
+    fn merge(&mut self, _: Self) {}
 
     fn finish(self, _: &CaptureFacts) -> Self::Output {
-        if let Some(mut rows) = self.rows {
-            self.pool.write(&mut rows);
-        }
-        self.pool.write_pending();
         self.pool.close()
     }
 }
