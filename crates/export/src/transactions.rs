@@ -1,7 +1,7 @@
 //! The `transactions` dataset, written as the engine completes transactions by [`TransactionExport`].
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use parquet::schema::types::TypePtr;
 use pcapsleuth_analysis::{
@@ -34,7 +34,14 @@ pub(crate) struct PartPool {
     schema: TypePtr,
     /// The capture's name and the labels' values: the constant columns.
     constants: Vec<String>,
-    idle: Mutex<Vec<Part>>,
+    /// The files not being written to, and how many are open.
+    files: Mutex<Files>,
+    /// Signalled when a file is given back or closed.
+    file_free: Condvar,
+    /// Files open at most: as many as batches can be written at the same moment, one per core (a pool
+    /// of more threads than cores would otherwise open a file per thread, each holding its row group).
+    max_open: usize,
+    /// Files created so far (the next one's number).
     opened: AtomicUsize,
     /// Rows not yet written, one buffer per worker thread of the engine's pool (and a last one for
     /// calls from any other thread), made at the first row. Per thread rather than per instance: the
@@ -45,6 +52,12 @@ pub(crate) struct PartPool {
     closed: Mutex<TransactionsWritten>,
     /// The first write that failed: later batches are dropped, and the export fails with it.
     failed: Mutex<Option<ExportError>>,
+}
+
+#[derive(Default)]
+struct Files {
+    idle: Vec<Part>,
+    open: usize,
 }
 
 /// A worker's rows not yet written, and what building them keeps across rows.
@@ -76,7 +89,9 @@ impl PartPool {
             dir,
             schema,
             constants,
-            idle: Mutex::new(Vec::new()),
+            files: Mutex::new(Files::default()),
+            file_free: Condvar::new(),
+            max_open: std::thread::available_parallelism().map_or(1, |n| n.get()),
             opened: AtomicUsize::new(0),
             buffers: OnceLock::new(),
             closed: Mutex::new(TransactionsWritten { rows: 0, files: 0 }),
@@ -112,6 +127,44 @@ impl PartPool {
         Part::create(&self.dir, n, &self.schema, &self.constants)
     }
 
+    /// An idle file; else a new one if fewer than [`PartPool::max_open`] are open; else the first
+    /// given back.
+    fn take_part(&self) -> Result<Part, ExportError> {
+        let mut files = lock(&self.files);
+        loop {
+            if let Some(part) = files.idle.pop() {
+                return Ok(part);
+            }
+            if files.open < self.max_open {
+                files.open += 1;
+                drop(files);
+                let part = self.create_part();
+                if part.is_err() {
+                    self.retire_part();
+                }
+                return part;
+            }
+            files = self
+                .file_free
+                .wait(files)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Gives back a file taken.
+    fn give_back(&self, part: Part) {
+        lock(&self.files).idle.push(part);
+        self.file_free.notify_one();
+    }
+
+    /// Counts a file taken as no longer open (closed, or lost to an error).
+    fn retire_part(&self) {
+        let mut files = lock(&self.files);
+        files.open = files.open.saturating_sub(1);
+        drop(files);
+        self.file_free.notify_one();
+    }
+
     /// Writes `rows` into an idle file, or a new one, leaving the buffer empty (with its capacity). A
     /// file that holds [`FILE_ROW_GROUPS`] row groups is closed.
     fn write(&self, rows: &mut Rows) {
@@ -122,30 +175,34 @@ impl PartPool {
             rows.clear();
             return;
         }
-        let idle = lock(&self.idle).pop();
-        let result = match idle {
-            Some(part) => Ok(part),
-            None => self.create_part(),
-        }
-        .and_then(|mut part| {
-            let n = std::mem::take(&mut rows.len);
-            part.write(n, &mut rows.columns())?;
-            Ok(part)
-        });
-        match result {
-            Ok(part) if part.row_groups() >= FILE_ROW_GROUPS => match part.close() {
-                Ok(n) => {
-                    let mut closed = lock(&self.closed);
-                    closed.rows += n;
-                    closed.files += 1;
-                }
-                Err(e) => self.fail(e),
-            },
-            Ok(part) => lock(&self.idle).push(part),
+        let mut part = match self.take_part() {
+            Ok(part) => part,
             Err(e) => {
                 rows.clear();
                 self.fail(e);
+                return;
             }
+        };
+        let n = std::mem::take(&mut rows.len);
+        if let Err(e) = part.write(n, &mut rows.columns()) {
+            rows.clear();
+            self.retire_part();
+            self.fail(e);
+            return;
+        }
+        if part.row_groups() < FILE_ROW_GROUPS {
+            self.give_back(part);
+            return;
+        }
+        let closed = part.close();
+        self.retire_part();
+        match closed {
+            Ok(n) => {
+                let mut closed = lock(&self.closed);
+                closed.rows += n;
+                closed.files += 1;
+            }
+            Err(e) => self.fail(e),
         }
     }
 
@@ -164,7 +221,7 @@ impl PartPool {
         if self.has_failed() {
             return written;
         }
-        let mut parts = std::mem::take(&mut *lock(&self.idle));
+        let mut parts = std::mem::take(&mut lock(&self.files).idle);
         if parts.is_empty() && written.files == 0 {
             match self.create_part() {
                 Ok(p) => parts.push(p),
@@ -468,9 +525,9 @@ impl EndpointNames {
 /// handles: the engine makes eight per thread afresh every batch, and rows buffered per instance would
 /// be that many batches in memory); when a worker's buffers hold a batch (4,096 rows, or 4 MiB of
 /// text), it takes an idle file from the export's pool, or opens a new `part-N.parquet` when every file
-/// is busy, writes the batch into its row group and gives the file back. Files are therefore as many
-/// as batches were written at the same moment (at most one per worker thread), and encoding and
-/// compression run on every worker in parallel; a file is closed after 64 row groups, the next batch
+/// is busy (up to one per core, then it waits for one), writes the batch into its row group and gives
+/// the file back. Files are therefore as many as batches were written at the same moment (at most one
+/// per core), and encoding and compression run on every core in parallel; a file is closed after 64 row groups, the next batch
 /// opening another. `finish` writes what the buffers hold and closes the files.
 ///
 /// Memory stays flat in the capture's size: a worker holds at most a batch, and a file the row group
