@@ -18,8 +18,9 @@
 //! it came from. The columns are listed in [`columns`] (and the README).
 //!
 //! **Built on the analysis trait.** `transactions` is written by [`TransactionExport`], an
-//! [`pcapsleuth_analysis::Analysis`] whose instances write batches of rows while the parallel
-//! engine runs, so memory does not grow with the capture; the other datasets are written at the end,
+//! [`pcapsleuth_analysis::Analysis`] whose instances hand each row to a buffer of the worker thread
+//! they run on, written in batches while the parallel engine runs, so memory does not grow with the
+//! capture; the other datasets are written at the end,
 //! from what the run concluded. Files are written in a hidden staging directory in the root and renamed
 //! into place when complete.
 //!
