@@ -339,6 +339,8 @@ pub(crate) struct Part {
     group: Option<Vec<Chunk>>,
     /// Rows in `group`.
     group_rows: usize,
+    /// Rows per row group ([`ROW_GROUP_ROWS`]; fewer in tests).
+    row_group_rows: usize,
     /// Row groups appended to the file.
     row_groups: usize,
     rows: u64,
@@ -373,6 +375,7 @@ impl Part {
             constants: constants.iter().map(|c| Constant(c.clone())).collect(),
             group: None,
             group_rows: 0,
+            row_group_rows: ROW_GROUP_ROWS,
             row_groups: 0,
             rows: 0,
         })
@@ -407,7 +410,7 @@ impl Part {
         }
         let mut from = 0;
         while from < rows {
-            let n = (rows - from).min(ROW_GROUP_ROWS - self.group_rows);
+            let n = (rows - from).min(self.row_group_rows - self.group_rows);
             if self.group.is_none() {
                 let chunks = self
                     .descrs
@@ -429,7 +432,7 @@ impl Part {
             self.group_rows += n;
             self.rows += n as u64;
             from += n;
-            if self.group_rows >= ROW_GROUP_ROWS {
+            if self.group_rows >= self.row_group_rows {
                 self.flush_group()?;
             }
         }
@@ -450,6 +453,13 @@ impl Part {
         row_group.close()?;
         self.row_groups += 1;
         Ok(())
+    }
+
+    /// Row groups of `n` rows rather than [`ROW_GROUP_ROWS`] (for tests of what depends on them).
+    #[cfg(test)]
+    pub(crate) fn with_row_group_rows(mut self, n: usize) -> Part {
+        self.row_group_rows = n.max(1);
+        self
     }
 
     /// Row groups appended to the file so far (the one being filled not counted).

@@ -23,9 +23,10 @@ pub(crate) const BATCH_ROWS: usize = 4096;
 /// 16 KiB each; the other texts are shared copies).
 pub(crate) const BATCH_TEXT_BYTES: usize = 4 << 20;
 
-/// Row groups after which a file is closed and the next batch begins a new one: a file writer keeps
-/// every row group's metadata (and offset index) for the footer, which would otherwise grow with the
-/// capture. 64 row groups of 128 Ki rows: 8 Mi transactions, about 100 MB of Parquet.
+/// Row groups after which a file is closed (at the end of the batch that filled them) and the next
+/// batch begins a new one: a file writer keeps every row group's metadata (and offset index) for the
+/// footer, which would otherwise grow with the capture. 64 row groups of 128 Ki rows: 8 Mi
+/// transactions, about 100 MB of Parquet.
 const FILE_ROW_GROUPS: usize = 64;
 
 /// The `transactions` files of one export, the rows waiting for one, and the first error.
@@ -43,6 +44,11 @@ pub(crate) struct PartPool {
     max_open: usize,
     /// Files created so far (the next one's number).
     opened: AtomicUsize,
+    /// Row groups after which a file is closed ([`FILE_ROW_GROUPS`]; fewer in tests).
+    file_row_groups: usize,
+    /// Rows per row group of new files (`None`: [`crate::part::ROW_GROUP_ROWS`]; fewer in tests).
+    #[cfg(test)]
+    row_group_rows: Option<usize>,
     /// Rows not yet written, one buffer per worker thread of the engine's pool (and a last one for
     /// calls from any other thread), made at the first row. Per thread rather than per instance: the
     /// engine runs many instances at once (eight per thread, made afresh every batch), and a buffer
@@ -93,6 +99,9 @@ impl PartPool {
             file_free: Condvar::new(),
             max_open: std::thread::available_parallelism().map_or(1, |n| n.get()),
             opened: AtomicUsize::new(0),
+            file_row_groups: FILE_ROW_GROUPS,
+            #[cfg(test)]
+            row_group_rows: None,
             buffers: OnceLock::new(),
             closed: Mutex::new(TransactionsWritten { rows: 0, files: 0 }),
             failed: Mutex::new(None),
@@ -124,7 +133,13 @@ impl PartPool {
     /// A new file, `part-N.parquet` with the next N.
     fn create_part(&self) -> Result<Part, ExportError> {
         let n = self.opened.fetch_add(1, Ordering::Relaxed);
-        Part::create(&self.dir, n, &self.schema, &self.constants)
+        let part = Part::create(&self.dir, n, &self.schema, &self.constants)?;
+        #[cfg(test)]
+        let part = match self.row_group_rows {
+            Some(rows) => part.with_row_group_rows(rows),
+            None => part,
+        };
+        Ok(part)
     }
 
     /// An idle file; else a new one if fewer than [`PartPool::max_open`] are open; else the first
@@ -190,7 +205,7 @@ impl PartPool {
             self.fail(e);
             return;
         }
-        if part.row_groups() < FILE_ROW_GROUPS {
+        if part.row_groups() < self.file_row_groups {
             self.give_back(part);
             return;
         }
@@ -574,5 +589,104 @@ impl Analysis for TransactionExport {
 
     fn finish(self, _: &CaptureFacts) -> Self::Output {
         self.pool.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+
+    /// Appends `n` rows, numbered by `request_frame` from `*frame + 1`, every column filled.
+    fn fill(r: &mut Rows, frame: &mut i64, n: usize) {
+        let text: Arc<str> = "10.0.0.1:3306".into();
+        for _ in 0..n {
+            *frame += 1;
+            let f = *frame;
+            r.len += 1;
+            r.connection_id.push(1);
+            r.request_frame.push(f);
+            r.response_frame.push(Some(f + 1));
+            r.first_response_frame.push(None);
+            r.request_time.push(Some(f * 1000));
+            r.response_time.push(None);
+            r.first_response_time.push(Some(f * 1000 + 5));
+            for t in [
+                &mut r.client,
+                &mut r.server,
+                &mut r.client_ip,
+                &mut r.server_ip,
+            ] {
+                t.push(&text);
+            }
+            r.client_port.push(40_000);
+            r.server_port.push(3306);
+            r.command.push("COM_QUERY");
+            r.statement.push_opt(Some("select 1"));
+            r.statement_id.push(None);
+            r.fingerprint.push_opt(None);
+            r.text_cut.push(false);
+            r.state.push("answered");
+            r.is_query.push(true);
+            r.error_code.push(None);
+            r.sql_state.push_opt(None);
+            r.error_message.push_opt(None);
+            r.rows.push(1);
+            r.affected_rows.push(None);
+            r.request_bytes.push(20);
+            r.response_bytes.push(60);
+            r.rt_us.push(Some(5.0));
+            r.waited_us.push(None);
+            r.retransmitted.push(false);
+        }
+    }
+
+    /// A file is closed once it holds its row groups (here 2 of 10 rows: the batch being written
+    /// finishes in it), the next batch opens another, and every row is written once.
+    #[test]
+    fn files_close_after_their_row_groups_and_every_row_is_written_once() {
+        let dir =
+            std::env::temp_dir().join(format!("pcapsleuth-export-pool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let partition = Partition::new("cap", vec![]).expect("partition");
+        let mut pool = PartPool::new(dir.clone(), &partition).expect("pool");
+        pool.file_row_groups = 2;
+        pool.row_group_rows = Some(10);
+        let mut rows = Rows::with_capacity();
+        let mut frame = 0;
+        for _ in 0..5 {
+            fill(&mut rows, &mut frame, 9);
+            pool.write(&mut rows);
+            assert_eq!(rows.len, 0, "a write empties the buffer");
+        }
+        let written = pool.close();
+        assert!(pool.take_failure().is_none());
+        // 27 rows (2 full row groups, then the rest of the third batch), then 18.
+        assert_eq!(written, TransactionsWritten { rows: 45, files: 2 });
+        let mut frames = Vec::new();
+        for (n, (rows, groups)) in [(27, 3), (18, 2)].into_iter().enumerate() {
+            let path = dir.join(format!("part-{n:05}.parquet"));
+            let file = std::fs::File::open(&path).expect("a closed file");
+            let reader = SerializedFileReader::new(file).expect("reader");
+            assert_eq!(
+                reader.metadata().num_row_groups(),
+                groups,
+                "{}",
+                path.display()
+            );
+            assert_eq!(reader.metadata().file_metadata().num_rows(), rows);
+            for row in reader.get_row_iter(None).expect("rows") {
+                let row = row.expect("row");
+                for (name, field) in row.get_column_iter() {
+                    if let ("request_frame", Field::Long(f)) = (name.as_str(), field) {
+                        frames.push(*f);
+                    }
+                }
+            }
+        }
+        frames.sort_unstable();
+        assert_eq!(frames, (1..=45).collect::<Vec<i64>>());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
