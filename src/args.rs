@@ -58,13 +58,20 @@ pub fn interval(s: &str) -> Result<Duration, String> {
 }
 
 /// A worker thread count: 1 to four times this machine's cores (more threads than that only
-/// compete for the same cores and memory).
+/// compete for the same cores and memory). With the phase log on ([`pcapsleuth::analysis::PHASES_ENV`]),
+/// up to 1,024: the count then lays the work out for that many cores, and the pool stays at this
+/// machine's.
 pub fn threads(s: &str) -> Result<usize, String> {
-    let most = 4 * std::thread::available_parallelism().map_or(1, usize::from);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let (most, why) = if std::env::var_os(pcapsleuth::analysis::PHASES_ENV).is_some() {
+        (1024, "with the phase log on")
+    } else {
+        (4 * cores, "4 x this machine's cores")
+    };
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=most).contains(&n) => Ok(n),
         _ => Err(format!(
-            "expected a thread count from 1 to {most} (4 x this machine's cores); leave it out for one per core"
+            "expected a thread count from 1 to {most} ({why}); leave it out for one per core"
         )),
     }
 }

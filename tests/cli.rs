@@ -346,6 +346,56 @@ fn durations_without_a_unit_and_thread_counts_out_of_range_are_refused_before_re
     assert_eq!(one.stdout, most.stdout);
 }
 
+/// The phase log (a developer's diagnostic, DEVELOPMENT.md) goes to stderr only: the answer on stdout is
+/// the same with it on, also when the work is laid out for far more threads than the machine has (the
+/// pool stays at the cores, so the predictions hold no wait for a core), and the predictions it prints
+/// fall as the cores double, down to the longest task's.
+#[test]
+fn the_phase_log_leaves_the_answer_alone_and_predicts_up_to_the_layout() {
+    let src = common::fixture("err1146-storm.pcap");
+    let src = src.to_str().unwrap();
+    let plain = run(&["report", "--json", src]);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert!(!stderr(&plain).contains("phases:"), "{}", stderr(&plain));
+    let logged = Command::new(common::bin())
+        .args(["report", "--json", "-j", "64", src])
+        .env("PCAPSLEUTH_PHASES", "1")
+        .output()
+        .unwrap();
+    let log = stderr(&logged);
+    assert_eq!(logged.status.code(), Some(0), "{log}");
+    assert_eq!(
+        logged.stdout, plain.stdout,
+        "the phase log changed the answer"
+    );
+    assert!(
+        log.contains("laid out for 64 threads") && log.contains("bucket tasks"),
+        "{log}"
+    );
+    let predicted: Vec<(usize, f64)> = log
+        .lines()
+        .skip_while(|l| !l.contains("predicted wall"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no predictions in {log}"))
+        .split(" s")
+        .filter_map(|p| {
+            let (n, secs) = p.trim().split_once(": ")?;
+            Some((n.parse().ok()?, secs.parse().ok()?))
+        })
+        .collect();
+    let cores: Vec<usize> = predicted.iter().map(|p| p.0).collect();
+    assert_eq!(cores, [1, 2, 4, 8, 16, 32, 64], "{log}");
+    assert!(
+        predicted.windows(2).all(|w| w[1].1 <= w[0].1) && predicted[0].1 > 0.0,
+        "{log}"
+    );
+    // Without the log, 64 threads are refused on a machine with fewer than 16 cores.
+    if std::thread::available_parallelism().map_or(1, usize::from) < 16 {
+        let refused = run(&["report", "--json", "-j", "64", src]);
+        assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    }
+}
+
 #[test]
 fn split_shows_its_two_sizes_as_alternatives_and_needs_one() {
     let help = run(&["split", "--help"]);

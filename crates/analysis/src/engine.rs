@@ -33,6 +33,7 @@ use rayon::prelude::*;
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
 use crate::facts::{CaptureFacts, FileFacts, PacketCounts};
 use crate::mysql::{MysqlDetection, MysqlSessionFacts, MysqlTrack};
+use crate::phases::{Batch, Phases};
 use crate::timeline::{SplitTimes, TimeTally};
 
 /// How the engine reads a capture. What is computed from it is the [`Analysis`] the run is given.
@@ -484,14 +485,25 @@ impl<A: Analysis> Bucket<A> {
             replaced,
             analysis,
         } = self;
+        // Split-local flow id -> slot, resolved once per flow per split rather than hashed per packet. One
+        // table for the batch, whose entries this bucket set are put back after each split: a table made
+        // per split cost every bucket a pass over every flow of the split (most of them other buckets'),
+        // work that grew with buckets x splits, i.e. with the square of the threads (18% more CPU for
+        // `mysql` laid out for 64 threads).
+        let mut slot_of: Vec<u32> = Vec::new();
+        let mut resolved: Vec<u32> = Vec::new();
         for (scan, &base) in scans.iter().zip(bases) {
             let bytes = scan.bytes;
             let events = scan.buckets.blocks(b);
             if events.is_empty() {
                 continue;
             }
-            // Split-local flow id -> slot, resolved once per flow per split rather than hashed per packet.
-            let mut slot_of: Vec<u32> = vec![u32::MAX; scan.keys.len()];
+            for f in resolved.drain(..) {
+                slot_of[f as usize] = u32::MAX;
+            }
+            if slot_of.len() < scan.keys.len() {
+                slot_of.resize(scan.keys.len(), u32::MAX);
+            }
             // Only MySQL decoding reads payloads.
             let prefetch = opts.mysql != MysqlDetection::Off;
             // The event PREFETCH_DISTANCE places ahead, whose payload is fetched meanwhile.
@@ -519,6 +531,7 @@ impl<A: Analysis> Bucket<A> {
                             });
                         }
                         slot_of[ev.flow as usize] = i as u32;
+                        resolved.push(ev.flow);
                         (i, i == next)
                     }
                     i => (i as usize, false),
@@ -722,17 +735,32 @@ pub fn analyze<A: Analysis>(
     opts: &EngineOptions,
     analyses: impl Fn() -> A + Sync,
 ) -> Run<A::Output> {
-    let run = in_pool(opts, |threads| {
+    let phases = Phases::from_env();
+    let (run, threads, pool) = in_pool(opts, &phases, |threads| {
         run_engine(
             &mut [Source::Mapped(cap)],
             opts,
             threads,
             &analyses,
             &|_, _| {},
+            &phases,
         )
     });
+    finish(run, &phases, threads, pool)
+}
+
+/// Finishes the analyses of `run` (and prints the phase log, when asked for).
+fn finish<A: Analysis>(
+    run: Run<A>,
+    phases: &Phases,
+    threads: usize,
+    pool: usize,
+) -> Run<A::Output> {
+    let clock = phases.task();
     let capture = run.capture.clone();
-    run.map(|a| a.finish(&capture))
+    let run = run.map(|a| a.finish(&capture));
+    phases.print(threads, pool, clock.seconds());
+    run
 }
 
 /// Reads a set of files as one capture ([`CaptureSet`]: a rotated set, compressed files, a pipe), tracks
@@ -753,28 +781,40 @@ pub fn analyze_set<A: Analysis>(
             Input::Streamed(s) => Source::Streamed(s),
         })
         .collect();
-    let mut run = in_pool(opts, |threads| {
-        run_engine(&mut sources, opts, threads, &analyses, &progress)
+    let phases = Phases::from_env();
+    let (mut run, threads, pool) = in_pool(opts, &phases, |threads| {
+        run_engine(&mut sources, opts, threads, &analyses, &progress, &phases)
     });
     run.capture.order = set.order;
-    let capture = run.capture.clone();
-    run.map(|a| a.finish(&capture))
+    finish(run, &phases, threads, pool)
 }
 
-/// Runs `work` in a pool of the configured number of threads.
-fn in_pool<T: Send>(opts: &EngineOptions, work: impl FnOnce(usize) -> T + Send) -> T {
+/// Runs `work` in a pool of the configured number of threads (`work` is told that number, which lays
+/// out the batches); returns its result, that number and the pool's. The phase log caps the pool at the
+/// cores (see [`Phases`]), so that its tasks' times hold no wait for a core.
+fn in_pool<T: Send>(
+    opts: &EngineOptions,
+    phases: &Phases,
+    work: impl FnOnce(usize) -> T + Send,
+) -> (T, usize, usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = if opts.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        cores
     } else {
         opts.threads
     };
+    let pool_threads = if phases.on() {
+        threads.min(cores)
+    } else {
+        threads
+    };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
+        .num_threads(pool_threads)
         .build()
         .ok();
     match pool {
-        Some(pool) => pool.install(|| work(threads)),
-        None => work(threads),
+        Some(pool) => (pool.install(|| work(threads)), threads, pool_threads),
+        None => (work(threads), threads, 1),
     }
 }
 
@@ -838,6 +878,8 @@ struct Pass<'o, A: Analysis> {
     expected: Option<ReaderState>,
     pool: Vec<EventLists>,
     nbuckets: usize,
+    /// The phase log (a developer's diagnostic; inert unless asked for).
+    phases: &'o Phases,
 }
 
 impl<A: Analysis> Pass<'_, A> {
@@ -845,29 +887,53 @@ impl<A: Analysis> Pass<'_, A> {
     /// events. Returns the state reading ended in.
     fn batch(&mut self, pieces: &[Piece<'_>], release: &[(&Capture, u64, u64)]) -> ReaderState {
         let nbuckets = self.nbuckets;
+        let phases = self.phases;
+        let scan_clock = phases.start();
         let lists: Vec<EventLists> = pieces
             .iter()
             .map(|_| self.pool.pop().unwrap_or_else(|| EventLists::new(nbuckets)))
             .collect();
-        let ((), mut scans) = rayon::join(
+        let (releases, timed): (Vec<f64>, Vec<(Scan<'_>, f64)>) = rayon::join(
             || {
-                for (cap, from, to) in release {
-                    cap.release(*from, *to);
-                }
+                // Split by split, in parallel: one thread dropping a whole batch's page-table entries
+                // was the longest task of a batch's scan once splits are small (many cores).
+                release
+                    .par_iter()
+                    .map(|(cap, from, to)| {
+                        let clock = phases.task();
+                        cap.release(*from, *to);
+                        clock.seconds()
+                    })
+                    .collect()
             },
             || {
                 pieces
                     .par_iter()
                     .zip(lists)
                     .map(|(p, lists)| {
+                        let clock = phases.task();
                         if let Some(cap) = p.mapped {
                             cap.populate(p.split.cut, p.split.end);
                         }
-                        scan(p, p.split.clone(), p.chunk.reader(&p.split), lists)
+                        let sc = scan(p, p.split.clone(), p.chunk.reader(&p.split), lists);
+                        (sc, clock.seconds())
                     })
-                    .collect::<Vec<Scan<'_>>>()
+                    .collect()
             },
         );
+        let mut scan_tasks = Vec::new();
+        let mut scans = Vec::with_capacity(timed.len());
+        for (sc, took) in timed {
+            scans.push(sc);
+            if phases.on() {
+                scan_tasks.push(took);
+            }
+        }
+        if phases.on() {
+            scan_tasks.extend(&releases);
+        }
+        let scan_wall = scan_clock.seconds();
+        let serial_clock = phases.task();
         // A mapped file that shrank while this batch was scanned (logrotate's copytruncate) was read as
         // zeros past its new end: read again up to the end, which readers now stop at.
         for (i, piece) in pieces.iter().enumerate() {
@@ -923,28 +989,52 @@ impl<A: Analysis> Pass<'_, A> {
                 .extend(sc.damage.iter().map(|d| d.clone().in_input(piece.input)));
         }
         let opts = self.opts;
-        self.buckets
+        let serial = serial_clock.seconds();
+        let track_clock = phases.start();
+        let track_tasks: Vec<f64> = self
+            .buckets
             .par_iter_mut()
             .enumerate()
-            .for_each(|(b, bucket)| bucket.track(b, &scans, &bases, opts));
+            .map(|(b, bucket)| {
+                let clock = phases.task();
+                bucket.track(b, &scans, &bases, opts);
+                clock.seconds()
+            })
+            .collect();
         self.pool
             .extend(scans.into_iter().map(|sc| sc.buckets.recycled()));
         // Fold what the buckets found into one instance, so that time series are held once, not per
         // bucket. In parallel, as a tree: folding 8 instances per thread one by one would be serial work
         // that grows with the cores (512 merges a batch at 64 threads) while the batch's share of each
         // thread shrinks. Merging is commutative and associative, so the shape does not matter.
+        let track_wall = track_clock.seconds();
+        let fold_clock = phases.start();
         let analyses = self.analyses;
+        let fold_tasks = phases.tasks();
         let batch = self
             .buckets
             .par_iter_mut()
-            .map(|bucket| bucket.take_analysis(analyses()))
+            .map(|bucket| fold_tasks.time(|| bucket.take_analysis(analyses())))
             .reduce_with(|mut a, b| {
-                a.merge(b);
+                fold_tasks.time(|| a.merge(b));
                 a
             });
+        let last_merge = phases.task();
         if let Some(batch) = batch {
             self.analysis.merge(batch);
         }
+        let last_merge = last_merge.seconds();
+        phases.batch(Batch {
+            scan_wall,
+            scan_tasks,
+            releases: if phases.on() { releases } else { Vec::new() },
+            serial,
+            track_wall,
+            track_tasks: if phases.on() { track_tasks } else { Vec::new() },
+            fold_wall: fold_clock.seconds(),
+            fold_tasks: fold_tasks.into_times(),
+            last_merge,
+        });
         self.expected
             .clone()
             .unwrap_or_else(|| pieces[0].split.start_state.clone())
@@ -958,6 +1048,7 @@ fn run_engine<A: Analysis>(
     threads: usize,
     analyses: &(dyn Fn() -> A + Sync),
     progress: &(dyn Fn(u64, u64) + Sync),
+    phases: &Phases,
 ) -> Run<A> {
     let nbuckets = (threads * 8).max(16);
     let mut run = Pass {
@@ -984,6 +1075,7 @@ fn run_engine<A: Analysis>(
         expected: None,
         pool: Vec::new(),
         nbuckets,
+        phases,
     };
     let total: u64 = run.files.iter().map(|f| f.bytes).sum();
     let total_mapped: u64 = sources
@@ -1020,7 +1112,9 @@ fn run_engine<A: Analysis>(
                 // mapped 281 MB at 8 threads, with the page cache's large folios).
                 let n = cap.split_count(n.max(1));
                 for i in 0..n {
+                    let planning = phases.task();
                     let split = cap.plan_split(n, i);
+                    phases.planned(planning.seconds());
                     let split_end = split.end;
                     pending.push(Piece {
                         input,
@@ -1073,6 +1167,7 @@ fn run_engine<A: Analysis>(
             }
         }
     }
+    let end_clock = phases.start();
     let release = std::mem::take(&mut read);
     let Pass {
         buckets,
@@ -1094,12 +1189,17 @@ fn run_engine<A: Analysis>(
         || {
             buckets
                 .into_par_iter()
-                .map(Bucket::conclude)
+                .map(|b| {
+                    let clock = phases.task();
+                    (b.conclude(), clock.seconds())
+                })
                 .collect::<Vec<_>>()
         },
     );
     let mut states = Vec::new();
-    for (s, bucket_analysis) in concluded {
+    let mut end_tasks = Vec::new();
+    for ((s, bucket_analysis), took) in concluded {
+        end_tasks.push(took);
         states.extend(s);
         analysis.merge(bucket_analysis);
     }
@@ -1109,6 +1209,7 @@ fn run_engine<A: Analysis>(
         }
     }
     let (connections, mut mysql_sessions) = conclude(states);
+    phases.end(end_clock, end_tasks);
     // Only now is it known which timestamps belong to the capture's body: analyses keep only it in their
     // time series when they finish.
     let timeline = times.finish();

@@ -64,6 +64,7 @@ mod findings;
 mod histogram;
 mod modes;
 mod mysql;
+mod phases;
 mod rate;
 mod reasons;
 mod replication;
@@ -107,6 +108,7 @@ pub use mysql::{
     MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts, StatementFingerprinter,
     StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
+pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use reasons::{stall_start, tcp_reason};
 pub use replication::{
