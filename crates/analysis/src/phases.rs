@@ -217,9 +217,10 @@ impl Phases {
         let counted = scan_wall + serial + track_wall + fold + log.end_wall + finish + planning;
         let other = (total - counted).max(0.0);
         let mut out = format!(
-            "phases: {} batches laid out for {planned} threads ({} splits, {track_n} bucket tasks), run \
+            "phases: {} batch{} laid out for {planned} threads ({} splits, {track_n} bucket tasks), run \
              on {pool}: wall {total:.3} s\n",
             log.batches.len(),
+            if log.batches.len() == 1 { "" } else { "es" },
             scan_n.saturating_sub(release_n),
         );
         out.push_str(&format!(
