@@ -348,8 +348,8 @@ fn durations_without_a_unit_and_thread_counts_out_of_range_are_refused_before_re
 
 /// The phase log (a developer's diagnostic, DEVELOPMENT.md) goes to stderr only: the answer on stdout is
 /// the same with it on, also when the work is laid out for far more threads than the machine has (the
-/// pool stays at the cores, so the predictions hold no wait for a core), and the predictions it prints
-/// fall as the cores double, down to the longest task's.
+/// pool stays at the cores, so the predictions hold no wait for a core), and it predicts less time on
+/// more cores.
 #[test]
 fn the_phase_log_leaves_the_answer_alone_and_predicts_up_to_the_layout() {
     let src = common::fixture("err1146-storm.pcap");
@@ -385,8 +385,11 @@ fn the_phase_log_leaves_the_answer_alone_and_predicts_up_to_the_layout() {
         .collect();
     let cores: Vec<usize> = predicted.iter().map(|p| p.0).collect();
     assert_eq!(cores, [1, 2, 4, 8, 16, 32, 64], "{log}");
+    // More cores never make it slower than one (the merges of the fold add a level per doubling, so on
+    // a capture this small the figures may flatten or tick up at the far end).
+    assert!(predicted[0].1 > 0.0, "{log}");
     assert!(
-        predicted.windows(2).all(|w| w[1].1 <= w[0].1) && predicted[0].1 > 0.0,
+        predicted.iter().all(|p| p.1 <= predicted[0].1) && predicted[1].1 < predicted[0].1,
         "{log}"
     );
     // Without the log, 64 threads are refused on a machine with fewer than 16 cores.
