@@ -313,10 +313,10 @@ fn within_bin(report_us: f64, exact_us: f64) -> bool {
     report_us >= exact_us - slack && report_us <= exact_us * (1.0 + 1.0 / 128.0) + 0.001 + slack
 }
 
-/// One export root holds every real capture (each its own `capture=`), and DuckDB's answers over it,
-/// per capture, are the JSON reports': requests by fate, commands, errors by code, response-time
-/// count, mean, minimum, maximum and p50/p95/p99, statements by fingerprint, and every close of
-/// `first-reset`, its first FIN, first RST and first abnormal close.
+/// One export root holds every real capture and the peers' captures (each its own `capture=`), and
+/// DuckDB's answers over it, per capture, are the JSON reports': requests by fate, commands, errors by
+/// code, response-time count, mean, minimum, maximum and p50/p95/p99, statements by fingerprint, and
+/// every close of `first-reset`, its first FIN, first RST and first abnormal close.
 #[test]
 fn duckdb_over_the_export_says_what_the_json_reports_say() {
     let Some(duck) = oracle::require(Oracle::DuckDb) else {
@@ -325,7 +325,9 @@ fn duckdb_over_the_export_says_what_the_json_reports_say() {
     let tmp = tempfile::TempDir::new().unwrap();
     let root = tmp.path().join("pq");
     let mut reports: BTreeMap<String, (Value, Value)> = BTreeMap::new();
-    for (i, files) in captures().iter().enumerate() {
+    // Every real capture, and the peers' captures of other stacks, link types and capture points.
+    let peers = common::peer_captures().into_iter().map(|p| vec![p]);
+    for (i, files) in captures().into_iter().chain(peers).enumerate() {
         let name = format!("c{i:03}");
         let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
         export(&paths, &root, &["--capture", &name]);

@@ -7,6 +7,28 @@ use std::process::{Command, Output, Stdio};
 
 /// The captures recorded for this project (fixtures/) and the external ones others recorded
 /// (../shared/external/zeek-mysql, present beside every checkout and in CI).
+/// The peers' captures (`../shared/external/peers/*/`: pcap2mysql-log, packetbeat, DeepFlow, Arkime, nDPI,
+/// Peafowl, Percona Toolkit), sorted; none when `../shared` is not beside the repository.
+pub fn peer_captures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers");
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = e.path();
+            let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("");
+            if ext == "pcap" || ext == "pcapng" {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 pub fn real_captures() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
