@@ -5,53 +5,39 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// The captures recorded for this project (fixtures/) and the external ones others recorded
-/// (../shared/external/zeek-mysql, present beside every checkout and in CI).
-/// The peers' captures (`../shared/external/peers/*/`: pcap2mysql-log, packetbeat, DeepFlow, Arkime, nDPI,
-/// Peafowl, Percona Toolkit), sorted; none when `../shared` is not beside the repository.
-pub fn peer_captures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers");
-    let mut out = Vec::new();
-    for dir in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-        for e in std::fs::read_dir(dir.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let p = e.path();
+/// The captures (`.pcap`, `.pcapng`) directly in `dir`; none when it is not there.
+fn captures_in(dir: &Path) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries
+        .map(|e| e.path())
+        .filter(|p| {
             let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("");
-            if ext == "pcap" || ext == "pcapng" {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+            ext == "pcap" || ext == "pcapng"
+        })
+        .collect()
 }
 
+/// The captures recorded for this project (fixtures/) and the external ones others recorded
+/// (../shared/external/zeek-mysql, present beside every checkout and in CI).
 pub fn real_captures() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    for dir in [
-        root.join("fixtures"),
-        root.join("../shared/external/zeek-mysql"),
-    ] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let ext = p.extension().and_then(|s| s.to_str()).unwrap_or("");
-            if ext == "pcap" || ext == "pcapng" {
-                out.push(p);
-            }
-        }
-    }
+    let mut out = captures_in(&root.join("fixtures"));
+    out.extend(captures_in(&root.join("../shared/external/zeek-mysql")));
     out.sort();
     assert!(
         out.len() >= 5,
         "expected the fixtures and ../shared/external captures, found {out:?}"
     );
+    out
+}
+
+/// The peers' captures (`../shared/external/peers/*/`: pcap2mysql-log, packetbeat, DeepFlow, Arkime, nDPI,
+/// Peafowl, Percona Toolkit), sorted; none when `../shared` is not beside the repository.
+pub fn peer_captures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers");
+    let dirs = std::fs::read_dir(root).into_iter().flatten().flatten();
+    let mut out: Vec<PathBuf> = dirs.flat_map(|d| captures_in(&d.path())).collect();
+    out.sort();
     out
 }
 

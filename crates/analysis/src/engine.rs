@@ -890,45 +890,30 @@ impl<A: Analysis> Pass<'_, A> {
             .iter()
             .map(|_| self.pool.pop().unwrap_or_else(|| EventLists::new(nbuckets)))
             .collect();
-        let (releases, timed): (Vec<f64>, Vec<(Scan<'_>, f64)>) = rayon::join(
+        let (releases, scan_tasks) = (phases.tasks(), phases.tasks());
+        let ((), mut scans) = rayon::join(
             || {
                 // Split by split, in parallel: one thread dropping a whole batch's page-table entries
                 // was the longest task of a batch's scan once splits are small (many cores).
                 release
                     .par_iter()
-                    .map(|(cap, from, to)| {
-                        let clock = phases.task();
-                        cap.release(*from, *to);
-                        clock.seconds()
-                    })
-                    .collect()
+                    .for_each(|(cap, from, to)| releases.time(|| cap.release(*from, *to)));
             },
             || {
                 pieces
                     .par_iter()
                     .zip(lists)
                     .map(|(p, lists)| {
-                        let clock = phases.task();
-                        if let Some(cap) = p.mapped {
-                            cap.populate(p.split.cut, p.split.end);
-                        }
-                        let sc = scan(p, p.split.clone(), p.chunk.reader(&p.split), lists);
-                        (sc, clock.seconds())
+                        scan_tasks.time(|| {
+                            if let Some(cap) = p.mapped {
+                                cap.populate(p.split.cut, p.split.end);
+                            }
+                            scan(p, p.split.clone(), p.chunk.reader(&p.split), lists)
+                        })
                     })
-                    .collect()
+                    .collect::<Vec<Scan<'_>>>()
             },
         );
-        let mut scan_tasks = Vec::new();
-        let mut scans = Vec::with_capacity(timed.len());
-        for (sc, took) in timed {
-            scans.push(sc);
-            if phases.on() {
-                scan_tasks.push(took);
-            }
-        }
-        if phases.on() {
-            scan_tasks.extend(&releases);
-        }
         let scan_wall = scan_clock.seconds();
         let serial_clock = phases.task();
         // A mapped file that shrank while this batch was scanned (logrotate's copytruncate) was read as
@@ -995,32 +980,23 @@ impl<A: Analysis> Pass<'_, A> {
         // `report` than at 2 threads'. The contract allows it: instances are per worker, and merging
         // is commutative and associative.
         let analyses = self.analyses;
-        let fold_tasks = phases.tasks();
-        let tracked = self
+        let (track_tasks, merges) = (phases.tasks(), phases.tasks());
+        let batch = self
             .buckets
             .par_iter_mut()
             .enumerate()
-            .fold(
-                || (analyses(), Vec::new()),
-                |(mut analysis, mut took), (b, bucket)| {
-                    let clock = phases.task();
-                    bucket.track(b, &scans, &bases, opts, &mut analysis);
-                    if phases.on() {
-                        took.push(clock.seconds());
-                    }
-                    (analysis, took)
-                },
-            )
-            .reduce_with(|(mut a, mut took), (b, more)| {
-                fold_tasks.time(|| a.merge(b));
-                took.extend(more);
-                (a, took)
+            .fold(analyses, |mut analysis, (b, bucket)| {
+                track_tasks.time(|| bucket.track(b, &scans, &bases, opts, &mut analysis));
+                analysis
+            })
+            .reduce_with(|mut a, b| {
+                merges.time(|| a.merge(b));
+                a
             });
         self.pool
             .extend(scans.into_iter().map(|sc| sc.buckets.recycled()));
         let track_wall = track_clock.seconds();
         let fold_clock = phases.start();
-        let (batch, track_tasks) = tracked.map_or((None, Vec::new()), |(a, t)| (Some(a), t));
         let last_merge = phases.task();
         if let Some(batch) = batch {
             self.analysis.merge(batch);
@@ -1028,13 +1004,13 @@ impl<A: Analysis> Pass<'_, A> {
         let last_merge = last_merge.seconds();
         phases.batch(Batch {
             scan_wall,
-            scan_tasks,
-            releases: if phases.on() { releases } else { Vec::new() },
+            scan_tasks: scan_tasks.into_times(),
+            releases: releases.into_times(),
             serial,
             track_wall,
-            track_tasks,
+            track_tasks: track_tasks.into_times(),
             fold_wall: fold_clock.seconds(),
-            fold_tasks: fold_tasks.into_times(),
+            fold_tasks: merges.into_times(),
             last_merge,
         });
         self.expected
@@ -1170,6 +1146,7 @@ fn run_engine<A: Analysis>(
         }
     }
     let end_clock = phases.start();
+    let end_tasks = phases.tasks();
     let release = std::mem::take(&mut read);
     let Pass {
         buckets,
@@ -1194,28 +1171,23 @@ fn run_engine<A: Analysis>(
             buckets
                 .into_par_iter()
                 .fold(
-                    || (analyses(), Vec::new(), Vec::new()),
-                    |(mut analysis, mut states, mut took), b| {
-                        let clock = phases.task();
-                        states.extend(b.conclude(&mut analysis));
-                        took.push(clock.seconds());
-                        (analysis, states, took)
+                    || (analyses(), Vec::new()),
+                    |(mut analysis, mut states), b| {
+                        states.extend(end_tasks.time(|| b.conclude(&mut analysis)));
+                        (analysis, states)
                     },
                 )
-                .reduce_with(|(mut a, mut states, mut took), (b, more, more_took)| {
+                .reduce_with(|(mut a, mut states), (b, more)| {
                     a.merge(b);
                     states.extend(more);
-                    took.extend(more_took);
-                    (a, states, took)
+                    (a, states)
                 })
         },
     );
     let mut states = Vec::new();
-    let mut end_tasks = Vec::new();
-    if let Some((concluded_analysis, s, took)) = concluded {
+    if let Some((concluded_analysis, s)) = concluded {
         analysis.merge(concluded_analysis);
         states = s;
-        end_tasks = took;
     }
     for (input, source) in sources.iter().enumerate() {
         if let Source::Mapped(cap) = source {
@@ -1223,7 +1195,7 @@ fn run_engine<A: Analysis>(
         }
     }
     let (connections, mut mysql_sessions) = conclude(states);
-    phases.end(end_clock, end_tasks);
+    phases.end(end_clock, end_tasks.into_times());
     // Only now is it known which timestamps belong to the capture's body: analyses keep only it in their
     // time series when they finish.
     let timeline = times.finish();

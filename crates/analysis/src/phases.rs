@@ -25,17 +25,17 @@ pub const PHASES_ENV: &str = "PCAPSLEUTH_PHASES";
 #[derive(Debug, Default)]
 pub(crate) struct Batch {
     pub(crate) scan_wall: f64,
-    /// The split scans, and the releases of the previous batch's pages (tasks beside them).
+    /// The split scans.
     pub(crate) scan_tasks: Vec<f64>,
-    /// The releases alone (also in `scan_tasks`).
+    /// The releases of the previous batch's pages, tasks beside the scans.
     pub(crate) releases: Vec<f64>,
     /// Between the phases: boundaries proven, counts added.
     pub(crate) serial: f64,
     pub(crate) track_wall: f64,
     pub(crate) track_tasks: Vec<f64>,
     pub(crate) fold_wall: f64,
-    /// The fold's tasks: fresh analysis instances made and handed over, merges of two instances (a
-    /// tree of them, in parallel).
+    /// The merges of two analysis instances (a tree of them, in parallel, as the track phase's pieces
+    /// finish).
     pub(crate) fold_tasks: Vec<f64>,
     /// The merge of the batch's fold into the run's instance (serial).
     pub(crate) last_merge: f64,
@@ -207,7 +207,7 @@ impl Phases {
         };
         let (scan_busy, scan_max, scan_n) = busy(&|b| &b.scan_tasks);
         let (track_busy, track_max, track_n) = busy(&|b| &b.track_tasks);
-        let (release_busy, release_max, release_n) = busy(&|b| &b.releases);
+        let (release_busy, release_max, _) = busy(&|b| &b.releases);
         let scan_wall = sum(&|b| b.scan_wall);
         let track_wall = sum(&|b| b.track_wall);
         let serial = sum(&|b| b.serial);
@@ -221,11 +221,12 @@ impl Phases {
              on {pool}: wall {total:.3} s\n",
             log.batches.len(),
             if log.batches.len() == 1 { "" } else { "es" },
-            scan_n.saturating_sub(release_n),
+            scan_n,
         );
         out.push_str(&format!(
-            "  scan    wall {scan_wall:.3} s, tasks' CPU {scan_busy:.3} s (page releases \
-             {release_busy:.3} s, longest {:.1} ms), longest task {:.1} ms\n",
+            "  scan    wall {scan_wall:.3} s, tasks' CPU {:.3} s (page releases {release_busy:.3} s, \
+             longest {:.1} ms), longest split {:.1} ms\n",
+            scan_busy + release_busy,
             release_max * 1e3,
             scan_max * 1e3
         ));
@@ -238,8 +239,8 @@ impl Phases {
             track_max * 1e3
         ));
         out.push_str(&format!(
-            "  fold    wall {fold:.3} s, tasks' CPU {fold_busy:.3} s ({fold_n} instances made or merged, \
-             longest {:.1} ms)\n",
+            "  fold    wall {fold:.3} s, tasks' CPU {fold_busy:.3} s ({fold_n} merges of two analysis \
+             instances, longest {:.1} ms)\n",
             fold_max * 1e3
         ));
         out.push_str(&format!(
@@ -257,7 +258,8 @@ impl Phases {
                 .batches
                 .iter()
                 .map(|b| {
-                    makespan(&b.scan_tasks, n)
+                    let scan: Vec<f64> = b.scan_tasks.iter().chain(&b.releases).copied().collect();
+                    makespan(&scan, n)
                         + b.serial
                         + makespan(&b.track_tasks, n)
                         + fold_makespan(&b.fold_tasks, n)
@@ -288,7 +290,7 @@ pub(crate) fn makespan(tasks: &[f64], workers: usize) -> f64 {
     load.into_iter().fold(0.0, f64::max)
 }
 
-/// How long a fold of `tasks` (instances made, then merged as a tree) takes on `workers` workers: the
+/// How long a fold of `tasks` (merges of instances, as a tree) takes on `workers` workers: the
 /// work shared out, then one merge per level of the tree the workers' results make.
 fn fold_makespan(tasks: &[f64], workers: usize) -> f64 {
     let longest = tasks.iter().copied().fold(0.0, f64::max);
