@@ -357,7 +357,12 @@ impl ReplicaHints {
     /// all that other statements cost).
     pub(crate) fn note_query(&mut self, text: &str) {
         let b = text.as_bytes();
-        if b.len() < 6 || !b[..5].eq_ignore_ascii_case(b"SET @") {
+        // Most statements are told apart by their third byte (SELECT, SHOW), before the loop of the
+        // comparison.
+        if !matches!(b.get(2), Some(b't' | b'T'))
+            || b.len() < 6
+            || !b[..5].eq_ignore_ascii_case(b"SET @")
+        {
             return;
         }
         let var = b.get(5..24).unwrap_or(&[]);

@@ -363,12 +363,7 @@ impl Session {
             return;
         }
         if fx.compress {
-            if cur.inflater.is_none() {
-                cur.inflater = Some(Box::new(Decompressor::new()));
-            }
-            if other.inflater.is_none() {
-                other.inflater = Some(Box::new(Decompressor::new()));
-            }
+            Self::start_inflating(cur, other);
         }
         if fx.new_command && dir == Direction::ClientToServer {
             // A new command means the server finished (or abandoned) what it was
@@ -380,6 +375,20 @@ impl Session {
             {
                 core.info.counters.skipped_bytes += other.resync_here();
             }
+        }
+    }
+
+    /// Both directions switch to the compressed protocol. Apart, and never inlined: a decompressor is
+    /// built on the stack before it is boxed, and a frame that large made every call of the function
+    /// it sat in probe its stack page by page (once per client command).
+    #[cold]
+    #[inline(never)]
+    fn start_inflating(cur: &mut DirStream, other: &mut DirStream) {
+        if cur.inflater.is_none() {
+            cur.inflater = Some(Box::new(Decompressor::new()));
+        }
+        if other.inflater.is_none() {
+            other.inflater = Some(Box::new(Decompressor::new()));
         }
     }
 
@@ -520,7 +529,7 @@ impl Session {
                 .queue
                 .iter()
                 .find(|p| p.stage != Stage::NoResponse)
-                .map(Pending::snapshot),
+                .map(|p| p.snapshot()),
         };
         let (by, kind) = if self.core.client_fin {
             (Direction::ClientToServer, CloseFlag::Fin)
@@ -599,25 +608,32 @@ impl Session {
 
     /// Completed transactions since the last call, in request order.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Transaction> {
-        self.core.done.drain(..)
+        self.core.done.drain()
     }
 
     /// Completed transactions not yet drained or cleared, in request order: for callers that only read
     /// them, and so need not move each one out (see [`Session::clear_completed`]).
     pub fn completed(&self) -> &[Transaction] {
-        &self.core.done
+        self.core.done.as_slice()
     }
 
-    /// Forgets the completed transactions. (A few of their statement strings are kept, by this
-    /// session, for those of transactions to come.)
+    /// Forgets the completed transactions. (A few of their strings, statements and error messages,
+    /// are kept by this session for those of transactions to come.)
     pub fn clear_completed(&mut self) {
         // The texts are taken where they lie: moving each transaction out would copy it.
         let core = &mut self.core;
-        for t in &mut core.done {
+        let spares = &mut core.spares;
+        let mut keep = |s: String| {
+            if spares.len() < SPARES && s.capacity() <= SPARE_CAPACITY {
+                spares.push(s);
+            }
+        };
+        for t in core.done.as_mut_slice() {
             if let Some(s) = t.statement.take() {
-                if core.spares.len() < SPARES && s.capacity() <= SPARE_CAPACITY {
-                    core.spares.push(s);
-                }
+                keep(s);
+            }
+            if let Outcome::Err { message, .. } = &mut t.outcome {
+                keep(std::mem::take(message));
             }
         }
         core.done.clear();

@@ -45,19 +45,82 @@ pub(super) enum Step {
     Done(Outcome),
 }
 
-/// At most this many spare statement strings per session, of at most [`SPARE_CAPACITY`] bytes
-/// each: a session completes about one request per turn, and the spares must not grow its memory.
+/// At most this many spare strings (for statements and error messages) per session, of at most
+/// [`SPARE_CAPACITY`] bytes each: a session completes about one request per turn, and the spares
+/// must not grow its memory.
 pub(super) const SPARES: usize = 2;
 pub(super) const SPARE_CAPACITY: usize = 1024;
+/// Requests' boxes kept for the next requests (see [`Core::free`]).
+const FREE_REQUESTS: usize = 2;
+/// Slots of completed transactions kept between turns (see [`Done`]).
+const DONE_SLOTS: usize = 4;
+
+/// The completed transactions, in request order, not yet drained or cleared. Their slots outlive a
+/// turn: a transaction is written in place into the slot of one the caller is done with, field by
+/// field from its request, rather than built apart and moved in (a copy of the whole transaction).
+/// Slots past [`Done::len`] hold the caller's old transactions, with their strings taken (see
+/// [`Session::clear_completed`]); at most [`DONE_SLOTS`] are kept.
+#[derive(Default)]
+pub(super) struct Done {
+    slots: Vec<Transaction>,
+    len: usize,
+}
+
+impl Done {
+    pub(super) fn push(&mut self, t: Transaction) {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => *slot = t,
+            None => self.slots.push(t),
+        }
+        self.len += 1;
+    }
+
+    /// The transaction of request `p`, which ended with `outcome` (its statement is taken).
+    #[inline]
+    pub(super) fn push_from(&mut self, p: &mut Pending, outcome: Outcome) {
+        match self.slots.get_mut(self.len) {
+            Some(slot) => p.fill(slot, outcome),
+            None => {
+                let statement = p.statement.take();
+                self.slots.push(p.to_transaction(statement, outcome));
+            }
+        }
+        self.len += 1;
+    }
+
+    pub(super) fn as_slice(&self) -> &[Transaction] {
+        self.slots.get(..self.len).unwrap_or(&[])
+    }
+
+    pub(super) fn as_mut_slice(&mut self) -> &mut [Transaction] {
+        self.slots.get_mut(..self.len).unwrap_or(&mut [])
+    }
+
+    /// Forgets the transactions; their slots stay for the next ones.
+    pub(super) fn clear(&mut self) {
+        self.len = 0;
+        self.slots.truncate(DONE_SLOTS);
+    }
+
+    pub(super) fn drain(&mut self) -> std::vec::Drain<'_, Transaction> {
+        self.slots.truncate(self.len);
+        self.len = 0;
+        self.slots.drain(..)
+    }
+}
 
 pub(super) struct Core {
     pub(super) phase: Phase,
     pub(super) info: SessionInfo,
-    pub(super) queue: VecDeque<Pending>,
-    pub(super) done: Vec<Transaction>,
-    /// Statement strings of transactions the caller is done with ([`Session::clear_completed`]),
-    /// emptied, for the next statements: one allocation and free per request saved, owned by the
-    /// session so that no state hides in the thread.
+    /// Open requests, oldest first. Boxed: a request (some 240 bytes) is written once where it
+    /// waits, and moves in and out of the queue as a pointer.
+    pub(super) queue: VecDeque<Box<Pending>>,
+    /// Boxes of requests completed, for the next requests: at most [`FREE_REQUESTS`].
+    pub(super) free: Vec<Box<Pending>>,
+    pub(super) done: Done,
+    /// Strings of transactions the caller is done with ([`Session::clear_completed`]), their
+    /// statements and error messages, for the next ones: an allocation and a free saved per text,
+    /// owned by the session so that no state hides in the thread.
     pub(super) spares: Vec<String>,
     pub(super) statements: HashMap<u32, String>,
     pub(super) eof_mode: EofMode,
@@ -104,7 +167,8 @@ impl Core {
             },
             info: SessionInfo::default(),
             queue: VecDeque::with_capacity(8),
-            done: Vec::new(),
+            free: Vec::new(),
+            done: Done::default(),
             spares: Vec::new(),
             statements: HashMap::new(),
             eof_mode: EofMode::Unknown,
@@ -141,9 +205,10 @@ impl Core {
                     && p.new_user.is_none()
                     && !matches!(p.command, Command::ChangeUser | Command::ResetConnection) =>
             {
-                let statement = p.statement.take();
-                self.done.push(p.to_transaction(statement, outcome));
-                self.queue.pop_front();
+                self.done.push_from(p, outcome);
+                if let Some(p) = self.queue.pop_front() {
+                    self.recycle(p);
+                }
             }
             Some(_) => {
                 if let Some(p) = self.queue.pop_front() {
@@ -155,7 +220,34 @@ impl Core {
         self.flush_no_response();
     }
 
-    pub(super) fn finish_request(&mut self, p: Pending, outcome: Outcome) {
+    /// A request's box, for the next request.
+    fn recycle(&mut self, p: Box<Pending>) {
+        if self.free.len() < FREE_REQUESTS {
+            self.free.push(p);
+        }
+    }
+
+    /// A new request at the end of the queue, written in a recycled box when there is one.
+    /// (Of the queue and the free boxes only: the caller goes on using the other fields.)
+    pub(super) fn open<'a>(
+        queue: &'a mut VecDeque<Box<Pending>>,
+        free: &mut Vec<Box<Pending>>,
+        command: Command,
+        request: Meta,
+        stage: Stage,
+    ) -> Option<&'a mut Pending> {
+        let p = match free.pop() {
+            Some(mut p) => {
+                p.reset(command, request, stage);
+                p
+            }
+            None => Box::new(Pending::new(command, request, stage)),
+        };
+        queue.push_back(p);
+        queue.back_mut().map(|p| &mut **p)
+    }
+
+    pub(super) fn finish_request(&mut self, mut p: Box<Pending>, outcome: Outcome) {
         if matches!(outcome, Outcome::Ok { .. }) {
             if let Some(s) = &p.new_schema {
                 self.info.schema = Some(s.clone());
@@ -168,7 +260,8 @@ impl Core {
                 self.statements.clear();
             }
         }
-        self.done.push(p.into_transaction(outcome));
+        self.done.push_from(&mut p, outcome);
+        self.recycle(p);
     }
 
     /// Requests that expect no response complete once they reach the head.
@@ -291,7 +384,7 @@ impl Core {
 
     pub(super) fn on_handshake_response(&mut self, pkt: PacketEnd, prefix: &[u8]) -> Effects {
         let mut fx = Effects::default();
-        let mut pending = Pending::new(Command::Connect, pkt.start, Stage::Auth);
+        let mut pending = Box::new(Pending::new(Command::Connect, pkt.start, Stage::Auth));
         pending.request_bytes = wire_len(pkt.len);
         pending.next_seq = pkt.seq.wrapping_add(1);
         // A response cut by a gap still gives the capabilities (first 4 bytes).
@@ -384,11 +477,9 @@ impl Core {
             self.info.counters.dropped_requests += 1;
             self.complete_head(Outcome::Unparsed);
         }
-        // Built where it will wait for its response: a request is large, and moving it in
-        // costs a copy per command.
-        self.queue
-            .push_back(Pending::new(command, pkt.start, stage));
-        let Some(p) = self.queue.back_mut() else {
+        // Written where it will wait for its response: a request is large, and moving it in
+        // would cost a copy per command.
+        let Some(p) = Self::open(&mut self.queue, &mut self.free, command, pkt.start, stage) else {
             return fx;
         };
         p.request_bytes = wire_len(pkt.len);
@@ -489,11 +580,11 @@ impl Core {
                     // The server refused what the client sent instead of a login (1156 "Got
                     // packets out of order" for bytes that are no HandshakeResponse), or its
                     // silence (1043 "Bad handshake"): the login attempt ends with that error.
-                    let mut p = Pending::new(
+                    let mut p = Box::new(Pending::new(
                         Command::Connect,
                         self.login_from.map_or(pkt.start, LoginStart::at),
                         Stage::Auth,
-                    );
+                    ));
                     p.first_response = Some(pkt.start);
                     p.last_response = Some(pkt.end);
                     p.response_bytes = wire_len(pkt.len);
@@ -599,7 +690,7 @@ impl Core {
         if prefix.first() == Some(&0xFF) {
             // The server refused the connection before any handshake.
             if let Some(outcome) = err_outcome(prefix) {
-                let mut p = Pending::new(Command::Connect, pkt.start, Stage::Auth);
+                let mut p = Box::new(Pending::new(Command::Connect, pkt.start, Stage::Auth));
                 p.first_response = Some(pkt.start);
                 p.last_response = Some(pkt.end);
                 p.response_bytes = wire_len(pkt.len);
@@ -643,6 +734,7 @@ impl Core {
     pub(super) fn response_step(&mut self, pkt: PacketEnd, p: &[u8], fx: &mut Effects) -> Step {
         let eof_mode = self.eof_mode;
         let counters = &mut self.info.counters;
+        let spares = &mut self.spares;
         let Some(head) = self.queue.front_mut() else {
             return Step::Continue;
         };
@@ -693,14 +785,14 @@ impl Core {
                 Some(0xFE) => Step::Done(ok_outcome(
                     wire::parse_terminator(p, len).unwrap_or_default(),
                 )),
-                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
                 _ => {
                     counters.malformed_packets += 1;
                     Step::Done(Outcome::Unparsed)
                 }
             },
             Stage::AnyOne => match first {
-                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
                 _ => Step::Done(ok_outcome(OkPacket::default())),
             },
             Stage::First => match first {
@@ -724,7 +816,7 @@ impl Core {
                         Step::Done(Outcome::Unparsed)
                     }
                 },
-                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
                 Some(0xFB) => {
                     head.stage = Stage::InfileData;
                     head.saw_infile = true;
@@ -756,7 +848,7 @@ impl Core {
             },
             Stage::ColumnDefs { left } => {
                 if first == Some(0xFF) {
-                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
                 }
                 if is_terminator(p, len) && len < 9 {
                     // Fewer definitions than announced: take it as the metadata EOF.
@@ -796,7 +888,7 @@ impl Core {
                     return Self::end_of_result(head, st.status_flags);
                 }
                 if first == Some(0xFF) {
-                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
                 }
                 head.rows += 1;
                 head.stage = Stage::Rows;
@@ -809,7 +901,7 @@ impl Core {
                 }
                 if first == Some(0xFF) {
                     // 0xFF is no valid start of a text row (nor of a binary row, 0x00).
-                    if let Some(o) = err_outcome(p) {
+                    if let Some(o) = err_outcome_in(p, spares) {
                         return Step::Done(o);
                     }
                     counters.malformed_packets += 1;
@@ -832,7 +924,7 @@ impl Core {
                         Step::Done(Outcome::Unparsed)
                     }
                 },
-                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
                 _ => {
                     counters.malformed_packets += 1;
                     Step::Continue
@@ -872,7 +964,7 @@ impl Core {
                         Step::Done(Outcome::Unparsed)
                     }
                 },
-                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
                 _ => {
                     counters.malformed_packets += 1;
                     Step::Done(Outcome::Unparsed)
@@ -886,7 +978,7 @@ impl Core {
                     columns: all_columns,
                 };
                 if first == Some(0xFF) {
-                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
                 }
                 if is_terminator(p, len) && len < 9 {
                     // EOF after a block of definitions (classic framing).
@@ -919,13 +1011,13 @@ impl Core {
                     return Step::Done(Outcome::ResultSet { rows: head.rows });
                 }
                 if first == Some(0xFF) {
-                    return Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed));
+                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
                 }
                 head.rows += 1;
                 Step::Continue
             }
             Stage::Binlog => match first {
-                Some(0xFF) => Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed)),
+                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
                 _ if is_terminator(p, len) && len < 9 => {
                     Step::Done(Outcome::ResultSet { rows: head.rows })
                 }
@@ -951,7 +1043,7 @@ impl Core {
                     if head.command == Command::Connect {
                         self.phase = Phase::LoginRefused;
                     }
-                    Step::Done(err_outcome(p).unwrap_or(Outcome::Unparsed))
+                    Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed))
                 }
                 Some(0xFE) => {
                     // AuthSwitchRequest: plugin name, then its data (1 byte: old auth switch).

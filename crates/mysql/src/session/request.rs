@@ -96,9 +96,88 @@ impl Pending {
         }
     }
 
-    pub(super) fn into_transaction(mut self, outcome: Outcome) -> Transaction {
-        let statement = self.statement.take();
-        self.to_transaction(statement, outcome)
+    /// Makes this (recycled) request a new one, as [`Pending::new`] would, written in place.
+    pub(super) fn reset(&mut self, command: Command, request: Meta, stage: Stage) {
+        // Every field is named: one added to the request cannot be forgotten here.
+        let Pending {
+            command: c,
+            statement,
+            statement_id,
+            request: r,
+            first_response,
+            last_response,
+            rows,
+            response_bytes,
+            request_bytes,
+            gap_bytes,
+            stage: st,
+            next_seq,
+            saw_resultset,
+            saw_infile,
+            file_bytes,
+            lost,
+            gap_before_response,
+            cursor,
+            prepared,
+            new_schema,
+            new_user,
+        } = self;
+        *c = command;
+        *statement = None;
+        *statement_id = None;
+        *r = request;
+        *first_response = None;
+        *last_response = None;
+        *rows = 0;
+        *response_bytes = 0;
+        *request_bytes = 0;
+        *gap_bytes = 0;
+        *st = stage;
+        *next_seq = 1;
+        *saw_resultset = false;
+        *saw_infile = false;
+        *file_bytes = 0;
+        *lost = false;
+        *gap_before_response = None;
+        *cursor = false;
+        *prepared = None;
+        *new_schema = None;
+        *new_user = None;
+    }
+
+    /// Writes this request's transaction, ended by `outcome`, over `t` (as [`Pending::to_transaction`]
+    /// would make it, the statement taken from the request).
+    pub(super) fn fill(&mut self, t: &mut Transaction, outcome: Outcome) {
+        let Transaction {
+            command,
+            statement,
+            statement_id,
+            request_ts_ns,
+            request_frame,
+            first_response_ts_ns,
+            first_response_frame,
+            last_response_ts_ns,
+            last_response_frame,
+            rows,
+            response_bytes,
+            request_bytes,
+            gap_bytes,
+            outcome: o,
+        } = t;
+        *command = self.command;
+        *statement = self.statement.take();
+        *statement_id = self.statement_id;
+        *request_ts_ns = self.request.ts_ns;
+        *request_frame = self.request.frame;
+        *first_response_ts_ns = self.first_response.map(|m| m.ts_ns);
+        *first_response_frame = self.first_response.map(|m| m.frame);
+        *last_response_ts_ns = self.last_response.map(|m| m.ts_ns);
+        *last_response_frame = self.last_response.map(|m| m.frame);
+        *rows = self.rows;
+        *response_bytes = self.response_bytes;
+        *request_bytes = self.request_bytes;
+        *gap_bytes = self.gap_bytes;
+        *o = outcome;
     }
 
     pub(super) fn to_transaction(
@@ -153,6 +232,11 @@ pub(super) fn physical_packets(len: u64) -> u64 {
 }
 
 pub(super) fn err_outcome(p: &[u8]) -> Option<Outcome> {
+    err_outcome_in(p, &mut Vec::new())
+}
+
+/// [`err_outcome`], its message written into one of `spares` (see [`Core::spares`]) when there is one.
+pub(super) fn err_outcome_in(p: &[u8], spares: &mut Vec<String>) -> Option<Outcome> {
     let e = wire::parse_err(p)?;
     let msg = e
         .message
@@ -161,7 +245,7 @@ pub(super) fn err_outcome(p: &[u8]) -> Option<Outcome> {
     Some(Outcome::Err {
         code: e.code,
         sql_state: SqlState::from_wire(e.sql_state),
-        message: wire::text(msg),
+        message: wire::text_in(spares.pop().unwrap_or_default(), msg),
     })
 }
 
@@ -184,18 +268,14 @@ pub(super) fn is_terminator(p: &[u8], len: u64) -> bool {
 /// Statement text from a packet body, capped, with markers for truncation and gaps, written into
 /// `s` (a string of the session's spares, or a new one).
 pub(super) fn capped_text(
-    mut s: String,
+    s: String,
     text: &[u8],
     total: u64,
     damaged: bool,
     gap_bytes: u64,
 ) -> String {
     let keep = text.get(..text.len().min(STATEMENT_CAP)).unwrap_or(&[]);
-    s.clear();
-    match std::str::from_utf8(keep) {
-        Ok(t) => s.push_str(t),
-        Err(_) => s.push_str(&String::from_utf8_lossy(keep)),
-    }
+    let mut s = wire::text_in(s, keep);
     if damaged {
         s.push_str(&format!(" /* gap: {gap_bytes} bytes */"));
     } else if total > keep.len() as u64 {
