@@ -126,44 +126,8 @@ impl Session {
                         cur.mode = StreamMode::Framed;
                         continue;
                     }
-                    let (n, found) = Self::hunt(cur, core, dir, input);
+                    let n = self.hunt_step(dir, input, meta);
                     input = input.get(n..).unwrap_or(&[]);
-                    if let Some(carriage) = found {
-                        let (cur, other, core) = self.streams(dir);
-                        // (Binlog events found by the server side are plain too.)
-                        if core.compression_unknown
-                            && (dir == Direction::ClientToServer || carriage == Carriage::Plain)
-                        {
-                            // Joined mid-stream: the first command says whether the connection
-                            // negotiated the compressed protocol.
-                            core.compression_unknown = false;
-                            if carriage == Carriage::Compressed {
-                                core.info.compression = Compression::Zlib;
-                                Self::apply_effects(
-                                    cur,
-                                    other,
-                                    core,
-                                    dir,
-                                    Effects {
-                                        compress: true,
-                                        ..Effects::default()
-                                    },
-                                );
-                            }
-                        }
-                        cur.mode = StreamMode::Framed;
-                        cur.framer.reset();
-                        if let Some(d) = cur.inflater.as_mut() {
-                            d.reset();
-                        }
-                        std::mem::swap(&mut cur.window, &mut cur.replay);
-                        cur.window.clear();
-                        let replay = std::mem::take(&mut cur.replay);
-                        self.feed_bytes(dir, &replay, meta, true);
-                        let (cur, _, _) = self.streams(dir);
-                        cur.replay = replay;
-                        cur.replay.clear();
-                    }
                 }
                 StreamMode::Framed => {
                     let n = self.framed_step(dir, input, meta);
@@ -175,6 +139,53 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Hunts for a packet boundary in `input`; when one is found, framing restarts there and the bytes
+    /// from it on are fed again. Returns the bytes consumed. (Apart, and never inlined, from the
+    /// framed path of [`Session::feed_bytes`], which every packet takes: rare code there made the
+    /// common path spill registers.)
+    #[inline(never)]
+    fn hunt_step(&mut self, dir: Direction, input: &[u8], meta: Meta) -> usize {
+        let (cur, _, core) = self.streams(dir);
+        let (n, found) = Self::hunt(cur, core, dir, input);
+        if let Some(carriage) = found {
+            let (cur, other, core) = self.streams(dir);
+            // (Binlog events found by the server side are plain too.)
+            if core.compression_unknown
+                && (dir == Direction::ClientToServer || carriage == Carriage::Plain)
+            {
+                // Joined mid-stream: the first command says whether the connection
+                // negotiated the compressed protocol.
+                core.compression_unknown = false;
+                if carriage == Carriage::Compressed {
+                    core.info.compression = Compression::Zlib;
+                    Self::apply_effects(
+                        cur,
+                        other,
+                        core,
+                        dir,
+                        Effects {
+                            compress: true,
+                            ..Effects::default()
+                        },
+                    );
+                }
+            }
+            cur.mode = StreamMode::Framed;
+            cur.framer.reset();
+            if let Some(d) = cur.inflater.as_mut() {
+                d.reset();
+            }
+            std::mem::swap(&mut cur.window, &mut cur.replay);
+            cur.window.clear();
+            let replay = std::mem::take(&mut cur.replay);
+            self.feed_bytes(dir, &replay, meta, true);
+            let (cur, _, _) = self.streams(dir);
+            cur.replay = replay;
+            cur.replay.clear();
+        }
+        n
     }
 
     /// Scan for a packet boundary; returns (bytes consumed, how the packet found is
@@ -264,6 +275,44 @@ impl Session {
     /// completes or the input runs out; returns the bytes consumed.
     fn framed_step(&mut self, dir: Direction, input: &[u8], meta: Meta) -> usize {
         let (cur, other, core) = self.streams(dir);
+        if cur.inflater.is_some() {
+            return Self::inflated_step(cur, other, core, dir, input, meta);
+        }
+        // Every packet the input holds, while nothing changes how the stream is read (a stop, a
+        // switch to compression): a segment often carries several (a resultset's column count,
+        // definitions, rows and terminator).
+        let mut consumed = 0;
+        loop {
+            // Read per packet: the previous packet may have resynchronised the server.
+            let server_hunting = Self::server_hunting(dir, cur, other);
+            let rest = input.get(consumed..).unwrap_or(&[]);
+            let (n, pkt) = cur.framer.push(rest, meta);
+            consumed += n;
+            if let Some((pkt, body)) = pkt {
+                let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
+                Self::apply(cur, other, core, dir, fx);
+            }
+            if n == 0
+                || consumed >= input.len()
+                || cur.mode != StreamMode::Framed
+                || cur.inflater.is_some()
+            {
+                return consumed;
+            }
+        }
+    }
+
+    /// [`Session::framed_step`] under the compressed protocol (apart, and never inlined, for the
+    /// same reason as [`Session::hunt_step`]).
+    #[inline(never)]
+    fn inflated_step(
+        cur: &mut DirStream,
+        other: &mut DirStream,
+        core: &mut Core,
+        dir: Direction,
+        input: &[u8],
+        meta: Meta,
+    ) -> usize {
         if let Some(mut inflater) = cur.inflater.take() {
             let mut consumed = 0;
             // Output the inflater still holds belongs to this segment, even after its last byte.
@@ -290,28 +339,7 @@ impl Session {
             }
             return consumed;
         }
-        // Every packet the input holds, while nothing changes how the stream is read (a stop, a
-        // switch to compression): a segment often carries several (a resultset's column count,
-        // definitions, rows and terminator).
-        let mut consumed = 0;
-        loop {
-            // Read per packet: the previous packet may have resynchronised the server.
-            let server_hunting = Self::server_hunting(dir, cur, other);
-            let rest = input.get(consumed..).unwrap_or(&[]);
-            let (n, pkt) = cur.framer.push(rest, meta);
-            consumed += n;
-            if let Some((pkt, body)) = pkt {
-                let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
-                Self::apply(cur, other, core, dir, fx);
-            }
-            if n == 0
-                || consumed >= input.len()
-                || cur.mode != StreamMode::Framed
-                || cur.inflater.is_some()
-            {
-                return consumed;
-            }
-        }
+        0
     }
 
     fn server_hunting(dir: Direction, cur: &DirStream, other: &DirStream) -> bool {

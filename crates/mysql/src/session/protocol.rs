@@ -382,6 +382,8 @@ impl Core {
         fx
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_handshake_response(&mut self, pkt: PacketEnd, prefix: &[u8]) -> Effects {
         let mut fx = Effects::default();
         let mut pending = Box::new(Pending::new(Command::Connect, pkt.start, Stage::Auth));
@@ -511,6 +513,46 @@ impl Core {
                     self.replica_hints.note_query(s);
                 }
             }
+            _ => Self::command_args(
+                p,
+                command,
+                body,
+                body_total,
+                &pkt,
+                caps,
+                &mut self.statements,
+                &mut self.info,
+                spares,
+            ),
+        }
+        if command == Command::Quit {
+            self.phase = Phase::Quit;
+        }
+        self.flush_no_response();
+        fx
+    }
+
+    /// What a command other than COM_QUERY carries that its transaction shows: its text (schema,
+    /// table, user, prepared statement), its statement id. (Apart, and never inlined: COM_QUERY,
+    /// by far the most common command, reads better without the others' code around it.)
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn command_args(
+        p: &mut Pending,
+        command: Command,
+        body: &[u8],
+        body_total: u64,
+        pkt: &PacketEnd,
+        caps: Option<u32>,
+        statements: &mut HashMap<u32, String>,
+        info: &mut SessionInfo,
+        spares: &mut Vec<String>,
+    ) {
+        let mut text = |b: &[u8], total: u64| {
+            let s = spares.pop().unwrap_or_default();
+            Some(capped_text(s, b, total, pkt.damaged, pkt.gap_bytes))
+        };
+        match command {
             Command::StmtPrepare | Command::InitDb | Command::CreateDb | Command::DropDb => {
                 p.statement = text(body, body_total);
                 if command == Command::InitDb && !pkt.damaged {
@@ -527,10 +569,10 @@ impl Core {
                     p.new_user = Some(wire::text(cu.user));
                     p.new_schema = cu.schema.filter(|s| !s.is_empty()).map(wire::text);
                     if let Some(plugin) = cu.auth_plugin {
-                        self.info.client_auth_plugin = Some(wire::text(plugin));
+                        info.client_auth_plugin = Some(wire::text(plugin));
                     }
                 } else {
-                    self.info.counters.malformed_packets += 1;
+                    info.counters.malformed_packets += 1;
                 }
             }
             Command::ProcessKill => {
@@ -544,31 +586,26 @@ impl Core {
                 let mut r = wire::Reader::new(body);
                 if let Some(id) = r.u32() {
                     p.statement_id = Some(id);
-                    p.statement = self.statements.get(&id).cloned();
+                    p.statement = statements.get(&id).cloned();
                     if command == Command::StmtClose {
-                        self.statements.remove(&id);
+                        statements.remove(&id);
                     }
                     // flags: CURSOR_TYPE_READ_ONLY and friends open a cursor.
                     if command == Command::StmtExecute {
                         p.cursor = r.u8().is_some_and(|f| f & 0x07 != 0);
                     }
                 } else {
-                    self.info.counters.malformed_packets += 1;
+                    info.counters.malformed_packets += 1;
                 }
             }
             _ => {}
         }
-        if command == Command::Quit {
-            self.phase = Phase::Quit;
-        }
-        self.flush_no_response();
-        fx
     }
 
     // ----- server side -----
 
     pub(super) fn on_server_packet(&mut self, pkt: PacketEnd, prefix: &[u8]) -> Effects {
-        let mut fx = Effects::default();
+        let fx = Effects::default();
         match self.phase {
             Phase::Stopped => return fx,
             Phase::AwaitGreeting => {
@@ -576,24 +613,7 @@ impl Core {
                 return fx;
             }
             Phase::AwaitHandshakeResponse => {
-                if let (Some(0xFF), Some(outcome)) = (prefix.first(), err_outcome(prefix)) {
-                    // The server refused what the client sent instead of a login (1156 "Got
-                    // packets out of order" for bytes that are no HandshakeResponse), or its
-                    // silence (1043 "Bad handshake"): the login attempt ends with that error.
-                    let mut p = Box::new(Pending::new(
-                        Command::Connect,
-                        self.login_from.map_or(pkt.start, LoginStart::at),
-                        Stage::Auth,
-                    ));
-                    p.first_response = Some(pkt.start);
-                    p.last_response = Some(pkt.end);
-                    p.response_bytes = wire_len(pkt.len);
-                    self.finish_request(p, outcome);
-                    self.phase = Phase::LoginRefused;
-                    return fx;
-                }
-                self.info.counters.unsolicited_server_packets += 1;
-                self.note_unsolicited_error(prefix);
+                self.on_server_before_login(pkt, prefix);
                 return fx;
             }
             _ => {}
@@ -604,20 +624,73 @@ impl Core {
             && replication::is_event_packet(prefix, pkt.len)
         {
             // Joined mid-stream: binlog events with no request before them are a replication stream.
-            self.replication = Some(Box::new(Replication::joined()));
+            self.join_replication();
         }
+        if self.replication.is_some() {
+            self.on_replication_packet(pkt, prefix);
+            return fx;
+        }
+        if self.trailing_eof.is_some() && self.trailing_eof_ends(pkt, prefix) {
+            return fx;
+        }
+        self.on_response_packet(pkt, prefix, fx)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn join_replication(&mut self) {
+        self.replication = Some(Box::new(Replication::joined()));
+    }
+
+    #[inline(never)]
+    fn on_replication_packet(&mut self, pkt: PacketEnd, prefix: &[u8]) {
         if let Some(r) = self.replication.as_deref_mut() {
             if let Some(dump) = r.on_server_packet(&pkt, prefix) {
                 self.done.push(dump);
             }
-            return fx;
         }
+    }
+
+    /// Whether this packet is the classic EOF expected after COM_STMT_PREPARE_OK's definitions (the
+    /// expectation ends with the packet either way).
+    #[cold]
+    #[inline(never)]
+    fn trailing_eof_ends(&mut self, pkt: PacketEnd, prefix: &[u8]) -> bool {
         if let Some(seq) = self.trailing_eof.take() {
             if pkt.seq == seq && prefix.first() == Some(&0xFE) && pkt.len < 9 {
                 self.eof_mode = EofMode::Classic;
-                return fx;
+                return true;
             }
         }
+        false
+    }
+
+    /// A server packet while the server waits for the login.
+    #[cold]
+    #[inline(never)]
+    fn on_server_before_login(&mut self, pkt: PacketEnd, prefix: &[u8]) {
+        if let (Some(0xFF), Some(outcome)) = (prefix.first(), err_outcome(prefix)) {
+            // The server refused what the client sent instead of a login (1156 "Got
+            // packets out of order" for bytes that are no HandshakeResponse), or its
+            // silence (1043 "Bad handshake"): the login attempt ends with that error.
+            let mut p = Box::new(Pending::new(
+                Command::Connect,
+                self.login_from.map_or(pkt.start, LoginStart::at),
+                Stage::Auth,
+            ));
+            p.first_response = Some(pkt.start);
+            p.last_response = Some(pkt.end);
+            p.response_bytes = wire_len(pkt.len);
+            self.finish_request(p, outcome);
+            self.phase = Phase::LoginRefused;
+            return;
+        }
+        self.info.counters.unsolicited_server_packets += 1;
+        self.note_unsolicited_error(prefix);
+    }
+
+    /// A server packet of the command phase, answering the request at the head of the queue.
+    fn on_response_packet(&mut self, pkt: PacketEnd, prefix: &[u8], mut fx: Effects) -> Effects {
         let Some(head) = self.queue.front_mut() else {
             self.info.counters.unsolicited_server_packets += 1;
             self.note_unsolicited_error(prefix);
@@ -670,6 +743,8 @@ impl Core {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn note_unsolicited_error(&mut self, prefix: &[u8]) {
         if let Some(Outcome::Err {
             code,
@@ -686,6 +761,8 @@ impl Core {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_greeting(&mut self, pkt: PacketEnd, prefix: &[u8]) {
         if prefix.first() == Some(&0xFF) {
             // The server refused the connection before any handshake.
