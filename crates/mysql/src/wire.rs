@@ -182,7 +182,7 @@ pub(crate) fn text_in(buf: String, b: &[u8]) -> String {
     match String::from_utf8(v) {
         Ok(s) => s,
         // Bad bytes (rare) pay for the repair.
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        Err(_) => String::from_utf8_lossy(b).into_owned(),
     }
 }
 

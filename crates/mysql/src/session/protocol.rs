@@ -76,7 +76,7 @@ impl Done {
     }
 
     /// The transaction of request `p`, which ended with `outcome` (its statement is taken).
-    #[inline]
+    #[inline(always)]
     pub(super) fn push_from(&mut self, p: &mut Pending, outcome: Outcome) {
         match self.slots.get_mut(self.len) {
             Some(slot) => p.fill(slot, outcome),
@@ -221,6 +221,7 @@ impl Core {
     }
 
     /// A request's box, for the next request.
+    #[inline(always)]
     fn recycle(&mut self, p: Box<Pending>) {
         if self.free.len() < FREE_REQUESTS {
             self.free.push(p);

@@ -147,6 +147,7 @@ impl Pending {
 
     /// Writes this request's transaction, ended by `outcome`, over `t` (as [`Pending::to_transaction`]
     /// would make it, the statement taken from the request).
+    #[inline(always)]
     pub(super) fn fill(&mut self, t: &mut Transaction, outcome: Outcome) {
         let Transaction {
             command,
