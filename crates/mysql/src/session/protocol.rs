@@ -115,7 +115,9 @@ pub(super) struct Core {
     /// Open requests, oldest first. Boxed: a request (some 240 bytes) is written once where it
     /// waits, and moves in and out of the queue as a pointer.
     pub(super) queue: VecDeque<Box<Pending>>,
-    /// Boxes of requests completed, for the next requests: at most [`FREE_REQUESTS`].
+    /// Boxes of requests completed, for the next requests: at most [`FREE_REQUESTS`]. (Boxes, not
+    /// requests: each goes into the queue as it is.)
+    #[allow(clippy::vec_box)]
     pub(super) free: Vec<Box<Pending>>,
     pub(super) done: Done,
     /// Strings of transactions the caller is done with ([`Session::clear_completed`]), their
@@ -230,6 +232,7 @@ impl Core {
 
     /// A new request at the end of the queue, written in a recycled box when there is one.
     /// (Of the queue and the free boxes only: the caller goes on using the other fields.)
+    #[allow(clippy::vec_box)]
     pub(super) fn open<'a>(
         queue: &'a mut VecDeque<Box<Pending>>,
         free: &mut Vec<Box<Pending>>,
