@@ -92,16 +92,31 @@ impl Session {
     /// In-order TCP payload bytes of one direction (the caller has removed
     /// retransmissions and reordered). `meta` is the segment carrying them.
     pub fn feed(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
+        // One copy of the byte layer per direction, each with its direction known where it is
+        // compiled: which stream is whose, and which side's packet handler to call, are then no
+        // longer chosen per packet.
         match dir {
             Direction::ClientToServer => {
                 self.core.info.counters.client_bytes += bytes.len() as u64;
                 if self.core.phase == Phase::AwaitHandshakeResponse {
                     self.core.note_login_bytes(meta);
                 }
+                self.feed_direction(Direction::ClientToServer, bytes, meta);
             }
-            Direction::ServerToClient => self.core.info.counters.server_bytes += bytes.len() as u64,
+            Direction::ServerToClient => {
+                self.core.info.counters.server_bytes += bytes.len() as u64;
+                self.feed_direction(Direction::ServerToClient, bytes, meta);
+            }
         }
-        self.feed_bytes(dir, bytes, meta, false);
+    }
+
+    #[inline(always)]
+    fn feed_direction(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
+        self.feed_bytes_inline(dir, bytes, meta, false);
+    }
+
+    fn feed_bytes(&mut self, dir: Direction, bytes: &[u8], meta: Meta, is_replay: bool) {
+        self.feed_bytes_inline(dir, bytes, meta, is_replay);
     }
 
     fn streams(&mut self, dir: Direction) -> (&mut DirStream, &mut DirStream, &mut Core) {
@@ -111,7 +126,8 @@ impl Session {
         }
     }
 
-    fn feed_bytes(&mut self, dir: Direction, bytes: &[u8], meta: Meta, is_replay: bool) {
+    #[inline(always)]
+    fn feed_bytes_inline(&mut self, dir: Direction, bytes: &[u8], meta: Meta, is_replay: bool) {
         let mut input = bytes;
         while !input.is_empty() {
             let (cur, _, core) = self.streams(dir);
@@ -273,6 +289,7 @@ impl Session {
 
     /// Feed framed bytes (through the inflater when compressed) until one packet
     /// completes or the input runs out; returns the bytes consumed.
+    #[inline(always)]
     fn framed_step(&mut self, dir: Direction, input: &[u8], meta: Meta) -> usize {
         let (cur, other, core) = self.streams(dir);
         if cur.inflater.is_some() {
