@@ -199,7 +199,7 @@ impl Core {
     }
 
     pub(super) fn complete_head(&mut self, outcome: Outcome) {
-        match self.queue.front_mut() {
+        match self.queue.front_mut().map(|p| &mut **p) {
             // The common case, with nothing to record in the session info: the transaction is
             // built from the request where it lies rather than from a copy of it.
             Some(p)
@@ -338,7 +338,7 @@ impl Core {
             }
             Phase::AwaitHandshakeResponse => fx = self.on_handshake_response(pkt, prefix),
             Phase::Authenticating => {
-                if let Some(head) = self.queue.front_mut() {
+                if let Some(head) = self.queue.front_mut().map(|p| &mut **p) {
                     head.request_bytes += wire_len(pkt.len);
                     head.gap_bytes += pkt.gap_bytes;
                     head.next_seq = pkt.seq.wrapping_add(1);
@@ -362,7 +362,7 @@ impl Core {
                     }
                 }
                 // File data of LOAD DATA LOCAL INFILE, or auth data of COM_CHANGE_USER?
-                if let Some(head) = self.queue.front_mut() {
+                if let Some(head) = self.queue.front_mut().map(|p| &mut **p) {
                     if head.stage == Stage::InfileData {
                         head.request_bytes += wire_len(pkt.len);
                         head.gap_bytes += pkt.gap_bytes;
@@ -695,7 +695,7 @@ impl Core {
 
     /// A server packet of the command phase, answering the request at the head of the queue.
     fn on_response_packet(&mut self, pkt: PacketEnd, prefix: &[u8], mut fx: Effects) -> Effects {
-        let Some(head) = self.queue.front_mut() else {
+        let Some(head) = self.queue.front_mut().map(|p| &mut **p) else {
             self.info.counters.unsolicited_server_packets += 1;
             self.note_unsolicited_error(prefix);
             return fx;
@@ -816,7 +816,7 @@ impl Core {
         let eof_mode = self.eof_mode;
         let counters = &mut self.info.counters;
         let spares = &mut self.spares;
-        let Some(head) = self.queue.front_mut() else {
+        let Some(head) = self.queue.front_mut().map(|p| &mut **p) else {
             return Step::Continue;
         };
         let first = p.first().copied();
