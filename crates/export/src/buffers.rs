@@ -210,10 +210,12 @@ impl Statics {
 }
 
 impl ColumnRows for Statics {
+    /// A run of rows holding one text is pushed at once (a command and a state repeat row after row).
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let (chunk, pages) = to.text()?;
-        for s in self.0.get(from..from + n).unwrap_or_default() {
-            chunk.push(Some(s.as_bytes()), pages)?;
+        let rows = self.0.get(from..from + n).unwrap_or_default();
+        for run in rows.chunk_by(|a, b| a == b) {
+            chunk.push_run(Some(run[0].as_bytes()), run.len(), pages)?;
         }
         Ok(())
     }
@@ -262,12 +264,23 @@ impl Interned {
     }
 }
 
+impl Interned {
+    /// The text of a row's index, `None` for a null.
+    #[inline]
+    fn text(&self, i: u32) -> Option<&[u8]> {
+        self.texts.get(i as usize).map(|t| t.as_bytes())
+    }
+}
+
 impl ColumnRows for Interned {
+    /// Rows holding the same text, one after the other, are pushed at once: a run of one copy, and
+    /// runs of copies that hold the same text (each connection has its own copy of its server's
+    /// name, which every connection to that server shares).
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let (chunk, pages) = to.text()?;
-        for &i in self.rows.get(from..from + n).unwrap_or_default() {
-            let text = self.texts.get(i as usize).map(|t| t.as_bytes());
-            chunk.push(text, pages)?;
+        let rows = self.rows.get(from..from + n).unwrap_or_default();
+        for run in rows.chunk_by(|&a, &b| a == b || self.text(a) == self.text(b)) {
+            chunk.push_run(self.text(run[0]), run.len(), pages)?;
         }
         Ok(())
     }

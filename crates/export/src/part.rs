@@ -167,6 +167,13 @@ impl Pages {
         Ok((Bytes::from(compressed), page.len()))
     }
 
+    /// `data` compressed, where it lies (a page assembled elsewhere: no copy into the page buffer).
+    pub(crate) fn compress_slice(&self, data: &[u8]) -> Result<Bytes, ParquetError> {
+        let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
+        let compressed = codec.compressor.compress(data).map_err(external)?;
+        Ok(Bytes::from(compressed))
+    }
+
     /// Writes a page already compressed (by [`Pages::compress`]).
     pub(crate) fn write_compressed(
         &mut self,
@@ -181,12 +188,7 @@ impl PageWriter for Pages {
     /// Compresses a page of the generic writer (which leaves them uncompressed, see [`properties`])
     /// and serialises it (header and data) as a file writer does, into memory.
     fn write_page(&mut self, page: CompressedPage) -> Result<PageWriteSpec, ParquetError> {
-        let data = |buf: &Bytes| {
-            self.compress(|p| {
-                p.extend_from_slice(buf);
-                Ok(())
-            })
-        };
+        let data = |buf: &Bytes| Ok::<_, ParquetError>((self.compress_slice(buf)?, buf.len()));
         let compressed = match page.compressed_page() {
             Page::DataPage {
                 buf,
@@ -318,10 +320,7 @@ struct Constant(String);
 impl Constant {
     fn write(&mut self, to: &mut Chunk, n: usize) -> Result<(), ParquetError> {
         let (text, pages) = to.text()?;
-        for _ in 0..n {
-            text.push(Some(self.0.as_bytes()), pages)?;
-        }
-        Ok(())
+        text.push_run(Some(self.0.as_bytes()), n, pages)
     }
 }
 

@@ -170,20 +170,95 @@ impl TextChunk {
                 )))
             }
         }
-        let bit = self.rows % 8;
-        if bit == 0 {
-            self.levels.push(0);
-        }
-        if text.is_some() {
-            if let Some(last) = self.levels.last_mut() {
-                *last |= 1 << bit;
-            }
-        }
+        self.push_levels(text.is_some(), 1);
         self.rows += 1;
         if self.values.len() >= PAGE_BYTES || self.rows >= PAGE_ROWS {
             self.flush_page(pages)?;
         }
         Ok(())
+    }
+
+    /// Appends `n` rows that all hold `text`, as `n` calls of [`TextChunk::push`] would (pages cut
+    /// at the same rows), but at the cost of a few calls: the first row of each page goes through
+    /// `push` (which settles whether the text is in the dictionary), the rest of the page's share is
+    /// appended at once (its indices, or its PLAIN values copied from the first).
+    pub(crate) fn push_run(
+        &mut self,
+        text: Option<&[u8]>,
+        n: usize,
+        pages: &mut Pages,
+    ) -> Result<(), ParquetError> {
+        let mut left = n;
+        while left > 0 {
+            self.push(text, pages)?;
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+            if self.rows == 0 {
+                // That row filled a page: the next begins with `push` again.
+                continue;
+            }
+            // The index `push` gave the text, while the dictionary takes texts; else the bytes of
+            // the PLAIN value it appended (or none for a null).
+            let index = match (text, &self.dictionary) {
+                (Some(_), Some(d)) if d.open => d.last.map(|(i, _, _)| i),
+                _ => None,
+            };
+            let value = match (text, index) {
+                (Some(t), None) => 4 + t.len(),
+                _ => 0,
+            };
+            // Rows that fit before the page is cut (the last of them may fill it), as `push` cuts:
+            // `push` left the page below both limits, so at least one.
+            let by_rows = PAGE_ROWS - self.rows;
+            let by_bytes = match value {
+                0 => usize::MAX,
+                v => (PAGE_BYTES - self.values.len()).div_ceil(v),
+            };
+            let k = left.min(by_rows).min(by_bytes);
+            match (index, text) {
+                (Some(i), _) => self.indices.extend(std::iter::repeat_n(i, k)),
+                (None, Some(_)) => {
+                    // The value `push` appended last, copied k times by doubling.
+                    let start = self.values.len() - value;
+                    let end = self.values.len() + k * value;
+                    while self.values.len() < end {
+                        let have = self.values.len() - start;
+                        let more = have.min(end - self.values.len());
+                        self.values.extend_from_within(start..start + more);
+                    }
+                }
+                (None, None) => {}
+            }
+            self.push_levels(text.is_some(), k);
+            self.rows += k;
+            left -= k;
+            if self.values.len() >= PAGE_BYTES || self.rows >= PAGE_ROWS {
+                self.flush_page(pages)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The definition levels of `n` rows after `self.rows`, each a value (`valid`) or a null; none
+    /// for a column that cannot be null (its pages have no levels).
+    #[inline]
+    fn push_levels(&mut self, valid: bool, n: usize) {
+        if !self.nullable {
+            return;
+        }
+        for row in self.rows..self.rows + n {
+            let bit = row % 8;
+            if bit == 0 {
+                self.levels.push(0);
+            }
+            if valid {
+                if let Some(last) = self.levels.last_mut() {
+                    *last |= 1 << bit;
+                }
+            }
+        }
     }
 
     /// Appends `text`'s index in the dictionary, adding it if new; false when the chunk is PLAIN
@@ -242,30 +317,35 @@ impl TextChunk {
             Some(_) => Encoding::RLE_DICTIONARY,
             None => Encoding::PLAIN,
         };
-        let (compressed, uncompressed) = pages.compress(|page| {
-            if self.nullable {
-                let groups = self.rows.div_ceil(8);
-                let mut levels = Vec::with_capacity(groups + 10);
-                let bits = self.levels.iter().copied().chain(std::iter::repeat(0));
-                uleb128((groups << 1) | 1, &mut levels);
-                levels.extend(bits.take(groups));
-                let len = u32::try_from(levels.len())
-                    .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
-                page.extend_from_slice(&len.to_le_bytes());
-                page.extend_from_slice(&levels);
-            }
-            match dictionary {
-                Some(entries) => {
-                    // Bits for the largest index, at least one.
-                    let bit_width =
-                        (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1);
-                    page.push(bit_width as u8);
-                    bit_packed(self.indices.iter().copied(), bit_width, page);
+        let (compressed, uncompressed) = if !self.nullable && dictionary.is_none() {
+            // The page is its values: compressed where they lie.
+            (pages.compress_slice(&self.values)?, self.values.len())
+        } else {
+            pages.compress(|page| {
+                if self.nullable {
+                    let groups = self.rows.div_ceil(8);
+                    let mut levels = Vec::with_capacity(groups + 10);
+                    let bits = self.levels.iter().copied().chain(std::iter::repeat(0));
+                    uleb128((groups << 1) | 1, &mut levels);
+                    levels.extend(bits.take(groups));
+                    let len = u32::try_from(levels.len())
+                        .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
+                    page.extend_from_slice(&len.to_le_bytes());
+                    page.extend_from_slice(&levels);
                 }
-                None => page.extend_from_slice(&self.values),
-            }
-            Ok(())
-        })?;
+                match dictionary {
+                    Some(entries) => {
+                        // Bits for the largest index, at least one.
+                        let bit_width =
+                            (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1);
+                        page.push(bit_width as u8);
+                        bit_packed(self.indices.iter().copied(), bit_width, page);
+                    }
+                    None => page.extend_from_slice(&self.values),
+                }
+                Ok(())
+            })?
+        };
         let rows = u32::try_from(self.rows)
             .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
         let page = CompressedPage::new(
