@@ -280,7 +280,7 @@ impl ColumnRows for Interned {
         let (chunk, pages) = to.text()?;
         let rows = self.rows.get(from..from + n).unwrap_or_default();
         for run in rows.chunk_by(|&a, &b| a == b || self.text(a) == self.text(b)) {
-            chunk.push_run(self.text(run[0]), run.len(), pages)?;
+            chunk.push_run_shared(self.texts.get(run[0] as usize), run.len(), pages)?;
         }
         Ok(())
     }

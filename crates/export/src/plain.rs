@@ -22,6 +22,7 @@
 //! and Spark.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use parquet::basic::{Encoding, PageType};
 use parquet::column::page::{CompressedPage, Page};
@@ -49,6 +50,35 @@ struct Dictionary {
     open: bool,
     /// The last text's index, and where it lies in `plain` (runs of one text skip the hash).
     last: Option<(u32, usize, usize)>,
+    /// Each shared copy of a text seen (by its address), with the text's index and where it lies in
+    /// `plain`: the rows of a [`crate::buffers::Interned`] column give their text's one copy, whose
+    /// address is hashed at the cost of one word rather than the text's bytes.
+    copies: HashMap<usize, (u32, usize), ahash::RandomState>,
+    /// Those copies, held so that no other text takes an address in `copies` while it is in use.
+    pinned: Vec<Arc<str>>,
+}
+
+/// Copies remembered per dictionary at most (a text with many copies, after a [`TextCache`] starts
+/// again, takes an entry for each): past it, copies are looked up by their bytes.
+///
+/// [`TextCache`]: crate::buffers::TextCache
+const MAX_COPIES: usize = 1 << 16;
+
+impl Dictionary {
+    /// Remembers that `copy` holds the text of index `i` at `start` in `plain`.
+    fn remember(&mut self, copy: Option<&Arc<str>>, i: u32, start: usize) {
+        if let Some(c) = copy {
+            if self.pinned.len() < MAX_COPIES {
+                self.copies.insert(address(c), (i, start));
+                self.pinned.push(c.clone());
+            }
+        }
+    }
+}
+
+/// A shared copy's address.
+fn address(copy: &Arc<str>) -> usize {
+    Arc::as_ptr(copy).cast::<u8>() as usize
 }
 
 /// The part of a text column chunk not yet in a page, and what the chunk's metadata needs.
@@ -126,6 +156,8 @@ impl TextChunk {
                 plain: Vec::new(),
                 open: true,
                 last: None,
+                copies: HashMap::default(),
+                pinned: Vec::new(),
             }),
             values: Vec::new(),
             indices: Vec::new(),
@@ -152,12 +184,24 @@ impl TextChunk {
         text: Option<&[u8]>,
         pages: &mut Pages,
     ) -> Result<(), ParquetError> {
+        self.push_copy(text, None, pages)
+    }
+
+    /// [`TextChunk::push`], given the shared copy `copy` of `text` if it has one (see
+    /// [`Dictionary::copies`]).
+    #[inline]
+    fn push_copy(
+        &mut self,
+        text: Option<&[u8]>,
+        copy: Option<&Arc<str>>,
+        pages: &mut Pages,
+    ) -> Result<(), ParquetError> {
         match text {
             Some(t) => {
                 let len = u32::try_from(t.len())
                     .map_err(|_| ParquetError::General("a text of 4 GiB or more".into()))?;
                 // (A full dictionary cuts the page here, before this row.)
-                if !self.push_index(t, len, pages)? {
+                if !self.push_index(t, len, copy, pages)? {
                     self.values.extend_from_slice(&len.to_le_bytes());
                     self.values.extend_from_slice(t);
                 }
@@ -188,9 +232,29 @@ impl TextChunk {
         n: usize,
         pages: &mut Pages,
     ) -> Result<(), ParquetError> {
+        self.push_run_copy(text, None, n, pages)
+    }
+
+    /// [`TextChunk::push_run`] of a text's shared copy, or of a null.
+    pub(crate) fn push_run_shared(
+        &mut self,
+        copy: Option<&Arc<str>>,
+        n: usize,
+        pages: &mut Pages,
+    ) -> Result<(), ParquetError> {
+        self.push_run_copy(copy.map(|c| c.as_bytes()), copy, n, pages)
+    }
+
+    fn push_run_copy(
+        &mut self,
+        text: Option<&[u8]>,
+        copy: Option<&Arc<str>>,
+        n: usize,
+        pages: &mut Pages,
+    ) -> Result<(), ParquetError> {
         let mut left = n;
         while left > 0 {
-            self.push(text, pages)?;
+            self.push_copy(text, copy, pages)?;
             left -= 1;
             if left == 0 {
                 break;
@@ -268,6 +332,7 @@ impl TextChunk {
         &mut self,
         text: &[u8],
         len: u32,
+        copy: Option<&Arc<str>>,
         pages: &mut Pages,
     ) -> Result<bool, ParquetError> {
         let Some(d) = self.dictionary.as_mut().filter(|d| d.open) else {
@@ -279,9 +344,15 @@ impl TextChunk {
                 return Ok(true);
             }
         }
+        if let Some(&(i, start)) = copy.and_then(|c| d.copies.get(&address(c))) {
+            self.indices.push(i);
+            d.last = Some((i, start, start + text.len()));
+            return Ok(true);
+        }
         if let Some(&(i, start)) = d.index.get(text) {
             self.indices.push(i);
             d.last = Some((i, start, start + text.len()));
+            d.remember(copy, i, start);
             return Ok(true);
         }
         if d.plain.len() + 4 + text.len() > DICTIONARY_BYTES {
@@ -299,6 +370,7 @@ impl TextChunk {
         d.plain.extend_from_slice(text);
         d.last = Some((i, start, d.plain.len()));
         d.index.insert(text.into(), (i, start));
+        d.remember(copy, i, start);
         self.indices.push(i);
         Ok(true)
     }
