@@ -8,7 +8,7 @@
 //!
 //! * version 1 data pages: the definition levels of a column that can be null (a 4-byte length, then
 //!   the RLE/bit-packed hybrid at bit width 1, here one bit-packed run), then the values, the whole
-//!   compressed with zstd at the level the other columns use; cut at the generic writer's default
+//!   compressed with zstd at the text pages' level (`part::TEXT_LEVEL`); cut at the generic writer's default
 //!   limits (1 MiB of values, 20,000 rows);
 //! * PLAIN values: each a 4-byte little-endian length and the bytes;
 //! * dictionary-encoded values (RLE_DICTIONARY, for [`crate::part`]'s dictionary columns): a
