@@ -151,8 +151,8 @@ fn the_rows_are_the_same_for_any_number_of_splits_and_threads() {
 /// `capture`, the label keys, then its columns, in that order, each with its Parquet type (no annotation
 /// on integers, doubles and booleans; `STRING` on texts; `TIMESTAMP(NANOS, isAdjustedToUTC = true)` on
 /// times) and `OPTIONAL` exactly where it can be null; every column chunk is zstd-compressed; the
-/// long texts that repeat (fingerprints, SQLSTATEs, error messages) are dictionary-encoded and the
-/// other texts plain, integers and times delta-encoded; numbers and times carry statistics where
+/// texts that repeat (fingerprints, SQLSTATEs, error messages, endpoints, commands, states) are
+/// dictionary-encoded and the other texts plain, integers and times delta-encoded; numbers and times carry statistics where
 /// engines prune by them (frames, times, error codes, response times) and texts none; row groups hold
 /// at most 131,072 rows.
 #[test]
@@ -211,7 +211,18 @@ fn every_column_is_written_with_its_type_encoding_and_statistics() {
                     );
                     let encodings: Vec<Encoding> = col.encodings().collect();
                     let dictionary = encodings.contains(&Encoding::RLE_DICTIONARY);
-                    let repeats = ["fingerprint", "sql_state", "error_message"].contains(&name);
+                    let repeats = [
+                        "fingerprint",
+                        "sql_state",
+                        "error_message",
+                        "client",
+                        "server",
+                        "client_ip",
+                        "server_ip",
+                        "command",
+                        "state",
+                    ]
+                    .contains(&name);
                     assert_eq!(dictionary, repeats, "{what}: {encodings:?}");
                     let text = col.column_type() == Type::BYTE_ARRAY;
                     let integer = [Type::INT64, Type::INT32].contains(&col.column_type());

@@ -30,12 +30,23 @@ pub(crate) const ROW_GROUP_ROWS: usize = 128 * 1024;
 
 /// Text columns dictionary-encoded (each distinct text stored once per row group, then small
 /// integers): the long texts that repeat, fingerprints and error messages (and their SQLSTATE, null for
-/// most rows). Short texts with few values (endpoints, commands, states, the capture's name and the
-/// labels) are written plain and left to zstd, which finds their repeats; so are integers (ports,
-/// error codes), delta-encoded below. (Dictionary-encoding the short texts too, with this crate's text
-/// writer, saved 0.6% of the instructions and 1% of the bytes on a 60 MB slice of the bench capture,
-/// one thread: not worth changing the files' layout.)
-const DICTIONARY: &[&str] = &["fingerprint", "sql_state", "error_message"];
+/// most rows), and the short ones that repeat row after row, endpoints, commands and states (a
+/// connection's rows share its endpoints; [`crate::plain::TextChunk::push_run`] gives a run of one
+/// text its index at once, where PLAIN copied its bytes into every row and zstd found them again:
+/// 1.7% of the instructions of `export -j 1` of a 60 MB slice of the bench capture, and 0.6% of the
+/// bytes). The texts of every row or none (the capture's name and the labels) are written plain, as a
+/// run costs the same either way; integers (ports, error codes) are delta-encoded below.
+const DICTIONARY: &[&str] = &[
+    "fingerprint",
+    "sql_state",
+    "error_message",
+    "client",
+    "server",
+    "client_ip",
+    "server_ip",
+    "command",
+    "state",
+];
 
 /// Columns without statistics. Min and max per row group are kept where engines prune by them (frames,
 /// times, connection ids, error codes, response times, and every column of the small datasets): for the
