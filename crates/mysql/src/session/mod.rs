@@ -527,7 +527,7 @@ impl Session {
                 }
                 // COM_STMT_PREPARE_OK was read: the definitions lost after it
                 // do not change the outcome.
-                if let Some(head) = core.queue.front_mut().map(|p| &mut **p) {
+                if let Some(head) = core.queue.front_mut() {
                     if let (Stage::PrepareDefs { .. }, Some((statement_id, params, columns))) =
                         (head.stage, head.prepared)
                     {
@@ -543,7 +543,7 @@ impl Session {
                     p.lost = true;
                     p.gap_bytes += len;
                 }
-                if let Some(head) = core.queue.front_mut().map(|p| &mut **p) {
+                if let Some(head) = core.queue.front_mut() {
                     if head.stage != Stage::NoResponse {
                         if at_boundary && head.first_response.is_none() {
                             *head.gap_before_response.get_or_insert(0) += len;

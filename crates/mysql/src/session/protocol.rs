@@ -109,12 +109,80 @@ impl Done {
     }
 }
 
+/// Open requests, oldest first: the head apart from the others, so that reaching it (several
+/// times per packet: the response step, completing it, the checks of what follows) is a load and a
+/// test instead of a ring buffer's index arithmetic. The head is empty only when the queue is.
+/// Boxed: a request (some 240 bytes) is written once where it waits, and moves in and out of the
+/// queue as a pointer.
+pub(super) struct Queue {
+    head: Option<Box<Pending>>,
+    rest: VecDeque<Box<Pending>>,
+}
+
+impl Queue {
+    pub(super) fn with_capacity(n: usize) -> Self {
+        Queue {
+            head: None,
+            rest: VecDeque::with_capacity(n),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn front(&self) -> Option<&Pending> {
+        self.head.as_deref()
+    }
+
+    #[inline(always)]
+    pub(super) fn front_mut(&mut self) -> Option<&mut Pending> {
+        self.head.as_deref_mut()
+    }
+
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.head.is_none()
+    }
+
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        usize::from(self.head.is_some()) + self.rest.len()
+    }
+
+    /// Queues `p` last, and gives it back to be written.
+    #[inline(always)]
+    pub(super) fn push_back(&mut self, p: Box<Pending>) -> &mut Pending {
+        if self.head.is_none() {
+            return self.head.insert(p);
+        }
+        self.rest.push_back(p);
+        // The one just pushed: the index is in range.
+        let last = self.rest.len() - 1;
+        &mut self.rest[last]
+    }
+
+    #[inline(always)]
+    pub(super) fn pop_front(&mut self) -> Option<Box<Pending>> {
+        let p = self.head.take()?;
+        self.head = self.rest.pop_front();
+        Some(p)
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Pending> {
+        self.head.iter().chain(self.rest.iter()).map(|p| &**p)
+    }
+
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Pending> {
+        self.head
+            .iter_mut()
+            .chain(self.rest.iter_mut())
+            .map(|p| &mut **p)
+    }
+}
+
 pub(super) struct Core {
     pub(super) phase: Phase,
     pub(super) info: SessionInfo,
-    /// Open requests, oldest first. Boxed: a request (some 240 bytes) is written once where it
-    /// waits, and moves in and out of the queue as a pointer.
-    pub(super) queue: VecDeque<Box<Pending>>,
+    /// Open requests, oldest first.
+    pub(super) queue: Queue,
     /// Boxes of requests completed, for the next requests: at most [`FREE_REQUESTS`]. (Boxes, not
     /// requests: each goes into the queue as it is.)
     #[allow(clippy::vec_box)]
@@ -168,7 +236,7 @@ impl Core {
                 StartMode::Login => Phase::AwaitHandshakeResponse,
             },
             info: SessionInfo::default(),
-            queue: VecDeque::with_capacity(8),
+            queue: Queue::with_capacity(8),
             free: Vec::new(),
             done: Done::default(),
             spares: Vec::new(),
@@ -199,7 +267,7 @@ impl Core {
     }
 
     pub(super) fn complete_head(&mut self, outcome: Outcome) {
-        match self.queue.front_mut().map(|p| &mut **p) {
+        match self.queue.front_mut() {
             // The common case, with nothing to record in the session info: the transaction is
             // built from the request where it lies rather than from a copy of it.
             Some(p)
@@ -234,7 +302,7 @@ impl Core {
     /// (Of the queue and the free boxes only: the caller goes on using the other fields.)
     #[allow(clippy::vec_box)]
     pub(super) fn open<'a>(
-        queue: &'a mut VecDeque<Box<Pending>>,
+        queue: &'a mut Queue,
         free: &mut Vec<Box<Pending>>,
         command: Command,
         request: Meta,
@@ -247,8 +315,7 @@ impl Core {
             }
             None => Box::new(Pending::new(command, request, stage)),
         };
-        queue.push_back(p);
-        queue.back_mut().map(|p| &mut **p)
+        Some(queue.push_back(p))
     }
 
     pub(super) fn finish_request(&mut self, mut p: Box<Pending>, outcome: Outcome) {
@@ -338,7 +405,7 @@ impl Core {
             }
             Phase::AwaitHandshakeResponse => fx = self.on_handshake_response(pkt, prefix),
             Phase::Authenticating => {
-                if let Some(head) = self.queue.front_mut().map(|p| &mut **p) {
+                if let Some(head) = self.queue.front_mut() {
                     head.request_bytes += wire_len(pkt.len);
                     head.gap_bytes += pkt.gap_bytes;
                     head.next_seq = pkt.seq.wrapping_add(1);
@@ -362,7 +429,7 @@ impl Core {
                     }
                 }
                 // File data of LOAD DATA LOCAL INFILE, or auth data of COM_CHANGE_USER?
-                if let Some(head) = self.queue.front_mut().map(|p| &mut **p) {
+                if let Some(head) = self.queue.front_mut() {
                     if head.stage == Stage::InfileData {
                         head.request_bytes += wire_len(pkt.len);
                         head.gap_bytes += pkt.gap_bytes;
@@ -695,7 +762,7 @@ impl Core {
 
     /// A server packet of the command phase, answering the request at the head of the queue.
     fn on_response_packet(&mut self, pkt: PacketEnd, prefix: &[u8], mut fx: Effects) -> Effects {
-        let Some(head) = self.queue.front_mut().map(|p| &mut **p) else {
+        let Some(head) = self.queue.front_mut() else {
             self.info.counters.unsolicited_server_packets += 1;
             self.note_unsolicited_error(prefix);
             return fx;
@@ -816,7 +883,7 @@ impl Core {
         let eof_mode = self.eof_mode;
         let counters = &mut self.info.counters;
         let spares = &mut self.spares;
-        let Some(head) = self.queue.front_mut().map(|p| &mut **p) else {
+        let Some(head) = self.queue.front_mut() else {
             return Step::Continue;
         };
         let first = p.first().copied();
