@@ -238,14 +238,13 @@ impl Analysis for MysqlStatistics {
         }
         let waited_ns = view.waited_ns();
         if filter.transaction(t, waited_ns) {
-            self.aggregate
-                .add(t, view.fate(), waited_ns, &mut self.fingerprints);
-            if let Outcome::Err { code, .. } = &t.outcome {
-                let agg = self.aggregate.errors.entry(*code).or_default();
-                if agg.wants_example(t.request_frame) {
-                    agg.note_example(ErrorExample::new(t, view.client, view.server));
-                }
-            }
+            self.aggregate.add(
+                t,
+                view.fate(),
+                waited_ns,
+                (view.client, view.server),
+                &mut self.fingerprints,
+            );
         }
     }
 
@@ -395,12 +394,14 @@ impl MessageSamples {
 }
 
 impl MysqlAggregate {
-    /// Counts `t`, whose fate is `fate`; `waited_ns` is how long a request cut off by a close waited.
+    /// Counts `t`, whose fate is `fate`; `waited_ns` is how long a request cut off by a close waited;
+    /// `endpoints` are the client's and the server's (for an error's example).
     fn add(
         &mut self,
         t: &Transaction,
         fate: Fate,
         waited_ns: Option<u64>,
+        (client, server): (Endpoint, Endpoint),
         fingerprints: &mut StatementFingerprinter,
     ) {
         self.commands.resize(256, 0);
@@ -442,6 +443,10 @@ impl MysqlAggregate {
             }
             agg.note_sql_state(t.request_frame, *sql_state);
             agg.messages.note(message, t.request_frame);
+            // In the same entry: one map lookup per error response.
+            if agg.wants_example(t.request_frame) {
+                agg.note_example(ErrorExample::new(t, client, server));
+            }
         }
         if !request {
             return;
