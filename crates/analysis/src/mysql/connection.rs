@@ -271,6 +271,24 @@ impl MysqlTrack {
         seg: &TcpSegment<'_>,
         at: FrameRef,
     ) {
+        // A connection known to be MySQL, nearly every segment: straight to the session, without the
+        // recogniser's registers and stack to set up.
+        if self.is_mysql() {
+            self.feed(side, seg, at);
+        } else {
+            self.segment_not_yet_mysql(conn, side, seg, at);
+        }
+    }
+
+    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL.
+    #[inline(never)]
+    fn segment_not_yet_mysql(
+        &mut self,
+        conn: &ConnectionState,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+    ) {
         if let Detect::Undecided(r) = &mut self.detect {
             match r.segment(conn, side, seg, at) {
                 Recognition::Undecided => return,
