@@ -379,6 +379,8 @@ impl ConnectionState {
         self.closed() || self.attempt.is_other_attempt(side, seq)
     }
 
+    /// Called once per packet, from [`ConnectionTracker::feed`] only: inlined there.
+    #[inline]
     fn update(
         &mut self,
         side: Side,
@@ -386,14 +388,26 @@ impl ConnectionState {
         wire_len: u32,
         at: FrameRef,
     ) -> SegmentClass {
-        self.last = at;
+        let ConnectionState {
+            sides,
+            last,
+            handshake_ack,
+            last_data_side,
+            last_retransmission,
+            attempt,
+            ..
+        } = self;
+        *last = at;
         let flags = seg.flags;
         let seg_len = seg.payload_len + u32::from(flags.syn()) + u32::from(flags.fin());
-        let peer_next = self.sides[side.other().index()].next_seq;
-        let peer_has_data_unanswered = self.last_data_side == Some(side.other());
-        let peer = self.sides[side.other().index()];
-        let initial_rtt = self.initial_rtt();
-        let s = &mut self.sides[side.index()];
+        let peer_has_data_unanswered = *last_data_side == Some(side.other());
+        // This side's state to update, and the peer's to read: borrowed in place, not the peer's whole
+        // state copied per packet (most of it is read only on the rare resends and closes).
+        let [lo, hi] = sides;
+        let (s, peer) = match side {
+            Side::Lo => (lo, &*hi),
+            Side::Hi => (hi, &*lo),
+        };
         s.stats.packets += 1;
         s.stats.payload_bytes += u64::from(seg.payload_len);
         s.stats.wire_bytes += u64::from(wire_len);
@@ -433,6 +447,14 @@ impl ConnectionState {
                         && peer.last_ack == Some(seg.seq)
                         && at.ts.0 - peer.last_ack_at.0 < 20_000_000;
                     let since_highest = at.ts.0 - s.next_seq_at.0;
+                    // [`ConnectionState::initial_rtt`], from the state as it was before this segment.
+                    let (lo_syn, hi_syn) = match side {
+                        Side::Lo => (s.syn, peer.syn),
+                        Side::Hi => (peer.syn, s.syn),
+                    };
+                    let initial_rtt = lo_syn
+                        .or(hi_syn)
+                        .and_then(|syn| Some(handshake_ack.as_ref()?.ts.0 - syn.ts.0));
                     let reorder_window = initial_rtt.unwrap_or(3_000_000);
                     if !fast
                         && since_highest < reorder_window
@@ -442,7 +464,7 @@ impl ConnectionState {
                         SegmentClass::OutOfOrder
                     } else {
                         s.stats.retransmissions += 1;
-                        self.last_retransmission = Some(at.ts);
+                        *last_retransmission = Some(at.ts);
                         SegmentClass::Retransmission
                     }
                 };
@@ -483,16 +505,18 @@ impl ConnectionState {
                 &mut s.syn
             };
             slot.get_or_insert(at);
-        } else if flags.ack() && self.handshake_ack.is_none() {
+        } else if flags.ack() && handshake_ack.is_none() {
             let this_syn = s.syn.is_some();
-            let peer_syn_ack = self.sides[side.other().index()].syn_ack.is_some();
+            let peer_syn_ack = peer.syn_ack.is_some();
             if this_syn && peer_syn_ack {
-                self.handshake_ack = Some(at);
+                *handshake_ack = Some(at);
             }
         }
-        let s = &mut self.sides[side.index()];
         if flags.fin() || flags.rst() {
-            let unacked = match (peer_next, seg.flags.ack().then_some(seg.ack).or(s.last_ack)) {
+            let unacked = match (
+                peer.next_seq,
+                seg.flags.ack().then_some(seg.ack).or(s.last_ack),
+            ) {
                 (Some(n), Some(a)) if seq_before(a, n) => u64::from(n.wrapping_sub(a)),
                 _ => 0,
             };
@@ -518,10 +542,9 @@ impl ConnectionState {
             slot.get_or_insert(event);
         }
         if seg.payload_len > 0 {
-            let s = &mut self.sides[side.index()];
             match class {
                 SegmentClass::New => {
-                    self.last_data_side = Some(side);
+                    *last_data_side = Some(side);
                     s.resent_in_a_row = 0;
                     s.resent_until = None;
                     s.last_data = Some(at);
@@ -538,7 +561,7 @@ impl ConnectionState {
                 SegmentClass::KeepAlive => {}
             }
         }
-        self.attempt.segment(side, seg, at);
+        attempt.segment(side, seg, at);
         class
     }
 
