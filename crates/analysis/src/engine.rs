@@ -498,6 +498,7 @@ impl<A: Analysis> Bucket<A> {
         // per split cost every bucket a pass over every flow of the split (most of them other buckets'),
         // work that grew with buckets x splits, i.e. with the square of the threads (18% more CPU for
         // `mysql` laid out for 64 threads).
+        let mysql_on = opts.mysql != MysqlDetection::Off;
         let mut slot_of: Vec<u32> = Vec::new();
         let mut resolved: Vec<u32> = Vec::new();
         for (scan, &base) in scans.iter().zip(bases) {
@@ -513,12 +514,16 @@ impl<A: Analysis> Bucket<A> {
                 slot_of.resize(scan.keys.len(), u32::MAX);
             }
             // Only MySQL decoding reads payloads.
-            let prefetch = opts.mysql != MysqlDetection::Off;
+            let prefetch = mysql_on;
             // The event PREFETCH_DISTANCE places ahead, whose payload is fetched meanwhile.
             let mut ahead = events.iter().flatten().skip(PREFETCH_DISTANCE);
             for ev in events.iter().flatten() {
-                if let Some(ahead) = ahead.next().filter(|_| prefetch) {
-                    prefetch_payload(bytes, ahead);
+                // The look-ahead iterator is advanced only when it is used (not per packet of a run
+                // without MySQL).
+                if prefetch {
+                    if let Some(ahead) = ahead.next() {
+                        prefetch_payload(bytes, ahead);
+                    }
                 }
                 let key = scan.keys[ev.flow as usize];
                 let at = FrameRef {
@@ -592,7 +597,9 @@ impl<A: Analysis> Bucket<A> {
                 if retransmitted {
                     flow.mysql.retransmission(at.ts.0);
                 }
-                if flow.concluded.is_none() {
+                // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
+                // `segment` does nothing: not called per packet.
+                if mysql_on && flow.concluded.is_none() {
                     flow.mysql.segment(flow.tracker.current(), side, &seg, at);
                 }
                 if opened {
