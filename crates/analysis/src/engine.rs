@@ -525,7 +525,8 @@ impl<A: Analysis> Bucket<A> {
                         prefetch_payload(bytes, ahead);
                     }
                 }
-                let key = scan.keys[ev.flow as usize];
+                // Borrowed, not copied per packet: only a new flow needs the key itself.
+                let key = &scan.keys[ev.flow as usize];
                 let at = FrameRef {
                     frame: base + u64::from(ev.frame_in_split) + 1,
                     ts: Timestamp(ev.ts),
@@ -533,10 +534,10 @@ impl<A: Analysis> Bucket<A> {
                 let (slot, opened) = match slot_of[ev.flow as usize] {
                     u32::MAX => {
                         let next = slots.len();
-                        let i = *index.entry(key).or_insert(next);
+                        let i = *index.entry(*key).or_insert(next);
                         if i == next {
                             slots.push(FlowSlot {
-                                tracker: ConnectionTracker::new(key, at),
+                                tracker: ConnectionTracker::new(*key, at),
                                 mysql: MysqlTrack::new(opts.mysql),
                                 concluded: None,
                                 mysql_client: None,

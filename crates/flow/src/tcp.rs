@@ -645,22 +645,30 @@ impl ConnectionTracker {
     pub fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, wire_len: u32, at: FrameRef) -> Fed {
         let mut replaced = None;
         if seg.flags.syn() && !seg.flags.ack() && self.current.starts_anew(side, seg.seq) {
-            let mut next = ConnectionState::new(self.current.key, at);
-            next.attempt = self.current.attempt.resumed(side, seg.seq, at);
-            if self.current.attempt.resumed_by() == Some(at) {
-                // The same SYN again: it resends the attempt's sequence space, a retransmission (as in
-                // tshark's stream, which only a new ISN ends).
-                let (from, to) = (
-                    &self.current.sides[side.index()],
-                    &mut next.sides[side.index()],
-                );
-                to.next_seq = from.next_seq;
-                to.next_seq_at = from.next_seq_at;
-            }
-            replaced = Some(Box::new(std::mem::replace(&mut self.current, next)));
+            replaced = Some(self.replace(side, seg, at));
         }
         let class = self.current.update(side, seg, wire_len, at);
         Fed { class, replaced }
+    }
+
+    /// A SYN starts a new connection on the 4-tuple: the current one is handed back. Rare, and kept out
+    /// of [`ConnectionTracker::feed`]'s per-packet code.
+    #[cold]
+    #[inline(never)]
+    fn replace(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) -> Box<ConnectionState> {
+        let mut next = ConnectionState::new(self.current.key, at);
+        next.attempt = self.current.attempt.resumed(side, seg.seq, at);
+        if self.current.attempt.resumed_by() == Some(at) {
+            // The same SYN again: it resends the attempt's sequence space, a retransmission (as in
+            // tshark's stream, which only a new ISN ends).
+            let (from, to) = (
+                &self.current.sides[side.index()],
+                &mut next.sides[side.index()],
+            );
+            to.next_seq = from.next_seq;
+            to.next_seq_at = from.next_seq_at;
+        }
+        Box::new(std::mem::replace(&mut self.current, next))
     }
 
     /// The connection the 4-tuple carries now (the last one started).
