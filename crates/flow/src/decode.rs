@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use pcapsleuth_capture::LinkType;
 
-use crate::fields::{be16, be32, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::fields::{be16, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use crate::{tunnel, Endpoint};
 
 /// TCP header flag bits, as on the wire.
@@ -154,19 +154,16 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
     });
     let (src, dst, tcp_at, ip_payload) = match (et, version) {
         (ETHERTYPE_IPV4, 4) => {
-            let ihl = usize::from(d[off] & 0x0f) * 4;
-            let total = usize::from(be16(d, off + 2)?);
-            let fragment = be16(d, off + 6)? & 0x3fff;
-            if ihl < 20
-                || total < ihl
-                || fragment != 0
-                || *d.get(off + 9)? != 6
-                || d.len() < off + ihl
-            {
+            // The fixed header's 20 bytes checked once, then read at constant offsets.
+            let h: &[u8; 20] = d.get(off..off + 20)?.try_into().ok()?;
+            let ihl = usize::from(h[0] & 0x0f) * 4;
+            let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+            let fragment = u16::from_be_bytes([h[6], h[7]]) & 0x3fff;
+            if ihl < 20 || total < ihl || fragment != 0 || h[9] != 6 || d.len() < off + ihl {
                 return None;
             }
-            let src = IpAddr::V4(be32(d, off + 12)?.into());
-            let dst = IpAddr::V4(be32(d, off + 16)?.into());
+            let src = IpAddr::V4(u32::from_be_bytes([h[12], h[13], h[14], h[15]]).into());
+            let dst = IpAddr::V4(u32::from_be_bytes([h[16], h[17], h[18], h[19]]).into());
             (src, dst, off + ihl, total - ihl)
         }
         (ETHERTYPE_IPV6, 6) => {
@@ -186,7 +183,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
         }
         _ => return None,
     };
-    let tcp = d.get(tcp_at..tcp_at + 20)?;
+    let tcp: &[u8; 20] = d.get(tcp_at..tcp_at + 20)?.try_into().ok()?;
     let header_len = usize::from(tcp[12] >> 4) * 4;
     if header_len < 20 || ip_payload < header_len || d.len() < tcp_at + header_len {
         return None;
