@@ -25,8 +25,8 @@ use pcapsleuth_capture::{
     Timestamp,
 };
 use pcapsleuth_flow::{
-    decode, server_side_by_port, CloseFlag, Connection, ConnectionState, ConnectionTracker,
-    Decoded, Endpoint, FlowBuildHasher, FlowKey, FrameRef, RoleBasis, SegmentClass, Side, TcpFlags,
+    decode_segment, server_side_by_port, CloseFlag, Connection, ConnectionState, ConnectionTracker,
+    Endpoint, FlowBuildHasher, FlowKey, FrameRef, NotTcp, RoleBasis, SegmentClass, Side, TcpFlags,
     TcpSegment,
 };
 use rayon::prelude::*;
@@ -333,21 +333,21 @@ fn scan<'a>(
         }
         first_ts.get_or_insert(rec.ts);
         last_ts = Some(rec.ts);
-        let seg = match decode(rec.link, rec.data) {
-            Decoded::Tcp(seg) => seg,
-            Decoded::OtherIp => {
+        let seg = match decode_segment(rec.link, rec.data) {
+            Ok(seg) => seg,
+            Err(NotTcp::OtherIp) => {
                 counts.other_ip += 1;
                 continue;
             }
-            Decoded::NotIp => {
+            Err(NotTcp::NotIp) => {
                 counts.not_ip += 1;
                 continue;
             }
-            Decoded::UnsupportedLink => {
+            Err(NotTcp::UnsupportedLink) => {
                 counts.unsupported_link += 1;
                 continue;
             }
-            Decoded::Undecodable => {
+            Err(NotTcp::Undecodable) => {
                 counts.undecodable += 1;
                 continue;
             }

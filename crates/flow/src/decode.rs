@@ -117,6 +117,36 @@ pub fn decode(link: LinkType, data: &[u8]) -> Decoded<'_> {
     decode_at(link, data, 0)
 }
 
+/// A packet [`decode_segment`] found no TCP segment in: the other answers of [`decode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotTcp {
+    /// As [`Decoded::OtherIp`].
+    OtherIp,
+    /// As [`Decoded::NotIp`].
+    NotIp,
+    /// As [`Decoded::UnsupportedLink`].
+    UnsupportedLink,
+    /// As [`Decoded::Undecodable`].
+    Undecodable,
+}
+
+/// [`decode`], with a TCP segment, the common case, returned by itself rather than in a [`Decoded`]: the
+/// scan of every packet calls this, and the segment (some 90 bytes) is not moved into one enum and out
+/// again (`Result<TcpSegment, NotTcp>` has the segment's own size and layout).
+#[inline]
+pub fn decode_segment(link: LinkType, data: &[u8]) -> Result<TcpSegment<'_>, NotTcp> {
+    match fast_tcp(link, data) {
+        Some(seg) => Ok(seg),
+        None => match general_at(link, data, 0) {
+            Decoded::Tcp(seg) => Ok(seg),
+            Decoded::OtherIp => Err(NotTcp::OtherIp),
+            Decoded::NotIp => Err(NotTcp::NotIp),
+            Decoded::UnsupportedLink => Err(NotTcp::UnsupportedLink),
+            Decoded::Undecodable => Err(NotTcp::Undecodable),
+        },
+    }
+}
+
 #[inline]
 fn decode_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
     match fast_tcp(link, data) {

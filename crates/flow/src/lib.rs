@@ -54,7 +54,7 @@ mod reassembly;
 mod tcp;
 mod tunnel;
 
-pub use decode::{decode, decode_general, Decoded, TcpFlags, TcpSegment};
+pub use decode::{decode, decode_general, decode_segment, Decoded, NotTcp, TcpFlags, TcpSegment};
 pub use frame::FrameRef;
 pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
