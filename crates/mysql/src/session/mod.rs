@@ -101,18 +101,13 @@ impl Session {
                 if self.core.phase == Phase::AwaitHandshakeResponse {
                     self.core.note_login_bytes(meta);
                 }
-                self.feed_direction(Direction::ClientToServer, bytes, meta);
+                self.feed_bytes_inline(Direction::ClientToServer, bytes, meta, false);
             }
             Direction::ServerToClient => {
                 self.core.info.counters.server_bytes += bytes.len() as u64;
-                self.feed_direction(Direction::ServerToClient, bytes, meta);
+                self.feed_bytes_inline(Direction::ServerToClient, bytes, meta, false);
             }
         }
-    }
-
-    #[inline(always)]
-    fn feed_direction(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
-        self.feed_bytes_inline(dir, bytes, meta, false);
     }
 
     fn feed_bytes(&mut self, dir: Direction, bytes: &[u8], meta: Meta, is_replay: bool) {

@@ -307,7 +307,7 @@ impl Core {
         command: Command,
         request: Meta,
         stage: Stage,
-    ) -> Option<&'a mut Pending> {
+    ) -> &'a mut Pending {
         let p = match free.pop() {
             Some(mut p) => {
                 p.reset(command, request, stage);
@@ -315,7 +315,7 @@ impl Core {
             }
             None => Box::new(Pending::new(command, request, stage)),
         };
-        Some(queue.push_back(p))
+        queue.push_back(p)
     }
 
     pub(super) fn finish_request(&mut self, mut p: Box<Pending>, outcome: Outcome) {
@@ -552,9 +552,7 @@ impl Core {
         }
         // Written where it will wait for its response: a request is large, and moving it in
         // would cost a copy per command.
-        let Some(p) = Self::open(&mut self.queue, &mut self.free, command, pkt.start, stage) else {
-            return fx;
-        };
+        let p = Self::open(&mut self.queue, &mut self.free, command, pkt.start, stage);
         p.request_bytes = wire_len(pkt.len);
         p.gap_bytes = pkt.gap_bytes;
         p.next_seq = pkt.seq.wrapping_add(1);
@@ -736,6 +734,17 @@ impl Core {
         false
     }
 
+    /// The server answered the login attempt that began at `from` (or the connection, before any
+    /// handshake) with the ERR packet `pkt`, whose `outcome` ends the attempt.
+    fn refuse_login(&mut self, from: Meta, pkt: PacketEnd, outcome: Outcome) {
+        let mut p = Box::new(Pending::new(Command::Connect, from, Stage::Auth));
+        p.first_response = Some(pkt.start);
+        p.last_response = Some(pkt.end);
+        p.response_bytes = wire_len(pkt.len);
+        self.finish_request(p, outcome);
+        self.phase = Phase::LoginRefused;
+    }
+
     /// A server packet while the server waits for the login.
     #[cold]
     #[inline(never)]
@@ -744,16 +753,11 @@ impl Core {
             // The server refused what the client sent instead of a login (1156 "Got
             // packets out of order" for bytes that are no HandshakeResponse), or its
             // silence (1043 "Bad handshake"): the login attempt ends with that error.
-            let mut p = Box::new(Pending::new(
-                Command::Connect,
+            self.refuse_login(
                 self.login_from.map_or(pkt.start, LoginStart::at),
-                Stage::Auth,
-            ));
-            p.first_response = Some(pkt.start);
-            p.last_response = Some(pkt.end);
-            p.response_bytes = wire_len(pkt.len);
-            self.finish_request(p, outcome);
-            self.phase = Phase::LoginRefused;
+                pkt,
+                outcome,
+            );
             return;
         }
         self.info.counters.unsolicited_server_packets += 1;
@@ -838,12 +842,7 @@ impl Core {
         if prefix.first() == Some(&0xFF) {
             // The server refused the connection before any handshake.
             if let Some(outcome) = err_outcome(prefix) {
-                let mut p = Box::new(Pending::new(Command::Connect, pkt.start, Stage::Auth));
-                p.first_response = Some(pkt.start);
-                p.last_response = Some(pkt.end);
-                p.response_bytes = wire_len(pkt.len);
-                self.finish_request(p, outcome);
-                self.phase = Phase::LoginRefused;
+                self.refuse_login(pkt.start, pkt, outcome);
                 return;
             }
         }
