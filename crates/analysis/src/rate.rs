@@ -104,6 +104,25 @@ pub struct Rates {
     rates: RateAggregate,
     /// Which instance this is: a connection's cached scope id is this instance's only.
     instance: u64,
+    /// Packets not yet counted into `rates` (see [`PendingPackets`]).
+    pending: PendingPackets,
+}
+
+/// The packets of one scope that fell into one printed and one fine bin, since the packet before them
+/// fell elsewhere: counted once into the four cells they belong to (all traffic and the scope, each at
+/// both resolutions) when a packet falls elsewhere, or before the counts are read ([`Rates::merge`],
+/// [`Rates::finish`]). Packets come in time order and a capture holds few servers, so runs are long, and
+/// a packet costs a comparison and three additions instead of four cell lookups. Addition commutes, so
+/// the counts are the same whenever they are made.
+#[derive(Debug, Default)]
+struct PendingPackets {
+    /// (scope id, printed bin, fine bin) of the packets in `cell`; `None` when there are none.
+    key: Option<(u32, i64, i64)>,
+    /// Their packets, bytes and retransmissions (the response-time fields stay 0).
+    cell: Cell,
+    /// Their earliest and latest times.
+    first_ns: i64,
+    last_ns: i64,
 }
 
 /// Numbers every [`Rates`] instance.
@@ -119,6 +138,17 @@ impl Rates {
                 1_000_000_000
             }),
             instance: RATES_INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            pending: PendingPackets::default(),
+        }
+    }
+
+    /// Counts the pending packets ([`PendingPackets`]) into the aggregate.
+    fn flush(&mut self) {
+        let pending = &mut self.pending;
+        if let Some((scope, p, f)) = pending.key.take() {
+            self.rates
+                .packets(scope, p, f, &pending.cell, pending.first_ns, pending.last_ns);
+            pending.cell = Cell::default();
         }
     }
 }
@@ -165,8 +195,22 @@ impl Analysis for Rates {
         let client = conn.client_side();
         let id = scope.id(self, client, || conn.key().endpoint(client.other()));
         let dir = if seg.side == client { C2S } else { S2C };
-        self.rates
-            .packet(id, dir, seg.at.ts.0, seg.wire_len, seg.is_retransmission());
+        let ts_ns = seg.at.ts.0;
+        let (p, f) = self.rates.bins_of(ts_ns);
+        let key = Some((id, p, f));
+        if self.pending.key != key {
+            self.flush();
+            self.pending.key = key;
+            self.pending.first_ns = ts_ns;
+            self.pending.last_ns = ts_ns;
+        }
+        let pending = &mut self.pending;
+        pending.first_ns = pending.first_ns.min(ts_ns);
+        pending.last_ns = pending.last_ns.max(ts_ns);
+        let c = &mut pending.cell;
+        c.packets[dir] += 1;
+        c.bytes[dir] += u64::from(seg.wire_len);
+        c.retrans[dir] += u64::from(seg.is_retransmission());
     }
 
     fn transaction(
@@ -194,11 +238,14 @@ impl Analysis for Rates {
         }
     }
 
-    fn merge(&mut self, other: Self) {
+    fn merge(&mut self, mut other: Self) {
+        self.flush();
+        other.flush();
         self.rates.merge(other.rates);
     }
 
     fn finish(mut self, capture: &CaptureFacts) -> RateAggregate {
+        self.flush();
         self.rates.keep_within(&capture.timeline);
         self.rates
     }
@@ -268,28 +315,17 @@ impl RateAggregate {
         id
     }
 
-    /// One packet of a connection to the server of scope `scope` (from [`RateAggregate::scope_id`]), in
-    /// direction `dir` ([`C2S`] or [`S2C`]).
-    #[inline]
-    pub(crate) fn packet(
-        &mut self,
-        scope: u32,
-        dir: usize,
-        ts_ns: i64,
-        wire_len: u32,
-        retrans: bool,
-    ) {
-        let (p, f) = self.bins_of(ts_ns);
+    /// Packets of connections to the server of scope `scope` (from [`RateAggregate::scope_id`]) that fell
+    /// in printed bin `p` and fine bin `f` ([`RateAggregate::bins_of`]), between `first_ns` and
+    /// `last_ns`: their packets, bytes and retransmissions are `counts`'.
+    fn packets(&mut self, scope: u32, p: i64, f: i64, counts: &Cell, first_ns: i64, last_ns: i64) {
         self.span = Some(match self.span {
-            None => (ts_ns, ts_ns),
-            Some((a, b)) => (a.min(ts_ns), b.max(ts_ns)),
+            None => (first_ns, last_ns),
+            Some((a, b)) => (a.min(first_ns), b.max(last_ns)),
         });
         for id in [0, scope as usize] {
-            for c in [self.printed[id].cell(p), self.fine[id].cell(f)] {
-                c.packets[dir] += 1;
-                c.bytes[dir] += u64::from(wire_len);
-                c.retrans[dir] += u64::from(retrans);
-            }
+            self.printed[id].cell(p).add(counts);
+            self.fine[id].cell(f).add(counts);
         }
     }
 
@@ -809,7 +845,8 @@ mod tests {
     fn a_series_lists_the_edges_of_a_silence_not_the_silence() {
         let mut r = RateAggregate::new(SEC);
         for s in [10, 11, 15, 40, 1_000_000_000] {
-            r.packet(0, C2S, s * SEC, 100, false);
+            let (p, f) = r.bins_of(s * SEC);
+            r.packets(0, p, f, &cell(1, 0), s * SEC, s * SEC);
         }
         let starts: Vec<f64> = r.report().total.iter().map(|p| p.start).collect();
         assert_eq!(
