@@ -106,6 +106,22 @@ pub struct Rates {
     instance: u64,
     /// Packets not yet counted into `rates` (see [`PendingPackets`]).
     pending: PendingPackets,
+    /// Response times not yet counted into `rates` (see [`PendingResponseTimes`]).
+    pending_rt: PendingResponseTimes,
+}
+
+/// The response times of requests to one scope sent in one fine bin, since the request before them was
+/// sent elsewhere: counted into the two cells they belong to (all traffic and the scope) as
+/// [`PendingPackets`] are.
+#[derive(Debug, Default)]
+struct PendingResponseTimes {
+    /// (scope id, fine bin); `None` when there are none.
+    key: Option<(u32, i64)>,
+    /// `[from, to)`: the request times the fine bin holds.
+    from: i64,
+    to: i64,
+    sum_ns: u64,
+    count: u64,
 }
 
 /// The packets of one scope that fell into one printed and one fine bin, since the packet before them
@@ -139,16 +155,34 @@ impl Rates {
             }),
             instance: RATES_INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             pending: PendingPackets::default(),
+            pending_rt: PendingResponseTimes::default(),
         }
     }
 
-    /// Counts the pending packets ([`PendingPackets`]) into the aggregate.
+    /// Counts the pending packets and response times into the aggregate.
     fn flush(&mut self) {
+        self.flush_packets();
+        self.flush_response_times();
+    }
+
+    /// Counts the pending packets ([`PendingPackets`]) into the aggregate.
+    fn flush_packets(&mut self) {
         let pending = &mut self.pending;
         if let Some((scope, p, f)) = pending.key.take() {
             self.rates
                 .packets(scope, p, f, &pending.cell, pending.first_ns, pending.last_ns);
             pending.cell = Cell::default();
+        }
+    }
+
+    /// Counts the pending response times ([`PendingResponseTimes`]) into the aggregate.
+    fn flush_response_times(&mut self) {
+        let pending = &mut self.pending_rt;
+        if let Some((scope, f)) = pending.key.take() {
+            self.rates
+                .response_times(scope, f, pending.sum_ns, pending.count);
+            pending.sum_ns = 0;
+            pending.count = 0;
         }
     }
 }
@@ -199,7 +233,7 @@ impl Analysis for Rates {
         let (p, f) = self.rates.bins_of(ts_ns);
         let key = Some((id, p, f));
         if self.pending.key != key {
-            self.flush();
+            self.flush_packets();
             self.pending.key = key;
             self.pending.first_ns = ts_ns;
             self.pending.last_ns = ts_ns;
@@ -224,8 +258,19 @@ impl Analysis for Rates {
         }
         if let Some(rt) = t.response_time_ns() {
             let id = scope.id(self, t.client_side(), || t.server);
-            self.rates
-                .response_time(id, t.transaction.request_ts_ns as i64, rt);
+            let ts_ns = t.transaction.request_ts_ns as i64;
+            let p = &self.pending_rt;
+            if !(p.key.is_some_and(|(s, _)| s == id) && ts_ns >= p.from && ts_ns < p.to) {
+                self.flush_response_times();
+                let f = ts_ns.div_euclid(CEILING_BIN_NS);
+                let p = &mut self.pending_rt;
+                p.key = Some((id, f));
+                p.from = f.saturating_mul(CEILING_BIN_NS);
+                p.to = f.saturating_add(1).saturating_mul(CEILING_BIN_NS);
+            }
+            let p = &mut self.pending_rt;
+            p.sum_ns += rt;
+            p.count += 1;
         }
     }
 
@@ -355,14 +400,13 @@ impl RateAggregate {
         }
     }
 
-    /// A request to the server of scope `scope` (from [`RateAggregate::scope_id`]) sent at `ts_ns` was
-    /// answered after `rt_ns`.
-    pub(crate) fn response_time(&mut self, scope: u32, ts_ns: i64, rt_ns: u64) {
-        let f = ts_ns.div_euclid(CEILING_BIN_NS);
+    /// `count` requests to the server of scope `scope` (from [`RateAggregate::scope_id`]) sent in fine bin
+    /// `f` were answered after `sum_ns` in all.
+    fn response_times(&mut self, scope: u32, f: i64, sum_ns: u64, count: u64) {
         for i in [0, scope as usize] {
             let c = self.fine[i].cell(f);
-            c.rt_sum_ns += rt_ns;
-            c.rt_count += 1;
+            c.rt_sum_ns += sum_ns;
+            c.rt_count += count;
         }
     }
 
