@@ -163,6 +163,34 @@ impl ErrorAgg {
     }
 }
 
+impl StatementAgg {
+    /// Counts `t`, whose statement is `sql` and whose fate is `fate` (see [`MysqlAggregate::add`]).
+    /// Inlined into both callers: a call through a closure of captured references cost more than the
+    /// counting.
+    #[inline(always)]
+    fn count(
+        &mut self,
+        t: &Transaction,
+        sql: &str,
+        fate: Fate,
+        rt: Option<u64>,
+        waited_ns: Option<u64>,
+    ) {
+        self.requests.count(fate);
+        self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+        self.rows += t.rows;
+        if let Some(rt) = rt {
+            self.rt.add(rt);
+        }
+        if let Some(w) = waited_ns {
+            self.waited.add(w);
+        }
+        if t.request_frame < self.sample.0 {
+            self.sample = (t.request_frame, sql.to_string());
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 struct StatementAgg {
     requests: RequestCounts,
@@ -189,7 +217,46 @@ pub struct MysqlStatistics {
     filter: MysqlFilter,
     aggregate: MysqlAggregate,
     fingerprints: StatementFingerprinter,
+    /// Requests of the current second not yet counted into the aggregate's.
+    second: PendingSecond,
 }
+
+/// The requests (and the errors among them) counted since the last request of another second, not yet
+/// added to [`MysqlAggregate`]'s requests per second: requests come in time order, so a second's count is
+/// looked up once for its run of requests instead of once per request. Added when a request of another
+/// second comes, and before the aggregate is read ([`MysqlStatistics::merge`], [`MysqlStatistics::finish`]).
+#[derive(Default)]
+struct PendingSecond {
+    /// The second (since the epoch) of the pending requests; `None` when there are none.
+    sec: Option<i64>,
+    requests: u64,
+    errors: u64,
+}
+
+impl PendingSecond {
+    #[inline]
+    fn count(&mut self, sec: i64, is_err: bool, per_second: &mut PerSecond) {
+        if self.sec != Some(sec) {
+            self.flush(per_second);
+            self.sec = Some(sec);
+        }
+        self.requests += 1;
+        self.errors += u64::from(is_err);
+    }
+
+    fn flush(&mut self, per_second: &mut PerSecond) {
+        if let Some(sec) = self.sec.take() {
+            let e = per_second.entry(sec).or_insert((0, 0));
+            e.0 += self.requests;
+            e.1 += self.errors;
+            self.requests = 0;
+            self.errors = 0;
+        }
+    }
+}
+
+/// Requests and errors by second since the epoch.
+type PerSecond = HashMap<i64, (u64, u64), FlowBuildHasher>;
 
 impl MysqlStatistics {
     /// Statistics of the transactions `filter` lets through.
@@ -244,6 +311,7 @@ impl Analysis for MysqlStatistics {
                 waited_ns,
                 (view.client, view.server),
                 &mut self.fingerprints,
+                &mut self.second,
             );
         }
     }
@@ -266,11 +334,14 @@ impl Analysis for MysqlStatistics {
         }
     }
 
-    fn merge(&mut self, other: Self) {
+    fn merge(&mut self, mut other: Self) {
+        self.second.flush(&mut self.aggregate.per_second);
+        other.second.flush(&mut other.aggregate.per_second);
         self.aggregate.merge(other.aggregate);
     }
 
     fn finish(mut self, capture: &CaptureFacts) -> MysqlAggregate {
+        self.second.flush(&mut self.aggregate.per_second);
         let timeline = &capture.timeline;
         self.aggregate.keep_within(timeline);
         // The MySQL span and the waits of requests open at the end run to the body's last packet, not to
@@ -300,7 +371,7 @@ pub struct MysqlAggregate {
     rt_ok: Histogram,
     rt_err: Histogram,
     statements: HashMap<String, StatementAgg, FlowBuildHasher>,
-    per_second: HashMap<i64, (u64, u64), FlowBuildHasher>,
+    per_second: PerSecond,
     incidents: Vec<Incident>,
     connect: ConnectTimes,
     /// One per replication stream.
@@ -403,6 +474,7 @@ impl MysqlAggregate {
         waited_ns: Option<u64>,
         (client, server): (Endpoint, Endpoint),
         fingerprints: &mut StatementFingerprinter,
+        second: &mut PendingSecond,
     ) {
         self.commands.resize(256, 0);
         if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
@@ -416,9 +488,7 @@ impl MysqlAggregate {
         if request {
             self.requests.count(fate);
             let sec = (t.request_ts_ns / 1_000_000_000) as i64;
-            let e = self.per_second.entry(sec).or_insert((0, 0));
-            e.0 += 1;
-            e.1 += u64::from(is_err);
+            second.count(sec, is_err, &mut self.per_second);
             if let Some(rt) = rt {
                 if is_err {
                     self.rt_err.add(rt);
@@ -452,33 +522,19 @@ impl MysqlAggregate {
             return;
         }
         if let Some(sql) = &t.statement {
-            let count = |agg: &mut StatementAgg| {
-                agg.requests.count(fate);
-                agg.errors += u64::from(is_err);
-                agg.rows += t.rows;
-                if let Some(rt) = rt {
-                    agg.rt.add(rt);
-                }
-                if let Some(w) = waited_ns {
-                    agg.waited.add(w);
-                }
-                if t.request_frame < agg.sample.0 {
-                    agg.sample = (t.request_frame, sql.clone());
-                }
-            };
             // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
             // allocated once per statement group, not once per request.
             let (fp, cut) = fingerprints.fingerprint(sql);
             self.statements_cut += u64::from(cut);
             match self.statements.get_mut(fp) {
-                Some(agg) => count(agg),
+                Some(agg) => agg.count(t, sql, fate, rt, waited_ns),
                 None => {
                     let mut agg = StatementAgg {
                         sample: (t.request_frame, sql.clone()),
                         text_cut: cut,
                         ..StatementAgg::default()
                     };
-                    count(&mut agg);
+                    agg.count(t, sql, fate, rt, waited_ns);
                     self.statements.insert(fp.to_string(), agg);
                 }
             }
