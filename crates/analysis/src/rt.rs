@@ -38,6 +38,14 @@ impl RtSide {
         error: bool,
         retransmitted: bool,
     ) {
+        self.add_unplaced(rt_ns, error, retransmitted);
+        let bin = request_ts_ns.div_euclid(interval_ns);
+        self.add_placed(port, bin, std::iter::once((rt_ns, error)));
+    }
+
+    /// The distributions that do not depend on where a response time was measured.
+    #[inline]
+    fn add_unplaced(&mut self, rt_ns: u64, error: bool, retransmitted: bool) {
         self.all.add(rt_ns);
         if error {
             self.errors.add(rt_ns);
@@ -45,13 +53,20 @@ impl RtSide {
         if retransmitted {
             self.retransmitted.add(rt_ns);
         }
-        self.by_port.entry(port).or_default().add(rt_ns);
-        let cell = self
-            .per_interval
-            .entry((port, request_ts_ns.div_euclid(interval_ns)))
-            .or_default();
-        cell.0.add(rt_ns);
-        cell.1 += u64::from(error);
+    }
+
+    /// The distributions of server port `port` and of its interval `bin`: `values` are response times
+    /// measured there, with whether each was an error.
+    fn add_placed(&mut self, port: u16, bin: i64, values: impl Iterator<Item = (u64, bool)> + Clone) {
+        let by_port = self.by_port.entry(port).or_default();
+        for (rt_ns, _) in values.clone() {
+            by_port.add(rt_ns);
+        }
+        let cell = self.per_interval.entry((port, bin)).or_default();
+        for (rt_ns, error) in values {
+            cell.0.add(rt_ns);
+            cell.1 += u64::from(error);
+        }
     }
 
     fn merge(&mut self, o: RtSide) {
@@ -90,19 +105,9 @@ impl RtAggregate {
         }
     }
 
-    pub(crate) fn mysql(&mut self, port: u16, ts: i64, rt: u64, error: bool, retransmitted: bool) {
-        self.mysql
-            .add(self.interval_ns, port, ts, rt, error, retransmitted);
-    }
-
     pub(crate) fn connect(&mut self, port: u16, syn_ts: i64, login_ns: u64) {
         self.connect
             .add(self.interval_ns, port, syn_ts, login_ns, false, false);
-    }
-
-    pub(crate) fn tcp(&mut self, port: u16, ts: i64, rt: u64, retransmitted: bool) {
-        self.tcp
-            .add(self.interval_ns, port, ts, rt, false, retransmitted);
     }
 
     /// Leaves out the intervals outside the capture's body (samples between two wild timestamps keep
@@ -194,6 +199,93 @@ impl RtAggregate {
 /// [`RtAggregate::report`] gives the report, with the modes and what the slow ones have in common.
 pub struct ResponseTimes {
     rt: RtAggregate,
+    /// MySQL response times whose port and interval distributions are not yet added to (see [`Unplaced`]).
+    mysql: Unplaced,
+    /// The same for tcprstat-style response times.
+    tcp: Unplaced,
+}
+
+/// Response times measured at one server port in one interval, since the one before them was measured
+/// elsewhere, not yet added to that port's and that interval's distributions: added together when one is
+/// measured elsewhere, when [`Unplaced::CAP`] are waiting, or before the distributions are read
+/// ([`ResponseTimes::merge`], [`ResponseTimes::finish`]). Requests come in time order and a capture holds
+/// few server ports, so the two lookups are made once for many response times. Adding to a distribution
+/// commutes, so the distributions are the same whenever the values are added.
+#[derive(Debug, Default)]
+struct Unplaced {
+    /// (server port, interval) of `values`; `None` when there are none.
+    key: Option<(u16, i64)>,
+    /// `[from, to)`: the request times the interval holds.
+    from: i64,
+    to: i64,
+    /// Response times and whether each was an error.
+    values: Vec<(u64, bool)>,
+}
+
+impl Unplaced {
+    const CAP: usize = 256;
+
+    /// Notes a response time of a request at `ts_ns` to `port` (its other distributions are `side`'s
+    /// already), adding the waiting ones to `side` first if they were measured elsewhere.
+    #[inline(always)]
+    fn note(&mut self, side: &mut RtSide, interval_ns: i64, port: u16, ts_ns: i64, value: (u64, bool)) {
+        let same = self.key.is_some_and(|(p, _)| p == port)
+            && ts_ns >= self.from
+            && ts_ns < self.to
+            && self.values.len() < Self::CAP;
+        if !same {
+            self.place(side);
+            let bin = ts_ns.div_euclid(interval_ns);
+            self.key = Some((port, bin));
+            self.from = bin.saturating_mul(interval_ns);
+            self.to = bin.saturating_add(1).saturating_mul(interval_ns);
+        }
+        self.values.push(value);
+    }
+
+    /// Adds the waiting response times to `side`'s port and interval distributions.
+    fn place(&mut self, side: &mut RtSide) {
+        if let Some((port, bin)) = self.key.take() {
+            side.add_placed(port, bin, self.values.iter().copied());
+            self.values.clear();
+        }
+    }
+}
+
+impl ResponseTimes {
+    /// A segment carrying new data on a connection not decoded as MySQL: a tcprstat-style request or
+    /// response. Out of line, so that the test for it inlines into the per-packet path.
+    #[inline(never)]
+    fn tcp_data(
+        &mut self,
+        pending: &mut PendingTcpRequest,
+        conn: &ConnectionView<'_>,
+        seg: &SegmentView<'_>,
+    ) {
+        let ts = seg.at.ts.0;
+        if conn.direction(seg.side) == Direction::ClientToServer {
+            pending.0.get_or_insert(ts);
+        } else if let Some(start) = pending.0.take() {
+            if let Some(rt) = plausible_response_time(start, ts) {
+                let retransmitted = conn.tcp().retransmissions_between(start, ts);
+                let side = &mut self.rt.tcp;
+                side.add_unplaced(rt, false, retransmitted);
+                self.tcp.note(
+                    side,
+                    self.rt.interval_ns,
+                    conn.server().port,
+                    start,
+                    (rt, false),
+                );
+            }
+        }
+    }
+
+    /// Adds the waiting response times to their distributions.
+    fn place(&mut self) {
+        self.mysql.place(&mut self.rt.mysql);
+        self.tcp.place(&mut self.rt.tcp);
+    }
 }
 
 impl ResponseTimes {
@@ -205,6 +297,8 @@ impl ResponseTimes {
             } else {
                 1_000_000_000
             }),
+            mysql: Unplaced::default(),
+            tcp: Unplaced::default(),
         }
     }
 }
@@ -237,12 +331,15 @@ impl Analysis for ResponseTimes {
             return;
         }
         if let Some(rt) = t.response_time_ns() {
-            self.rt.mysql(
+            let error = t.error_code().is_some();
+            let side = &mut self.rt.mysql;
+            side.add_unplaced(rt, error, t.retransmitted());
+            self.mysql.note(
+                side,
+                self.rt.interval_ns,
                 t.server.port,
                 t.transaction.request_ts_ns as i64,
-                rt,
-                t.error_code().is_some(),
-                t.retransmitted(),
+                (rt, error),
             );
         }
     }
@@ -257,22 +354,17 @@ impl Analysis for ResponseTimes {
         if seg.tcp.payload_len == 0 || seg.class != SegmentClass::New || conn.is_mysql() {
             return;
         }
-        let ts = seg.at.ts.0;
-        if conn.direction(seg.side) == Direction::ClientToServer {
-            pending.0.get_or_insert(ts);
-        } else if let Some(start) = pending.0.take() {
-            if let Some(rt) = plausible_response_time(start, ts) {
-                let retransmitted = conn.tcp().retransmissions_between(start, ts);
-                self.rt.tcp(conn.server().port, start, rt, retransmitted);
-            }
-        }
+        self.tcp_data(pending, conn, seg);
     }
 
-    fn merge(&mut self, other: Self) {
+    fn merge(&mut self, mut other: Self) {
+        self.place();
+        other.place();
         self.rt.merge(other.rt);
     }
 
     fn finish(mut self, capture: &CaptureFacts) -> RtAggregate {
+        self.place();
         self.rt.keep_within(&capture.timeline);
         self.rt
     }
