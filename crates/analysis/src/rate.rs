@@ -169,8 +169,14 @@ impl Rates {
     fn flush_packets(&mut self) {
         let pending = &mut self.pending;
         if let Some((scope, p, f)) = pending.key.take() {
-            self.rates
-                .packets(scope, p, f, &pending.cell, pending.first_ns, pending.last_ns);
+            self.rates.packets(
+                scope,
+                p,
+                f,
+                &pending.cell,
+                pending.first_ns,
+                pending.last_ns,
+            );
             pending.cell = Cell::default();
         }
     }

@@ -57,7 +57,12 @@ impl RtSide {
 
     /// The distributions of server port `port` and of its interval `bin`: `values` are response times
     /// measured there, with whether each was an error.
-    fn add_placed(&mut self, port: u16, bin: i64, values: impl Iterator<Item = (u64, bool)> + Clone) {
+    fn add_placed(
+        &mut self,
+        port: u16,
+        bin: i64,
+        values: impl Iterator<Item = (u64, bool)> + Clone,
+    ) {
         let by_port = self.by_port.entry(port).or_default();
         for (rt_ns, _) in values.clone() {
             by_port.add(rt_ns);
@@ -228,7 +233,14 @@ impl Unplaced {
     /// Notes a response time of a request at `ts_ns` to `port` (its other distributions are `side`'s
     /// already), adding the waiting ones to `side` first if they were measured elsewhere.
     #[inline(always)]
-    fn note(&mut self, side: &mut RtSide, interval_ns: i64, port: u16, ts_ns: i64, value: (u64, bool)) {
+    fn note(
+        &mut self,
+        side: &mut RtSide,
+        interval_ns: i64,
+        port: u16,
+        ts_ns: i64,
+        value: (u64, bool),
+    ) {
         let same = self.key.is_some_and(|(p, _)| p == port)
             && ts_ns >= self.from
             && ts_ns < self.to
