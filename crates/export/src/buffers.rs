@@ -214,7 +214,7 @@ impl ColumnRows for Statics {
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let (chunk, pages) = to.text()?;
         let rows = self.0.get(from..from + n).unwrap_or_default();
-        for run in rows.chunk_by(|a, b| a == b) {
+        for run in rows.chunk_by(|a, b| std::ptr::eq(*a, *b) || a == b) {
             chunk.push_run(Some(run[0].as_bytes()), run.len(), pages)?;
         }
         Ok(())
@@ -225,10 +225,11 @@ impl ColumnRows for Statics {
     }
 }
 
-/// Texts, maybe null, that runs of rows share (a connection's endpoints; a fingerprint, SQLSTATE or
-/// error message from a [`TextCache`]): the texts in the order their runs came, each a reference to
-/// its one copy (taken once per run, not per row: no copy of the bytes and no reference count
-/// touched per row), and each row's index among them.
+/// Texts, maybe null, that many rows share (a connection's endpoints; a fingerprint, SQLSTATE or
+/// error message from a [`TextCache`]): their copies, each held by reference (taken once per copy
+/// and buffer, not per row: no copy of the bytes and no reference count touched per row), and each
+/// row's index among them. The writer settles each copy's place in the column's dictionary once per
+/// batch, then appends indices ([`crate::plain::TextChunk::push_shared`]).
 #[derive(Debug, Default)]
 pub(crate) struct Interned {
     texts: Vec<Arc<str>>,
@@ -236,27 +237,31 @@ pub(crate) struct Interned {
 }
 
 /// A null row of [`Interned`].
-const NO_TEXT: u32 = u32::MAX;
+pub(crate) const NO_TEXT: u32 = u32::MAX;
 
 impl Interned {
-    /// A row holding `text`: the last run's index when it is the same copy, else a new run's.
+    /// A row holding `text`, whose index among the buffer's copies was `*place` when it was last
+    /// pushed (kept by the caller with the copy: no lookup). When `*place` does not hold this copy
+    /// (its first row, or its place was in a buffer since cleared, or another worker's), the copy is
+    /// added and `*place` updated: a copy may then be held twice, which costs the writer one more
+    /// lookup and changes no row.
     #[inline]
-    pub(crate) fn push(&mut self, text: &Arc<str>) {
-        let same = self.texts.last().is_some_and(|t| Arc::ptr_eq(t, text));
-        if !same {
+    pub(crate) fn push(&mut self, text: &Arc<str>, place: &mut u32) {
+        let held = self
+            .texts
+            .get(*place as usize)
+            .is_some_and(|t| Arc::ptr_eq(t, text));
+        if !held {
+            // A buffer's copies are far fewer than u32::MAX (at most one per row).
+            *place = u32::try_from(self.texts.len()).unwrap_or(NO_TEXT);
             self.texts.push(text.clone());
         }
-        // Fewer runs than rows, and a buffer's rows are far fewer than u32::MAX.
-        let i = u32::try_from(self.texts.len() - 1).unwrap_or(NO_TEXT);
-        self.rows.push(i);
+        self.rows.push(*place);
     }
 
     #[inline]
-    pub(crate) fn push_opt(&mut self, text: Option<&Arc<str>>) {
-        match text {
-            Some(t) => self.push(t),
-            None => self.rows.push(NO_TEXT),
-        }
+    pub(crate) fn push_null(&mut self) {
+        self.rows.push(NO_TEXT);
     }
 
     pub(crate) fn reserve(&mut self, n: usize) {
@@ -264,25 +269,11 @@ impl Interned {
     }
 }
 
-impl Interned {
-    /// The text of a row's index, `None` for a null.
-    #[inline]
-    fn text(&self, i: u32) -> Option<&[u8]> {
-        self.texts.get(i as usize).map(|t| t.as_bytes())
-    }
-}
-
 impl ColumnRows for Interned {
-    /// Rows holding the same text, one after the other, are pushed at once: a run of one copy, and
-    /// runs of copies that hold the same text (each connection has its own copy of its server's
-    /// name, which every connection to that server shares).
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let (chunk, pages) = to.text()?;
         let rows = self.rows.get(from..from + n).unwrap_or_default();
-        for run in rows.chunk_by(|&a, &b| a == b || self.text(a) == self.text(b)) {
-            chunk.push_run_shared(self.texts.get(run[0] as usize), run.len(), pages)?;
-        }
-        Ok(())
+        chunk.push_shared(&self.texts, rows, pages)
     }
 
     fn clear(&mut self) {
@@ -299,7 +290,8 @@ impl ColumnRows for Interned {
 pub(crate) struct TextCache {
     /// Each text's place in `copies`.
     index: HashMap<Box<str>, usize, ahash::RandomState>,
-    copies: Vec<Arc<str>>,
+    /// Each copy, and its place in the [`Interned`] column it goes to ([`Interned::push`]).
+    copies: Vec<(Arc<str>, u32)>,
     bytes: usize,
 }
 
@@ -307,14 +299,15 @@ impl TextCache {
     const MAX_TEXTS: usize = 1024;
     const MAX_BYTES: usize = 64 << 10;
 
-    /// The shared copy of `text`.
+    /// The shared copy of `text`, and its place in the column it goes to.
     #[inline]
-    pub(crate) fn get(&mut self, text: &str) -> &Arc<str> {
+    pub(crate) fn get(&mut self, text: &str) -> (&Arc<str>, &mut u32) {
         let i = match self.index.get(text) {
             Some(&i) => i,
             None => self.add(text),
         };
-        &self.copies[i]
+        let (copy, place) = &mut self.copies[i];
+        (copy, place)
     }
 
     /// Adds a copy of `text`; its place.
@@ -326,7 +319,7 @@ impl TextCache {
         }
         self.bytes += text.len();
         self.index.insert(text.into(), self.copies.len());
-        self.copies.push(Arc::from(text));
+        self.copies.push((Arc::from(text), NO_TEXT));
         self.copies.len() - 1
     }
 }
@@ -400,33 +393,50 @@ mod tests {
     }
 
     #[test]
-    fn interned_rows_share_a_run_s_copy() {
+    fn interned_rows_share_their_copy() {
         let (x, y): (Arc<str>, Arc<str>) = ("x".into(), "y".into());
         let mut a = Interned::default();
-        a.push(&x);
-        a.push(&x);
-        a.push_opt(None);
-        a.push(&y);
-        a.push(&y);
-        assert_eq!(a.texts.len(), 2, "one copy per run");
+        let (mut px, mut py) = (NO_TEXT, NO_TEXT);
+        a.push(&x, &mut px);
+        a.push(&x, &mut px);
+        a.push_null();
+        a.push(&y, &mut py);
+        a.push(&y, &mut py);
+        a.push(&x, &mut px);
+        assert_eq!(a.texts.len(), 2, "one reference per copy");
+        // A place that does not hold the copy (here: another buffer's) adds it again.
+        let mut stale = px;
+        a.push(&y, &mut stale);
+        assert_eq!((a.texts.len(), stale), (3, 2));
         let rows: Vec<Option<&str>> = a
             .rows
             .iter()
             .map(|&i| a.texts.get(i as usize).map(|t| &**t))
             .collect();
-        assert_eq!(rows, [Some("x"), Some("x"), None, Some("y"), Some("y")]);
+        assert_eq!(
+            rows,
+            [
+                Some("x"),
+                Some("x"),
+                None,
+                Some("y"),
+                Some("y"),
+                Some("x"),
+                Some("y")
+            ]
+        );
     }
 
     #[test]
     fn the_text_cache_gives_one_copy_per_text_and_starts_again_when_full() {
         let mut c = TextCache::default();
-        let a = c.get("select ?").clone();
-        assert!(Arc::ptr_eq(&a, c.get("select ?")));
+        let a = c.get("select ?").0.clone();
+        assert!(Arc::ptr_eq(&a, c.get("select ?").0));
         for i in 0..TextCache::MAX_TEXTS {
             c.get(&i.to_string());
         }
         assert!(c.copies.len() <= TextCache::MAX_TEXTS);
-        assert_eq!(&**c.get("select ?"), "select ?");
+        assert_eq!(&**c.get("select ?").0, "select ?");
     }
 
     #[test]

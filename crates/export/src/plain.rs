@@ -31,13 +31,14 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
 use parquet::schema::types::ColumnDescPtr;
 
+use crate::buffers::NO_TEXT;
 use crate::part::{compression, Pages};
 
 /// A page is written when its values reach this many bytes (the generic writer's default limit)...
 const PAGE_BYTES: usize = 1024 * 1024;
 /// ...or it holds this many rows (ditto).
 const PAGE_ROWS: usize = 20_000;
-/// A dictionary stops taking new texts at this many bytes (ditto).
+/// A dictionary stops taking new texts at this many bytes (the generic writer's default limit).
 const DICTIONARY_BYTES: usize = 1024 * 1024;
 
 /// The distinct texts of a dictionary-encoded chunk.
@@ -129,17 +130,21 @@ fn bit_packed(values: impl ExactSizeIterator<Item = u32>, bit_width: u32, out: &
     uleb128((groups << 1) | 1, out);
     let end = out.len() + groups * bit_width as usize;
     let (mut acc, mut bits) = (0u64, 0u32);
+    out.reserve(end - out.len());
+    // Below 32 bits held before a value of at most 32 is added: they fit in 64.
     for v in values {
         acc |= u64::from(v) << bits;
         bits += bit_width;
-        while bits >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            bits -= 8;
+        if bits >= 32 {
+            out.extend_from_slice(&(acc as u32).to_le_bytes());
+            acc >>= 32;
+            bits -= 32;
         }
     }
-    if bits > 0 {
+    while bits > 0 {
         out.push(acc as u8);
+        acc >>= 8;
+        bits = bits.saturating_sub(8);
     }
     out.resize(end, 0);
 }
@@ -235,14 +240,46 @@ impl TextChunk {
         self.push_run_copy(text, None, n, pages)
     }
 
-    /// [`TextChunk::push_run`] of a text's shared copy, or of a null.
-    pub(crate) fn push_run_shared(
+    /// Appends rows given as indices into `texts` (shared copies; [`NO_TEXT`] for a null), as
+    /// [`TextChunk::push`] of each row's text would (pages cut at the same rows), but a copy's place
+    /// in the dictionary is looked up at its first row here only: its later rows are appended as
+    /// that index (and a null as its level) without a call or a lookup.
+    pub(crate) fn push_shared(
         &mut self,
-        copy: Option<&Arc<str>>,
-        n: usize,
+        texts: &[Arc<str>],
+        rows: &[u32],
         pages: &mut Pages,
     ) -> Result<(), ParquetError> {
-        self.push_run_copy(copy.map(|c| c.as_bytes()), copy, n, pages)
+        // Each copy's index in the dictionary, once known (`NO_TEXT` before).
+        let mut known = vec![NO_TEXT; texts.len()];
+        let mut open = self.dictionary.as_ref().is_some_and(|d| d.open);
+        for &r in rows {
+            let copy = texts.get(r as usize);
+            let fast = match copy {
+                None => self.nullable,
+                Some(_) => open && known[r as usize] != NO_TEXT,
+            };
+            if !fast {
+                self.push_copy(copy.map(|c| c.as_bytes()), copy, pages)?;
+                open = self.dictionary.as_ref().is_some_and(|d| d.open);
+                if let (Some(slot), Some(d)) = (known.get_mut(r as usize), &self.dictionary) {
+                    if let (true, Some((i, _, _))) = (d.open, d.last) {
+                        *slot = i;
+                    }
+                }
+                continue;
+            }
+            // As `push` appends a row whose index is known, or a null.
+            if copy.is_some() {
+                self.indices.push(known[r as usize]);
+            }
+            self.push_level(copy.is_some());
+            self.rows += 1;
+            if self.rows >= PAGE_ROWS {
+                self.flush_page(pages)?;
+            }
+        }
+        Ok(())
     }
 
     fn push_run_copy(
@@ -303,6 +340,22 @@ impl TextChunk {
             }
         }
         Ok(())
+    }
+
+    /// The definition level of the row after `self.rows` (as [`TextChunk::push_levels`] of one row).
+    #[inline]
+    fn push_level(&mut self, valid: bool) {
+        if !self.nullable {
+            return;
+        }
+        let bit = self.rows % 8;
+        if bit == 0 {
+            self.levels.push(u8::from(valid));
+        } else if valid {
+            if let Some(last) = self.levels.last_mut() {
+                *last |= 1 << bit;
+            }
+        }
     }
 
     /// The definition levels of `n` rows after `self.rows`, each a value (`valid`) or a null; none

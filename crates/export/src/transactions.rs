@@ -374,7 +374,7 @@ impl Rows {
 
     fn push(
         &mut self,
-        names: &EndpointNames,
+        names: &mut EndpointNames,
         conn: &ConnectionView<'_>,
         v: &TransactionView<'_>,
         fingerprints: &mut StatementFingerprinter,
@@ -391,11 +391,12 @@ impl Rows {
         self.response_time.push(t.last_response_ts_ns.map(ns));
         self.first_response_time
             .push(t.first_response_ts_ns.map(ns));
-        self.client.push(&names.client);
-        self.server.push(&names.server);
-        self.client_ip.push(&names.client_ip);
+        let [client, server, client_ip, server_ip] = &mut names.places;
+        self.client.push(&names.client, client);
+        self.server.push(&names.server, server);
+        self.client_ip.push(&names.client_ip, client_ip);
         self.client_port.push(i32::from(v.client.port));
-        self.server_ip.push(&names.server_ip);
+        self.server_ip.push(&names.server_ip, server_ip);
         self.server_port.push(i32::from(v.server.port));
         self.command.push(t.command.name());
         self.statement.push_opt(t.statement.as_deref());
@@ -403,11 +404,12 @@ impl Rows {
         let cut = match &t.statement {
             Some(sql) => {
                 let (fp, cut) = fingerprints.fingerprint(sql);
-                self.fingerprint.push(self.fingerprints.get(fp));
+                let (copy, place) = self.fingerprints.get(fp);
+                self.fingerprint.push(copy, place);
                 cut
             }
             None => {
-                self.fingerprint.push_opt(None);
+                self.fingerprint.push_null();
                 false
             }
         };
@@ -422,15 +424,19 @@ impl Rows {
                 message,
             } => {
                 self.error_code.push(Some(i32::from(*code)));
-                let sql_state =
-                    (!sql_state.is_empty()).then(|| self.sql_states.get(sql_state.as_str()));
-                self.sql_state.push_opt(sql_state);
-                self.error_message.push(self.messages.get(message));
+                if sql_state.is_empty() {
+                    self.sql_state.push_null();
+                } else {
+                    let (copy, place) = self.sql_states.get(sql_state.as_str());
+                    self.sql_state.push(copy, place);
+                }
+                let (copy, place) = self.messages.get(message);
+                self.error_message.push(copy, place);
             }
             _ => {
                 self.error_code.push(None);
-                self.sql_state.push_opt(None);
-                self.error_message.push_opt(None);
+                self.sql_state.push_null();
+                self.error_message.push_null();
             }
         }
         self.rows.push(int(t.rows));
@@ -516,6 +522,9 @@ pub struct EndpointNames {
     server: Arc<str>,
     client_ip: Arc<str>,
     server_ip: Arc<str>,
+    /// Where the four texts above are in the [`Interned`] columns of the buffer the connection's
+    /// rows went to last ([`Interned::push`]).
+    places: [u32; 4],
 }
 
 impl EndpointNames {
@@ -595,12 +604,14 @@ impl Analysis for TransactionExport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::buffers::NO_TEXT;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
 
     /// Appends `n` rows, numbered by `request_frame` from `*frame + 1`, every column filled.
     fn fill(r: &mut Rows, frame: &mut i64, n: usize) {
         let text: Arc<str> = "10.0.0.1:3306".into();
+        let mut places = [NO_TEXT; 4];
         for _ in 0..n {
             *frame += 1;
             let f = *frame;
@@ -612,26 +623,27 @@ mod tests {
             r.request_time.push(Some(f * 1000));
             r.response_time.push(None);
             r.first_response_time.push(Some(f * 1000 + 5));
-            for t in [
+            let columns = [
                 &mut r.client,
                 &mut r.server,
                 &mut r.client_ip,
                 &mut r.server_ip,
-            ] {
-                t.push(&text);
+            ];
+            for (t, place) in columns.into_iter().zip(&mut places) {
+                t.push(&text, place);
             }
             r.client_port.push(40_000);
             r.server_port.push(3306);
             r.command.push("COM_QUERY");
             r.statement.push_opt(Some("select 1"));
             r.statement_id.push(None);
-            r.fingerprint.push_opt(None);
+            r.fingerprint.push_null();
             r.text_cut.push(false);
             r.state.push("answered");
             r.is_query.push(true);
             r.error_code.push(None);
-            r.sql_state.push_opt(None);
-            r.error_message.push_opt(None);
+            r.sql_state.push_null();
+            r.error_message.push_null();
             r.rows.push(1);
             r.affected_rows.push(None);
             r.request_bytes.push(20);
