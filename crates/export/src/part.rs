@@ -76,6 +76,9 @@ const NO_STATISTICS: &[&str] = &[
 /// (min and max per row group) are kept for numbers and times (but [`NO_STATISTICS`]), where engines
 /// prune by them, and left out for texts, where computing them compares every value and prunes little.
 ///
+/// A data page holds up to a row group's rows (or 1 MiB of values), where the generic writer's
+/// default is 20,000 rows: see [`crate::plain`]'s `PAGE_ROWS`, which the text columns share.
+///
 /// The generic writer is told to leave pages uncompressed: [`Pages`] compresses them, with the one
 /// compressor of the file (the generic writer makes a zstd compression and decompression context per
 /// column and row group, 16 MB of contexts at once on the bench capture), and the column chunk's
@@ -84,6 +87,7 @@ fn properties(schema: &TypePtr) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::UNCOMPRESSED)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_data_page_row_count_limit(ROW_GROUP_ROWS)
         .set_dictionary_enabled(false)
         .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_created_by(format!("pcapsleuth {}", env!("CARGO_PKG_VERSION")));
