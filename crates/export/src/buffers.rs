@@ -293,6 +293,9 @@ pub(crate) struct TextCache {
     /// Each copy, and its place in the [`Interned`] column it goes to ([`Interned::push`]).
     copies: Vec<(Arc<str>, u32)>,
     bytes: usize,
+    /// The place in `copies` of the text asked for last (a SQLSTATE repeats row after row: its bytes
+    /// are compared before any hash).
+    last: usize,
 }
 
 impl TextCache {
@@ -302,11 +305,14 @@ impl TextCache {
     /// The shared copy of `text`, and its place in the column it goes to.
     #[inline]
     pub(crate) fn get(&mut self, text: &str) -> (&Arc<str>, &mut u32) {
-        let i = match self.index.get(text) {
-            Some(&i) => i,
-            None => self.add(text),
-        };
-        let (copy, place) = &mut self.copies[i];
+        let last = self.copies.get(self.last);
+        if last.is_none_or(|(c, _)| **c != *text) {
+            self.last = match self.index.get(text) {
+                Some(&i) => i,
+                None => self.add(text),
+            };
+        }
+        let (copy, place) = &mut self.copies[self.last];
         (copy, place)
     }
 

@@ -132,14 +132,25 @@ fn uleb128(mut n: usize, out: &mut Vec<u8>) {
 
 /// Appends `values` as one bit-packed run of the RLE/bit-packed hybrid at `bit_width` (1 to 32): its
 /// header, then the values least significant bit first, padded with zeros to whole groups of 8.
-fn bit_packed(values: impl ExactSizeIterator<Item = u32>, bit_width: u32, out: &mut Vec<u8>) {
+fn bit_packed(values: &[u32], bit_width: u32, out: &mut Vec<u8>) {
     let groups = values.len().div_ceil(8);
     uleb128((groups << 1) | 1, out);
     let end = out.len() + groups * bit_width as usize;
-    let (mut acc, mut bits) = (0u64, 0u32);
     out.reserve(end - out.len());
+    // Widths of up to 16 bits (dictionaries of up to 65,536 texts) a group of 8 at a time, the
+    // width known to the compiler; wider ones a value at a time.
+    macro_rules! by_width {
+        ($($w:literal)*) => {
+            match bit_width {
+                $($w => return pack_groups::<$w>(values, out),)*
+                _ => {}
+            }
+        };
+    }
+    by_width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    let (mut acc, mut bits) = (0u64, 0u32);
     // Below 32 bits held before a value of at most 32 is added: they fit in 64.
-    for v in values {
+    for &v in values {
         acc |= u64::from(v) << bits;
         bits += bit_width;
         if bits >= 32 {
@@ -154,6 +165,25 @@ fn bit_packed(values: impl ExactSizeIterator<Item = u32>, bit_width: u32, out: &
         bits = bits.saturating_sub(8);
     }
     out.resize(end, 0);
+}
+
+/// Appends `values`, `W` bits each (16 at most), least significant bit first, in groups of 8 (each
+/// `W` bytes), the last padded with zeros.
+fn pack_groups<const W: usize>(values: &[u32], out: &mut Vec<u8>) {
+    let group = |values: &[u32]| {
+        let mut acc = 0u128;
+        for (k, &v) in values.iter().enumerate() {
+            acc |= u128::from(v) << (k * W);
+        }
+        acc.to_le_bytes()
+    };
+    let mut chunks = values.chunks_exact(8);
+    for values in &mut chunks {
+        out.extend_from_slice(&group(values)[..W]);
+    }
+    if !chunks.remainder().is_empty() {
+        out.extend_from_slice(&group(chunks.remainder())[..W]);
+    }
 }
 
 impl TextChunk {
@@ -471,7 +501,7 @@ impl TextChunk {
                         let bit_width =
                             (usize::BITS - entries.saturating_sub(1).leading_zeros()).max(1);
                         page.push(bit_width as u8);
-                        bit_packed(self.indices.iter().copied(), bit_width, page);
+                        bit_packed(&self.indices, bit_width, page);
                     }
                     None => page.extend_from_slice(&self.values),
                 }
@@ -600,11 +630,11 @@ mod tests {
     #[test]
     fn bit_packed_runs_pack_least_significant_bit_first_in_groups_of_8() {
         let mut out = Vec::new();
-        bit_packed([1u32, 0, 1, 1].into_iter(), 1, &mut out);
+        bit_packed(&[1u32, 0, 1, 1], 1, &mut out);
         // One group: header (1 << 1) | 1, then 0b1101 padded.
         assert_eq!(out, [3, 0b1101]);
         out.clear();
-        bit_packed(0..9u32, 4, &mut out);
+        bit_packed(&(0..9u32).collect::<Vec<_>>(), 4, &mut out);
         // Two groups of 8 at 4 bits: 8 bytes, the ninth value and padding.
         assert_eq!(out[0], (2 << 1) | 1);
         assert_eq!(&out[1..6], [0x10, 0x32, 0x54, 0x76, 0x08]);
@@ -612,5 +642,38 @@ mod tests {
         out.clear();
         uleb128(300, &mut out);
         assert_eq!(out, [0xac, 0x02]);
+    }
+
+    /// Every width (both ways of packing) and length, against a packer of one bit at a time.
+    #[test]
+    fn bit_packed_runs_match_packing_bit_by_bit() {
+        for width in 1..=32u32 {
+            for len in 0..=19usize {
+                let mask = if width == 32 {
+                    u32::MAX
+                } else {
+                    (1 << width) - 1
+                };
+                let values: Vec<u32> = (0..len as u32)
+                    .map(|i| i.wrapping_mul(0x9e37_79b9).rotate_left(i) & mask)
+                    .collect();
+                let groups = len.div_ceil(8);
+                let mut want = Vec::new();
+                uleb128((groups << 1) | 1, &mut want);
+                let start = want.len();
+                want.resize(start + groups * width as usize, 0);
+                for (i, v) in values.iter().enumerate() {
+                    for b in 0..width as usize {
+                        if v >> b & 1 == 1 {
+                            let bit = i * width as usize + b;
+                            want[start + bit / 8] |= 1 << (bit % 8);
+                        }
+                    }
+                }
+                let mut got = vec![7u8];
+                bit_packed(&values, width, &mut got);
+                assert_eq!(got[1..], want[..], "width {width}, {len} values");
+            }
+        }
     }
 }
