@@ -12,9 +12,10 @@
 //! splits is tracked exactly as in one piece, so split invariance holds by construction rather than by
 //! merging partial states. Between the phases, each split's starting boundary is checked against where
 //! the previous split really ended ([`pcapsleuth_capture::Split::continues`]) and re-read if the resync
-//! guessed wrong. The buckets are tracked into analysis instances made as the work is shared out (one per
-//! piece a thread takes), merged into one as the pieces finish (merging is commutative, so the order does
-//! not matter); the next batch makes fresh ones. Memory holds one batch of events, the open flows' state, the concluded
+//! guessed wrong. Each thread takes the next bucket to track from one queue (the buckets with the most
+//! events first) and tells one analysis instance of its own; the instances are merged into one as the
+//! threads finish (merging is commutative, so the order does not matter); the next batch makes fresh
+//! ones. Memory holds one batch of events, the open flows' state, the concluded
 //! connections' facts and the aggregates, never the file: pages already read are released, and a
 //! connection's decoder is freed when the connection ends.
 
