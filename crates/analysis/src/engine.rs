@@ -20,6 +20,7 @@
 //! connection's decoder is freed when the connection ends.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use pcapsleuth_capture::{
     Capture, CaptureSet, Chunk, Damage, Input, Order, ReaderState, RecordReader, Split, Stream,
@@ -867,6 +868,22 @@ fn flush<'a, A: Analysis>(
     pending.clear();
 }
 
+/// A task of a batch's scan phase.
+enum ScanWork<'p, 'a> {
+    /// Scan the `usize`th piece into these lists.
+    Split(usize, &'p Piece<'a>, EventLists),
+    /// Release pages the previous batch read.
+    Release(&'p (&'p Capture, u64, u64)),
+}
+
+/// The next item of a queue that the threads of a phase share (each takes the next when it is free).
+fn next_of<T>(queue: &Mutex<std::vec::IntoIter<T>>) -> Option<T> {
+    queue
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .next()
+}
+
 /// The state of one pass over a list of inputs: everything that lives across batches.
 struct Pass<'o, A: Analysis> {
     opts: &'o EngineOptions,
@@ -903,29 +920,46 @@ impl<A: Analysis> Pass<'_, A> {
             .map(|_| self.pool.pop().unwrap_or_else(|| EventLists::new(nbuckets)))
             .collect();
         let (releases, scan_tasks) = (phases.tasks(), phases.tasks());
-        let ((), mut scans) = rayon::join(
-            || {
-                // Split by split, in parallel: one thread dropping a whole batch's page-table entries
-                // was the longest task of a batch's scan once splits are small (many cores).
-                release
-                    .par_iter()
-                    .for_each(|(cap, from, to)| releases.time(|| cap.release(*from, *to)));
-            },
-            || {
-                pieces
-                    .par_iter()
-                    .zip(lists)
-                    .map(|(p, lists)| {
-                        scan_tasks.time(|| {
-                            if let Some(cap) = p.mapped {
-                                cap.populate(p.split.cut, p.split.end);
-                            }
-                            scan(p, p.split.clone(), p.chunk.reader(&p.split), lists)
-                        })
-                    })
-                    .collect::<Vec<Scan<'_>>>()
-            },
-        );
+        // One queue for the phase, the splits first and the releases of the previous batch's pages
+        // after them (split by split: one thread dropping a whole batch's page-table entries was the
+        // longest task of a batch's scan once splits are small, with many cores): the small releases
+        // fill in at the end, where a thread that ran out of splits would otherwise wait for the
+        // other's last one. (Run beside the scans, the releases made one thread start its splits late:
+        // the phase kept the two cores 87% busy.)
+        let work: Vec<ScanWork<'_, '_>> = pieces
+            .iter()
+            .zip(lists)
+            .enumerate()
+            .map(|(i, (p, lists))| ScanWork::Split(i, p, lists))
+            .chain(release.iter().map(ScanWork::Release))
+            .collect();
+        let queue = Mutex::new(work.into_iter());
+        let mut scanned: Vec<(usize, Scan<'_>)> = (0..rayon::current_num_threads())
+            .into_par_iter()
+            .with_max_len(1)
+            .flat_map_iter(|_| {
+                let mut done = Vec::new();
+                while let Some(w) = next_of(&queue) {
+                    match w {
+                        ScanWork::Split(i, p, lists) => done.push((
+                            i,
+                            scan_tasks.time(|| {
+                                if let Some(cap) = p.mapped {
+                                    cap.populate(p.split.cut, p.split.end);
+                                }
+                                scan(p, p.split.clone(), p.chunk.reader(&p.split), lists)
+                            }),
+                        )),
+                        ScanWork::Release((cap, from, to)) => {
+                            releases.time(|| cap.release(*from, *to));
+                        }
+                    }
+                }
+                done
+            })
+            .collect();
+        scanned.sort_unstable_by_key(|(i, _)| *i);
+        let mut scans: Vec<Scan<'_>> = scanned.into_iter().map(|(_, sc)| sc).collect();
         let scan_wall = scan_clock.seconds();
         let serial_clock = phases.task();
         // A mapped file that shrank while this batch was scanned (logrotate's copytruncate) was read as
@@ -1010,19 +1044,13 @@ impl<A: Analysis> Pass<'_, A> {
             })
             .collect();
         order.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
-        let queue = std::sync::Mutex::new(order.into_iter());
-        let next = || {
-            queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next()
-        };
+        let queue = Mutex::new(order.into_iter());
         let batch = (0..rayon::current_num_threads())
             .into_par_iter()
             .with_max_len(1)
             .map(|_| {
                 let mut analysis = analyses();
-                while let Some((_, b, bucket)) = next() {
+                while let Some((_, b, bucket)) = next_of(&queue) {
                     track_tasks.time(|| bucket.track(b, &scans, &bases, opts, &mut analysis));
                 }
                 analysis
