@@ -920,19 +920,21 @@ impl<A: Analysis> Pass<'_, A> {
             .map(|_| self.pool.pop().unwrap_or_else(|| EventLists::new(nbuckets)))
             .collect();
         let (releases, scan_tasks) = (phases.tasks(), phases.tasks());
-        // One queue for the phase, the splits first and the releases of the previous batch's pages
-        // after them (split by split: one thread dropping a whole batch's page-table entries was the
-        // longest task of a batch's scan once splits are small, with many cores): the small releases
-        // fill in at the end, where a thread that ran out of splits would otherwise wait for the
-        // other's last one. (Run beside the scans, the releases made one thread start its splits late:
-        // the phase kept the two cores 87% busy.)
-        let work: Vec<ScanWork<'_, '_>> = pieces
-            .iter()
-            .zip(lists)
-            .enumerate()
-            .map(|(i, (p, lists))| ScanWork::Split(i, p, lists))
-            .chain(release.iter().map(ScanWork::Release))
-            .collect();
+        // One queue for the phase: each split followed by the release of one of the previous batch's
+        // (split by split: one thread dropping a whole batch's page-table entries was the longest task
+        // of a batch's scan once splits are small, with many cores). A thread takes the next task when
+        // it is free, so a small release comes last, where a thread that ran out of splits would
+        // otherwise wait for the other's last one; and the previous batch's pages go as this one's are
+        // read, so that memory holds about one batch of pages. (Run beside the scans, the releases made
+        // one thread start its splits late: the phase kept the cores 87% busy; after all the splits,
+        // they kept two batches' pages at once, 16-64 MB more.)
+        let mut releases_left = release.iter().map(ScanWork::Release);
+        let mut work: Vec<ScanWork<'_, '_>> = Vec::with_capacity(pieces.len() + release.len());
+        for (i, (p, lists)) in pieces.iter().zip(lists).enumerate() {
+            work.push(ScanWork::Split(i, p, lists));
+            work.extend(releases_left.next());
+        }
+        work.extend(releases_left);
         let queue = Mutex::new(work.into_iter());
         let mut scanned: Vec<(usize, Scan<'_>)> = (0..rayon::current_num_threads())
             .into_par_iter()
