@@ -876,6 +876,15 @@ enum ScanWork<'p, 'a> {
     Release(&'p (&'p Capture, u64, u64)),
 }
 
+/// One task per thread of the pool, each taking its work from a queue the phase's threads share
+/// ([`next_of`]) until it is empty, so that a thread that runs out of large tasks takes the small ones
+/// left: a phase lasts until its last task ends.
+fn every_thread() -> rayon::iter::MaxLen<rayon::range::Iter<usize>> {
+    (0..rayon::current_num_threads())
+        .into_par_iter()
+        .with_max_len(1)
+}
+
 /// The next item of a queue that the threads of a phase share (each takes the next when it is free).
 fn next_of<T>(queue: &Mutex<std::vec::IntoIter<T>>) -> Option<T> {
     queue
@@ -936,9 +945,7 @@ impl<A: Analysis> Pass<'_, A> {
         }
         work.extend(releases_left);
         let queue = Mutex::new(work.into_iter());
-        let mut scanned: Vec<(usize, Scan<'_>)> = (0..rayon::current_num_threads())
-            .into_par_iter()
-            .with_max_len(1)
+        let mut scanned: Vec<(usize, Scan<'_>)> = every_thread()
             .flat_map_iter(|_| {
                 let mut done = Vec::new();
                 while let Some(w) = next_of(&queue) {
@@ -1047,9 +1054,7 @@ impl<A: Analysis> Pass<'_, A> {
             .collect();
         order.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         let queue = Mutex::new(order.into_iter());
-        let batch = (0..rayon::current_num_threads())
-            .into_par_iter()
-            .with_max_len(1)
+        let batch = every_thread()
             .map(|_| {
                 let mut analysis = analyses();
                 while let Some((_, b, bucket)) = next_of(&queue) {

@@ -382,10 +382,16 @@ impl TextChunk {
     /// The definition level of the row after `self.rows` (as [`TextChunk::push_levels`] of one row).
     #[inline]
     fn push_level(&mut self, valid: bool) {
-        if !self.nullable {
-            return;
+        if self.nullable {
+            self.level_of(self.rows, valid);
         }
-        let bit = self.rows % 8;
+    }
+
+    /// Sets row `row`'s bit of the definition levels (rows come in order: a row at a multiple of 8
+    /// starts a byte).
+    #[inline]
+    fn level_of(&mut self, row: usize, valid: bool) {
+        let bit = row % 8;
         if bit == 0 {
             self.levels.push(u8::from(valid));
         } else if valid {
@@ -403,15 +409,7 @@ impl TextChunk {
             return;
         }
         for row in self.rows..self.rows + n {
-            let bit = row % 8;
-            if bit == 0 {
-                self.levels.push(0);
-            }
-            if valid {
-                if let Some(last) = self.levels.last_mut() {
-                    *last |= 1 << bit;
-                }
-            }
+            self.level_of(row, valid);
         }
     }
 

@@ -164,7 +164,8 @@ impl ErrorAgg {
 }
 
 impl StatementAgg {
-    /// Counts `t`, whose statement is `sql` and whose fate is `fate` (see [`MysqlAggregate::add`]).
+    /// Counts `t`, whose statement is `sql`, whose fate is `fate` and which `is_err` (see
+    /// [`MysqlAggregate::add`]).
     /// Inlined into both callers: a call through a closure of captured references cost more than the
     /// counting.
     #[inline(always)]
@@ -172,12 +173,12 @@ impl StatementAgg {
         &mut self,
         t: &Transaction,
         sql: &str,
-        fate: Fate,
+        (fate, is_err): (Fate, bool),
         rt: Option<u64>,
         waited_ns: Option<u64>,
     ) {
         self.requests.count(fate);
-        self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+        self.errors += u64::from(is_err);
         self.rows += t.rows;
         if let Some(rt) = rt {
             self.rt.add(rt);
@@ -527,14 +528,14 @@ impl MysqlAggregate {
             let (fp, cut) = fingerprints.fingerprint(sql);
             self.statements_cut += u64::from(cut);
             match self.statements.get_mut(fp) {
-                Some(agg) => agg.count(t, sql, fate, rt, waited_ns),
+                Some(agg) => agg.count(t, sql, (fate, is_err), rt, waited_ns),
                 None => {
                     let mut agg = StatementAgg {
                         sample: (t.request_frame, sql.clone()),
                         text_cut: cut,
                         ..StatementAgg::default()
                     };
-                    agg.count(t, sql, fate, rt, waited_ns);
+                    agg.count(t, sql, (fate, is_err), rt, waited_ns);
                     self.statements.insert(fp.to_string(), agg);
                 }
             }
