@@ -40,14 +40,44 @@ const NULL: i16 = 0;
 /// Values of a fixed-size type, mapped to their Parquet type.
 pub(crate) trait Native: Copy + Default {
     type Parquet: DataType<T = Self>;
+
+    /// Writes `values` (with `defs`, those the levels call for) into `to`: by `parquet`'s generic
+    /// writer, or for integers by the chunk's [`crate::delta::IntChunk`] when it has one.
+    fn write(values: &[Self], defs: Option<&[i16]>, to: &mut Chunk) -> Result<(), ParquetError> {
+        typed::<Self::Parquet>(to.writer()?)?.write_batch(values, defs, None)?;
+        Ok(())
+    }
+}
+
+/// [`Native::write`] of integers.
+fn write_ints<T: Native + Into<i64>>(
+    values: &[T],
+    defs: Option<&[i16]>,
+    to: &mut Chunk,
+) -> Result<(), ParquetError> {
+    match to.ints() {
+        Some((chunk, pages)) => chunk.write(values, defs, pages),
+        None => {
+            typed::<T::Parquet>(to.writer()?)?.write_batch(values, defs, None)?;
+            Ok(())
+        }
+    }
 }
 
 impl Native for i64 {
     type Parquet = Int64Type;
+
+    fn write(values: &[i64], defs: Option<&[i16]>, to: &mut Chunk) -> Result<(), ParquetError> {
+        write_ints(values, defs, to)
+    }
 }
 
 impl Native for i32 {
     type Parquet = Int32Type;
+
+    fn write(values: &[i32], defs: Option<&[i16]>, to: &mut Chunk) -> Result<(), ParquetError> {
+        write_ints(values, defs, to)
+    }
 }
 
 impl Native for f64 {
@@ -62,8 +92,7 @@ impl Native for bool {
 impl<T: Native> ColumnRows for Vec<T> {
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let values = self.get(from..from + n).unwrap_or_default();
-        typed::<T::Parquet>(to.writer()?)?.write_batch(values, None, None)?;
-        Ok(())
+        T::write(values, None, to)
     }
 
     fn clear(&mut self) {
@@ -110,8 +139,7 @@ impl<T: Native> ColumnRows for Nullable<T> {
         let defs = self.defs.get(from..from + n).unwrap_or_default();
         let values = self.values.get(first..).unwrap_or_default();
         // Writes the values the levels call for (as many as they hold 1s).
-        typed::<T::Parquet>(to.writer()?)?.write_batch(values, Some(defs), None)?;
-        Ok(())
+        T::write(values, Some(defs), to)
     }
 
     fn clear(&mut self) {

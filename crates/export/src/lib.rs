@@ -47,6 +47,7 @@
 
 mod buffers;
 pub mod columns;
+mod delta;
 mod layout;
 mod part;
 mod plain;

@@ -21,6 +21,7 @@ use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedW
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, TypePtr};
 
 use crate::buffers::ColumnRows;
+use crate::delta::IntChunk;
 use crate::plain::TextChunk;
 use crate::ExportError;
 
@@ -204,7 +205,21 @@ impl Pages {
         Ok(Bytes::from(compressed))
     }
 
-    /// A page of the generic writer (numbers, times, booleans) compressed where it lies.
+    /// A page of numbers assembled by `build` in the file's page buffer (which it finds empty), then
+    /// compressed at the numbers' level; with the size before compression.
+    pub(crate) fn compress_numbers_with(
+        &self,
+        build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
+    ) -> Result<(Bytes, usize), ParquetError> {
+        let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
+        let Codec { numbers, page, .. } = &mut *codec;
+        page.clear();
+        build(page)?;
+        let compressed = numbers.compress(page).map_err(external)?;
+        Ok((Bytes::from(compressed), page.len()))
+    }
+
+    /// A page of the generic writer (doubles, booleans) compressed where it lies.
     fn compress_numbers(&self, data: &[u8]) -> Result<Bytes, ParquetError> {
         let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
         let compressed = codec.numbers.compress(data).map_err(external)?;
@@ -279,11 +294,12 @@ impl PageWriter for Pages {
     }
 }
 
-/// How a column chunk is written: numbers and booleans by `parquet`'s generic column writer, texts
-/// by [`TextChunk`].
+/// How a column chunk is written: integers and times (delta-encoded) by [`IntChunk`], texts by
+/// [`TextChunk`], doubles and booleans by `parquet`'s generic column writer.
 enum Writer {
     Generic(Box<ColumnWriter<'static>>),
     Text(Box<TextChunk>),
+    Int(Box<IntChunk>),
 }
 
 /// One column of the row group being filled: its writer and the pages it wrote.
@@ -302,6 +318,9 @@ impl Chunk {
         let writer = if descr.physical_type() == PhysicalType::BYTE_ARRAY {
             let dictionary = props.dictionary_enabled(descr.path());
             Writer::Text(Box::new(TextChunk::new(descr, dictionary)))
+        } else if props.encoding(descr.path()) == Some(Encoding::DELTA_BINARY_PACKED) {
+            let statistics = props.statistics_enabled(descr.path()) != EnabledStatistics::None;
+            Writer::Int(Box::new(IntChunk::new(descr, statistics)))
         } else {
             Writer::Generic(Box::new(get_column_writer(
                 descr,
@@ -316,9 +335,18 @@ impl Chunk {
     pub(crate) fn writer(&mut self) -> Result<&mut ColumnWriter<'static>, ParquetError> {
         match &mut self.writer {
             Writer::Generic(w) => Ok(w),
-            Writer::Text(_) => Err(ParquetError::General(
-                "a text column given to the generic writer".into(),
+            Writer::Text(_) | Writer::Int(_) => Err(ParquetError::General(
+                "a text or integer column given to the generic writer".into(),
             )),
+        }
+    }
+
+    /// The writer of an integer column, and where its pages go; `None` for a column the generic
+    /// writer writes.
+    pub(crate) fn ints(&mut self) -> Option<(&mut IntChunk, &mut Pages)> {
+        match &mut self.writer {
+            Writer::Int(t) => Some((t, &mut self.pages)),
+            _ => None,
         }
     }
 
@@ -326,7 +354,7 @@ impl Chunk {
     pub(crate) fn text(&mut self) -> Result<(&mut TextChunk, &mut Pages), ParquetError> {
         match &mut self.writer {
             Writer::Text(t) => Ok((t, &mut self.pages)),
-            Writer::Generic(_) => Err(ParquetError::General(
+            Writer::Generic(_) | Writer::Int(_) => Err(ParquetError::General(
                 "texts given to a column of another type".into(),
             )),
         }
@@ -346,6 +374,7 @@ impl Chunk {
                 closed
             }
             Writer::Text(t) => (*t).close(&mut self.pages)?,
+            Writer::Int(t) => (*t).close(&mut self.pages)?,
         };
         Ok((closed, self.pages.take()))
     }
