@@ -295,8 +295,8 @@ impl IntChunk {
         defs.iter().filter(|&&d| d == VALUE).count()
     }
 
-    /// Appends values to the page being filled: their differences, a block encoded each time 128 are
-    /// held; and their least and greatest to the chunk's statistics.
+    /// Appends values to the page being filled: their differences (with their least), a block encoded
+    /// each time a block's worth is held; and their least and greatest to the chunk's statistics.
     fn push_values<T: Copy + Into<i64>>(&mut self, values: &[T]) {
         let Some(&first) = values.first() else {
             return;

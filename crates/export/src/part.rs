@@ -125,10 +125,11 @@ pub(crate) fn compression() -> Compression {
     Compression::ZSTD(ZstdLevel::default())
 }
 
-/// zstd's level for the pages of text columns: 3 (statements and endpoints repeat, and at 3 zstd finds
-/// their repeats as fast as at 1 and writes 3.5% fewer bytes of `transactions`; 5 costs 6% more
-/// instructions of the whole export, on the bench slice below).
-const TEXT_LEVEL: i32 = 3;
+/// zstd's level for the pages of text columns: 2 (statements and endpoints repeat; pages of up to 1 MiB
+/// of statements). `export -j 1` of the bench slice below, callgrind, instructions and bytes of
+/// `transactions`: at 3, 1,164.8 M and 1,820,483 B; at 2, 1,156.0 M and 1,818,899 B; at 1, 1,165.4 M and
+/// 1,889,142 B; at -1, 1,163.5 M and 1,947,303 B (5 cost 6% more instructions than 3 in an earlier round).
+const TEXT_LEVEL: i32 = 2;
 
 /// zstd's level for the pages of numbers, times and booleans: -7, one of zstd's fast levels. Their
 /// pages are mostly delta-encoded times and frames, whose low bits zstd cannot shrink (request times:
