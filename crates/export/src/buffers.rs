@@ -209,10 +209,7 @@ impl Texts {
 impl ColumnRows for Texts {
     fn write(&self, to: &mut Chunk, from: usize, n: usize) -> Result<(), ParquetError> {
         let (chunk, pages) = to.text()?;
-        for text in self.rows(from, n) {
-            chunk.push(text, pages)?;
-        }
-        Ok(())
+        chunk.push_all(self.rows(from, n), pages)
     }
 
     fn clear(&mut self) {

@@ -264,6 +264,45 @@ impl TextChunk {
         Ok(())
     }
 
+    /// Appends rows (`None` for a null) as [`TextChunk::push`] of each would (pages cut at the same
+    /// rows), in one loop for a PLAIN chunk (statements: no dictionary to look in, no call per row).
+    pub(crate) fn push_all<'a>(
+        &mut self,
+        rows: impl Iterator<Item = Option<&'a [u8]>>,
+        pages: &mut Pages,
+    ) -> Result<(), ParquetError> {
+        if self.dictionary.is_some() {
+            for text in rows {
+                self.push(text, pages)?;
+            }
+            return Ok(());
+        }
+        for text in rows {
+            match text {
+                Some(t) => {
+                    let len = u32::try_from(t.len())
+                        .map_err(|_| ParquetError::General("a text of 4 GiB or more".into()))?;
+                    self.values.reserve(4 + t.len());
+                    self.values.extend_from_slice(&len.to_le_bytes());
+                    self.values.extend_from_slice(t);
+                }
+                None if self.nullable => {}
+                None => {
+                    return Err(ParquetError::General(format!(
+                        "a null in column {}, which cannot hold one",
+                        self.descr.name()
+                    )))
+                }
+            }
+            self.push_level(text.is_some());
+            self.rows += 1;
+            if self.values.len() >= PAGE_BYTES || self.rows >= PAGE_ROWS {
+                self.flush_page(pages)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Appends `n` rows that all hold `text`, as `n` calls of [`TextChunk::push`] would (pages cut
     /// at the same rows), but at the cost of a few calls: the first row of each page goes through
     /// `push` (which settles whether the text is in the dictionary), the rest of the page's share is
