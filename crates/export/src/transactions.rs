@@ -278,7 +278,8 @@ struct Rows {
     request_frame: Vec<i64>,
     response_frame: Nullable<i64>,
     first_response_frame: Nullable<i64>,
-    request_time: Times,
+    /// Never null (a `TIMESTAMP` column like the other times, written from nanoseconds).
+    request_time: Vec<i64>,
     response_time: Times,
     first_response_time: Times,
     client: Interned,
@@ -317,7 +318,12 @@ impl Rows {
     fn with_capacity() -> Rows {
         let n = BATCH_ROWS;
         let mut r = Rows::default();
-        for v in [&mut r.connection_id, &mut r.request_frame, &mut r.rows] {
+        for v in [
+            &mut r.connection_id,
+            &mut r.request_frame,
+            &mut r.request_time,
+            &mut r.rows,
+        ] {
             v.reserve(n);
         }
         for v in [&mut r.request_bytes, &mut r.response_bytes] {
@@ -337,11 +343,7 @@ impl Rows {
         ] {
             v.reserve(n);
         }
-        for v in [
-            &mut r.request_time,
-            &mut r.response_time,
-            &mut r.first_response_time,
-        ] {
+        for v in [&mut r.response_time, &mut r.first_response_time] {
             v.reserve(n);
         }
         r.error_code.reserve(n);
@@ -387,7 +389,7 @@ impl Rows {
         self.response_frame.push(t.last_response_frame.map(int));
         self.first_response_frame
             .push(t.first_response_frame.map(int));
-        self.request_time.push(Some(ns(t.request_ts_ns)));
+        self.request_time.push(ns(t.request_ts_ns));
         self.response_time.push(t.last_response_ts_ns.map(ns));
         self.first_response_time
             .push(t.first_response_ts_ns.map(ns));
@@ -620,7 +622,7 @@ mod tests {
             r.request_frame.push(f);
             r.response_frame.push(Some(f + 1));
             r.first_response_frame.push(None);
-            r.request_time.push(Some(f * 1000));
+            r.request_time.push(f * 1000);
             r.response_time.push(None);
             r.first_response_time.push(Some(f * 1000 + 5));
             let columns = [
