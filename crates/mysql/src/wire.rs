@@ -439,6 +439,7 @@ pub(crate) fn parse_ok(p: &[u8]) -> Option<OkPacket> {
 }
 
 /// EOF_Packet: 0xFE, warnings, status flags (4.1); just 0xFE before.
+#[inline]
 pub(crate) fn parse_eof(p: &[u8]) -> Option<OkPacket> {
     let mut r = Reader::new(p);
     if r.u8()? != 0xFE {
@@ -455,6 +456,7 @@ pub(crate) fn parse_eof(p: &[u8]) -> Option<OkPacket> {
 
 /// A terminator of rows: EOF_Packet (exactly 5 bytes in 4.1, 1 byte before) or,
 /// under CLIENT_DEPRECATE_EOF, an OK_Packet with a 0xFE header (at least 7 bytes).
+#[inline]
 pub(crate) fn parse_terminator(p: &[u8], len: u64) -> Option<OkPacket> {
     if len < 7 {
         parse_eof(p)
@@ -534,6 +536,7 @@ pub(crate) fn parse_prepare_ok(p: &[u8], len: u64, complete: bool) -> Option<Pre
 /// The column-count packet that opens a resultset: a length-encoded integer,
 /// plus one `metadata_follows` byte under CLIENT_OPTIONAL_RESULTSET_METADATA.
 /// Returns (column count, metadata follows).
+#[inline]
 pub(crate) fn parse_column_count(p: &[u8], len: u64) -> Option<(u64, bool)> {
     let mut r = Reader::new(p);
     let n = r.lenenc()?;

@@ -1140,3 +1140,67 @@ fn mariadb_progress_report_is_not_an_error() {
     );
     assert_eq!(s.info().counters.progress_reports, 1);
 }
+
+/// Transactions read where they lie (`completed`, then `clear_completed`, as the analyses read them)
+/// are those `drain` hands out: the strings a session keeps from the transactions it completed, and
+/// writes the next texts into, never show an old text, nor a text too large to be kept.
+#[test]
+fn transactions_read_in_place_equal_those_drained() {
+    let long = format!("select '{}'", "x".repeat(3000));
+    let long_message = "m".repeat(600);
+    let mut evs = vec![
+        query("select * from nope"),
+        Ev::Data(
+            S,
+            packet(1, &err(1146, "42S02", "Table 'x.nope' doesn't exist")),
+        ),
+        query("select 1"),
+        Ev::Data(S, classic_resultset(1, &["1"], &[&["1"]], 0)),
+        query("do 1"),
+        Ev::Data(S, packet(1, &ok(0, 0))),
+        query(&long),
+        Ev::Data(S, packet(1, &err(1064, "42000", &long_message))),
+        query("select * from nope2"),
+        Ev::Data(
+            S,
+            packet(1, &err(1146, "42S02", "Table 'x.nope2' doesn't exist")),
+        ),
+        query("select 2"),
+        Ev::Data(S, packet(1, &err(1317, "70100", "short"))),
+        query("x"),
+        Ev::Data(S, packet(1, &ok(0, 0))),
+    ];
+    // Two requests pipelined, both answered in one segment: two transactions complete at once.
+    let mut pipelined = command(0x03, b"select 3");
+    pipelined.extend(command(0x03, b"select * from gone"));
+    evs.push(Ev::Data(C, pipelined));
+    let mut answers = classic_resultset(1, &["3"], &[&["3"]], 0);
+    answers.extend(packet(
+        1,
+        &err(1146, "42S02", "Table 'x.gone' doesn't exist"),
+    ));
+    evs.push(Ev::Data(S, answers));
+    evs.push(query("select 4"));
+    evs.push(Ev::Data(S, packet(1, &err(1146, "42S02", "again"))));
+    let (drained, _) = play(StartMode::MidStream, &evs);
+
+    let mut s = Session::new(StartMode::MidStream);
+    let mut read = Vec::new();
+    for (i, ev) in evs.iter().enumerate() {
+        if let Ev::Data(d, bytes) = ev {
+            s.feed(*d, bytes, meta(i as u64 + 1));
+        }
+        read.extend(s.completed().iter().cloned());
+        s.clear_completed();
+    }
+    s.finish();
+    read.extend(s.completed().iter().cloned());
+    assert_eq!(read.len(), 10);
+    assert_eq!(read, drained);
+    assert_eq!(read[3].statement.as_deref(), Some(long.as_str()));
+    // (A message is kept up to MySQL's cap of 512 bytes.)
+    assert!(
+        matches!(&read[3].outcome, Outcome::Err { message, .. } if *message == long_message[..512])
+    );
+    assert_eq!(read[6].statement.as_deref(), Some("x"));
+}

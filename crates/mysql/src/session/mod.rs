@@ -657,26 +657,12 @@ impl Session {
         self.core.done.as_slice()
     }
 
-    /// Forgets the completed transactions. (A few of their strings, statements and error messages,
-    /// are kept by this session for those of transactions to come.)
+    /// Forgets the completed transactions. (Their strings, statements and error messages, stay with
+    /// this session, for those of transactions to come.)
     pub fn clear_completed(&mut self) {
-        // The texts are taken where they lie: moving each transaction out would copy it.
-        let core = &mut self.core;
-        let spares = &mut core.spares;
-        let mut keep = |s: String| {
-            if spares.len() < SPARES && s.capacity() <= SPARE_CAPACITY {
-                spares.push(s);
-            }
-        };
-        for t in core.done.as_mut_slice() {
-            if let Some(s) = t.statement.take() {
-                keep(s);
-            }
-            if let Outcome::Err { message, .. } = &mut t.outcome {
-                keep(std::mem::take(message));
-            }
-        }
-        core.done.clear();
+        // The texts stay where they lie, and are taken when their slot is written again: moving
+        // them out now would cost a pass over the transactions.
+        self.core.done.clear();
     }
 
     /// What is known about the connection, and the counters.

@@ -45,13 +45,83 @@ pub(super) enum Step {
     Done(Outcome),
 }
 
-/// At most this many spare strings (for statements and error messages) per session, of at most
-/// [`SPARE_CAPACITY`] bytes each: a session completes about one request per turn, and the spares
-/// must not grow its memory.
-pub(super) const SPARES: usize = 2;
+/// A spare string (see [`Spares`]) is kept only up to this capacity: the spares must not grow a
+/// session's memory.
 pub(super) const SPARE_CAPACITY: usize = 1024;
-/// Requests' boxes kept for the next requests (see [`Core::free`]).
-const FREE_REQUESTS: usize = 2;
+
+/// At most two spare strings of one kind (statements, or error messages) of a session, of at most
+/// [`SPARE_CAPACITY`] bytes each, for the texts of the transactions to come: an allocation and a
+/// free saved per text. Two, not one: a transaction's string comes back only when the slot that
+/// holds it is written again (see [`Pending::fill`]), after the next one's was made. (Two named
+/// places, not a vector: keeping and taking one are then a few instructions where they are used.)
+#[derive(Default)]
+pub(super) struct Spares {
+    first: String,
+    second: String,
+}
+
+impl Spares {
+    /// A spare string (empty), or a new one.
+    #[inline(always)]
+    pub(super) fn take(&mut self) -> String {
+        if self.second.capacity() != 0 {
+            std::mem::take(&mut self.second)
+        } else {
+            std::mem::take(&mut self.first)
+        }
+    }
+
+    /// Keeps `s` for a text to come, if it is not too large and there is room (else it is dropped).
+    #[inline(always)]
+    pub(super) fn keep(&mut self, s: String) {
+        if s.capacity() > SPARE_CAPACITY || s.capacity() == 0 {
+            return;
+        }
+        if self.first.capacity() == 0 {
+            self.first = s;
+        } else if self.second.capacity() == 0 {
+            self.second = s;
+        }
+    }
+}
+
+/// The spare strings of a session: for statements, and for error messages (apart: each kind is
+/// reused for its kind, and so is about the right size).
+#[derive(Default)]
+pub(super) struct TextSpares {
+    pub(super) statements: Spares,
+    pub(super) messages: Spares,
+    /// The last SQLSTATE read from an ERR_Packet, with its bytes (see [`err_outcome_in`]).
+    pub(super) sql_state: Option<([u8; 5], SqlState)>,
+}
+
+/// Boxes of completed requests, at most two, kept for the next requests (see [`Core::free`]). (Two
+/// named places, not a vector, for the reason [`Spares`] gives.)
+#[derive(Default)]
+pub(super) struct FreeRequests {
+    first: Option<Box<Pending>>,
+    second: Option<Box<Pending>>,
+}
+
+impl FreeRequests {
+    #[inline(always)]
+    pub(super) fn take(&mut self) -> Option<Box<Pending>> {
+        match self.second.take() {
+            Some(p) => Some(p),
+            None => self.first.take(),
+        }
+    }
+
+    /// Keeps `p` if there is room (else it is dropped).
+    #[inline(always)]
+    pub(super) fn keep(&mut self, p: Box<Pending>) {
+        if self.first.is_none() {
+            self.first = Some(p);
+        } else if self.second.is_none() {
+            self.second = Some(p);
+        }
+    }
+}
 /// Slots of completed transactions kept between turns (see [`Done`]).
 const DONE_SLOTS: usize = 4;
 
@@ -75,11 +145,12 @@ impl Done {
         self.len += 1;
     }
 
-    /// The transaction of request `p`, which ended with `outcome` (its statement is taken).
+    /// The transaction of request `p`, which ended with `outcome` (its statement is taken). The
+    /// strings of the transaction the slot held, one the caller is done with, go to `spares`.
     #[inline(always)]
-    pub(super) fn push_from(&mut self, p: &mut Pending, outcome: Outcome) {
+    pub(super) fn push_from(&mut self, p: &mut Pending, outcome: Outcome, spares: &mut TextSpares) {
         match self.slots.get_mut(self.len) {
-            Some(slot) => p.fill(slot, outcome),
+            Some(slot) => p.fill(slot, outcome, spares),
             None => {
                 let statement = p.statement.take();
                 self.slots.push(p.to_transaction(statement, outcome));
@@ -92,14 +163,14 @@ impl Done {
         self.slots.get(..self.len).unwrap_or(&[])
     }
 
-    pub(super) fn as_mut_slice(&mut self) -> &mut [Transaction] {
-        self.slots.get_mut(..self.len).unwrap_or(&mut [])
-    }
-
-    /// Forgets the transactions; their slots stay for the next ones.
+    /// Forgets the transactions; their slots stay for the next ones, with their strings (see
+    /// [`Pending::fill`]).
+    #[inline]
     pub(super) fn clear(&mut self) {
         self.len = 0;
-        self.slots.truncate(DONE_SLOTS);
+        if self.slots.len() > DONE_SLOTS {
+            self.slots.truncate(DONE_SLOTS);
+        }
     }
 
     pub(super) fn drain(&mut self) -> std::vec::Drain<'_, Transaction> {
@@ -183,15 +254,13 @@ pub(super) struct Core {
     pub(super) info: SessionInfo,
     /// Open requests, oldest first.
     pub(super) queue: Queue,
-    /// Boxes of requests completed, for the next requests: at most [`FREE_REQUESTS`]. (Boxes, not
+    /// Boxes of requests completed, for the next requests: at most two. (Boxes, not
     /// requests: each goes into the queue as it is.)
-    #[allow(clippy::vec_box)]
-    pub(super) free: Vec<Box<Pending>>,
+    pub(super) free: FreeRequests,
     pub(super) done: Done,
-    /// Strings of transactions the caller is done with ([`Session::clear_completed`]), their
-    /// statements and error messages, for the next ones: an allocation and a free saved per text,
-    /// owned by the session so that no state hides in the thread.
-    pub(super) spares: Vec<String>,
+    /// Strings of transactions the caller is done with, their statements and error messages, for the
+    /// next ones (owned by the session so that no state hides in the thread).
+    pub(super) spares: TextSpares,
     pub(super) statements: HashMap<u32, String>,
     pub(super) eof_mode: EofMode,
     /// A classic trailing EOF after COM_STMT_PREPARE_OK definitions may follow
@@ -237,9 +306,9 @@ impl Core {
             },
             info: SessionInfo::default(),
             queue: Queue::with_capacity(8),
-            free: Vec::new(),
+            free: FreeRequests::default(),
             done: Done::default(),
-            spares: Vec::new(),
+            spares: TextSpares::default(),
             statements: HashMap::new(),
             eof_mode: EofMode::Unknown,
             trailing_eof: None,
@@ -267,6 +336,12 @@ impl Core {
     }
 
     pub(super) fn complete_head(&mut self, outcome: Outcome) {
+        self.complete_head_here(outcome);
+    }
+
+    /// [`Core::complete_head`], inlined where a response completes its request (most do).
+    #[inline(always)]
+    pub(super) fn complete_head_here(&mut self, outcome: Outcome) {
         match self.queue.front_mut() {
             // The common case, with nothing to record in the session info: the transaction is
             // built from the request where it lies rather than from a copy of it.
@@ -275,7 +350,7 @@ impl Core {
                     && p.new_user.is_none()
                     && !matches!(p.command, Command::ChangeUser | Command::ResetConnection) =>
             {
-                self.done.push_from(p, outcome);
+                self.done.push_from(p, outcome, &mut self.spares);
                 if let Some(p) = self.queue.pop_front() {
                     self.recycle(p);
                 }
@@ -293,22 +368,19 @@ impl Core {
     /// A request's box, for the next request.
     #[inline(always)]
     fn recycle(&mut self, p: Box<Pending>) {
-        if self.free.len() < FREE_REQUESTS {
-            self.free.push(p);
-        }
+        self.free.keep(p);
     }
 
     /// A new request at the end of the queue, written in a recycled box when there is one.
     /// (Of the queue and the free boxes only: the caller goes on using the other fields.)
-    #[allow(clippy::vec_box)]
     pub(super) fn open<'a>(
         queue: &'a mut Queue,
-        free: &mut Vec<Box<Pending>>,
+        free: &mut FreeRequests,
         command: Command,
         request: Meta,
         stage: Stage,
     ) -> &'a mut Pending {
-        let p = match free.pop() {
+        let p = match free.take() {
             Some(mut p) => {
                 p.reset(command, request, stage);
                 p
@@ -331,7 +403,7 @@ impl Core {
                 self.statements.clear();
             }
         }
-        self.done.push_from(&mut p, outcome);
+        self.done.push_from(&mut p, outcome, &mut self.spares);
         self.recycle(p);
     }
 
@@ -558,7 +630,7 @@ impl Core {
         p.next_seq = pkt.seq.wrapping_add(1);
         let spares = &mut self.spares;
         let mut text = |b: &[u8], total: u64| {
-            let s = spares.pop().unwrap_or_default();
+            let s = spares.statements.take();
             Some(capped_text(s, b, total, pkt.damaged, pkt.gap_bytes))
         };
         match command {
@@ -615,10 +687,10 @@ impl Core {
         caps: Option<u32>,
         statements: &mut HashMap<u32, String>,
         info: &mut SessionInfo,
-        spares: &mut Vec<String>,
+        spares: &mut TextSpares,
     ) {
         let mut text = |b: &[u8], total: u64| {
-            let s = spares.pop().unwrap_or_default();
+            let s = spares.statements.take();
             Some(capped_text(s, b, total, pkt.damaged, pkt.gap_bytes))
         };
         match command {
@@ -675,15 +747,30 @@ impl Core {
 
     pub(super) fn on_server_packet(&mut self, pkt: PacketEnd, prefix: &[u8]) -> Effects {
         let fx = Effects::default();
+        // Nearly every packet answers a command, with no replication stream nor trailing EOF to
+        // look for: one test for those, the others apart.
+        let plain = self.phase == Phase::Command
+            && self.replication.is_none()
+            && self.trailing_eof.is_none();
+        if !plain && self.other_server_packet(pkt, prefix) {
+            return fx;
+        }
+        self.on_response_packet(pkt, prefix, fx)
+    }
+
+    /// A server packet outside the plain command phase: whether it was taken care of here (else it is
+    /// a response like any other).
+    #[inline(never)]
+    fn other_server_packet(&mut self, pkt: PacketEnd, prefix: &[u8]) -> bool {
         match self.phase {
-            Phase::Stopped => return fx,
+            Phase::Stopped => return true,
             Phase::AwaitGreeting => {
                 self.on_greeting(pkt, prefix);
-                return fx;
+                return true;
             }
             Phase::AwaitHandshakeResponse => {
                 self.on_server_before_login(pkt, prefix);
-                return fx;
+                return true;
             }
             _ => {}
         }
@@ -697,12 +784,9 @@ impl Core {
         }
         if self.replication.is_some() {
             self.on_replication_packet(pkt, prefix);
-            return fx;
+            return true;
         }
-        if self.trailing_eof.is_some() && self.trailing_eof_ends(pkt, prefix) {
-            return fx;
-        }
-        self.on_response_packet(pkt, prefix, fx)
+        self.trailing_eof.is_some() && self.trailing_eof_ends(pkt, prefix)
     }
 
     #[cold]
@@ -799,13 +883,13 @@ impl Core {
         head.next_seq = pkt.seq.wrapping_add(physical_packets(pkt.len) as u8);
         // MariaDB's progress report (LOAD DATA, ALTER, ... with progress reporting on) is an ERR_Packet
         // with code 0xFFFF: not an error, and the request goes on.
-        if prefix.starts_with(&[0xFF, 0xFF, 0xFF]) {
+        if prefix.first() == Some(&0xFF) && prefix.get(1..3) == Some(&[0xFF, 0xFF][..]) {
             self.info.counters.progress_reports += 1;
             return fx;
         }
         let step = self.response_step(pkt, prefix, &mut fx);
         if let Step::Done(outcome) = step {
-            self.complete_head(outcome);
+            self.complete_head_here(outcome);
         }
         fx
     }

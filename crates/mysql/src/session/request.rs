@@ -146,9 +146,10 @@ impl Pending {
     }
 
     /// Writes this request's transaction, ended by `outcome`, over `t` (as [`Pending::to_transaction`]
-    /// would make it, the statement taken from the request).
+    /// would make it, the statement taken from the request). The strings of the transaction `t` held,
+    /// one the caller is done with, go to `spares`.
     #[inline(always)]
-    pub(super) fn fill(&mut self, t: &mut Transaction, outcome: Outcome) {
+    pub(super) fn fill(&mut self, t: &mut Transaction, outcome: Outcome, spares: &mut TextSpares) {
         let Transaction {
             command,
             statement,
@@ -166,7 +167,13 @@ impl Pending {
             outcome: o,
         } = t;
         *command = self.command;
-        *statement = self.statement.take();
+        // The old texts are moved, not dropped: a free saved now and an allocation later.
+        if let Some(old) = std::mem::replace(statement, self.statement.take()) {
+            spares.statements.keep(old);
+        }
+        if let Outcome::Err { message, .. } = o {
+            spares.messages.keep(std::mem::take(message));
+        }
         *statement_id = self.statement_id;
         *request_ts_ns = self.request.ts_ns;
         *request_frame = self.request.frame;
@@ -233,20 +240,32 @@ pub(super) fn physical_packets(len: u64) -> u64 {
 }
 
 pub(super) fn err_outcome(p: &[u8]) -> Option<Outcome> {
-    err_outcome_in(p, &mut Vec::new())
+    err_outcome_in(p, &mut TextSpares::default())
 }
 
 /// [`err_outcome`], its message written into one of `spares` (see [`Core::spares`]) when there is one.
-pub(super) fn err_outcome_in(p: &[u8], spares: &mut Vec<String>) -> Option<Outcome> {
+pub(super) fn err_outcome_in(p: &[u8], spares: &mut TextSpares) -> Option<Outcome> {
     let e = wire::parse_err(p)?;
     let msg = e
         .message
         .get(..e.message.len().min(MESSAGE_CAP))
         .unwrap_or(&[]);
+    // An error storm repeats one SQLSTATE: the last one read is not checked again.
+    let sql_state = match <[u8; 5]>::try_from(e.sql_state) {
+        Ok(bytes) => match spares.sql_state {
+            Some((seen, state)) if seen == bytes => state,
+            _ => {
+                let state = SqlState::from_wire(&bytes);
+                spares.sql_state = Some((bytes, state));
+                state
+            }
+        },
+        Err(_) => SqlState::from_wire(e.sql_state),
+    };
     Some(Outcome::Err {
         code: e.code,
-        sql_state: SqlState::from_wire(e.sql_state),
-        message: wire::text_in(spares.pop().unwrap_or_default(), msg),
+        sql_state,
+        message: wire::text_in(spares.messages.take(), msg),
     })
 }
 
@@ -268,6 +287,7 @@ pub(super) fn is_terminator(p: &[u8], len: u64) -> bool {
 
 /// Statement text from a packet body, capped, with markers for truncation and gaps, written into
 /// `s` (a string of the session's spares, or a new one).
+#[inline]
 pub(super) fn capped_text(
     s: String,
     text: &[u8],
@@ -276,10 +296,21 @@ pub(super) fn capped_text(
     gap_bytes: u64,
 ) -> String {
     let keep = text.get(..text.len().min(STATEMENT_CAP)).unwrap_or(&[]);
-    let mut s = wire::text_in(s, keep);
+    let s = wire::text_in(s, keep);
+    if damaged || total > keep.len() as u64 {
+        return marked_text(s, keep.len(), total, damaged, gap_bytes);
+    }
+    s
+}
+
+/// [`capped_text`]'s text `s`, of `kept` bytes, with its marker (apart, and never inlined: the
+/// formatting would weigh on every statement's path).
+#[cold]
+#[inline(never)]
+fn marked_text(mut s: String, kept: usize, total: u64, damaged: bool, gap_bytes: u64) -> String {
     if damaged {
         s.push_str(&format!(" /* gap: {gap_bytes} bytes */"));
-    } else if total > keep.len() as u64 {
+    } else if total > kept as u64 {
         // Cut at a character boundary might have left a replacement char: fine.
         s.push_str(&format!(" /* truncated: {total} bytes */"));
     }
