@@ -543,7 +543,7 @@ pub fn fingerprint(sql: &str) -> String {
 pub fn fingerprint_into(sql: &str, out: &mut String) {
     out.clear();
     let run = first_run(sql, out);
-    fingerprint_rest(sql, run.end, out);
+    fingerprint_rest(sql, run.end, out, false);
 }
 
 /// Prints the plain run that starts `sql` into `out`, and says where and how it ended.
@@ -553,8 +553,10 @@ fn first_run(sql: &str, out: &mut String) -> Run {
     run
 }
 
-/// Goes on with a fingerprint from `i`, the end of a plain run, `out` holding the output so far.
-fn fingerprint_rest(sql: &str, mut i: usize, out: &mut String) {
+/// Goes on with a fingerprint from `i`, the end of a plain run, `out` holding the output so far,
+/// after the output of a remembered head that is not in `out` if `after_head` (the head's output
+/// is then not empty).
+fn fingerprint_rest(sql: &str, mut i: usize, out: &mut String, after_head: bool) {
     let bytes = sql.as_bytes();
     loop {
         // Integers are the commonest literal: one right here, that ends where no number goes on,
@@ -568,7 +570,7 @@ fn fingerprint_rest(sql: &str, mut i: usize, out: &mut String) {
             };
             i = t.end;
             // Every token prints something, so an empty output means this is the first token.
-            if t.spaced && !out.is_empty() {
+            if t.spaced && (after_head || !out.is_empty()) {
                 out.push(' ');
             }
             match t.kind {
@@ -655,6 +657,8 @@ struct Head {
     backed_off: bool,
     /// The run's output: the statement up to [`Run::end`], lowercased.
     output: Box<str>,
+    /// Its number, in the order heads were remembered ([`Fingerprinter::fingerprint_parts`]).
+    id: u16,
 }
 
 impl Head {
@@ -667,6 +671,18 @@ impl Head {
             && continues_run(sql, stop, self.after).is_none()
             && backs_off(sql, stop, self.after) == self.backed_off
     }
+}
+
+/// The first of `heads` that `sql` fits ([`Head::fits`]), and its index. (A loop of its own:
+/// through `Iterator::find`, the search was a call.)
+#[inline(always)]
+fn fitting<'a>(heads: &'a [Head], sql: &[u8]) -> Option<(usize, &'a Head)> {
+    for (k, h) in heads.iter().enumerate() {
+        if h.fits(sql) {
+            return Some((k, h));
+        }
+    }
+    None
 }
 
 /// Which of [`Fingerprinter::SLOTS`] slots the heads starting with `bytes`' first
@@ -698,23 +714,74 @@ impl Fingerprinter {
 
     /// The fingerprint of `sql`, as [`fingerprint`] gives it.
     pub fn fingerprint(&mut self, sql: &str) -> &str {
+        self.fingerprint_in(sql, true);
+        &self.out
+    }
+
+    /// The fingerprint of `sql`, as [`fingerprint`] gives it, in two parts: the remembered head it
+    /// starts with, and the rest. With a head, `Some((id, output))`: the fingerprint is `output`
+    /// followed by the rest. Ids are below [`Fingerprinter::HEADS`] and stand for the same head
+    /// for the life of this `Fingerprinter` (heads are never forgotten), so two statements with the
+    /// same head id have the same fingerprint exactly when their rests are the same: a caller can
+    /// group statements by (head id, rest), comparing a few bytes instead of the whole fingerprint,
+    /// and this skips copying the head's output. Without one (a statement that starts no
+    /// remembered head, or the first of its head), `None`, and the rest is the whole fingerprint.
+    ///
+    /// ```
+    /// let mut fp = pcapsleuth_mysql::Fingerprinter::default();
+    /// // The first statement of a head: it is remembered.
+    /// assert_eq!(fp.fingerprint_parts("SELECT c FROM sbtest1 WHERE id=50123"), (None, "select c from sbtest1 where id=?"));
+    /// assert_eq!(
+    ///     fp.fingerprint_parts("SELECT c FROM sbtest1 WHERE id=7 LIMIT 1"),
+    ///     (Some((0, "select c from sbtest1 where id=")), "? limit ?")
+    /// );
+    /// assert_eq!(fp.fingerprint_parts("SELECT 1"), (None, "select ?")); // too short to remember
+    /// ```
+    #[inline]
+    pub fn fingerprint_parts(&mut self, sql: &str) -> (Option<(usize, &str)>, &str) {
+        let head = self
+            .fingerprint_in(sql, false)
+            .and_then(|(slot, k)| self.slots.get(slot)?.get(k))
+            .map(|h| (usize::from(h.id), &*h.output));
+        (head, &self.out)
+    }
+
+    /// Writes the fingerprint of `sql` to `self.out`, without the output of the remembered head
+    /// it starts with unless `whole`; that head's place (slot, index in it), if there is one.
+    #[inline(always)]
+    fn fingerprint_in(&mut self, sql: &str, whole: bool) -> Option<(usize, usize)> {
         let bytes = sql.as_bytes();
         let out = &mut self.out;
         out.clear();
         let Some(slot) = slot(bytes) else {
             fingerprint_into(sql, out);
-            return out;
+            return None;
         };
-        if let Some(h) = self
-            .slots
-            .get(slot)
-            .and_then(|heads| heads.iter().find(|h| h.fits(bytes)))
-        {
+        let Some((k, h)) = self.slots.get(slot).and_then(|heads| fitting(heads, bytes)) else {
+            self.learn(sql, slot);
+            return None;
+        };
+        if whole {
             out.push_str(&h.output);
-            // The run is ASCII, so its output is as long as it is.
-            fingerprint_rest(sql, h.output.len(), out);
-            return out;
         }
+        // The run is ASCII, so its output is as long as it is.
+        let i = h.output.len();
+        // The commonest rest, an integer to the end (`WHERE id=42`), prints `?` as
+        // `fingerprint_rest` would.
+        if integer_end(bytes, i) == Some(bytes.len()) {
+            out.push('?');
+        } else {
+            fingerprint_rest(sql, i, out, !whole && i > 0);
+        }
+        Some((slot, k))
+    }
+
+    /// Writes the fingerprint of `sql`, which starts no remembered head, to `self.out`, and
+    /// remembers its head (whose slot is `slot`) if there is room.
+    #[inline(never)]
+    fn learn(&mut self, sql: &str, slot: usize) {
+        let bytes = sql.as_bytes();
+        let out = &mut self.out;
         let run = first_run(sql, out);
         if (Self::SHORTEST_HEAD..=Self::LONGEST_HEAD).contains(&run.stop)
             && self.heads < Self::HEADS
@@ -732,12 +799,13 @@ impl Fingerprinter {
                     after: run.after,
                     backed_off: run.backed_off,
                     output: out.as_str().into(),
+                    // Below `HEADS`, which fits.
+                    id: self.heads as u16,
                 });
                 self.heads += 1;
             }
         }
-        fingerprint_rest(sql, run.end, out);
-        out
+        fingerprint_rest(sql, run.end, out, false);
     }
 }
 

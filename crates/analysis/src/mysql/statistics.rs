@@ -99,6 +99,26 @@ impl StatementFingerprinter {
             None => (fp, false),
         }
     }
+
+    /// As [`StatementFingerprinter::fingerprint`], in the parts
+    /// [`Fingerprinter::fingerprint_parts`] gives: the remembered head the fingerprint starts with
+    /// (never one for a statement held only in part) and the rest; and whether it is cut.
+    #[inline]
+    pub(crate) fn fingerprint_parts(&mut self, sql: &str) -> (Option<(usize, &str)>, &str, bool) {
+        match cut_text(sql) {
+            Some(part) => {
+                let fp = self.fingerprinter.fingerprint(part);
+                self.cut_key.clear();
+                self.cut_key.push_str(fp);
+                self.cut_key.push_str(CUT_MARK);
+                (None, self.cut_key.as_str(), true)
+            }
+            None => {
+                let (head, rest) = self.fingerprinter.fingerprint_parts(sql);
+                (head, rest, false)
+            }
+        }
+    }
 }
 
 /// Ends the fingerprint of a statement the capture holds only in part: its group never merges with the
@@ -207,6 +227,148 @@ struct StatementAgg {
     text_cut: bool,
 }
 
+impl StatementAgg {
+    /// Adds the requests of `o`, a group with the same fingerprint.
+    fn merge(&mut self, o: StatementAgg) {
+        self.requests.merge(&o.requests);
+        self.errors += o.errors;
+        self.rows += o.rows;
+        self.rt.merge(&o.rt);
+        self.waited.merge(&o.waited);
+        if o.sample.0 < self.sample.0 {
+            self.sample = o.sample;
+        }
+    }
+}
+
+/// Adds the group `s` of fingerprint `fp` to `statements`.
+fn merge_statement(statements: &mut Statements, fp: String, s: StatementAgg) {
+    match statements.get_mut(&fp) {
+        None => {
+            statements.insert(fp, s);
+        }
+        Some(agg) => agg.merge(s),
+    }
+}
+
+/// Statement groups by fingerprint.
+type Statements = HashMap<String, StatementAgg, FlowBuildHasher>;
+
+/// The statement groups counted by one [`MysqlStatistics`] and not yet added to its aggregate,
+/// numbered, so that a statement whose fingerprint starts with a remembered head of the
+/// fingerprinter ([`pcapsleuth_mysql::Fingerprinter::fingerprint_parts`]) finds its group by
+/// comparing what follows the head (often one byte, `?`), without hashing the whole fingerprint.
+/// Added to the aggregate by fingerprint (so the same as counting into it directly) before it is
+/// read ([`MysqlStatistics::merge`], [`MysqlStatistics::finish`]).
+#[derive(Default)]
+struct Groups {
+    /// Group numbers by fingerprint.
+    numbers: HashMap<String, u32, FlowBuildHasher>,
+    groups: Vec<StatementAgg>,
+    /// By head id: up to [`Groups::PER_HEAD`] groups of the fingerprints that start with that head,
+    /// as (the fingerprint after the head's output, group number).
+    by_head: Vec<Vec<(Box<[u8]>, u32)>>,
+    /// A whole fingerprint, put together from its parts.
+    whole: String,
+}
+
+impl Groups {
+    /// Groups remembered per head: a head with more costs a map lookup for the others, as without
+    /// heads.
+    const PER_HEAD: usize = 4;
+
+    /// The number of the group of the fingerprint in `parts` (see
+    /// [`StatementFingerprinter::fingerprint_parts`]), if it has one.
+    #[inline(always)]
+    fn find(&mut self, parts: (Option<(usize, &str)>, &str)) -> Option<u32> {
+        if let (Some((id, _)), rest) = parts {
+            let rest = rest.as_bytes();
+            for (r, n) in self.by_head.get(id).map_or(&[][..], |g| &g[..]) {
+                if same(r, rest) {
+                    return Some(*n);
+                }
+            }
+        }
+        self.find_by_fingerprint(parts)
+    }
+
+    #[inline(never)]
+    fn find_by_fingerprint(&mut self, parts: (Option<(usize, &str)>, &str)) -> Option<u32> {
+        let n = *self.numbers.get(whole(&mut self.whole, parts))?;
+        self.remember(parts, n);
+        Some(n)
+    }
+
+    /// Adds `agg`, the new group of the fingerprint in `parts`; its number.
+    #[inline(never)]
+    fn insert(&mut self, parts: (Option<(usize, &str)>, &str), agg: StatementAgg) -> u32 {
+        // Fewer groups than requests, which are counted in `u64`s; never near `u32::MAX` in memory.
+        let n = self.groups.len() as u32;
+        self.groups.push(agg);
+        let fp = whole(&mut self.whole, parts).to_string();
+        self.numbers.insert(fp, n);
+        self.remember(parts, n);
+        n
+    }
+
+    fn remember(&mut self, parts: (Option<(usize, &str)>, &str), n: u32) {
+        let (Some((id, _)), rest) = parts else {
+            return;
+        };
+        if self.by_head.len() <= id {
+            self.by_head.resize_with(id + 1, Vec::new);
+        }
+        if let Some(g) = self
+            .by_head
+            .get_mut(id)
+            .filter(|g| g.len() < Self::PER_HEAD)
+        {
+            g.push((rest.as_bytes().into(), n));
+        }
+    }
+
+    #[inline(always)]
+    fn group(&mut self, n: u32) -> Option<&mut StatementAgg> {
+        self.groups.get_mut(n as usize)
+    }
+
+    /// Adds every group to `statements`, and forgets them.
+    fn flush(&mut self, statements: &mut Statements) {
+        self.by_head.clear();
+        for (fp, n) in self.numbers.drain() {
+            if let Some(agg) = self.groups.get_mut(n as usize) {
+                merge_statement(statements, fp, std::mem::take(agg));
+            }
+        }
+        self.groups.clear();
+    }
+}
+
+/// `a == b`, for the short texts after a head (often one byte: `?`), without a call to `bcmp`.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && if a.len() <= 8 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            a == b
+        }
+}
+
+/// The whole fingerprint of `parts` ([`StatementFingerprinter::fingerprint_parts`]), put together
+/// in `buf` if it has a head.
+fn whole<'a>(buf: &'a mut String, parts: (Option<(usize, &str)>, &'a str)) -> &'a str {
+    match parts {
+        (None, fp) => fp,
+        (Some((_, head)), rest) => {
+            buf.clear();
+            buf.push_str(head);
+            buf.push_str(rest);
+            buf
+        }
+    }
+}
+
 /// The MySQL statistics of a run (`pcapsleuth mysql`): requests by command and fate, errors by code
 /// with their own response times, statements grouped by fingerprint, requests per second, logins,
 /// incidents (closes that cut a request off), replication streams, and requests unanswered at the end.
@@ -217,9 +379,25 @@ struct StatementAgg {
 pub struct MysqlStatistics {
     filter: MysqlFilter,
     aggregate: MysqlAggregate,
+    pending: Pending,
+}
+
+/// What a [`MysqlStatistics`] holds beside its aggregate: the fingerprinter, and the counts not yet
+/// added to the aggregate (added by [`Pending::flush`] before it is read).
+#[derive(Default)]
+struct Pending {
     fingerprints: StatementFingerprinter,
     /// Requests of the current second not yet counted into the aggregate's.
     second: PendingSecond,
+    /// Statement groups not yet in the aggregate's.
+    groups: Groups,
+}
+
+impl Pending {
+    fn flush(&mut self, aggregate: &mut MysqlAggregate) {
+        self.second.flush(&mut aggregate.per_second);
+        self.groups.flush(&mut aggregate.statements);
+    }
 }
 
 /// The requests (and the errors among them) counted since the last request of another second, not yet
@@ -311,8 +489,7 @@ impl Analysis for MysqlStatistics {
                 view.fate(),
                 waited_ns,
                 (view.client, view.server),
-                &mut self.fingerprints,
-                &mut self.second,
+                &mut self.pending,
             );
         }
     }
@@ -336,13 +513,13 @@ impl Analysis for MysqlStatistics {
     }
 
     fn merge(&mut self, mut other: Self) {
-        self.second.flush(&mut self.aggregate.per_second);
-        other.second.flush(&mut other.aggregate.per_second);
+        self.pending.flush(&mut self.aggregate);
+        other.pending.flush(&mut other.aggregate);
         self.aggregate.merge(other.aggregate);
     }
 
     fn finish(mut self, capture: &CaptureFacts) -> MysqlAggregate {
-        self.second.flush(&mut self.aggregate.per_second);
+        self.pending.flush(&mut self.aggregate);
         let timeline = &capture.timeline;
         self.aggregate.keep_within(timeline);
         // The MySQL span and the waits of requests open at the end run to the body's last packet, not to
@@ -371,7 +548,7 @@ pub struct MysqlAggregate {
     /// Response times of answered requests, split by outcome (all of them: their sum, at report time).
     rt_ok: Histogram,
     rt_err: Histogram,
-    statements: HashMap<String, StatementAgg, FlowBuildHasher>,
+    statements: Statements,
     per_second: PerSecond,
     incidents: Vec<Incident>,
     connect: ConnectTimes,
@@ -429,10 +606,12 @@ struct MessageSamples(Vec<(u64, String)>);
 
 impl MessageSamples {
     /// Keeps `message`, first seen at `frame`, if it is among the earliest.
+    #[inline]
     fn note(&mut self, message: &str, frame: u64) {
         // Later than every kept message (the last: they are sorted), it changes nothing, whether it is one
         // of them or not, and is not copied. An error storm repeats a few messages millions of times in
-        // capture order, so this is nearly every call; the frames differ, so no text is compared.
+        // capture order, so this is nearly every call (inlined); the frames differ, so no text is
+        // compared.
         let full = self.0.len() >= MESSAGE_SAMPLES;
         if full
             && self
@@ -442,6 +621,12 @@ impl MessageSamples {
         {
             return;
         }
+        self.keep(message, frame);
+    }
+
+    /// [`MessageSamples::note`] of a message that may be among the earliest.
+    #[inline(never)]
+    fn keep(&mut self, message: &str, frame: u64) {
         if let Some(seen) = self.0.iter_mut().find(|(_, m)| m == message) {
             if frame < seen.0 {
                 seen.0 = frame;
@@ -474,9 +659,13 @@ impl MysqlAggregate {
         fate: Fate,
         waited_ns: Option<u64>,
         (client, server): (Endpoint, Endpoint),
-        fingerprints: &mut StatementFingerprinter,
-        second: &mut PendingSecond,
+        pending: &mut Pending,
     ) {
+        let Pending {
+            fingerprints,
+            second,
+            groups,
+        } = pending;
         self.commands.resize(256, 0);
         if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
             *n += 1;
@@ -523,21 +712,23 @@ impl MysqlAggregate {
             return;
         }
         if let Some(sql) = &t.statement {
-            // The fingerprint is built in a reused buffer and looked up by reference: a `String` is
-            // allocated once per statement group, not once per request.
-            let (fp, cut) = fingerprints.fingerprint(sql);
+            // The fingerprint is built in a reused buffer and looked up by its head, or by reference:
+            // a `String` is allocated once per statement group, not once per request.
+            let (head, rest, cut) = fingerprints.fingerprint_parts(sql);
             self.statements_cut += u64::from(cut);
-            match self.statements.get_mut(fp) {
-                Some(agg) => agg.count(t, sql, (fate, is_err), rt, waited_ns),
-                None => {
-                    let mut agg = StatementAgg {
+            let n = match groups.find((head, rest)) {
+                Some(n) => n,
+                None => groups.insert(
+                    (head, rest),
+                    StatementAgg {
                         sample: (t.request_frame, sql.clone()),
                         text_cut: cut,
                         ..StatementAgg::default()
-                    };
-                    agg.count(t, sql, (fate, is_err), rt, waited_ns);
-                    self.statements.insert(fp.to_string(), agg);
-                }
+                    },
+                ),
+            };
+            if let Some(agg) = groups.group(n) {
+                agg.count(t, sql, (fate, is_err), rt, waited_ns);
             }
         }
     }
@@ -588,21 +779,7 @@ impl MysqlAggregate {
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
         for (fp, s) in o.statements {
-            match self.statements.get_mut(&fp) {
-                None => {
-                    self.statements.insert(fp, s);
-                }
-                Some(agg) => {
-                    agg.requests.merge(&s.requests);
-                    agg.errors += s.errors;
-                    agg.rows += s.rows;
-                    agg.rt.merge(&s.rt);
-                    agg.waited.merge(&s.waited);
-                    if s.sample.0 < agg.sample.0 {
-                        agg.sample = s.sample;
-                    }
-                }
-            }
+            merge_statement(&mut self.statements, fp, s);
         }
         for (sec, (q, e)) in o.per_second {
             let slot = self.per_second.entry(sec).or_insert((0, 0));
