@@ -818,6 +818,66 @@ fn push_ascii_lowercase(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::{fingerprint, Fingerprinter, CLASS, DIGIT, NON_ASCII, SPACE, WORD};
+    use std::collections::HashMap;
+
+    /// A head's output and the rest put together are the fingerprint, whether the head is new,
+    /// remembered, has an empty output (its last word ran into a quote), or the rest is an integer
+    /// to the end, anything else or nothing; and an id always stands for the same output.
+    #[test]
+    fn fingerprint_parts_put_together_are_the_fingerprint() {
+        let heads = [
+            "SELECT c FROM sbtest1 WHERE id=",
+            "select DISTINCT c from sbtest12 where k ",
+            "abcdefghijklmnopqrstuvwxyz",
+            "INSERT INTO orders (a, b, c) VALUES ",
+            "SELECT * FROM users WHERE email=",
+            "select",
+        ];
+        let tails = [
+            "42",
+            "7 LIMIT 1",
+            "",
+            " 'x'",
+            "'q'",
+            "  -- c\n 5",
+            "é",
+            "5.5",
+            "12 ",
+            "12\n",
+            "1e5",
+            "7é",
+            " IN (1,2)",
+            "(1, 'a'), (2, 'b')",
+            "_utf8mb4'x'",
+            "9x",
+            "?",
+        ];
+        let mut f = Fingerprinter::default();
+        let mut outputs: HashMap<usize, String> = HashMap::new();
+        let mut with_head = 0;
+        for _ in 0..2 {
+            for h in heads {
+                for t in tails {
+                    let s = format!("{h}{t}");
+                    let want = fingerprint(&s);
+                    let (head, rest) = f.fingerprint_parts(&s);
+                    let got = match head {
+                        Some((id, output)) => {
+                            with_head += 1;
+                            let seen = outputs.entry(id).or_insert_with(|| output.to_string());
+                            assert_eq!(seen, output, "input: {s:?}");
+                            format!("{output}{rest}")
+                        }
+                        None => rest.to_string(),
+                    };
+                    assert_eq!(got, want, "input: {s:?}");
+                    assert_eq!(f.fingerprint(&s), want, "input: {s:?}");
+                }
+            }
+        }
+        assert!(with_head > 100, "{with_head}");
+        assert!(outputs.values().any(String::is_empty));
+    }
 
     #[test]
     fn fingerprinter_copies_a_remembered_head_only_where_it_fits() {

@@ -1140,6 +1140,51 @@ mod tests {
         }
     }
 
+    /// Statements find the group of their whole fingerprint (cut or not), whether by their head or
+    /// by the map: a head with more than `PER_HEAD` groups, statements with no head, cut ones.
+    #[test]
+    fn groups_are_those_of_the_whole_fingerprints() {
+        let mut f = StatementFingerprinter::default();
+        let mut groups = Groups::default();
+        let mut numbers: HashMap<String, u32> = HashMap::new();
+        let tails = [
+            "1",
+            "2 LIMIT 1",
+            "3 AND k=4",
+            "5 OR k IN (1, 2)",
+            "6 ORDER BY c",
+            "7 /",
+            "8 /* gap: 12 bytes */",
+            "9 FOR UPDATE",
+            "'x'",
+            " /* gap: 3 bytes */",
+        ];
+        for round in 0..3 {
+            for (k, tail) in tails.iter().enumerate() {
+                for sql in [
+                    format!("SELECT c FROM sbtest{} WHERE id={tail}", k % 2),
+                    format!("select {tail}"),
+                ] {
+                    if round == 1 {
+                        // The whole fingerprint first: it may remember the head.
+                        f.fingerprint(&sql);
+                    }
+                    let whole = f.fingerprint(&sql).0.to_string();
+                    let (head, rest, _) = f.fingerprint_parts(&sql);
+                    let n = match groups.find((head, rest)) {
+                        Some(n) => n,
+                        None => groups.insert((head, rest), StatementAgg::default()),
+                    };
+                    assert_eq!(*numbers.entry(whole).or_insert(n), n, "{sql:?}");
+                }
+            }
+        }
+        let distinct: std::collections::BTreeSet<u32> = numbers.values().copied().collect();
+        assert_eq!(distinct.len(), numbers.len());
+        assert_eq!(groups.groups.len(), numbers.len());
+        assert!(groups.by_head.iter().any(|g| g.len() == Groups::PER_HEAD));
+    }
+
     #[test]
     fn statements_are_elided_on_one_line() {
         assert_eq!(elided("select  *\n  from t"), "select * from t");
