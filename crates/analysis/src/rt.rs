@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::events::{Analysis, ConnectionView, SegmentView, TransactionView};
 use crate::facts::CaptureFacts;
-use crate::histogram::{CoarseHistogram, Histogram, RtSummary};
+use crate::histogram::{Binned, CoarseHistogram, Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};
 use crate::timeline::{plausible_response_time, Timeline};
@@ -38,20 +38,22 @@ impl RtSide {
         error: bool,
         retransmitted: bool,
     ) {
-        self.add_unplaced(rt_ns, error, retransmitted);
+        let rt = Binned::new(rt_ns);
+        self.add_unplaced(rt, error, retransmitted);
         let bin = request_ts_ns.div_euclid(interval_ns);
-        self.add_placed(port, bin, std::iter::once((rt_ns, error)));
+        self.add_placed(port, bin, std::iter::once((rt, error)));
     }
 
-    /// The distributions that do not depend on where a response time was measured.
+    /// The distributions that do not depend on where a response time was measured. (The value is
+    /// binned once for these and its port's.)
     #[inline]
-    fn add_unplaced(&mut self, rt_ns: u64, error: bool, retransmitted: bool) {
-        self.all.add(rt_ns);
+    fn add_unplaced(&mut self, rt: Binned, error: bool, retransmitted: bool) {
+        self.all.add_binned(rt);
         if error {
-            self.errors.add(rt_ns);
+            self.errors.add_binned(rt);
         }
         if retransmitted {
-            self.retransmitted.add(rt_ns);
+            self.retransmitted.add_binned(rt);
         }
     }
 
@@ -61,15 +63,15 @@ impl RtSide {
         &mut self,
         port: u16,
         bin: i64,
-        values: impl Iterator<Item = (u64, bool)> + Clone,
+        values: impl Iterator<Item = (Binned, bool)> + Clone,
     ) {
         let by_port = self.by_port.entry(port).or_default();
-        for (rt_ns, _) in values.clone() {
-            by_port.add(rt_ns);
+        for (rt, _) in values.clone() {
+            by_port.add_binned(rt);
         }
         let cell = self.per_interval.entry((port, bin)).or_default();
-        for (rt_ns, error) in values {
-            cell.0.add(rt_ns);
+        for (rt, error) in values {
+            cell.0.add(rt.ns());
             cell.1 += u64::from(error);
         }
     }
@@ -224,7 +226,7 @@ struct Unplaced {
     from: i64,
     to: i64,
     /// Response times and whether each was an error.
-    values: Vec<(u64, bool)>,
+    values: Vec<(Binned, bool)>,
 }
 
 impl Unplaced {
@@ -239,7 +241,7 @@ impl Unplaced {
         interval_ns: i64,
         port: u16,
         ts_ns: i64,
-        value: (u64, bool),
+        value: (Binned, bool),
     ) {
         let same = self.key.is_some_and(|(p, _)| p == port)
             && ts_ns >= self.from
@@ -279,6 +281,7 @@ impl ResponseTimes {
             pending.0.get_or_insert(ts);
         } else if let Some(start) = pending.0.take() {
             if let Some(rt) = plausible_response_time(start, ts) {
+                let rt = Binned::new(rt);
                 let retransmitted = conn.tcp().retransmissions_between(start, ts);
                 let side = &mut self.rt.tcp;
                 side.add_unplaced(rt, false, retransmitted);
@@ -343,6 +346,7 @@ impl Analysis for ResponseTimes {
             return;
         }
         if let Some(rt) = t.response_time_ns() {
+            let rt = Binned::new(rt);
             let error = t.error_code().is_some();
             let side = &mut self.rt.mysql;
             side.add_unplaced(rt, error, t.retransmitted());

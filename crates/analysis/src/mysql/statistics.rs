@@ -13,7 +13,7 @@ use super::connection::{
 };
 use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::facts::CaptureFacts;
-use crate::histogram::{Histogram, RtSummary};
+use crate::histogram::{Binned, Histogram, RtSummary};
 use crate::replication::ReplicationStream;
 use crate::timeline::plausible_response_time;
 
@@ -194,14 +194,14 @@ impl StatementAgg {
         t: &Transaction,
         sql: &str,
         (fate, is_err): (Fate, bool),
-        rt: Option<u64>,
+        rt: Option<Binned>,
         waited_ns: Option<u64>,
     ) {
         self.requests.count(fate);
         self.errors += u64::from(is_err);
         self.rows += t.rows;
         if let Some(rt) = rt {
-            self.rt.add(rt);
+            self.rt.add_binned(rt);
         }
         if let Some(w) = waited_ns {
             self.waited.add(w);
@@ -671,7 +671,10 @@ impl MysqlAggregate {
             *n += 1;
         }
         let is_err = matches!(t.outcome, Outcome::Err { .. });
-        let rt = response_time_ns(t).filter(|_| fate == Fate::Answered);
+        // Binned once for the (up to) three histograms it goes to.
+        let rt = response_time_ns(t)
+            .filter(|_| fate == Fate::Answered)
+            .map(Binned::new);
         // Logins (COM_CONNECT) count among errors (1045 access denied, 1130 host not allowed, ...) but not
         // among requests and their response times.
         let request = fate != Fate::NoResponse && t.command != Command::Connect;
@@ -681,9 +684,9 @@ impl MysqlAggregate {
             second.count(sec, is_err, &mut self.per_second);
             if let Some(rt) = rt {
                 if is_err {
-                    self.rt_err.add(rt);
+                    self.rt_err.add_binned(rt);
                 } else {
-                    self.rt_ok.add(rt);
+                    self.rt_ok.add_binned(rt);
                 }
             }
             if let Some(w) = waited_ns {
@@ -699,7 +702,7 @@ impl MysqlAggregate {
             let agg = self.errors.entry(*code).or_default();
             agg.count += 1;
             if let Some(rt) = rt {
-                agg.rt.add(rt);
+                agg.rt.add_binned(rt);
             }
             agg.note_sql_state(t.request_frame, *sql_state);
             agg.messages.note(message, t.request_frame);
