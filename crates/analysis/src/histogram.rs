@@ -87,7 +87,7 @@ pub struct RtSummary {
 /// A value in nanoseconds with its bin, worked out once for several histograms of one resolution
 /// ([`Histogram::add_binned`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Binned<const SUB_BITS: u32 = FINE> {
+pub(crate) struct Binned<const SUB_BITS: u32 = FINE> {
     ns: u64,
     bin: u16,
 }
@@ -95,7 +95,7 @@ pub struct Binned<const SUB_BITS: u32 = FINE> {
 impl<const SUB_BITS: u32> Binned<SUB_BITS> {
     /// `ns` and its bin.
     #[inline]
-    pub fn new(ns: u64) -> Self {
+    pub(crate) fn new(ns: u64) -> Self {
         Binned {
             ns,
             bin: bin_of::<SUB_BITS>(ns),
@@ -103,7 +103,7 @@ impl<const SUB_BITS: u32> Binned<SUB_BITS> {
     }
 
     /// The value, in nanoseconds.
-    pub fn ns(self) -> u64 {
+    pub(crate) fn ns(self) -> u64 {
         self.ns
     }
 }
@@ -118,7 +118,7 @@ impl<const SUB_BITS: u32> Histogram<SUB_BITS> {
     /// Adds one value whose bin is already known: the same as [`Histogram::add`] of its
     /// nanoseconds.
     #[inline]
-    pub fn add_binned(&mut self, value: Binned<SUB_BITS>) {
+    pub(crate) fn add_binned(&mut self, value: Binned<SUB_BITS>) {
         let Binned { ns, bin } = value;
         self.add_to_bin(bin, 1);
         if self.count == 0 || ns < self.min_ns {
