@@ -24,16 +24,14 @@
 //! end-to-end tests with DuckDB and Spark.
 
 use parquet::basic::{Encoding, PageType, Type as PhysicalType};
-use parquet::column::page::{CompressedPage, Page};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{
-    ColumnChunkMetaData, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
-};
+use parquet::file::metadata::{LevelHistogram, PageEncodingStats};
 use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::part::{compression, Pages, ROW_GROUP_ROWS};
+use crate::page::{data_page, definition_levels, uleb128, ChunkTally};
+use crate::part::{Pages, ROW_GROUP_ROWS};
 
 /// Rows per page at most: a row group's, as for the other columns (see `crate::plain`'s `PAGE_ROWS`).
 /// The generic writer also cuts a page at 1 MiB of encoded values, which a page of these columns
@@ -55,19 +53,6 @@ const MINIBLOCKS: usize = 4;
 /// Values packed at once: a miniblock of INT64 is two of these (32 values of any width fill whole
 /// bytes, so the halves pack alone).
 const PACKED: usize = 32;
-
-/// Appends `n` as a ULEB128 varint.
-fn uleb128(mut n: u64, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
 
 /// Appends `n` zigzag-encoded, as a ULEB128 varint.
 fn zigzag(n: i64, out: &mut Vec<u8>) {
@@ -170,13 +155,8 @@ pub(crate) struct IntChunk {
     max: Option<i64>,
     nulls: u64,
     pages: i32,
-    num_values: u64,
     total_rows: u64,
-    uncompressed: u64,
-    compressed: u64,
-    bytes_written: u64,
-    first_data_page: Option<u64>,
-    offsets: OffsetIndexBuilder,
+    tally: ChunkTally,
 }
 
 /// Definition level of a row that holds a value.
@@ -202,13 +182,8 @@ impl IntChunk {
             max: None,
             nulls: 0,
             pages: 0,
-            num_values: 0,
             total_rows: 0,
-            uncompressed: 0,
-            compressed: 0,
-            bytes_written: 0,
-            first_data_page: None,
-            offsets: OffsetIndexBuilder::new(),
+            tally: ChunkTally::new(),
         }
     }
 
@@ -356,14 +331,7 @@ impl IntChunk {
         }
         let (compressed, uncompressed) = pages.compress_numbers_with(|page| {
             if self.nullable {
-                let groups = self.rows.div_ceil(8);
-                let mut header = Vec::with_capacity(10);
-                uleb128(((groups as u64) << 1) | 1, &mut header);
-                let len = u32::try_from(header.len() + groups)
-                    .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
-                page.extend_from_slice(&len.to_le_bytes());
-                page.extend_from_slice(&header);
-                page.extend_from_slice(&self.levels);
+                definition_levels(&self.levels, self.rows, page)?;
             }
             uleb128((MINIBLOCKS * miniblock(self.wide)) as u64, page);
             uleb128(MINIBLOCKS as u64, page);
@@ -372,28 +340,14 @@ impl IntChunk {
             page.extend_from_slice(&self.blocks);
             Ok(())
         })?;
-        let rows = u32::try_from(self.rows)
-            .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
-        let page = CompressedPage::new(
-            Page::DataPage {
-                buf: compressed,
-                num_values: rows,
-                encoding: Encoding::DELTA_BINARY_PACKED,
-                def_level_encoding: Encoding::RLE,
-                rep_level_encoding: Encoding::RLE,
-                statistics: None,
-            },
+        let page = data_page(
+            compressed,
+            self.rows,
+            Encoding::DELTA_BINARY_PACKED,
             uncompressed,
-        );
+        )?;
         let spec = pages.write_compressed(page)?;
-        self.offsets.append_row_count(self.rows as i64);
-        self.offsets
-            .append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-        self.uncompressed += spec.uncompressed_size as u64;
-        self.compressed += spec.compressed_size as u64;
-        self.bytes_written += spec.bytes_written;
-        self.num_values += u64::from(spec.num_values);
-        self.first_data_page.get_or_insert(spec.offset);
+        self.tally.data_page(&spec, self.rows);
         self.pages += 1;
         self.total_rows += self.rows as u64;
         self.first = 0;
@@ -408,18 +362,15 @@ impl IntChunk {
     /// Writes the last page; the chunk's metadata, as the generic writer's `close` returns it.
     pub(crate) fn close(mut self, pages: &mut Pages) -> Result<ColumnCloseResult, ParquetError> {
         self.flush_page(pages)?;
-        let mut metadata = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(compression())
+        let mut metadata = self
+            .tally
+            .metadata(self.descr.clone())
             .set_encodings(vec![Encoding::RLE, Encoding::DELTA_BINARY_PACKED])
             .set_page_encoding_stats(vec![PageEncodingStats {
                 page_type: PageType::DATA_PAGE,
                 encoding: Encoding::DELTA_BINARY_PACKED,
                 count: self.pages,
-            }])
-            .set_total_compressed_size(self.compressed as i64)
-            .set_total_uncompressed_size(self.uncompressed as i64)
-            .set_num_values(self.num_values as i64)
-            .set_data_page_offset(self.first_data_page.unwrap_or(0) as i64);
+            }]);
         if self.statistics {
             let nulls = Some(self.nulls);
             let statistics: Statistics = if self.wide {
@@ -442,14 +393,7 @@ impl IntChunk {
                 .set_statistics(statistics)
                 .set_definition_level_histogram(histogram);
         }
-        Ok(ColumnCloseResult {
-            bytes_written: self.bytes_written,
-            rows_written: self.total_rows,
-            metadata: metadata.build()?,
-            bloom_filter: None,
-            column_index: None,
-            offset_index: Some(self.offsets.build()),
-        })
+        Ok(self.tally.close(self.total_rows, metadata.build()?))
     }
 }
 

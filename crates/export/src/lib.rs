@@ -49,6 +49,7 @@ mod buffers;
 pub mod columns;
 mod delta;
 mod layout;
+mod page;
 mod part;
 mod plain;
 mod tables;

@@ -191,12 +191,7 @@ impl Pages {
         &self,
         build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
     ) -> Result<(Bytes, usize), ParquetError> {
-        let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
-        let Codec { texts, page, .. } = &mut *codec;
-        page.clear();
-        build(page)?;
-        let compressed = texts.compress(page).map_err(external)?;
-        Ok((Bytes::from(compressed), page.len()))
+        self.assemble(false, build)
     }
 
     /// A text page compressed where it lies (assembled elsewhere: no copy into the page buffer).
@@ -212,11 +207,27 @@ impl Pages {
         &self,
         build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
     ) -> Result<(Bytes, usize), ParquetError> {
+        self.assemble(true, build)
+    }
+
+    /// A page assembled by `build` in the file's page buffer (which it finds empty), then compressed
+    /// at the numbers' level or the texts'; with the size before compression.
+    #[inline]
+    fn assemble(
+        &self,
+        numbers: bool,
+        build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
+    ) -> Result<(Bytes, usize), ParquetError> {
         let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
-        let Codec { numbers, page, .. } = &mut *codec;
+        let Codec {
+            texts,
+            numbers: number_codec,
+            page,
+        } = &mut *codec;
         page.clear();
         build(page)?;
-        let compressed = numbers.compress(page).map_err(external)?;
+        let compressor = if numbers { number_codec } else { texts };
+        let compressed = compressor.compress(page).map_err(external)?;
         Ok((Bytes::from(compressed), page.len()))
     }
 

@@ -28,11 +28,12 @@ use parquet::basic::{Encoding, PageType};
 use parquet::column::page::{CompressedPage, Page};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
+use parquet::file::metadata::PageEncodingStats;
 use parquet::schema::types::ColumnDescPtr;
 
 use crate::buffers::NO_TEXT;
-use crate::part::{compression, Pages, ROW_GROUP_ROWS};
+use crate::page::{data_page, definition_levels, uleb128, ChunkTally};
+use crate::part::{Pages, ROW_GROUP_ROWS};
 
 /// A page is written when its values reach this many bytes (the generic writer's default limit)...
 const PAGE_BYTES: usize = 1024 * 1024;
@@ -107,34 +108,16 @@ pub(crate) struct TextChunk {
     /// Data pages per encoding, in the order the encodings began.
     page_counts: Vec<(Encoding, i32)>,
     /// The chunk so far.
-    num_values: u64,
     total_rows: u64,
-    uncompressed: u64,
-    compressed: u64,
-    bytes_written: u64,
-    first_data_page: Option<u64>,
     dictionary_page: Option<u64>,
-    offsets: OffsetIndexBuilder,
-}
-
-/// Appends `n` as a ULEB128 varint.
-fn uleb128(mut n: usize, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
+    tally: ChunkTally,
 }
 
 /// Appends `values` as one bit-packed run of the RLE/bit-packed hybrid at `bit_width` (1 to 32): its
 /// header, then the values least significant bit first, padded with zeros to whole groups of 8.
 fn bit_packed(values: &[u32], bit_width: u32, out: &mut Vec<u8>) {
     let groups = values.len().div_ceil(8);
-    uleb128((groups << 1) | 1, out);
+    uleb128(((groups as u64) << 1) | 1, out);
     let end = out.len() + groups * bit_width as usize;
     out.reserve(end - out.len());
     // Widths of up to 16 bits (dictionaries of up to 65,536 texts) a group of 8 at a time, the
@@ -186,6 +169,12 @@ fn pack_groups<const W: usize>(values: &[u32], out: &mut Vec<u8>) {
     }
 }
 
+/// A text's length, as its PLAIN value holds it (4 bytes).
+#[inline]
+fn text_len(t: &[u8]) -> Result<u32, ParquetError> {
+    u32::try_from(t.len()).map_err(|_| ParquetError::General("a text of 4 GiB or more".into()))
+}
+
 impl TextChunk {
     /// A chunk of the text column `descr`, dictionary-encoded or PLAIN.
     pub(crate) fn new(descr: ColumnDescPtr, dictionary: bool) -> TextChunk {
@@ -207,14 +196,9 @@ impl TextChunk {
             rows: 0,
             held: Vec::new(),
             page_counts: Vec::new(),
-            num_values: 0,
             total_rows: 0,
-            uncompressed: 0,
-            compressed: 0,
-            bytes_written: 0,
-            first_data_page: None,
             dictionary_page: None,
-            offsets: OffsetIndexBuilder::new(),
+            tally: ChunkTally::new(),
         }
     }
 
@@ -240,23 +224,41 @@ impl TextChunk {
     ) -> Result<(), ParquetError> {
         match text {
             Some(t) => {
-                let len = u32::try_from(t.len())
-                    .map_err(|_| ParquetError::General("a text of 4 GiB or more".into()))?;
+                let len = text_len(t)?;
                 // (A full dictionary cuts the page here, before this row.)
                 if !self.push_index(t, len, copy, pages)? {
-                    self.values.extend_from_slice(&len.to_le_bytes());
-                    self.values.extend_from_slice(t);
+                    self.push_plain(t, len);
                 }
             }
-            None if self.nullable => {}
-            None => {
-                return Err(ParquetError::General(format!(
-                    "a null in column {}, which cannot hold one",
-                    self.descr.name()
-                )))
-            }
+            None => self.null_allowed()?,
         }
-        self.push_levels(text.is_some(), 1);
+        self.end_row(text.is_some(), pages)
+    }
+
+    /// Appends `t`'s PLAIN value (its length `len`, then its bytes) to the page being filled.
+    #[inline]
+    fn push_plain(&mut self, t: &[u8], len: u32) {
+        self.values.extend_from_slice(&len.to_le_bytes());
+        self.values.extend_from_slice(t);
+    }
+
+    /// A null row is refused in a column that cannot hold one (a defect of the export).
+    #[inline]
+    fn null_allowed(&self) -> Result<(), ParquetError> {
+        if self.nullable {
+            return Ok(());
+        }
+        Err(ParquetError::General(format!(
+            "a null in column {}, which cannot hold one",
+            self.descr.name()
+        )))
+    }
+
+    /// Ends a row whose value (`valid`) or null is appended: its level, and the page cut at its
+    /// limits.
+    #[inline]
+    fn end_row(&mut self, valid: bool, pages: &mut Pages) -> Result<(), ParquetError> {
+        self.push_level(valid);
         self.rows += 1;
         if self.values.len() >= PAGE_BYTES || self.rows >= PAGE_ROWS {
             self.flush_page(pages)?;
@@ -280,25 +282,13 @@ impl TextChunk {
         for text in rows {
             match text {
                 Some(t) => {
-                    let len = u32::try_from(t.len())
-                        .map_err(|_| ParquetError::General("a text of 4 GiB or more".into()))?;
+                    let len = text_len(t)?;
                     self.values.reserve(4 + t.len());
-                    self.values.extend_from_slice(&len.to_le_bytes());
-                    self.values.extend_from_slice(t);
+                    self.push_plain(t, len);
                 }
-                None if self.nullable => {}
-                None => {
-                    return Err(ParquetError::General(format!(
-                        "a null in column {}, which cannot hold one",
-                        self.descr.name()
-                    )))
-                }
+                None => self.null_allowed()?,
             }
-            self.push_level(text.is_some());
-            self.rows += 1;
-            if self.values.len() >= PAGE_BYTES || self.rows >= PAGE_ROWS {
-                self.flush_page(pages)?;
-            }
+            self.end_row(text.is_some(), pages)?;
         }
         Ok(())
     }
@@ -522,15 +512,7 @@ impl TextChunk {
         } else {
             pages.compress(|page| {
                 if self.nullable {
-                    let groups = self.rows.div_ceil(8);
-                    let mut levels = Vec::with_capacity(groups + 10);
-                    let bits = self.levels.iter().copied().chain(std::iter::repeat(0));
-                    uleb128((groups << 1) | 1, &mut levels);
-                    levels.extend(bits.take(groups));
-                    let len = u32::try_from(levels.len())
-                        .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
-                    page.extend_from_slice(&len.to_le_bytes());
-                    page.extend_from_slice(&levels);
+                    definition_levels(&self.levels, self.rows, page)?;
                 }
                 match dictionary {
                     Some(entries) => {
@@ -545,19 +527,7 @@ impl TextChunk {
                 Ok(())
             })?
         };
-        let rows = u32::try_from(self.rows)
-            .map_err(|_| ParquetError::General("a page of too many rows".into()))?;
-        let page = CompressedPage::new(
-            Page::DataPage {
-                buf: compressed,
-                num_values: rows,
-                encoding,
-                def_level_encoding: Encoding::RLE,
-                rep_level_encoding: Encoding::RLE,
-                statistics: None,
-            },
-            uncompressed,
-        );
+        let page = data_page(compressed, self.rows, encoding, uncompressed)?;
         match self.page_counts.last_mut() {
             Some((e, n)) if *e == encoding => *n += 1,
             _ => self.page_counts.push((encoding, 1)),
@@ -582,14 +552,7 @@ impl TextChunk {
         pages: &mut Pages,
     ) -> Result<(), ParquetError> {
         let spec = pages.write_compressed(page)?;
-        self.offsets.append_row_count(rows as i64);
-        self.offsets
-            .append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-        self.uncompressed += spec.uncompressed_size as u64;
-        self.compressed += spec.compressed_size as u64;
-        self.bytes_written += spec.bytes_written;
-        self.num_values += u64::from(spec.num_values);
-        self.first_data_page.get_or_insert(spec.offset);
+        self.tally.data_page(&spec, rows);
         Ok(())
     }
 
@@ -616,9 +579,7 @@ impl TextChunk {
                 d.plain.len(),
             );
             let spec = pages.write_compressed(page)?;
-            self.uncompressed += spec.uncompressed_size as u64;
-            self.compressed += spec.compressed_size as u64;
-            self.bytes_written += spec.bytes_written;
+            self.tally.page(&spec);
             self.dictionary_page = Some(spec.offset);
             stats.push(PageEncodingStats {
                 page_type: PageType::DICTIONARY_PAGE,
@@ -639,24 +600,14 @@ impl TextChunk {
                     count,
                 }),
         );
-        let metadata = ColumnChunkMetaData::builder(self.descr.clone())
-            .set_compression(compression())
+        let metadata = self
+            .tally
+            .metadata(self.descr.clone())
             .set_encodings(encodings)
             .set_page_encoding_stats(stats)
-            .set_total_compressed_size(self.compressed as i64)
-            .set_total_uncompressed_size(self.uncompressed as i64)
-            .set_num_values(self.num_values as i64)
-            .set_data_page_offset(self.first_data_page.unwrap_or(0) as i64)
             .set_dictionary_page_offset(self.dictionary_page.map(|o| o as i64))
             .build()?;
-        Ok(ColumnCloseResult {
-            bytes_written: self.bytes_written,
-            rows_written: self.total_rows,
-            metadata,
-            bloom_filter: None,
-            column_index: None,
-            offset_index: Some(self.offsets.build()),
-        })
+        Ok(self.tally.close(self.total_rows, metadata))
     }
 }
 
@@ -696,7 +647,7 @@ mod tests {
                     .collect();
                 let groups = len.div_ceil(8);
                 let mut want = Vec::new();
-                uleb128((groups << 1) | 1, &mut want);
+                uleb128(((groups << 1) | 1) as u64, &mut want);
                 let start = want.len();
                 want.resize(start + groups * width as usize, 0);
                 for (i, v) in values.iter().enumerate() {

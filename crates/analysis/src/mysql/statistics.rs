@@ -87,16 +87,9 @@ impl StatementFingerprinter {
     /// The fingerprint of `sql`, and whether the capture holds the statement only in part (its
     /// fingerprint then ends in [`CUT_MARK`]). Valid until the next call.
     pub fn fingerprint(&mut self, sql: &str) -> (&str, bool) {
-        let cut = cut_text(sql);
-        let fp = self.fingerprinter.fingerprint(cut.unwrap_or(sql));
-        match cut {
-            Some(_) => {
-                self.cut_key.clear();
-                self.cut_key.push_str(fp);
-                self.cut_key.push_str(CUT_MARK);
-                (self.cut_key.as_str(), true)
-            }
-            None => (fp, false),
+        match cut_text(sql) {
+            Some(part) => (self.cut_fingerprint(part), true),
+            None => (self.fingerprinter.fingerprint(sql), false),
         }
     }
 
@@ -106,18 +99,21 @@ impl StatementFingerprinter {
     #[inline]
     pub(crate) fn fingerprint_parts(&mut self, sql: &str) -> (Option<(usize, &str)>, &str, bool) {
         match cut_text(sql) {
-            Some(part) => {
-                let fp = self.fingerprinter.fingerprint(part);
-                self.cut_key.clear();
-                self.cut_key.push_str(fp);
-                self.cut_key.push_str(CUT_MARK);
-                (None, self.cut_key.as_str(), true)
-            }
+            Some(part) => (None, self.cut_fingerprint(part), true),
             None => {
                 let (head, rest) = self.fingerprinter.fingerprint_parts(sql);
                 (head, rest, false)
             }
         }
+    }
+
+    /// The fingerprint of `part`, the part held of a statement cut, ending in [`CUT_MARK`].
+    fn cut_fingerprint(&mut self, part: &str) -> &str {
+        let fp = self.fingerprinter.fingerprint(part);
+        self.cut_key.clear();
+        self.cut_key.push_str(fp);
+        self.cut_key.push_str(CUT_MARK);
+        &self.cut_key
     }
 }
 
@@ -210,6 +206,18 @@ impl StatementAgg {
             self.sample = (t.request_frame, sql.to_string());
         }
     }
+
+    /// Adds the requests of `o`, a group with the same fingerprint.
+    fn merge(&mut self, o: StatementAgg) {
+        self.requests.merge(&o.requests);
+        self.errors += o.errors;
+        self.rows += o.rows;
+        self.rt.merge(&o.rt);
+        self.waited.merge(&o.waited);
+        if o.sample.0 < self.sample.0 {
+            self.sample = o.sample;
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -225,20 +233,6 @@ struct StatementAgg {
     sample: (u64, String),
     /// The group's statements are held only in part by the capture.
     text_cut: bool,
-}
-
-impl StatementAgg {
-    /// Adds the requests of `o`, a group with the same fingerprint.
-    fn merge(&mut self, o: StatementAgg) {
-        self.requests.merge(&o.requests);
-        self.errors += o.errors;
-        self.rows += o.rows;
-        self.rt.merge(&o.rt);
-        self.waited.merge(&o.waited);
-        if o.sample.0 < self.sample.0 {
-            self.sample = o.sample;
-        }
-    }
 }
 
 /// Adds the group `s` of fingerprint `fp` to `statements`.
