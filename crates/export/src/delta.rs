@@ -633,7 +633,9 @@ mod tests {
             let mut columns: [&mut dyn ColumnRows; 4] = [&mut a, &mut b, &mut c, &mut d];
             part.write(batch.len(), &mut columns).expect("write");
         }
-        assert_eq!(part.close().expect("close"), n as u64);
+        let syncs = crate::part::Syncs::default();
+        assert_eq!(part.close(&syncs).expect("close"), n as u64);
+        syncs.wait().expect("synced");
         let path = dir.join("part-00000.parquet");
         let reader =
             SerializedFileReader::new(std::fs::File::open(&path).expect("open")).expect("reader");

@@ -5,7 +5,15 @@
 //! the file, while rows come in batches of every column, so each column of the row group being filled
 //! has its own writer, whose encoded and compressed pages wait in memory until the row group is full
 //! and they are appended to the file one column after the other (what Arrow's writer does too).
+//!
+//! A full row group's chunks are closed (their last pages compressed, a dictionary page written) a
+//! few at a time, by the writes that fill the next row group ([`Part::close_some`]), and appended
+//! when the last is closed: closed all at once, a row group cost one write about ten times a batch's
+//! time (the pages of a row group's numbers are compressed at its close), and the other cores waited
+//! for the bucket that made that write at the end of the engine's tracking phase. The file's bytes
+//! are the same either way.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -113,6 +121,59 @@ fn properties(schema: &TypePtr) -> WriterProperties {
         }
     }
     b.build()
+}
+
+/// Files written, whose data is on its way to the disk: each file's `fsync` runs on a thread of its
+/// own while the export goes on, and [`Syncs::wait`] waits for them all before the datasets are put in
+/// place (a partition still appears only once every file of it is on the disk). Synced one after the
+/// other where they were closed, they took the end of a run: on the 2.1 GB bench capture the two
+/// files of `transactions` waited 17 and 32 ms for the disk, the four end-of-run datasets 20 ms more,
+/// each time with a core idle.
+#[derive(Default)]
+pub(crate) struct Syncs(Mutex<Vec<Syncing>>);
+
+/// A file's `fsync` under way.
+struct Syncing {
+    path: PathBuf,
+    done: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Syncs {
+    /// Syncs `file` (written and flushed) on a thread of its own; here, if no thread can be made.
+    fn sync(&self, path: &Path, file: File) -> Result<(), ExportError> {
+        let syncing = std::thread::Builder::new()
+            .name("pcapsleuth-export-sync".into())
+            .spawn(move || file.sync_all());
+        match syncing {
+            Ok(done) => {
+                let path = path.to_path_buf();
+                self.0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(Syncing { path, done });
+                Ok(())
+            }
+            // The file was closed with the thread that was not made: any handle syncs it.
+            Err(_) => File::open(path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| ExportError::io(path, e)),
+        }
+    }
+
+    /// Waits for every sync begun; the first that failed.
+    pub(crate) fn wait(&self) -> Result<(), ExportError> {
+        let syncs = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut result = Ok(());
+        for Syncing { path, done } in syncs {
+            let synced = done
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the sync's thread panicked")));
+            if let (Err(e), Ok(())) = (synced, &result) {
+                result = Err(ExportError::io(&path, e));
+            }
+        }
+        result
+    }
 }
 
 /// Bytes buffered on their way to a file: column chunks are appended whole (and pass the buffer by),
@@ -414,6 +475,13 @@ pub(crate) struct Part {
     constants: Vec<Constant>,
     /// The row group being filled, one chunk per column; `None` between row groups.
     group: Option<Vec<Chunk>>,
+    /// The last full row group's chunks not yet closed, in the schema's order.
+    closing: VecDeque<Chunk>,
+    /// Its chunks closed, with their bytes: appended to the file when the last one is.
+    closed: Vec<(ColumnCloseResult, Vec<u8>)>,
+    /// Full row groups are closed a few chunks per write (else in the write that filled them).
+    #[cfg(test)]
+    spread: bool,
     /// Rows in `group`.
     group_rows: usize,
     /// Rows per row group ([`ROW_GROUP_ROWS`]; fewer in tests).
@@ -451,6 +519,10 @@ impl Part {
             descrs,
             constants: constants.iter().map(|c| Constant(c.clone())).collect(),
             group: None,
+            closing: VecDeque::new(),
+            closed: Vec::new(),
+            #[cfg(test)]
+            spread: true,
             group_rows: 0,
             row_group_rows: ROW_GROUP_ROWS,
             row_groups: 0,
@@ -510,26 +582,79 @@ impl Part {
             self.rows += n as u64;
             from += n;
             if self.group_rows >= self.row_group_rows {
-                self.flush_group()?;
+                self.begin_closing()?;
             }
+        }
+        self.close_some()
+    }
+
+    /// Ends the row group being filled (if any rows are in it): its chunks are to be closed, after
+    /// those of the row group before if some are still open.
+    fn begin_closing(&mut self) -> Result<(), ParquetError> {
+        let Some(group) = self.group.take() else {
+            return Ok(());
+        };
+        self.finish_closing()?;
+        self.group_rows = 0;
+        self.closing = group.into();
+        self.row_groups += 1;
+        Ok(())
+    }
+
+    /// Closes chunks of the full row group until those left are in proportion to the rows the next
+    /// row group still lacks: with batches of 4,096 rows and row groups of 32 such batches, a chunk
+    /// or two per write, every chunk closed before the next row group is full.
+    fn close_some(&mut self) -> Result<(), ParquetError> {
+        #[cfg(test)]
+        if !self.spread {
+            return self.finish_closing();
+        }
+        if self.closing.is_empty() {
+            return Ok(());
+        }
+        let lacking = self.row_group_rows.saturating_sub(self.group_rows);
+        let keep = self.descrs.len() * lacking / self.row_group_rows;
+        while self.closing.len() > keep {
+            self.close_next()?;
+        }
+        if self.closing.is_empty() {
+            self.append_closed()?;
         }
         Ok(())
     }
 
-    /// Appends the row group being filled to the file, one column after the other.
-    fn flush_group(&mut self) -> Result<(), ParquetError> {
-        let Some(group) = self.group.take() else {
+    /// Closes every chunk of the full row group, and appends it to the file.
+    fn finish_closing(&mut self) -> Result<(), ParquetError> {
+        while !self.closing.is_empty() {
+            self.close_next()?;
+        }
+        self.append_closed()
+    }
+
+    fn close_next(&mut self) -> Result<(), ParquetError> {
+        if let Some(chunk) = self.closing.pop_front() {
+            self.closed.push(chunk.close()?);
+        }
+        Ok(())
+    }
+
+    /// Appends the closed chunks to the file as a row group, one column after the other.
+    fn append_closed(&mut self) -> Result<(), ParquetError> {
+        if self.closed.is_empty() {
             return Ok(());
-        };
-        self.group_rows = 0;
+        }
         let mut row_group = self.file.next_row_group()?;
-        for chunk in group {
-            let (closed, bytes) = chunk.close()?;
+        for (closed, bytes) in self.closed.drain(..) {
             row_group.append_column(&Bytes::from(bytes), closed)?;
         }
         row_group.close()?;
-        self.row_groups += 1;
         Ok(())
+    }
+
+    /// Appends the row group being filled, and the one before if it is not yet, to the file.
+    fn flush_group(&mut self) -> Result<(), ParquetError> {
+        self.begin_closing()?;
+        self.finish_closing()
     }
 
     /// Row groups of `n` rows rather than [`ROW_GROUP_ROWS`] (for tests of what depends on them).
@@ -539,13 +664,14 @@ impl Part {
         self
     }
 
-    /// Row groups appended to the file so far (the one being filled not counted).
+    /// Row groups filled so far (the one being filled not counted; the last may still be closing).
     pub(crate) fn row_groups(&self) -> usize {
         self.row_groups
     }
 
-    /// Writes the last row group and the footer, and closes the file; returns its rows.
-    pub(crate) fn close(mut self) -> Result<u64, ExportError> {
+    /// Writes the last row group and the footer, and closes the file, whose sync `syncs` waits for;
+    /// returns its rows.
+    pub(crate) fn close(mut self, syncs: &Syncs) -> Result<u64, ExportError> {
         self.flush_group()
             .map_err(|e| ExportError::parquet(&self.path, e))?;
         let Part {
@@ -555,10 +681,10 @@ impl Part {
             .into_inner()
             .map_err(|e| ExportError::parquet(&path, e))?;
         out.flush().map_err(|e| ExportError::io(&path, e))?;
-        out.into_inner()
-            .map_err(|e| ExportError::io(&path, e.into_error()))?
-            .sync_all()
-            .map_err(|e| ExportError::io(&path, e))?;
+        let file = out
+            .into_inner()
+            .map_err(|e| ExportError::io(&path, e.into_error()))?;
+        syncs.sync(&path, file)?;
         Ok(rows)
     }
 }
@@ -619,7 +745,9 @@ mod tests {
             part.write(batch.len(), &mut [&mut fps, &mut statements, &mut clients])
                 .expect("write");
         }
-        assert_eq!(part.close().expect("close"), n as u64);
+        let syncs = Syncs::default();
+        assert_eq!(part.close(&syncs).expect("close"), n as u64);
+        syncs.wait().expect("synced");
         let path = dir.join("part-00000.parquet");
         let reader = SerializedFileReader::new(File::open(&path).expect("open")).expect("reader");
         let meta = reader.metadata();
@@ -644,6 +772,85 @@ mod tests {
             read += 1;
         }
         assert_eq!(read, n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A file whose full row groups are closed a few chunks per write is the same, byte for byte, as
+    /// one whose row groups are closed in the write that fills them: texts (a dictionary column and a
+    /// PLAIN one), integers with and without nulls, doubles and booleans; row groups of 1,000 rows in
+    /// writes of 97 (a row group fills in the middle of a write, and some writes close no chunk).
+    #[test]
+    fn row_groups_closed_across_writes_are_the_same_bytes() {
+        use crate::buffers::Nullable;
+        let dir =
+            std::env::temp_dir().join(format!("pcapsleuth-export-spread-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let schema = Arc::new(
+            parse_message_type(
+                "message m { required binary capture (STRING); optional binary fingerprint (STRING);
+                 optional binary statement (STRING); required int64 request_frame;
+                 optional int64 response_frame; optional double rt_us; required boolean is_query; }",
+            )
+            .expect("schema"),
+        );
+        let (group, n, batch) = (1000, 10_500, 97);
+        let mut files = Vec::new();
+        for (k, spread) in [true, false].into_iter().enumerate() {
+            let mut part = Part::create(&dir, k, &schema, &["cap".to_string()])
+                .expect("part")
+                .with_row_group_rows(group);
+            part.spread = spread;
+            let (mut fps, mut statements) = (Texts::default(), Texts::default());
+            let (mut frames, mut responses) = (Vec::new(), Nullable::default());
+            let (mut rts, mut queries) = (Nullable::default(), Vec::new());
+            let mut closing_seen = false;
+            for rows in (0..n).collect::<Vec<usize>>().chunks(batch) {
+                for &i in rows {
+                    fps.push_opt(
+                        (i % 5 != 0)
+                            .then(|| format!("select ? from t{}", i % 13))
+                            .as_deref(),
+                    );
+                    statements.push_opt(
+                        (i % 7 != 0)
+                            .then(|| format!("select {i} from t"))
+                            .as_deref(),
+                    );
+                    frames.push(i as i64 * 3);
+                    responses.push((i % 4 != 0).then_some(i as i64 * 3 + 1));
+                    rts.push((i % 6 != 0).then_some(i as f64 / 7.0));
+                    queries.push(i % 3 == 0);
+                }
+                part.write(
+                    rows.len(),
+                    &mut [
+                        &mut fps,
+                        &mut statements,
+                        &mut frames,
+                        &mut responses,
+                        &mut rts,
+                        &mut queries,
+                    ],
+                )
+                .expect("write");
+                closing_seen |= !part.closing.is_empty();
+                assert!(spread || part.closing.is_empty());
+                assert!(
+                    part.closed.is_empty() || !part.closing.is_empty(),
+                    "appended once all are closed"
+                );
+            }
+            assert_eq!(closing_seen, spread, "chunks left to close between writes");
+            let syncs = Syncs::default();
+            assert_eq!(part.close(&syncs).expect("close"), n as u64);
+            syncs.wait().expect("synced");
+            let path = dir.join(format!("part-{k:05}.parquet"));
+            files.push(std::fs::read(&path).expect("read"));
+            let reader =
+                SerializedFileReader::new(File::open(&path).expect("open")).expect("reader");
+            assert_eq!(reader.metadata().num_row_groups(), n.div_ceil(group));
+        }
+        assert!(files[0] == files[1], "the same bytes");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

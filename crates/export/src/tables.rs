@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::buffers::{int, ColumnRows, Nullable, Texts, Times};
 use crate::columns::{ColumnType, Dataset, CEILINGS, CLOSES, CONNECTIONS, RATES};
-use crate::part::Part;
+use crate::part::{Part, Syncs};
 use crate::{ExportError, Partition};
 
 /// A value of one column of one row.
@@ -163,10 +163,11 @@ impl Table {
         self.part.write(n, &mut columns)
     }
 
-    /// Writes what is left and closes the file; returns the rows written.
-    fn finish(mut self) -> Result<u64, ExportError> {
+    /// Writes what is left and closes the file (`syncs` waits for its sync); returns the rows
+    /// written.
+    fn finish(mut self, syncs: &Syncs) -> Result<u64, ExportError> {
         self.flush()?;
-        self.part.close()?;
+        self.part.close(syncs)?;
         Ok(self.written)
     }
 }
@@ -339,13 +340,14 @@ pub(crate) fn write_connections<O>(
     run: &Run<O>,
     dir: impl Fn(&str) -> std::path::PathBuf,
     partition: &Partition,
+    syncs: &Syncs,
 ) -> Result<Written, ExportError> {
     let mut t = Table::create(&CONNECTIONS, &dir(CONNECTIONS.name), partition)?;
     for (i, c) in run.connections.iter().enumerate() {
         let m = run.mysql_sessions.get(i).and_then(Option::as_ref);
         t.row(&connection_row(c, m))?;
     }
-    let connections = t.finish()?;
+    let connections = t.finish(syncs)?;
     // Each close's own timestamp, from its connection (the report carries it as float seconds).
     let by_first_frame: std::collections::HashMap<u64, &Connection> =
         run.connections.iter().map(|c| (c.first.frame, c)).collect();
@@ -363,7 +365,7 @@ pub(crate) fn write_connections<O>(
         row[3] = Cell::opt(at, time);
         t.row(&row)?;
     }
-    let closes = t.finish()?;
+    let closes = t.finish(syncs)?;
     Ok(vec![(CONNECTIONS.name, connections), (CLOSES.name, closes)])
 }
 
@@ -380,6 +382,7 @@ pub(crate) fn write_rates(
     interval_ns: i64,
     dir: impl Fn(&str) -> std::path::PathBuf,
     partition: &Partition,
+    syncs: &Syncs,
 ) -> Result<Written, ExportError> {
     let mut t = Table::create(&RATES, &dir(RATES.name), partition)?;
     let scopes = std::iter::once((None, &r.total)).chain(
@@ -403,7 +406,7 @@ pub(crate) fn write_rates(
             ])?;
         }
     }
-    let rates = t.finish()?;
+    let rates = t.finish(syncs)?;
     let mut t = Table::create(&CEILINGS, &dir(CEILINGS.name), partition)?;
     // Ceilings are found on 100 ms bins from the epoch: their ends are on that grid.
     let bin = 100_000_000;
@@ -421,7 +424,7 @@ pub(crate) fn write_rates(
             Cell::text(c.evidence.join("; ")),
         ])?;
     }
-    let ceilings = t.finish()?;
+    let ceilings = t.finish(syncs)?;
     Ok(vec![(RATES.name, rates), (CEILINGS.name, ceilings)])
 }
 

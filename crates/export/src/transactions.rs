@@ -12,7 +12,7 @@ use pcapsleuth_mysql::{Command, Outcome};
 
 use crate::buffers::{int, ns, ColumnRows, Interned, Nullable, Statics, TextCache, Texts, Times};
 use crate::columns::TRANSACTIONS;
-use crate::part::Part;
+use crate::part::{Part, Syncs};
 use crate::{ExportError, Partition};
 
 /// Rows a worker buffers before it writes them: few enough that the buffers (one per worker thread)
@@ -58,6 +58,8 @@ pub(crate) struct PartPool {
     closed: Mutex<TransactionsWritten>,
     /// The first write that failed: later batches are dropped, and the export fails with it.
     failed: Mutex<Option<ExportError>>,
+    /// The syncs of the files closed, which the export waits for before it puts them in place.
+    syncs: Arc<Syncs>,
 }
 
 #[derive(Default)]
@@ -79,7 +81,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PartPool {
-    pub(crate) fn new(dir: std::path::PathBuf, partition: &Partition) -> Result<Self, ExportError> {
+    pub(crate) fn new(
+        dir: std::path::PathBuf,
+        partition: &Partition,
+        syncs: Arc<Syncs>,
+    ) -> Result<Self, ExportError> {
         let label_keys: Vec<String> = partition
             .labels()
             .iter()
@@ -105,6 +111,7 @@ impl PartPool {
             buffers: OnceLock::new(),
             closed: Mutex::new(TransactionsWritten { rows: 0, files: 0 }),
             failed: Mutex::new(None),
+            syncs,
         })
     }
 
@@ -140,6 +147,13 @@ impl PartPool {
             None => part,
         };
         Ok(part)
+    }
+
+    /// The threads of the engine's pool that wrote rows (1 before any row).
+    pub(crate) fn threads(&self) -> usize {
+        self.buffers
+            .get()
+            .map_or(1, |b| b.len().saturating_sub(1).max(1))
     }
 
     /// An idle file; else a new one if fewer than [`PartPool::max_open`] are open; else the first
@@ -209,7 +223,7 @@ impl PartPool {
             self.give_back(part);
             return;
         }
-        let closed = part.close();
+        let closed = part.close(&self.syncs);
         self.retire_part();
         match closed {
             Ok(n) => {
@@ -243,8 +257,29 @@ impl PartPool {
                 Err(e) => self.fail(e),
             }
         }
-        for part in parts {
-            match part.close() {
+        // Each file's last row group and footer, on as many threads as the engine ran (a file each:
+        // at most one per core).
+        let threads = self.threads();
+        let closed: Vec<Result<u64, ExportError>> = std::thread::scope(|s| {
+            let mut parts = parts.into_iter();
+            let others: Vec<_> = parts
+                .by_ref()
+                .take(threads.saturating_sub(1))
+                .map(|p| s.spawn(|| p.close(&self.syncs)))
+                .collect();
+            let mut closed: Vec<_> = parts.map(|p| p.close(&self.syncs)).collect();
+            for other in others {
+                closed.push(other.join().unwrap_or_else(|_| {
+                    Err(ExportError::io(
+                        &self.dir,
+                        std::io::Error::other("a file's closing thread panicked"),
+                    ))
+                }));
+            }
+            closed
+        });
+        for c in closed {
+            match c {
                 Ok(rows) => {
                     written.rows += rows;
                     written.files += 1;
@@ -664,7 +699,8 @@ mod tests {
             std::env::temp_dir().join(format!("pcapsleuth-export-pool-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let partition = Partition::new("cap", vec![]).expect("partition");
-        let mut pool = PartPool::new(dir.clone(), &partition).expect("pool");
+        let syncs = Arc::new(Syncs::default());
+        let mut pool = PartPool::new(dir.clone(), &partition, syncs.clone()).expect("pool");
         pool.file_row_groups = 2;
         pool.row_group_rows = Some(10);
         let mut rows = Rows::with_capacity();
@@ -676,6 +712,7 @@ mod tests {
         }
         let written = pool.close();
         assert!(pool.take_failure().is_none());
+        syncs.wait().expect("synced");
         // 27 rows (2 full row groups, then the rest of the third batch), then 18.
         assert_eq!(written, TransactionsWritten { rows: 45, files: 2 });
         let mut frames = Vec::new();
