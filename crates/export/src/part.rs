@@ -602,8 +602,9 @@ impl Part {
     }
 
     /// Closes chunks of the full row group until those left are in proportion to the rows the next
-    /// row group still lacks: with batches of 4,096 rows and row groups of 32 such batches, a chunk
-    /// or two per write, every chunk closed before the next row group is full.
+    /// row group lacks to be half full: with batches of 4,096 rows and row groups of 32 such batches,
+    /// two chunks per write, every chunk closed by the time the next row group is half full (the full
+    /// row group's pages are held meanwhile, beside the next one's).
     fn close_some(&mut self) -> Result<(), ParquetError> {
         #[cfg(test)]
         if !self.spread {
@@ -612,8 +613,9 @@ impl Part {
         if self.closing.is_empty() {
             return Ok(());
         }
-        let lacking = self.row_group_rows.saturating_sub(self.group_rows);
-        let keep = self.descrs.len() * lacking / self.row_group_rows;
+        let half = (self.row_group_rows / 2).max(1);
+        let lacking = half.saturating_sub(self.group_rows);
+        let keep = self.descrs.len() * lacking / half;
         while self.closing.len() > keep {
             self.close_next()?;
         }
