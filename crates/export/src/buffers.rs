@@ -10,6 +10,8 @@ use parquet::data_type::{BoolType, DataType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 
 use crate::part::Chunk;
+#[cfg(doc)]
+use pcapsleuth_analysis::StatementFingerprinter;
 
 /// Rows of one column, not yet written.
 pub(crate) trait ColumnRows {
@@ -327,6 +329,12 @@ pub(crate) struct TextCache {
     /// error message; a handful of them, in no order, make most rows). The slot is not keyed: texts
     /// a capture makes share a slot only send each other on to the hash.
     recent: Box<[u32; RECENT_SLOTS]>,
+    /// For [`TextCache::get_parts`], by the head id of a [`StatementFingerprinter`]: up to
+    /// [`TextCache::PER_HEAD`] (the fingerprint after the head's output, its place in `copies`).
+    /// Emptied with `copies`.
+    by_head: Vec<Vec<(Box<[u8]>, u32)>>,
+    /// A whole fingerprint put together from its parts, for the lookup by text.
+    whole: String,
 }
 
 impl Default for TextCache {
@@ -337,6 +345,8 @@ impl Default for TextCache {
             bytes: 0,
             last: 0,
             recent: Box::new([NO_TEXT; RECENT_SLOTS]),
+            by_head: Vec::new(),
+            whole: String::new(),
         }
     }
 }
@@ -364,6 +374,9 @@ fn recent_slot(text: &[u8]) -> usize {
 impl TextCache {
     const MAX_TEXTS: usize = 1024;
     const MAX_BYTES: usize = 64 << 10;
+    /// Rests remembered per head ([`TextCache::get_parts`]): the others of a head go by the whole
+    /// text, as without heads.
+    const PER_HEAD: usize = 4;
 
     /// The shared copy of `text`, and its place in the column it goes to.
     #[inline]
@@ -389,6 +402,67 @@ impl TextCache {
         (copy, place)
     }
 
+    /// As [`TextCache::get`], for the fingerprint of a statement given in the parts
+    /// [`StatementFingerprinter::fingerprint_parts`] gives (head, rest): with a head, it is found
+    /// by comparing the rest (often one byte, `?`) with those remembered for the head, without
+    /// putting the fingerprint together or hashing it. Anything else (no head, a rest not
+    /// remembered, a head with more than [`TextCache::PER_HEAD`] rests) goes by the whole text.
+    ///
+    /// The head ids must all come from one fingerprinter, the same for the life of this cache (a
+    /// head id stands for one head only within one fingerprinter).
+    #[inline]
+    pub(crate) fn get_parts(
+        &mut self,
+        parts: (Option<(usize, &str)>, &str),
+    ) -> (&Arc<str>, &mut u32) {
+        if let (Some((id, _)), rest) = parts {
+            let rest = rest.as_bytes();
+            let found = self
+                .by_head
+                .get(id)
+                .and_then(|g| g.iter().find(|(r, _)| same(r, rest)));
+            if let Some(&(_, i)) = found {
+                let i = i as usize;
+                if i < self.copies.len() {
+                    let (copy, place) = &mut self.copies[i];
+                    return (copy, place);
+                }
+            }
+        }
+        self.get_whole(parts)
+    }
+
+    /// [`TextCache::get_parts`] by the whole fingerprint; remembers where it is by its head.
+    #[inline(never)]
+    fn get_whole(&mut self, parts: (Option<(usize, &str)>, &str)) -> (&Arc<str>, &mut u32) {
+        let mut whole = std::mem::take(&mut self.whole);
+        let text = match parts {
+            (None, fp) => fp,
+            (Some((_, head)), rest) => {
+                whole.clear();
+                whole.push_str(head);
+                whole.push_str(rest);
+                &whole
+            }
+        };
+        self.get(text);
+        self.whole = whole;
+        let i = self.last;
+        if let (Some((id, _)), rest) = parts {
+            if self.by_head.len() <= id {
+                self.by_head.resize_with(id + 1, Vec::new);
+            }
+            // Places are below MAX_TEXTS.
+            if let (Some(g), Ok(i)) = (self.by_head.get_mut(id), u32::try_from(i)) {
+                if g.len() < Self::PER_HEAD {
+                    g.push((rest.as_bytes().into(), i));
+                }
+            }
+        }
+        let (copy, place) = &mut self.copies[i];
+        (copy, place)
+    }
+
     /// Adds a copy of `text`; its place.
     fn add(&mut self, text: &str) -> usize {
         if self.copies.len() >= Self::MAX_TEXTS || self.bytes + text.len() > Self::MAX_BYTES {
@@ -396,12 +470,24 @@ impl TextCache {
             self.copies.clear();
             self.bytes = 0;
             self.recent.fill(NO_TEXT);
+            self.by_head.clear();
         }
         self.bytes += text.len();
         self.index.insert(text.into(), self.copies.len());
         self.copies.push((Arc::from(text), NO_TEXT));
         self.copies.len() - 1
     }
+}
+
+/// `a == b`, for the short texts after a head (often one byte: `?`), without a call to `bcmp`.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && if a.len() <= 8 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            a == b
+        }
 }
 
 /// Nanoseconds since the epoch, as a `TIMESTAMP(NANOS, isAdjustedToUTC = true)` column.
@@ -543,6 +629,68 @@ mod tests {
         for t in ["", "a", "1234567", "12345678", "123456789"] {
             assert_eq!(&**c.get(t).0, t);
         }
+    }
+
+    /// Fingerprints found by their head and rest are the copies of the whole fingerprints: for
+    /// heads with more rests than are remembered, statements with no head or held only in part,
+    /// and across the cache starting again from empty (more distinct texts than it keeps).
+    #[test]
+    fn fingerprints_by_head_are_the_copies_of_the_whole_fingerprints() {
+        use pcapsleuth_analysis::StatementFingerprinter;
+        let mut c = TextCache::default();
+        let mut by_parts = StatementFingerprinter::default();
+        let mut by_whole = StatementFingerprinter::default();
+        let mut statements = Vec::new();
+        for round in 0..3 {
+            for t in 0..600 {
+                // Heads, each with more rests than remembered (a `LIMIT` or not, an `IN` list).
+                statements.push(format!(
+                    "SELECT c FROM sbtest{t} WHERE id={}",
+                    t * 7 + round
+                ));
+                statements.push(format!(
+                    "SELECT c FROM sbtest{t} WHERE id={t} LIMIT {round}"
+                ));
+                statements.push(format!("SELECT c FROM sbtest{t} WHERE id IN ({t}, 2)"));
+                statements.push(format!(
+                    "SELECT c FROM sbtest{t} WHERE id={t} AND k=k{}",
+                    t % 7
+                ));
+                statements.push(format!(
+                    "SELECT c FROM sbtest{t} WHERE id={t} OR k=k{}",
+                    t % 5
+                ));
+                if t % 50 == 0 {
+                    statements.push(format!("SELECT {t}"));
+                    statements.push(format!(
+                        "SELECT c FROM sbtest{t} WHERE id /* gap: 9 bytes */"
+                    ));
+                }
+            }
+        }
+        let (mut found, mut copies) = (0, std::collections::HashMap::new());
+        for sql in &statements {
+            let (head, rest, cut) = by_parts.fingerprint_parts(sql);
+            found +=
+                usize::from(head.is_some() && c.by_head.get(head.map_or(0, |h| h.0)).is_some());
+            let (copy, place) = c.get_parts((head, rest));
+            let (whole, whole_cut) = by_whole.fingerprint(sql);
+            assert_eq!((&**copy, cut), (whole, whole_cut), "{sql}");
+            *place = 7;
+            let copy = copy.clone();
+            // The copy is the cache's own: asked for by the whole text, the same one.
+            let (again, place) = c.get(whole);
+            assert!(Arc::ptr_eq(&copy, again) && *place == 7, "{sql}");
+            copies.insert(whole.to_string(), copy);
+        }
+        assert!(
+            copies.len() > 2 * TextCache::MAX_TEXTS,
+            "the cache started again"
+        );
+        assert!(
+            found > statements.len() / 2,
+            "most found by their head: {found}"
+        );
     }
 
     #[test]

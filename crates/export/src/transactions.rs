@@ -440,8 +440,10 @@ impl Rows {
         self.statement_id.push(t.statement_id.map(i64::from));
         let cut = match &t.statement {
             Some(sql) => {
-                let (fp, cut) = fingerprints.fingerprint(sql);
-                let (copy, place) = self.fingerprints.get(fp);
+                // Found by the fingerprinter's head and the rest (this buffer's fingerprinter,
+                // whose head ids the cache keeps for as long as both live: see `Buffer`).
+                let (head, rest, cut) = fingerprints.fingerprint_parts(sql);
+                let (copy, place) = self.fingerprints.get_parts((head, rest));
                 self.fingerprint.push(copy, place);
                 cut
             }

@@ -95,9 +95,25 @@ impl StatementFingerprinter {
 
     /// As [`StatementFingerprinter::fingerprint`], in the parts
     /// [`Fingerprinter::fingerprint_parts`] gives: the remembered head the fingerprint starts with
-    /// (never one for a statement held only in part) and the rest; and whether it is cut.
+    /// (never one for a statement held only in part) and the rest; and whether it is cut. The
+    /// fingerprint is the head's output followed by the rest (the rest alone without a head). A head
+    /// id stands for one head for the life of this fingerprinter: statements with the same head id
+    /// have the same fingerprint exactly when their rests are the same. Valid until the next call.
+    ///
+    /// ```
+    /// use pcapsleuth_analysis::StatementFingerprinter;
+    /// let mut f = StatementFingerprinter::default();
+    /// // The first statement of a head: remembered, and whole in the rest.
+    /// let (head, rest, cut) = f.fingerprint_parts("SELECT c FROM sbtest1 WHERE id=50123");
+    /// assert_eq!((head, rest, cut), (None, "select c from sbtest1 where id=?", false));
+    /// let (head, rest, _) = f.fingerprint_parts("SELECT c FROM sbtest1 WHERE id=7");
+    /// assert_eq!((head, rest), (Some((0, "select c from sbtest1 where id=")), "?"));
+    /// // Held only in part: no head, the cut mark at the end.
+    /// let (head, rest, cut) = f.fingerprint_parts("SELECT c FROM sbtest1 WHERE id /* gap: 9 bytes */");
+    /// assert!(head.is_none() && cut && rest.ends_with('…'));
+    /// ```
     #[inline]
-    pub(crate) fn fingerprint_parts(&mut self, sql: &str) -> (Option<(usize, &str)>, &str, bool) {
+    pub fn fingerprint_parts(&mut self, sql: &str) -> (Option<(usize, &str)>, &str, bool) {
         match cut_text(sql) {
             Some(part) => (None, self.cut_fingerprint(part), true),
             None => {
