@@ -431,6 +431,7 @@ impl MysqlTrack {
         session.clear_replication_samples();
     }
 
+    #[inline]
     fn drain_completed(
         &mut self,
         conn: &ConnectionState,
@@ -764,6 +765,8 @@ pub struct TransactionView<'a> {
     closes: &'a [CloseSeen],
     /// The connection's recent retransmission times.
     retransmissions: &'a VecDeque<i64>,
+    /// What became of the request (read once from its outcome: the analyses each ask).
+    fate: Fate,
 }
 
 impl<'a> TransactionView<'a> {
@@ -781,6 +784,7 @@ impl<'a> TransactionView<'a> {
             client_side,
             closes,
             retransmissions,
+            fate: Fate::of(&transaction.outcome),
         }
     }
 
@@ -791,7 +795,7 @@ impl<'a> TransactionView<'a> {
 
     /// What became of the request: every count sorts requests this one way.
     pub fn fate(&self) -> Fate {
-        Fate::of(&self.transaction.outcome)
+        self.fate
     }
 
     /// From the request's first byte to the response's last, for a request [`Fate::Answered`] (`None`

@@ -245,6 +245,12 @@ pub(super) fn err_outcome(p: &[u8]) -> Option<Outcome> {
 
 /// [`err_outcome`], its message written into one of `spares` (see [`Core::spares`]) when there is one.
 pub(super) fn err_outcome_in(p: &[u8], spares: &mut TextSpares) -> Option<Outcome> {
+    err_outcome_here(p, spares)
+}
+
+/// [`err_outcome_in`], inlined where most errors are read (the answer to a command).
+#[inline(always)]
+pub(super) fn err_outcome_here(p: &[u8], spares: &mut TextSpares) -> Option<Outcome> {
     let e = wire::parse_err(p)?;
     let msg = e
         .message
