@@ -320,21 +320,17 @@ fn scan<'a>(
     let mut ids = FlowIds::default();
     let mut keys = Vec::new();
     let mut counts = PacketCounts::default();
-    let (mut first_ts, mut last_ts) = (None, None);
     let mut frames: u64 = 0;
     let mut times = SplitTimes::default();
     while let Some(rec) = reader.next_record() {
         let frame_in_split = frames as u32;
         frames += 1;
         times.note(u64::from(frame_in_split), rec.ts.0);
-        counts.packets += 1;
         counts.wire_bytes += u64::from(rec.orig_len);
         if rec.is_truncated() {
             counts.truncated += 1;
             counts.truncated_at = counts.truncated_at.max(rec.data.len() as u32);
         }
-        first_ts.get_or_insert(rec.ts);
-        last_ts = Some(rec.ts);
         let seg = match decode_segment(rec.link, rec.data) {
             Ok(seg) => seg,
             Err(NotTcp::OtherIp) => {
@@ -374,14 +370,15 @@ fn scan<'a>(
             },
         );
     }
+    counts.packets = frames;
     Scan {
         bytes: piece.chunk.bytes,
         split,
         end: reader.state(),
         frames,
         counts,
-        first_ts,
-        last_ts,
+        first_ts: times.first().map(Timestamp),
+        last_ts: times.last().map(Timestamp),
         keys,
         buckets,
         damage: reader.take_damage(),
@@ -517,159 +514,165 @@ impl<A: Analysis> Bucket<A> {
             }
             // Only MySQL decoding reads payloads.
             let prefetch = mysql_on;
-            // The event PREFETCH_DISTANCE places ahead, whose payload is fetched meanwhile.
-            let mut ahead = events.iter().flatten().skip(PREFETCH_DISTANCE);
-            for ev in events.iter().flatten() {
-                // The look-ahead iterator is advanced only when it is used (not per packet of a run
-                // without MySQL).
-                if prefetch {
-                    if let Some(ahead) = ahead.next() {
-                        prefetch_payload(bytes, ahead);
-                    }
-                }
-                // Borrowed, not copied per packet: only a new flow needs the key itself.
-                let key = &scan.keys[ev.flow as usize];
-                let at = FrameRef {
-                    frame: base + u64::from(ev.frame_in_split) + 1,
-                    ts: Timestamp(ev.ts),
-                };
-                let (slot, opened) = match slot_of[ev.flow as usize] {
-                    u32::MAX => {
-                        let next = slots.len();
-                        let i = *index.entry(*key).or_insert(next);
-                        if i == next {
-                            slots.push(FlowSlot {
-                                tracker: ConnectionTracker::new(*key, at),
-                                mysql: MysqlTrack::new(opts.mysql),
-                                concluded: None,
-                                mysql_client: None,
-                                state: A::PerConnection::default(),
-                            });
+            let mut blocks = events.iter().peekable();
+            while let Some(block) = blocks.next() {
+                let next_block: &[PacketEvent] = blocks.peek().map_or(&[], |b| b.as_slice());
+                for (pos, ev) in block.iter().enumerate() {
+                    if prefetch {
+                        // The event PREFETCH_DISTANCE places ahead (in this block or the next), whose
+                        // payload is fetched meanwhile.
+                        let a = pos + PREFETCH_DISTANCE;
+                        let ahead = block.get(a).or_else(|| next_block.get(a - block.len()));
+                        if let Some(ahead) = ahead {
+                            prefetch_payload(bytes, ahead);
                         }
-                        slot_of[ev.flow as usize] = i as u32;
-                        resolved.push(ev.flow);
-                        (i, i == next)
                     }
-                    i => (i as usize, false),
-                };
-                let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
-                let payload = bytes
-                    .get(from..from.saturating_add(ev.payload_captured as usize))
-                    .unwrap_or(&[]);
-                let options = ev.options(bytes);
-                let side = ev.side();
-                let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
-                let seg = TcpSegment {
-                    src: src.ip,
-                    src_port: src.port,
-                    dst: dst.ip,
-                    dst_port: dst.port,
-                    seq: ev.seq,
-                    ack: ev.ack,
-                    window: ev.window,
-                    flags: TcpFlags(ev.flags),
-                    options,
-                    payload,
-                    payload_len: ev.payload_len,
-                };
-                let flow = &mut slots[slot];
-                let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
-                let mut opened = opened;
-                if let Some(old) = fed.replaced.map(|b| *b) {
-                    let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
-                    let mut state = std::mem::take(&mut flow.state);
-                    let view = view_of(&old, &track, flow.mysql_client);
-                    let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
-                    let facts = match flow.concluded.take() {
-                        Some(facts) => facts,
-                        None => conclude_mysql(track, &old, analysis, &mut state),
+                    // Borrowed, not copied per packet: only a new flow needs the key itself.
+                    let key = &scan.keys[ev.flow as usize];
+                    let at = FrameRef {
+                        frame: base + u64::from(ev.frame_in_split) + 1,
+                        ts: Timestamp(ev.ts),
                     };
-                    analysis.connection_ended(
-                        state,
-                        &ConnectionView::new(&old, client, is_mysql),
-                        &EndView {
-                            by: EndedBy::PortReuse,
-                            mysql: facts.as_ref(),
-                        },
-                    );
-                    replaced.push((old, facts));
-                    flow.mysql_client = None;
-                    opened = true;
-                }
-                let retransmitted = fed.class == SegmentClass::Retransmission;
-                if retransmitted {
-                    flow.mysql.retransmission(at.ts.0);
-                }
-                // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
-                // `segment` does nothing: not called per packet.
-                if mysql_on && flow.concluded.is_none() {
-                    flow.mysql.segment(flow.tracker.current(), side, &seg, at);
-                }
-                if opened {
-                    let (state, view) = flow.view();
-                    analysis.connection_opened(state, &view);
-                }
-                if flow.concluded.is_none() {
-                    tell_transactions(
-                        &mut flow.mysql,
-                        flow.tracker.current(),
-                        analysis,
-                        &mut flow.state,
-                    );
-                }
-                if seg.flags.fin() || seg.flags.rst() {
-                    for flag in [CloseFlag::Fin, CloseFlag::Rst] {
-                        let Some(close) = flow
-                            .tracker
-                            .current()
-                            .first_close(side, flag)
-                            .filter(|c| c.at == at)
-                        else {
-                            continue;
+                    let (slot, opened) = match slot_of[ev.flow as usize] {
+                        u32::MAX => {
+                            let next = slots.len();
+                            let i = *index.entry(*key).or_insert(next);
+                            if i == next {
+                                slots.push(FlowSlot {
+                                    tracker: ConnectionTracker::new(*key, at),
+                                    mysql: MysqlTrack::new(opts.mysql),
+                                    concluded: None,
+                                    mysql_client: None,
+                                    state: A::PerConnection::default(),
+                                });
+                            }
+                            slot_of[ev.flow as usize] = i as u32;
+                            resolved.push(ev.flow);
+                            (i, i == next)
+                        }
+                        i => (i as usize, false),
+                    };
+                    let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+                    let payload = bytes
+                        .get(from..from.saturating_add(ev.payload_captured as usize))
+                        .unwrap_or(&[]);
+                    let options = ev.options(bytes);
+                    let side = ev.side();
+                    let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
+                    let seg = TcpSegment {
+                        src: src.ip,
+                        src_port: src.port,
+                        dst: dst.ip,
+                        dst_port: dst.port,
+                        seq: ev.seq,
+                        ack: ev.ack,
+                        window: ev.window,
+                        flags: TcpFlags(ev.flags),
+                        options,
+                        payload,
+                        payload_len: ev.payload_len,
+                    };
+                    let flow = &mut slots[slot];
+                    let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
+                    let mut opened = opened;
+                    if let Some(old) = fed.replaced.map(|b| *b) {
+                        let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
+                        let mut state = std::mem::take(&mut flow.state);
+                        let view = view_of(&old, &track, flow.mysql_client);
+                        let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
+                        let facts = match flow.concluded.take() {
+                            Some(facts) => facts,
+                            None => conclude_mysql(track, &old, analysis, &mut state),
                         };
-                        let FlowSlot {
-                            tracker,
-                            mysql,
-                            mysql_client,
+                        analysis.connection_ended(
                             state,
-                            ..
-                        } = &mut *flow;
-                        let view = view_of(tracker.current(), mysql, *mysql_client);
-                        let context = mysql.close_context(at.frame, side, flag);
-                        analysis.close(
-                            state,
-                            &view,
-                            &CloseView {
-                                tcp: &close,
-                                mysql: context,
+                            &ConnectionView::new(&old, client, is_mysql),
+                            &EndView {
+                                by: EndedBy::PortReuse,
+                                mysql: facts.as_ref(),
                             },
                         );
+                        replaced.push((old, facts));
+                        flow.mysql_client = None;
+                        opened = true;
                     }
+                    let retransmitted = fed.class == SegmentClass::Retransmission;
+                    if retransmitted {
+                        flow.mysql.retransmission(at.ts.0);
+                    }
+                    // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
+                    // `segment` does nothing: not called per packet.
+                    if mysql_on && flow.concluded.is_none() {
+                        flow.mysql.segment(flow.tracker.current(), side, &seg, at);
+                    }
+                    if opened {
+                        let (state, view) = flow.view();
+                        analysis.connection_opened(state, &view);
+                    }
+                    if flow.concluded.is_none() {
+                        tell_transactions(
+                            &mut flow.mysql,
+                            flow.tracker.current(),
+                            analysis,
+                            &mut flow.state,
+                        );
+                    }
+                    if seg.flags.fin() || seg.flags.rst() {
+                        for flag in [CloseFlag::Fin, CloseFlag::Rst] {
+                            let Some(close) = flow
+                                .tracker
+                                .current()
+                                .first_close(side, flag)
+                                .filter(|c| c.at == at)
+                            else {
+                                continue;
+                            };
+                            let FlowSlot {
+                                tracker,
+                                mysql,
+                                mysql_client,
+                                state,
+                                ..
+                            } = &mut *flow;
+                            let view = view_of(tracker.current(), mysql, *mysql_client);
+                            let context = mysql.close_context(at.frame, side, flag);
+                            analysis.close(
+                                state,
+                                &view,
+                                &CloseView {
+                                    tcp: &close,
+                                    mysql: context,
+                                },
+                            );
+                        }
+                    }
+                    if flow.concluded.is_none() && flow.tracker.current().is_finished() {
+                        let track = std::mem::replace(
+                            &mut flow.mysql,
+                            MysqlTrack::new(MysqlDetection::Off),
+                        );
+                        let client = track.client();
+                        flow.concluded = Some(conclude_mysql(
+                            track,
+                            flow.tracker.current(),
+                            analysis,
+                            &mut flow.state,
+                        ));
+                        flow.mysql_client = client;
+                    }
+                    let (state, view) = flow.view();
+                    analysis.segment(
+                        state,
+                        &view,
+                        &SegmentView {
+                            at,
+                            side,
+                            tcp: &seg,
+                            wire_len: ev.wire_len,
+                            class: fed.class,
+                        },
+                    );
                 }
-                if flow.concluded.is_none() && flow.tracker.current().is_finished() {
-                    let track =
-                        std::mem::replace(&mut flow.mysql, MysqlTrack::new(MysqlDetection::Off));
-                    let client = track.client();
-                    flow.concluded = Some(conclude_mysql(
-                        track,
-                        flow.tracker.current(),
-                        analysis,
-                        &mut flow.state,
-                    ));
-                    flow.mysql_client = client;
-                }
-                let (state, view) = flow.view();
-                analysis.segment(
-                    state,
-                    &view,
-                    &SegmentView {
-                        at,
-                        side,
-                        tcp: &seg,
-                        wire_len: ev.wire_len,
-                        class: fed.class,
-                    },
-                );
             }
         }
     }
@@ -713,9 +716,12 @@ fn prefetch_payload(bytes: &[u8], ev: &PacketEvent) {
     #[cfg(target_arch = "x86_64")]
     {
         let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
-        let len = (ev.payload_captured as usize).min(256);
-        for line in (0..len).step_by(64) {
-            if let Some(b) = bytes.get(from.saturating_add(line)) {
+        let end = from.saturating_add((ev.payload_captured as usize).min(256));
+        let mut at = from;
+        while at < end {
+            let line = at;
+            at = at.saturating_add(64);
+            if let Some(b) = bytes.get(line) {
                 // SAFETY: a prefetch is only a hint: it never faults and has no effect on program state; the
                 // address is that of a live byte of the mapping.
                 unsafe {

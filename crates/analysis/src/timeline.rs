@@ -45,53 +45,110 @@ struct Step {
 }
 
 /// What one split's scan notes about time: per record, two comparisons when the day does not change.
-#[derive(Debug, Clone, Default)]
+///
+/// The run being counted is kept in plain fields rather than as the last of `runs` (a vector's last
+/// element, looked up per record, cost as much again), and is put with the others when it ends.
+#[derive(Debug, Clone)]
 pub(crate) struct SplitTimes {
+    /// The runs that ended.
     runs: Vec<Run>,
-    /// The current run's day: `[day_start, day_end)`.
+    /// The current run (its `day` and `first_frame`; `packets` 0 before the first record).
+    current: Run,
+    /// The current run's day: `[day_start, day_end)` (empty before the first record).
     day_start: i64,
     day_end: i64,
     steps: Vec<Step>,
     first: Option<i64>,
-    previous: Option<i64>,
+    /// The previous record's timestamp (meaningless before the first record).
+    previous: i64,
+    /// A record before this is a step back: `previous` less [`CLOCK_STEP_BACK_NS`] (saturating), or
+    /// `i64::MIN` before the first record.
+    step_floor: i64,
+}
+
+impl Default for SplitTimes {
+    fn default() -> Self {
+        SplitTimes {
+            runs: Vec::new(),
+            current: Run {
+                day: 0,
+                first_frame: 0,
+                packets: 0,
+                min_ts: 0,
+                max_ts: 0,
+            },
+            day_start: 0,
+            day_end: 0,
+            steps: Vec::new(),
+            first: None,
+            previous: 0,
+            step_floor: i64::MIN,
+        }
+    }
 }
 
 impl SplitTimes {
     /// Record `frame` (split-local, from 0) has timestamp `ts` (ns since the epoch).
     #[inline]
     pub(crate) fn note(&mut self, frame: u64, ts: i64) {
-        match self.runs.last_mut() {
-            Some(r) if ts >= self.day_start && ts < self.day_end => {
-                r.packets += 1;
-                r.min_ts = r.min_ts.min(ts);
-                r.max_ts = r.max_ts.max(ts);
-            }
-            _ => self.start_run(frame, ts),
+        if ts >= self.day_start && ts < self.day_end {
+            let r = &mut self.current;
+            r.packets += 1;
+            r.min_ts = r.min_ts.min(ts);
+            r.max_ts = r.max_ts.max(ts);
+        } else {
+            self.start_run(frame, ts);
         }
-        match self.previous {
-            Some(p) if ts < p.saturating_sub(CLOCK_STEP_BACK_NS) => self.steps.push(Step {
-                frame,
-                ts,
-                previous_ts: p,
-            }),
-            None => self.first = Some(ts),
-            _ => {}
+        if ts < self.step_floor {
+            self.step_back(frame, ts);
         }
-        self.previous = Some(ts);
+        self.previous = ts;
+        self.step_floor = ts.saturating_sub(CLOCK_STEP_BACK_NS);
+    }
+
+    #[cold]
+    fn step_back(&mut self, frame: u64, ts: i64) {
+        self.steps.push(Step {
+            frame,
+            ts,
+            previous_ts: self.previous,
+        });
     }
 
     #[cold]
     fn start_run(&mut self, frame: u64, ts: i64) {
+        if self.current.packets > 0 {
+            self.runs.push(self.current);
+        } else {
+            self.first = Some(ts);
+        }
         let day = ts.div_euclid(DAY_NS);
         self.day_start = ts.saturating_sub(ts.rem_euclid(DAY_NS));
         self.day_end = self.day_start.saturating_add(DAY_NS);
-        self.runs.push(Run {
+        self.current = Run {
             day,
             first_frame: frame,
             packets: 1,
             min_ts: ts,
             max_ts: ts,
-        });
+        };
+    }
+
+    /// The runs, in frame order: those that ended, then the current one.
+    fn runs(&self) -> impl Iterator<Item = &Run> {
+        self.runs
+            .iter()
+            .chain(Some(&self.current).filter(|r| r.packets > 0))
+    }
+
+    /// The first record's timestamp, if the split had a record.
+    pub(crate) fn first(&self) -> Option<i64> {
+        self.first
+    }
+
+    /// The last record's timestamp, if the split had a record.
+    pub(crate) fn last(&self) -> Option<i64> {
+        self.first.map(|_| self.previous)
     }
 }
 
@@ -117,7 +174,7 @@ impl TimeTally {
                 });
             }
         }
-        for r in &split.runs {
+        for r in split.runs() {
             let r = Run {
                 first_frame: base + r.first_frame + 1,
                 ..*r
@@ -138,7 +195,7 @@ impl TimeTally {
             frame: base + s.frame + 1,
             ..*s
         }));
-        self.previous = split.previous.or(self.previous);
+        self.previous = split.last().or(self.previous);
     }
 
     /// Decides the body and what lies outside it.

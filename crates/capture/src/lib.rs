@@ -718,6 +718,10 @@ impl<'a> Chunk<'a> {
             bytes: self.bytes,
             base: self.base,
             format: self.format,
+            plain: match self.format {
+                Format::Pcap(f) => pcap::Plain::of(f),
+                Format::PcapNg => None,
+            },
             tail: self.tail,
             pos: index(state.offset),
             end: index(end),
@@ -733,6 +737,9 @@ pub struct RecordReader<'a> {
     /// Capture offset of `bytes[0]`.
     base: u64,
     format: Format,
+    /// The common format's constants, for [`pcap::next_plain`]: `Some` for a little-endian classic
+    /// pcap with 16-byte record headers.
+    plain: Option<pcap::Plain>,
     tail: Tail,
     /// Index in `bytes` of the next record.
     pos: usize,
@@ -751,6 +758,11 @@ impl<'a> RecordReader<'a> {
     /// The next record, or `None` at the split's end or the end of the file.
     #[inline]
     pub fn next_record(&mut self) -> Option<Record<'a>> {
+        if let Some(plain) = self.plain {
+            if let Some(rec) = pcap::next_plain(self, plain) {
+                return Some(rec);
+            }
+        }
         match self.format {
             Format::Pcap(f) => pcap::next_record(self, f),
             Format::PcapNg => pcapng::next_record(self),

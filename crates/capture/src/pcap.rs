@@ -178,6 +178,61 @@ impl PcapFormat {
     }
 }
 
+/// What reading a record of the commonest format needs, worked out once per reader: a little-endian
+/// classic pcap with 16-byte record headers (what tcpdump writes on x86 and ARM).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plain {
+    max_caplen: u32,
+    frac_per_sec: u32,
+    /// Nanoseconds per unit of the timestamp's fraction (1 or 1000).
+    ns_per_frac: i64,
+    link: LinkType,
+}
+
+impl Plain {
+    /// `Some` for the format [`next_plain`] reads.
+    pub(crate) fn of(f: PcapFormat) -> Option<Self> {
+        (!f.big_endian && !f.modified).then(|| Plain {
+            max_caplen: f.max_caplen(),
+            frac_per_sec: f.frac_per_sec(),
+            ns_per_frac: if f.nanosecond { 1 } else { 1000 },
+            link: f.link,
+        })
+    }
+}
+
+/// The next record of a [`Plain`] capture when it is whole and sound, read in place: the record
+/// [`next_record`] returns in that case, without its general parsing. `None` for anything else (the end
+/// of the split or of the bytes, a record cut short, a header out of bounds), which [`next_record`] then
+/// reads, reports and resynchronises from as always.
+#[inline(always)]
+pub(crate) fn next_plain<'a>(r: &mut RecordReader<'a>, f: Plain) -> Option<Record<'a>> {
+    let bytes: &'a [u8] = r.bytes;
+    let at = r.pos;
+    if at >= r.end {
+        return None;
+    }
+    let h: &[u8; 16] = bytes.get(at..at.checked_add(16)?)?.try_into().ok()?;
+    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    let (ts_sec, ts_frac, caplen) = (word(0), word(4), word(8));
+    if caplen > f.max_caplen || ts_frac >= f.frac_per_sec {
+        return None;
+    }
+    // caplen is at most 16 MiB: no overflow.
+    let len = 16 + caplen as usize;
+    let raw = bytes.get(at..at + len)?;
+    r.pos = at + len;
+    Some(Record {
+        offset: r.base + at as u64,
+        raw,
+        data: &raw[16..],
+        orig_len: word(12),
+        ts: Timestamp(i64::from(ts_sec) * 1_000_000_000 + i64::from(ts_frac) * f.ns_per_frac),
+        link: f.link,
+        interface: 0,
+    })
+}
+
 struct RecordHeader {
     ts_sec: u32,
     ts_frac: u32,
@@ -260,5 +315,110 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option
                 r.pos = next;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{read_header, Chunk, DamageKind};
+
+    /// A little-endian µs pcap (or ns with `nanosecond`), Ethernet, snap length 65535, and records
+    /// `(ts_sec, ts_frac, caplen, origlen, bytes present)`.
+    fn capture(nanosecond: bool, records: &[(u32, u32, u32, u32, usize)]) -> Vec<u8> {
+        let magic: u32 = if nanosecond { 0xa1b2_3c4d } else { 0xa1b2_c3d4 };
+        let mut b = magic.to_le_bytes().to_vec();
+        b.extend_from_slice(&2u16.to_le_bytes());
+        b.extend_from_slice(&4u16.to_le_bytes());
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(&65_535u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        for (i, &(sec, frac, caplen, orig, present)) in records.iter().enumerate() {
+            for w in [sec, frac, caplen, orig] {
+                b.extend_from_slice(&w.to_le_bytes());
+            }
+            b.extend((0..present).map(|j| (i + j) as u8));
+        }
+        b
+    }
+
+    /// Every record, the damage and where reading stopped, with the plain path on or off.
+    fn read(bytes: &[u8], tail: Tail, plain: bool) -> (Vec<String>, Vec<Damage>, u64) {
+        let (format, initial) = read_header(Path::new("t.pcap"), bytes).unwrap();
+        let chunk = Chunk {
+            bytes,
+            base: 0,
+            format,
+            tail,
+        };
+        let mut r = chunk.reader_after(initial, bytes.len() as u64);
+        assert!(r.plain.is_some());
+        if !plain {
+            r.plain = None;
+        }
+        let mut out = Vec::new();
+        while let Some(rec) = r.next_record() {
+            out.push(format!(
+                "{} {:?} {:?} {} {:?} {:?} {}",
+                rec.offset, rec.raw, rec.data, rec.orig_len, rec.ts, rec.link, rec.interface
+            ));
+        }
+        let end = r.state().offset;
+        (out, r.take_damage(), end)
+    }
+
+    #[test]
+    fn the_plain_path_reads_what_the_general_one_reads() {
+        let good = (1_700_000_000, 999_999, 60, 60, 60);
+        let cases: Vec<(bool, Vec<(u32, u32, u32, u32, usize)>)> = vec![
+            (false, vec![good, (1_700_000_001, 0, 40, 1500, 40), good]),
+            (
+                true,
+                vec![good, (1_700_000_001, 999_999_999, 0, 0, 0), good],
+            ),
+            // A fraction out of range (µs), then resynchronisation.
+            (
+                false,
+                vec![
+                    good,
+                    (1_700_000_001, 1_000_000, 60, 60, 60),
+                    good,
+                    good,
+                    good,
+                    good,
+                ],
+            ),
+            // A captured length above the limit.
+            (
+                false,
+                vec![
+                    good,
+                    (1_700_000_001, 5, 300_000, 300_000, 60),
+                    good,
+                    good,
+                    good,
+                    good,
+                ],
+            ),
+            // A record cut short by the end of the bytes, and a header cut short.
+            (false, vec![good, (1_700_000_001, 5, 60, 60, 30)]),
+        ];
+        for (ns, records) in cases {
+            let mut bytes = capture(ns, &records);
+            for tail in [Tail::Final, Tail::More] {
+                let plain = read(&bytes, tail, true);
+                assert!(!plain.0.is_empty());
+                assert_eq!(plain, read(&bytes, tail, false), "{records:?} {tail:?}");
+            }
+            bytes.extend_from_slice(&[1, 2, 3]);
+            for tail in [Tail::Final, Tail::More] {
+                assert_eq!(read(&bytes, tail, true), read(&bytes, tail, false));
+            }
+        }
+        // The cases above do reach the general path's answers.
+        let bytes = capture(false, &[good, (1_700_000_001, 5, 60, 60, 30)]);
+        let (records, damage, _) = read(&bytes, Tail::Final, true);
+        assert_eq!(records.len(), 1);
+        assert!(matches!(damage[0].kind, DamageKind::TruncatedTail { .. }));
     }
 }
