@@ -323,9 +323,12 @@ mod tests {
     use super::*;
     use crate::{read_header, Chunk, DamageKind};
 
-    /// A little-endian µs pcap (or ns with `nanosecond`), Ethernet, snap length 65535, and records
-    /// `(ts_sec, ts_frac, caplen, origlen, bytes present)`.
-    fn capture(nanosecond: bool, records: &[(u32, u32, u32, u32, usize)]) -> Vec<u8> {
+    /// A record's header fields and how many of its bytes are present: `(ts_sec, ts_frac, caplen,
+    /// origlen, bytes present)`.
+    type Rec = (u32, u32, u32, u32, usize);
+
+    /// A little-endian µs pcap (or ns with `nanosecond`), Ethernet, snap length 65535, and `records`.
+    fn capture(nanosecond: bool, records: &[Rec]) -> Vec<u8> {
         let magic: u32 = if nanosecond { 0xa1b2_3c4d } else { 0xa1b2_c3d4 };
         let mut b = magic.to_le_bytes().to_vec();
         b.extend_from_slice(&2u16.to_le_bytes());
@@ -370,7 +373,7 @@ mod tests {
     #[test]
     fn the_plain_path_reads_what_the_general_one_reads() {
         let good = (1_700_000_000, 999_999, 60, 60, 60);
-        let cases: Vec<(bool, Vec<(u32, u32, u32, u32, usize)>)> = vec![
+        let cases: Vec<(bool, Vec<Rec>)> = vec![
             (false, vec![good, (1_700_000_001, 0, 40, 1500, 40), good]),
             (
                 true,
