@@ -417,10 +417,10 @@ impl TextCache {
     ) -> (&Arc<str>, &mut u32) {
         if let (Some((id, _)), rest) = parts {
             let rest = rest.as_bytes();
-            let found = self
-                .by_head
-                .get(id)
-                .and_then(|g| g.iter().find(|(r, _)| same(r, rest)));
+            let found = self.by_head.get(id).and_then(|g| {
+                g.iter()
+                    .find(|(r, _)| pcapsleuth_mysql::Fingerprinter::same_rest(r, rest))
+            });
             if let Some(&(_, i)) = found {
                 let i = i as usize;
                 if i < self.copies.len() {
@@ -477,17 +477,6 @@ impl TextCache {
         self.copies.push((Arc::from(text), NO_TEXT));
         self.copies.len() - 1
     }
-}
-
-/// `a == b`, for the short texts after a head (often one byte: `?`), without a call to `bcmp`.
-#[inline(always)]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len()
-        && if a.len() <= 8 {
-            a.iter().zip(b).all(|(x, y)| x == y)
-        } else {
-            a == b
-        }
 }
 
 /// Nanoseconds since the epoch, as a `TIMESTAMP(NANOS, isAdjustedToUTC = true)` column.

@@ -746,6 +746,25 @@ impl Fingerprinter {
         (head, &self.out)
     }
 
+    /// Whether two rests given by [`Fingerprinter::fingerprint_parts`] are the same: for those who
+    /// find a fingerprint by its head and rest, where a rest is short (often one byte, `?`) and
+    /// compared without a call to `bcmp`.
+    ///
+    /// ```
+    /// use pcapsleuth_mysql::Fingerprinter;
+    /// assert!(Fingerprinter::same_rest(b"?", b"?"));
+    /// assert!(!Fingerprinter::same_rest(b"? limit ?", b"? limit ?, ?"));
+    /// ```
+    #[inline(always)]
+    pub fn same_rest(a: &[u8], b: &[u8]) -> bool {
+        a.len() == b.len()
+            && if a.len() <= 8 {
+                a.iter().zip(b).all(|(x, y)| x == y)
+            } else {
+                a == b
+            }
+    }
+
     /// Writes the fingerprint of `sql` to `self.out`, without the output of the remembered head
     /// it starts with unless `whole`; that head's place (slot, index in it), if there is one.
     #[inline(always)]

@@ -294,7 +294,7 @@ impl Groups {
         if let (Some((id, _)), rest) = parts {
             let rest = rest.as_bytes();
             for (r, n) in self.by_head.get(id).map_or(&[][..], |g| &g[..]) {
-                if same(r, rest) {
+                if Fingerprinter::same_rest(r, rest) {
                     return Some(*n);
                 }
             }
@@ -352,17 +352,6 @@ impl Groups {
         }
         self.groups.clear();
     }
-}
-
-/// `a == b`, for the short texts after a head (often one byte: `?`), without a call to `bcmp`.
-#[inline(always)]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len()
-        && if a.len() <= 8 {
-            a.iter().zip(b).all(|(x, y)| x == y)
-        } else {
-            a == b
-        }
 }
 
 /// The whole fingerprint of `parts` ([`StatementFingerprinter::fingerprint_parts`]), put together
