@@ -313,7 +313,7 @@ impl ColumnRows for Interned {
 /// for texts that repeat across connections (fingerprints, error messages, SQLSTATEs). Bounded: past
 /// [`TextCache::MAX_TEXTS`] texts or [`TextCache::MAX_BYTES`] bytes it starts again from empty (a
 /// capture with more distinct texts than that pays a copy per value, as without the cache).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct TextCache {
     /// Each text's place in `copies`.
     index: HashMap<Box<str>, usize, ahash::RandomState>,
@@ -323,52 +323,12 @@ pub(crate) struct TextCache {
     /// The place in `copies` of the text asked for last (a SQLSTATE repeats row after row: its bytes
     /// are compared before any hash).
     last: usize,
-    /// Per [`recent_slot`], the place in `copies` of the last text asked for in that slot
-    /// ([`NO_TEXT`] for none): a text found there takes one compare of its bytes, where the keyed
-    /// hash of its whole length and the map's probe cost ~150 instructions (a fingerprint or an
-    /// error message; a handful of them, in no order, make most rows). The slot is not keyed: texts
-    /// a capture makes share a slot only send each other on to the hash.
-    recent: Box<[u32; RECENT_SLOTS]>,
     /// For [`TextCache::get_parts`], by the head id of a [`StatementFingerprinter`]: up to
     /// [`TextCache::PER_HEAD`] (the fingerprint after the head's output, its place in `copies`).
     /// Emptied with `copies`.
     by_head: Vec<Vec<(Box<[u8]>, u32)>>,
     /// A whole fingerprint put together from its parts, for the lookup by text.
     whole: String,
-}
-
-impl Default for TextCache {
-    fn default() -> Self {
-        TextCache {
-            index: HashMap::default(),
-            copies: Vec::new(),
-            bytes: 0,
-            last: 0,
-            recent: Box::new([NO_TEXT; RECENT_SLOTS]),
-            by_head: Vec::new(),
-            whole: String::new(),
-        }
-    }
-}
-
-/// Slots of [`TextCache::recent`].
-const RECENT_SLOTS: usize = 256;
-
-/// A text's slot in [`TextCache::recent`], from all its bytes, 8 at a time (the texts that repeat
-/// differ anywhere: table names in the middle of an error message).
-#[inline]
-fn recent_slot(text: &[u8]) -> usize {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut words = text.chunks_exact(8);
-    let mut h = text.len() as u64;
-    for w in &mut words {
-        let w = <[u8; 8]>::try_from(w).map_or(0, u64::from_le_bytes);
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(K);
-    (h >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
 }
 
 impl TextCache {
@@ -383,19 +343,9 @@ impl TextCache {
     pub(crate) fn get(&mut self, text: &str) -> (&Arc<str>, &mut u32) {
         let last = self.copies.get(self.last);
         if last.is_none_or(|(c, _)| **c != *text) {
-            let slot = recent_slot(text.as_bytes());
-            let recent = self.recent[slot] as usize;
-            self.last = match self.copies.get(recent) {
-                Some((c, _)) if **c == *text => recent,
-                _ => {
-                    let i = match self.index.get(text) {
-                        Some(&i) => i,
-                        None => self.add(text),
-                    };
-                    // Places are below MAX_TEXTS.
-                    self.recent[slot] = u32::try_from(i).unwrap_or(NO_TEXT);
-                    i
-                }
+            self.last = match self.index.get(text) {
+                Some(&i) => i,
+                None => self.add(text),
             };
         }
         let (copy, place) = &mut self.copies[self.last];
@@ -469,7 +419,6 @@ impl TextCache {
             self.index.clear();
             self.copies.clear();
             self.bytes = 0;
-            self.recent.fill(NO_TEXT);
             self.by_head.clear();
         }
         self.bytes += text.len();
@@ -594,22 +543,15 @@ mod tests {
         assert_eq!(&**c.get("select ?").0, "select ?");
     }
 
-    /// Texts that share a slot of the recent texts (a capture can make them: the slot is not
-    /// keyed) still get each its own copy, the same one every time.
+    /// Texts asked for in turn each get their own copy, the same one every time.
     #[test]
-    fn texts_sharing_a_recent_slot_keep_their_own_copies() {
+    fn texts_asked_for_in_turn_keep_their_own_copies() {
         let mut c = TextCache::default();
-        let texts: Vec<String> = (0..2000).map(|i| format!("select ? from t{i}")).collect();
-        let slot = recent_slot(texts[0].as_bytes());
-        let sharing: Vec<&String> = texts
-            .iter()
-            .filter(|t| recent_slot(t.as_bytes()) == slot)
-            .take(3)
-            .collect();
-        assert!(sharing.len() >= 2, "texts sharing a slot among 2,000");
-        let copies: Vec<Arc<str>> = sharing.iter().map(|t| c.get(t).0.clone()).collect();
+        let texts: Vec<String> = (0..3).map(|i| format!("select ? from t{i}")).collect();
+        let asked: Vec<&String> = texts.iter().collect();
+        let copies: Vec<Arc<str>> = asked.iter().map(|t| c.get(t).0.clone()).collect();
         for _ in 0..3 {
-            for (t, copy) in sharing.iter().zip(&copies) {
+            for (t, copy) in asked.iter().zip(&copies) {
                 let got = c.get(t).0;
                 assert_eq!(&**got, t.as_str());
                 assert!(Arc::ptr_eq(got, copy), "one copy per text");
