@@ -409,13 +409,18 @@ impl std::error::Error for InputError {}
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::FirstReset { common, limit } => {
-            let (cap, a) = analyze(&common, || ())?;
+            // Closes are judged on the exchanges they fall in: plain exchanges before them are passed
+            // over (the answer is the same; see MysqlDepth::Closes).
+            let set = CaptureSet::open(&common.files)?;
+            let (cap, a) = analyze_opened(&common, set, analysis::MysqlDepth::Closes, || ())?;
             let answer = analysis::first_reset(&a, limit);
             output(common.engine.json, &a, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
-            let (cap, a) = analyze(&common, || ())?;
+            // The connections and their sessions' facts only: the same with plain exchanges passed over.
+            let set = CaptureSet::open(&common.files)?;
+            let (cap, a) = analyze_opened(&common, set, analysis::MysqlDepth::Closes, || ())?;
             let by = match sort {
                 SortArg::Start => FlowSort::Start,
                 SortArg::Bytes => FlowSort::Bytes,
@@ -834,13 +839,14 @@ fn analyze<A: Analysis>(
     analyses: impl Fn() -> A + Sync,
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let set = CaptureSet::open(&common.files)?;
-    analyze_opened(common, set, analyses)
+    analyze_opened(common, set, analysis::MysqlDepth::Full, analyses)
 }
 
 /// [`analyze`] of a capture already opened.
 fn analyze_opened<A: Analysis>(
     common: &Common,
     mut set: CaptureSet,
+    mysql_depth: analysis::MysqlDepth,
     analyses: impl Fn() -> A + Sync,
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let opts = EngineOptions {
@@ -851,6 +857,7 @@ fn analyze_opened<A: Analysis>(
             (false, Some(p)) => analysis::MysqlDetection::Port(p),
             (false, None) => analysis::MysqlDetection::Auto,
         },
+        mysql_depth,
         ..EngineOptions::default()
     };
     let total: u64 = set.inputs.iter().filter_map(|i| i.stored_len()).sum();
@@ -903,7 +910,7 @@ fn export_parquet(
         .chain(set.identities().map(|(p, _)| p.to_path_buf()))
         .collect();
     let job = export::Export::begin(options, inputs.iter().map(PathBuf::as_path)).map_err(usage)?;
-    let (set, run) = analyze_opened(common, set, || job.analysis())?;
+    let (set, run) = analyze_opened(common, set, analysis::MysqlDepth::Full, || job.analysis())?;
     let done = job.finish(&run).map_err(usage)?;
     let rows = |d: &str, one: &str, many: &str| report::style::counted(done.rows(d), one, many);
     sayln!(

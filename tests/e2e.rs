@@ -13,6 +13,7 @@ fn every_test_file_is_listed_here() {
 }
 
 mod cli;
+mod closes_depth;
 mod compare;
 mod connects;
 mod decode_differential;

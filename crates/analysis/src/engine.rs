@@ -35,7 +35,7 @@ use rayon::prelude::*;
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
 use crate::facts::{CaptureFacts, FileFacts, PacketCounts};
-use crate::mysql::{MysqlDetection, MysqlSessionFacts, MysqlTrack};
+use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack};
 use crate::phases::{Batch, Phases};
 use crate::timeline::{SplitTimes, TimeTally};
 
@@ -49,6 +49,8 @@ pub struct EngineOptions {
     pub splits: Option<usize>,
     /// Which connections are decoded as MySQL.
     pub mysql: MysqlDetection,
+    /// How much of each MySQL session is decoded (`first-reset` needs only what judges closes).
+    pub mysql_depth: MysqlDepth,
     /// Bytes per window of a streamed input (compressed, a pipe); 0: 32 MiB per thread. Results do not
     /// depend on it (tests make it small, so that records straddle windows).
     pub stream_window: usize,
@@ -180,6 +182,8 @@ impl PacketEvent {
 struct Scan<'a> {
     /// The bytes the split was read from (a mapped file or a stream window): events point into them.
     bytes: &'a [u8],
+    /// The input the split is of.
+    input: usize,
     split: Split,
     end: ReaderState,
     frames: u64,
@@ -373,6 +377,7 @@ fn scan<'a>(
     counts.packets = frames;
     Scan {
         bytes: piece.chunk.bytes,
+        input: piece.input,
         split,
         end: reader.state(),
         frames,
@@ -457,10 +462,11 @@ fn tell_transactions<A: Analysis>(
 fn conclude_mysql<A: Analysis>(
     mysql: MysqlTrack,
     tcp: &ConnectionState,
+    files: &[&[u8]],
     analysis: &mut A,
     state: &mut A::PerConnection,
 ) -> Option<MysqlSessionFacts> {
-    mysql.conclude(tcp, |t| {
+    mysql.conclude(tcp, files, |t| {
         analysis.transaction(
             state,
             &ConnectionView::new(tcp, Some(t.client_side()), true),
@@ -484,6 +490,7 @@ impl<A: Analysis> Bucket<A> {
         b: usize,
         scans: &[Scan<'_>],
         bases: &[u64],
+        files: &[&[u8]],
         opts: &EngineOptions,
         analysis: &mut A,
     ) {
@@ -502,6 +509,10 @@ impl<A: Analysis> Bucket<A> {
         let mut resolved: Vec<u32> = Vec::new();
         for (scan, &base) in scans.iter().zip(bases) {
             let bytes = scan.bytes;
+            let home = Home {
+                files,
+                input: scan.input,
+            };
             let events = scan.buckets.blocks(b);
             if events.is_empty() {
                 continue;
@@ -540,7 +551,7 @@ impl<A: Analysis> Bucket<A> {
                             if i == next {
                                 slots.push(FlowSlot {
                                     tracker: ConnectionTracker::new(*key, at),
-                                    mysql: MysqlTrack::new(opts.mysql),
+                                    mysql: MysqlTrack::new(opts.mysql, opts.mysql_depth),
                                     concluded: None,
                                     mysql_client: None,
                                     state: A::PerConnection::default(),
@@ -576,13 +587,16 @@ impl<A: Analysis> Bucket<A> {
                     let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
                     let mut opened = opened;
                     if let Some(old) = fed.replaced.map(|b| *b) {
-                        let track = std::mem::replace(&mut flow.mysql, MysqlTrack::new(opts.mysql));
+                        let track = std::mem::replace(
+                            &mut flow.mysql,
+                            MysqlTrack::new(opts.mysql, opts.mysql_depth),
+                        );
                         let mut state = std::mem::take(&mut flow.state);
                         let view = view_of(&old, &track, flow.mysql_client);
                         let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
                         let facts = match flow.concluded.take() {
                             Some(facts) => facts,
-                            None => conclude_mysql(track, &old, analysis, &mut state),
+                            None => conclude_mysql(track, &old, files, analysis, &mut state),
                         };
                         analysis.connection_ended(
                             state,
@@ -603,7 +617,8 @@ impl<A: Analysis> Bucket<A> {
                     // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
                     // `segment` does nothing: not called per packet.
                     if mysql_on && flow.concluded.is_none() {
-                        flow.mysql.segment(flow.tracker.current(), side, &seg, at);
+                        flow.mysql
+                            .segment(flow.tracker.current(), side, &seg, at, home);
                     }
                     if opened {
                         let (state, view) = flow.view();
@@ -649,12 +664,13 @@ impl<A: Analysis> Bucket<A> {
                     if flow.concluded.is_none() && flow.tracker.current().is_finished() {
                         let track = std::mem::replace(
                             &mut flow.mysql,
-                            MysqlTrack::new(MysqlDetection::Off),
+                            MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full),
                         );
                         let client = track.client();
                         flow.concluded = Some(conclude_mysql(
                             track,
                             flow.tracker.current(),
+                            files,
                             analysis,
                             &mut flow.state,
                         ));
@@ -678,7 +694,11 @@ impl<A: Analysis> Bucket<A> {
     }
 
     /// The run is over: every connection still open ends with the capture, told to `analysis`.
-    fn conclude(self, analysis: &mut A) -> Vec<(ConnectionState, Option<MysqlSessionFacts>)> {
+    fn conclude(
+        self,
+        files: &[&[u8]],
+        analysis: &mut A,
+    ) -> Vec<(ConnectionState, Option<MysqlSessionFacts>)> {
         let Bucket {
             slots, replaced, ..
         } = self;
@@ -690,7 +710,7 @@ impl<A: Analysis> Bucket<A> {
             let tcp = slot.tracker.into_current();
             let facts = match slot.concluded {
                 Some(facts) => facts,
-                None => conclude_mysql(slot.mysql, &tcp, analysis, &mut state),
+                None => conclude_mysql(slot.mysql, &tcp, files, analysis, &mut state),
             };
             analysis.connection_ended(
                 state,
@@ -902,6 +922,8 @@ fn next_of<T>(queue: &Mutex<std::vec::IntoIter<T>>) -> Option<T> {
 /// The state of one pass over a list of inputs: everything that lives across batches.
 struct Pass<'o, A: Analysis> {
     opts: &'o EngineOptions,
+    /// The bytes of each input read mapped (empty for a stream): where MySQL exchanges passed over lie.
+    mapped: Vec<&'o [u8]>,
     batch_len: usize,
     buckets: Vec<Bucket<A>>,
     /// Makes the analysis instances.
@@ -1032,6 +1054,7 @@ impl<A: Analysis> Pass<'_, A> {
                 .extend(sc.damage.iter().map(|d| d.clone().in_input(piece.input)));
         }
         let opts = self.opts;
+        let files = &self.mapped[..];
         let serial = serial_clock.seconds();
         let track_clock = phases.start();
         // Each thread takes the next bucket from one queue, the buckets with the most events first (a
@@ -1064,7 +1087,8 @@ impl<A: Analysis> Pass<'_, A> {
             .map(|_| {
                 let mut analysis = analyses();
                 while let Some((_, b, bucket)) = next_of(&queue) {
-                    track_tasks.time(|| bucket.track(b, &scans, &bases, opts, &mut analysis));
+                    track_tasks
+                        .time(|| bucket.track(b, &scans, &bases, files, opts, &mut analysis));
                 }
                 analysis
             })
@@ -1108,8 +1132,19 @@ fn run_engine<A: Analysis>(
     phases: &Phases,
 ) -> Run<A> {
     let nbuckets = (threads * 8).max(16);
+    let mapped: Vec<&[u8]> = sources
+        .iter()
+        .map(|s| match s {
+            Source::Mapped(c) => {
+                let cap: &Capture = c;
+                cap.chunk().bytes
+            }
+            Source::Streamed(_) => &[][..],
+        })
+        .collect();
     let mut run = Pass {
         opts,
+        mapped,
         batch_len: batch_len(threads),
         buckets: (0..nbuckets).map(|_| Bucket::new()).collect(),
         analyses,
@@ -1229,6 +1264,7 @@ fn run_engine<A: Analysis>(
     let release = std::mem::take(&mut read);
     let Pass {
         buckets,
+        mapped,
         analyses,
         mut analysis,
         counts,
@@ -1252,7 +1288,7 @@ fn run_engine<A: Analysis>(
                 .fold(
                     || (analyses(), Vec::new()),
                     |(mut analysis, mut states), b| {
-                        states.extend(end_tasks.time(|| b.conclude(&mut analysis)));
+                        states.extend(end_tasks.time(|| b.conclude(&mapped, &mut analysis)));
                         (analysis, states)
                     },
                 )

@@ -29,13 +29,18 @@
 //! The first RST of a capture, then its MySQL statistics:
 //!
 //! ```
-//! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions, MysqlStatistics};
+//! use pcapsleuth_analysis::{analyze, first_reset, EngineOptions, MysqlDepth, MysqlStatistics};
 //! use pcapsleuth_flow::{CloseFlag, Role};
 //!
 //! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/server-closes.pcap");
 //! let cap = pcapsleuth_capture::Capture::open(path)?;
-//! // No analysis besides the connections: `first-reset` needs nothing more.
-//! let run = analyze(&cap, &EngineOptions::default(), || ());
+//! // No analysis besides the connections: `first-reset` needs nothing more, and of each MySQL session
+//! // only what judges its closes (plain exchanges are counted, not decoded: the same answer, sooner).
+//! let closes_only = EngineOptions {
+//!     mysql_depth: MysqlDepth::Closes,
+//!     ..EngineOptions::default()
+//! };
+//! let run = analyze(&cap, &closes_only, || ());
 //! let rst = first_reset(&run, 20).first_rst.unwrap();
 //! assert_eq!((rst.frame, rst.initiator, rst.flag), (29, Role::Server, CloseFlag::Rst));
 //! println!("first RST: frame {} by {:?}: {}", rst.frame, rst.initiator, rst.reason);
@@ -104,9 +109,9 @@ pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
-    IncidentKind, MysqlAggregate, MysqlDetection, MysqlFilter, MysqlReport, MysqlSessionFacts,
-    MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts, StatementFingerprinter,
-    StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
+    IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection, MysqlFilter, MysqlReport,
+    MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts,
+    StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};

@@ -92,6 +92,25 @@ impl<M: Copy> StreamReassembler<M> {
         }
     }
 
+    /// Takes a segment the caller reads itself when its bytes are the next of the stream, all captured,
+    /// with nothing held: the stream moves past them and `true` is returned (what
+    /// [`StreamReassembler::segment`] would have done, handing them out whole). Else nothing changes, and
+    /// the caller feeds the segment with [`StreamReassembler::segment`].
+    #[inline]
+    pub fn take_in_order(&mut self, seq: u32, captured: usize, wire_len: u32) -> bool {
+        if self.next != Some(seq) || !self.held.is_empty() || captured != wire_len as usize {
+            return false;
+        }
+        self.next = Some(seq.wrapping_add(wire_len));
+        true
+    }
+
+    /// Whether bytes are held after a hole (an acknowledgment may release them).
+    #[inline]
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// The peer acknowledged everything before `ack`: a hole before it was received by the peer but not
     /// captured, so it is reported as a gap and what was held after it is released.
     #[inline]
@@ -191,6 +210,9 @@ impl<M: Copy> StreamReassembler<M> {
     }
 
     /// Hands out bytes `[skip, wire_len)` of a segment starting at `seq`; bytes past the captured ones are a gap.
+    /// (Inlined where a segment in order is handed out: with the caller's decoder behind `out`, a call here
+    /// per segment cost `mysql` 4% more instructions.)
+    #[inline(always)]
     fn deliver(
         next: &mut Option<u32>,
         seq: u32,
@@ -234,6 +256,35 @@ mod tests {
         }
         r.flush(&mut out);
         got
+    }
+
+    #[test]
+    fn a_segment_taken_in_order_leaves_the_stream_as_feeding_it_would() {
+        let mut fed = StreamReassembler::<u32>::new();
+        let mut took = StreamReassembler::<u32>::new();
+        let mut got = Vec::new();
+        let mut out = |e: StreamEvent<'_>, m: u32| got.push(format!("{m}:{e:?}"));
+        fed.segment(99, true, &[], 0, 0, &mut out);
+        took.segment(99, true, &[], 0, 0, &mut out);
+        // The first payload, in order: taken (its bytes are the caller's to read).
+        fed.segment(100, false, b"abc", 3, 1, &mut out);
+        assert!(took.take_in_order(100, 3, 3));
+        // Not the next bytes, cut by the snap length: left for `segment`.
+        assert!(!took.take_in_order(110, 3, 3));
+        assert!(!took.take_in_order(103, 2, 3));
+        // Both streams go on alike: the next segment is delivered by both, after a hole held by both.
+        got.clear();
+        let mut out = |e: StreamEvent<'_>, m: u32| got.push(format!("{m}:{e:?}"));
+        for r in [&mut fed, &mut took] {
+            r.segment(106, false, b"ghi", 3, 3, &mut out);
+            r.segment(103, false, b"def", 3, 2, &mut out);
+        }
+        assert_eq!(got[..2], got[2..]);
+        assert_eq!(got.len(), 4);
+        // Bytes held after a hole: nothing is taken until it fills.
+        took.segment(200, false, b"x", 1, 4, &mut |_, _| {});
+        assert!(took.holds());
+        assert!(!took.take_in_order(109, 1, 1));
     }
 
     #[test]

@@ -353,16 +353,21 @@ pub(crate) struct ReplicaHints {
 }
 
 impl ReplicaHints {
+    /// Whether a COM_QUERY's text is one [`ReplicaHints::note_query`] reads: a `SET @...`.
+    #[inline]
+    pub(crate) fn may_note(b: &[u8]) -> bool {
+        // Most statements are told apart by their third byte (SELECT, SHOW), before the loop of the
+        // comparison.
+        matches!(b.get(2), Some(b't' | b'T'))
+            && b.len() >= 6
+            && b[..5].eq_ignore_ascii_case(b"SET @")
+    }
+
     /// A COM_QUERY's text. Only `SET @...` statements are looked at (the check of the first bytes is
     /// all that other statements cost).
     pub(crate) fn note_query(&mut self, text: &str) {
         let b = text.as_bytes();
-        // Most statements are told apart by their third byte (SELECT, SHOW), before the loop of the
-        // comparison.
-        if !matches!(b.get(2), Some(b't' | b'T'))
-            || b.len() < 6
-            || !b[..5].eq_ignore_ascii_case(b"SET @")
-        {
+        if !Self::may_note(b) {
             return;
         }
         let var = b.get(5..24).unwrap_or(&[]);

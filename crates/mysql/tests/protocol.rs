@@ -1204,3 +1204,60 @@ fn transactions_read_in_place_equal_those_drained() {
     );
     assert_eq!(read[6].statement.as_deref(), Some("x"));
 }
+
+/// A caller may pass over an exchange only where the session is at rest: between exchanges of the command
+/// phase, not within one, nor where the bytes it would skip could change how later ones decode.
+#[test]
+fn a_session_is_at_rest_between_exchanges_only() {
+    // The events fed, completed transactions drained as a caller does, the capture not ended.
+    let fed = |mode: StartMode, evs: &[Ev]| {
+        let mut s = Session::new(mode);
+        for (i, ev) in evs.iter().enumerate() {
+            if let Ev::Data(d, bytes) = ev {
+                s.feed(*d, bytes, meta(i as u64 + 1));
+                s.drain().for_each(drop);
+            }
+        }
+        s
+    };
+    let at_rest = |mode: StartMode, evs: &[Ev]| fed(mode, evs).at_rest();
+    let mut evs = login(BASE_CAPS);
+    assert!(at_rest(StartMode::Handshake, &evs), "after the login's OK");
+    assert!(
+        !at_rest(StartMode::Handshake, &evs[..2]),
+        "during the login"
+    );
+    evs.push(query("select 1"));
+    assert!(
+        !at_rest(StartMode::Handshake, &evs),
+        "a request waits for its answer"
+    );
+    evs.push(Ev::Data(
+        S,
+        packets(
+            1,
+            &[
+                &[1],
+                b"\x03def\x00\x00\x00\x01a\x00\x0c\x3f\x00\x0b\x00\x00\x00\x03\x00\x00\x00\x00\x00",
+            ],
+        ),
+    ));
+    evs.push(Ev::Data(S, packet(3, &eof(2))));
+    assert!(!at_rest(StartMode::Handshake, &evs), "rows still to come");
+    evs.push(Ev::Data(S, packets(4, &[b"\x011", &eof(2)])));
+    assert!(at_rest(StartMode::Handshake, &evs), "the resultset ended");
+    assert_eq!(
+        fed(StartMode::Handshake, &evs).deprecates_eof(),
+        Some(false)
+    );
+    // A packet of the client cut short: its rest would be read as a request.
+    evs.push(Ev::Data(C, command(0x03, b"select 2")[..6].to_vec()));
+    assert!(!at_rest(StartMode::Handshake, &evs), "half a request");
+    // The compressed protocol frames packets otherwise.
+    assert!(!at_rest(StartMode::Handshake, &login(BASE_CAPS | COMPRESS)));
+    // Joined mid-stream, nothing known of the session yet.
+    assert!(!at_rest(
+        StartMode::MidStream,
+        &[Ev::Data(S, packet(1, &ok(0, 2)))]
+    ));
+}

@@ -9,8 +9,8 @@ use pcapsleuth_flow::{
     StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    CloseContext, CloseFlag, Command, Direction, Encryption, Meta, Outcome, Session, SessionPhase,
-    Transaction,
+    CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome, Session,
+    SessionPhase, Transaction,
 };
 use serde::Serialize;
 
@@ -28,6 +28,245 @@ pub enum MysqlDetection {
     Port(u16),
     /// No MySQL decoding.
     Off,
+}
+
+/// How much of each MySQL session the engine decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MysqlDepth {
+    /// Every exchange: every transaction is told to the analyses, every count is exact.
+    #[default]
+    Full,
+    /// What judging closes needs (`first-reset`, `flows`): the login, the exchange each close falls in,
+    /// what the end of the capture finds open, and every exchange that is not plain; a plain exchange (one
+    /// request that depends on no state and leaves none, its response whole:
+    /// [`pcapsleuth_mysql::ExchangeShape`]) met while the session is at rest ([`Session::at_rest`]) is
+    /// counted as the decoder would count it (a request answered, an error if it ended in ERR), not
+    /// decoded. The run is the run of [`MysqlDepth::Full`], every connection and every fact of its session
+    /// (closes, requests left unanswered, counts, encryption, user and schema): a test compares them on
+    /// every capture we have. Only the analyses are told fewer transactions, those decoded. Inputs read
+    /// as streams (compressed, a pipe) are decoded in full: passing over an exchange keeps where its bytes
+    /// lie in a mapped file, to decode them after all if it turns out not to be plain.
+    Closes,
+}
+
+/// The bytes of the inputs of a run, by input (empty for an input read as a stream, whose windows do
+/// not last), and the input the current segment is from: where an exchange passed over lies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Home<'a> {
+    pub(crate) files: &'a [&'a [u8]],
+    pub(crate) input: usize,
+}
+
+impl Home<'_> {
+    /// Where `bytes` lie in the current input, when they are part of its mapped bytes (not bytes
+    /// reassembly held in a buffer of its own).
+    #[inline]
+    fn offset_of(&self, bytes: &[u8]) -> Option<u64> {
+        let file = self.files.get(self.input)?;
+        let at = (bytes.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
+        (at < file.len() && bytes.len() <= file.len() - at).then_some(at as u64)
+    }
+}
+
+/// Bytes of one direction kept undecoded: where they lie in a mapped input.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    dir: Direction,
+    input: u32,
+    len: u32,
+    at: u64,
+    meta: Meta,
+}
+
+/// An exchange holds at most this many pieces kept undecoded (10 KB); past it (a long resultset) it is
+/// decoded, so that memory follows connections, not the length of a response.
+const KEPT_MAX: usize = 256;
+
+/// Room for kept pieces a connection keeps between exchanges (most exchanges are a few segments).
+const KEPT_ROOM: usize = 16;
+
+/// [`MysqlDepth::Closes`]: the session passes over plain exchanges. From a new client flight (client
+/// bytes after server bytes) found with the session at rest, the exchange's bytes are kept undecoded,
+/// only their packet headers followed ([`ExchangeShape`]), until the next flight: then the exchange is
+/// counted if plain, else decoded from what was kept. Whatever needs the session's state (a close, a
+/// gap, bytes reassembly held, the end) first decodes what is kept; the session then decodes as bytes
+/// come until it is at rest at a new flight again.
+#[derive(Default)]
+struct Tail {
+    /// Bytes are being kept (the session was at rest when the exchange began).
+    keeping: bool,
+    kept: Vec<Kept>,
+    shape: ExchangeShape,
+    /// The last bytes were the server's.
+    server_last: bool,
+    /// Plain exchanges passed over, and of them those answered by an error.
+    passed: u64,
+    passed_errors: u64,
+}
+
+impl Tail {
+    /// [`Tail::route`], out of line: where reassembly hands bytes over (most segments come by
+    /// [`MysqlTrack::pass_over`]).
+    #[inline(never)]
+    fn route_here(
+        &mut self,
+        session: &mut Session,
+        home: Home<'_>,
+        d: Direction,
+        e: StreamEvent<'_>,
+        m: Meta,
+    ) {
+        self.route(session, home, d, e, m);
+    }
+
+    /// One event of a direction's reassembled bytes.
+    #[inline(always)]
+    fn route(
+        &mut self,
+        session: &mut Session,
+        home: Home<'_>,
+        d: Direction,
+        e: StreamEvent<'_>,
+        m: Meta,
+    ) {
+        match e {
+            StreamEvent::Data(b) if self.keep(session, home, d, b, m) => {}
+            StreamEvent::Data(_) => self.decode_now(session, home.files, d, e, m),
+            StreamEvent::Gap(_) => {
+                self.server_last = d == Direction::ServerToClient;
+                self.decode_now(session, home.files, d, e, m);
+            }
+        }
+    }
+
+    /// Keeps the bytes `b` of direction `d` if the session is passing over the exchange (beginning a new
+    /// one when they begin a client flight); returns whether it did (else they are to be decoded).
+    #[inline(always)]
+    fn keep(
+        &mut self,
+        session: &mut Session,
+        home: Home<'_>,
+        d: Direction,
+        b: &[u8],
+        m: Meta,
+    ) -> bool {
+        let from_server = d == Direction::ServerToClient;
+        if self.server_last && !from_server {
+            self.new_flight(session, home.files);
+        }
+        self.server_last = from_server;
+        if !self.keeping || self.kept.len() >= KEPT_MAX {
+            return false;
+        }
+        let Some(at) = home.offset_of(b) else {
+            return false;
+        };
+        self.kept.push(Kept {
+            dir: d,
+            input: home.input as u32,
+            len: b.len() as u32,
+            at,
+            meta: m,
+        });
+        if from_server {
+            self.shape.server(b);
+        } else {
+            self.shape.client(b);
+        }
+        true
+    }
+
+    /// Decodes what is kept, then `e`.
+    #[inline(never)]
+    fn decode_now(
+        &mut self,
+        session: &mut Session,
+        files: &[&[u8]],
+        d: Direction,
+        e: StreamEvent<'_>,
+        m: Meta,
+    ) {
+        self.decode_kept(session, files);
+        match e {
+            StreamEvent::Data(b) => session.feed(d, b, m),
+            StreamEvent::Gap(n) => session.gap(d, n, m),
+        }
+    }
+
+    /// A new client flight begins: the exchange kept ended, passed over if plain, else decoded; bytes
+    /// are kept from this flight on if the session is at rest.
+    #[inline(never)]
+    fn new_flight(&mut self, session: &mut Session, files: &[&[u8]]) {
+        if !self.keeping {
+            self.start_keeping(session);
+            return;
+        }
+        match self.shape.plain() {
+            Some(plain) => {
+                self.passed += 1;
+                self.passed_errors += u64::from(plain.error);
+                let (client, server) = self.shape.bytes();
+                session.passed_over(client, server);
+                self.kept.clear();
+                self.kept.shrink_to(KEPT_ROOM);
+                self.shape.reset();
+            }
+            None => {
+                self.decode_kept(session, files);
+                self.start_keeping(session);
+            }
+        }
+    }
+
+    /// Keeps the exchange beginning now if the session is at rest.
+    fn start_keeping(&mut self, session: &Session) {
+        if session.at_rest() {
+            self.keeping = true;
+            let deprecate_eof = session.deprecates_eof().unwrap_or(false);
+            self.shape = ExchangeShape::new(session.capabilities(), deprecate_eof);
+        }
+    }
+
+    /// Decodes what is kept, and stops keeping: the session decodes as bytes come.
+    #[cold]
+    fn decode_kept(&mut self, session: &mut Session, files: &[&[u8]]) {
+        if !self.keeping {
+            return;
+        }
+        self.keeping = false;
+        for k in self.kept.drain(..) {
+            let from = usize::try_from(k.at).unwrap_or(usize::MAX);
+            let bytes = files
+                .get(k.input as usize)
+                .and_then(|f| f.get(from..from.saturating_add(k.len as usize)));
+            if let Some(b) = bytes {
+                session.feed(k.dir, b, k.meta);
+            }
+        }
+        self.kept.shrink_to(KEPT_ROOM);
+        self.shape.reset();
+    }
+}
+
+/// Hands one event of a direction's reassembled bytes to the session, or to its [`Tail`] when plain
+/// exchanges are passed over. (Inlined: decoding every exchange, the session's `feed` is called here as it
+/// was before there was a choice; the tail's way, rare from here, is out of line.)
+#[inline(always)]
+fn route<const KEEPS: bool>(
+    session: &mut Session,
+    tail: &mut Option<Box<Tail>>,
+    home: Home<'_>,
+    d: Direction,
+    e: StreamEvent<'_>,
+    m: Meta,
+) {
+    match tail {
+        Some(t) if KEEPS => t.route_here(session, home, d, e, m),
+        _ => match e {
+            StreamEvent::Data(b) => session.feed(d, b, m),
+            StreamEvent::Gap(n) => session.gap(d, n, m),
+        },
+    }
 }
 
 /// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
@@ -209,6 +448,10 @@ pub(crate) struct MysqlTrack {
     last_ts_ns: u64,
     /// Requests the end of the capture found waiting.
     unanswered: Vec<UnansweredRequest>,
+    /// Plain exchanges may be passed over ([`MysqlDepth::Closes`]).
+    closes_only: bool,
+    /// The exchange kept undecoded, once the connection is MySQL and `closes_only`.
+    tail: Option<Box<Tail>>,
 }
 
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
@@ -222,7 +465,7 @@ fn meta(at: FrameRef) -> Meta {
 }
 
 impl MysqlTrack {
-    pub(crate) fn new(mode: MysqlDetection) -> Self {
+    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth) -> Self {
         MysqlTrack {
             detect: match mode {
                 MysqlDetection::Off => Detect::NotMysql,
@@ -243,6 +486,8 @@ impl MysqlTrack {
             replication: None,
             last_ts_ns: 0,
             unanswered: Vec::new(),
+            closes_only: depth == MysqlDepth::Closes,
+            tail: None,
         }
     }
 
@@ -264,20 +509,66 @@ impl MysqlTrack {
     }
 
     /// Feeds one segment of the connection (after the TCP tracker saw it).
+    #[inline]
     pub(crate) fn segment(
         &mut self,
         conn: &ConnectionState,
         side: Side,
         seg: &TcpSegment<'_>,
         at: FrameRef,
+        home: Home<'_>,
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
         // recogniser's registers and stack to set up.
         if self.is_mysql() {
-            self.feed(side, seg, at);
+            if self.tail.is_some() && self.pass_over(side, seg, at, home) {
+                return;
+            }
+            self.feed(side, seg, at, home);
         } else {
-            self.segment_not_yet_mysql(conn, side, seg, at);
+            self.segment_not_yet_mysql(conn, side, seg, at, home);
         }
+    }
+
+    /// While an exchange is kept undecoded ([`MysqlDepth::Closes`]), a segment whose bytes come next in
+    /// order, with no flag that needs the session (SYN, FIN, RST) and nothing held after a hole in either
+    /// direction, goes straight to the [`Tail`]: what [`MysqlTrack::feed`] would do with it, without the
+    /// reassembly's work. Returns whether it did.
+    #[inline(never)]
+    fn pass_over(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        home: Home<'_>,
+    ) -> bool {
+        let (Some(t), Some(session), Some(client)) =
+            (self.tail.as_deref_mut(), self.session.as_mut(), self.client)
+        else {
+            return false;
+        };
+        if !t.keeping
+            || seg.flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) != 0
+            || self.streams[side.other().index()].holds()
+            || !self.streams[side.index()].take_in_order(
+                seg.seq,
+                seg.payload.len(),
+                seg.payload_len,
+            )
+        {
+            return false;
+        }
+        let m = meta(at);
+        self.last_ts_ns = m.ts_ns;
+        if !seg.payload.is_empty() {
+            let d = if side == client {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            };
+            t.route(session, home, d, StreamEvent::Data(seg.payload), m);
+        }
+        true
     }
 
     /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL.
@@ -288,6 +579,7 @@ impl MysqlTrack {
         side: Side,
         seg: &TcpSegment<'_>,
         at: FrameRef,
+        home: Home<'_>,
     ) {
         if let Detect::Undecided(r) = &mut self.detect {
             match r.segment(conn, side, seg, at) {
@@ -296,22 +588,25 @@ impl MysqlTrack {
                     self.detect = Detect::NotMysql;
                     return;
                 }
-                Recognition::Mysql(m) => self.start(m, conn),
+                Recognition::Mysql(m) => self.start(m, conn, home),
             }
         }
         if self.is_mysql() {
-            self.feed(side, seg, at);
+            self.feed(side, seg, at, home);
         }
     }
 
     /// The connection is MySQL: the session starts, and is fed the bytes held while it was being
     /// recognised, segment by segment as they came (only bytes: their ACKs and closes were read as they
     /// came, and a close is the segment at hand's).
-    fn start(&mut self, m: Recognised, conn: &ConnectionState) {
+    fn start(&mut self, m: Recognised, conn: &ConnectionState, home: Home<'_>) {
         self.detect = Detect::Mysql;
         self.recognised_by = Some(m.by);
         self.client = Some(m.client);
         self.session = Some(Session::new(m.mode));
+        if self.closes_only {
+            self.tail = Some(Box::default());
+        }
         let key = conn.key();
         m.replay.for_each(|side, seq, payload, payload_len, at| {
             let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
@@ -328,14 +623,33 @@ impl MysqlTrack {
                 payload,
                 payload_len,
             };
-            self.feed(side, &replay, at);
+            self.feed(side, &replay, at, home);
         });
     }
 
-    fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
+    fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef, home: Home<'_>) {
+        // Two copies of the work, chosen once per segment: decoding every exchange, the reassembled
+        // bytes go straight to the session as they did before exchanges could be passed over.
+        if self.tail.is_some() {
+            self.feed_via::<true>(side, seg, at, home);
+        } else {
+            self.feed_via::<false>(side, seg, at, home);
+        }
+    }
+
+    /// [`MysqlTrack::feed`]; `KEEPS`: the connection has a [`Tail`] (plain exchanges passed over).
+    #[inline(always)]
+    fn feed_via<const KEEPS: bool>(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        home: Home<'_>,
+    ) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
+        let tail = &mut self.tail;
         let dir = |s: Side| {
             if s == client {
                 Direction::ClientToServer
@@ -353,16 +667,11 @@ impl MysqlTrack {
         // before the hole or after the answers behind it.
         if seg.flags.ack() {
             let od = dir(side.other());
-            let mut out = |e: StreamEvent<'_>, m: Meta| match e {
-                StreamEvent::Data(b) => session.feed(od, b, m),
-                StreamEvent::Gap(n) => session.gap(od, n, m),
-            };
+            let mut out =
+                |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, od, e, m);
             self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
         }
-        let mut out = |e: StreamEvent<'_>, m: Meta| match e {
-            StreamEvent::Data(b) => session.feed(d, b, m),
-            StreamEvent::Gap(n) => session.gap(d, n, m),
-        };
+        let mut out = |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, d, e, m);
         self.streams[side.index()].segment(
             seg.seq,
             seg.flags.syn(),
@@ -382,11 +691,13 @@ impl MysqlTrack {
             let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
             if !*slot {
                 *slot = true;
-                let mut out = |e: StreamEvent<'_>, m: Meta| match e {
-                    StreamEvent::Data(b) => session.feed(d, b, m),
-                    StreamEvent::Gap(n) => session.gap(d, n, m),
-                };
+                let mut out =
+                    |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, d, e, m);
                 self.streams[side.index()].flush(&mut out);
+                // The close is read in the state the session is in: what was kept is decoded first.
+                if let Some(t) = tail {
+                    t.decode_kept(session, home.files);
+                }
                 let context = session.close(d, flag, meta(at));
                 self.closes.push(CloseSeen {
                     frame: at.frame,
@@ -484,19 +795,30 @@ impl MysqlTrack {
     pub(crate) fn conclude(
         mut self,
         conn: &ConnectionState,
+        files: &[&[u8]],
         tell: impl FnMut(&TransactionView<'_>),
     ) -> Option<MysqlSessionFacts> {
         if let Detect::Undecided(r) = &mut self.detect {
             // The last turn is judged on what the capture holds of it; a whole command that looked like
             // MySQL was still waiting for its answer.
             if let Recognition::Mysql(m) = r.end(conn) {
-                self.start(m, conn);
+                self.start(m, conn, Home { files, input: 0 });
             }
         }
         if !self.is_mysql() {
             return None;
         }
         let client = self.client?;
+        let (mut passed, mut passed_errors) = (0, 0);
+        if let (Some(t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
+            let mut t = t;
+            t.decode_kept(session, files);
+            (passed, passed_errors) = (t.passed, t.passed_errors);
+        }
+        // Plain exchanges passed over were answered (they are counted as the decoder would have).
+        self.transactions += passed;
+        self.errors += passed_errors;
+        self.requests.answered += passed;
         if let Some(session) = self.session.as_mut() {
             for side in [Side::Lo, Side::Hi] {
                 let d = if side == client {

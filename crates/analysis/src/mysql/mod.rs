@@ -5,11 +5,11 @@ mod connection;
 mod recognition;
 mod statistics;
 
-pub(crate) use connection::MysqlTrack;
 pub use connection::{
-    response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDetection,
-    MysqlSessionFacts, RequestCounts, TransactionView, UnansweredRequest,
+    response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDepth,
+    MysqlDetection, MysqlSessionFacts, RequestCounts, TransactionView, UnansweredRequest,
 };
+pub(crate) use connection::{Home, MysqlTrack};
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{

@@ -673,6 +673,58 @@ impl Session {
         self.core.done.clear();
     }
 
+    /// Whether the session is at rest between exchanges, so that the next client packet begins a request
+    /// and its exchange decodes the same whatever came before it: logged in and in the command phase, no
+    /// request open or completed undrained, both directions at a packet boundary with their framing
+    /// known, neither compressed nor encrypted, no replication stream, and the EOF convention known.
+    /// A caller may then pass over a plain exchange ([`crate::ExchangeShape`]) and tell the session with
+    /// [`Session::passed_over`].
+    pub fn at_rest(&self) -> bool {
+        let c = &self.core;
+        let quiet = |d: &DirStream| {
+            d.mode == StreamMode::Framed
+                && d.inflater.is_none()
+                && d.framer.at_boundary()
+                && d.window.is_empty()
+                && d.replay.is_empty()
+        };
+        c.phase == Phase::Command
+            && c.queue.is_empty()
+            && c.done.as_slice().is_empty()
+            && c.replication.is_none()
+            && c.trailing_eof.is_none()
+            && !c.client_fin
+            && !c.compression_unknown
+            && c.eof_mode != EofMode::Unknown
+            && c.info.compression == Compression::None
+            && c.info.encryption != Encryption::Tls
+            && quiet(&self.client)
+            && quiet(&self.server)
+    }
+
+    /// The capabilities in force (the client's, as far as the server has them), when the login was seen.
+    pub fn capabilities(&self) -> Option<u32> {
+        self.core.caps()
+    }
+
+    /// Whether CLIENT_DEPRECATE_EOF is in force (an OK ends a resultset's rows, no EOF follows its column
+    /// definitions), once known: from the login's capabilities, or, joined mid-stream, from the shape of
+    /// the first resultset.
+    pub fn deprecates_eof(&self) -> Option<bool> {
+        match self.core.eof_mode {
+            EofMode::Unknown => None,
+            EofMode::Classic => Some(false),
+            EofMode::Deprecated => Some(true),
+        }
+    }
+
+    /// The caller passed over a plain exchange of `client_bytes` and `server_bytes` (see
+    /// [`Session::at_rest`]): the byte counters count them; the session stays at rest.
+    pub fn passed_over(&mut self, client_bytes: u64, server_bytes: u64) {
+        self.core.info.counters.client_bytes += client_bytes;
+        self.core.info.counters.server_bytes += server_bytes;
+    }
+
     /// What is known about the connection, and the counters.
     pub fn info(&self) -> &SessionInfo {
         &self.core.info
