@@ -1,20 +1,25 @@
-//! The shape of one request/response exchange read from packet headers alone, to tell whether decoding it
-//! could change anything but the counts: a caller that only needs a session's state at its closes (who
-//! was doing what when the connection broke) passes over the exchanges that are *plain* and decodes the
-//! rest (see [`ExchangeShape::plain`]).
+//! The shape of one request/response exchange read from its packets' headers and first bytes, to tell
+//! whether decoding it could change anything but the counts: a caller that only needs a session's state at
+//! its closes (who was doing what when the connection broke) passes over the exchanges that are *plain*
+//! and decodes the rest (see [`ExchangeShape::plain`]).
 //!
 //! An exchange is plain when the client sent exactly one packet, a request whose answer depends on
 //! nothing the session remembers and changes nothing it remembers (`COM_QUERY` other than a `SET @...`,
-//! which a replica's binlog dump reads later; `COM_PING`), and the server answered it with whole packets
-//! numbered 1, 2, 3, ... whose last one ends a response (an OK or ERR alone; after a resultset's rows an
-//! EOF, an OK in its place, or an ERR) and announces no further result. A session at rest before a plain
-//! exchange ([`crate::Session::at_rest`]) is at rest after it, as a decoder would have left it, with one
-//! more request answered: the caller can count it instead of decoding it.
+//! which a replica's binlog dump reads later, and whose text does not end as a statement cut by a gap
+//! does; `COM_PING`), and the server answered it with whole packets numbered 1, 2, 3, ... that the session's
+//! reader of responses takes, packet by packet, to one complete response: an OK or an ERR alone, or a
+//! resultset (its column count, definitions, rows, and the terminator that ends it with no further result
+//! announced, or an ERR). The response is read here with the decoder's own readers and by its rules
+//! (`Stage::First`, `ColumnDefs`, `AfterDefs`, `Rows` in the session's protocol), and anything they would
+//! treat otherwise than as such a response (a progress report, LOCAL INFILE, a malformed packet, more
+//! results, a packet after the end) makes the exchange not plain. A session at rest before a plain exchange
+//! ([`crate::Session::at_rest`]) is at rest after it, as a decoder would have left it, with one more request
+//! answered: the caller can count it instead of decoding it.
 //!
 //! The bytes are read once, as they come, and nothing is copied: each piece's packet headers are walked,
-//! and the request and the last response packet are judged where they lie in it. A request or a final
-//! packet cut across pieces is not judged (the exchange is then decoded): it does not happen with the
-//! small packets that make up nearly every exchange.
+//! and each packet judged where it lies. A packet whose header is cut across pieces, or whose first bytes
+//! are when they are needed (an OK's status, a column count), is not judged and the exchange is decoded:
+//! it does not happen with the small packets that make up nearly every exchange.
 
 use crate::replication::ReplicaHints;
 use crate::wire::{self, capability as cap, status, MAX_PAYLOAD};
@@ -31,16 +36,12 @@ struct Framing {
     header_fill: u8,
     /// The sequence id the next packet must carry.
     next_seq: u8,
-    /// A header broke the numbering, or a packet was as long as a packet can be (continued).
+    /// A header broke the numbering, a packet was as long as a packet can be (continued), or a header was
+    /// cut across pieces (its packet was not judged).
     irregular: bool,
-    /// Bytes fed.
+    /// Bytes fed, and the last of them.
     bytes: u64,
-    /// The first packet's first payload byte, when its header and that byte came in one piece.
-    first_byte: Option<u8>,
-    /// Packets whose payload begins with 0xFE (an EOF, or the OK that stands for it).
-    fe_packets: u32,
-    /// A packet's first payload byte was not in the piece of its header: not counted above.
-    uncounted: bool,
+    last_byte: Option<u8>,
 }
 
 impl Framing {
@@ -53,53 +54,43 @@ impl Framing {
             next_seq: first_seq,
             irregular: false,
             bytes: 0,
-            first_byte: None,
-            fe_packets: 0,
-            uncounted: false,
+            last_byte: None,
         }
     }
 
-    /// Follows the packets of the next piece of the direction's bytes; returns the last packet begun in
-    /// it whose payload it holds whole (its payload), if the piece ends with one.
+    /// Follows the packets of the next piece of the direction's bytes, handing each packet whose header
+    /// is in it to `on`: its payload's bytes in this piece (the whole payload when `whole`), and its
+    /// length.
     #[inline(always)]
-    fn push<'b>(&mut self, bytes: &'b [u8]) -> Option<&'b [u8]> {
+    fn push(&mut self, bytes: &[u8], on: &mut impl OnPacket) {
         self.bytes += bytes.len() as u64;
         let n = bytes.len();
+        if let Some(&b) = bytes.last() {
+            self.last_byte = Some(b);
+        }
         let mut i = 0usize;
         // The rest of the packet under way.
         if self.left != 0 || self.header_fill != 0 {
             i = self.finish_packet(bytes);
         }
-        // Whole headers in this piece: only they are read (packets are usually small, several to a
-        // segment), in registers.
-        let mut last = None;
-        if i + 4 <= n {
-            if self.packets == 0 {
-                self.first_byte = bytes.get(i + 4).copied();
-            }
-            let mut next_seq = self.next_seq;
-            let mut irregular = false;
-            let mut count = 0u32;
-            let mut fe = 0u32;
-            let mut at = 0usize;
-            while let Some(&[a, b, c, seq]) = bytes.get(i..i + 4) {
-                let len = u32::from_le_bytes([a, b, c, 0]);
-                irregular |= (seq != next_seq) | (len >= MAX_PAYLOAD);
-                next_seq = seq.wrapping_add(1);
-                count += 1;
-                at = i + 4;
-                match bytes.get(at) {
-                    Some(&first) => fe += u32::from(first == 0xfe),
-                    None => self.uncounted |= len > 0,
-                }
-                i = at + len as usize;
-            }
-            self.next_seq = next_seq;
-            self.irregular |= irregular;
-            self.packets += count;
-            self.fe_packets += fe;
-            last = bytes.get(at..i);
+        // Whole headers in this piece: read in registers (packets are usually small, several to a
+        // segment).
+        let mut next_seq = self.next_seq;
+        let mut irregular = false;
+        let mut count = 0u32;
+        while let Some(&[a, b, c, seq]) = bytes.get(i..i + 4) {
+            let len = u32::from_le_bytes([a, b, c, 0]);
+            irregular |= (seq != next_seq) | (len >= MAX_PAYLOAD);
+            next_seq = seq.wrapping_add(1);
+            count += 1;
+            let at = i + 4;
+            i = at + len as usize;
+            let whole = i <= n;
+            on.packet(bytes.get(at..i.min(n)).unwrap_or(&[]), len, whole);
         }
+        self.next_seq = next_seq;
+        self.irregular |= irregular;
+        self.packets += count;
         if i > n {
             // The last packet goes on in the next pieces.
             self.left = (i - n) as u32;
@@ -109,11 +100,11 @@ impl Framing {
             self.header[..rest.len()].copy_from_slice(rest);
             self.header_fill = rest.len() as u8;
         }
-        last
     }
 
     /// Continues the packet under way (its header, then its payload) with the piece `bytes`; returns
-    /// where the next packet's header begins in it (past its end if the packet goes on).
+    /// where the next packet's header begins in it (past its end if the packet goes on). A packet whose
+    /// header was cut is not judged: the exchange is irregular.
     #[cold]
     fn finish_packet(&mut self, bytes: &[u8]) -> usize {
         let mut i = 0;
@@ -127,35 +118,192 @@ impl Framing {
                 return bytes.len();
             }
             self.header_fill = 0;
-            let [a, b, c, seq] = self.header;
-            let len = u32::from_le_bytes([a, b, c, 0]);
-            self.irregular |= seq != self.next_seq || len >= MAX_PAYLOAD;
-            self.next_seq = seq.wrapping_add(1);
+            let [a, b, c, _] = self.header;
             self.packets += 1;
-            self.left = len;
-            // Its first payload byte is in a later piece, or in this one: not counted either way.
-            self.uncounted |= len > 0;
+            self.left = u32::from_le_bytes([a, b, c, 0]);
+            self.irregular = true;
         }
         let n = (self.left as usize).min(bytes.len() - i);
         self.left -= n as u32;
         i + n
     }
 
-    /// Whole packets only, numbered from the first, none continued.
+    /// Whole packets only, numbered from the first, none continued, each judged.
     fn whole(&self) -> bool {
         !self.irregular && self.packets > 0 && self.left == 0 && self.header_fill == 0
     }
 }
 
-/// How the response's last packet seen so far ends it.
+/// What is done with each packet whose header [`Framing::push`] reads.
+trait OnPacket {
+    /// `p`: the packet's payload bytes in the piece (all of it when `whole`); `len`: its length.
+    fn packet(&mut self, p: &[u8], len: u32, whole: bool);
+}
+
+impl OnPacket for Reading {
+    #[inline(always)]
+    fn packet(&mut self, p: &[u8], len: u32, whole: bool) {
+        *self = self.next(p, len, whole);
+    }
+}
+
+/// The client's packets: the first, whole, is the request.
+struct Request {
+    /// Packets seen before this piece.
+    before: u32,
+    capabilities: Option<u32>,
+    plain: bool,
+    reading: Reading,
+}
+
+impl OnPacket for Request {
+    #[inline(always)]
+    fn packet(&mut self, p: &[u8], len: u32, whole: bool) {
+        if self.before == 0 && whole {
+            // The first request: what its answer is read as.
+            self.plain = ExchangeShape::request_is_plain(p, self.capabilities);
+            self.reading = match p.first() {
+                Some(0x03) => Reading::First,
+                Some(0x0e) if len == 1 => Reading::Simple,
+                _ => Reading::Other,
+            };
+        }
+    }
+}
+
+/// Where the session's reader of responses would stand, packet by packet (its stages for a `COM_QUERY`,
+/// and the one packet of a `COM_PING`'s answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ending {
-    /// Not judged (no packet yet, or one cut across pieces), or not an end.
-    None,
-    /// An OK alone, or an EOF (or the OK for it) after a resultset.
-    Ok,
-    /// An ERR.
-    Err,
+enum Reading {
+    /// Before the first packet of a `COM_QUERY`'s response.
+    First,
+    /// Before the one packet of a `COM_PING`'s answer.
+    Simple,
+    /// Column definitions still to come.
+    ColumnDefs {
+        left: u64,
+    },
+    /// After the definitions: an EOF, or (CLIENT_DEPRECATE_EOF) rows or the OK for an empty resultset.
+    AfterDefs,
+    Rows,
+    /// The response is complete, with an ERR or not.
+    Done {
+        error: bool,
+    },
+    /// The reader would do something else than read one whole response: not plain.
+    Other,
+}
+
+impl Reading {
+    /// The next response packet: `p` its payload's bytes at hand (all of it when `whole`), `len` its
+    /// length. The session's rules (protocol.rs `response_step`), on the packets a plain exchange may hold.
+    #[inline(always)]
+    fn next(self, p: &[u8], len: u32, whole: bool) -> Reading {
+        // A row or a column definition, nearly every packet of a resultset: its first byte decides.
+        match (self, p.first()) {
+            (Reading::Rows, Some(&b)) if b < 0xFE => Reading::Rows,
+            (Reading::ColumnDefs { left }, Some(&b)) if b < 0xFE => {
+                if left <= 1 {
+                    Reading::AfterDefs
+                } else {
+                    Reading::ColumnDefs { left: left - 1 }
+                }
+            }
+            _ => self.next_other(p, len, whole),
+        }
+    }
+
+    /// [`Reading::next`] of the packets that begin or end a response.
+    #[inline(never)]
+    fn next_other(self, p: &[u8], len: u32, whole: bool) -> Reading {
+        let first = p.first().copied();
+        let len64 = u64::from(len);
+        // MariaDB's progress report goes on; a packet whose bytes are needed but not at hand is not judged.
+        let progress = first == Some(0xFF) && p.get(1..3) == Some(&[0xFF, 0xFF][..]);
+        let needs_bytes = |r: Reading| if whole { r } else { Reading::Other };
+        if progress || (first.is_none() && len > 0) {
+            return Reading::Other;
+        }
+        match self {
+            Reading::First => match first {
+                Some(0x00) => needs_bytes(match wire::parse_ok(p) {
+                    Some(ok) if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS == 0 => {
+                        Reading::Done { error: false }
+                    }
+                    _ => Reading::Other,
+                }),
+                Some(0xFF) => needs_bytes(Reading::error(p)),
+                Some(0xFB | 0xFE) | None => Reading::Other,
+                _ => needs_bytes(match wire::parse_column_count(p, len64) {
+                    Some((n, true)) => Reading::ColumnDefs { left: n },
+                    Some((_, false)) => Reading::AfterDefs,
+                    None => Reading::Other,
+                }),
+            },
+            Reading::Simple => match first {
+                Some(0x00) if whole && wire::parse_ok(p).is_some() => {
+                    Reading::Done { error: false }
+                }
+                Some(0xFF) => needs_bytes(Reading::error(p)),
+                _ => Reading::Other,
+            },
+            Reading::ColumnDefs { left } => {
+                if first == Some(0xFF) || (wire::is_terminator(p, len64) && len < 9) {
+                    Reading::Other
+                } else if left <= 1 {
+                    Reading::AfterDefs
+                } else {
+                    Reading::ColumnDefs { left: left - 1 }
+                }
+            }
+            Reading::AfterDefs => {
+                if wire::is_terminator(p, len64) && len < 7 {
+                    // The EOF after the definitions (a cursor's ends the response: not plain).
+                    match wire::parse_eof(p) {
+                        _ if !whole => Reading::Other,
+                        Some(st) if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0 => {
+                            Reading::Other
+                        }
+                        _ => Reading::Rows,
+                    }
+                } else if wire::is_terminator(p, len64) {
+                    needs_bytes(Reading::terminator(p, len64))
+                } else if first == Some(0xFF) {
+                    Reading::Other
+                } else {
+                    Reading::Rows
+                }
+            }
+            Reading::Rows => {
+                if wire::is_terminator(p, len64) {
+                    needs_bytes(Reading::terminator(p, len64))
+                } else if first == Some(0xFF) {
+                    needs_bytes(Reading::error(p))
+                } else {
+                    Reading::Rows
+                }
+            }
+            Reading::Done { .. } | Reading::Other => Reading::Other,
+        }
+    }
+
+    /// An ERR that ends the response (one the decoder cannot read ends it otherwise: not plain).
+    fn error(p: &[u8]) -> Reading {
+        match wire::parse_err(p) {
+            Some(_) => Reading::Done { error: true },
+            None => Reading::Other,
+        }
+    }
+
+    /// The terminator of a resultset's rows: the end, unless it announces more results.
+    fn terminator(p: &[u8], len: u64) -> Reading {
+        let st = wire::parse_terminator(p, len).unwrap_or_default();
+        if st.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
+            Reading::Other
+        } else {
+            Reading::Done { error: false }
+        }
+    }
 }
 
 /// One exchange's packets, fed as the reassembled bytes of each direction arrive.
@@ -165,15 +313,10 @@ pub struct ExchangeShape {
     server: Framing,
     /// The capabilities in force: whether a query carries attributes.
     capabilities: Option<u32>,
-    /// CLIENT_DEPRECATE_EOF is in force: a resultset's rows end with an OK (0xFE), and no EOF follows
-    /// its column definitions.
-    deprecate_eof: bool,
-    /// The request (the client's first packet) depends on no state and leaves none.
+    /// The request (the client's first packet, whole in its piece) depends on no state and leaves none.
     request_plain: bool,
-    /// The response's first packet was a resultset's column count.
-    resultset: bool,
-    /// What the last response packet seen says.
-    ending: Ending,
+    /// Where the reader of the response stands.
+    reading: Reading,
 }
 
 /// What a plain exchange's response was.
@@ -184,68 +327,63 @@ pub struct PlainExchange {
 }
 
 impl Default for ExchangeShape {
-    /// A shape for a session whose capabilities are not known, EOF packets in use.
+    /// A shape for a session whose capabilities are not known.
     fn default() -> Self {
-        ExchangeShape::new(None, false)
+        ExchangeShape::new(None)
     }
 }
 
 impl ExchangeShape {
     /// A shape for the exchanges of a session with these `capabilities` in force
-    /// ([`crate::Session::capabilities`]) and this convention for the end of a resultset's column
-    /// definitions and rows ([`crate::Session::deprecates_eof`]).
-    pub fn new(capabilities: Option<u32>, deprecate_eof: bool) -> Self {
+    /// ([`crate::Session::capabilities`]).
+    pub fn new(capabilities: Option<u32>) -> Self {
         ExchangeShape {
             client: Framing::new(0),
             server: Framing::new(1),
             capabilities,
-            deprecate_eof,
             request_plain: false,
-            resultset: false,
-            ending: Ending::None,
+            reading: Reading::Other,
         }
     }
 
     /// Forgets the exchange, for the next one.
     #[inline]
     pub fn reset(&mut self) {
-        *self = ExchangeShape::new(self.capabilities, self.deprecate_eof);
+        *self = ExchangeShape::new(self.capabilities);
     }
 
     /// The next bytes the client sent.
     #[inline(always)]
     pub fn client(&mut self, bytes: &[u8]) {
-        let first = self.client.packets == 0;
-        let last = self.client.push(bytes);
-        if first {
-            // The request's payload, when this piece holds it whole (a later packet spoils the
-            // exchange anyway).
-            self.request_plain = last.is_some_and(|p| self.request_is_plain(p));
-        }
+        let mut request = Request {
+            before: self.client.packets,
+            capabilities: self.capabilities,
+            plain: self.request_plain,
+            reading: self.reading,
+        };
+        self.client.push(bytes, &mut request);
+        self.reading = request.reading;
+        self.request_plain = request.plain;
     }
 
     /// The next bytes the server sent.
     #[inline(always)]
     pub fn server(&mut self, bytes: &[u8]) {
-        let before = self.server.packets;
-        let last = self.server.push(bytes);
-        if before == 0 {
-            // A column count (a length-encoded integer: no OK, ERR, LOCAL INFILE or EOF header).
-            self.resultset = self
-                .server
-                .first_byte
-                .is_some_and(|b| !matches!(b, 0x00 | 0xfb | 0xfe | 0xff));
-        }
-        if self.server.packets != before {
-            self.ending = last.map_or(Ending::None, |p| self.ending_of(p));
-        }
+        let mut reading = self.reading;
+        self.server.push(bytes, &mut reading);
+        self.reading = reading;
     }
 
-    /// Whether a request's payload is one of a plain exchange.
-    fn request_is_plain(&self, p: &[u8]) -> bool {
+    /// Whether a request's payload (whole) is one of a plain exchange.
+    fn request_is_plain(p: &[u8], capabilities: Option<u32>) -> bool {
         match p.split_first() {
             Some((0x03, body)) => {
-                let with_attrs = match self.capabilities {
+                // A text ending as the decoder marks a statement cut by a gap (` /* gap: N bytes */`) would
+                // be counted as cut: decoded, to count it as the decoder does.
+                if body.last() == Some(&b'/') {
+                    return false;
+                }
+                let with_attrs = match capabilities {
                     Some(caps) => caps & cap::CLIENT_QUERY_ATTRIBUTES != 0,
                     None => wire::looks_like_attribute_prefix(body),
                 };
@@ -264,37 +402,6 @@ impl ExchangeShape {
         }
     }
 
-    /// Whether the response packet `p` ends the response, given what came before it.
-    fn ending_of(&self, p: &[u8]) -> Ending {
-        let more = |st: Option<u16>| match st {
-            Some(st) if st & status::SERVER_MORE_RESULTS_EXISTS == 0 => Ending::Ok,
-            _ => Ending::None,
-        };
-        match p.first() {
-            // ERR (with its code), other than MariaDB's progress report (code 0xFFFF), which more
-            // packets follow.
-            Some(0xff) if p.len() >= 3 && p.get(1..3) != Some(&[0xff, 0xff]) => Ending::Err,
-            // OK alone.
-            Some(0x00) if self.server.packets == 1 => more(ok_status(p)),
-            // After a resultset's rows: the EOF that follows them (the second of the response: the
-            // first ends the column definitions), or the OK that stands for it (0xFE, the only one).
-            // A row never begins with 0xFE in a packet shorter than a packet can be.
-            Some(0xfe)
-                if self.resultset
-                    && self.server.packets > 2
-                    && !self.server.uncounted
-                    && self.server.fe_packets == if self.deprecate_eof { 1 } else { 2 } =>
-            {
-                if p.len() < 9 {
-                    more(p.get(3..5).map(|b| u16::from_le_bytes([b[0], b[1]])))
-                } else {
-                    more(ok_status(p))
-                }
-            }
-            _ => Ending::None,
-        }
-    }
-
     /// Bytes the client and the server sent.
     pub fn bytes(&self) -> (u64, u64) {
         (self.client.bytes, self.server.bytes)
@@ -304,24 +411,15 @@ impl ExchangeShape {
     /// when decoding it could tell more than that it was answered.
     #[inline]
     pub fn plain(&self) -> Option<PlainExchange> {
+        let Reading::Done { error } = self.reading else {
+            return None;
+        };
         let plain = self.request_plain
-            && self.ending != Ending::None
             && self.client.packets == 1
             && self.client.whole()
             && self.server.whole();
-        plain.then_some(PlainExchange {
-            error: self.ending == Ending::Err,
-        })
+        plain.then_some(PlainExchange { error })
     }
-}
-
-/// The status flags of an OK packet (header byte, affected rows, last insert id, status).
-fn ok_status(p: &[u8]) -> Option<u16> {
-    let mut r = wire::Reader::new(p);
-    r.u8()?;
-    r.lenenc()?;
-    r.lenenc()?;
-    r.u16()
 }
 
 #[cfg(test)]
@@ -339,8 +437,7 @@ mod tests {
     /// Feeds `client` and `server` (each the concatenated bytes of a direction) in pieces of `cut`
     /// bytes, and judges the exchange; then again after a reset, for a shape used twice.
     fn shape(client: &[u8], server: &[u8], cut: usize, caps: Option<u32>) -> Option<PlainExchange> {
-        let deprecate_eof = caps.is_some_and(|c| c & DEPRECATE_EOF != 0);
-        let mut x = ExchangeShape::new(caps, deprecate_eof);
+        let mut x = ExchangeShape::new(caps);
         let mut verdicts = Vec::new();
         for _ in 0..2 {
             client.chunks(cut).for_each(|b| x.client(b));
@@ -431,7 +528,7 @@ mod tests {
     #[test]
     fn a_response_in_pieces_of_whole_packets_is_judged() {
         // As TCP cuts a resultset: each segment a run of whole packets.
-        let mut x = ExchangeShape::new(None, false);
+        let mut x = ExchangeShape::new(None);
         x.client(&query("select 1"));
         let rs = resultset(3, &[0xfe, 0, 0, 0x02, 0]);
         // The column count, its definition and the EOF after them; then the rows and the last EOF.
@@ -490,10 +587,34 @@ mod tests {
         assert_eq!(shape(&q, &resultset(0, &[]), 7, None), None);
         let deprecate = Some(DEPRECATE_EOF);
         assert_eq!(shape(&q, &resultset_as(2, &[], true), 7, deprecate), None);
-        // The same EOF where the other convention is in force.
-        assert_eq!(shape(&q, &resultset(1, &eof), 7, deprecate), None);
+        // An EOF right after the definitions is theirs, whatever convention is in force: rows follow.
+        assert_eq!(shape(&q, &resultset_as(0, &eof, true), 7, deprecate), None);
         // An ERR too short to hold its code.
         assert_eq!(shape(&q, &packet(1, &[0xff, 0x7a]), 7, None), None);
+        // A packet after the end: an ERR after an OK (unsolicited), after a whole resultset, or an ERR
+        // amid the rows followed by more.
+        let mut s = packet(1, OK);
+        s.extend(packet(2, ERR_1146));
+        assert_eq!(shape(&q, &s, 7, None), None);
+        let mut s = resultset(1, &eof);
+        s.extend(packet(6, ERR_1146));
+        assert_eq!(shape(&q, &s, 7, None), None);
+        let mut s = resultset(1, ERR_1146);
+        s.extend(packet(6, &eof));
+        assert_eq!(shape(&q, &s, 7, None), None);
+        // A 7-byte terminator is read as an OK: here one that announces more results.
+        let fe7 = [0xfe, 0x00, 0xfc, 0x00, 0x00, 0x08, 0x00];
+        assert_eq!(shape(&q, &resultset(1, &fe7), 7, None), None);
+        // A statement ending as one cut by a gap is marked: the decoder counts it.
+        assert_eq!(
+            shape(
+                &query("select 1 /* gap: 5 bytes */"),
+                &packet(1, OK),
+                7,
+                None
+            ),
+            None
+        );
         // A response that starts with an OK does not go on as a resultset.
         let mut s = packet(1, OK);
         s.extend(packet(2, &eof));

@@ -454,6 +454,14 @@ pub(crate) fn parse_eof(p: &[u8]) -> Option<OkPacket> {
     })
 }
 
+/// A terminator of rows: 0xFE-led and shorter than a full physical packet. A
+/// text row can only start with 0xFE when its first value is at least 2^24 bytes
+/// long, which makes its first physical packet exactly 0xFFFFFF long.
+#[inline]
+pub(crate) fn is_terminator(p: &[u8], len: u64) -> bool {
+    p.first() == Some(&0xFE) && len < u64::from(MAX_PAYLOAD)
+}
+
 /// A terminator of rows: EOF_Packet (exactly 5 bytes in 4.1, 1 byte before) or,
 /// under CLIENT_DEPRECATE_EOF, an OK_Packet with a 0xFE header (at least 7 bytes).
 #[inline]

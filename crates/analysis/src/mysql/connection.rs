@@ -222,8 +222,7 @@ impl Tail {
     fn start_keeping(&mut self, session: &Session) {
         if session.at_rest() {
             self.keeping = true;
-            let deprecate_eof = session.deprecates_eof().unwrap_or(false);
-            self.shape = ExchangeShape::new(session.capabilities(), deprecate_eof);
+            self.shape = ExchangeShape::new(session.capabilities());
         }
     }
 

@@ -707,17 +707,6 @@ impl Session {
         self.core.caps()
     }
 
-    /// Whether CLIENT_DEPRECATE_EOF is in force (an OK ends a resultset's rows, no EOF follows its column
-    /// definitions), once known: from the login's capabilities, or, joined mid-stream, from the shape of
-    /// the first resultset.
-    pub fn deprecates_eof(&self) -> Option<bool> {
-        match self.core.eof_mode {
-            EofMode::Unknown => None,
-            EofMode::Classic => Some(false),
-            EofMode::Deprecated => Some(true),
-        }
-    }
-
     /// The caller passed over a plain exchange of `client_bytes` and `server_bytes` (see
     /// [`Session::at_rest`]): the byte counters count them; the session stays at rest.
     pub fn passed_over(&mut self, client_bytes: u64, server_bytes: u64) {

@@ -284,12 +284,7 @@ pub(super) fn ok_outcome(ok: OkPacket) -> Outcome {
     }
 }
 
-/// A terminator of rows: 0xFE-led and shorter than a full physical packet. A
-/// text row can only start with 0xFE when its first value is at least 2^24 bytes
-/// long, which makes its first physical packet exactly 0xFFFFFF long.
-pub(super) fn is_terminator(p: &[u8], len: u64) -> bool {
-    p.first() == Some(&0xFE) && len < u64::from(wire::MAX_PAYLOAD)
-}
+pub(super) use crate::wire::is_terminator;
 
 /// Statement text from a packet body, capped, with markers for truncation and gaps, written into
 /// `s` (a string of the session's spares, or a new one).
