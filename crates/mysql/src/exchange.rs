@@ -39,9 +39,8 @@ struct Framing {
     /// A header broke the numbering, a packet was as long as a packet can be (continued), or a header was
     /// cut across pieces (its packet was not judged).
     irregular: bool,
-    /// Bytes fed, and the last of them.
+    /// Bytes fed.
     bytes: u64,
-    last_byte: Option<u8>,
 }
 
 impl Framing {
@@ -54,7 +53,6 @@ impl Framing {
             next_seq: first_seq,
             irregular: false,
             bytes: 0,
-            last_byte: None,
         }
     }
 
@@ -65,9 +63,6 @@ impl Framing {
     fn push(&mut self, bytes: &[u8], on: &mut impl OnPacket) {
         self.bytes += bytes.len() as u64;
         let n = bytes.len();
-        if let Some(&b) = bytes.last() {
-            self.last_byte = Some(b);
-        }
         let mut i = 0usize;
         // The rest of the packet under way.
         if self.left != 0 || self.header_fill != 0 {

@@ -105,20 +105,6 @@ struct Tail {
 }
 
 impl Tail {
-    /// [`Tail::route`], out of line: where reassembly hands bytes over (most segments come by
-    /// [`MysqlTrack::pass_over`]).
-    #[inline(never)]
-    fn route_here(
-        &mut self,
-        session: &mut Session,
-        home: Home<'_>,
-        d: Direction,
-        e: StreamEvent<'_>,
-        m: Meta,
-    ) {
-        self.route(session, home, d, e, m);
-    }
-
     /// One event of a direction's reassembled bytes.
     #[inline(always)]
     fn route(
@@ -187,10 +173,7 @@ impl Tail {
         m: Meta,
     ) {
         self.decode_kept(session, files);
-        match e {
-            StreamEvent::Data(b) => session.feed(d, b, m),
-            StreamEvent::Gap(n) => session.gap(d, n, m),
-        }
+        feed_event(session, d, e, m);
     }
 
     /// A new client flight begins: the exchange kept ended, passed over if plain, else decoded; bytes
@@ -249,7 +232,7 @@ impl Tail {
 
 /// Hands one event of a direction's reassembled bytes to the session, or to its [`Tail`] when plain
 /// exchanges are passed over. (Inlined: decoding every exchange, the session's `feed` is called here as it
-/// was before there was a choice; the tail's way, rare from here, is out of line.)
+/// was before there was a choice.)
 #[inline(always)]
 fn route<const KEEPS: bool>(
     session: &mut Session,
@@ -260,11 +243,17 @@ fn route<const KEEPS: bool>(
     m: Meta,
 ) {
     match tail {
-        Some(t) if KEEPS => t.route_here(session, home, d, e, m),
-        _ => match e {
-            StreamEvent::Data(b) => session.feed(d, b, m),
-            StreamEvent::Gap(n) => session.gap(d, n, m),
-        },
+        Some(t) if KEEPS => t.route(session, home, d, e, m),
+        _ => feed_event(session, d, e, m),
+    }
+}
+
+/// Feeds one event of a direction's reassembled bytes to the session.
+#[inline(always)]
+fn feed_event(session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta) {
+    match e {
+        StreamEvent::Data(b) => session.feed(d, b, m),
+        StreamEvent::Gap(n) => session.gap(d, n, m),
     }
 }
 
@@ -808,16 +797,13 @@ impl MysqlTrack {
             return None;
         }
         let client = self.client?;
-        let (mut passed, mut passed_errors) = (0, 0);
-        if let (Some(t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
-            let mut t = t;
+        if let (Some(mut t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
             t.decode_kept(session, files);
-            (passed, passed_errors) = (t.passed, t.passed_errors);
+            // Plain exchanges passed over were answered (counted as the decoder would have).
+            self.transactions += t.passed;
+            self.errors += t.passed_errors;
+            self.requests.answered += t.passed;
         }
-        // Plain exchanges passed over were answered (they are counted as the decoder would have).
-        self.transactions += passed;
-        self.errors += passed_errors;
-        self.requests.answered += passed;
         if let Some(session) = self.session.as_mut() {
             for side in [Side::Lo, Side::Hi] {
                 let d = if side == client {
@@ -825,10 +811,7 @@ impl MysqlTrack {
                 } else {
                     Direction::ServerToClient
                 };
-                let mut out = |e: StreamEvent<'_>, m: Meta| match e {
-                    StreamEvent::Data(b) => session.feed(d, b, m),
-                    StreamEvent::Gap(n) => session.gap(d, n, m),
-                };
+                let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
                 self.streams[side.index()].flush(&mut out);
             }
             session.finish();
