@@ -31,6 +31,7 @@ use pcapsleuth_flow::{
     Endpoint, FlowBuildHasher, FlowKey, FrameRef, NotTcp, RoleBasis, SegmentClass, Side, TcpFlags,
     TcpSegment,
 };
+use pcapsleuth_mysql::PieceShape;
 use rayon::prelude::*;
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
@@ -131,9 +132,10 @@ struct PacketEvent {
     wire_len: u32,
     window: u16,
     flags: u8,
-    /// The sending [`Side`] (bit 7) and, for a SYN, the length of its TCP options in 32-bit words (bits
-    /// 0..=3, at most 10): two facts in the byte a `Side` alone would take, so that an event stays 48
-    /// bytes.
+    /// The sending [`Side`] (bit 7), the [`PieceShape`] of the payload when the scan tells it (bits
+    /// 4..=6; see [`EngineOptions::mysql_depth`]) and, for a SYN, the length of its TCP options in 32-bit
+    /// words (bits 0..=3, at most 10): three facts in the byte a `Side` alone would take, so that an event
+    /// stays 48 bytes.
     side_options: u8,
 }
 
@@ -154,6 +156,21 @@ impl PacketEvent {
             0
         };
         words | if side == Side::Hi { Self::SIDE_HI } else { 0 }
+    }
+
+    const SHAPE_SHIFT: u8 = 4;
+    const SHAPE_BITS: u8 = 0x70;
+
+    /// Whether the scan told the payload's shape.
+    #[inline]
+    fn shaped(&self) -> bool {
+        self.side_options & Self::SHAPE_BITS != 0
+    }
+
+    /// What the payload is to a MySQL exchange, when the scan told it (else [`PieceShape::Unknown`]).
+    #[inline]
+    fn piece_shape(&self) -> PieceShape {
+        PieceShape::from_bits(self.side_options >> Self::SHAPE_SHIFT)
     }
 
     fn side(&self) -> Side {
@@ -312,11 +329,15 @@ impl EventLists {
     }
 }
 
+/// Phase 1: reads the records of `split`, each TCP segment into an event of its flow's bucket. With
+/// `shapes`, each payload's [`PieceShape`] is told beside it, read here where its bytes were just read,
+/// so that following a MySQL exchange does not read them again ([`MysqlDepth::Closes`]).
 fn scan<'a>(
     piece: &Piece<'a>,
     split: Split,
     mut reader: RecordReader<'a>,
     mut buckets: EventLists,
+    shapes: bool,
 ) -> Scan<'a> {
     let base = piece.chunk.bytes.as_ptr() as usize;
     let nbuckets = buckets.nbuckets();
@@ -356,6 +377,12 @@ fn scan<'a>(
         };
         counts.tcp += 1;
         let (flow, side, bucket) = ids.of(&seg, &mut keys, nbuckets);
+        // A cut payload is not told: the exchange reads what it has.
+        let shape = if shapes && seg.payload.len() as u32 == seg.payload_len {
+            PieceShape::of(seg.payload)
+        } else {
+            PieceShape::Unknown
+        };
         buckets.push(
             bucket as usize,
             PacketEvent {
@@ -370,7 +397,8 @@ fn scan<'a>(
                 wire_len: rec.orig_len,
                 window: seg.window,
                 flags: seg.flags.0,
-                side_options: PacketEvent::side_options(side, &seg),
+                side_options: PacketEvent::side_options(side, &seg)
+                    | shape.bits() << PacketEvent::SHAPE_SHIFT,
             },
         );
     }
@@ -531,10 +559,11 @@ impl<A: Analysis> Bucket<A> {
                 for (pos, ev) in block.iter().enumerate() {
                     if prefetch {
                         // The event PREFETCH_DISTANCE places ahead (in this block or the next), whose
-                        // payload is fetched meanwhile.
+                        // payload is fetched meanwhile, unless the scan told its shape: a MySQL exchange
+                        // followed undecoded does not read it.
                         let a = pos + PREFETCH_DISTANCE;
                         let ahead = block.get(a).or_else(|| next_block.get(a - block.len()));
-                        if let Some(ahead) = ahead {
+                        if let Some(ahead) = ahead.filter(|e| !e.shaped()) {
                             prefetch_payload(bytes, ahead);
                         }
                     }
@@ -617,8 +646,14 @@ impl<A: Analysis> Bucket<A> {
                     // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
                     // `segment` does nothing: not called per packet.
                     if mysql_on && flow.concluded.is_none() {
-                        flow.mysql
-                            .segment(flow.tracker.current(), side, &seg, at, home);
+                        flow.mysql.segment(
+                            flow.tracker.current(),
+                            side,
+                            &seg,
+                            ev.piece_shape(),
+                            at,
+                            home,
+                        );
                     }
                     if opened {
                         let (state, view) = flow.view();
@@ -951,6 +986,9 @@ impl<A: Analysis> Pass<'_, A> {
     fn batch(&mut self, pieces: &[Piece<'_>], release: &[(&Capture, u64, u64)]) -> ReaderState {
         let nbuckets = self.nbuckets;
         let phases = self.phases;
+        // Payload shapes are told only where MySQL exchanges are followed undecoded.
+        let shapes =
+            self.opts.mysql_depth == MysqlDepth::Closes && self.opts.mysql != MysqlDetection::Off;
         let scan_clock = phases.start();
         let lists: Vec<EventLists> = pieces
             .iter()
@@ -984,7 +1022,7 @@ impl<A: Analysis> Pass<'_, A> {
                                 if let Some(cap) = p.mapped {
                                     cap.populate(p.split.cut, p.split.end);
                                 }
-                                scan(p, p.split.clone(), p.chunk.reader(&p.split), lists)
+                                scan(p, p.split.clone(), p.chunk.reader(&p.split), lists, shapes)
                             }),
                         )),
                         ScanWork::Release((cap, from, to)) => {
@@ -1012,7 +1050,7 @@ impl<A: Analysis> Pass<'_, A> {
                     if p.input == piece.input && sc.end.offset > shrank.offset {
                         let chunk = cap.chunk();
                         let lists = std::mem::take(&mut sc.buckets);
-                        *sc = scan(p, p.split.clone(), chunk.reader(&p.split), lists);
+                        *sc = scan(p, p.split.clone(), chunk.reader(&p.split), lists, shapes);
                         sc.bytes = chunk.bytes;
                     }
                 }
@@ -1031,7 +1069,7 @@ impl<A: Analysis> Pass<'_, A> {
                     };
                     let reader = chunk.reader_after(expected.clone(), split.end);
                     let lists = std::mem::take(&mut sc.buckets);
-                    *sc = scan(piece, split, reader, lists);
+                    *sc = scan(piece, split, reader, lists, shapes);
                     sc.bytes = chunk.bytes;
                 }
                 _ => {}

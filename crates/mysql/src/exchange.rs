@@ -123,6 +123,12 @@ impl Framing {
         i + n
     }
 
+    /// Nothing fed yet.
+    #[inline(always)]
+    fn fresh(&self) -> bool {
+        self.bytes == 0
+    }
+
     /// Whole packets only, numbered from the first, none continued, each judged.
     fn whole(&self) -> bool {
         !self.irregular && self.packets > 0 && self.left == 0 && self.header_fill == 0
@@ -328,6 +334,259 @@ impl Default for ExchangeShape {
     }
 }
 
+/// What one piece of a direction's bytes is when it begins that direction's part of an exchange: a
+/// request or a whole response, told once, where the bytes are at hand (a reader of the capture's
+/// records), so that [`ExchangeShape::client_shaped`] and [`ExchangeShape::server_shaped`] follow the
+/// exchange without reading them again.
+///
+/// It says what [`ExchangeShape::client`] or [`ExchangeShape::server`] would make of the piece as the
+/// first of its direction, in the only cases that matter for a plain exchange; anything else is
+/// [`PieceShape::Unknown`] and the bytes are read. Three bits: it fits beside a packet's other facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PieceShape {
+    /// Not one of the others: the bytes are read.
+    Unknown = 0,
+    /// One whole packet numbered 0, a `COM_QUERY` whose text does not begin as query attributes do:
+    /// plain when queries carry no attributes, or when the capabilities are not known.
+    Query = 1,
+    /// One whole packet numbered 0, a `COM_QUERY` that begins as query attributes do and is plain read
+    /// with them: plain whatever the capabilities (read without attributes, its text begins with those
+    /// bytes, which no `SET @` does).
+    QueryWithAttributes = 2,
+    /// One whole packet numbered 0: `COM_PING`.
+    Ping = 3,
+    /// Whole packets numbered from 1 holding one complete response to a `COM_QUERY`, a `COM_PING` alike:
+    /// an OK alone.
+    Ok = 4,
+    /// As [`PieceShape::Ok`]: an ERR alone.
+    Err = 5,
+    /// Whole packets numbered from 1 holding one complete resultset answering a `COM_QUERY`.
+    Resultset = 6,
+    /// As [`PieceShape::Resultset`], ended by an ERR.
+    ResultsetErr = 7,
+}
+
+impl PieceShape {
+    /// The shape of `bytes` (a TCP segment's whole payload).
+    #[inline(never)]
+    pub fn of(bytes: &[u8]) -> PieceShape {
+        match bytes.get(3) {
+            Some(0) => Self::of_request(bytes),
+            Some(1) => Self::of_response(bytes),
+            _ => PieceShape::Unknown,
+        }
+    }
+
+    /// From the three bits [`PieceShape::bits`] gave.
+    #[inline]
+    pub fn from_bits(bits: u8) -> PieceShape {
+        match bits & 7 {
+            1 => PieceShape::Query,
+            2 => PieceShape::QueryWithAttributes,
+            3 => PieceShape::Ping,
+            4 => PieceShape::Ok,
+            5 => PieceShape::Err,
+            6 => PieceShape::Resultset,
+            7 => PieceShape::ResultsetErr,
+            _ => PieceShape::Unknown,
+        }
+    }
+
+    /// Three bits.
+    #[inline]
+    pub fn bits(self) -> u8 {
+        self as u8
+    }
+
+    /// A request as [`ExchangeShape::client`] reads the first packet of a flight: one whole packet (the
+    /// caller saw it numbered 0), a plain request. Written out rather than read with [`Framing`] and
+    /// [`Request`] (what [`PieceShape::read`], the definition, does): it runs for every segment.
+    #[inline]
+    fn of_request(bytes: &[u8]) -> PieceShape {
+        let Some((&[a, b, c, _], p)) = bytes.split_first_chunk::<4>() else {
+            return PieceShape::Unknown;
+        };
+        let len = u32::from_le_bytes([a, b, c, 0]);
+        if len as usize != p.len() || len >= MAX_PAYLOAD {
+            return PieceShape::Unknown;
+        }
+        let body = match p {
+            [0x0e] => return PieceShape::Ping,
+            [0x03, body @ ..] if body.last() != Some(&b'/') => body,
+            _ => return PieceShape::Unknown,
+        };
+        if !wire::looks_like_attribute_prefix(body) {
+            return if ReplicaHints::may_note(body) {
+                PieceShape::Unknown
+            } else {
+                PieceShape::Query
+            };
+        }
+        match wire::split_query_attributes(body) {
+            Some((_, text)) if !ReplicaHints::may_note(text) => PieceShape::QueryWithAttributes,
+            _ => PieceShape::Unknown,
+        }
+    }
+
+    /// A response as [`ExchangeShape::server`] reads it after a `COM_QUERY` (the caller saw its first
+    /// packet numbered 1). One packet, the answer to most requests, is judged here as the reader would
+    /// judge it; several are read.
+    #[inline]
+    fn of_response(bytes: &[u8]) -> PieceShape {
+        let Some((&[a, b, c, _], p)) = bytes.split_first_chunk::<4>() else {
+            return PieceShape::Unknown;
+        };
+        let len = u32::from_le_bytes([a, b, c, 0]) as usize;
+        if len >= p.len() {
+            if len != p.len() || len >= MAX_PAYLOAD as usize {
+                return PieceShape::Unknown;
+            }
+            return match p {
+                // An ERR long enough for its code, not MariaDB's progress report.
+                [0xFF, x, y, ..] if [*x, *y] != [0xFF, 0xFF] => PieceShape::Err,
+                [0x00, ..] => match wire::parse_ok(p) {
+                    Some(ok) if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS == 0 => {
+                        PieceShape::Ok
+                    }
+                    _ => PieceShape::Unknown,
+                },
+                _ => PieceShape::Unknown,
+            };
+        }
+        Self::of_resultset(bytes).unwrap_or_else(|| Self::read_response(bytes))
+    }
+
+    /// The common resultsets, judged packet by packet as [`Reading`] would judge them: a one-byte column
+    /// count, definitions, the EOF after them (unless CLIENT_DEPRECATE_EOF), rows, and the terminator or
+    /// an ERR that ends them as the last packet. `None` for anything else, which is read.
+    #[inline]
+    fn of_resultset(bytes: &[u8]) -> Option<PieceShape> {
+        let mut rest = bytes;
+        let mut seq = 1u8;
+        // Whole packets numbered 1, 2, 3, ...: (payload, is the last).
+        let mut next = || {
+            let (&[a, b, c, s], after) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes([a, b, c, 0]) as usize;
+            if s != seq || len >= MAX_PAYLOAD as usize || len > after.len() {
+                return None;
+            }
+            seq = seq.wrapping_add(1);
+            let (p, tail) = after.split_at(len);
+            rest = tail;
+            Some((p, rest.is_empty()))
+        };
+        // The column count (MariaDB's cached metadata adds a byte: not 0, the definitions follow).
+        let columns = match next()? {
+            (&[n], false) | (&[n, 1..=0xFF], false) if (1..0xFB).contains(&n) => n,
+            _ => return None,
+        };
+        for _ in 0..columns {
+            match next()? {
+                (&[b, ..], false) if b < 0xFE => {}
+                _ => return None,
+            }
+        }
+        // After the definitions: their EOF (classic), a row, or (CLIENT_DEPRECATE_EOF) the end.
+        let mut packet = next()?;
+        match packet {
+            (p @ &[0xFE, ..], _) if p.len() >= 7 => return Self::end_of_rows(packet),
+            (p @ &[0xFE, ..], false) => {
+                let st = wire::parse_eof(p)?;
+                if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0 {
+                    return None;
+                }
+                packet = next()?;
+            }
+            (&[b, ..], false) if b < 0xFE => {}
+            _ => return None,
+        }
+        loop {
+            match packet {
+                (&[b, ..], false) if b < 0xFE => packet = next()?,
+                _ => return Self::end_of_rows(packet),
+            }
+        }
+    }
+
+    /// The packet after a resultset's rows, judged as [`Reading`] judges it in `Rows`: the last, a
+    /// terminator announcing no more results or an ERR.
+    #[inline]
+    fn end_of_rows((p, last): (&[u8], bool)) -> Option<PieceShape> {
+        if !last {
+            return None;
+        }
+        match p {
+            [0xFE, ..] => {
+                let st = wire::parse_terminator(p, p.len() as u64).unwrap_or_default();
+                (st.status_flags & status::SERVER_MORE_RESULTS_EXISTS == 0)
+                    .then_some(PieceShape::Resultset)
+            }
+            [0xFF, x, y, ..] if [*x, *y] != [0xFF, 0xFF] => Some(PieceShape::ResultsetErr),
+            _ => None,
+        }
+    }
+
+    /// The definition: what [`Framing`] and [`Reading`], which follow an exchange, make of `bytes` as the
+    /// first piece of their direction.
+    #[cfg(test)]
+    fn read(bytes: &[u8]) -> PieceShape {
+        match bytes.get(3) {
+            Some(0) => {
+                let mut framing = Framing::new(0);
+                let mut request = Request {
+                    before: 0,
+                    capabilities: None,
+                    plain: false,
+                    reading: Reading::Other,
+                };
+                framing.push(bytes, &mut request);
+                if !(request.plain && framing.packets == 1 && framing.whole()) {
+                    return PieceShape::Unknown;
+                }
+                match request.reading {
+                    Reading::Simple => PieceShape::Ping,
+                    Reading::First => {
+                        // Plain read with the capabilities unknown (request.plain); and as the session
+                        // reads it once they are known: with attributes, without.
+                        let p = &bytes[4..];
+                        let with =
+                            ExchangeShape::request_is_plain(p, Some(cap::CLIENT_QUERY_ATTRIBUTES));
+                        let without = ExchangeShape::request_is_plain(p, Some(0));
+                        let attributed = wire::looks_like_attribute_prefix(&p[1..]);
+                        match (attributed, with, without) {
+                            (false, _, true) => PieceShape::Query,
+                            (true, true, true) => PieceShape::QueryWithAttributes,
+                            _ => PieceShape::Unknown,
+                        }
+                    }
+                    _ => PieceShape::Unknown,
+                }
+            }
+            Some(1) => Self::read_response(bytes),
+            _ => PieceShape::Unknown,
+        }
+    }
+
+    /// A response read with [`Framing`] and [`Reading`] from a `COM_QUERY`'s first packet.
+    fn read_response(bytes: &[u8]) -> PieceShape {
+        let mut framing = Framing::new(1);
+        let mut reading = Reading::First;
+        framing.push(bytes, &mut reading);
+        match reading {
+            Reading::Done { error } if framing.whole() => match (framing.packets, error) {
+                // One packet that ends a COM_QUERY's response is an OK (no more results) or an ERR, which
+                // end a COM_PING's alike.
+                (1, false) => PieceShape::Ok,
+                (1, true) => PieceShape::Err,
+                (_, false) => PieceShape::Resultset,
+                (_, true) => PieceShape::ResultsetErr,
+            },
+            _ => PieceShape::Unknown,
+        }
+    }
+}
+
 impl ExchangeShape {
     /// A shape for the exchanges of a session with these `capabilities` in force
     /// ([`crate::Session::capabilities`]).
@@ -367,6 +626,53 @@ impl ExchangeShape {
         let mut reading = self.reading;
         self.server.push(bytes, &mut reading);
         self.reading = reading;
+    }
+
+    /// [`ExchangeShape::client`] of the bytes `bytes` whose [`PieceShape`] is `shape`: when they begin
+    /// the client's bytes and their shape tells what reading them would, they are not read.
+    #[inline(always)]
+    pub fn client_shaped(&mut self, bytes: &[u8], shape: PieceShape) {
+        let attributes = self
+            .capabilities
+            .map(|c| c & cap::CLIENT_QUERY_ATTRIBUTES != 0);
+        let reading = match (shape, attributes) {
+            (PieceShape::Query, None | Some(false)) | (PieceShape::QueryWithAttributes, _) => {
+                Reading::First
+            }
+            (PieceShape::Ping, _) => Reading::Simple,
+            _ => return self.client(bytes),
+        };
+        if !self.client.fresh() {
+            return self.client(bytes);
+        }
+        // What reading them does: one whole packet numbered 0, a plain request.
+        self.client.bytes += bytes.len() as u64;
+        self.client.packets = 1;
+        self.client.next_seq = 1;
+        self.request_plain = true;
+        self.reading = reading;
+    }
+
+    /// [`ExchangeShape::server`] of the bytes `bytes` whose [`PieceShape`] is `shape`: when they begin
+    /// the server's bytes and their shape tells what reading them would, they are not read.
+    #[inline(always)]
+    pub fn server_shaped(&mut self, bytes: &[u8], shape: PieceShape) {
+        let error = match (shape, self.reading) {
+            (PieceShape::Ok, Reading::First | Reading::Simple)
+            | (PieceShape::Resultset, Reading::First) => false,
+            (PieceShape::Err, Reading::First | Reading::Simple)
+            | (PieceShape::ResultsetErr, Reading::First) => true,
+            _ => return self.server(bytes),
+        };
+        if !self.server.fresh() {
+            return self.server(bytes);
+        }
+        // What reading them does: whole packets, numbered from 1, one complete response. (How many, and
+        // so the number the next packet must carry, is not kept: any packet after a complete response
+        // makes the exchange not plain, whatever its number.)
+        self.server.bytes += bytes.len() as u64;
+        self.server.packets = 1;
+        self.reading = Reading::Done { error };
     }
 
     /// Whether a request's payload (whole) is one of a plain exchange.
@@ -431,6 +737,8 @@ mod tests {
 
     /// Feeds `client` and `server` (each the concatenated bytes of a direction) in pieces of `cut`
     /// bytes, and judges the exchange; then again after a reset, for a shape used twice.
+    /// Also fed with each piece's [`PieceShape`], as the engine feeds segments whose shape its scan told:
+    /// the same verdict and counts.
     fn shape(client: &[u8], server: &[u8], cut: usize, caps: Option<u32>) -> Option<PlainExchange> {
         let mut x = ExchangeShape::new(caps);
         let mut verdicts = Vec::new();
@@ -441,7 +749,26 @@ mod tests {
             x.reset();
         }
         assert_eq!(verdicts[0], verdicts[1], "the same after a reset");
+        let mut shaped = ExchangeShape::new(caps);
+        for b in client.chunks(cut) {
+            shaped.client_shaped(b, shaped_piece(b));
+        }
+        for b in server.chunks(cut) {
+            shaped.server_shaped(b, shaped_piece(b));
+        }
+        client.chunks(cut).for_each(|b| x.client(b));
+        server.chunks(cut).for_each(|b| x.server(b));
+        assert_eq!(shaped.plain(), verdicts[0], "told shapes, cut {cut}");
+        assert_eq!(shaped.bytes(), x.bytes(), "told shapes, cut {cut}");
         verdicts[0]
+    }
+
+    /// [`PieceShape::of`], checked against its definition.
+    fn shaped_piece(b: &[u8]) -> PieceShape {
+        let told = PieceShape::of(b);
+        assert_eq!(told, PieceShape::read(b), "{b:x?}");
+        assert_eq!(PieceShape::from_bits(told.bits()), told);
+        told
     }
 
     fn query(text: &str) -> Vec<u8> {
@@ -614,5 +941,128 @@ mod tests {
         let mut s = packet(1, OK);
         s.extend(packet(2, &eof));
         assert_eq!(shape(&q, &s, 7, None), None);
+    }
+
+    /// Told shapes change nothing: on random exchanges (requests and responses from packets an exchange
+    /// may hold, and some it may not, numbered right or not, cut anywhere or as segments are), fed whole
+    /// or in pieces under each capability set, an exchange fed with its pieces' shapes judges as one whose
+    /// bytes are all read; and every piece's shape is its definition's.
+    #[test]
+    fn told_shapes_judge_as_read_bytes() {
+        const DEF: &[u8] =
+            b"\x03def\x00\x00\x00\x01a\x00\x0c\x3f\x00\x0b\x00\x00\x00\x03\x00\x00\x00\x00\x00";
+        let requests: Vec<Vec<u8>> = vec![
+            b"\x03select 1".to_vec(),
+            b"\x03SET @slave_connect_state='0-1-2'".to_vec(),
+            b"\x03select 1 /* gap: 3 bytes */".to_vec(),
+            b"\x03\x00\x01select 1".to_vec(),
+            b"\x03\x00\x01SET @x=1".to_vec(),
+            b"\x03\x01\x01\x00\x00".to_vec(),
+            b"\x0e".to_vec(),
+            b"\x0e\x00".to_vec(),
+            b"\x16select ?".to_vec(),
+            b"\x03".to_vec(),
+            vec![],
+        ];
+        let responses: Vec<Vec<u8>> = vec![
+            OK.to_vec(),
+            vec![0x00, 0x00, 0x00, 0x0a, 0x00, 0x00, 0x00],
+            ERR_1146.to_vec(),
+            b"\xff\xff\xff\x01\x00\x02".to_vec(),
+            b"\xff\x01".to_vec(),
+            vec![0xfe, 0, 0, 0x02, 0],
+            vec![0xfe, 0, 0, 0x0a, 0],
+            vec![0xfe, 0, 0, 0x42, 0],
+            vec![0xfe, 0, 0, 0x02, 0, 0, 0, 0, 0, 0, 0],
+            vec![0xfe, 0, 0, 0x0a, 0, 0, 0],
+            b"\xfe\x00\xfc\x00\x00\x08\x00".to_vec(),
+            vec![1],
+            vec![2],
+            vec![1, 1],
+            vec![1, 0],
+            vec![0xfc, 1, 0],
+            DEF.to_vec(),
+            b"\x011".to_vec(),
+            b"\xff\x01\x02".to_vec(),
+            vec![],
+            b"\xfb/tmp/f".to_vec(),
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let caps_sets = [
+            None,
+            Some(0),
+            Some(cap::CLIENT_QUERY_ATTRIBUTES),
+            Some(DEPRECATE_EOF),
+        ];
+        let mut told = 0;
+        let mut plain = 0;
+        let mut kinds = [0usize; 8];
+        for case in 0..100_000 {
+            let mut client = Vec::new();
+            for _ in 0..1 + usize::from(next(8) == 0) {
+                let seq = if next(10) == 0 { 1 } else { 0 };
+                client.extend(packet(seq, &requests[next(requests.len())]));
+            }
+            // Mostly the responses a server sends, sometimes any packets of the alphabet.
+            let picks: Vec<usize> = match next(4) {
+                0 => vec![[0, 2][next(2)]],
+                1 | 2 => {
+                    let mut v = vec![[11, 13][next(2)], 16];
+                    if next(2) == 0 {
+                        v.push(5);
+                    }
+                    v.extend(std::iter::repeat_n(17, next(4)));
+                    v.push([5, 8, 2, 6, 9, 18][next(6)]);
+                    v
+                }
+                _ => (0..1 + next(7)).map(|_| next(responses.len())).collect(),
+            };
+            let mut server = Vec::new();
+            for (i, &k) in picks.iter().enumerate() {
+                let seq = 1 + i as u8 + u8::from(next(30) == 0);
+                server.extend(packet(seq, &responses[k]));
+            }
+            if next(20) == 0 {
+                // A header that lies about its length.
+                let at = next(server.len().max(1));
+                if let Some(b) = server.get_mut(at) {
+                    *b = b.wrapping_add(1);
+                }
+            }
+            // Whole (one segment each way, as most exchanges come), or cut anywhere.
+            let cut = if next(2) == 0 { 100_000 } else { 1 + next(24) };
+            let caps = caps_sets[next(caps_sets.len())];
+            let mut read = ExchangeShape::new(caps);
+            let mut shaped = ExchangeShape::new(caps);
+            for b in client.chunks(cut) {
+                read.client(b);
+                let s = shaped_piece(b);
+                kinds[usize::from(s.bits())] += 1;
+                shaped.client_shaped(b, s);
+            }
+            for b in server.chunks(cut) {
+                read.server(b);
+                let s = shaped_piece(b);
+                kinds[usize::from(s.bits())] += 1;
+                told += usize::from(s != PieceShape::Unknown);
+                shaped.server_shaped(b, s);
+            }
+            assert_eq!(
+                shaped.plain(),
+                read.plain(),
+                "case {case}: {client:x?} {server:x?}"
+            );
+            assert_eq!(shaped.bytes(), read.bytes(), "case {case}");
+            plain += usize::from(read.plain().is_some());
+        }
+        // Not vacuous: many responses told, every shape among them, many exchanges plain.
+        assert!(told > 20_000 && plain > 5_000, "told {told}, plain {plain}");
+        assert!(kinds.iter().all(|&n| n > 100), "{kinds:?}");
     }
 }

@@ -72,7 +72,7 @@ pub use detect::{
     client_command_verdict, greeting_verdict, login_verdict, looks_like_client_command,
     looks_like_greeting, looks_like_login, response_verdict, Extent, Verdict,
 };
-pub use exchange::{ExchangeShape, PlainExchange};
+pub use exchange::{ExchangeShape, PieceShape, PlainExchange};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
 pub use replication::{
     binlog_event_verdict, looks_like_binlog_events, looks_like_semi_sync_acks,

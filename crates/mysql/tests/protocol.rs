@@ -3,8 +3,8 @@
 use crate::common;
 use common::*;
 use pcapsleuth_mysql::{
-    CloseFlag, Command, Compression, ExchangeShape, Outcome, Session, SessionPhase, SqlState,
-    StartMode,
+    CloseFlag, Command, Compression, ExchangeShape, Outcome, PieceShape, Session, SessionPhase,
+    SqlState, StartMode,
 };
 
 const MORE: u16 = 0x0008;
@@ -1260,9 +1260,10 @@ fn a_session_is_at_rest_between_exchanges_only() {
 }
 
 /// What [`ExchangeShape::plain`] promises, against the decoder itself: on random responses to COM_QUERY
-/// and COM_PING, made of packets a response may hold (and some it may not), fed in random pieces, an
-/// exchange judged plain leaves a session that was at rest at rest, with exactly one transaction completed,
-/// answered, an error exactly when the shape says so.
+/// and COM_PING, made of packets a response may hold (and some it may not), fed whole or in random
+/// pieces, each with its [`PieceShape`] as the engine feeds segments, an exchange judged plain leaves a
+/// session that was at rest at rest, with exactly one transaction completed, answered, an error exactly
+/// when the shape says so.
 #[test]
 fn a_plain_exchange_decodes_to_one_answer_and_rest() {
     const DEF: &[u8] =
@@ -1332,12 +1333,18 @@ fn a_plain_exchange_decodes_to_one_answer_and_rest() {
         for (i, &k) in picks.iter().enumerate() {
             server.extend(packet(1 + i as u8, &alphabet[k]));
         }
+        // Fed as the engine feeds it: whole segments, whose shapes its scan told, or any cut.
         let mut x = ExchangeShape::new(s.capabilities());
-        x.client(&request);
+        x.client_shaped(&request, PieceShape::of(&request));
+        let whole = next(4) == 0;
         let mut rest = &server[..];
         while !rest.is_empty() {
-            let n = (1 + next(24)).min(rest.len());
-            x.server(&rest[..n]);
+            let n = if whole {
+                rest.len()
+            } else {
+                (1 + next(24)).min(rest.len())
+            };
+            x.server_shaped(&rest[..n], PieceShape::of(&rest[..n]));
             rest = &rest[n..];
         }
         let Some(verdict) = x.plain() else {

@@ -9,8 +9,8 @@ use pcapsleuth_flow::{
     StreamEvent, StreamReassembler, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::{
-    CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome, Session,
-    SessionPhase, Transaction,
+    CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
+    PieceShape, Session, SessionPhase, Transaction,
 };
 use serde::Serialize;
 
@@ -105,7 +105,8 @@ struct Tail {
 }
 
 impl Tail {
-    /// One event of a direction's reassembled bytes.
+    /// One event of a direction's reassembled bytes; `shape`: the bytes' [`PieceShape`] when they are a
+    /// whole segment's payload whose shape the scan told.
     #[inline(always)]
     fn route(
         &mut self,
@@ -113,10 +114,11 @@ impl Tail {
         home: Home<'_>,
         d: Direction,
         e: StreamEvent<'_>,
+        shape: PieceShape,
         m: Meta,
     ) {
         match e {
-            StreamEvent::Data(b) if self.keep(session, home, d, b, m) => {}
+            StreamEvent::Data(b) if self.keep(session, home, d, b, shape, m) => {}
             StreamEvent::Data(_) => self.decode_now(session, home.files, d, e, m),
             StreamEvent::Gap(_) => {
                 self.server_last = d == Direction::ServerToClient;
@@ -134,6 +136,7 @@ impl Tail {
         home: Home<'_>,
         d: Direction,
         b: &[u8],
+        shape: PieceShape,
         m: Meta,
     ) -> bool {
         let from_server = d == Direction::ServerToClient;
@@ -155,9 +158,9 @@ impl Tail {
             meta: m,
         });
         if from_server {
-            self.shape.server(b);
+            self.shape.server_shaped(b, shape);
         } else {
-            self.shape.client(b);
+            self.shape.client_shaped(b, shape);
         }
         true
     }
@@ -243,7 +246,7 @@ fn route<const KEEPS: bool>(
     m: Meta,
 ) {
     match tail {
-        Some(t) if KEEPS => t.route(session, home, d, e, m),
+        Some(t) if KEEPS => t.route(session, home, d, e, PieceShape::Unknown, m),
         _ => feed_event(session, d, e, m),
     }
 }
@@ -503,13 +506,14 @@ impl MysqlTrack {
         conn: &ConnectionState,
         side: Side,
         seg: &TcpSegment<'_>,
+        shape: PieceShape,
         at: FrameRef,
         home: Home<'_>,
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
         // recogniser's registers and stack to set up.
         if self.is_mysql() {
-            if self.tail.is_some() && self.pass_over(side, seg, at, home) {
+            if self.tail.is_some() && self.pass_over(side, seg, shape, at, home) {
                 return;
             }
             self.feed(side, seg, at, home);
@@ -527,6 +531,7 @@ impl MysqlTrack {
         &mut self,
         side: Side,
         seg: &TcpSegment<'_>,
+        shape: PieceShape,
         at: FrameRef,
         home: Home<'_>,
     ) -> bool {
@@ -554,7 +559,7 @@ impl MysqlTrack {
             } else {
                 Direction::ServerToClient
             };
-            t.route(session, home, d, StreamEvent::Data(seg.payload), m);
+            t.route(session, home, d, StreamEvent::Data(seg.payload), shape, m);
         }
         true
     }
