@@ -454,21 +454,32 @@ impl PieceShape {
                 _ => PieceShape::Unknown,
             };
         }
-        Self::of_resultset(bytes).unwrap_or_else(|| Self::read_response(bytes))
+        // A piece whose packets are not whole and numbered from 1 is not a response read whole: told
+        // without a second walk (reading would find it irregular or unfinished).
+        let mut torn = false;
+        match Self::of_resultset(bytes, &mut torn) {
+            Some(shape) => shape,
+            None if torn => PieceShape::Unknown,
+            None => Self::read_response(bytes),
+        }
     }
 
     /// The common resultsets, judged packet by packet as [`Reading`] would judge them: a one-byte column
     /// count, definitions, the EOF after them (unless CLIENT_DEPRECATE_EOF), rows, and the terminator or
     /// an ERR that ends them as the last packet. `None` for anything else, which is read.
     #[inline]
-    fn of_resultset(bytes: &[u8]) -> Option<PieceShape> {
+    fn of_resultset(bytes: &[u8], torn: &mut bool) -> Option<PieceShape> {
         let mut rest = bytes;
         let mut seq = 1u8;
         // Whole packets numbered 1, 2, 3, ...: (payload, is the last).
         let mut next = || {
-            let (&[a, b, c, s], after) = rest.split_first_chunk::<4>()?;
+            let Some((&[a, b, c, s], after)) = rest.split_first_chunk::<4>() else {
+                *torn = true;
+                return None;
+            };
             let len = u32::from_le_bytes([a, b, c, 0]) as usize;
             if s != seq || len >= MAX_PAYLOAD as usize || len > after.len() {
+                *torn = true;
                 return None;
             }
             seq = seq.wrapping_add(1);
