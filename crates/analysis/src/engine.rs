@@ -347,7 +347,16 @@ fn scan<'a>(
     let mut counts = PacketCounts::default();
     let mut frames: u64 = 0;
     let mut times = SplitTimes::default();
+    let mut readahead = 0usize;
     while let Some(rec) = reader.next_record() {
+        // The file's bytes up to SCAN_READAHEAD ahead of this record are fetched meanwhile.
+        let at = (rec.data.as_ptr() as usize).wrapping_sub(base);
+        let until = at.saturating_add(SCAN_READAHEAD);
+        readahead = readahead.max(at & !63);
+        while readahead < until {
+            prefetch_line(piece.chunk.bytes, readahead);
+            readahead += 64;
+        }
         let frame_in_split = frames as u32;
         frames += 1;
         times.note(u64::from(frame_in_split), rec.ts.0);
@@ -768,27 +777,38 @@ impl<A: Analysis> Bucket<A> {
 /// misses with the work on the current event; on small-packet MySQL traffic this saves about a tenth of the
 /// CPU time of `first-reset`.
 fn prefetch_payload(bytes: &[u8], ev: &PacketEvent) {
+    let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+    let end = from.saturating_add((ev.payload_captured as usize).min(256));
+    let mut at = from;
+    while at < end {
+        prefetch_line(bytes, at);
+        at = at.saturating_add(64);
+    }
+}
+
+/// How far ahead of the record it reads the scan asks for the file's bytes (see [`prefetch_line`]).
+///
+/// The scan reads the file in order, but the hardware's own prefetcher stops at every 4 KB page (and a
+/// record is ~160 bytes on small-packet traffic): without the hint the scan waited on memory for most
+/// lines it read. Measured on the 2.1 GB bench capture, interleaved against the build without it:
+/// `first-reset` 0.68 -> 0.60 s, `mysql` 1.12 -> 1.08 s; 1, 2, 4 and 8 KB ahead did alike (2 cores).
+const SCAN_READAHEAD: usize = 2048;
+
+/// Asks the CPU to start loading the cache line of `bytes[at]` (nothing if `at` is past the end).
+#[inline(always)]
+fn prefetch_line(bytes: &[u8], at: usize) {
     #[cfg(target_arch = "x86_64")]
-    {
-        let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
-        let end = from.saturating_add((ev.payload_captured as usize).min(256));
-        let mut at = from;
-        while at < end {
-            let line = at;
-            at = at.saturating_add(64);
-            if let Some(b) = bytes.get(line) {
-                // SAFETY: a prefetch is only a hint: it never faults and has no effect on program state; the
-                // address is that of a live byte of the mapping.
-                unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                        (b as *const u8).cast(),
-                    )
-                };
-            }
-        }
+    if let Some(b) = bytes.get(at) {
+        // SAFETY: a prefetch is only a hint: it never faults and has no effect on program state; the
+        // address is that of a live byte of the mapping.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                (b as *const u8).cast(),
+            )
+        };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (bytes, ev);
+    let _ = (bytes, at);
 }
 
 /// Reads one capture file, tracks every TCP connection in it, and runs the analysis `analyses` makes
