@@ -469,61 +469,69 @@ impl PieceShape {
     /// an ERR that ends them as the last packet. `None` for anything else, which is read.
     #[inline]
     fn of_resultset(bytes: &[u8], torn: &mut bool) -> Option<PieceShape> {
-        let mut rest = bytes;
+        /// Where the resultset stands before the next packet.
+        #[derive(Clone, Copy)]
+        enum Stage {
+            Count,
+            Definitions(u8),
+            AfterDefinitions,
+            Rows,
+        }
+        let mut stage = Stage::Count;
         let mut seq = 1u8;
-        // Whole packets numbered 1, 2, 3, ...: (payload, is the last).
-        let mut next = || {
-            let Some((&[a, b, c, s], after)) = rest.split_first_chunk::<4>() else {
+        let mut at = 0usize;
+        // Whole packets numbered 1, 2, 3, ...; each but the last leaves bytes after it, or the loop ends.
+        loop {
+            let Some(&[a, b, c, s]) = bytes.get(at..at + 4) else {
                 *torn = true;
                 return None;
             };
             let len = u32::from_le_bytes([a, b, c, 0]) as usize;
-            if s != seq || len >= MAX_PAYLOAD as usize || len > after.len() {
+            let from = at + 4;
+            if s != seq || len >= MAX_PAYLOAD as usize || len > bytes.len() - from {
                 *torn = true;
                 return None;
             }
+            let p = &bytes[from..from + len];
+            at = from + len;
             seq = seq.wrapping_add(1);
-            let (p, tail) = after.split_at(len);
-            rest = tail;
-            Some((p, rest.is_empty()))
-        };
-        // The column count (MariaDB's cached metadata adds a byte: not 0, the definitions follow).
-        let columns = match next()? {
-            (&[n], false) | (&[n, 1..=0xFF], false) if (1..0xFB).contains(&n) => n,
-            _ => return None,
-        };
-        for _ in 0..columns {
-            match next()? {
-                (&[b, ..], false) if b < 0xFE => {}
-                _ => return None,
-            }
-        }
-        // After the definitions: their EOF (classic), a row, or (CLIENT_DEPRECATE_EOF) the end.
-        let mut packet = next()?;
-        match packet {
-            (p @ &[0xFE, ..], _) if p.len() >= 7 => return Self::end_of_rows(packet),
-            (p @ &[0xFE, ..], false) => {
-                let st = wire::parse_eof(p)?;
-                if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0 {
-                    return None;
+            let last = at == bytes.len();
+            stage = match (stage, p) {
+                // The column count (MariaDB's cached metadata adds a byte: not 0, the definitions follow).
+                (Stage::Count, &[n] | &[n, 1..=0xFF]) if !last && (1..0xFB).contains(&n) => {
+                    Stage::Definitions(n)
                 }
-                packet = next()?;
-            }
-            (&[b, ..], false) if b < 0xFE => {}
-            _ => return None,
-        }
-        loop {
-            match packet {
-                (&[b, ..], false) if b < 0xFE => packet = next()?,
-                _ => return Self::end_of_rows(packet),
-            }
+                (Stage::Definitions(left), &[b, ..]) if !last && b < 0xFE => {
+                    if left <= 1 {
+                        Stage::AfterDefinitions
+                    } else {
+                        Stage::Definitions(left - 1)
+                    }
+                }
+                // After the definitions: (CLIENT_DEPRECATE_EOF) the end, their EOF (classic), or a row.
+                (Stage::AfterDefinitions, &[0xFE, ..]) if p.len() >= 7 => {
+                    return Self::end_of_rows(p, last)
+                }
+                (Stage::AfterDefinitions, &[0xFE, ..]) if !last => {
+                    let st = wire::parse_eof(p)?;
+                    if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0 {
+                        return None;
+                    }
+                    Stage::Rows
+                }
+                (Stage::AfterDefinitions | Stage::Rows, &[b, ..]) if !last && b < 0xFE => {
+                    Stage::Rows
+                }
+                (Stage::Rows, _) => return Self::end_of_rows(p, last),
+                _ => return None,
+            };
         }
     }
 
     /// The packet after a resultset's rows, judged as [`Reading`] judges it in `Rows`: the last, a
     /// terminator announcing no more results or an ERR.
     #[inline]
-    fn end_of_rows((p, last): (&[u8], bool)) -> Option<PieceShape> {
+    fn end_of_rows(p: &[u8], last: bool) -> Option<PieceShape> {
         if !last {
             return None;
         }
