@@ -159,3 +159,58 @@ fn a_set_of_files_one_of_them_a_stream_gives_the_run_of_a_full_decode() {
         assert_eq!(full.map(|_| ()), closes.map(|_| ()), "{set:?}");
     }
 }
+
+#[test]
+fn prepared_statements_are_passed_over_unless_their_text_was_cut() {
+    // sysbench with server-side prepared statements: COM_STMT_EXECUTE without a cursor is passed over.
+    let path = common::fixture("prepared-full.pcap");
+    let (full, closes) = both_ways(&path, 3, 2).unwrap();
+    assert!(full > 600, "{full} transactions");
+    assert!(closes * 2 < full, "{closes} of {full} decoded");
+    // The same capture with each COM_STMT_PREPARE cut by the snap length a few bytes into its text: every
+    // run of those statements shows a cut text, which the decoder counts, so they are decoded.
+    let cut = common::scratch("closes_depth", "prepared-cut.pcap");
+    std::fs::write(&cut, prepares_cut(&std::fs::read(&path).unwrap())).unwrap();
+    let (full, closes) = both_ways(&cut, 3, 2).unwrap();
+    let run = analyze(
+        &Capture::open(&cut).unwrap(),
+        &opts(MysqlDepth::Full, 1, 1),
+        Told::default,
+    );
+    let statements_cut = unknowns(&run).statements_cut;
+    assert!(statements_cut > 600, "{statements_cut} statements cut");
+    assert!(closes < full, "{closes} of {full} decoded");
+}
+
+/// A classic little-endian pcap of Ethernet/IPv4/TCP frames with each client `COM_STMT_PREPARE` cut 6
+/// bytes into its text (the record's captured length; the frame's length on the wire unchanged).
+fn prepares_cut(pcap: &[u8]) -> Vec<u8> {
+    assert_eq!(
+        pcap[..4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        "a classic little-endian pcap"
+    );
+    let mut out = pcap[..24].to_vec();
+    let mut at = 24;
+    let mut cut = 0;
+    while at + 16 <= pcap.len() {
+        let mut header: [u8; 16] = pcap[at..at + 16].try_into().unwrap();
+        let incl = u32::from_le_bytes(header[8..12].try_into().unwrap()) as usize;
+        let frame = &pcap[at + 16..at + 16 + incl];
+        let ip = 14;
+        let tcp = ip + usize::from(frame[ip] & 0x0f) * 4;
+        let payload = tcp + usize::from(frame[tcp + 12] >> 4) * 4;
+        let keep = match frame.get(payload..) {
+            // A request numbered 0 that prepares a statement: its header, the command, 6 bytes of text.
+            Some([_, _, _, 0, 0x16, ..]) if frame.len() > payload + 11 => payload + 11,
+            _ => incl,
+        };
+        cut += usize::from(keep < incl);
+        header[8..12].copy_from_slice(&(keep as u32).to_le_bytes());
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&frame[..keep]);
+        at += 16 + incl;
+    }
+    assert!(cut > 50, "{cut} prepares cut");
+    out
+}

@@ -6,7 +6,9 @@
 //! An exchange is plain when the client sent exactly one packet, a request whose answer depends on
 //! nothing the session remembers and changes nothing it remembers (`COM_QUERY` other than a `SET @...`,
 //! which a replica's binlog dump reads later, and whose text does not end as a statement cut by a gap
-//! does; `COM_PING`), and the server answered it with whole packets numbered 1, 2, 3, ... that the session's
+//! does; `COM_PING`; `COM_STMT_EXECUTE` without a cursor, which only reads the text of the statement it
+//! runs: the caller checks that text as the transaction would show it, see [`PlainExchange::statement`]),
+//! and the server answered it with whole packets numbered 1, 2, 3, ... that the session's
 //! reader of responses takes, packet by packet, to one complete response: an OK or an ERR alone, or a
 //! resultset (its column count, definitions, rows, and the terminator that ends it with no further result
 //! announced, or an ERR). The response is read here with the decoder's own readers and by its rules
@@ -155,6 +157,8 @@ struct Request {
     capabilities: Option<u32>,
     plain: bool,
     reading: Reading,
+    /// The prepared statement a `COM_STMT_EXECUTE` runs.
+    statement: Option<u32>,
 }
 
 impl OnPacket for Request {
@@ -164,9 +168,13 @@ impl OnPacket for Request {
             // The first request: what its answer is read as.
             self.plain = ExchangeShape::request_is_plain(p, self.capabilities);
             self.reading = match p.first() {
-                Some(0x03) => Reading::First,
+                Some(0x03 | 0x17) => Reading::First,
                 Some(0x0e) if len == 1 => Reading::Simple,
                 _ => Reading::Other,
+            };
+            self.statement = match p {
+                [0x17, a, b, c, d, ..] => Some(u32::from_le_bytes([*a, *b, *c, *d])),
+                _ => None,
             };
         }
     }
@@ -318,6 +326,8 @@ pub struct ExchangeShape {
     request_plain: bool,
     /// Where the reader of the response stands.
     reading: Reading,
+    /// The prepared statement the request executes (`COM_STMT_EXECUTE`).
+    statement: Option<u32>,
 }
 
 /// What a plain exchange's response was.
@@ -325,6 +335,10 @@ pub struct ExchangeShape {
 pub struct PlainExchange {
     /// The response was (or ended in) an ERR packet.
     pub error: bool,
+    /// The prepared statement a `COM_STMT_EXECUTE` ran: its transaction shows the statement's text, which
+    /// the caller reads in the session ([`crate::Session::prepared`]) if it counts what texts show (a
+    /// statement cut by a gap).
+    pub statement: Option<u32>,
 }
 
 impl Default for ExchangeShape {
@@ -558,6 +572,7 @@ impl PieceShape {
                     capabilities: None,
                     plain: false,
                     reading: Reading::Other,
+                    statement: None,
                 };
                 framing.push(bytes, &mut request);
                 if !(request.plain && framing.packets == 1 && framing.whole()) {
@@ -565,7 +580,8 @@ impl PieceShape {
                 }
                 match request.reading {
                     Reading::Simple => PieceShape::Ping,
-                    Reading::First => {
+                    // A COM_QUERY (a COM_STMT_EXECUTE is told nothing).
+                    Reading::First if bytes[4] == 0x03 => {
                         // Plain read with the capabilities unknown (request.plain); and as the session
                         // reads it once they are known: with attributes, without.
                         let p = &bytes[4..];
@@ -616,6 +632,7 @@ impl ExchangeShape {
             capabilities,
             request_plain: false,
             reading: Reading::Other,
+            statement: None,
         }
     }
 
@@ -633,10 +650,12 @@ impl ExchangeShape {
             capabilities: self.capabilities,
             plain: self.request_plain,
             reading: self.reading,
+            statement: self.statement,
         };
         self.client.push(bytes, &mut request);
         self.reading = request.reading;
         self.request_plain = request.plain;
+        self.statement = request.statement;
     }
 
     /// The next bytes the server sent.
@@ -718,6 +737,10 @@ impl ExchangeShape {
                 !ReplicaHints::may_note(text)
             }
             Some((0x0e, [])) => true,
+            // A prepared statement run without a cursor (a cursor's rows come with COM_STMT_FETCH); its
+            // id must be there (else the decoder counts the packet malformed).
+            Some((0x17, [_, _, _, _])) => true,
+            Some((0x17, [_, _, _, _, flags, ..])) => flags & 0x07 == 0,
             _ => false,
         }
     }
@@ -738,7 +761,10 @@ impl ExchangeShape {
             && self.client.packets == 1
             && self.client.whole()
             && self.server.whole();
-        plain.then_some(PlainExchange { error })
+        plain.then_some(PlainExchange {
+            error,
+            statement: self.statement,
+        })
     }
 }
 
@@ -788,8 +814,14 @@ mod tests {
 
     const OK: &[u8] = &[0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00];
     const ERR_1146: &[u8] = b"\xff\x7a\x04#42S02Table 'db.t' doesn't exist";
-    const PLAIN: Option<PlainExchange> = Some(PlainExchange { error: false });
-    const ERROR: Option<PlainExchange> = Some(PlainExchange { error: true });
+    const PLAIN: Option<PlainExchange> = Some(PlainExchange {
+        error: false,
+        statement: None,
+    });
+    const ERROR: Option<PlainExchange> = Some(PlainExchange {
+        error: true,
+        statement: None,
+    });
 
     const DEPRECATE_EOF: u32 = 1 << 24;
 
@@ -852,6 +884,18 @@ mod tests {
         // An error after some rows (a query killed mid-resultset).
         assert_eq!(judged(&q, &resultset(2, ERR_1146), None), ERROR);
         assert_eq!(judged(&packet(0, &[0x0e]), &packet(1, OK), None), PLAIN);
+        // A prepared statement run without a cursor: the caller is told which (it reads its text).
+        let execute = packet(0, &[0x17, 7, 0, 0, 0, 0, 1, 0, 0, 0]);
+        let ran = |error| {
+            Some(PlainExchange {
+                error,
+                statement: Some(7),
+            })
+        };
+        let eof = [0xfe, 0, 0, 0x02, 0];
+        assert_eq!(judged(&execute, &packet(1, OK), None), ran(false));
+        assert_eq!(judged(&execute, &resultset(2, &eof), None), ran(false));
+        assert_eq!(judged(&execute, &packet(1, ERR_1146), None), ran(true));
         // A statement with query attributes (none set): the text follows two counts.
         let attrs = packet(0, b"\x03\x00\x01select 1");
         let caps = Some(cap::CLIENT_QUERY_ATTRIBUTES);
@@ -904,10 +948,15 @@ mod tests {
         let caps = Some(cap::CLIENT_QUERY_ATTRIBUTES);
         assert_eq!(shape(&set_attrs, &packet(1, OK), 7, caps), None);
         // Requests that leave state behind or depend on it.
-        for command in [0x02u8, 0x11, 0x16, 0x17, 0x12, 0x1e, 0x1f] {
+        for command in [0x02u8, 0x11, 0x16, 0x12, 0x1e, 0x1f] {
             let r = packet(0, &[command, 1, 0, 0, 0]);
             assert_eq!(shape(&r, &packet(1, OK), 7, None), None, "{command:#x}");
         }
+        // A prepared statement run with a cursor (its rows come with COM_STMT_FETCH), or without its id.
+        let cursor = packet(0, &[0x17, 1, 0, 0, 0, 1, 1, 0, 0, 0]);
+        assert_eq!(shape(&cursor, &resultset(1, &eof), 7, None), None);
+        let no_id = packet(0, &[0x17, 1, 0, 0]);
+        assert_eq!(shape(&no_id, &packet(1, OK), 7, None), None);
         // LOAD DATA LOCAL INFILE: the server asks for a file, which the client sends next.
         assert_eq!(shape(&q, &packet(1, b"\xfb/tmp/x"), 7, None), None);
         // MariaDB's progress report is not the end of the response.
@@ -1030,12 +1079,16 @@ mod tests {
         if r.n(5) == 0 {
             body.push(*r.pick(&[b'/', b' ', 0]));
         }
-        let cmd = *r.pick(&[3u8, 3, 3, 3, 0x0e, 0x0e, 0x16, 0x01, 0x11]);
+        let cmd = *r.pick(&[3u8, 3, 3, 3, 0x0e, 0x0e, 0x16, 0x17, 0x17, 0x01, 0x11]);
         let mut p = vec![cmd];
         if cmd == 0x0e {
             if r.n(4) == 0 {
                 p.push(0);
             }
+        } else if cmd == 0x17 {
+            // A statement id (or less), then flags (a cursor's or none), the iteration count, parameters.
+            let len = *r.pick(&[3usize, 4, 5, 9, 12]);
+            p.extend([7, 0, 0, 0, *r.pick(&[0u8, 0, 1, 4, 8]), 1, 0, 0, 0, 0, 1, 8][..len].iter());
         } else {
             p.extend(body);
         }

@@ -1312,9 +1312,12 @@ fn a_plain_exchange_decodes_to_one_answer_and_rest() {
         }
         s.drain().for_each(drop);
         assert!(s.at_rest());
-        let request = match next(5) {
+        let request = match next(7) {
             0 => command(0x0e, b""),
             1 => command(0x03, b"SET @slave_connect_state='0-1-2'"),
+            // A prepared statement run without a cursor, and with one.
+            2 => command(0x17, &[1, 0, 0, 0, 0, 1, 0, 0, 0]),
+            3 => command(0x17, &[1, 0, 0, 0, 1, 1, 0, 0, 0]),
             _ => command(0x03, b"select 1"),
         };
         // Mostly the responses a server sends, sometimes any packets of the alphabet.
@@ -1351,9 +1354,15 @@ fn a_plain_exchange_decodes_to_one_answer_and_rest() {
             continue;
         };
         plain += 1;
+        let before = s.info().clone();
         s.feed(C, &request, meta(4));
         s.feed(S, &server, meta(5));
         let done: Vec<_> = s.drain().collect();
+        // Nothing the session knows changed but the bytes it counts (what passing over counts).
+        let mut after = s.info().clone();
+        after.counters.client_bytes = before.counters.client_bytes;
+        after.counters.server_bytes = before.counters.server_bytes;
+        assert_eq!(after, before, "case {case}: {picks:?}");
         assert!(s.at_rest(), "case {case}: not at rest after {picks:?}");
         assert_eq!(done.len(), 1, "case {case}: {picks:?}");
         let error = matches!(done[0].outcome, Outcome::Err { .. });
@@ -1373,6 +1382,7 @@ fn a_plain_exchange_decodes_to_one_answer_and_rest() {
             done[0].outcome
         );
         assert_eq!(error, verdict.error, "case {case}: {picks:?}");
+        assert_eq!(verdict.statement, done[0].statement_id, "case {case}");
     }
     // (About one in six: the pieces often cut a packet the verdict needs whole.)
     assert!(plain * 10 > cases, "{plain} of {cases} judged plain");

@@ -10,7 +10,7 @@ use pcapsleuth_flow::{
 };
 use pcapsleuth_mysql::{
     CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
-    PieceShape, Session, SessionPhase, Transaction,
+    PieceShape, PlainExchange, Session, SessionPhase, Transaction,
 };
 use serde::Serialize;
 
@@ -187,7 +187,14 @@ impl Tail {
             self.start_keeping(session);
             return;
         }
-        match self.shape.plain() {
+        // A prepared statement's run shows the statement's text, which the decoder counts if it was cut.
+        let counted = |plain: &PlainExchange| {
+            plain
+                .statement
+                .and_then(|id| session.prepared(id))
+                .is_none_or(|text| cut_text(text).is_none())
+        };
+        match self.shape.plain().filter(counted) {
             Some(plain) => {
                 self.passed += 1;
                 self.passed_errors += u64::from(plain.error);

@@ -707,6 +707,12 @@ impl Session {
         self.core.caps()
     }
 
+    /// The text of the prepared statement `id`, as a `COM_STMT_EXECUTE` of it shows it in its transaction
+    /// (none if its `COM_STMT_PREPARE` was not seen).
+    pub fn prepared(&self, id: u32) -> Option<&str> {
+        self.core.statements.get(&id).map(String::as_str)
+    }
+
     /// The caller passed over a plain exchange of `client_bytes` and `server_bytes` (see
     /// [`Session::at_rest`]): the byte counters count them; the session stays at rest.
     pub fn passed_over(&mut self, client_bytes: u64, server_bytes: u64) {
