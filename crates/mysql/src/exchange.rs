@@ -180,11 +180,11 @@ impl OnPacket for Request {
     }
 }
 
-/// Where the session's reader of responses would stand, packet by packet (its stages for a `COM_QUERY`,
-/// and the one packet of a `COM_PING`'s answer).
+/// Where the session's reader of responses would stand, packet by packet (its stages for a `COM_QUERY`
+/// or a `COM_STMT_EXECUTE`, and the one packet of a `COM_PING`'s answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reading {
-    /// Before the first packet of a `COM_QUERY`'s response.
+    /// Before the first packet of a `COM_QUERY`'s (or a `COM_STMT_EXECUTE`'s) response.
     First,
     /// Before the one packet of a `COM_PING`'s answer.
     Simple,
@@ -322,7 +322,8 @@ pub struct ExchangeShape {
     server: Framing,
     /// The capabilities in force: whether a query carries attributes.
     capabilities: Option<u32>,
-    /// The request (the client's first packet, whole in its piece) depends on no state and leaves none.
+    /// The request (the client's first packet, whole in its piece) depends on no state and leaves none (a
+    /// `COM_STMT_EXECUTE` only reads its statement's text: see [`PlainExchange::statement`]).
     request_plain: bool,
     /// Where the reader of the response stands.
     reading: Reading,
@@ -375,7 +376,8 @@ pub enum PieceShape {
     Ok = 4,
     /// As [`PieceShape::Ok`]: an ERR alone.
     Err = 5,
-    /// Whole packets numbered from 1 holding one complete resultset answering a `COM_QUERY`.
+    /// Whole packets numbered from 1 holding one complete resultset answering a `COM_QUERY` (a
+    /// `COM_STMT_EXECUTE` alike).
     Resultset = 6,
     /// As [`PieceShape::Resultset`], ended by an ERR.
     ResultsetErr = 7,
@@ -751,7 +753,8 @@ impl ExchangeShape {
     }
 
     /// Whether the exchange is plain (see the module's documentation), and how it ended if it is; `None`
-    /// when decoding it could tell more than that it was answered.
+    /// when decoding it could tell more than that it was answered. For a `COM_STMT_EXECUTE`, the promise
+    /// holds once the caller has found the text of [`PlainExchange::statement`] is one it does not count.
     #[inline]
     pub fn plain(&self) -> Option<PlainExchange> {
         let Reading::Done { error } = self.reading else {

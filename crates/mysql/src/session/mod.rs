@@ -710,7 +710,7 @@ impl Session {
     /// The text of the prepared statement `id`, as a `COM_STMT_EXECUTE` of it shows it in its transaction
     /// (none if its `COM_STMT_PREPARE` was not seen).
     pub fn prepared(&self, id: u32) -> Option<&str> {
-        self.core.statements.get(&id).map(String::as_str)
+        protocol::prepared(&self.core.statements, id)
     }
 
     /// The caller passed over a plain exchange of `client_bytes` and `server_bytes` (see

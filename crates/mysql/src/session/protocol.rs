@@ -741,7 +741,7 @@ impl Core {
                 let mut r = wire::Reader::new(body);
                 if let Some(id) = r.u32() {
                     p.statement_id = Some(id);
-                    p.statement = statements.get(&id).cloned();
+                    p.statement = prepared(statements, id).map(str::to_owned);
                     if command == Command::StmtClose {
                         statements.remove(&id);
                     }
@@ -1329,6 +1329,12 @@ impl Core {
             },
         }
     }
+}
+
+/// The text of the prepared statement `id`, as a `COM_STMT_EXECUTE` of it shows it (also what
+/// [`crate::Session::prepared`] tells a caller that passes such an exchange over: one rule for both).
+pub(super) fn prepared(statements: &HashMap<u32, String>, id: u32) -> Option<&str> {
+    statements.get(&id).map(String::as_str)
 }
 
 /// After the authentication OK: switch to the compressed protocol if both
