@@ -409,18 +409,13 @@ impl std::error::Error for InputError {}
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::FirstReset { common, limit } => {
-            // Closes are judged on the exchanges they fall in: plain exchanges before them are passed
-            // over (the answer is the same; see MysqlDepth::Closes).
-            let set = CaptureSet::open(&common.files)?;
-            let (cap, a) = analyze_opened(&common, set, analysis::MysqlDepth::Closes, || ())?;
+            let (cap, a) = analyze_closes(&common)?;
             let answer = analysis::first_reset(&a, limit);
             output(common.engine.json, &a, &answer, report::render_first_reset)?;
             Ok(finish(&cap, &a))
         }
         Command::Flows { common, sort } => {
-            // The connections and their sessions' facts only: the same with plain exchanges passed over.
-            let set = CaptureSet::open(&common.files)?;
-            let (cap, a) = analyze_opened(&common, set, analysis::MysqlDepth::Closes, || ())?;
+            let (cap, a) = analyze_closes(&common)?;
             let by = match sort {
                 SortArg::Start => FlowSort::Start,
                 SortArg::Bytes => FlowSort::Bytes,
@@ -840,6 +835,13 @@ fn analyze<A: Analysis>(
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
     let set = CaptureSet::open(&common.files)?;
     analyze_opened(common, set, analysis::MysqlDepth::Full, analyses)
+}
+
+/// The connections and their closes, judged on the exchanges they fall in (`first-reset`, `flows`): plain
+/// exchanges are passed over, with the same run (see `MysqlDepth::Closes`).
+fn analyze_closes(common: &Common) -> anyhow::Result<(CaptureSet, Run<()>)> {
+    let set = CaptureSet::open(&common.files)?;
+    analyze_opened(common, set, analysis::MysqlDepth::Closes, || ())
 }
 
 /// [`analyze`] of a capture already opened.

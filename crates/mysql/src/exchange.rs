@@ -1289,33 +1289,28 @@ mod tests {
             let order = r.n(10);
             let mut read = ExchangeShape::new(caps);
             let mut shaped = ExchangeShape::new(caps);
-            let mut feed_c = |read: &mut ExchangeShape, shaped: &mut ExchangeShape| {
-                for p in &cpieces {
+            // Each piece fed to both, read and told.
+            let mut feed = |pieces: &[Vec<u8>], client: bool| {
+                for p in pieces {
                     let t = told(p);
                     kinds[t as usize] += 1;
-                    read.client(p);
-                    shaped.client_shaped(p, t);
+                    if client {
+                        read.client(p);
+                        shaped.client_shaped(p, t);
+                    } else {
+                        read.server(p);
+                        shaped.server_shaped(p, t);
+                    }
                 }
             };
             if order == 0 {
                 // server bytes first, then client, then server again
-                for p in &spieces {
-                    read.server(p);
-                    shaped.server_shaped(p, told(p));
-                }
+                feed(&spieces, false);
             }
-            feed_c(&mut read, &mut shaped);
-            for p in &spieces {
-                let t = told(p);
-                kinds[t as usize] += 1;
-                read.server(p);
-                shaped.server_shaped(p, t);
-            }
+            feed(&cpieces, true);
+            feed(&spieces, false);
             if order == 1 {
-                for p in &cpieces {
-                    read.client(p);
-                    shaped.client_shaped(p, told(p));
-                }
+                feed(&cpieces, true);
             }
             assert_eq!(
                 shaped.plain(),

@@ -1105,7 +1105,7 @@ impl Core {
                 if first == Some(0xFF) {
                     return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
                 }
-                if is_terminator(p, len) && len < 9 {
+                if wire::is_terminator(p, len) && len < 9 {
                     // Fewer definitions than announced: take it as the metadata EOF.
                     counters.malformed_packets += 1;
                     head.stage = Stage::Rows;
@@ -1122,7 +1122,7 @@ impl Core {
                 // Classic framing puts a 5-byte EOF_Packet here; under
                 // CLIENT_DEPRECATE_EOF rows follow at once, and an empty
                 // resultset ends with an OK_Packet of at least 7 bytes.
-                if is_terminator(p, len) && len < 7 {
+                if wire::is_terminator(p, len) && len < 7 {
                     if eof_mode == EofMode::Unknown {
                         self.eof_mode = EofMode::Classic;
                     }
@@ -1138,7 +1138,7 @@ impl Core {
                 if eof_mode == EofMode::Unknown {
                     self.eof_mode = EofMode::Deprecated;
                 }
-                if is_terminator(p, len) {
+                if wire::is_terminator(p, len) {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
                     return Self::end_of_result(head, st.status_flags);
                 }
@@ -1150,7 +1150,7 @@ impl Core {
                 Step::Continue
             }
             Stage::Rows => {
-                if is_terminator(p, len) {
+                if wire::is_terminator(p, len) {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
                     return Self::end_of_result(head, st.status_flags);
                 }
@@ -1235,7 +1235,7 @@ impl Core {
                 if first == Some(0xFF) {
                     return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
                 }
-                if is_terminator(p, len) && len < 9 {
+                if wire::is_terminator(p, len) && len < 9 {
                     // EOF after a block of definitions (classic framing).
                     if params == 0 && columns == 0 {
                         return Step::Done(outcome);
@@ -1262,7 +1262,7 @@ impl Core {
                 }
             }
             Stage::FieldList => {
-                if is_terminator(p, len) {
+                if wire::is_terminator(p, len) {
                     return Step::Done(Outcome::ResultSet { rows: head.rows });
                 }
                 if first == Some(0xFF) {
@@ -1273,7 +1273,7 @@ impl Core {
             }
             Stage::Binlog => match first {
                 Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
-                _ if is_terminator(p, len) && len < 9 => {
+                _ if wire::is_terminator(p, len) && len < 9 => {
                     Step::Done(Outcome::ResultSet { rows: head.rows })
                 }
                 _ => {

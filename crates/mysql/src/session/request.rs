@@ -284,8 +284,6 @@ pub(super) fn ok_outcome(ok: OkPacket) -> Outcome {
     }
 }
 
-pub(super) use crate::wire::is_terminator;
-
 /// Statement text from a packet body, capped, with markers for truncation and gaps, written into
 /// `s` (a string of the session's spares, or a new one).
 #[inline]
