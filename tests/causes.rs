@@ -376,7 +376,7 @@ fn a_reset_forged_on_the_path_is_told_by_its_ttl() {
     assert!(
         text.contains(&format!(
             "this RST was likely sent by a device on the path (a firewall, a load balancer, a NAT), not by \
-             10.77.0.1: its IP TTL is {}, where 10.77.0.1's other",
+             10.77.0.1: its IP TTL is {}, where the data 10.77.0.1 sent came with",
             forged[0]
         )),
         "{text}"

@@ -274,7 +274,8 @@ pub struct TtlMismatch {
     pub ttl: u8,
     /// The lowest and the highest TTL of the address's other packets (the same when they all had one).
     pub usual: [u8; 2],
-    /// How many of the address's packets those were.
+    /// How many of the address's segments those were (its first 16 segments of data on each of its
+    /// connections).
     pub packets: u64,
 }
 
@@ -645,17 +646,17 @@ fn on_path(inner: Cause, t: TtlMismatch, f: &CloseFacts<'_>) -> Cause {
         Confidence::Likely,
         format!(
             "this {} was likely sent by a device on the path (a firewall, a load balancer, a NAT), not by \
-             {addr}: its IP TTL is {}, where {addr}'s other {} had {usual}",
+             {addr}: its IP TTL is {}, where the data {addr} sent came with {usual} ({})",
             f.flag(),
             t.ttl,
-            units::counted(t.packets, "packet", "packets"),
+            units::counted(t.packets, "segment", "segments"),
         ),
     )
     .with(
         format!(
-            "the {} (frame {}) came with TTL {}; every other packet from {addr} in the capture came with \
-             {usual} (a host sends its packets with one initial TTL, and one path takes as many hops off \
-             each)",
+            "the {} (frame {}) came with TTL {}; every segment of data from {addr} in the capture came \
+             with {usual} (a host sends its packets with one initial TTL, and one path takes as many hops \
+             off each)",
             f.flag(),
             f.at().frame,
             t.ttl

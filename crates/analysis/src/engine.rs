@@ -150,7 +150,9 @@ impl PacketEvent {
     /// `captured_ttl` of a payload of `captured` bytes sent with `ttl`.
     #[inline]
     fn captured_ttl(captured: usize, ttl: u8) -> u32 {
-        (captured.min(Self::CAPTURED_MASK as usize) as u32) | u32::from(ttl) << 24
+        // The capture readers keep no record longer than 16 MiB, so `captured` fits its bits: the mask
+        // only keeps a length that did not from the TTL's.
+        (captured as u32 & Self::CAPTURED_MASK) | u32::from(ttl) << 24
     }
 
     /// The captured payload's length.

@@ -94,9 +94,9 @@ pub struct DirectionStats {
     pub truncated: u64,
     /// The first packet carrying payload (for a server that speaks first, its greeting).
     pub first_data: Option<FrameRef>,
-    /// The IP TTLs (IPv6 hop limits) of the side's packets other than its SYNs, FINs and RSTs: what its
+    /// The IP TTLs (IPv6 hop limits) of the side's first [`TTL_SAMPLES`] segments of new data: what its
     /// host's packets look like at the capture point, against which a FIN or RST bearing its address is
-    /// judged (a device on the path that forges one sends it with its own TTL).
+    /// judged (a device on the path that forges one sends it with its own TTL, and no data).
     pub ttl: TtlRange,
     /// The TTL of the side's first SYN (or SYN-ACK), judged apart for the same reason.
     pub syn_ttl: Option<u8>,
@@ -115,7 +115,6 @@ pub struct TtlRange {
 
 impl TtlRange {
     /// One more packet, sent with `ttl`.
-    #[inline(always)]
     pub fn note(&mut self, ttl: u8) {
         if self.packets == 0 {
             (self.min, self.max) = (ttl, ttl);
@@ -292,7 +291,18 @@ struct SideState {
     last_data: Option<FrameRef>,
     /// This side's last segment carrying new data (not a resend).
     last_new_data: Option<FrameRef>,
+    /// The lowest and highest IP TTL of this side's first [`TTL_SAMPLES`] segments of new data (`u8::MAX`
+    /// and 0 before the first), and how many those were: [`DirectionStats::ttl`] when the connection is
+    /// concluded.
+    ttl_min: u8,
+    ttl_max: u8,
+    ttl_packets: u64,
 }
+
+/// A side's TTL is learned from its first this many segments of new data: a host sends every packet of
+/// a connection with one initial TTL, and its path takes the same hops off each, so a few show it; the
+/// rest of a long connection would only cost a comparison each.
+pub const TTL_SAMPLES: u64 = 16;
 
 /// Sequence-space comparison (RFC 1982 serial arithmetic).
 fn seq_before(a: u32, b: u32) -> bool {
@@ -329,7 +339,10 @@ impl ConnectionState {
     fn new(key: FlowKey, at: FrameRef) -> Self {
         ConnectionState {
             key,
-            sides: [SideState::default(); 2],
+            sides: [SideState {
+                ttl_min: u8::MAX,
+                ..SideState::default()
+            }; 2],
             first: at,
             last: at,
             handshake_ack: None,
@@ -480,11 +493,6 @@ impl ConnectionState {
         if seg.payload_len > 0 {
             s.stats.first_data.get_or_insert(at);
         }
-        if flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
-            s.stats.ttl.note(seg.ttl);
-        } else if flags.syn() && s.stats.syn_ttl.is_none() {
-            s.stats.syn_ttl = Some(seg.ttl);
-        }
         if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
             s.stats.zero_windows += 1;
             if s.zero_window.is_none_or(|z| z.until.is_some()) {
@@ -567,6 +575,7 @@ impl ConnectionState {
             s.last_ack = Some(seg.ack);
         }
         if flags.syn() {
+            s.stats.syn_ttl.get_or_insert(seg.ttl);
             let slot = if flags.ack() {
                 &mut s.syn_ack
             } else {
@@ -619,6 +628,14 @@ impl ConnectionState {
                     s.resent_until = None;
                     s.last_data = Some(at);
                     s.last_new_data = Some(at);
+                    // The host's TTL, learned from the new data it sent (what a device on the path that
+                    // forges a FIN or RST does not send), from its first few segments: one host on one
+                    // path gives them one TTL, and the rest of a long connection says no more.
+                    if s.ttl_packets < TTL_SAMPLES {
+                        s.ttl_min = s.ttl_min.min(seg.ttl);
+                        s.ttl_max = s.ttl_max.max(seg.ttl);
+                        s.ttl_packets += 1;
+                    }
                 }
                 SegmentClass::Retransmission => {
                     if s.resent_until != Some(seg.seq) {
@@ -650,6 +667,18 @@ impl ConnectionState {
         };
         let c = &self.sides[client_side.index()];
         let sv = &self.sides[client_side.other().index()];
+        let stats = |s: &SideState| DirectionStats {
+            ttl: if s.ttl_packets == 0 {
+                TtlRange::default()
+            } else {
+                TtlRange {
+                    min: s.ttl_min,
+                    max: s.ttl_max,
+                    packets: s.ttl_packets,
+                }
+            },
+            ..s.stats
+        };
         let first_of = |a: Option<CloseEvent>, b: Option<CloseEvent>| match (a, b) {
             (Some(x), Some(y)) => Some(if y.at.frame < x.at.frame { y } else { x }),
             (x, y) => x.or(y),
@@ -678,8 +707,8 @@ impl ConnectionState {
             first: self.first,
             last: self.last,
             handshake_rtt_ns: self.initial_rtt(),
-            to_server: c.stats,
-            to_client: sv.stats,
+            to_server: stats(c),
+            to_client: stats(sv),
             first_fin,
             first_rst,
             end,

@@ -337,7 +337,7 @@ pub struct ErrorAt {
     /// The request it answered (its command and first byte; `Command::Connect` for a login); `None` for
     /// an error sent unasked.
     pub request: Option<(Command, Meta)>,
-    /// That request's statement, as its transaction shows it, when it has one.
+    /// The start of that request's statement (its first 160 bytes), when it has one.
     pub statement: Option<String>,
 }
 

@@ -424,10 +424,12 @@ impl Core {
         e.error.message.push_str(message);
         e.at = at;
         e.request = request.map(|p| (p.command, p.request));
-        match (
-            request.and_then(|p| p.statement.as_deref()),
-            &mut e.statement,
-        ) {
+        // Its start names it; an error storm's statements are not copied whole.
+        let head = request.and_then(|p| p.statement.as_deref()).map(|text| {
+            text.get(..floor_char_boundary(text, ERROR_STATEMENT_CAP))
+                .unwrap_or("")
+        });
+        match (head, &mut e.statement) {
             (Some(text), Some(kept)) => {
                 kept.clear();
                 kept.push_str(text);
@@ -1442,6 +1444,18 @@ impl Core {
             },
         }
     }
+}
+
+/// Bytes of a request's statement kept with the error that answered it ([`crate::ErrorAt::statement`]):
+/// enough to name it in a sentence.
+const ERROR_STATEMENT_CAP: usize = 160;
+
+/// The largest index at most `at` that is a character boundary of `s`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
 }
 
 /// The text of the prepared statement `id`, as a `COM_STMT_EXECUTE` of it shows it (also what
