@@ -6,7 +6,7 @@
 //! A [`Cause`] is what every report says about it: `first-reset`, `flows`, `mysql`'s incidents, `report`'s
 //! findings and its HTML page print its [`Cause::summary`] and [`Cause::evidence`] as they are, and give it
 //! whole in JSON as a `cause` object beside the older `reason`. The sentences are written here and nowhere
-//! else ([`Cause::new`] and the functions of this module), so that the same close reads the same in each
+//! else (the functions of this module), so that the same close reads the same in each
 //! report; the thresholds that decide them are in `thresholds.rs`, each with its reason.
 //!
 //! A cause is never a verdict: its [`Confidence`] says how far the capture proves it, and its evidence says
@@ -441,8 +441,8 @@ pub struct RoundWait {
     pub off_ns: i64,
 }
 
-/// The whole number of seconds `wait_ns` is, when it is one within [`ROUND_WAIT_TOLERANCE_NS`] and at
-/// least [`ROUND_WAIT_MIN_NS`]: timeouts are set in whole seconds (MySQL's are, and most clients' and
+/// The whole number of seconds `wait_ns` is, when it is one within `ROUND_WAIT_TOLERANCE_NS` (20 ms) and at
+/// least `ROUND_WAIT_MIN_NS` (1 s): timeouts are set in whole seconds (MySQL's are, and most clients' and
 /// proxies'), and fire within milliseconds of them.
 pub fn round_wait(wait_ns: i64) -> Option<RoundWait> {
     if wait_ns < ROUND_WAIT_MIN_NS - ROUND_WAIT_TOLERANCE_NS {
@@ -979,7 +979,11 @@ impl Timer {
 /// alike near it waited other, unequal times (then it is one of them by chance); or a wait that
 /// [`SHARED_WAIT_CLOSES`] closes alike share.
 fn timer(f: &CloseFacts<'_>, wait: i64) -> Option<Timer> {
-    let alike = f.alike_waits;
+    timer_among(wait, f.alike_waits)
+}
+
+/// [`timer`] of a wait among the waits of the closes alike near it.
+fn timer_among(wait: i64, alike: &[i64]) -> Option<Timer> {
     let near = |w: i64| (w - wait).abs() <= ROUND_WAIT_TOLERANCE_NS;
     let shared = 1 + alike.iter().filter(|&&w| near(w)).count();
     if let Some(r) = round_wait(wait) {
@@ -1483,6 +1487,36 @@ mod tests {
         assert_eq!(
             round_wait(28_800_004_000_000).map(|w| w.seconds),
             Some(28_800)
+        );
+    }
+
+    #[test]
+    fn a_round_wait_among_closes_alike_that_waited_otherwise_is_chance() {
+        const S: i64 = 1_000_000_000;
+        // Alone, or beside closes that waited as long: a timer's.
+        assert!(timer_among(3 * S + 1_500_000, &[]).is_some());
+        assert!(matches!(
+            timer_among(3 * S, &[3 * S + 4_000_000, 3 * S - 2_000_000]),
+            Some(Timer::Round(_))
+        ));
+        // One of a burst of closes whose waits run 1.3 s to 3.6 s: it hit 2 s by chance.
+        let burst = [
+            1_330_000_000,
+            1_630_000_000,
+            2_330_000_000,
+            2_930_000_000,
+            3_530_000_000,
+        ];
+        assert_eq!(timer_among(2 * S + 5_000_000, &burst), None);
+        // Three closes alike at 2.5 s: no whole second, a timer all the same.
+        assert_eq!(
+            timer_among(2_500_000_000, &[2_505_000_000, 2_490_000_000]),
+            Some(Timer::Shared(3))
+        );
+        assert_eq!(
+            timer_among(2_500_000_000, &[2_505_000_000]),
+            None,
+            "two may agree by chance"
         );
     }
 
