@@ -21,7 +21,7 @@ fn reports(cap: &Capture, splits: usize, threads: usize) -> (Run<Statistics>, St
         },
         || Everything::new(100_000_000),
     );
-    // The whole reports as a user sees them: first-reset and the MySQL report, as JSON; and what
+    // The whole reports as a user sees them: first-reset, flows and the MySQL report, as JSON; and what
     // `extract --annotate` writes that JSON leaves out (the findings' comments on frames, the hand-offs
     // first-reset prints).
     let fr = first_reset(&a, usize::MAX);
@@ -32,8 +32,12 @@ fn reports(cap: &Capture, splits: usize, threads: usize) -> (Run<Statistics>, St
         .flat_map(|f| std::iter::once(f).chain(&f.members))
         .map(|f| &f.frame_notes)
         .collect();
+    // `flows`' rows, each with its close and cause.
+    let conns: Vec<_> = a.connections.iter().collect();
+    let rows = pcapsleuth::analysis::flow_rows(&a, &conns);
     let json = to_json(&fr)
         + &to_json(&full)
+        + &to_json(&rows)
         + &format!(
             "{notes:?}{:?}{:?}",
             fr.attempt_findings, fr.first_abnormal_hand_off

@@ -94,6 +94,54 @@ pub struct DirectionStats {
     pub truncated: u64,
     /// The first packet carrying payload (for a server that speaks first, its greeting).
     pub first_data: Option<FrameRef>,
+    /// The IP TTLs (IPv6 hop limits) of the side's first [`TTL_SAMPLES`] segments of new data: what its
+    /// host's packets look like at the capture point, against which a FIN or RST bearing its address is
+    /// judged (a device on the path that forges one sends it with its own TTL, and no data).
+    pub ttl: TtlRange,
+    /// The TTL of the side's first SYN (or SYN-ACK), judged apart for the same reason.
+    pub syn_ttl: Option<u8>,
+}
+
+/// The lowest and highest IP TTL (IPv6 hop limit) of some packets, and how many they were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TtlRange {
+    /// The lowest TTL (meaningless while `packets` is 0).
+    pub min: u8,
+    /// The highest TTL.
+    pub max: u8,
+    /// The packets seen.
+    pub packets: u64,
+}
+
+impl TtlRange {
+    /// One more packet, sent with `ttl`.
+    pub fn note(&mut self, ttl: u8) {
+        if self.packets == 0 {
+            (self.min, self.max) = (ttl, ttl);
+        } else {
+            self.min = self.min.min(ttl);
+            self.max = self.max.max(ttl);
+        }
+        self.packets += 1;
+    }
+
+    /// The packets of both ranges.
+    pub fn merge(&mut self, o: &TtlRange) {
+        match (self.packets, o.packets) {
+            (_, 0) => {}
+            (0, _) => *self = *o,
+            _ => {
+                self.min = self.min.min(o.min);
+                self.max = self.max.max(o.max);
+                self.packets += o.packets;
+            }
+        }
+    }
+
+    /// Whether a packet sent with `ttl` fits these (no packets: it fits, as nothing says otherwise).
+    pub fn holds(&self, ttl: u8) -> bool {
+        self.packets == 0 || (self.min..=self.max).contains(&ttl)
+    }
 }
 
 /// The first FIN or RST a side sent, and what the other side was waiting for at that moment.
@@ -117,6 +165,11 @@ pub struct CloseEvent {
     pub resent_in_a_row: u32,
     /// The peer's last segment carrying payload before the close.
     pub peer_last_data: Option<FrameRef>,
+    /// The closing side's own last segment carrying new data before the close (not a resend): when its
+    /// writes last made progress.
+    pub last_data: Option<FrameRef>,
+    /// The IP TTL (IPv6 hop limit) the FIN or RST came with.
+    pub ttl: u8,
 }
 
 /// A side advertising a zero receive window, from its first such segment to the segment that opened the
@@ -236,7 +289,20 @@ struct SideState {
     resent_until: Option<u32>,
     /// This side's last segment carrying payload.
     last_data: Option<FrameRef>,
+    /// This side's last segment carrying new data (not a resend).
+    last_new_data: Option<FrameRef>,
+    /// The lowest and highest IP TTL of this side's first [`TTL_SAMPLES`] segments of new data (`u8::MAX`
+    /// and 0 before the first), and how many those were: [`DirectionStats::ttl`] when the connection is
+    /// concluded.
+    ttl_min: u8,
+    ttl_max: u8,
+    ttl_packets: u64,
 }
+
+/// A side's TTL is learned from its first this many segments of new data: a host sends every packet of
+/// a connection with one initial TTL, and its path takes the same hops off each, so a few show it; the
+/// rest of a long connection would only cost a comparison each.
+pub const TTL_SAMPLES: u64 = 16;
 
 /// Sequence-space comparison (RFC 1982 serial arithmetic).
 fn seq_before(a: u32, b: u32) -> bool {
@@ -273,7 +339,10 @@ impl ConnectionState {
     fn new(key: FlowKey, at: FrameRef) -> Self {
         ConnectionState {
             key,
-            sides: [SideState::default(); 2],
+            sides: [SideState {
+                ttl_min: u8::MAX,
+                ..SideState::default()
+            }; 2],
             first: at,
             last: at,
             handshake_ack: None,
@@ -366,6 +435,11 @@ impl ConnectionState {
             CloseFlag::Fin => s.first_fin,
             CloseFlag::Rst => s.first_rst,
         }
+    }
+
+    /// The latest acknowledgment number `side` sent.
+    pub fn last_ack(&self, side: Side) -> Option<u32> {
+        self.sides[side.index()].last_ack
     }
 
     /// The first packet carrying payload that `side` sent.
@@ -501,6 +575,7 @@ impl ConnectionState {
             s.last_ack = Some(seg.ack);
         }
         if flags.syn() {
+            s.stats.syn_ttl.get_or_insert(seg.ttl);
             let slot = if flags.ack() {
                 &mut s.syn_ack
             } else {
@@ -535,6 +610,8 @@ impl ConnectionState {
                 peer_zero_window: peer.zero_window,
                 resent_in_a_row: s.resent_in_a_row,
                 peer_last_data: peer.last_data,
+                last_data: s.last_new_data,
+                ttl: seg.ttl,
             };
             let slot = if flags.rst() {
                 &mut s.first_rst
@@ -550,6 +627,15 @@ impl ConnectionState {
                     s.resent_in_a_row = 0;
                     s.resent_until = None;
                     s.last_data = Some(at);
+                    s.last_new_data = Some(at);
+                    // The host's TTL, learned from the new data it sent (what a device on the path that
+                    // forges a FIN or RST does not send), from its first few segments: one host on one
+                    // path gives them one TTL, and the rest of a long connection says no more.
+                    if s.ttl_packets < TTL_SAMPLES {
+                        s.ttl_min = s.ttl_min.min(seg.ttl);
+                        s.ttl_max = s.ttl_max.max(seg.ttl);
+                        s.ttl_packets += 1;
+                    }
                 }
                 SegmentClass::Retransmission => {
                     if s.resent_until != Some(seg.seq) {
@@ -581,6 +667,18 @@ impl ConnectionState {
         };
         let c = &self.sides[client_side.index()];
         let sv = &self.sides[client_side.other().index()];
+        let stats = |s: &SideState| DirectionStats {
+            ttl: if s.ttl_packets == 0 {
+                TtlRange::default()
+            } else {
+                TtlRange {
+                    min: s.ttl_min,
+                    max: s.ttl_max,
+                    packets: s.ttl_packets,
+                }
+            },
+            ..s.stats
+        };
         let first_of = |a: Option<CloseEvent>, b: Option<CloseEvent>| match (a, b) {
             (Some(x), Some(y)) => Some(if y.at.frame < x.at.frame { y } else { x }),
             (x, y) => x.or(y),
@@ -609,8 +707,8 @@ impl ConnectionState {
             first: self.first,
             last: self.last,
             handshake_rtt_ns: self.initial_rtt(),
-            to_server: c.stats,
-            to_client: sv.stats,
+            to_server: stats(c),
+            to_client: stats(sv),
             first_fin,
             first_rst,
             end,
@@ -773,6 +871,7 @@ mod tests {
                 options: &[],
                 payload,
                 payload_len: payload.len() as u32,
+                ttl: 64,
             };
             let at = FrameRef {
                 frame: self.frame,

@@ -6,15 +6,66 @@ use crate::style::{
     bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
     offset, one_line, percent, row, seconds, significant, stats, width, NONE,
 };
+use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
-    Unknowns,
+    CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowRow,
+    MysqlReport, RequestCounts, RtSummary, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
 
-fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
+/// A cause in the text reports: `cause (likely): ...`, then its evidence one fact a line (with
+/// `evidence`), each line indented by `indent`.
+pub(crate) fn describe_cause(out: &mut String, indent: &str, c: &Cause, evidence: bool) {
+    let _ = writeln!(
+        out,
+        "{indent}cause ({}): {}",
+        c.confidence.name(),
+        c.summary
+    );
+    if evidence {
+        for e in &c.evidence {
+            let _ = writeln!(out, "{indent}  - {}", e.fact);
+        }
+    }
+}
+
+/// "; 1 could not be judged (1 whose MySQL state was not known ...)": what the closes' verdicts leave
+/// out, for a headline.
+fn not_judged(r: &FirstReset) -> String {
+    let j = &r.judgements;
+    if j.not_judged == 0 {
+        return String::new();
+    }
+    let why: Vec<String> = j
+        .not_judged_why
+        .iter()
+        .map(|(w, n)| format!("{} {}", count(*n as u64), w.words()))
+        .collect();
+    format!(
+        "{} could not be judged ({})",
+        count(j.not_judged as u64),
+        why.join(", ")
+    )
+}
+
+/// The headline when no close was abnormal: "No abnormal close: every connection ended normally or is
+/// still open.", or, when some closes could not be judged, "No abnormal close among 40 judged closes; 1
+/// could not be judged (...)." (the text and the HTML page).
+pub(crate) fn no_abnormal_close(r: &FirstReset) -> String {
+    if r.judgements.not_judged == 0 {
+        "No abnormal close: every connection ended normally or is still open.".into()
+    } else {
+        format!(
+            "No abnormal close among {} judged; {}.",
+            count(r.judgements.judged as u64),
+            not_judged(r)
+        )
+    }
+}
+
+fn describe_close(out: &mut String, title: &str, c: &CloseReport, evidence: bool) {
     let _ = writeln!(
         out,
         "{title}: frame {} at {} ({})",
@@ -36,6 +87,9 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
         c.server
     );
     let _ = writeln!(out, "  {}", c.reason);
+    if let Some(cause) = &c.cause {
+        describe_cause(out, "  ", cause, evidence);
+    }
 }
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's
@@ -59,7 +113,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
     }
     match (&r.first_abnormal, r.fins) {
         (Some(c), _) => {
-            describe_close(&mut out, "First abnormal close", c);
+            describe_close(&mut out, "First abnormal close", c, true);
             if let Some((filter, command)) = &r.first_abnormal_hand_off {
                 if let Some(filter) = filter {
                     let _ = writeln!(out, "  Wireshark: {filter}");
@@ -77,10 +131,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             return out;
         }
         (None, FinJudgement::Judged) => {
-            let _ = writeln!(
-                out,
-                "No abnormal close: every connection ended normally or is still open."
-            );
+            let _ = writeln!(out, "{}", no_abnormal_close(r));
         }
         (None, FinJudgement::NotJudged) => {
             let _ = writeln!(out, "No RST in the capture (FINs not judged).");
@@ -99,13 +150,13 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             // In the order they happened: the first of the two is the one to look at.
             let fin_first = matches!((rst, fin), (Some(r), Some(f)) if f.frame < r.frame);
             let say_rst = |out: &mut String| match rst {
-                Some(c) => describe_close(out, "First RST", c),
+                Some(c) => describe_close(out, "First RST", c, false),
                 None => {
                     let _ = writeln!(out, "No RST in the capture.");
                 }
             };
             let say_fin = |out: &mut String| match fin {
-                Some(c) => describe_close(out, "First FIN", c),
+                Some(c) => describe_close(out, "First FIN", c, false),
                 None => {
                     let _ = writeln!(out, "No FIN in the capture.");
                 }
@@ -303,11 +354,13 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         let _ = writeln!(out, "\nno error responses");
     } else {
         let total: u64 = r.error_details.iter().map(|e| e.count).sum();
+        // Logins answered by an error are among the errors, so they count among what was answered.
+        let logins = r.commands.get("COM_CONNECT").copied().unwrap_or(0);
         let _ = writeln!(
             out,
-            "\nerror responses: {} ({} of requests)",
+            "\nerror responses: {} ({} of requests and logins)",
             count(total),
-            percent(total as f64 / r.queries.max(1) as f64)
+            percent(total as f64 / (r.queries + logins).max(1) as f64)
         );
         for e in &r.error_details {
             let _ = writeln!(
@@ -410,6 +463,9 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                     .map(|w| format!("; {w}"))
                     .collect::<String>()
             );
+            if let Some(c) = &i.cause {
+                describe_cause(&mut out, "      ", c, false);
+            }
         }
     }
     crate::replication::write_streams(&mut out, &r.replication);
@@ -480,6 +536,23 @@ fn end_text(e: ConnectionEnd) -> String {
     }
 }
 
+/// How a connection's close was judged, after its end in `flows`: "; abnormal: net_write_timeout", "; not
+/// judged" (nothing for a normal one).
+fn close_words(c: Option<&FlowClose>) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    match (c.verdict, &c.cause) {
+        (CloseVerdict::Normal, _) => String::new(),
+        (CloseVerdict::NotJudged, _) => "; not judged".into(),
+        (CloseVerdict::Abnormal, Some(cause)) => format!(
+            "; abnormal: {}",
+            cause.setting.map_or(cause.kind.name(), |s| s.name())
+        ),
+        (CloseVerdict::Abnormal, None) => "; abnormal".into(),
+    }
+}
+
 /// Sorts connections for display: by start (frame), bytes or duration (largest first).
 pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
     let mut v: Vec<&Connection> = conns.iter().collect();
@@ -495,16 +568,18 @@ pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
 /// client, server, first frame, start (seconds after the capture's first packet), duration (s), SYNs
 /// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended; then
 /// the number of connections.
-pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
+pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow<'_>]) -> String {
     let first = capture.first_ts.map_or(0, |t| t.0);
     let mut out = String::new();
     const HEADERS: [&str; 13] = [
         "client", "server", "frame", "start", "dur", "SYNs", "connect", "pkts>s", "pkts>c",
         "resent", "0-win", "bytes", "end",
     ];
-    let rows: Vec<[String; 13]> = conns
+    let conns = rows;
+    let rows: Vec<[String; 13]> = rows
         .iter()
-        .map(|c| {
+        .map(|row| {
+            let c = row.connection;
             let h = &c.handshake;
             let connect = match (h.outcome, h.connect_ns) {
                 (_, Some(ns)) => duration(ns as f64 / 1e3),
@@ -526,13 +601,14 @@ pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
                 count(c.to_server.zero_windows + c.to_client.zero_windows),
                 count(c.total_bytes()),
                 format!(
-                    "{}{}",
+                    "{}{}{}",
                     end_text(c.end),
                     if c.roles_known {
                         ""
                     } else {
                         " (roles unknown)"
-                    }
+                    },
+                    close_words(row.close.as_ref())
                 ),
             ]
         })

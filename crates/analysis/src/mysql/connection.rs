@@ -416,13 +416,28 @@ pub struct MysqlSessionFacts {
 /// A [`CloseSeen`] reduced to what reports print.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CloseSeenFacts {
+    /// The FIN's or RST's frame.
     pub frame: u64,
+    /// What the session was doing.
     pub phase: SessionPhase,
+    /// The open request's command, when one was open.
     pub command: Option<Command>,
+    /// Its statement.
     pub statement: Option<String>,
+    /// Its first frame.
     pub request_frame: Option<u64>,
+    /// When it was sent (its first byte), ns since the epoch.
+    pub request_ts_ns: Option<u64>,
+    /// Rows delivered before the close.
     pub rows: u64,
+    /// Response bytes delivered before the close.
     pub bytes: u64,
+    /// The client was in the middle of sending a request packet.
+    pub request_cut: bool,
+    /// The server's byte stream ended inside a MySQL packet.
+    pub response_cut: bool,
+    /// The server's last word before the close, when it was an error with no command after it.
+    pub error: Option<pcapsleuth_mysql::ErrorAt>,
 }
 
 /// Per-connection MySQL state during tracking.
@@ -452,6 +467,10 @@ pub(crate) struct MysqlTrack {
     /// The exchange kept undecoded, once the connection is MySQL and `closes_only`.
     tail: Option<Box<Tail>>,
 }
+
+/// An acknowledgment at most this far (1 GiB) past the bytes captured is of bytes the capture lost; one
+/// farther (or behind, wrapped) is no acknowledgment of this stream's bytes (a garbled or stale ACK).
+const TRAILING_GAP_MAX: u32 = 1 << 30;
 
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
 const RETRANSMISSIONS_KEPT: usize = 256;
@@ -623,6 +642,8 @@ impl MysqlTrack {
                 options: &[],
                 payload,
                 payload_len,
+                // The session reads bytes only.
+                ttl: 0,
             };
             self.feed(side, &replay, at, home);
         });
@@ -826,6 +847,20 @@ impl MysqlTrack {
                 };
                 let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
                 self.streams[side.index()].flush(&mut out);
+                // Bytes the peer acknowledged that the capture does not hold (its last segments, lost
+                // to the capture): a gap at the end of the stream, where an answer may have been.
+                let stream = &self.streams[side.index()];
+                if let (Some(next), Some(ack)) = (stream.next_seq(), conn.last_ack(side.other())) {
+                    let fin = u32::from(conn.first_close(side, TcpCloseFlag::Fin).is_some());
+                    let beyond = ack.wrapping_sub(next).wrapping_sub(fin);
+                    if beyond > 0 && beyond < TRAILING_GAP_MAX {
+                        let at = Meta {
+                            ts_ns: self.last_ts_ns,
+                            frame: conn.last().frame,
+                        };
+                        session.gap(d, u64::from(beyond), at);
+                    }
+                }
             }
             session.finish();
         }
@@ -922,8 +957,12 @@ impl MysqlTrack {
                         command: p.map(|p| p.command),
                         statement: p.and_then(|p| p.statement.clone()),
                         request_frame: p.map(|p| p.request_frame),
+                        request_ts_ns: p.map(|p| p.request_ts_ns),
                         rows,
                         bytes,
+                        request_cut: c.context.request_cut,
+                        response_cut: c.context.response_cut,
+                        error: c.context.error.clone(),
                     }
                 })
                 .collect(),
@@ -1013,6 +1052,8 @@ pub struct Incident {
     /// What preceded the close on the connection, in TCP facts (a zero window, resends, silence), as
     /// `first-reset` words it; empty when nothing did.
     pub preceded_by: Vec<String>,
+    /// Why, as a hypothesis with its evidence, in the words `first-reset` gives the same close.
+    pub cause: Option<crate::cause::Cause>,
 }
 
 impl Incident {
@@ -1063,6 +1104,7 @@ impl Incident {
                 .first_close(seen.side, seen.flag)
                 .map(|event| crate::reasons::why(&ClosedBy { event, by }))
                 .unwrap_or_default(),
+            cause: None,
         })
     }
 }
