@@ -164,6 +164,17 @@ impl Default for CompareOptions {
     }
 }
 
+impl CompareOptions {
+    /// When each capture ran, `(client, server)`: the spans given, else from its first request to its
+    /// last response.
+    pub fn spans(&self, client: &[Exchange], server: &[Exchange]) -> (CaptureSpan, CaptureSpan) {
+        (
+            self.client_span.unwrap_or_else(|| span_of(client)),
+            self.server_span.unwrap_or_else(|| span_of(server)),
+        )
+    }
+}
+
 /// Which rule found a request in both captures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -504,8 +515,7 @@ pub fn compare(client: &[Exchange], server: &[Exchange], opts: &CompareOptions) 
         .map(|&(c, s, by)| measure(&client[c], &server[s], c, s, by, &clock))
         .collect();
 
-    let client_span = opts.client_span.unwrap_or_else(|| span_of(client));
-    let server_span = opts.server_span.unwrap_or_else(|| span_of(server));
+    let (client_span, server_span) = opts.spans(client, server);
     let mut outside = OutsideOtherCapture::default();
     for (i, e) in client.iter().enumerate() {
         if matches.of_client[i].is_none() {

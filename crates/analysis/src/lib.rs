@@ -58,6 +58,7 @@
 
 mod closes;
 mod compare;
+mod compare_ends;
 mod connects;
 mod engine;
 pub mod events;
@@ -67,6 +68,7 @@ mod facts;
 mod finding;
 mod findings;
 mod histogram;
+mod humps;
 mod modes;
 mod mysql;
 mod phases;
@@ -88,6 +90,10 @@ pub use compare::{
     CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
     MatchedPair, Notable, NotableCounts, NotableKind, OutsideOtherCapture, Seen, SideBySideHumps,
 };
+pub use compare_ends::{
+    compare_endings, ConnectionEnding, EndingAt, EndingCounts, EndingKind, EndingTrack, Endings,
+    EndingsComparison, NotableEnding, OpenRequest, SeenClose,
+};
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
@@ -106,6 +112,7 @@ pub use finding::{
 };
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
+pub use humps::{HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
