@@ -1,13 +1,15 @@
 //! `first-reset`: the first FIN, the first RST, and every connection's close in time order, each with who
 //! closed it and what the other side was waiting for.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use pcapsleuth_flow::{
-    AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Endpoint, Role,
+    AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Endpoint, Role, TtlRange,
 };
 use serde::Serialize;
 
+use crate::cause::{self, Cause};
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Run;
 use crate::finding::{connection_namer, Finding, FindingKind, Scope};
@@ -40,6 +42,8 @@ pub struct CloseReport {
     /// `select ...` after 3,752 rows``, `client FIN after COM_QUIT (normal end of session)`), followed by the
     /// TCP facts that preceded it on the connection (a zero window, resends, silence; [`tcp_reason`]).
     pub reason: String,
+    /// Why, as a hypothesis with its evidence ([`Cause`]), for an abnormal close; `null` for a normal one.
+    pub cause: Option<Cause>,
     /// Bytes the other side had sent that the closing side had not acknowledged.
     pub peer_unacked_bytes: u64,
     /// The other side's last data was still unanswered.
@@ -47,13 +51,78 @@ pub struct CloseReport {
     /// How the connection ended in the end.
     pub end: ConnectionEnd,
     /// Not a normal end of a session: an RST, a close mid-response or with a request unanswered, a server
-    /// hanging up an idle session. A close after COM_QUIT is never abnormal.
+    /// hanging up an idle session, a close a device on the path sent. A close after COM_QUIT is never
+    /// abnormal. (`verdict` is `abnormal`.)
     pub abnormal: bool,
+    /// How the close was judged: `normal`, `abnormal`, or `not_judged` when what the session was doing
+    /// could not be known.
+    pub verdict: CloseVerdict,
+    /// Why the close could not be judged, when it could not.
+    pub not_judged: Option<NotJudged>,
     /// What the MySQL session was doing ("after_quit", "in_resultset", "awaiting_response", "idle", ...),
     /// when the connection speaks MySQL.
     pub mysql_state: Option<SessionState>,
     /// Frame of the connection's first packet.
     pub connection_first_frame: u64,
+}
+
+/// How a close was judged (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseVerdict {
+    /// A normal end of a session: after COM_QUIT, a client leaving an idle session.
+    Normal,
+    /// Not a normal end: see [`CloseReport::abnormal`].
+    Abnormal,
+    /// What the session was doing could not be known ([`NotJudged`]): the close is called neither
+    /// normal nor abnormal.
+    NotJudged,
+}
+
+/// Why a close could not be judged (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotJudged {
+    /// The MySQL session's state was not known: the capture began after the session did, or lost its
+    /// thread.
+    StateUnknown,
+    /// The session went on in TLS.
+    Encrypted,
+    /// The session could not be decoded (zstd compression).
+    Undecodable,
+    /// The connection was not recognised as MySQL: TCP alone cannot tell a normal FIN from one that cut
+    /// work off.
+    NotMysql,
+    /// MySQL was not decoded (`--no-mysql`).
+    MysqlNotDecoded,
+}
+
+impl NotJudged {
+    /// In words, for "N could not be judged (...)".
+    pub fn words(self) -> &'static str {
+        match self {
+            NotJudged::StateUnknown => {
+                "whose MySQL state was not known (the capture began after the session did)"
+            }
+            NotJudged::Encrypted => "encrypted (TLS)",
+            NotJudged::Undecodable => "not decodable",
+            NotJudged::NotMysql => "not recognised as MySQL",
+            NotJudged::MysqlNotDecoded => "with MySQL not decoded",
+        }
+    }
+}
+
+/// How the connections' closes were judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Judgements {
+    /// Closes judged normal or abnormal.
+    pub judged: usize,
+    /// Of them, abnormal.
+    pub abnormal: usize,
+    /// Closes that could not be judged.
+    pub not_judged: usize,
+    /// Those, by why: `[why, closes]`, the most first.
+    pub not_judged_why: Vec<(NotJudged, usize)>,
 }
 
 /// Whether a FIN could be judged normal or abnormal.
@@ -92,6 +161,8 @@ pub struct FirstReset {
     pub closes: Vec<CloseReport>,
     /// All closes in the capture (before the limit).
     pub total_closes: usize,
+    /// How those closes were judged: how many could not be, and why.
+    pub judgements: Judgements,
     /// Every TCP connection of the capture.
     pub connections: usize,
     /// Connections still open when the capture ended.
@@ -298,13 +369,11 @@ fn quoted(statement: &Option<String>) -> String {
     }
 }
 
-/// The reason in MySQL terms, and whether the close was abnormal.
-fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
+/// The reason in MySQL terms, and how the close is judged.
+fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, CloseVerdict) {
+    use CloseVerdict::{Abnormal, Normal};
     let by = role_name(ev.by);
-    let flag = match ev.event.flag {
-        CloseFlag::Fin => "FIN",
-        CloseFlag::Rst => "RST",
-    };
+    let flag = ev.event.flag.name();
     let rst = ev.event.flag == CloseFlag::Rst;
     let what = || {
         let cmd = seen.command.map_or("request", |c| c.name());
@@ -313,10 +382,11 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
             None => cmd.to_string(),
         }
     };
+    let verdict = |abnormal: bool| if abnormal { Abnormal } else { Normal };
     match seen.phase {
         SessionPhase::AfterQuit => (
             format!("{by} {flag} after COM_QUIT (normal end of session)"),
-            false,
+            Normal,
         ),
         SessionPhase::InResultset { .. } => (
             format!(
@@ -326,7 +396,7 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
                 crate::units::counted(seen.bytes, "byte", "bytes"),
                 seen.request_frame.unwrap_or(0)
             ),
-            true,
+            Abnormal,
         ),
         SessionPhase::InResponse { .. } => (
             format!(
@@ -335,7 +405,7 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
                 crate::units::counted(seen.bytes, "byte", "bytes"),
                 seen.request_frame.unwrap_or(0)
             ),
-            true,
+            Abnormal,
         ),
         SessionPhase::AwaitingResponse => (
             format!(
@@ -343,21 +413,56 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
                 what(),
                 seen.request_frame.unwrap_or(0)
             ),
-            true,
+            Abnormal,
         ),
         SessionPhase::Idle => (
             format!("{by} {flag} while the session was idle, without COM_QUIT"),
-            rst || ev.by == Role::Server,
+            verdict(rst || ev.by == Role::Server),
         ),
-        SessionPhase::Handshake => (format!("{by} {flag} during the login handshake"), true),
-        SessionPhase::Encrypted => (
+        SessionPhase::Handshake => (format!("{by} {flag} during the login handshake"), Abnormal),
+        SessionPhase::Encrypted if rst => (
             format!("{by} {flag} in a TLS session (contents not visible)"),
-            rst,
+            Abnormal,
         ),
-        SessionPhase::Undecodable | SessionPhase::Unknown => (format!("{by} {flag}"), rst),
+        SessionPhase::Encrypted => (
+            format!("{by} {flag} in a TLS session (contents not visible: not judged)"),
+            CloseVerdict::NotJudged,
+        ),
+        // A byte stream that ends inside a MySQL packet did not end normally, whatever else is unknown.
+        SessionPhase::Undecodable | SessionPhase::Unknown if seen.response_cut => (
+            format!("{by} {flag} inside a MySQL packet of the server's (a response cut off)"),
+            Abnormal,
+        ),
+        SessionPhase::Undecodable | SessionPhase::Unknown
+            if rst || ev.event.peer_awaiting_reply || ev.event.peer_unacked_bytes > 0 =>
+        {
+            (format!("{by} {flag}"), Abnormal)
+        }
+        SessionPhase::Unknown => (
+            format!("{by} {flag} (the session's state was not known: not judged)"),
+            CloseVerdict::NotJudged,
+        ),
+        SessionPhase::Undecodable => (
+            format!("{by} {flag} (the session could not be decoded: not judged)"),
+            CloseVerdict::NotJudged,
+        ),
         // Judged in replication terms by `classify`.
-        SessionPhase::Replicating(_) => (format!("{by} {flag} in a replication stream"), rst),
+        SessionPhase::Replicating(_) => {
+            (format!("{by} {flag} in a replication stream"), verdict(rst))
+        }
     }
+}
+
+/// What `classify` concludes of a close.
+struct Judged {
+    reason: String,
+    verdict: CloseVerdict,
+    not_judged: Option<NotJudged>,
+    state: Option<SessionState>,
+    /// The client waited for the greeting: how long, and the greeting after its close.
+    greeting_wait: Option<(i64, Option<pcapsleuth_flow::FrameRef>)>,
+    /// The close judged in replication terms.
+    replication: Option<String>,
 }
 
 fn classify(
@@ -366,15 +471,20 @@ fn classify(
     mysql: Option<&MysqlSessionFacts>,
     speaks_first: &BTreeSet<Endpoint>,
     fins: FinJudgement,
-) -> (String, bool, Option<SessionState>) {
+) -> Judged {
     let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));
     let after_quit = seen.is_some_and(|s| s.phase == SessionPhase::AfterQuit);
     let tcp = tcp_reason(conn, ev, after_quit);
+    let judged = |reason: String, verdict: CloseVerdict, state: Option<SessionState>| Judged {
+        reason,
+        verdict,
+        not_judged: None,
+        state,
+        greeting_wait: None,
+        replication: None,
+    };
     if let Some(w) = greeting_wait(conn, ev, mysql, speaks_first) {
-        let flag = match ev.event.flag {
-            CloseFlag::Fin => "FIN",
-            CloseFlag::Rst => "RST",
-        };
+        let flag = ev.event.flag.name();
         let mut reason = format!(
             "client {flag} while waiting for the server greeting for {:.1} s",
             w.waited_ns as f64 / 1e9
@@ -388,27 +498,36 @@ fn classify(
             ));
         }
         let abnormal = w.waited_ns >= GREETING_WAIT_ABNORMAL_NS || w.greeted_after.is_some();
-        return (
-            format!("{reason}; TCP: {tcp}"),
-            abnormal,
-            Some(SessionState::AwaitingGreeting),
-        );
+        return Judged {
+            greeting_wait: Some((w.waited_ns, w.greeted_after)),
+            ..judged(
+                format!("{reason}; TCP: {tcp}"),
+                if abnormal {
+                    CloseVerdict::Abnormal
+                } else {
+                    CloseVerdict::Normal
+                },
+                Some(SessionState::AwaitingGreeting),
+            )
+        };
     }
     if let Some((reason, abnormal)) = mysql.and_then(|m| replication_close_reason(conn, ev, m)) {
-        return (
-            format!("{reason}; TCP: {tcp}"),
-            abnormal,
-            Some(SessionState::Replicating),
-        );
+        return Judged {
+            replication: Some(reason.clone()),
+            ..judged(
+                format!("{reason}; TCP: {tcp}"),
+                if abnormal {
+                    CloseVerdict::Abnormal
+                } else {
+                    CloseVerdict::Normal
+                },
+                Some(SessionState::Replicating),
+            )
+        };
     }
     match seen {
-        Some(seen)
-            if !matches!(
-                seen.phase,
-                SessionPhase::Unknown | SessionPhase::Undecodable
-            ) =>
-        {
-            let (mut reason, abnormal) = mysql_reason(ev, seen);
+        Some(seen) => {
+            let (mut reason, verdict) = mysql_reason(ev, seen);
             let cut = conn.to_client.truncated + conn.to_server.truncated;
             if cut > 0
                 && matches!(
@@ -421,41 +540,134 @@ fn classify(
                     " (at least: the snap length cut {cut} packets of this connection)"
                 ));
             }
-            (
-                format!("{reason}; TCP: {tcp}"),
-                abnormal,
-                Some(seen.phase.into()),
-            )
+            let not_judged = (verdict == CloseVerdict::NotJudged).then_some(match seen.phase {
+                SessionPhase::Encrypted => NotJudged::Encrypted,
+                SessionPhase::Undecodable => NotJudged::Undecodable,
+                _ => NotJudged::StateUnknown,
+            });
+            Judged {
+                not_judged,
+                ..judged(
+                    format!("{reason}; TCP: {tcp}"),
+                    verdict,
+                    Some(seen.phase.into()),
+                )
+            }
         }
-        _ if fins == FinJudgement::NotJudged && ev.event.flag == CloseFlag::Fin => {
-            // A FIN right after COM_QUIT and a FIN leaving a query unanswered look alike in TCP: only
-            // the protocol tells them apart, and it was not decoded.
-            (
+        _ if ev.event.flag == CloseFlag::Rst
+            || ev.event.peer_awaiting_reply
+            || ev.event.peer_unacked_bytes > 0 =>
+        {
+            judged(tcp, CloseVerdict::Abnormal, None)
+        }
+        // A FIN right after COM_QUIT and a FIN leaving a query unanswered look alike in TCP: only the
+        // protocol tells them apart.
+        _ if fins == FinJudgement::NotJudged => Judged {
+            not_judged: Some(NotJudged::MysqlNotDecoded),
+            ..judged(
                 format!("{tcp} (not judged: MySQL not decoded)"),
-                false,
+                CloseVerdict::NotJudged,
                 None,
             )
-        }
-        _ => {
-            let abnormal = ev.event.flag == CloseFlag::Rst
-                || ev.event.peer_awaiting_reply
-                || ev.event.peer_unacked_bytes > 0;
-            (tcp, abnormal, seen.map(|s| s.phase.into()))
-        }
+        },
+        _ if mysql.is_some() => Judged {
+            not_judged: Some(NotJudged::StateUnknown),
+            ..judged(
+                format!("{tcp} (the session's state was not known: not judged)"),
+                CloseVerdict::NotJudged,
+                None,
+            )
+        },
+        _ => Judged {
+            not_judged: Some(NotJudged::NotMysql),
+            ..judged(
+                format!("{tcp} (not recognised as MySQL: not judged)"),
+                CloseVerdict::NotJudged,
+                None,
+            )
+        },
     }
 }
 
-fn report<O>(
+/// What judges every close of a run: the servers that speak first (MySQL's greeting), and the usual IP
+/// TTL of each address, learned from all its packets in the capture.
+pub(crate) struct Judge {
+    speaks_first: BTreeSet<Endpoint>,
+    ttl: BTreeMap<IpAddr, TtlRange>,
+}
+
+impl Judge {
+    pub(crate) fn of<O>(a: &Run<O>) -> Judge {
+        let mut ttl: BTreeMap<IpAddr, TtlRange> = BTreeMap::new();
+        for c in &a.connections {
+            ttl.entry(c.client.ip).or_default().merge(&c.to_server.ttl);
+            ttl.entry(c.server.ip).or_default().merge(&c.to_client.ttl);
+        }
+        Judge {
+            speaks_first: greeting_servers(a),
+            ttl,
+        }
+    }
+
+    /// The usual TTL of the address that sent the close `ev` of `conn`.
+    fn sender_ttl(&self, conn: &Connection, ev: &ClosedBy) -> TtlRange {
+        let sender = match ev.by {
+            Role::Server => conn.server.ip,
+            _ => conn.client.ip,
+        };
+        self.ttl.get(&sender).copied().unwrap_or_default()
+    }
+
+    /// Whether the close `ev` of `conn` came with a TTL that does not fit its address.
+    fn forged(&self, conn: &Connection, ev: &ClosedBy) -> bool {
+        cause::ttl_fits(ev, self.sender_ttl(conn, ev)).is_some()
+    }
+}
+
+/// How the close `ev` of connection `i` is judged, without its words.
+fn verdict<O>(
     a: &Run<O>,
     i: usize,
     ev: &ClosedBy,
-    speaks_first: &BTreeSet<Endpoint>,
-) -> CloseReport {
+    judge: &Judge,
+) -> (CloseVerdict, Option<NotJudged>) {
+    let conn = &a.connections[i];
+    let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
+    let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+    if judge.forged(conn, ev) {
+        (CloseVerdict::Abnormal, None)
+    } else {
+        (j.verdict, j.not_judged)
+    }
+}
+
+pub(crate) fn report<O>(a: &Run<O>, i: usize, ev: &ClosedBy, judge: &Judge) -> CloseReport {
     let conn = &a.connections[i];
     let first = a.capture.first_ts.map_or(0, |t| t.0);
     let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
-    let (reason, abnormal, mysql_state) =
-        classify(conn, ev, mysql, speaks_first, FinJudgement::of(a));
+    let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+    let facts = cause::CloseFacts {
+        conn,
+        ev,
+        seen: mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame)),
+        mysql,
+        greeting_wait: j.greeting_wait,
+        replication: j.replication.as_deref(),
+        sender_ttl: judge.sender_ttl(conn, ev),
+    };
+    let forged = judge.forged(conn, ev);
+    // A close a device on the path sent is no normal end of a session, whatever the session was doing.
+    let verdict = if forged {
+        CloseVerdict::Abnormal
+    } else {
+        j.verdict
+    };
+    let cause = match verdict {
+        CloseVerdict::Normal => None,
+        _ => Some(cause::of_close(&facts)).filter(|c| {
+            verdict == CloseVerdict::Abnormal || c.kind != cause::CauseKind::Unexplained
+        }),
+    };
     CloseReport {
         frame: ev.event.at.frame,
         time: ev.event.at.ts.as_secs_f64(),
@@ -464,20 +676,24 @@ fn report<O>(
         server: conn.server.to_string(),
         initiator: ev.by,
         flag: ev.event.flag,
-        reason,
+        reason: j.reason,
+        cause,
         peer_unacked_bytes: ev.event.peer_unacked_bytes,
         peer_awaiting_reply: ev.event.peer_awaiting_reply,
         end: conn.end,
-        abnormal,
-        mysql_state,
+        abnormal: verdict == CloseVerdict::Abnormal,
+        verdict,
+        not_judged: if forged { None } else { j.not_judged },
+        mysql_state: j.state,
         connection_first_frame: conn.first.frame,
     }
 }
 
 /// Builds the `first-reset` answer, listing at most `limit` closes.
 pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
-    let speaks_first = greeting_servers(a);
-    let report = |a: &Run<O>, i: usize, ev: &ClosedBy| report(a, i, ev, &speaks_first);
+    let judge = Judge::of(a);
+    let speaks_first = &judge.speaks_first;
+    let report = |a: &Run<O>, i: usize, ev: &ClosedBy| report(a, i, ev, &judge);
     let order = |ev: &ClosedBy| (ev.event.at.ts, ev.event.at.frame);
     let earliest = |pick: fn(&Connection) -> Option<ClosedBy>| {
         a.connections
@@ -511,7 +727,28 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         .iter()
         .map(|(i, ev)| report(a, *i, ev))
         .find(|r| r.abnormal);
-    let greeting_waits = greeting_waits(a, &closes, &speaks_first);
+    let greeting_waits = greeting_waits(a, &closes, speaks_first);
+    let mut judgements = Judgements::default();
+    let mut why: BTreeMap<NotJudged, usize> = BTreeMap::new();
+    for (i, ev) in &closes {
+        let (verdict, not_judged) = verdict(a, *i, ev, &judge);
+        match verdict {
+            CloseVerdict::NotJudged => {
+                judgements.not_judged += 1;
+                *why.entry(not_judged.unwrap_or(NotJudged::StateUnknown))
+                    .or_default() += 1;
+            }
+            CloseVerdict::Abnormal => {
+                judgements.judged += 1;
+                judgements.abnormal += 1;
+            }
+            CloseVerdict::Normal => judgements.judged += 1,
+        }
+    }
+    judgements.not_judged_why = why.into_iter().collect();
+    judgements
+        .not_judged_why
+        .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let connects = connect_report(a);
     let first_abnormal_hand_off = first_abnormal.as_ref().and_then(|c| {
         let conn = a
@@ -532,6 +769,7 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         first_fin: earliest(|c| c.first_fin),
         first_rst: earliest(|c| c.first_rst),
         total_closes: closes.len(),
+        judgements,
         closes: closes
             .iter()
             .take(limit)
@@ -574,7 +812,7 @@ pub struct CloseRecord {
 /// its `first_fin`, `first_rst` and `first_abnormal` are chosen from. The first record that is abnormal
 /// is `first_abnormal`.
 pub fn every_close<O>(a: &Run<O>) -> Vec<CloseRecord> {
-    let speaks_first = greeting_servers(a);
+    let judge = Judge::of(a);
     let mut events: Vec<(usize, ClosedBy, bool)> = a
         .connections
         .iter()
@@ -591,7 +829,7 @@ pub fn every_close<O>(a: &Run<O>) -> Vec<CloseRecord> {
     events
         .iter()
         .map(|(i, ev, connection_close)| CloseRecord {
-            close: report(a, *i, ev, &speaks_first),
+            close: report(a, *i, ev, &judge),
             connection_close: *connection_close,
         })
         .collect()

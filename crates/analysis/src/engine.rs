@@ -127,7 +127,9 @@ struct PacketEvent {
     flow: u32,
     seq: u32,
     ack: u32,
-    payload_captured: u32,
+    /// The captured payload's length (bits 0..=23: a record holds at most 16 MiB, the capture readers'
+    /// bound) and the IP TTL (bits 24..=31), so that an event stays 48 bytes.
+    captured_ttl: u32,
     payload_len: u32,
     wire_len: u32,
     window: u16,
@@ -143,6 +145,25 @@ const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
 
 impl PacketEvent {
     const SIDE_HI: u8 = 0x80;
+    const CAPTURED_MASK: u32 = 0x00ff_ffff;
+
+    /// `captured_ttl` of a payload of `captured` bytes sent with `ttl`.
+    #[inline]
+    fn captured_ttl(captured: usize, ttl: u8) -> u32 {
+        (captured.min(Self::CAPTURED_MASK as usize) as u32) | u32::from(ttl) << 24
+    }
+
+    /// The captured payload's length.
+    #[inline]
+    fn payload_captured(&self) -> u32 {
+        self.captured_ttl & Self::CAPTURED_MASK
+    }
+
+    /// The IP TTL (hop limit) the segment came with.
+    #[inline]
+    fn ttl(&self) -> u8 {
+        (self.captured_ttl >> 24) as u8
+    }
 
     /// `side_options` of a segment. Only the handshake reads options, so only a SYN's are kept. They
     /// are found again before the payload, so they are kept only where the record has them there
@@ -401,7 +422,7 @@ fn scan<'a>(
                 flow,
                 seq: seg.seq,
                 ack: seg.ack,
-                payload_captured: seg.payload.len() as u32,
+                captured_ttl: PacketEvent::captured_ttl(seg.payload.len(), seg.ttl),
                 payload_len: seg.payload_len,
                 wire_len: rec.orig_len,
                 window: seg.window,
@@ -603,7 +624,7 @@ impl<A: Analysis> Bucket<A> {
                     };
                     let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
                     let payload = bytes
-                        .get(from..from.saturating_add(ev.payload_captured as usize))
+                        .get(from..from.saturating_add(ev.payload_captured() as usize))
                         .unwrap_or(&[]);
                     let options = ev.options(bytes);
                     let side = ev.side();
@@ -620,6 +641,7 @@ impl<A: Analysis> Bucket<A> {
                         options,
                         payload,
                         payload_len: ev.payload_len,
+                        ttl: ev.ttl(),
                     };
                     let flow = &mut slots[slot];
                     let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
@@ -778,7 +800,7 @@ impl<A: Analysis> Bucket<A> {
 /// CPU time of `first-reset`.
 fn prefetch_payload(bytes: &[u8], ev: &PacketEvent) {
     let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
-    let end = from.saturating_add((ev.payload_captured as usize).min(256));
+    let end = from.saturating_add((ev.payload_captured() as usize).min(256));
     let mut at = from;
     while at < end {
         prefetch_line(bytes, at);
@@ -1492,6 +1514,7 @@ mod tests {
                     options: &[],
                     payload: &[],
                     payload_len: 0,
+                    ttl: 64,
                 };
                 let (id, side, bucket) = ids.of(&seg, &mut keys, 16);
                 let (key, want_side) = FlowKey::of(src, dst);

@@ -20,6 +20,9 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// Wireshark frame numbers to look at.
     pub frames: Vec<u64>,
+    /// Why, as a hypothesis with its evidence (a close's, an incident's, a hump's), when one is named;
+    /// `null` otherwise.
+    pub cause: Option<crate::cause::Cause>,
     /// Which packets it is about: the connections it names, a server endpoint, frames (not in JSON:
     /// `wireshark_filter` and `extract_command` say it).
     #[serde(skip)]
@@ -350,6 +353,7 @@ impl Finding {
             summary: String::new(),
             evidence: vec![],
             frames: vec![],
+            cause: None,
             scope: Scope::Capture,
             wireshark_filter: None,
             extract_command: None,

@@ -24,7 +24,8 @@
 //!   lined up transaction by transaction: where each one's time went (the server or the path). The
 //!   [`Exchanges`] analysis gives each capture's requests as the records [`compare`] lines up.
 //!
-//! Detector thresholds live in one place, with the reason for each value: the `thresholds` module.
+//! Detector thresholds live in one place, with the reason for each value: the `thresholds` module. Why a
+//! close or a request ended as it did is a [`cause::Cause`], worded in one place: the [`cause`] module.
 //!
 //! The first RST of a capture, then its MySQL statistics:
 //!
@@ -56,6 +57,7 @@
 
 #![deny(missing_docs)]
 
+pub mod cause;
 mod closes;
 mod compare;
 mod compare_ends;

@@ -197,6 +197,30 @@ pub const WHY_RESENT_IN_A_ROW: u32 = 2;
 /// exchange.
 pub const WHY_SILENCE_NS: i64 = 1_000_000_000;
 
+// ---- Causes (crate::cause) ----
+
+/// A wait is a timer's (a timeout) when it is a whole number of seconds within this (20 ms): MySQL's
+/// timeouts (wait_timeout, net_write_timeout, net_read_timeout, connect_timeout,
+/// innodb_lock_wait_timeout) are whole seconds, and so are most clients' and proxies'; a timer fires
+/// within a few milliseconds of its time on a live host, and a capture point a LAN away adds well under
+/// a millisecond. A wait that is not a timer's lands within it of a whole second 4% of the time, so a
+/// round wait alone only makes a cause likely where the state also fits the setting.
+pub const ROUND_WAIT_TOLERANCE_NS: i64 = 20_000_000;
+/// ... and at least this long (1 s): the shortest timeout one sets in whole seconds; below it every
+/// wait is near "0 s".
+pub const ROUND_WAIT_MIN_NS: i64 = 1_000_000_000;
+
+/// An error the server sent is what preceded a close when it came at most this long (1 s) before it,
+/// with nothing else from the server between: a server closes right after the ERR that says why
+/// (1040, 1153, 4031: microseconds), and a client that gives up on an error does so in its next steps.
+pub const ERROR_BEFORE_CLOSE_NS: i64 = 1_000_000_000;
+
+/// An address's usual IP TTL is learned from at least this many of its packets (3) before a FIN or RST
+/// bearing it is judged by its TTL: a host sends every packet of its connections with one initial TTL,
+/// and one path gives them one TTL at a capture point, so a handful shows it; fewer could be the odd
+/// packet.
+pub const TTL_MIN_PACKETS: u64 = 3;
+
 // ---- Two capture points (crate::compare) ----
 
 /// When requests are matched by payload on a pair of connections, a client request takes the next

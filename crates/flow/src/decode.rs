@@ -69,6 +69,10 @@ pub struct TcpSegment<'a> {
     pub payload: &'a [u8],
     /// Payload length on the wire, from the IP header.
     pub payload_len: u32,
+    /// The IP header's TTL (IPv6: its hop limit) as the packet reached the capture point (of the
+    /// innermost packet, for a tunnelled one): what tells a packet forged by a device on the path from its
+    /// endpoint's own.
+    pub ttl: u8,
 }
 
 impl TcpSegment<'_> {
@@ -182,7 +186,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
         6 => ETHERTYPE_IPV6,
         _ => return None,
     });
-    let (src, dst, tcp_at, ip_payload) = match (et, version) {
+    let (src, dst, tcp_at, ip_payload, ttl) = match (et, version) {
         (ETHERTYPE_IPV4, 4) => {
             // The fixed header's 20 bytes checked once, then read at constant offsets.
             let h: &[u8; 20] = d.get(off..off + 20)?.try_into().ok()?;
@@ -194,7 +198,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
             }
             let src = IpAddr::V4(u32::from_be_bytes([h[12], h[13], h[14], h[15]]).into());
             let dst = IpAddr::V4(u32::from_be_bytes([h[16], h[17], h[18], h[19]]).into());
-            (src, dst, off + ihl, total - ihl)
+            (src, dst, off + ihl, total - ihl, h[8])
         }
         (ETHERTYPE_IPV6, 6) => {
             let h = d.get(off..off + 40)?;
@@ -209,6 +213,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
                 IpAddr::V6(dst.into()),
                 off + 40,
                 payload,
+                h[7],
             )
         }
         _ => return None,
@@ -232,6 +237,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
         options: &d[tcp_at + 20..tcp_at + header_len],
         payload,
         payload_len: ((ip_payload - header_len) as u32).max(payload.len() as u32),
+        ttl,
     })
 }
 
@@ -306,14 +312,16 @@ fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
             }
         }
     };
-    let (src, dst) = match &p.net {
+    let (src, dst, ttl) = match &p.net {
         Some(LaxNetSlice::Ipv4(v4)) => (
             IpAddr::V4(v4.header().source_addr()),
             IpAddr::V4(v4.header().destination_addr()),
+            v4.header().ttl(),
         ),
         Some(LaxNetSlice::Ipv6(v6)) => (
             IpAddr::V6(v6.header().source_addr()),
             IpAddr::V6(v6.header().destination_addr()),
+            v6.header().hop_limit(),
         ),
         _ => return Decoded::Undecodable,
     };
@@ -336,6 +344,7 @@ fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
                 options: tcp.header_slice().get(20..).unwrap_or(&[]),
                 payload: tcp.payload(),
                 payload_len: wire.max(tcp.payload().len() as u32),
+                ttl,
             })
         }
         Some(TransportSlice::Udp(udp)) if !fragmented => {

@@ -62,5 +62,5 @@ pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,
     ConnectionState, ConnectionTracker, DirectionStats, Fed, Role, RoleBasis, SegmentClass,
-    ZeroWindowSpell,
+    TtlRange, ZeroWindowSpell,
 };

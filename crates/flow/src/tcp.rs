@@ -94,6 +94,55 @@ pub struct DirectionStats {
     pub truncated: u64,
     /// The first packet carrying payload (for a server that speaks first, its greeting).
     pub first_data: Option<FrameRef>,
+    /// The IP TTLs (IPv6 hop limits) of the side's packets other than its SYNs, FINs and RSTs: what its
+    /// host's packets look like at the capture point, against which a FIN or RST bearing its address is
+    /// judged (a device on the path that forges one sends it with its own TTL).
+    pub ttl: TtlRange,
+    /// The TTL of the side's first SYN (or SYN-ACK), judged apart for the same reason.
+    pub syn_ttl: Option<u8>,
+}
+
+/// The lowest and highest IP TTL (IPv6 hop limit) of some packets, and how many they were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TtlRange {
+    /// The lowest TTL (meaningless while `packets` is 0).
+    pub min: u8,
+    /// The highest TTL.
+    pub max: u8,
+    /// The packets seen.
+    pub packets: u64,
+}
+
+impl TtlRange {
+    /// One more packet, sent with `ttl`.
+    #[inline(always)]
+    pub fn note(&mut self, ttl: u8) {
+        if self.packets == 0 {
+            (self.min, self.max) = (ttl, ttl);
+        } else {
+            self.min = self.min.min(ttl);
+            self.max = self.max.max(ttl);
+        }
+        self.packets += 1;
+    }
+
+    /// The packets of both ranges.
+    pub fn merge(&mut self, o: &TtlRange) {
+        match (self.packets, o.packets) {
+            (_, 0) => {}
+            (0, _) => *self = *o,
+            _ => {
+                self.min = self.min.min(o.min);
+                self.max = self.max.max(o.max);
+                self.packets += o.packets;
+            }
+        }
+    }
+
+    /// Whether a packet sent with `ttl` fits these (no packets: it fits, as nothing says otherwise).
+    pub fn holds(&self, ttl: u8) -> bool {
+        self.packets == 0 || (self.min..=self.max).contains(&ttl)
+    }
 }
 
 /// The first FIN or RST a side sent, and what the other side was waiting for at that moment.
@@ -117,6 +166,11 @@ pub struct CloseEvent {
     pub resent_in_a_row: u32,
     /// The peer's last segment carrying payload before the close.
     pub peer_last_data: Option<FrameRef>,
+    /// The closing side's own last segment carrying new data before the close (not a resend): when its
+    /// writes last made progress.
+    pub last_data: Option<FrameRef>,
+    /// The IP TTL (IPv6 hop limit) the FIN or RST came with.
+    pub ttl: u8,
 }
 
 /// A side advertising a zero receive window, from its first such segment to the segment that opened the
@@ -236,6 +290,8 @@ struct SideState {
     resent_until: Option<u32>,
     /// This side's last segment carrying payload.
     last_data: Option<FrameRef>,
+    /// This side's last segment carrying new data (not a resend).
+    last_new_data: Option<FrameRef>,
 }
 
 /// Sequence-space comparison (RFC 1982 serial arithmetic).
@@ -419,6 +475,11 @@ impl ConnectionState {
         if seg.payload_len > 0 {
             s.stats.first_data.get_or_insert(at);
         }
+        if flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
+            s.stats.ttl.note(seg.ttl);
+        } else if flags.syn() && s.stats.syn_ttl.is_none() {
+            s.stats.syn_ttl = Some(seg.ttl);
+        }
         if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
             s.stats.zero_windows += 1;
             if s.zero_window.is_none_or(|z| z.until.is_some()) {
@@ -535,6 +596,8 @@ impl ConnectionState {
                 peer_zero_window: peer.zero_window,
                 resent_in_a_row: s.resent_in_a_row,
                 peer_last_data: peer.last_data,
+                last_data: s.last_new_data,
+                ttl: seg.ttl,
             };
             let slot = if flags.rst() {
                 &mut s.first_rst
@@ -550,6 +613,7 @@ impl ConnectionState {
                     s.resent_in_a_row = 0;
                     s.resent_until = None;
                     s.last_data = Some(at);
+                    s.last_new_data = Some(at);
                 }
                 SegmentClass::Retransmission => {
                     if s.resent_until != Some(seg.seq) {
@@ -773,6 +837,7 @@ mod tests {
                 options: &[],
                 payload,
                 payload_len: payload.len() as u32,
+                ttl: 64,
             };
             let at = FrameRef {
                 frame: self.frame,

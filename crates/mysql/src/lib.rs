@@ -311,6 +311,27 @@ pub struct CloseContext {
     pub phase: SessionPhase,
     /// The oldest request sent and not yet fully answered; `None` when none was open.
     pub pending: Option<PendingRequest>,
+    /// The client was in the middle of sending a packet (a request not yet whole) that the server had not
+    /// answered.
+    pub request_cut: bool,
+    /// The server was in the middle of sending a packet: its byte stream ended inside a MySQL packet.
+    pub response_cut: bool,
+    /// The last thing the server said, when it was an error and no command came after it: the ERR that
+    /// answered the last request (or the login), or one it sent unasked (MySQL's 4031 before an idle
+    /// disconnect).
+    pub error: Option<ErrorAt>,
+}
+
+/// An error the server sent, where, and the request it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorAt {
+    /// The error.
+    pub error: ServerError,
+    /// The ERR packet's last byte.
+    pub at: Meta,
+    /// The request it answered (its command and first byte; `Command::Connect` for a login); `None` for
+    /// an error sent unasked.
+    pub request: Option<(Command, Meta)>,
 }
 
 /// Whether the connection is readable.
@@ -485,6 +506,8 @@ pub struct SessionInfo {
     pub compression: Compression,
     /// The last ERR_Packet that arrived with no request outstanding.
     pub last_unsolicited_error: Option<ServerError>,
+    /// Where it arrived (its last byte).
+    pub last_unsolicited_error_at: Option<Meta>,
     /// What the decoder skipped or found malformed, and the gaps it was told about.
     pub counters: Counters,
 }

@@ -6,6 +6,7 @@ use crate::style::{
     bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
     offset, one_line, percent, row, seconds, significant, stats, width, NONE,
 };
+use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
@@ -14,7 +15,42 @@ use pcapsleuth_analysis::{
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
 
-fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
+/// A cause in the text reports: `cause (likely): ...`, then its evidence one fact a line (with
+/// `evidence`), each line indented by `indent`.
+pub(crate) fn describe_cause(out: &mut String, indent: &str, c: &Cause, evidence: bool) {
+    let _ = writeln!(
+        out,
+        "{indent}cause ({}): {}",
+        c.confidence.name(),
+        c.summary
+    );
+    if evidence {
+        for e in &c.evidence {
+            let _ = writeln!(out, "{indent}  - {}", e.fact);
+        }
+    }
+}
+
+/// "; 1 could not be judged (1 whose MySQL state was not known ...)": what the closes' verdicts leave
+/// out, for a headline.
+fn not_judged(r: &FirstReset) -> String {
+    let j = &r.judgements;
+    if j.not_judged == 0 {
+        return String::new();
+    }
+    let why: Vec<String> = j
+        .not_judged_why
+        .iter()
+        .map(|(w, n)| format!("{} {}", count(*n as u64), w.words()))
+        .collect();
+    format!(
+        "{} could not be judged ({})",
+        count(j.not_judged as u64),
+        why.join(", ")
+    )
+}
+
+fn describe_close(out: &mut String, title: &str, c: &CloseReport, evidence: bool) {
     let _ = writeln!(
         out,
         "{title}: frame {} at {} ({})",
@@ -36,6 +72,9 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
         c.server
     );
     let _ = writeln!(out, "  {}", c.reason);
+    if let Some(cause) = &c.cause {
+        describe_cause(out, "  ", cause, evidence);
+    }
 }
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's
@@ -59,7 +98,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
     }
     match (&r.first_abnormal, r.fins) {
         (Some(c), _) => {
-            describe_close(&mut out, "First abnormal close", c);
+            describe_close(&mut out, "First abnormal close", c, true);
             if let Some((filter, command)) = &r.first_abnormal_hand_off {
                 if let Some(filter) = filter {
                     let _ = writeln!(out, "  Wireshark: {filter}");
@@ -76,10 +115,18 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             );
             return out;
         }
-        (None, FinJudgement::Judged) => {
+        (None, FinJudgement::Judged) if r.judgements.not_judged == 0 => {
             let _ = writeln!(
                 out,
                 "No abnormal close: every connection ended normally or is still open."
+            );
+        }
+        (None, FinJudgement::Judged) => {
+            let _ = writeln!(
+                out,
+                "No abnormal close among {} judged; {}.",
+                counted(r.judgements.judged as u64, "close", "closes"),
+                not_judged(r)
             );
         }
         (None, FinJudgement::NotJudged) => {
@@ -99,13 +146,13 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             // In the order they happened: the first of the two is the one to look at.
             let fin_first = matches!((rst, fin), (Some(r), Some(f)) if f.frame < r.frame);
             let say_rst = |out: &mut String| match rst {
-                Some(c) => describe_close(out, "First RST", c),
+                Some(c) => describe_close(out, "First RST", c, false),
                 None => {
                     let _ = writeln!(out, "No RST in the capture.");
                 }
             };
             let say_fin = |out: &mut String| match fin {
-                Some(c) => describe_close(out, "First FIN", c),
+                Some(c) => describe_close(out, "First FIN", c, false),
                 None => {
                     let _ = writeln!(out, "No FIN in the capture.");
                 }

@@ -416,13 +416,28 @@ pub struct MysqlSessionFacts {
 /// A [`CloseSeen`] reduced to what reports print.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CloseSeenFacts {
+    /// The FIN's or RST's frame.
     pub frame: u64,
+    /// What the session was doing.
     pub phase: SessionPhase,
+    /// The open request's command, when one was open.
     pub command: Option<Command>,
+    /// Its statement.
     pub statement: Option<String>,
+    /// Its first frame.
     pub request_frame: Option<u64>,
+    /// When it was sent (its first byte), ns since the epoch.
+    pub request_ts_ns: Option<u64>,
+    /// Rows delivered before the close.
     pub rows: u64,
+    /// Response bytes delivered before the close.
     pub bytes: u64,
+    /// The client was in the middle of sending a request packet.
+    pub request_cut: bool,
+    /// The server's byte stream ended inside a MySQL packet.
+    pub response_cut: bool,
+    /// The server's last word before the close, when it was an error with no command after it.
+    pub error: Option<pcapsleuth_mysql::ErrorAt>,
 }
 
 /// Per-connection MySQL state during tracking.
@@ -623,6 +638,8 @@ impl MysqlTrack {
                 options: &[],
                 payload,
                 payload_len,
+                // The session reads bytes only.
+                ttl: 0,
             };
             self.feed(side, &replay, at, home);
         });
@@ -922,8 +939,12 @@ impl MysqlTrack {
                         command: p.map(|p| p.command),
                         statement: p.and_then(|p| p.statement.clone()),
                         request_frame: p.map(|p| p.request_frame),
+                        request_ts_ns: p.map(|p| p.request_ts_ns),
                         rows,
                         bytes,
+                        request_cut: c.context.request_cut,
+                        response_cut: c.context.response_cut,
+                        error: c.context.error.clone(),
                     }
                 })
                 .collect(),
@@ -1013,6 +1034,8 @@ pub struct Incident {
     /// What preceded the close on the connection, in TCP facts (a zero window, resends, silence), as
     /// `first-reset` words it; empty when nothing did.
     pub preceded_by: Vec<String>,
+    /// Why, as a hypothesis with its evidence, in the words `first-reset` gives the same close.
+    pub cause: Option<crate::cause::Cause>,
 }
 
 impl Incident {
@@ -1063,6 +1086,7 @@ impl Incident {
                 .first_close(seen.side, seen.flag)
                 .map(|event| crate::reasons::why(&ClosedBy { event, by }))
                 .unwrap_or_default(),
+            cause: None,
         })
     }
 }

@@ -740,6 +740,7 @@ mod tests {
                 options: &[],
                 payload,
                 payload_len: payload.len() as u32,
+                ttl: 64,
             };
             self.seq[side.index()] = self.seq[side.index()].wrapping_add(payload.len() as u32);
             self.tracker.feed(side, &seg, payload.len() as u32 + 54, at);

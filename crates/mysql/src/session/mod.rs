@@ -25,9 +25,9 @@ use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
 use crate::wire::{self, capability as cap, status, OkPacket};
 use crate::{
-    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, Meta, Outcome,
-    PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode, Transaction,
-    STATEMENT_CAP,
+    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, ErrorAt, Meta,
+    Outcome, PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode,
+    Transaction, STATEMENT_CAP,
 };
 
 /// Kept prefix of a client packet: statement text plus room for query attributes.
@@ -305,10 +305,20 @@ impl Session {
                 // through `dispatch`: each packet then saves a call, its frame and the packet's copy
                 // (-17 M instructions on the 60 MB slice for the server side alone).
                 let fx = match dir {
+                    // The rest of a request the server answered before it was whole.
+                    Direction::ClientToServer if cur.taken_early => {
+                        cur.taken_early = false;
+                        Effects::default()
+                    }
                     Direction::ClientToServer => {
                         core.on_client_packet_here(pkt, body, server_hunting)
                     }
-                    Direction::ServerToClient => core.on_server_packet_here(pkt, body),
+                    Direction::ServerToClient => {
+                        if core.queue.is_empty() && other.framer.started_at().is_some() {
+                            Self::take_early(other, core, pkt.start);
+                        }
+                        core.on_server_packet_here(pkt, body)
+                    }
                 };
                 Self::apply(cur, other, core, dir, fx);
             }
@@ -345,6 +355,16 @@ impl Session {
                     let (k, pkt) = cur.framer.push(out, meta);
                     out = out.get(k..).unwrap_or(&[]);
                     if let Some((pkt, body)) = pkt {
+                        if dir == Direction::ClientToServer && cur.taken_early {
+                            cur.taken_early = false;
+                            continue;
+                        }
+                        if dir == Direction::ServerToClient
+                            && core.queue.is_empty()
+                            && other.framer.started_at().is_some()
+                        {
+                            Self::take_early(other, core, pkt.start);
+                        }
                         let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
                         Self::apply(cur, other, core, dir, fx);
                     }
@@ -360,6 +380,29 @@ impl Session {
             return consumed;
         }
         0
+    }
+
+    /// The server sent a packet while nothing was open and the client was in the middle of a command's
+    /// packet: the server answered that command before it was whole (an ERR such as 1153, for a request
+    /// larger than its max_allowed_packet, read no further). The command is taken as a request now, as
+    /// far as it came (its text marked truncated at the length its header gives: the bytes the server did
+    /// not read are no loss of the capture's), so that the packet answers it; the rest of its bytes, when
+    /// they come, are not a new request.
+    #[cold]
+    #[inline(never)]
+    fn take_early(client: &mut DirStream, core: &mut Core, at: Meta) {
+        if client.mode != StreamMode::Framed
+            || client.taken_early
+            || core.phase != Phase::Command
+            || core.replication.is_some()
+        {
+            return;
+        }
+        if let Some(pkt) = client.framer.partial(at) {
+            // A command's effects are on the server's stream, which is framed and between packets here.
+            let _ = core.on_client_packet(pkt, client.framer.prefix(), false);
+            client.taken_early = !core.queue.is_empty();
+        }
     }
 
     fn server_hunting(dir: Direction, cur: &DirStream, other: &DirStream) -> bool {
@@ -462,6 +505,10 @@ impl Session {
         if cur.inflater.is_none() {
             match cur.framer.gap(len, meta) {
                 (GapEffect::Absorbed, _) => return,
+                (GapEffect::Completed, Some(_)) if cur.taken_early => {
+                    cur.taken_early = false;
+                    return;
+                }
                 (GapEffect::Completed, Some(pkt)) => {
                     let fx = Self::dispatch(core, dir, pkt, cur.framer.prefix(), server_hunting);
                     Self::apply(cur, other, core, dir, fx);
@@ -502,8 +549,10 @@ impl Session {
             Direction::ClientToServer => {
                 // A command whose start we saw still gets paired with its response.
                 if let Some(pkt) = cur.framer.take_partial(meta) {
-                    let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
-                    Self::apply(cur, other, core, dir, fx);
+                    if !cur.taken_early {
+                        let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
+                        Self::apply(cur, other, core, dir, fx);
+                    }
                 }
                 cur.start_hunting();
             }
@@ -569,8 +618,16 @@ impl Session {
     /// server's close, a RST or the end of the capture end as closed by the
     /// client's FIN.
     pub fn close(&mut self, by: Direction, kind: CloseFlag, _meta: Meta) -> CloseContext {
+        let request_cut = self.client.mode == StreamMode::Framed
+            && self.client.framer.started_at().is_some()
+            && !self.client.taken_early;
+        let response_cut =
+            self.server.mode == StreamMode::Framed && !self.server.framer.at_boundary();
         self.take_partial_command();
         let ctx = CloseContext {
+            request_cut,
+            response_cut,
+            error: self.core.recent_error().cloned(),
             phase: self.phase(),
             pending: self
                 .core
@@ -610,6 +667,12 @@ impl Session {
         let Some(start) = self.client.framer.started_at() else {
             return;
         };
+        if self.client.taken_early {
+            // Its request is answered already: the bytes never sent are nobody's loss.
+            self.client.taken_early = false;
+            self.client.framer.reset();
+            return;
+        }
         let server_hunting = self.server.mode == StreamMode::Hunting;
         let (cur, other, core) = self.streams(Direction::ClientToServer);
         if let Some(pkt) = cur.framer.take_partial(start) {
@@ -716,6 +779,8 @@ impl Session {
     /// The caller passed over a plain exchange of `client_bytes` and `server_bytes` (see
     /// [`Session::at_rest`]): the byte counters count them; the session stays at rest.
     pub fn passed_over(&mut self, client_bytes: u64, server_bytes: u64) {
+        // A command came after any error the server had sent.
+        self.core.recent_error_live = false;
         self.core.info.counters.client_bytes += client_bytes;
         self.core.info.counters.server_bytes += server_bytes;
     }

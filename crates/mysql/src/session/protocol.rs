@@ -277,6 +277,12 @@ pub(super) struct Core {
     pub(super) replica_hints: ReplicaHints,
     /// Where the login began, while the server waits for it.
     pub(super) login_from: Option<LoginStart>,
+    /// The last error the server sent, while no command came after it ([`crate::CloseContext::error`]);
+    /// kept when it lapses (`None` in its place is [`Core::recent_error_live`] false), so that its message's
+    /// string is written again rather than allocated for every error.
+    pub(super) recent_error: Option<Box<ErrorAt>>,
+    /// Whether [`Core::recent_error`] still stands.
+    pub(super) recent_error_live: bool,
 }
 
 /// Where a login the server is waiting for began.
@@ -317,6 +323,8 @@ impl Core {
             replication: None,
             replica_hints: ReplicaHints::default(),
             login_from: None,
+            recent_error: None,
+            recent_error_live: false,
         }
     }
 
@@ -342,6 +350,13 @@ impl Core {
     /// [`Core::complete_head`], inlined where a response completes its request (most do).
     #[inline(always)]
     pub(super) fn complete_head_here(&mut self, outcome: Outcome) {
+        if matches!(outcome, Outcome::Err { .. }) {
+            if let Some(p) = self.queue.front() {
+                let request = Some((p.command, p.request));
+                let at = p.last_response.unwrap_or(p.request);
+                self.note_error(&outcome, at, request);
+            }
+        }
         match self.queue.front_mut() {
             // The common case, with nothing to record in the session info: the transaction is
             // built from the request where it lies rather than from a copy of it.
@@ -363,6 +378,51 @@ impl Core {
             None => {}
         }
         self.flush_no_response();
+    }
+
+    /// The error `outcome` (an [`Outcome::Err`]) came at `at`, answering `request`: the session's last
+    /// word until a command comes. (Apart, and never inlined: errors are the rare answer.)
+    #[cold]
+    #[inline(never)]
+    pub(super) fn note_error(
+        &mut self,
+        outcome: &Outcome,
+        at: Meta,
+        request: Option<(Command, Meta)>,
+    ) {
+        let Outcome::Err {
+            code,
+            sql_state,
+            message,
+        } = outcome
+        else {
+            return;
+        };
+        let e = self.recent_error.get_or_insert_with(|| {
+            Box::new(ErrorAt {
+                error: ServerError {
+                    code: 0,
+                    sql_state: SqlState::default(),
+                    message: String::new(),
+                },
+                at,
+                request,
+            })
+        });
+        e.error.code = *code;
+        e.error.sql_state = *sql_state;
+        e.error.message.clear();
+        e.error.message.push_str(message);
+        e.at = at;
+        e.request = request;
+        self.recent_error_live = true;
+    }
+
+    /// The last error the server sent, if no command came after it.
+    pub(super) fn recent_error(&self) -> Option<&ErrorAt> {
+        self.recent_error
+            .as_deref()
+            .filter(|_| self.recent_error_live)
     }
 
     /// A request's box, for the next request.
@@ -393,6 +453,10 @@ impl Core {
     }
 
     pub(super) fn finish_request(&mut self, mut p: Box<Pending>, outcome: Outcome) {
+        if matches!(outcome, Outcome::Err { .. }) {
+            let at = p.last_response.unwrap_or(p.request);
+            self.note_error(&outcome, at, Some((p.command, p.request)));
+        }
         if matches!(outcome, Outcome::Ok { .. }) {
             if let Some(s) = &p.new_schema {
                 self.info.schema = Some(s.clone());
@@ -603,6 +667,7 @@ impl Core {
         if pkt.seq != 0 {
             self.info.counters.sequence_anomalies += 1;
         }
+        self.recent_error_live = false;
         // The server resynchronises at this point: whatever it was answering in
         // the dark is lost.
         if server_hunting {
@@ -865,7 +930,7 @@ impl Core {
             return;
         }
         self.info.counters.unsolicited_server_packets += 1;
-        self.note_unsolicited_error(prefix);
+        self.note_unsolicited_error(prefix, pkt.end);
     }
 
     /// A server packet of the command phase, answering the request at the head of the queue.
@@ -873,7 +938,7 @@ impl Core {
     fn on_response_packet(&mut self, pkt: PacketEnd, prefix: &[u8], mut fx: Effects) -> Effects {
         let Some(head) = self.queue.front_mut() else {
             self.info.counters.unsolicited_server_packets += 1;
-            self.note_unsolicited_error(prefix);
+            self.note_unsolicited_error(prefix, pkt.end);
             return fx;
         };
         if head.stage == Stage::NoResponse {
@@ -927,7 +992,7 @@ impl Core {
 
     #[cold]
     #[inline(never)]
-    pub(super) fn note_unsolicited_error(&mut self, prefix: &[u8]) {
+    pub(super) fn note_unsolicited_error(&mut self, prefix: &[u8], at: Meta) {
         if let Some(Outcome::Err {
             code,
             sql_state,
@@ -935,11 +1000,25 @@ impl Core {
         }) = err_outcome(prefix)
         {
             self.info.counters.unsolicited_errors += 1;
-            self.info.last_unsolicited_error = Some(ServerError {
+            let outcome = Outcome::Err {
                 code,
                 sql_state,
                 message,
-            });
+            };
+            self.note_error(&outcome, at, None);
+            if let Outcome::Err {
+                code,
+                sql_state,
+                message,
+            } = outcome
+            {
+                self.info.last_unsolicited_error = Some(ServerError {
+                    code,
+                    sql_state,
+                    message,
+                });
+            }
+            self.info.last_unsolicited_error_at = Some(at);
         }
     }
 
