@@ -24,6 +24,9 @@ use pcapsleuth_flow::{CloseFlag, Endpoint, Role, Side};
 use pcapsleuth_mysql::Command;
 use serde::Serialize;
 
+use crate::cause::{
+    close_not_sent, device_closed_both, wait_words, Cause, DeviceCloseFacts, NotSentFacts,
+};
 use crate::compare::{CaptureSpan, ClockAlignment, ClockBasis, Comparison, Exchange, Seen};
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, TransactionView};
 use crate::facts::CaptureFacts;
@@ -216,6 +219,8 @@ pub struct NotableEnding {
     pub waited_s: [Option<f64>; 2],
     /// What happened, in words.
     pub detail: String,
+    /// Why, when the two points say: a device between them that sent a close in an end's name.
+    pub cause: Option<Cause>,
 }
 
 /// Notable endings by kind.
@@ -353,6 +358,23 @@ pub fn compare_endings(
             .entry((s.connection, s.client, s.server))
             .or_default() += 1;
     }
+    // The client capture's requests in words, by frame, for the closes that cut one off.
+    let open: std::collections::BTreeSet<u64> = client_endings
+        .iter()
+        .flat_map(|x| x.open.iter().map(|o| o.request.frame))
+        .collect();
+    let requests: BTreeMap<u64, String> = client
+        .iter()
+        .filter(|e| open.contains(&e.request.frame))
+        .map(|e| {
+            (
+                e.request.frame,
+                e.statement.clone().unwrap_or_else(|| e.command.name().to_string()),
+            )
+        })
+        .collect();
+    let matched_client: std::collections::BTreeSet<u64> =
+        cmp.pairs.iter().map(|p| client[p.client].request.frame).collect();
     let mut out = EndingsComparison::default();
     let mut found: Vec<(i64, u64, NotableEnding)> = Vec::new();
     for ((cc, ccl, csv), servers) in &votes {
@@ -374,7 +396,14 @@ pub fn compare_endings(
             continue;
         }
         out.compared += 1;
-        let matched = endings_of(&pair, &clocks, same_moment_ns, spans, &mut found);
+        let matched = endings_of(
+            &pair,
+            (&requests, &matched_client),
+            &clocks,
+            same_moment_ns,
+            spans,
+            &mut found,
+        );
         out.closes_matched += matched;
     }
     unanswered_at_both(
@@ -418,6 +447,7 @@ fn close_words(c: &SeenClose, at: Point) -> String {
 /// first frame); returns how many closes arrived where they were sent.
 fn endings_of(
     pair: &Pair<'_>,
+    (requests, answered_there): (&BTreeMap<u64, String>, &std::collections::BTreeSet<u64>),
     clocks: &Clocks,
     same_moment_ns: i64,
     (client_span, server_span): (CaptureSpan, CaptureSpan),
@@ -512,28 +542,36 @@ fn endings_of(
         {
             let client_frames: Vec<u64> = at(Point::Client).iter().map(|c| c.at.frame).collect();
             let server_frames: Vec<u64> = at(Point::Server).iter().map(|c| c.at.frame).collect();
-            let mut detail = format!(
-                "neither end closed: the client received {} that the server never sent (the server capture \
-                 has no FIN or RST of the server's on this connection before it), and the server received \
-                 {} {} apart on the aligned clocks",
-                close_words(to_client, Point::Client),
-                close_words(to_server, Point::Server),
-                duration_us(apart as f64 / 1e3),
-            );
-            let faked: Vec<String> = not_sent
+            let never_sent_by_client = not_sent
                 .iter()
-                .filter(|(p, _)| *p == Point::Server)
-                .map(|(_, c)| close_words(c, Point::Server))
-                .collect();
-            if !faked.is_empty() {
-                detail.push_str(&format!("; the client never sent {}", faked.join(" or ")));
-            }
-            if pair.client_at.1 != pair.server_at.1 || pair.client_at.0 != pair.server_at.0 {
-                detail.push_str(&format!(
-                    "; the client talks to {}, the server sees {}: a proxy between them",
-                    pair.client_at.1, pair.server_at.0
-                ));
-            }
+                .find(|(p, _)| *p == Point::Server)
+                .map(|(_, c)| (c.flag, c.at.frame));
+            // The request the close cut off at the client point: the latest one open before it.
+            let cut = pair.client.and_then(|e| {
+                e.open
+                    .iter()
+                    .filter(|o| o.request.ts_ns <= to_client.at.ts_ns)
+                    .max_by_key(|o| (o.request.ts_ns, o.request.frame))
+            });
+            let words = cut.map(|o| {
+                requests
+                    .get(&o.request.frame)
+                    .map_or_else(|| "a request".to_string(), |w| format!("`{w}`"))
+            });
+            let proxy = (pair.client_at.1 != pair.server_at.1 || pair.client_at.0 != pair.server_at.0)
+                .then_some((pair.client_at.1, pair.server_at.0));
+            let cause = device_closed_both(&DeviceCloseFacts {
+                to_client: (to_client.flag, to_client.at.frame),
+                to_server: (to_server.flag, to_server.at.frame),
+                never_sent_by_client,
+                apart_ns: apart,
+                uncertainty_ns: clocks.uncertainty_ns,
+                request: cut.zip(words.as_deref()).map(|(o, w)| {
+                    (w, o.request.frame, to_client.at.ts_ns - o.request.ts_ns)
+                }),
+                proxy,
+            });
+            let detail = cause.summary.clone();
             found.push((
                 to_client.at.ts_ns,
                 to_client.at.frame,
@@ -545,6 +583,7 @@ fn endings_of(
                     request: None,
                     waited_s: [None, None],
                     detail,
+                    cause: Some(cause),
                 },
             ));
             return matched;
@@ -554,28 +593,48 @@ fn endings_of(
     for (here, c) in not_sent {
         let from = Point::of(c.by).unwrap_or(here.other());
         let t = on(here, Point::Client, c.at.ts_ns);
-        let own: Vec<String> = at(from)
+        let own: Vec<(CloseFlag, u64)> = at(from)
             .iter()
             .filter(|s| s.by == c.by)
-            .map(|s| close_words(s, from))
+            .map(|s| (s.flag, s.at.frame))
             .collect();
-        let detail = format!(
-            "{} exists only at the {} point: the {} capture, which follows this connection and ran until {} \
-             after it, has no {} of the {}'s{}",
-            close_words(&c, here),
-            here.name(),
-            from.name(),
-            duration_us(
-                (span(from).last_ns - on(here, from, c.at.ts_ns)).max(0) as f64 / 1e3
+        // The request the close came right after, at a client point (a reset answering a request).
+        let after = (here == Point::Client)
+            .then(|| {
+                pair.client.and_then(|e| {
+                    e.open
+                        .iter()
+                        .filter(|o| o.request.ts_ns <= c.at.ts_ns)
+                        .max_by_key(|o| (o.request.ts_ns, o.request.frame))
+                })
+            })
+            .flatten();
+        let words = after.map(|o| {
+            requests
+                .get(&o.request.frame)
+                .map_or_else(|| "a request".to_string(), |w| format!("`{w}`"))
+        });
+        let cause = close_not_sent(&NotSentFacts {
+            flag: c.flag,
+            by: (
+                c.by,
+                match here {
+                    Point::Client => pair.client_at.1,
+                    Point::Server => pair.server_at.0,
+                },
             ),
-            c.flag.name(),
-            c.by.name(),
-            if own.is_empty() {
-                String::new()
-            } else {
-                format!(" (it has {})", own.join(" and "))
-            },
-        );
+            arrived_at: (here.name(), c.at.frame),
+            ran_after_ns: span(from).last_ns - on(here, from, c.at.ts_ns),
+            own,
+            after_request: after.zip(words.as_deref()).map(|(o, w)| {
+                (
+                    w,
+                    o.request.frame,
+                    c.at.ts_ns - o.request.ts_ns,
+                    answered_there.contains(&o.request.frame),
+                )
+            }),
+        });
         let mut n = NotableEnding {
             kind: EndingKind::CloseNotSent,
             at: t as f64 / 1e9,
@@ -583,7 +642,8 @@ fn endings_of(
             server_capture: None,
             request: None,
             waited_s: [None, None],
-            detail,
+            detail: cause.summary.clone(),
+            cause: Some(cause),
         };
         let there = Some(ending_at(here, vec![c.at.frame]));
         let other = Some(ending_at(from, vec![]));
@@ -611,6 +671,7 @@ fn endings_of(
             request: None,
             waited_s: [None, None],
             detail,
+            cause: None,
         };
         let there = Some(ending_at(here, vec![c.at.frame]));
         let other = Some(ending_at(to, vec![]));
@@ -673,7 +734,7 @@ fn unanswered_at_both(
                         "cut off at the {} point by {} after {}",
                         at.name(),
                         close_words(&x, at),
-                        duration_us((x.at.ts_ns - e.request.ts_ns) as f64 / 1e3)
+                        wait_words(x.at.ts_ns - e.request.ts_ns)
                     ),
                     Some((x.at.ts_ns - e.request.ts_ns) as f64 / 1e9),
                     Some(x.at.frame),
@@ -716,6 +777,7 @@ fn unanswered_at_both(
                 request: Some(what),
                 waited_s: [cwait, swait],
                 detail,
+                cause: None,
             },
         ));
     }

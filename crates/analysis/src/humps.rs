@@ -22,6 +22,10 @@ use crate::modes::Mode;
 use crate::thresholds::{
     HUMP_LISTED, HUMP_MEMBERS_PER_BIN, HUMP_SERVERS_KEPT, HUMP_TRAIT_MIN_SHARE,
 };
+use crate::finding::{Finding, FindingKind};
+use crate::rt::RtReport;
+use crate::thresholds::{HUMP_ERRORS_ABSORBED, HUMP_ERRORS_MAKE};
+use crate::units::{count, counted, duration_us, seconds};
 
 /// One request of the distribution, as a hump's member: enough to name its connection and find it in
 /// Wireshark. Ordered by request frame first: the earliest are kept.
@@ -87,12 +91,12 @@ impl BinMembers {
     }
 }
 
-/// The earliest error of a code, by request frame, and its message.
+/// The response times of an error code, and its earliest error by request frame.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct ErrorCode {
     rt: Histogram,
-    /// (request frame, message) of the earliest.
-    message: Option<(u64, String)>,
+    /// (request frame, SQLSTATE, message) of the earliest.
+    message: Option<(u64, String, String)>,
 }
 
 /// What the requests of each bin of a response-time distribution have in common (see the module docs).
@@ -112,14 +116,15 @@ pub(crate) struct HumpTraits {
 
 impl HumpTraits {
     /// Notes a request whose response time is `rt`: `member` says what it was; `command` is its MySQL
-    /// command (`None` for a tcprstat-style request) and `message` its error's message, if any.
+    /// command (`None` for a tcprstat-style request) and `message` its error's SQLSTATE and message, if
+    /// any.
     #[inline]
     pub(crate) fn note(
         &mut self,
         rt: Binned,
         member: &Member,
         command: Option<Command>,
-        message: Option<&str>,
+        message: Option<(&str, &str)>,
     ) {
         if let Some(code) = member.error {
             self.note_error(rt, code, member.request_frame, message);
@@ -137,12 +142,12 @@ impl HumpTraits {
     }
 
     #[inline(never)]
-    fn note_error(&mut self, rt: Binned, code: u16, frame: u64, message: Option<&str>) {
+    fn note_error(&mut self, rt: Binned, code: u16, frame: u64, message: Option<(&str, &str)>) {
         let e = self.by_error.entry(code).or_default();
         e.rt.add_binned(rt);
-        if let Some(text) = message {
-            if e.message.as_ref().is_none_or(|(f, _)| frame < *f) {
-                e.message = Some((frame, text.to_string()));
+        if let Some((state, text)) = message {
+            if e.message.as_ref().is_none_or(|(f, _, _)| frame < *f) {
+                e.message = Some((frame, state.to_string(), text.to_string()));
             }
         }
     }
@@ -198,9 +203,9 @@ impl HumpTraits {
         for (code, e) in &o.by_error {
             let mine = self.by_error.entry(*code).or_default();
             mine.rt.merge(&e.rt);
-            if let Some((f, m)) = &e.message {
-                if mine.message.as_ref().is_none_or(|(g, _)| f < g) {
-                    mine.message = Some((*f, m.clone()));
+            if let Some((f, st, m)) = &e.message {
+                if mine.message.as_ref().is_none_or(|(g, _, _)| f < g) {
+                    mine.message = Some((*f, st.clone(), m.clone()));
                 }
             }
         }
@@ -238,10 +243,15 @@ impl HumpTraits {
                     count,
                     share: count as f64 / in_mode,
                     of_code: count as f64 / e.rt.count().max(1) as f64,
+                    sql_state: e
+                        .message
+                        .as_ref()
+                        .map(|(_, st, _)| st.clone())
+                        .unwrap_or_default(),
                     message: e
                         .message
                         .as_ref()
-                        .map(|(_, m)| m.clone())
+                        .map(|(_, _, m)| m.clone())
                         .unwrap_or_default(),
                 })
             })
@@ -288,7 +298,14 @@ impl HumpTraits {
             }
         }
         members.sort();
+        let first_error = errors.first().and_then(|e| {
+            members
+                .iter()
+                .find(|m| m.error == Some(e.code))
+                .map(|m| (m.request_frame, m.response_frame))
+        });
         ModeMembers {
+            first_error,
             errors,
             commands,
             servers,
@@ -311,6 +328,8 @@ impl HumpTraits {
 /// What [`HumpTraits::of_mode`] finds: the traits of one hump besides those the distribution itself
 /// gives.
 pub(crate) struct ModeMembers {
+    /// The earliest of its requests (among those kept) answered by its most frequent error code.
+    pub(crate) first_error: Option<(u64, Option<u64>)>,
     pub(crate) errors: Vec<HumpError>,
     pub(crate) commands: Vec<(String, f64)>,
     pub(crate) servers: Vec<(String, f64)>,
@@ -333,6 +352,8 @@ pub struct HumpError {
     /// Their share of every answered request this code answered in the capture, 0..1: near 1 when the
     /// hump holds (nearly) all of them.
     pub of_code: f64,
+    /// The SQLSTATE of the code's earliest error in the capture; empty when it had none.
+    pub sql_state: String,
     /// The message of the code's earliest error in the capture.
     pub message: String,
 }
@@ -440,6 +461,255 @@ impl HumpRequest {
     }
 }
 
+/// What a slow hump's requests have in common, in lines of words (each a fact; the cause aside): its
+/// error codes, statements, commands, connections and clients, retransmissions, and when its requests
+/// came (`first_s`: the capture's first packet, seconds since the epoch). `rt` prints them under each
+/// slow hump; `report` gives them as the evidence of the hump's finding.
+pub fn hump_lines(t: &crate::rt::SlowModeTraits, first_s: Option<f64>) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in &t.errors {
+        let of_code = if e.of_code >= 1.0 {
+            format!("every answered ERR {} of the capture", e.code)
+        } else {
+            format!("{} of the capture's answered ERR {}", percent(e.of_code), e.code)
+        };
+        out.push(format!(
+            "{} ERR {} ({}, {of_code}): {}",
+            percent(e.share),
+            e.code,
+            count(e.count),
+            one_line(&e.message)
+        ));
+    }
+    for (fp, share) in &t.statements {
+        out.push(format!("{}: {}", percent(*share), one_line(fp)));
+    }
+    if !t.commands.is_empty() {
+        out.push(format!(
+            "commands: {}",
+            t.commands
+                .iter()
+                .map(|(c, s)| format!("{} {c}", percent(*s)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let c = &t.connections;
+    if c.requests > 0 {
+        let clients = match &c.top_clients[..] {
+            [(one, _)] => format!("1 client ({one})"),
+            many => format!(
+                "{} ({})",
+                counted(c.clients, "client", "clients"),
+                many.iter()
+                    .map(|(ip, n)| format!("{ip}: {}", count(*n)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let servers = match &t.servers[..] {
+            [(one, _)] if t.other_servers_share == 0.0 => format!("to {one}"),
+            many => format!(
+                "to {} ({}{})",
+                counted(t.distinct_servers, "server", "servers"),
+                many.iter()
+                    .map(|(e, s)| format!("{e}: {}", percent(*s)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if t.other_servers_share > 0.0 {
+                    format!(
+                        "; {} to servers past the capture's first {HUMP_SERVERS_KEPT}",
+                        percent(t.other_servers_share)
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        let top = c
+            .top
+            .iter()
+            .map(|x| format!("{} ({})", x.client, count(x.requests)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(format!(
+            "{} from {clients} {servers}{}: {top}{}",
+            counted(c.connections, "connection", "connections"),
+            if c.complete {
+                String::new()
+            } else {
+                format!(
+                    " (among the earliest {} of its requests, {HUMP_MEMBERS_PER_BIN} per histogram bin)",
+                    count(c.requests)
+                )
+            },
+            if c.connections > c.top.len() as u64 {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
+    out.push(format!(
+        "{} of its requests saw a retransmission",
+        percent(t.retransmitted_share)
+    ));
+    if let Some(f) = &t.first {
+        let when = |at: f64| match first_s {
+            Some(s0) => seconds(at - s0),
+            None => seconds(at),
+        };
+        out.push(format!(
+            "sent from {} to {} into the capture; the first: request frame {}{} ({} -> {})",
+            when(f.time),
+            when(t.last_request_at.unwrap_or(f.time)),
+            f.request_frame,
+            f.response_frame
+                .map_or_else(String::new, |r| format!(", response frame {r}")),
+            f.client,
+            f.server
+        ));
+    }
+    for (start, share) in &t.time_windows {
+        out.push(format!(
+            "{} in the interval from {} into the capture",
+            percent(*share),
+            seconds(*start - first_s.unwrap_or(0.0))
+        ));
+    }
+    out
+}
+
+/// A share as a percentage, "0%" for none (not "0.0%").
+fn percent(share: f64) -> String {
+    if share == 0.0 {
+        "0%".into()
+    } else {
+        crate::units::percent(share)
+    }
+}
+
+/// A slow hump that `report` makes a finding of its own, with the error codes it takes from the errors'
+/// finding.
+pub(crate) struct HumpFinding {
+    /// The finding, its scope not yet given.
+    pub(crate) finding: Finding,
+    /// The error codes whose errors it stands for (most of each code's are in the hump).
+    pub(crate) codes: Vec<u16>,
+    /// The first frames of the connections its requests came on, when they are all known and few.
+    pub(crate) connections: Vec<u64>,
+    /// Its server, when it has one.
+    pub(crate) server: Option<Endpoint>,
+    /// The hump's center, µs (as [`crate::rt::SlowModeTraits::center_us`]).
+    pub(crate) center_us: f64,
+}
+
+/// The slow humps of `rt` that error responses make (an error code answered most of the hump) or whose
+/// cause is known: each as one finding with the errors that make it (`report` leaves those errors out of
+/// its errors' finding). `queries` is the capture's MySQL requests; `first_s` its first packet, seconds
+/// since the epoch.
+pub(crate) fn hump_findings(rt: &RtReport, queries: u64, first_s: Option<f64>) -> Vec<HumpFinding> {
+    let mut out = Vec::new();
+    for t in &rt.slow_modes {
+        let made = t.errors.first().filter(|e| e.share >= HUMP_ERRORS_MAKE);
+        if made.is_none() && t.cause.is_none() {
+            continue;
+        }
+        let codes: Vec<u16> = t
+            .errors
+            .iter()
+            .filter(|e| e.of_code >= HUMP_ERRORS_ABSORBED)
+            .map(|e| e.code)
+            .collect();
+        let errors: u64 = t
+            .errors
+            .iter()
+            .filter(|e| codes.contains(&e.code))
+            .map(|e| e.count)
+            .sum();
+        let errors_severity = if errors as f64 >= 0.01 * queries.max(1) as f64 {
+            1
+        } else {
+            3
+        };
+        let answered_by = match made {
+            Some(e) if e.count == t.count => format!(
+                ", all answered by ERR {} `{}`",
+                e.code,
+                one_line(&e.message)
+            ),
+            Some(e) => format!(
+                ", {} of them answered by ERR {} `{}`",
+                percent(e.share),
+                e.code,
+                one_line(&e.message)
+            ),
+            None => String::new(),
+        };
+        let summary = format!(
+            "{} took ~{} (a hump of {} response times, {} of {}){answered_by}{}",
+            counted(t.count, "request", "requests"),
+            duration_us(t.center_us),
+            rt.source.name(),
+            percent(t.share),
+            count(queries.max(t.count)),
+            match t.cause.as_ref().and_then(|c| c.setting) {
+                Some(setting) => {
+                    let at = (t.center_us * 1e3).round() as i64;
+                    match crate::cause::round_wait(at)
+                        .filter(|_| crate::cause::narrow_hump(t.spread))
+                    {
+                        Some(w) => format!(": a timeout ({} = {} s)", setting.name(), w.seconds),
+                        None => format!(": a timeout ({})", setting.name()),
+                    }
+                }
+                None => String::new(),
+            }
+        );
+        let mut frames: Vec<u64> = t
+            .first
+            .iter()
+            .flat_map(|f| std::iter::once(f.request_frame).chain(f.response_frame))
+            .collect();
+        for e in t.cause.iter().flat_map(|c| &c.evidence) {
+            for f in &e.frames {
+                if !frames.contains(f) {
+                    frames.push(*f);
+                }
+            }
+        }
+        let c = &t.connections;
+        out.push(HumpFinding {
+            finding: Finding {
+                severity: errors_severity.min(2),
+                kind: FindingKind::SlowHump,
+                summary,
+                evidence: hump_lines(t, first_s),
+                frames,
+                cause: t.cause.clone(),
+                ..Finding::blank()
+            },
+            codes,
+            connections: if c.complete && c.connections <= c.top.len() as u64 {
+                c.top.iter().map(|x| x.first_frame).collect()
+            } else {
+                Vec::new()
+            },
+            server: match &t.servers[..] {
+                [(one, _)] if t.other_servers_share == 0.0 => one.parse().ok(),
+                _ => None,
+            },
+            center_us: t.center_us,
+        });
+    }
+    out
+}
+
+/// `s` on one line: a statement or a message as one reads it in a list.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,7 +744,7 @@ mod tests {
                 rt,
                 &m,
                 Some(Command::Query),
-                Some("Lock wait timeout exceeded"),
+                Some(("HY000", "Lock wait timeout exceeded")),
             );
         };
         for i in 0..200u64 {
@@ -551,7 +821,7 @@ mod tests {
                 Binned::new(ns),
                 &m,
                 Some(Command::Query),
-                Some("Lock wait timeout exceeded"),
+                Some(("HY000", "Lock wait timeout exceeded")),
             );
         }
         let mut a = parts[0].clone();

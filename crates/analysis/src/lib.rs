@@ -114,7 +114,7 @@ pub use finding::{
 };
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
-pub use humps::{HumpConnection, HumpConnections, HumpError, HumpRequest};
+pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,

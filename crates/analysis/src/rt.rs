@@ -9,12 +9,14 @@ use pcapsleuth_mysql::{Command, Direction, Outcome};
 
 use serde::Serialize;
 
+use crate::cause::{Cause, HumpFacts};
 use crate::events::{Analysis, ConnectionView, SegmentView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, CoarseHistogram, Histogram, RtSummary};
 use crate::humps::{HumpConnections, HumpError, HumpRequest, HumpTraits, Member};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};
+use crate::thresholds::HUMP_ERRORS_MAKE;
 use crate::timeline::{plausible_response_time, Timeline};
 
 /// Response times from one source.
@@ -379,7 +381,9 @@ impl Analysis for ResponseTimes {
                 error: code,
             };
             let message = match &tx.outcome {
-                Outcome::Err { message, .. } => Some(message.as_str()),
+                Outcome::Err {
+                    message, sql_state, ..
+                } => Some((sql_state.as_str(), message.as_str())),
                 _ => None,
             };
             side.traits.note(rt, &member, Some(tx.command), message);
@@ -461,6 +465,8 @@ pub struct SlowModeTraits {
     pub share: f64,
     /// Requests in the mode.
     pub count: u64,
+    /// p75/p25 of its response times, >= 1 (as [`Mode::spread`]): near 1 for a timer's wait.
+    pub spread: f64,
     /// Share of them whose exchange saw a retransmitted segment (a mode near 200 ms × 2^n with a high share
     /// is retransmission timeouts).
     pub retransmitted_share: f64,
@@ -488,6 +494,9 @@ pub struct SlowModeTraits {
     /// Intervals (start, seconds since the epoch) holding most of the mode when it is concentrated in
     /// time, with their share of it; empty when spread over the capture.
     pub time_windows: Vec<(f64, f64)>,
+    /// Why the hump is there, when a timeout of the server's that answers with an error made it (ERR 1205
+    /// at innodb_lock_wait_timeout, ...); `null` otherwise.
+    pub cause: Option<Cause>,
 }
 
 fn explain(
@@ -530,10 +539,22 @@ fn explain(
         time_windows.clear();
     }
     let members = side.traits.of_mode(m, &side.all);
+    let cause = crate::cause::of_hump(&HumpFacts {
+        center_ns: (m.center_us * 1e3).round() as i64,
+        spread: m.spread,
+        count: m.count,
+        errors: &members.errors,
+        statement: statements
+            .first()
+            .filter(|(_, s)| *s >= HUMP_ERRORS_MAKE)
+            .map(|(fp, _)| fp.as_str()),
+        first_error: members.first_error,
+    });
     SlowModeTraits {
         center_us: m.center_us,
         share: m.share,
         count: m.count,
+        spread: m.spread,
         retransmitted_share: share_of(&side.retransmitted),
         error_share: share_of(&side.errors),
         errors: members.errors,
@@ -546,6 +567,7 @@ fn explain(
         first: members.first,
         last_request_at: members.last_request_at,
         time_windows,
+        cause,
     }
 }
 

@@ -151,6 +151,24 @@ pub(crate) const HUMP_SERVERS_KEPT: usize = 16;
 pub(crate) const HUMP_LISTED: usize = 5;
 /// A command is listed for a hump when it holds at least this share of it (5%), as statements are.
 pub(crate) const HUMP_TRAIT_MIN_SHARE: f64 = 0.05;
+/// An error code makes a hump when it answered at least half of its requests (50%): the hump is then
+/// those errors' response time, and their cause is the hump's.
+pub const HUMP_ERRORS_MAKE: f64 = 0.5;
+/// ... and `report` puts the hump and that code's errors into one finding when the hump also holds at
+/// least half (50%) of the code's answered errors: otherwise most of them are elsewhere and have their
+/// own finding.
+pub const HUMP_ERRORS_ABSORBED: f64 = 0.5;
+/// A hump is narrow (one wait for all its requests: a timer's) when its middle half spans at most 5%
+/// (p75/p25 <= 1.05). A timer fires at its time plus a few milliseconds of scheduling: 20 lock waits at
+/// innodb_lock_wait_timeout=1 on a busy 2-core host took 1.0003-1.0087 s (p75/p25 about 1.002); the
+/// histogram's bins are 0.8% wide; service times and queueing spread wider (point selects on the same
+/// host: 1.9-2.3×). A narrow hump is said to be at a round duration when its median is a whole number of
+/// seconds within `ROUND_WAIT_TOLERANCE_NS` (see `crate::cause::round_wait`): timeouts are set in whole
+/// seconds. A hump is named a timeout only when an error a timer sends answered most of it (ERR 1205,
+/// 3024, 1969): a narrow hump of successes at a round duration is a sleep, a semi-sync or GET_LOCK wait,
+/// or a staircase of service times (a thread pool serving 0.3 s requests N at a time puts humps at 0.3,
+/// 0.6, 0.9 s ...), which its traits describe without naming a cause.
+pub const HUMP_NARROW_SPREAD: f64 = 1.05;
 
 // ---- Connection attempts and greetings (crate::connects, crate::closes) ----
 

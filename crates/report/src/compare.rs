@@ -337,7 +337,7 @@ fn endings_headline(e: &EndingsComparison) -> Option<String> {
     }
     if c.close_not_sent > 0 {
         said.push(format!(
-            "{} arrived in the name of a side that did not send {}",
+            "{} arrived in the name of a side that never sent {} (a device on the path did)",
             counted(c.close_not_sent, "FIN or RST", "FINs or RSTs"),
             if c.close_not_sent == 1 { "it" } else { "them" }
         ));
@@ -412,6 +412,16 @@ fn render_endings(
         if let Some(r) = &n.request {
             let _ = writeln!(out, "     `{}`", crate::text::statement(r));
         }
-        let _ = writeln!(out, "     {}", n.detail);
+        match &n.cause {
+            Some(c) => {
+                if c.summary != n.detail {
+                    let _ = writeln!(out, "     {}", n.detail);
+                }
+                crate::text::describe_cause(out, "     ", c, true);
+            }
+            None => {
+                let _ = writeln!(out, "     {}", n.detail);
+            }
+        }
     }
 }

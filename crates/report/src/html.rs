@@ -84,6 +84,7 @@ ol.findings > li { margin: 0 0 14px; }
 .sev1 .kind { background: #fdecea; border-color: #f1aeb5; color: var(--accent); }
 .sev2 .kind { background: #fff4e0; border-color: #f3c77c; }
 ul.evidence { margin: 4px 0; color: #33373b; }
+p.cause { margin: 4px 0; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 14px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { background: var(--bg-soft); font-weight: 600; white-space: nowrap; }
@@ -277,6 +278,23 @@ fn trim_rel(s: f64) -> String {
     format!("{s:.6}")
 }
 
+/// A finding's cause: its hypothesis with its confidence, then the facts it rests on.
+fn cause_html(out: &mut String, c: &pcapsleuth_analysis::cause::Cause) {
+    let _ = writeln!(
+        out,
+        "<p class=\"cause\"><span class=\"label\">Cause ({})</span> {}</p>",
+        c.confidence.name(),
+        escape_html(&c.summary)
+    );
+    if !c.evidence.is_empty() {
+        let _ = writeln!(out, "<ul class=\"evidence\">");
+        for e in &c.evidence {
+            let _ = writeln!(out, "<li>{}</li>", escape_html(&e.fact));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
+}
+
 /// The Wireshark filter and `extract` command of a finding, as copyable code (nothing when it has none).
 fn handoff_rows(out: &mut String, f: Option<&Finding>) {
     let Some(f) = f else { return };
@@ -340,6 +358,9 @@ fn findings(out: &mut String, findings: &[Finding]) {
             f.kind,
             escape_html(&f.summary)
         );
+        if let Some(c) = &f.cause {
+            cause_html(out, c);
+        }
         if !f.evidence.is_empty() {
             let _ = writeln!(out, "<ul class=\"evidence\">");
             for e in &f.evidence {
