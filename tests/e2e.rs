@@ -15,6 +15,7 @@ fn every_test_file_is_listed_here() {
 mod cli;
 mod closes_depth;
 mod compare;
+mod compare_endings;
 mod connects;
 mod decode_differential;
 mod distributions;
@@ -27,6 +28,7 @@ mod fuzz_findings;
 mod golden;
 mod handoff;
 mod html;
+mod hump_causes;
 mod inputs;
 mod library;
 mod mysql_stories;

@@ -30,8 +30,8 @@ use serde::Serialize;
 use crate::mysql::{CloseSeenFacts, MysqlSessionFacts};
 use crate::reasons::{peer_name, role_name, zero_window_before};
 use crate::thresholds::{
-    ERROR_BEFORE_CLOSE_NS, HUMP_ERRORS_MAKE, HUMP_NARROW_SPREAD, ROUND_WAIT_MIN_NS, ROUND_WAIT_TOLERANCE_NS, TTL_MIN_PACKETS,
-    WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS,
+    ERROR_BEFORE_CLOSE_NS, HUMP_ERRORS_MAKE, HUMP_NARROW_SPREAD, ROUND_WAIT_MIN_NS,
+    ROUND_WAIT_TOLERANCE_NS, TTL_MIN_PACKETS, WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS,
 };
 use crate::units;
 
@@ -1370,7 +1370,7 @@ pub(crate) fn of_hump(h: &HumpFacts<'_>) -> Option<Cause> {
         CauseKind::StatementTimeout,
         Confidence::Certain,
         format!(
-            "a timeout: {} ({here}): {} {} (median) {waited} and got ERR {} `{}` ({})",
+            "a timeout: {} ({here}): {} {took} {} (median) {waited} and got ERR {} `{}` ({})",
             setting.name(),
             if e.count == h.count {
                 format!("all {} of the hump's requests", units::count(h.count))
@@ -1381,7 +1381,7 @@ pub(crate) fn of_hump(h: &HumpFacts<'_>) -> Option<Cause> {
                     units::counted(h.count, "request", "requests")
                 )
             },
-            format!("{took} {}", wait_words(h.center_ns)),
+            wait_words(h.center_ns),
             e.code,
             one_line(&e.message, 100),
             meaning.name,
@@ -1468,7 +1468,9 @@ pub(crate) struct DeviceCloseFacts<'a> {
 
 /// Neither end closed: a device in between closed both sides.
 pub(crate) fn device_closed_both(f: &DeviceCloseFacts<'_>) -> Cause {
-    let timer = f.request.and_then(|(_, _, w)| round_wait(w).map(|r| (w, r)));
+    let timer = f
+        .request
+        .and_then(|(_, _, w)| round_wait(w).map(|r| (w, r)));
     let between = match f.proxy {
         Some((to, from)) => format!(
             "a device in between (the client talks to {to}, the server sees the connection from {from})"

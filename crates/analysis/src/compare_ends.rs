@@ -250,6 +250,9 @@ pub struct EndingsComparison {
     pub counts: EndingCounts,
 }
 
+/// A connection of one capture: its first frame, client and server.
+type ConnectionKey = (u64, Endpoint, Endpoint);
+
 /// The clocks as [`compare`](crate::compare()) aligned them.
 struct Clocks {
     known: bool,
@@ -348,8 +351,7 @@ pub fn compare_endings(
     let (client_idx, server_idx) = (by_conn(client_endings), by_conn(server_endings));
     // Connections paired by their matched requests: each client connection with the server connection
     // holding most of them (the first such, by its first frame).
-    let mut votes: BTreeMap<(u64, Endpoint, Endpoint), BTreeMap<(u64, Endpoint, Endpoint), u64>> =
-        BTreeMap::new();
+    let mut votes: BTreeMap<ConnectionKey, BTreeMap<ConnectionKey, u64>> = BTreeMap::new();
     for p in &cmp.pairs {
         let (c, s) = (&client[p.client], &server[p.server]);
         *votes
@@ -369,12 +371,17 @@ pub fn compare_endings(
         .map(|e| {
             (
                 e.request.frame,
-                e.statement.clone().unwrap_or_else(|| e.command.name().to_string()),
+                e.statement
+                    .clone()
+                    .unwrap_or_else(|| e.command.name().to_string()),
             )
         })
         .collect();
-    let matched_client: std::collections::BTreeSet<u64> =
-        cmp.pairs.iter().map(|p| client[p.client].request.frame).collect();
+    let matched_client: std::collections::BTreeSet<u64> = cmp
+        .pairs
+        .iter()
+        .map(|p| client[p.client].request.frame)
+        .collect();
     let mut out = EndingsComparison::default();
     let mut found: Vec<(i64, u64, NotableEnding)> = Vec::new();
     for ((cc, ccl, csv), servers) in &votes {
@@ -414,7 +421,7 @@ pub fn compare_endings(
         &clocks,
         &mut found,
     );
-    found.sort_by(|a, b| (a.0, a.1, a.2.kind).cmp(&(b.0, b.1, b.2.kind)));
+    found.sort_by_key(|a| (a.0, a.1, a.2.kind));
     for (_, _, n) in found {
         match n.kind {
             EndingKind::DeviceClosedBoth => out.counts.device_closed_both += 1,
@@ -558,7 +565,8 @@ fn endings_of(
                     .get(&o.request.frame)
                     .map_or_else(|| "a request".to_string(), |w| format!("`{w}`"))
             });
-            let proxy = (pair.client_at.1 != pair.server_at.1 || pair.client_at.0 != pair.server_at.0)
+            let proxy = (pair.client_at.1 != pair.server_at.1
+                || pair.client_at.0 != pair.server_at.0)
                 .then_some((pair.client_at.1, pair.server_at.0));
             let cause = device_closed_both(&DeviceCloseFacts {
                 to_client: (to_client.flag, to_client.at.frame),
@@ -566,9 +574,9 @@ fn endings_of(
                 never_sent_by_client,
                 apart_ns: apart,
                 uncertainty_ns: clocks.uncertainty_ns,
-                request: cut.zip(words.as_deref()).map(|(o, w)| {
-                    (w, o.request.frame, to_client.at.ts_ns - o.request.ts_ns)
-                }),
+                request: cut
+                    .zip(words.as_deref())
+                    .map(|(o, w)| (w, o.request.frame, to_client.at.ts_ns - o.request.ts_ns)),
                 proxy,
             });
             let detail = cause.summary.clone();

@@ -17,14 +17,14 @@ use pcapsleuth_flow::Endpoint;
 use pcapsleuth_mysql::Command;
 use serde::Serialize;
 
+use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Binned, Histogram, FINE};
 use crate::modes::Mode;
+use crate::rt::RtReport;
+use crate::thresholds::{HUMP_ERRORS_ABSORBED, HUMP_ERRORS_MAKE};
 use crate::thresholds::{
     HUMP_LISTED, HUMP_MEMBERS_PER_BIN, HUMP_SERVERS_KEPT, HUMP_TRAIT_MIN_SHARE,
 };
-use crate::finding::{Finding, FindingKind};
-use crate::rt::RtReport;
-use crate::thresholds::{HUMP_ERRORS_ABSORBED, HUMP_ERRORS_MAKE};
 use crate::units::{count, counted, duration_us, seconds};
 
 /// One request of the distribution, as a hump's member: enough to name its connection and find it in
@@ -471,7 +471,11 @@ pub fn hump_lines(t: &crate::rt::SlowModeTraits, first_s: Option<f64>) -> Vec<St
         let of_code = if e.of_code >= 1.0 {
             format!("every answered ERR {} of the capture", e.code)
         } else {
-            format!("{} of the capture's answered ERR {}", percent(e.of_code), e.code)
+            format!(
+                "{} of the capture's answered ERR {}",
+                percent(e.of_code),
+                e.code
+            )
         };
         out.push(format!(
             "{} ERR {} ({}, {of_code}): {}",
