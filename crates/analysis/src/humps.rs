@@ -46,12 +46,27 @@ pub(crate) struct Member {
 }
 
 /// The members of one histogram bin: the earliest by frame, and the latest request's frame and time.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct BinMembers {
-    /// Sorted, at most [`HUMP_MEMBERS_PER_BIN`].
+    /// The earliest [`HUMP_MEMBERS_PER_BIN`] noted, and some later ones: kept in the order noted until
+    /// there are twice as many, then sorted and cut (requests of several connections come interleaved,
+    /// so a sorted insert would move the list for most of them). [`BinMembers::settle`] leaves exactly the
+    /// earliest, sorted.
     earliest: Vec<Member>,
+    /// Nothing with a later request frame can be among the earliest: the last kept at the last cut.
+    bound: u64,
     /// (frame, ns since the epoch) of the bin's latest request.
     latest: Option<(u64, i64)>,
+}
+
+impl Default for BinMembers {
+    fn default() -> Self {
+        BinMembers {
+            earliest: Vec::new(),
+            bound: u64::MAX,
+            latest: None,
+        }
+    }
 }
 
 impl BinMembers {
@@ -79,15 +94,25 @@ impl BinMembers {
 
     #[inline]
     fn note_earliest(&mut self, m: &Member) {
-        // Requests come in frame order on a connection, so once full, nearly every one is later than all.
-        if self.earliest.len() >= HUMP_MEMBERS_PER_BIN
-            && self.earliest.last().is_some_and(|l| l <= m)
-        {
+        // Requests come in frame order on a connection: once a bin is cut, nearly all are past its bound.
+        if m.request_frame > self.bound {
             return;
         }
-        let at = self.earliest.partition_point(|x| x <= m);
-        self.earliest.insert(at, *m);
+        self.earliest.push(*m);
+        if self.earliest.len() >= 2 * HUMP_MEMBERS_PER_BIN {
+            self.settle();
+        }
+    }
+
+    /// Keeps exactly the earliest [`HUMP_MEMBERS_PER_BIN`], sorted: the same whatever order they were
+    /// noted in.
+    fn settle(&mut self) {
+        self.earliest.sort_unstable();
         self.earliest.truncate(HUMP_MEMBERS_PER_BIN);
+        self.bound = match self.earliest.last() {
+            Some(l) if self.earliest.len() == HUMP_MEMBERS_PER_BIN => l.request_frame,
+            _ => u64::MAX,
+        };
     }
 }
 
@@ -199,6 +224,13 @@ impl HumpTraits {
         &mut self.members[i]
     }
 
+    /// Leaves every bin's members as [`BinMembers::settle`] does: what equal traits hold alike.
+    pub(crate) fn settle(&mut self) {
+        for b in &mut self.members {
+            b.settle();
+        }
+    }
+
     pub(crate) fn merge(&mut self, o: &HumpTraits) {
         for (code, e) in &o.by_error {
             let mine = self.by_error.entry(*code).or_default();
@@ -289,8 +321,11 @@ impl HumpTraits {
                 complete = false;
                 continue;
             };
-            complete &= b.earliest.len() as u64 == n;
-            members.extend_from_slice(&b.earliest);
+            let mut kept = b.earliest.clone();
+            kept.sort_unstable();
+            kept.truncate(HUMP_MEMBERS_PER_BIN);
+            complete &= kept.len() as u64 == n;
+            members.extend_from_slice(&kept);
             if let Some(l) = b.latest {
                 if latest.is_none_or(|s| l > s) {
                     latest = Some(l);
@@ -834,6 +869,10 @@ mod tests {
         let mut b = parts[2].clone();
         b.merge(&parts[1]);
         b.merge(&parts[0]);
+        let mut whole = whole;
+        for t in [&mut a, &mut b, &mut whole] {
+            t.settle();
+        }
         assert_eq!(a, b);
         assert_eq!(a, whole);
         let _ = all;

@@ -419,6 +419,9 @@ impl Analysis for ResponseTimes {
     fn finish(mut self, capture: &CaptureFacts) -> RtAggregate {
         self.place();
         self.rt.keep_within(&capture.timeline);
+        // Equal runs give equal aggregates, however their requests were spread over instances.
+        self.rt.mysql.traits.settle();
+        self.rt.tcp.traits.settle();
         self.rt
     }
 }
