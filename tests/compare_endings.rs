@@ -88,7 +88,6 @@ fn a_proxy_timeout_is_neither_ends_close() {
         "device_closed_both at 2026-12-06 12:57:02.452595 UTC: client 10.77.1.2:51052 -> 10.77.1.1:3306, frames 1489, 1490; server 10.77.0.254:45340 -> 10.77.0.1:3306, frames 1493, 1494",
         "cause (likely): neither end closed: a device in between",
         "the device's timeout (3 s: HAProxy's `timeout server`",
-        "the client never sent the RST the server received in its name (server frame 1494)",
     ] {
         assert!(text.contains(said), "no {said:?} in {text}");
     }

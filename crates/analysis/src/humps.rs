@@ -49,9 +49,9 @@ pub(crate) struct Member {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct BinMembers {
     /// The earliest [`HUMP_MEMBERS_PER_BIN`] noted, and some later ones: kept in the order noted until
-    /// there are twice as many, then sorted and cut (requests of several connections come interleaved,
-    /// so a sorted insert would move the list for most of them). [`BinMembers::settle`] leaves exactly the
-    /// earliest, sorted.
+    /// there are twice as many, then cut to the earliest (requests of several connections come
+    /// interleaved, so a sorted insert would move the list for most of them). [`BinMembers::settle`]
+    /// leaves exactly the earliest, sorted.
     earliest: Vec<Member>,
     /// Nothing with a later request frame can be among the earliest: the last kept at the last cut.
     bound: u64,
@@ -100,19 +100,38 @@ impl BinMembers {
         }
         self.earliest.push(*m);
         if self.earliest.len() >= 2 * HUMP_MEMBERS_PER_BIN {
-            self.settle();
+            self.cut();
         }
+    }
+
+    /// Keeps the earliest [`HUMP_MEMBERS_PER_BIN`], in no particular order, and bounds what may join them.
+    fn cut(&mut self) {
+        if self.earliest.len() > HUMP_MEMBERS_PER_BIN {
+            self.earliest.select_nth_unstable(HUMP_MEMBERS_PER_BIN - 1);
+            self.earliest.truncate(HUMP_MEMBERS_PER_BIN);
+        }
+        self.bound = match self.earliest.iter().max() {
+            Some(l) if self.earliest.len() == HUMP_MEMBERS_PER_BIN => l.request_frame,
+            _ => u64::MAX,
+        };
     }
 
     /// Keeps exactly the earliest [`HUMP_MEMBERS_PER_BIN`], sorted: the same whatever order they were
     /// noted in.
     fn settle(&mut self) {
+        self.cut();
         self.earliest.sort_unstable();
-        self.earliest.truncate(HUMP_MEMBERS_PER_BIN);
-        self.bound = match self.earliest.last() {
-            Some(l) if self.earliest.len() == HUMP_MEMBERS_PER_BIN => l.request_frame,
-            _ => u64::MAX,
-        };
+    }
+
+    /// The earliest [`HUMP_MEMBERS_PER_BIN`] (those of a settled bin as they are).
+    fn kept(&self) -> std::borrow::Cow<'_, [Member]> {
+        if self.earliest.len() <= HUMP_MEMBERS_PER_BIN {
+            return std::borrow::Cow::Borrowed(&self.earliest);
+        }
+        let mut kept = self.earliest.clone();
+        kept.select_nth_unstable(HUMP_MEMBERS_PER_BIN - 1);
+        kept.truncate(HUMP_MEMBERS_PER_BIN);
+        std::borrow::Cow::Owned(kept)
     }
 }
 
@@ -321,9 +340,7 @@ impl HumpTraits {
                 complete = false;
                 continue;
             };
-            let mut kept = b.earliest.clone();
-            kept.sort_unstable();
-            kept.truncate(HUMP_MEMBERS_PER_BIN);
+            let kept = b.kept();
             complete &= kept.len() as u64 == n;
             members.extend_from_slice(&kept);
             if let Some(l) = b.latest {
@@ -332,11 +349,11 @@ impl HumpTraits {
                 }
             }
         }
-        members.sort();
         let first_error = errors.first().and_then(|e| {
             members
                 .iter()
-                .find(|m| m.error == Some(e.code))
+                .filter(|m| m.error == Some(e.code))
+                .min()
                 .map(|m| (m.request_frame, m.response_frame))
         });
         ModeMembers {
@@ -347,7 +364,7 @@ impl HumpTraits {
             distinct_servers,
             other_servers_share: share(&self.other_servers),
             connections: HumpConnections::of(&members, complete),
-            first: members.first().map(HumpRequest::of),
+            first: members.iter().min().map(HumpRequest::of),
             last_request_at: latest.map(|(_, t)| t as f64 / 1e9),
         }
     }
