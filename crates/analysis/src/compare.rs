@@ -1150,21 +1150,17 @@ fn humps_of(values_ns: impl Iterator<Item = u64>) -> Vec<Mode> {
     detect_modes(&h).modes
 }
 
-/// What the server and the path took of the transactions in a client hump (its span, valley to valley).
+/// What the server and the path took of the transactions in a client hump (those in its histogram bins).
 fn client_hump(
     mode: Mode,
     client: &[Exchange],
     server: &[Exchange],
     pairs: &[MatchedPair],
 ) -> ClientHump {
-    let (lo, hi) = (mode.lo_us * 1e3, mode.hi_us * 1e3);
     let members: Vec<&MatchedPair> = pairs
         .iter()
         .filter(|p| p.server_rt_ns.is_some())
-        .filter(|p| {
-            p.client_rt_ns
-                .is_some_and(|rt| (lo..=hi).contains(&(rt as f64)))
-        })
+        .filter(|p| p.client_rt_ns.is_some_and(|rt| mode.holds(rt)))
         .collect();
     let mut server_rt: Vec<i64> = members
         .iter()

@@ -75,6 +75,11 @@ impl Mode {
         h.count_between(self.bins_ns.0, self.bins_ns.1)
     }
 
+    /// Whether a value of `ns` falls in one of the mode's bins.
+    pub(crate) fn holds(&self, ns: u64) -> bool {
+        ns >= self.bins_ns.0 && ns < self.bins_ns.1
+    }
+
     /// Whether the bin with the upper edge `hi_ns` is one of the mode's.
     pub(crate) fn holds_bin(&self, hi_ns: u64) -> bool {
         hi_ns > self.bins_ns.0 && hi_ns <= self.bins_ns.1
