@@ -421,7 +421,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 SortArg::Bytes => FlowSort::Bytes,
                 SortArg::Duration => FlowSort::Duration,
             };
-            let rows = report::sorted(&a.connections, by);
+            let rows = analysis::flow_rows(&a, &report::sorted(&a.connections, by));
             output(
                 common.engine.json,
                 &a,
@@ -738,7 +738,7 @@ fn print_mysql<O>(
     m: &analysis::MysqlAggregate,
     limit: usize,
 ) -> anyhow::Result<()> {
-    output(json, a, &m.clone().report(), |r| {
+    output(json, a, &analysis::mysql_report(a, m), |r| {
         report::render_mysql(r, limit)
     })
 }

@@ -12,6 +12,7 @@ fn every_test_file_is_listed_here() {
     );
 }
 
+mod causes;
 mod cli;
 mod closes_depth;
 mod compare;

@@ -181,8 +181,10 @@ fn report_gives_the_hump_and_its_errors_as_one_finding() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<span class=\"kind\">slow_hump</span>20 requests took ~1 s"));
     assert!(html.contains(
-        "<p class=\"cause\"><span class=\"label\">Cause (certain)</span> a timeout: innodb_lock_wait_timeout (1 s here; default 50 s)"
+        "<p class=\"cause\"><strong>Cause (certain):</strong> a timeout: innodb_lock_wait_timeout (1 s here; default 50 s)"
     ));
+    // With the facts it rests on.
+    assert!(html.contains("<li>ERR 1205 answered 20 of the hump&#39;s 20 requests"));
 }
 
 /// The humps that are not timeouts stay unnamed: the SELECT SLEEP(0.02) hump of rt-bimodal.pcap (narrow,

@@ -131,6 +131,12 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
                 }
             }
         }
+        if path.ends_with("max-allowed-packet.pcap") {
+            // tshark counts a command once its whole packet is in the capture, and this one's never is: a
+            // 20 MB INSERT that the server answered with ERR 1153 (which tshark reads) and reset after 108
+            // KB. pcapsleuth counts it, answered by that error.
+            *tshark_cmds.entry("3".to_string()).or_default() += 1;
+        }
         let mut ours = std::collections::BTreeMap::<String, u64>::new();
         for (name, n) in m["commands"].as_object().unwrap() {
             if name != "COM_CONNECT" {

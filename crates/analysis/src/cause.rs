@@ -28,10 +28,11 @@ use pcapsleuth_mysql::SessionPhase;
 use serde::Serialize;
 
 use crate::mysql::{CloseSeenFacts, MysqlSessionFacts};
-use crate::reasons::{peer_name, role_name, zero_window_before};
+use crate::reasons::{data_after_fin, peer_name, role_name, zero_window_before};
 use crate::thresholds::{
     ERROR_BEFORE_CLOSE_NS, HUMP_ERRORS_MAKE, HUMP_NARROW_SPREAD, ROUND_WAIT_MIN_NS,
-    ROUND_WAIT_TOLERANCE_NS, TTL_MIN_PACKETS, WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS,
+    ROUND_WAIT_TOLERANCE_NS, SHARED_WAIT_CLOSES, TTL_MIN_PACKETS, WHY_RESENT_IN_A_ROW,
+    WHY_SILENCE_NS,
 };
 use crate::units;
 
@@ -62,6 +63,9 @@ pub struct Cause {
     /// The IP TTL (IPv6 hop limit) of the packet and of the endpoint's other packets, when they do not
     /// fit: what says a device on the path sent it. `null` otherwise.
     pub ttl: Option<TtlMismatch>,
+    /// What `wait_s` is measured from, for telling closes alike (not in JSON).
+    #[serde(skip)]
+    pub(crate) wait_kind: Option<WaitKind>,
 }
 
 /// What kind of cause (snake_case in JSON).
@@ -482,6 +486,7 @@ impl Cause {
             error: None,
             wait_s: None,
             ttl: None,
+            wait_kind: None,
         }
     }
 
@@ -517,6 +522,10 @@ pub(crate) struct CloseFacts<'a> {
     /// The TTLs of the packets the close's address sent over the whole capture (its SYNs, FINs and RSTs
     /// aside).
     pub(crate) sender_ttl: TtlRange,
+    /// The waits of the closes alike near it (by the same side, with the same flag, of the same server,
+    /// of the same kind of wait, within `CLOSE_GROUP_GAP_S`), this one aside: what tells a timer's wait
+    /// from chance ([`timer`]).
+    pub(crate) alike_waits: &'a [i64],
 }
 
 impl CloseFacts<'_> {
@@ -585,6 +594,27 @@ impl CloseFacts<'_> {
 pub(crate) fn of_close(f: &CloseFacts<'_>) -> Cause {
     let mut c = explain_close(f);
     c.sender = f.sender();
+    if let Some((data, rst)) =
+        data_after_fin(f.conn, f.ev).filter(|_| f.ev.event.flag == CloseFlag::Fin)
+    {
+        let after = units::seconds((data.ts.0 - f.at().ts.0) as f64 / 1e9);
+        c = c.with(
+            match f.ev.by {
+                Role::Server => format!(
+                    "then the client sent data (frame {}) {after} after this FIN, and the server's kernel \
+                     reset the connection (frame {}): the client used it after the server had closed it (a \
+                     stale connection: \"MySQL server has gone away\")",
+                    data.frame, rst.frame
+                ),
+                _ => format!(
+                    "then the server sent data (frame {}) {after} after this FIN, and the client's kernel \
+                     reset the connection (frame {}): the client had not waited for it",
+                    data.frame, rst.frame
+                ),
+            },
+            &[data.frame, rst.frame],
+        );
+    }
     match ttl_mismatch(f) {
         Some(t) => on_path(c, t, f),
         None => c,
@@ -641,6 +671,7 @@ fn on_path(inner: Cause, t: TtlMismatch, f: &CloseFacts<'_>) -> Cause {
     );
     c.evidence.extend(inner.evidence);
     c.wait_s = inner.wait_s;
+    c.wait_kind = inner.wait_kind;
     c.sender = Sender::Path;
     c.ttl = Some(t);
     c
@@ -736,15 +767,14 @@ fn error_before(f: &CloseFacts<'_>) -> Option<Cause> {
     } else {
         format!(" ({})", e.error.sql_state)
     };
-    let answering = match e.request {
-        Some((pcapsleuth_mysql::Command::Connect, _)) => "the login".to_string(),
-        Some((cmd, at)) => match f.seen.and_then(|s| s.statement.as_deref()) {
-            Some(q) if f.seen.and_then(|s| s.request_frame) == Some(at.frame) => {
-                format!("`{}`", one_line(q, 100))
-            }
-            _ => format!("the {} of frame {}", cmd.name(), at.frame),
-        },
-        None => "no request (sent unasked)".to_string(),
+    let answering = match (e.request, e.statement.as_deref()) {
+        (Some((pcapsleuth_mysql::Command::Connect, at)), _) if at.frame == e.at.frame => {
+            "the connection, in place of its greeting (before any login)".to_string()
+        }
+        (Some((pcapsleuth_mysql::Command::Connect, _)), _) => "the login".to_string(),
+        (Some((_, at)), Some(q)) => format!("`{}` (frame {})", one_line(q, 100), at.frame),
+        (Some((cmd, at)), None) => format!("the {} of frame {}", cmd.name(), at.frame),
+        (None, _) => "no request (sent unasked)".to_string(),
     };
     let what = meaning.map_or_else(
         || one_line(&e.error.message, 120),
@@ -924,9 +954,47 @@ fn write_stall(f: &CloseFacts<'_>) -> Option<(FrameRef, i64, Evidence)> {
     })
 }
 
-/// A timer's wait in words: "a close at a round wait (3.000 s) is a timer's" when it is one.
-fn timer(wait: i64) -> Option<RoundWait> {
-    round_wait(wait)
+/// What makes a wait a timer's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    /// A whole number of seconds.
+    Round(RoundWait),
+    /// The wait of this many closes alike (this one among them), within [`ROUND_WAIT_TOLERANCE_NS`].
+    Shared(usize),
+}
+
+impl Timer {
+    /// Why it is a timer's, in words: "a close at a round wait is a timer's".
+    fn why(self) -> String {
+        match self {
+            Timer::Round(_) => "a close at a round wait is a timer's".into(),
+            Timer::Shared(n) => format!("a wait that {n} closes alike share is a timer's"),
+        }
+    }
+
+    /// The setting's value it shows: "2 s here", "about 2.51 s here".
+    fn here(self, wait: i64) -> String {
+        match self {
+            Timer::Round(w) => format!("{} s here", w.seconds),
+            Timer::Shared(_) => format!("about {} here", wait_words(wait)),
+        }
+    }
+}
+
+/// Whether the wait `wait` of the close `f` is a timer's: a whole number of seconds, unless the closes
+/// alike near it waited other, unequal times (then it is one of them by chance); or a wait that
+/// [`SHARED_WAIT_CLOSES`] closes alike share.
+fn timer(f: &CloseFacts<'_>, wait: i64) -> Option<Timer> {
+    let alike = f.alike_waits;
+    let near = |w: i64| (w - wait).abs() <= ROUND_WAIT_TOLERANCE_NS;
+    let shared = 1 + alike.iter().filter(|&&w| near(w)).count();
+    if let Some(r) = round_wait(wait) {
+        let differ = alike.iter().filter(|&&w| !near(w)).count();
+        if alike.len() < 2 || differ * 2 <= alike.len() {
+            return Some(Timer::Round(r));
+        }
+    }
+    (shared >= SHARED_WAIT_CLOSES).then_some(Timer::Shared(shared))
 }
 
 fn server_close(f: &CloseFacts<'_>) -> Cause {
@@ -937,16 +1005,16 @@ fn server_close(f: &CloseFacts<'_>) -> Cause {
         Some(SessionPhase::InResultset { .. } | SessionPhase::InResponse { .. })
     );
     if let Some((since, stall, fact)) = write_stall(f) {
-        let mut c = match timer(stall) {
+        let mut c = match timer(f, stall) {
             Some(w) => Cause::new(
                 CauseKind::WriteTimeout,
                 Confidence::Likely,
                 format!(
-                    "a timeout: the server's writes had been stalled for {}; a close at a round wait is a \
-                     timer's, and the server's timer for a stalled write is net_write_timeout ({} s here; \
-                     default 60 s)",
+                    "a timeout: the server's writes had been stalled for {}; {}, and the server's timer \
+                     for a stalled write is net_write_timeout ({}; default 60 s)",
                     wait_words(stall),
-                    w.seconds
+                    w.why(),
+                    w.here(stall)
                 ),
             ),
             None => Cause::new(
@@ -971,23 +1039,23 @@ fn server_close(f: &CloseFacts<'_>) -> Cause {
             );
         }
         c.setting = Some(Setting::NetWriteTimeout);
-        c.wait_s = Some(stall as f64 / 1e9);
+        c.timed(WaitKind::Stall, stall);
         let _ = since;
         return c;
     }
     if f.seen.is_some_and(|s| s.request_cut) {
         let from = ev.peer_last_data;
         let wait = from.map_or(0, |d| f.since(d));
-        let mut c = match timer(wait) {
+        let mut c = match timer(f, wait) {
             Some(w) => Cause::new(
                 CauseKind::ReadTimeout,
                 Confidence::Likely,
                 format!(
-                    "a timeout: the client had sent part of a request and nothing more for {}; a close at a \
-                     round wait is a timer's, and the server's timer for the rest of a request is \
-                     net_read_timeout ({} s here; default 30 s)",
+                    "a timeout: the client had sent part of a request and nothing more for {}; {}, and the \
+                     server's timer for the rest of a request is net_read_timeout ({}; default 30 s)",
                     wait_words(wait),
-                    w.seconds
+                    w.why(),
+                    w.here(wait)
                 ),
             ),
             None => Cause::new(
@@ -1007,23 +1075,23 @@ fn server_close(f: &CloseFacts<'_>) -> Cause {
             );
         }
         c.setting = Some(Setting::NetReadTimeout);
-        c.wait_s = Some(wait as f64 / 1e9);
+        c.timed(WaitKind::PartialRequest, wait);
         return c;
     }
     match phase {
         Some(SessionPhase::Handshake) if !ev.peer_awaiting_reply => {
             let from = ev.last_data.or(ev.peer_last_data);
             let wait = from.map_or(0, |d| f.since(d));
-            let mut c = match timer(wait) {
+            let mut c = match timer(f, wait) {
                 Some(w) => Cause::new(
                     CauseKind::ConnectTimeout,
                     Confidence::Likely,
                     format!(
-                        "a timeout: the server waited {} for the client's login; a close at a round wait is \
-                         a timer's, and the server's timer for a login is connect_timeout ({} s here; default \
-                         10 s)",
+                        "a timeout: the server waited {} for the client's login; {}, and the server's timer \
+                         for a login is connect_timeout ({}; default 10 s)",
                         wait_words(wait),
-                        w.seconds
+                        w.why(),
+                        w.here(wait)
                     ),
                 ),
                 None => Cause::new(
@@ -1043,7 +1111,7 @@ fn server_close(f: &CloseFacts<'_>) -> Cause {
                 );
             }
             c.setting = Some(Setting::ConnectTimeout);
-            c.wait_s = Some(wait as f64 / 1e9);
+            c.timed(WaitKind::Login, wait);
             c
         }
         Some(SessionPhase::Idle) => idle(f),
@@ -1071,19 +1139,57 @@ fn idle(f: &CloseFacts<'_>) -> Cause {
         return unexplained(f);
     };
     let idle = f.since(last);
-    if idle < WHY_SILENCE_NS {
-        return unexplained(f);
+    if f.seen.is_none() {
+        // Not MySQL (or not decoded): TCP shows the silence, not what the server was waiting for.
+        if idle < WHY_SILENCE_NS {
+            return unexplained(f);
+        }
+        let mut c = Cause::new(
+            CauseKind::IdleTimeout,
+            Confidence::Possible,
+            format!(
+                "the server side closed a connection idle for {}: an idle timeout (of the server, or of a \
+                 proxy or firewall between)",
+                wait_words(idle)
+            ),
+        )
+        .with(
+            format!("nothing was sent either way after frame {}", last.frame),
+            &[last.frame],
+        );
+        c.timed(WaitKind::Idle, idle);
+        return c;
     }
-    let mut c = match timer(idle) {
+    let quiet = format!(
+        "nothing was sent either way after frame {} (the session was idle, no request open)",
+        last.frame
+    );
+    if idle < WHY_SILENCE_NS {
+        let mut c = Cause::new(
+            CauseKind::ServerEnded,
+            Confidence::Possible,
+            format!(
+                "the server ended an idle session {} after its last exchange, without an error and long \
+                 before any idle timeout: the session was killed (KILL CONNECTION), or the server was \
+                 stopping",
+                wait_words(idle)
+            ),
+        )
+        .with(quiet, &[last.frame]);
+        c.timed(WaitKind::Idle, idle);
+        return c;
+    }
+    let mut c = match timer(f, idle) {
         Some(w) => Cause::new(
             CauseKind::IdleTimeout,
             Confidence::Likely,
             format!(
-                "a timeout: the server closed a session idle for {}; a close at a round wait is a timer's, \
-                 and the server's timer for an idle session is wait_timeout (interactive_timeout for \
-                 interactive clients): {} s here (default 28,800 s)",
+                "a timeout: the server closed a session idle for {}; {}, and the server's timer for an \
+                 idle session is wait_timeout (interactive_timeout for interactive clients): {} (default \
+                 28,800 s)",
                 wait_words(idle),
-                w.seconds
+                w.why(),
+                w.here(idle)
             ),
         ),
         None => Cause::new(
@@ -1096,15 +1202,9 @@ fn idle(f: &CloseFacts<'_>) -> Cause {
             ),
         ),
     }
-    .with(
-        format!(
-            "nothing was sent either way after frame {} (the session was idle, no request open)",
-            last.frame
-        ),
-        &[last.frame],
-    );
+    .with(quiet, &[last.frame]);
     c.setting = Some(Setting::WaitTimeout);
-    c.wait_s = Some(idle as f64 / 1e9);
+    c.timed(WaitKind::Idle, idle);
     c
 }
 
@@ -1114,18 +1214,19 @@ fn request_waited(f: &CloseFacts<'_>) -> Cause {
         return unexplained(f);
     };
     let wait = f.since(req);
-    match timer(wait) {
-        Some(_) => {
+    match timer(f, wait) {
+        Some(w) => {
             let mut c = Cause::new(
                 CauseKind::RequestTimeout,
                 Confidence::Likely,
                 format!(
                     "a timeout: the server side closed after {} had waited {} for its answer, without an \
-                     error; a close at a round wait is a timer's, and MySQL does not end a session on a \
-                     running statement without an error: a proxy or load balancer between client and \
-                     server gave up (HAProxy's `timeout server`, a cloud load balancer's timeout)",
+                     error; {}, and MySQL does not end a session on a running statement without an error: \
+                     a proxy or load balancer between client and server gave up (HAProxy's `timeout \
+                     server`, a cloud load balancer's timeout)",
                     f.request(),
-                    wait_words(wait)
+                    wait_words(wait),
+                    w.why()
                 ),
             )
             .with(
@@ -1138,7 +1239,7 @@ fn request_waited(f: &CloseFacts<'_>) -> Cause {
                 &[req.frame, f.at().frame],
             );
             c.setting = Some(Setting::ProxyTimeout);
-            c.wait_s = Some(wait as f64 / 1e9);
+            c.timed(WaitKind::Request, wait);
             c
         }
         None => server_ended(f),
@@ -1184,7 +1285,7 @@ fn server_ended(f: &CloseFacts<'_>) -> Cause {
             ),
             &[r.frame],
         );
-        c.wait_s = Some(w as f64 / 1e9);
+        c.timed(WaitKind::Request, w);
     }
     if seen.is_some_and(|s| s.response_cut) {
         c = c.with("the server's byte stream ended inside a MySQL packet", &[]);
@@ -1195,6 +1296,20 @@ fn server_ended(f: &CloseFacts<'_>) -> Cause {
 fn client_close(f: &CloseFacts<'_>) -> Cause {
     let ev = &f.ev.event;
     let rst = ev.flag == CloseFlag::Rst;
+    if let Some((_, stall, fact)) = write_stall(f) {
+        let mut c = Cause::new(
+            CauseKind::ClientAbort,
+            Confidence::Likely,
+            format!(
+                "the client gave up after its writes had been stalled for {}: the server stopped reading, \
+                 or the path stopped carrying its data (a write timeout of the client, or TCP's own)",
+                wait_words(stall)
+            ),
+        );
+        c.evidence.push(fact);
+        c.timed(WaitKind::Stall, stall);
+        return c;
+    }
     match f.phase() {
         Some(
             SessionPhase::AwaitingResponse
@@ -1206,17 +1321,18 @@ fn client_close(f: &CloseFacts<'_>) -> Cause {
             };
             let wait = f.since(req);
             let answer_began = !matches!(f.phase(), Some(SessionPhase::AwaitingResponse));
-            match timer(wait) {
-                Some(_) if !answer_began => {
+            match timer(f, wait) {
+                Some(w) if !answer_began => {
                     let mut c = Cause::new(
                         CauseKind::RequestTimeout,
                         Confidence::Likely,
                         format!(
-                            "a timeout: the client gave up after {} had waited {} for its answer; a close at a \
-                             round wait is a timer's: the client's read timeout (a driver's socket timeout, a \
-                             pool's query timeout), or a proxy's in front of the server",
+                            "a timeout: the client gave up after {} had waited {} for its answer; {}: the \
+                             client's read timeout (a driver's socket timeout, a pool's query timeout), or a \
+                             proxy's in front of the server",
                             f.request(),
-                            wait_words(wait)
+                            wait_words(wait),
+                            w.why()
                         ),
                     )
                     .with(
@@ -1229,7 +1345,7 @@ fn client_close(f: &CloseFacts<'_>) -> Cause {
                         &[req.frame, f.at().frame],
                     );
                     c.setting = Some(Setting::ClientReadTimeout);
-                    c.wait_s = Some(wait as f64 / 1e9);
+                    c.timed(WaitKind::Request, wait);
                     c
                 }
                 _ => {
@@ -1263,7 +1379,7 @@ fn client_close(f: &CloseFacts<'_>) -> Cause {
                         format!("the request's first byte in frame {}", req.frame),
                         &[req.frame],
                     );
-                    c.wait_s = Some(wait as f64 / 1e9);
+                    c.timed(WaitKind::Request, wait);
                     c
                 }
             }
@@ -1304,6 +1420,36 @@ fn unexplained(f: &CloseFacts<'_>) -> Cause {
         Confidence::Possible,
         format!("no cause in the capture: {why_not}"),
     )
+}
+
+/// Which kind of wait a cause rests on, for telling closes alike ([`CloseFacts::alike_waits`]): the waits
+/// of one kind are measured from one kind of moment (a request's first byte, a session's last exchange,
+/// a stalled write's last progress).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum WaitKind {
+    /// From a request's first byte.
+    Request,
+    /// From the session's last exchange.
+    Idle,
+    /// From the last progress of a stalled write.
+    Stall,
+    /// From the last bytes of an incomplete request.
+    PartialRequest,
+    /// From the last packet of a login.
+    Login,
+}
+
+impl Cause {
+    /// The cause rests on a wait of `kind`, `wait_ns` long.
+    fn timed(&mut self, kind: WaitKind, wait_ns: i64) {
+        self.wait_s = Some(wait_ns as f64 / 1e9);
+        self.wait_kind = Some(kind);
+    }
+
+    /// The kind of wait the cause rests on, and the wait (ns), when it rests on one a timer could have made.
+    pub(crate) fn timed_wait(&self) -> Option<(WaitKind, i64)> {
+        Some((self.wait_kind?, (self.wait_s? * 1e9).round() as i64))
+    }
 }
 
 // ---- Humps of response times (crate::humps) ----

@@ -18,7 +18,7 @@ use crate::mysql::{
 };
 use crate::reasons::{role_name, tcp_reason};
 use crate::replication;
-use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
+use crate::thresholds::{CLOSE_GROUP_GAP_S, GREETING_WAIT_ABNORMAL_NS, LATE_GREETING_NS};
 use pcapsleuth_mysql::SessionPhase;
 
 /// One connection's close, as `first-reset` prints it.
@@ -266,6 +266,17 @@ struct GreetingWait {
     greeted_after: Option<pcapsleuth_flow::FrameRef>,
 }
 
+impl GreetingWait {
+    /// Whether the client gave up waiting: it waited [`GREETING_WAIT_ABNORMAL_NS`], or the server greeted
+    /// only after its close and it had waited at least [`LATE_GREETING_NS`] (a client that closes the
+    /// moment it connects, a port check, gave up on nothing: the server's answer after it says nothing
+    /// of an accept queue).
+    fn gave_up(&self) -> bool {
+        self.waited_ns >= GREETING_WAIT_ABNORMAL_NS
+            || (self.greeted_after.is_some() && self.waited_ns >= LATE_GREETING_NS as i64)
+    }
+}
+
 /// The client closed an established connection to a server that speaks first before either side sent
 /// anything: it was waiting for the greeting.
 fn greeting_wait(
@@ -370,7 +381,11 @@ fn quoted(statement: &Option<String>) -> String {
 }
 
 /// The reason in MySQL terms, and how the close is judged.
-fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, CloseVerdict) {
+fn mysql_reason(
+    ev: &ClosedBy,
+    seen: &CloseSeenFacts,
+    recognised_by: Option<RecognisedBy>,
+) -> (String, CloseVerdict) {
     use CloseVerdict::{Abnormal, Normal};
     let by = role_name(ev.by);
     let flag = ev.event.flag.name();
@@ -429,6 +444,17 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, CloseVerdict) 
             CloseVerdict::NotJudged,
         ),
         // A byte stream that ends inside a MySQL packet did not end normally, whatever else is unknown.
+        SessionPhase::Unknown
+            if seen.response_cut && recognised_by == Some(RecognisedBy::PacketRun) =>
+        {
+            (
+                format!(
+                    "{by} {flag} mid-resultset, inside one of its packets (the capture began in the middle \
+                     of the answer: its request is not in the capture)"
+                ),
+                Abnormal,
+            )
+        }
         SessionPhase::Undecodable | SessionPhase::Unknown if seen.response_cut => (
             format!("{by} {flag} inside a MySQL packet of the server's (a response cut off)"),
             Abnormal,
@@ -497,7 +523,7 @@ fn classify(
                 (g.ts.0 - ev.event.at.ts.0) as f64 / 1e9
             ));
         }
-        let abnormal = w.waited_ns >= GREETING_WAIT_ABNORMAL_NS || w.greeted_after.is_some();
+        let abnormal = w.gave_up();
         return Judged {
             greeting_wait: Some((w.waited_ns, w.greeted_after)),
             ..judged(
@@ -527,7 +553,7 @@ fn classify(
     }
     match seen {
         Some(seen) => {
-            let (mut reason, verdict) = mysql_reason(ev, seen);
+            let (mut reason, verdict) = mysql_reason(ev, seen, mysql.map(|m| m.recognised_by));
             let cut = conn.to_client.truncated + conn.to_server.truncated;
             if cut > 0
                 && matches!(
@@ -554,15 +580,9 @@ fn classify(
                 )
             }
         }
-        _ if ev.event.flag == CloseFlag::Rst
-            || ev.event.peer_awaiting_reply
-            || ev.event.peer_unacked_bytes > 0 =>
-        {
-            judged(tcp, CloseVerdict::Abnormal, None)
-        }
         // A FIN right after COM_QUIT and a FIN leaving a query unanswered look alike in TCP: only the
         // protocol tells them apart.
-        _ if fins == FinJudgement::NotJudged => Judged {
+        _ if fins == FinJudgement::NotJudged && ev.event.flag == CloseFlag::Fin => Judged {
             not_judged: Some(NotJudged::MysqlNotDecoded),
             ..judged(
                 format!("{tcp} (not judged: MySQL not decoded)"),
@@ -570,6 +590,12 @@ fn classify(
                 None,
             )
         },
+        _ if ev.event.flag == CloseFlag::Rst
+            || ev.event.peer_awaiting_reply
+            || ev.event.peer_unacked_bytes > 0 =>
+        {
+            judged(tcp, CloseVerdict::Abnormal, None)
+        }
         _ if mysql.is_some() => Judged {
             not_judged: Some(NotJudged::StateUnknown),
             ..judged(
@@ -594,7 +620,16 @@ fn classify(
 pub(crate) struct Judge {
     speaks_first: BTreeSet<Endpoint>,
     ttl: BTreeMap<IpAddr, TtlRange>,
+    /// The timed waits of the abnormal closes, as their causes read alone, by what makes closes alike
+    /// (the side, the flag, the server, the kind of wait): `(time ns, frame, wait ns)`.
+    waits: BTreeMap<Alike, Vec<(i64, u64, i64)>>,
+    /// Which of them each close's is, by its frame.
+    alike_of: BTreeMap<u64, Alike>,
 }
+
+/// What makes two closes alike, for their waits: the side that closed, the flag, the server, the kind of
+/// wait their causes rest on.
+type Alike = (Role, CloseFlag, Endpoint, cause::WaitKind);
 
 impl Judge {
     pub(crate) fn of<O>(a: &Run<O>) -> Judge {
@@ -603,10 +638,70 @@ impl Judge {
             ttl.entry(c.client.ip).or_default().merge(&c.to_server.ttl);
             ttl.entry(c.server.ip).or_default().merge(&c.to_client.ttl);
         }
-        Judge {
+        let mut judge = Judge {
             speaks_first: greeting_servers(a),
             ttl,
+            waits: BTreeMap::new(),
+            alike_of: BTreeMap::new(),
+        };
+        // Each abnormal close's cause as it reads alone: the waits that tell a timer's from chance.
+        for (i, conn) in a.connections.iter().enumerate() {
+            let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
+            for ev in [conn.first_fin, conn.first_rst].into_iter().flatten() {
+                let j = classify(conn, &ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+                if j.verdict != CloseVerdict::Abnormal {
+                    continue;
+                }
+                let facts = judge.facts(conn, &ev, mysql, &j, &[]);
+                if let Some((kind, wait)) = cause::of_close(&facts).timed_wait() {
+                    let key = (ev.by, ev.event.flag, conn.server, kind);
+                    judge.waits.entry(key).or_default().push((
+                        ev.event.at.ts.0,
+                        ev.event.at.frame,
+                        wait,
+                    ));
+                    judge.alike_of.insert(ev.event.at.frame, key);
+                }
+            }
         }
+        judge
+    }
+
+    /// The facts the cause of the close `ev` of `conn` is judged from, `alike_waits` those of the
+    /// closes alike near it.
+    fn facts<'a>(
+        &self,
+        conn: &'a Connection,
+        ev: &'a ClosedBy,
+        mysql: Option<&'a MysqlSessionFacts>,
+        j: &'a Judged,
+        alike_waits: &'a [i64],
+    ) -> cause::CloseFacts<'a> {
+        cause::CloseFacts {
+            conn,
+            ev,
+            seen: mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame)),
+            mysql,
+            greeting_wait: j.greeting_wait,
+            replication: j.replication.as_deref(),
+            sender_ttl: self.sender_ttl(conn, ev),
+            alike_waits,
+        }
+    }
+
+    /// The waits of the closes alike the close `ev` (see [`Judge::waits`]) within
+    /// [`CLOSE_GROUP_GAP_S`] of it, itself aside.
+    fn alike_waits(&self, ev: &ClosedBy) -> Vec<i64> {
+        let frame = ev.event.at.frame;
+        let Some(list) = self.alike_of.get(&frame).and_then(|k| self.waits.get(k)) else {
+            return Vec::new();
+        };
+        let gap = (CLOSE_GROUP_GAP_S * 1e9) as i64;
+        let at = ev.event.at.ts.0;
+        list.iter()
+            .filter(|(ts, f, _)| *f != frame && (ts - at).abs() <= gap)
+            .map(|(_, _, w)| *w)
+            .collect()
     }
 
     /// The usual TTL of the address that sent the close `ev` of `conn`.
@@ -646,15 +741,8 @@ pub(crate) fn report<O>(a: &Run<O>, i: usize, ev: &ClosedBy, judge: &Judge) -> C
     let first = a.capture.first_ts.map_or(0, |t| t.0);
     let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
     let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
-    let facts = cause::CloseFacts {
-        conn,
-        ev,
-        seen: mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame)),
-        mysql,
-        greeting_wait: j.greeting_wait,
-        replication: j.replication.as_deref(),
-        sender_ttl: judge.sender_ttl(conn, ev),
-    };
+    let alike = judge.alike_waits(ev);
+    let facts = judge.facts(conn, ev, mysql, &j, &alike);
     let forged = judge.forged(conn, ev);
     // A close a device on the path sent is no normal end of a session, whatever the session was doing.
     let verdict = if forged {
@@ -848,7 +936,7 @@ fn greeting_waits<O>(
         let Some(g) = greeting_wait(conn, ev, mysql, speaks_first) else {
             continue;
         };
-        if g.waited_ns < GREETING_WAIT_ABNORMAL_NS && g.greeted_after.is_none() {
+        if !g.gave_up() {
             continue;
         }
         w.count += 1;
@@ -898,4 +986,103 @@ fn replication_close_reason(
         .min_by_key(|e| e.event.at.frame)
         .and_then(|e| stream_close(&e));
     Some(replication::judge(&this, earlier.as_ref()))
+}
+
+/// Each connection's close (the earlier of its first FIN and first RST) as `first-reset` reports it, by
+/// the connection's index in `a.connections`; `None` for a connection still open.
+pub fn connection_closes<O>(a: &Run<O>) -> Vec<Option<CloseReport>> {
+    let judge = Judge::of(a);
+    a.connections
+        .iter()
+        .enumerate()
+        .map(|(i, c)| c.close().map(|ev| report(a, i, &ev, &judge)))
+        .collect()
+}
+
+/// Gives each incident (a close that cut MySQL work off) the cause `first-reset` gives the same close, in
+/// the same words.
+pub fn explain_incidents<O>(a: &Run<O>, incidents: &mut [crate::mysql::Incident]) {
+    if incidents.is_empty() {
+        return;
+    }
+    let judge = Judge::of(a);
+    let by_frame: BTreeMap<u64, (usize, ClosedBy)> = a
+        .connections
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            [c.first_fin, c.first_rst]
+                .into_iter()
+                .flatten()
+                .map(move |ev| (ev.event.at.frame, (i, ev)))
+        })
+        .collect();
+    for incident in incidents {
+        if let Some((i, ev)) = by_frame.get(&incident.frame) {
+            incident.cause = report(a, *i, ev, &judge).cause;
+        }
+    }
+}
+
+/// The `mysql` report of `m`, computed in the run `a`, its incidents with their causes.
+pub fn mysql_report<O>(a: &Run<O>, m: &crate::mysql::MysqlAggregate) -> crate::mysql::MysqlReport {
+    let mut r = m.clone().report();
+    explain_incidents(a, &mut r.incidents);
+    r
+}
+
+/// One connection as `flows` lists it: the connection, and how it closed as `first-reset` judges it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowRow<'a> {
+    /// The connection (its fields are the row's, in JSON).
+    #[serde(flatten)]
+    pub connection: &'a Connection,
+    /// Its close (the earlier of its first FIN and first RST) as `first-reset` judges it; null while it
+    /// was open.
+    pub close: Option<FlowClose>,
+}
+
+/// A connection's close in `flows`: what `first-reset` says of it, without what the row says already.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowClose {
+    /// The FIN's or RST's frame.
+    pub frame: u64,
+    /// `normal`, `abnormal` or `not_judged`.
+    pub verdict: CloseVerdict,
+    /// Why it could not be judged, when it could not.
+    pub not_judged: Option<NotJudged>,
+    /// As `first-reset`'s `reason`.
+    pub reason: String,
+    /// As `first-reset`'s `cause`.
+    pub cause: Option<Cause>,
+}
+
+/// The rows of `flows` for `connections` (connections of `a`, in the order to list them), each with its
+/// close.
+pub fn flow_rows<'a, O>(a: &Run<O>, connections: &[&'a Connection]) -> Vec<FlowRow<'a>> {
+    let mut closes: BTreeMap<u64, FlowClose> = a
+        .connections
+        .iter()
+        .zip(connection_closes(a))
+        .filter_map(|(c, close)| {
+            let r = close?;
+            Some((
+                c.first.frame,
+                FlowClose {
+                    frame: r.frame,
+                    verdict: r.verdict,
+                    not_judged: r.not_judged,
+                    reason: r.reason,
+                    cause: r.cause,
+                },
+            ))
+        })
+        .collect();
+    connections
+        .iter()
+        .map(|c| FlowRow {
+            connection: c,
+            close: closes.remove(&c.first.frame),
+        })
+        .collect()
 }

@@ -42,7 +42,7 @@ pub struct FullReport {
 pub fn full_report(a: &Run<Statistics>) -> FullReport {
     let fr = first_reset(a, 20);
     let stats = &a.output;
-    let mysql = stats.mysql.clone().report();
+    let mysql = crate::closes::mysql_report(a, &stats.mysql);
     let rt = stats.rt.report(&stats.mysql);
     let rate = stats.rates.report();
     let mut f = Vec::new();
@@ -82,6 +82,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         f.push(Finding {
             severity: 1,
             kind: FindingKind::FirstAbnormalClose,
+            cause: c.cause.clone(),
             summary,
             evidence,
             // The close first (Wireshark's frame to go to), then its members' request and close frames.
@@ -490,8 +491,23 @@ fn incident_finding(i: &Incident) -> Finding {
         .chain(i.preceded_by.iter().cloned())
         .collect(),
         frames: vec![i.request_frame, i.frame],
+        cause: i.cause.clone(),
         ..Finding::blank()
     }
+}
+
+/// The cause of a group's closes, when they all have one of the same kind and setting: the first's (each
+/// member has its own).
+fn shared_cause(members: &[Finding]) -> Option<crate::cause::Cause> {
+    let first = members.first()?.cause.as_ref()?;
+    members
+        .iter()
+        .all(|m| {
+            m.cause
+                .as_ref()
+                .is_some_and(|c| c.kind == first.kind && c.setting == first.setting)
+        })
+        .then(|| first.clone())
 }
 
 /// What a close cut off, in words: "mid resultset", "mid response", "unanswered".
@@ -613,6 +629,7 @@ impl IncidentGroup<'_> {
                 .collect(),
             count: self.members.len() as u64,
             span: Some(self.span),
+            cause: shared_cause(&self.members),
             members: self.members,
             ..Finding::blank()
         }

@@ -85,7 +85,9 @@ pub mod units;
 mod unknowns;
 
 pub use closes::{
-    every_close, first_reset, CloseRecord, CloseReport, FinJudgement, FirstReset, SessionState,
+    connection_closes, every_close, explain_incidents, first_reset, flow_rows, mysql_report,
+    CloseRecord, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowRow,
+    Judgements, NotJudged, SessionState,
 };
 pub use compare::{
     compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,

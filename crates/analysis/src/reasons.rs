@@ -69,9 +69,15 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy, after_quit: bool) -> String 
         // A fact of TCP, not a judgement: a FIN that cut a resultset off is answered by the peer's FIN
         // as politely as one after COM_QUIT.
         (CloseFlag::Fin, ConnectionEnd::Graceful(_)) => parts.push("both sides sent FIN".into()),
-        (CloseFlag::Fin, ConnectionEnd::Reset(r)) => {
-            parts.push(format!("then {} RST", role_name(r)))
-        }
+        (CloseFlag::Fin, ConnectionEnd::Reset(r)) => match data_after_fin(conn, ev) {
+            Some((data, rst)) => parts.push(format!(
+                "then {} RST (frame {}) answering the {peer}'s data sent after this FIN (frame {})",
+                role_name(r),
+                rst.frame,
+                data.frame
+            )),
+            None => parts.push(format!("then {} RST", role_name(r))),
+        },
         (CloseFlag::Fin, ConnectionEnd::HalfClosed(_)) => {
             parts.push(format!("the {peer} sent no FIN before the capture ended"))
         }
@@ -79,6 +85,19 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy, after_quit: bool) -> String 
         (CloseFlag::Fin, ConnectionEnd::Open) => {}
     }
     parts.join(", ")
+}
+
+/// The FIN `fin`'s side reset the connection later, answering data its peer sent after the FIN (a request
+/// on a connection the server had closed; an answer to a client that had left): that data, and the RST.
+pub(crate) fn data_after_fin(conn: &Connection, fin: &ClosedBy) -> Option<(FrameRef, FrameRef)> {
+    let rst = conn
+        .first_rst
+        .filter(|r| r.by == fin.by && r.event.at.frame > fin.event.at.frame)?;
+    let data = rst
+        .event
+        .peer_last_data
+        .filter(|d| d.frame > fin.event.at.frame)?;
+    Some((data, rst.event.at))
 }
 
 /// What preceded a close on its connection, in TCP facts: the peer's zero window (it stopped reading),

@@ -228,6 +228,12 @@ pub const ROUND_WAIT_TOLERANCE_NS: i64 = 20_000_000;
 /// wait is near "0 s".
 pub const ROUND_WAIT_MIN_NS: i64 = 1_000_000_000;
 
+/// A wait that this many closes alike share (3: by one side, with one flag, of one server, within
+/// `CLOSE_GROUP_GAP_S` of each other, each within `ROUND_WAIT_TOLERANCE_NS` of it) is a timer's even when it
+/// is no whole number of seconds (a proxy's 2.5 s, a pool's 1,500 ms): two may agree by chance, three
+/// closes of unrelated causes agreeing to 20 ms do not.
+pub const SHARED_WAIT_CLOSES: usize = 3;
+
 /// An error the server sent is what preceded a close when it came at most this long (1 s) before it,
 /// with nothing else from the server between: a server closes right after the ERR that says why
 /// (1040, 1153, 4031: microseconds), and a client that gives up on an error does so in its next steps.

@@ -424,6 +424,11 @@ impl ConnectionState {
         }
     }
 
+    /// The latest acknowledgment number `side` sent.
+    pub fn last_ack(&self, side: Side) -> Option<u32> {
+        self.sides[side.index()].last_ack
+    }
+
     /// The first packet carrying payload that `side` sent.
     pub fn first_data(&self, side: Side) -> Option<FrameRef> {
         self.sides[side.index()].stats.first_data

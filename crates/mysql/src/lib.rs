@@ -70,7 +70,8 @@ use serde::{Deserialize, Serialize};
 pub use command::Command;
 pub use detect::{
     client_command_verdict, greeting_verdict, login_verdict, looks_like_client_command,
-    looks_like_greeting, looks_like_login, response_verdict, Extent, Verdict,
+    looks_like_greeting, looks_like_login, packet_run_verdict, response_verdict, Extent, Verdict,
+    PACKET_RUN,
 };
 pub use exchange::{ExchangeShape, PieceShape, PlainExchange};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
@@ -114,6 +115,10 @@ pub enum StartMode {
     /// The capture began between the greeting and the login: the client's first bytes are its login
     /// (what the greeting said is not known).
     Login,
+    /// The capture began in the middle of the server's answer, whose packets are plain (a run of them
+    /// showed it, [`packet_run_verdict`]): as [`StartMode::MidStream`], the compressed protocol known not
+    /// to be in force.
+    MidAnswer,
 }
 
 /// How a direction was closed.
@@ -332,6 +337,8 @@ pub struct ErrorAt {
     /// The request it answered (its command and first byte; `Command::Connect` for a login); `None` for
     /// an error sent unasked.
     pub request: Option<(Command, Meta)>,
+    /// That request's statement, as its transaction shows it, when it has one.
+    pub statement: Option<String>,
 }
 
 /// Whether the connection is readable.

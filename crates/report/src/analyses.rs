@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSource};
+use pcapsleuth_analysis::{FindingKind, FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
 use crate::style::{
     column_width, command_lines, count, counted, direction_words, duration, duration_or_none,
@@ -262,7 +262,13 @@ pub fn render_report(r: &FullReport) -> String {
     for (i, f) in r.findings.iter().enumerate() {
         let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, f.summary);
         if let Some(c) = &f.cause {
-            crate::text::describe_cause(&mut out, "     ", c, true);
+            // The first abnormal close with the facts its cause rests on, as `first-reset` gives them,
+            // and a slow hump's with its (the error's frames, why its wait is a timer's).
+            let evidence = matches!(
+                f.kind,
+                FindingKind::FirstAbnormalClose | FindingKind::SlowHump
+            );
+            crate::text::describe_cause(&mut out, "     ", c, evidence);
         }
         for e in &f.evidence {
             let _ = writeln!(out, "     {e}");

@@ -10,6 +10,7 @@
 
 use std::fmt::Write;
 
+use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, NONE};
 use pcapsleuth_analysis::{
     CloseReport, Finding, FindingKind, FullReport, RtSource, RtSummary, Unknowns,
@@ -73,6 +74,7 @@ pre { background: var(--code); padding: 8px 10px; border-radius: 4px; margin: 4p
 .answer h2 { border: 0; margin: 0 0 6px; padding: 0; color: var(--accent); }
 .answer.calm h2 { color: #2e7d32; }
 .answer .reason { font-size: 17px; margin: 4px 0 8px; }
+.cause { margin: 4px 0; }
 .handoff { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; align-items: baseline; }
 .handoff .label { color: var(--muted); font-size: 13px; }
 .partial { border-left: 4px solid #e6a700; background: #fff8e1; padding: 6px 12px; margin: 12px 0; }
@@ -84,7 +86,6 @@ ol.findings > li { margin: 0 0 14px; }
 .sev1 .kind { background: #fdecea; border-color: #f1aeb5; color: var(--accent); }
 .sev2 .kind { background: #fff4e0; border-color: #f3c77c; }
 ul.evidence { margin: 4px 0; color: #33373b; }
-p.cause { margin: 4px 0; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 14px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { background: var(--bg-soft); font-weight: 600; white-space: nowrap; }
@@ -211,9 +212,9 @@ fn answer(out: &mut String, r: &FullReport) {
     let fr = &r.first_reset;
     let Some(c) = &fr.first_abnormal else {
         let text = if fr.connections == 0 {
-            "No TCP connection in the capture: nothing was closed."
+            "No TCP connection in the capture: nothing was closed.".to_string()
         } else {
-            "No abnormal close: every connection ended normally or is still open."
+            escape_html(&crate::text::no_abnormal_close(fr))
         };
         let _ = writeln!(
             out,
@@ -232,6 +233,9 @@ fn answer(out: &mut String, r: &FullReport) {
         trim_rel(c.rel_time)
     );
     let _ = writeln!(out, "<p class=\"reason\">{}</p>", escape_html(&c.reason));
+    if let Some(cause) = &c.cause {
+        cause_html(out, cause, true);
+    }
     let _ = writeln!(out, "<p>{}</p>", close_facts(c));
     // The rest of its finding, which the findings list does not repeat: the closes like it.
     if let Some(f) = finding {
@@ -261,6 +265,23 @@ fn answer(out: &mut String, r: &FullReport) {
     let _ = writeln!(out, "</div>\n</section>");
 }
 
+/// A cause as the page shows it: "Cause (likely): ...", with its evidence (with `evidence`), escaped.
+fn cause_html(out: &mut String, c: &Cause, evidence: bool) {
+    let _ = writeln!(
+        out,
+        "<p class=\"cause\"><strong>Cause ({}):</strong> {}</p>",
+        c.confidence.name(),
+        escape_html(&c.summary)
+    );
+    if evidence && !c.evidence.is_empty() {
+        let _ = writeln!(out, "<ul class=\"evidence\">");
+        for e in &c.evidence {
+            let _ = writeln!(out, "<li>{}</li>", escape_html(&e.fact));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
+}
+
 /// "RST sent by the server at 2026-… UTC; client 10.0.0.2:5000, server 10.0.0.1:3306", escaped.
 fn close_facts(c: &CloseReport) -> String {
     escape_html(&format!(
@@ -276,23 +297,6 @@ fn close_facts(c: &CloseReport) -> String {
 /// A relative time as Wireshark shows it, to the microsecond.
 fn trim_rel(s: f64) -> String {
     format!("{s:.6}")
-}
-
-/// A finding's cause: its hypothesis with its confidence, then the facts it rests on.
-fn cause_html(out: &mut String, c: &pcapsleuth_analysis::cause::Cause) {
-    let _ = writeln!(
-        out,
-        "<p class=\"cause\"><span class=\"label\">Cause ({})</span> {}</p>",
-        c.confidence.name(),
-        escape_html(&c.summary)
-    );
-    if !c.evidence.is_empty() {
-        let _ = writeln!(out, "<ul class=\"evidence\">");
-        for e in &c.evidence {
-            let _ = writeln!(out, "<li>{}</li>", escape_html(&e.fact));
-        }
-        let _ = writeln!(out, "</ul>");
-    }
 }
 
 /// The Wireshark filter and `extract` command of a finding, as copyable code (nothing when it has none).
@@ -358,8 +362,9 @@ fn findings(out: &mut String, findings: &[Finding]) {
             f.kind,
             escape_html(&f.summary)
         );
-        if let Some(c) = &f.cause {
-            cause_html(out, c);
+        if let Some(cause) = &f.cause {
+            // A slow hump's cause with its facts: the error's frames and why its wait is a timer's.
+            cause_html(out, cause, f.kind == FindingKind::SlowHump);
         }
         if !f.evidence.is_empty() {
             let _ = writeln!(out, "<ul class=\"evidence\">");

@@ -9,8 +9,8 @@ use crate::style::{
 use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
-    Unknowns,
+    CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowRow,
+    MysqlReport, RequestCounts, RtSummary, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
@@ -48,6 +48,21 @@ fn not_judged(r: &FirstReset) -> String {
         count(j.not_judged as u64),
         why.join(", ")
     )
+}
+
+/// The headline when no close was abnormal: "No abnormal close: every connection ended normally or is
+/// still open.", or, when some closes could not be judged, "No abnormal close among 40 judged closes; 1
+/// could not be judged (...)." (the text and the HTML page).
+pub(crate) fn no_abnormal_close(r: &FirstReset) -> String {
+    if r.judgements.not_judged == 0 {
+        "No abnormal close: every connection ended normally or is still open.".into()
+    } else {
+        format!(
+            "No abnormal close among {} judged; {}.",
+            count(r.judgements.judged as u64),
+            not_judged(r)
+        )
+    }
 }
 
 fn describe_close(out: &mut String, title: &str, c: &CloseReport, evidence: bool) {
@@ -115,19 +130,8 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             );
             return out;
         }
-        (None, FinJudgement::Judged) if r.judgements.not_judged == 0 => {
-            let _ = writeln!(
-                out,
-                "No abnormal close: every connection ended normally or is still open."
-            );
-        }
         (None, FinJudgement::Judged) => {
-            let _ = writeln!(
-                out,
-                "No abnormal close among {} judged; {}.",
-                counted(r.judgements.judged as u64, "close", "closes"),
-                not_judged(r)
-            );
+            let _ = writeln!(out, "{}", no_abnormal_close(r));
         }
         (None, FinJudgement::NotJudged) => {
             let _ = writeln!(out, "No RST in the capture (FINs not judged).");
@@ -350,11 +354,13 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         let _ = writeln!(out, "\nno error responses");
     } else {
         let total: u64 = r.error_details.iter().map(|e| e.count).sum();
+        // Logins answered by an error are among the errors, so they count among what was answered.
+        let logins = r.commands.get("COM_CONNECT").copied().unwrap_or(0);
         let _ = writeln!(
             out,
-            "\nerror responses: {} ({} of requests)",
+            "\nerror responses: {} ({} of requests and logins)",
             count(total),
-            percent(total as f64 / r.queries.max(1) as f64)
+            percent(total as f64 / (r.queries + logins).max(1) as f64)
         );
         for e in &r.error_details {
             let _ = writeln!(
@@ -457,6 +463,9 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                     .map(|w| format!("; {w}"))
                     .collect::<String>()
             );
+            if let Some(c) = &i.cause {
+                describe_cause(&mut out, "      ", c, false);
+            }
         }
     }
     crate::replication::write_streams(&mut out, &r.replication);
@@ -527,6 +536,23 @@ fn end_text(e: ConnectionEnd) -> String {
     }
 }
 
+/// How a connection's close was judged, after its end in `flows`: "; abnormal: net_write_timeout", "; not
+/// judged" (nothing for a normal one).
+fn close_words(c: Option<&FlowClose>) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    match (c.verdict, &c.cause) {
+        (CloseVerdict::Normal, _) => String::new(),
+        (CloseVerdict::NotJudged, _) => "; not judged".into(),
+        (CloseVerdict::Abnormal, Some(cause)) => format!(
+            "; abnormal: {}",
+            cause.setting.map_or(cause.kind.name(), |s| s.name())
+        ),
+        (CloseVerdict::Abnormal, None) => "; abnormal".into(),
+    }
+}
+
 /// Sorts connections for display: by start (frame), bytes or duration (largest first).
 pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
     let mut v: Vec<&Connection> = conns.iter().collect();
@@ -542,16 +568,18 @@ pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
 /// client, server, first frame, start (seconds after the capture's first packet), duration (s), SYNs
 /// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended; then
 /// the number of connections.
-pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
+pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow<'_>]) -> String {
     let first = capture.first_ts.map_or(0, |t| t.0);
     let mut out = String::new();
     const HEADERS: [&str; 13] = [
         "client", "server", "frame", "start", "dur", "SYNs", "connect", "pkts>s", "pkts>c",
         "resent", "0-win", "bytes", "end",
     ];
-    let rows: Vec<[String; 13]> = conns
+    let conns = rows;
+    let rows: Vec<[String; 13]> = rows
         .iter()
-        .map(|c| {
+        .map(|row| {
+            let c = row.connection;
             let h = &c.handshake;
             let connect = match (h.outcome, h.connect_ns) {
                 (_, Some(ns)) => duration(ns as f64 / 1e3),
@@ -573,13 +601,14 @@ pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
                 count(c.to_server.zero_windows + c.to_client.zero_windows),
                 count(c.total_bytes()),
                 format!(
-                    "{}{}",
+                    "{}{}{}",
                     end_text(c.end),
                     if c.roles_known {
                         ""
                     } else {
                         " (roles unknown)"
-                    }
+                    },
+                    close_words(row.close.as_ref())
                 ),
             ]
         })

@@ -468,6 +468,10 @@ pub(crate) struct MysqlTrack {
     tail: Option<Box<Tail>>,
 }
 
+/// An acknowledgment at most this far (1 GiB) past the bytes captured is of bytes the capture lost; one
+/// farther (or behind, wrapped) is no acknowledgment of this stream's bytes (a garbled or stale ACK).
+const TRAILING_GAP_MAX: u32 = 1 << 30;
+
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
 const RETRANSMISSIONS_KEPT: usize = 256;
 
@@ -843,6 +847,20 @@ impl MysqlTrack {
                 };
                 let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
                 self.streams[side.index()].flush(&mut out);
+                // Bytes the peer acknowledged that the capture does not hold (its last segments, lost
+                // to the capture): a gap at the end of the stream, where an answer may have been.
+                let stream = &self.streams[side.index()];
+                if let (Some(next), Some(ack)) = (stream.next_seq(), conn.last_ack(side.other())) {
+                    let fin = u32::from(conn.first_close(side, TcpCloseFlag::Fin).is_some());
+                    let beyond = ack.wrapping_sub(next).wrapping_sub(fin);
+                    if beyond > 0 && beyond < TRAILING_GAP_MAX {
+                        let at = Meta {
+                            ts_ns: self.last_ts_ns,
+                            frame: conn.last().frame,
+                        };
+                        session.gap(d, u64::from(beyond), at);
+                    }
+                }
             }
             session.finish();
         }

@@ -80,7 +80,7 @@ impl Session {
     pub fn new(mode: StartMode) -> Self {
         let initial = match mode {
             StartMode::Handshake | StartMode::Login => StreamMode::Framed,
-            StartMode::MidStream => StreamMode::Hunting,
+            StartMode::MidStream | StartMode::MidAnswer => StreamMode::Hunting,
         };
         Session {
             client: DirStream::new(CLIENT_PREFIX_CAP, CLIENT_HUNT_WINDOW, initial),
@@ -498,6 +498,10 @@ impl Session {
                 // The window is no longer contiguous.
                 core.info.counters.skipped_bytes += cur.window.len() as u64;
                 cur.window.clear();
+                if dir == Direction::ServerToClient {
+                    // What the server sent after the open requests is lost, their answers with it.
+                    core.lose_answers(len);
+                }
                 return;
             }
             StreamMode::Framed => {}
@@ -591,18 +595,15 @@ impl Session {
                         });
                     }
                 }
-                for p in core.queue.iter_mut() {
-                    p.lost = true;
-                    p.gap_bytes += len;
-                }
                 if let Some(head) = core.queue.front_mut() {
-                    if head.stage != Stage::NoResponse {
-                        if at_boundary && head.first_response.is_none() {
-                            *head.gap_before_response.get_or_insert(0) += len;
-                        }
-                        head.stage = Stage::Lost;
+                    if head.stage != Stage::NoResponse
+                        && at_boundary
+                        && head.first_response.is_none()
+                    {
+                        *head.gap_before_response.get_or_insert(0) += len;
                     }
                 }
+                core.lose_answers(len);
                 cur.start_hunting();
             }
         }
@@ -711,7 +712,14 @@ impl Session {
                 Self::closed_outcome(p, Direction::ClientToServer, CloseFlag::Fin)
             });
         } else {
-            self.core.complete_all(|_| Outcome::CaptureEnded);
+            // An answer that fell into bytes the capture lost is not one the capture ended before.
+            self.core.complete_all(|p| {
+                if p.lost {
+                    Outcome::GapLost
+                } else {
+                    Outcome::CaptureEnded
+                }
+            });
         }
         let dropped = self.client.framer.reset() + self.server.framer.reset();
         self.core.info.counters.truncated_bytes += dropped;

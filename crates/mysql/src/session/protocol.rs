@@ -307,7 +307,7 @@ impl Core {
         Core {
             phase: match mode {
                 StartMode::Handshake => Phase::AwaitGreeting,
-                StartMode::MidStream => Phase::Unknown,
+                StartMode::MidStream | StartMode::MidAnswer => Phase::Unknown,
                 StartMode::Login => Phase::AwaitHandshakeResponse,
             },
             info: SessionInfo::default(),
@@ -352,9 +352,9 @@ impl Core {
     pub(super) fn complete_head_here(&mut self, outcome: Outcome) {
         if matches!(outcome, Outcome::Err { .. }) {
             if let Some(p) = self.queue.front() {
-                let request = Some((p.command, p.request));
                 let at = p.last_response.unwrap_or(p.request);
-                self.note_error(&outcome, at, request);
+                Self::note_error_in(&mut self.recent_error, &outcome, at, Some(p));
+                self.recent_error_live = true;
             }
         }
         match self.queue.front_mut() {
@@ -384,11 +384,19 @@ impl Core {
     /// word until a command comes. (Apart, and never inlined: errors are the rare answer.)
     #[cold]
     #[inline(never)]
-    pub(super) fn note_error(
-        &mut self,
+    pub(super) fn note_error(&mut self, outcome: &Outcome, at: Meta, request: Option<&Pending>) {
+        Self::note_error_in(&mut self.recent_error, outcome, at, request);
+        self.recent_error_live = true;
+    }
+
+    /// [`Core::note_error`] into `slot` (the caller marks it live).
+    #[cold]
+    #[inline(never)]
+    fn note_error_in(
+        slot: &mut Option<Box<ErrorAt>>,
         outcome: &Outcome,
         at: Meta,
-        request: Option<(Command, Meta)>,
+        request: Option<&Pending>,
     ) {
         let Outcome::Err {
             code,
@@ -398,7 +406,7 @@ impl Core {
         else {
             return;
         };
-        let e = self.recent_error.get_or_insert_with(|| {
+        let e = slot.get_or_insert_with(|| {
             Box::new(ErrorAt {
                 error: ServerError {
                     code: 0,
@@ -406,7 +414,8 @@ impl Core {
                     message: String::new(),
                 },
                 at,
-                request,
+                request: None,
+                statement: None,
             })
         });
         e.error.code = *code;
@@ -414,8 +423,18 @@ impl Core {
         e.error.message.clear();
         e.error.message.push_str(message);
         e.at = at;
-        e.request = request;
-        self.recent_error_live = true;
+        e.request = request.map(|p| (p.command, p.request));
+        match (
+            request.and_then(|p| p.statement.as_deref()),
+            &mut e.statement,
+        ) {
+            (Some(text), Some(kept)) => {
+                kept.clear();
+                kept.push_str(text);
+            }
+            (Some(text), kept) => *kept = Some(text.to_owned()),
+            (None, kept) => *kept = None,
+        }
     }
 
     /// The last error the server sent, if no command came after it.
@@ -455,7 +474,7 @@ impl Core {
     pub(super) fn finish_request(&mut self, mut p: Box<Pending>, outcome: Outcome) {
         if matches!(outcome, Outcome::Err { .. }) {
             let at = p.last_response.unwrap_or(p.request);
-            self.note_error(&outcome, at, Some((p.command, p.request)));
+            self.note_error(&outcome, at, Some(&p));
         }
         if matches!(outcome, Outcome::Ok { .. }) {
             if let Some(s) = &p.new_schema {
@@ -512,6 +531,21 @@ impl Core {
                     bytes: p.response_bytes,
                 },
             },
+        }
+    }
+
+    /// `len` bytes the server sent are lost: the open requests' answers may be among them, and cannot be
+    /// read (each ends [`Outcome::GapLost`] when it ends unanswered; the head reads on only where its
+    /// answer is seen to begin after the gap).
+    pub(super) fn lose_answers(&mut self, len: u64) {
+        for p in self.queue.iter_mut() {
+            p.lost = true;
+            p.gap_bytes += len;
+        }
+        if let Some(head) = self.queue.front_mut() {
+            if head.stage != Stage::NoResponse {
+                head.stage = Stage::Lost;
+            }
         }
     }
 
