@@ -6,7 +6,7 @@
 //! A [`Cause`] is what every report says about it: `first-reset`, `flows`, `mysql`'s incidents, `report`'s
 //! findings and its HTML page print its [`Cause::summary`] and [`Cause::evidence`] as they are, and give it
 //! whole in JSON as a `cause` object beside the older `reason`. The sentences are written here and nowhere
-//! else ([`Cause::new`] and the functions of this module), so that the same close reads the same in each
+//! else (`Cause::new` and the functions of this module), so that the same close reads the same in each
 //! report; the thresholds that decide them are in `thresholds.rs`, each with its reason.
 //!
 //! A cause is never a verdict: its [`Confidence`] says how far the capture proves it, and its evidence says
@@ -447,8 +447,8 @@ pub struct RoundWait {
     pub off_ns: i64,
 }
 
-/// The whole number of seconds `wait_ns` is, when it is one within [`ROUND_WAIT_TOLERANCE_NS`] and at
-/// least [`ROUND_WAIT_MIN_NS`]: timeouts are set in whole seconds (MySQL's are, and most clients' and
+/// The whole number of seconds `wait_ns` is, when it is one within `thresholds::ROUND_WAIT_TOLERANCE_NS` and at
+/// least `thresholds::ROUND_WAIT_MIN_NS`: timeouts are set in whole seconds (MySQL's are, and most clients' and
 /// proxies'), and fire within milliseconds of them.
 pub fn round_wait(wait_ns: i64) -> Option<RoundWait> {
     if wait_ns < ROUND_WAIT_MIN_NS - ROUND_WAIT_TOLERANCE_NS {
