@@ -788,35 +788,36 @@ mod tests {
     }
 
     /// 200 fast requests and a hump of 20 errors within one bin of 1.0004 s (a timeout), with 4 slow
-    /// successes beside them: the hump's shares count its top bin.
-    fn timeout_hump() -> (Histogram, HumpTraits) {
-        let mut all = Histogram::default();
-        let mut t = HumpTraits::default();
-        let mut frame = 1;
-        let add = |ns: u64, m: Member, all: &mut Histogram, t: &mut HumpTraits| {
-            let rt = Binned::new(ns);
-            all.add_binned(rt);
-            t.note(
-                rt,
-                &m,
-                Some(Command::Query),
-                Some(("HY000", "Lock wait timeout exceeded")),
-            );
-        };
-        for i in 0..200u64 {
-            frame += 2;
-            let m = member(frame, i % 3, "10.0.0.5:40000", None);
-            add(100_000 + i * 300, m, &mut all, &mut t);
-        }
-        for i in 0..24u64 {
-            frame += 2;
+    /// successes beside them: each request's response time and what it was.
+    fn timeout_hump_requests() -> Vec<(u64, Member)> {
+        let fast = (0..200u64).map(|i| {
+            let m = member(3 + 2 * i, i % 3, "10.0.0.5:40000", None);
+            (100_000 + i * 300, m)
+        });
+        let slow = (0..24u64).map(|i| {
             let (ns, error) = if i % 6 == 5 {
                 (950_000_000 + i * 1_000_000, None)
             } else {
                 (1_000_400_000 + i * 1_000, Some(1205))
             };
-            let m = member(frame, 10 + i % 4, "10.0.0.6:40000", error);
-            add(ns, m, &mut all, &mut t);
+            (ns, member(403 + 2 * i, 10 + i % 4, "10.0.0.6:40000", error))
+        });
+        fast.chain(slow).collect()
+    }
+
+    /// Notes `(ns, member)` in `t`, as the MySQL side notes a `COM_QUERY`.
+    fn note(t: &mut HumpTraits, ns: u64, m: &Member) {
+        let message = m.error.map(|_| ("HY000", "Lock wait timeout exceeded"));
+        t.note(Binned::new(ns), m, Some(Command::Query), message);
+    }
+
+    /// [`timeout_hump_requests`] in one distribution and its traits.
+    fn timeout_hump() -> (Histogram, HumpTraits) {
+        let mut all = Histogram::default();
+        let mut t = HumpTraits::default();
+        for (ns, m) in timeout_hump_requests() {
+            all.add(ns);
+            note(&mut t, ns, &m);
         }
         (all, t)
     }
@@ -847,38 +848,15 @@ mod tests {
 
     #[test]
     fn merging_in_any_order_equals_noting_at_once() {
-        let (all, whole) = timeout_hump();
+        let (_, mut whole) = timeout_hump();
         // The same requests noted by three instances, merged both ways.
         let mut parts = [
             HumpTraits::default(),
             HumpTraits::default(),
             HumpTraits::default(),
         ];
-        let mut frame = 1;
-        for i in 0..200u64 {
-            frame += 2;
-            let m = member(frame, i % 3, "10.0.0.5:40000", None);
-            parts[(i % 3) as usize].note(
-                Binned::new(100_000 + i * 300),
-                &m,
-                Some(Command::Query),
-                None,
-            );
-        }
-        for i in 0..24u64 {
-            frame += 2;
-            let (ns, error) = if i % 6 == 5 {
-                (950_000_000 + i * 1_000_000, None)
-            } else {
-                (1_000_400_000 + i * 1_000, Some(1205))
-            };
-            let m = member(frame, 10 + i % 4, "10.0.0.6:40000", error);
-            parts[(i % 2) as usize].note(
-                Binned::new(ns),
-                &m,
-                Some(Command::Query),
-                Some(("HY000", "Lock wait timeout exceeded")),
-            );
+        for (i, (ns, m)) in timeout_hump_requests().into_iter().enumerate() {
+            note(&mut parts[i % 3], ns, &m);
         }
         let mut a = parts[0].clone();
         a.merge(&parts[1]);
@@ -886,13 +864,11 @@ mod tests {
         let mut b = parts[2].clone();
         b.merge(&parts[1]);
         b.merge(&parts[0]);
-        let mut whole = whole;
         for t in [&mut a, &mut b, &mut whole] {
             t.settle();
         }
         assert_eq!(a, b);
         assert_eq!(a, whole);
-        let _ = all;
     }
 
     #[test]
