@@ -569,8 +569,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 engine: engine.clone(),
                 no_mysql: false,
             };
-            let (client_set, client_run) = analyze(&side(client), analysis::Exchanges::default)?;
-            let (server_set, server_run) = analyze(&side(server), analysis::Exchanges::default)?;
+            let both = || (analysis::Exchanges::default(), analysis::Endings::default());
+            let (client_set, client_run) = analyze(&side(client), both)?;
+            let (server_set, server_run) = analyze(&side(server), both)?;
+            let ((client_exchanges, client_endings), (server_exchanges, server_endings)) =
+                (&client_run.output, &server_run.output);
             let span = |t: &analysis::Timeline| {
                 Some(analysis::CaptureSpan {
                     first_ns: t.body_first?.0,
@@ -584,7 +587,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 server_span: span(&server_run.capture.timeline),
                 notable_limit: notable,
             };
-            let cmp = analysis::compare(&client_run.output, &server_run.output, &opts);
+            let cmp = analysis::compare(client_exchanges, server_exchanges, &opts);
+            let endings = analysis::compare_endings(
+                (client_exchanges, client_endings),
+                (server_exchanges, server_endings),
+                &cmp,
+                opts.spans(client_exchanges, server_exchanges),
+            );
             let (client_unknowns, server_unknowns) = (
                 analysis::unknowns(&client_run),
                 analysis::unknowns(&server_run),
@@ -593,19 +602,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 report::ComparedCapture {
                     capture: &client_run.capture,
                     unknowns: &client_unknowns,
-                    requests: client_run.output.len(),
+                    requests: client_exchanges.len(),
                 },
                 report::ComparedCapture {
                     capture: &server_run.capture,
                     unknowns: &server_unknowns,
-                    requests: server_run.output.len(),
+                    requests: server_exchanges.len(),
                 },
             );
             emit(if engine.json {
-                report::to_json(&report::compare_json(&cmp, &sides.0, &sides.1))
+                report::to_json(&report::compare_json(&cmp, &endings, &sides.0, &sides.1))
             } else {
                 fitted(report::render_compare(
                     &cmp,
+                    &endings,
                     &sides.0,
                     &sides.1,
                     per_interval,

@@ -4,8 +4,8 @@
 use crate::common;
 
 use pcapsleuth::analysis::{
-    analyze, first_reset, CloseView, ConnectionView, EndView, EngineOptions, Everything, Exchanges,
-    MysqlStatistics, Resends, Run, SegmentView, Statistics, TransactionView,
+    analyze, first_reset, CloseView, ConnectionView, EndView, Endings, EngineOptions, Everything,
+    Exchanges, MysqlStatistics, Resends, Run, SegmentView, Statistics, TransactionView,
 };
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::to_json;
@@ -94,10 +94,11 @@ fn mysql_statistics_alone_give_the_full_runs_mysql_report() {
 }
 
 /// The records `compare` lines up (every request with its sequence number, payload hash, response
-/// frames and whether the response was resent) do not depend on the splits either, nor do the first
-/// retransmissions of each connection that `extract --annotate` comments.
+/// frames and whether the response was resent; every connection's closes and unanswered requests) do not
+/// depend on the splits either, nor do the first retransmissions of each connection that
+/// `extract --annotate` comments.
 #[test]
-fn exchanges_and_resends_are_the_same_with_1_2_7_and_64_splits() {
+fn exchanges_endings_and_resends_are_the_same_with_1_2_7_and_64_splits() {
     for path in common::real_captures() {
         let cap = Capture::open(&path).unwrap();
         let with = |splits| {
@@ -108,7 +109,13 @@ fn exchanges_and_resends_are_the_same_with_1_2_7_and_64_splits() {
                     splits: Some(splits),
                     ..EngineOptions::default()
                 },
-                || (Exchanges::default(), Resends::new(|_, _| true)),
+                || {
+                    (
+                        Exchanges::default(),
+                        Endings::default(),
+                        Resends::new(|_, _| true),
+                    )
+                },
             )
             .output
         };
@@ -116,7 +123,7 @@ fn exchanges_and_resends_are_the_same_with_1_2_7_and_64_splits() {
         for splits in [2, 7, 64] {
             assert!(
                 one == with(splits),
-                "{path:?}: exchanges or resends differ with {splits} splits"
+                "{path:?}: exchanges, endings or resends differ with {splits} splits"
             );
         }
     }

@@ -6,7 +6,7 @@
 //! A [`Cause`] is what every report says about it: `first-reset`, `flows`, `mysql`'s incidents, `report`'s
 //! findings and its HTML page print its [`Cause::summary`] and [`Cause::evidence`] as they are, and give it
 //! whole in JSON as a `cause` object beside the older `reason`. The sentences are written here and nowhere
-//! else (the functions of this module), so that the same close reads the same in each
+//! else (`Cause::new` and the functions of this module), so that the same close reads the same in each
 //! report; the thresholds that decide them are in `thresholds.rs`, each with its reason.
 //!
 //! A cause is never a verdict: its [`Confidence`] says how far the capture proves it, and its evidence says
@@ -30,8 +30,9 @@ use serde::Serialize;
 use crate::mysql::{CloseSeenFacts, MysqlSessionFacts};
 use crate::reasons::{data_after_fin, peer_name, role_name, zero_window_before};
 use crate::thresholds::{
-    ERROR_BEFORE_CLOSE_NS, ROUND_WAIT_MIN_NS, ROUND_WAIT_TOLERANCE_NS, SHARED_WAIT_CLOSES,
-    TTL_MIN_PACKETS, WHY_RESENT_IN_A_ROW, WHY_SILENCE_NS,
+    ERROR_BEFORE_CLOSE_NS, HUMP_ERRORS_MAKE, HUMP_NARROW_SPREAD, ROUND_WAIT_MIN_NS,
+    ROUND_WAIT_TOLERANCE_NS, SHARED_WAIT_CLOSES, TTL_MIN_PACKETS, WHY_RESENT_IN_A_ROW,
+    WHY_SILENCE_NS,
 };
 use crate::units;
 
@@ -100,8 +101,13 @@ pub enum CauseKind {
     /// process had gone (killed, exited, or closed without waiting for the answer).
     PeerGone,
     /// The packet was likely sent by a device on the path (a firewall, a load balancer, a NAT), not by the
-    /// endpoint whose address it bears: its IP TTL does not fit that endpoint's packets.
+    /// endpoint whose address it bears: its IP TTL does not fit that endpoint's packets, or the capture at
+    /// that endpoint shows no such packet leaving it.
     PathDevice,
+    /// The server stopped statements at a limit of its own and answered them with an error: a row lock
+    /// waited for too long (innodb_lock_wait_timeout, ERR 1205), a statement that ran too long
+    /// (max_execution_time, ERR 3024; max_statement_time, ERR 1969).
+    StatementTimeout,
     /// The client gave up waiting for the server's greeting: the server had not accepted the connection
     /// (a full accept queue).
     GreetingWait,
@@ -129,6 +135,7 @@ impl CauseKind {
             CauseKind::StaleConnection => "stale_connection",
             CauseKind::PeerGone => "peer_gone",
             CauseKind::PathDevice => "path_device",
+            CauseKind::StatementTimeout => "statement_timeout",
             CauseKind::GreetingWait => "greeting_wait",
             CauseKind::Refused => "refused",
             CauseKind::Replication => "replication",
@@ -1448,6 +1455,329 @@ impl Cause {
     pub(crate) fn timed_wait(&self) -> Option<(WaitKind, i64)> {
         Some((self.wait_kind?, (self.wait_s? * 1e9).round() as i64))
     }
+}
+
+// ---- Humps of response times (crate::humps) ----
+
+/// What the cause of a slow hump of response times is judged from.
+pub(crate) struct HumpFacts<'a> {
+    /// Its median response time, ns.
+    pub(crate) center_ns: i64,
+    /// p75/p25 of its response times.
+    pub(crate) spread: f64,
+    /// Its requests.
+    pub(crate) count: u64,
+    /// The error codes that answered its requests, most first.
+    pub(crate) errors: &'a [crate::humps::HumpError],
+    /// Its statement (fingerprint), when one holds most of it.
+    pub(crate) statement: Option<&'a str>,
+    /// Its earliest request answered by its main error code, as (request frame, response frame).
+    pub(crate) first_error: Option<(u64, Option<u64>)>,
+}
+
+/// Whether a hump whose middle half spans `spread` (p75/p25) is narrow: a timer's, not a service time's.
+pub(crate) fn narrow_hump(spread: f64) -> bool {
+    spread <= HUMP_NARROW_SPREAD
+}
+
+/// The cause of a slow hump, when its requests were stopped by a timeout of the server's that answers
+/// with an error (ERR 1205 at innodb_lock_wait_timeout, ERR 3024 at max_execution_time, ERR 1969 at
+/// max_statement_time) and that error answered most of them; `None` otherwise (a hump of successes, or
+/// of errors no timer sends, is described by its traits, not given a cause).
+pub(crate) fn of_hump(h: &HumpFacts<'_>) -> Option<Cause> {
+    let e = h.errors.first().filter(|e| e.share >= HUMP_ERRORS_MAKE)?;
+    let meaning = error_meaning(e.code)?;
+    let setting = meaning.setting.filter(|s| {
+        matches!(
+            s,
+            Setting::InnodbLockWaitTimeout | Setting::MaxExecutionTime | Setting::MaxStatementTime
+        )
+    })?;
+    let narrow = narrow_hump(h.spread);
+    let round = round_wait(h.center_ns).filter(|_| narrow);
+    let what = match h.statement {
+        Some(q) => format!("`{}`", one_line(q, 80)),
+        None => "requests".to_string(),
+    };
+    let (waited, took) = match setting {
+        Setting::InnodbLockWaitTimeout => ("for a row lock", "waited"),
+        _ => ("running", "took"),
+    };
+    let (default, unit) = match setting {
+        Setting::InnodbLockWaitTimeout => ("default 50 s", "s"),
+        Setting::MaxExecutionTime => ("milliseconds; default 0: off", "ms"),
+        _ => ("seconds; default 0: off", "s"),
+    };
+    let here = match (round, unit) {
+        (Some(w), "s") => format!("{} s here; {default}", w.seconds),
+        (Some(w), _) => format!("{} ms here; {default}", w.seconds * 1000),
+        (None, _) if narrow => format!(
+            "about {} here, less what the statements did before they began to wait; {default}",
+            wait_words(h.center_ns)
+        ),
+        (None, _) => default.to_string(),
+    };
+    let mut c = Cause::new(
+        CauseKind::StatementTimeout,
+        Confidence::Certain,
+        format!(
+            "a timeout: {} ({here}): {} {took} {} (median) {waited} and got ERR {} `{}` ({})",
+            setting.name(),
+            if e.count == h.count {
+                format!("all {} of the hump's requests", units::count(h.count))
+            } else {
+                format!(
+                    "{} of the hump's {}",
+                    units::count(e.count),
+                    units::counted(h.count, "request", "requests")
+                )
+            },
+            wait_words(h.center_ns),
+            e.code,
+            one_line(&e.message, 100),
+            meaning.name,
+        ),
+    );
+    let frames: Vec<u64> = h
+        .first_error
+        .map(|(q, r)| std::iter::once(q).chain(r).collect())
+        .unwrap_or_default();
+    c = c.with(
+        format!(
+            "ERR {} answered {} of the hump's {} ({}), {} of the capture's answered ERR {}{}",
+            e.code,
+            units::count(e.count),
+            units::counted(h.count, "request", "requests"),
+            what,
+            units::percent(e.of_code),
+            e.code,
+            match h.first_error {
+                Some((q, Some(r))) => format!("; the first: request frame {q}, ERR frame {r}"),
+                Some((q, None)) => format!("; the first: request frame {q}"),
+                None => String::new(),
+            }
+        ),
+        &frames,
+    );
+    c = c.with(
+        match round {
+            Some(w) => format!(
+                "their median wait, {}, is a whole number of seconds ({} s), and the middle half of the hump \
+                 spans {:.1}%: a timer's wait, the same for every request",
+                wait_words(h.center_ns),
+                w.seconds,
+                (h.spread - 1.0) * 100.0
+            ),
+            None if narrow => format!(
+                "the middle half of the hump spans {:.1}% around its median, {}: one wait for every \
+                 request, a timer's",
+                (h.spread - 1.0) * 100.0,
+                wait_words(h.center_ns)
+            ),
+            None => format!(
+                "the hump is broad (its middle half spans {:.2}×): the waits differ from request to request",
+                h.spread
+            ),
+        },
+        &[],
+    );
+    c.sender = Sender::Server;
+    c.setting = Some(setting);
+    c.wait_s = Some(h.center_ns as f64 / 1e9);
+    c.error = Some(CauseError {
+        code: e.code,
+        sql_state: e.sql_state.clone(),
+        name: Some(meaning.name),
+        meaning: Some(meaning.meaning),
+        message: e.message.clone(),
+        frame: h.first_error.and_then(|(_, r)| r).unwrap_or(0),
+    });
+    Some(c)
+}
+
+// ---- Two capture points (crate::compare_ends) ----
+
+/// What says that a device between two capture points closed a connection on both sides.
+pub(crate) struct DeviceCloseFacts<'a> {
+    /// The close the client received in its server side's name: (flag, client frame).
+    pub(crate) to_client: (CloseFlag, u64),
+    /// The close the server received in its client side's name: (flag, server frame).
+    pub(crate) to_server: (CloseFlag, u64),
+    /// The RST or FIN the server received that the client never sent, if any: (flag, server frame).
+    pub(crate) never_sent_by_client: Option<(CloseFlag, u64)>,
+    /// How far apart the two closes were on the aligned clocks, ns.
+    pub(crate) apart_ns: i64,
+    /// How far off the alignment may be, ns.
+    pub(crate) uncertainty_ns: i64,
+    /// The request the close cut off, and how long it had waited at the client point (ns): (words,
+    /// request frame at the client, wait).
+    pub(crate) request: Option<(&'a str, u64, i64)>,
+    /// The endpoint the client talked to, and the one the server saw the connection come from, when they
+    /// differ from the ends' own (a proxy's addresses).
+    pub(crate) proxy: Option<(pcapsleuth_flow::Endpoint, pcapsleuth_flow::Endpoint)>,
+}
+
+/// Neither end closed: a device in between closed both sides.
+pub(crate) fn device_closed_both(f: &DeviceCloseFacts<'_>) -> Cause {
+    let timer = f
+        .request
+        .and_then(|(_, _, w)| round_wait(w).map(|r| (w, r)));
+    let between = match f.proxy {
+        Some((to, from)) => format!(
+            "a device in between (the client talks to {to}, the server sees the connection from {from})"
+        ),
+        None => "a device in between".to_string(),
+    };
+    let summary = match (f.request, timer) {
+        (Some((what, _, w)), Some((_, r))) => format!(
+            "neither end closed: {between} closed both sides after {what} had waited {}; a close at a round \
+             wait is a timer's: the device's timeout ({} s: HAProxy's `timeout server`, a load balancer's \
+             idle or request timeout)",
+            wait_words(w),
+            r.seconds
+        ),
+        (Some((what, _, w)), None) => format!(
+            "neither end closed: {between} closed both sides after {what} had waited {}",
+            wait_words(w)
+        ),
+        (None, _) => format!("neither end closed: {between} closed both sides"),
+    };
+    let mut c = Cause::new(CauseKind::PathDevice, Confidence::Likely, summary)
+        .with(
+            format!(
+                "the client received a {} in its server side's name (client frame {}) that the server never \
+                 sent: the server capture has no FIN or RST of the server's on the connection before it",
+                f.to_client.0.name(),
+                f.to_client.1
+            ),
+            &[f.to_client.1],
+        )
+        .with(
+            format!(
+                "the server received a {} in its client side's name (server frame {}) {} from it on the \
+                 aligned clocks (± {}): at the same moment",
+                f.to_server.0.name(),
+                f.to_server.1,
+                units::duration_us(f.apart_ns as f64 / 1e3),
+                units::duration_us(f.uncertainty_ns as f64 / 1e3)
+            ),
+            &[f.to_server.1],
+        );
+    if let Some((flag, frame)) = f.never_sent_by_client {
+        c = c.with(
+            format!(
+                "the client never sent the {} the server received in its name (server frame {frame})",
+                flag.name()
+            ),
+            &[frame],
+        );
+    }
+    if let Some((what, frame, w)) = f.request {
+        c = c.with(
+            format!(
+                "{what} (client frame {frame}) was answered at neither point: cut off after {}",
+                wait_words(w)
+            ),
+            &[frame],
+        );
+        c.wait_s = Some(w as f64 / 1e9);
+    }
+    c.sender = Sender::Path;
+    if timer.is_some() {
+        c.setting = Some(Setting::ProxyTimeout);
+    }
+    c
+}
+
+/// What says that a FIN or RST that arrived at one capture point in the name of a side was not sent by
+/// it: the point at that side shows no such packet leaving it.
+pub(crate) struct NotSentFacts<'a> {
+    /// FIN or RST.
+    pub(crate) flag: CloseFlag,
+    /// The side whose name it bears, and its endpoint there.
+    pub(crate) by: (Role, pcapsleuth_flow::Endpoint),
+    /// The point it arrived at ("client", "server") and its frame there.
+    pub(crate) arrived_at: (&'a str, u64),
+    /// How long the capture at the sender's side ran past it, ns.
+    pub(crate) ran_after_ns: i64,
+    /// The closes that capture does show of that side: (flag, frame there).
+    pub(crate) own: Vec<(CloseFlag, u64)>,
+    /// The request it came right after, at the point it arrived at: (words, frame, ns between them), and
+    /// whether the other point has that request.
+    pub(crate) after_request: Option<(&'a str, u64, i64, bool)>,
+}
+
+/// A FIN or RST that exists only at the point it arrived at: a device on the path sent it.
+pub(crate) fn close_not_sent(f: &NotSentFacts<'_>) -> Cause {
+    let (role, endpoint) = f.by;
+    let other = if f.arrived_at.0 == "client" {
+        "server"
+    } else {
+        "client"
+    };
+    let answering = match f.after_request {
+        Some((what, _, gap, false)) => format!(
+            ", {} after {what}, which never reached the {other} point: a firewall that rejects with a \
+             reset, or a device that dropped the request and answered it",
+            units::seconds(gap as f64 / 1e9)
+        ),
+        _ => String::new(),
+    };
+    let mut c = Cause::new(
+        CauseKind::PathDevice,
+        Confidence::Likely,
+        format!(
+            "this {} from {endpoint} exists only at the {} point: the {} never sent it; likely a device on \
+             the path (a firewall, a load balancer, a NAT) sent it in the {}'s name{answering}",
+            f.flag.name(),
+            f.arrived_at.0,
+            role_name(role),
+            role_name(role)
+        ),
+    )
+    .with(
+        format!(
+            "the {} arrived at the {} point (frame {}); the {} capture, which follows the connection and ran \
+             {} past it, has no {} from the {}{}",
+            f.flag.name(),
+            f.arrived_at.0,
+            f.arrived_at.1,
+            role_name(role),
+            units::seconds(f.ran_after_ns as f64 / 1e9),
+            f.flag.name(),
+            role_name(role),
+            if f.own.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (it shows the {}'s {})",
+                    role_name(role),
+                    f.own
+                        .iter()
+                        .map(|(flag, frame)| format!("{} in frame {frame}", flag.name()))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                )
+            }
+        ),
+        &[f.arrived_at.1],
+    );
+    if let Some((what, frame, gap, reached)) = f.after_request {
+        c = c.with(
+            format!(
+                "it came {} after {what} (frame {frame}){}",
+                units::seconds(gap as f64 / 1e9),
+                if reached {
+                    String::new()
+                } else {
+                    format!(", which the {other} capture does not have")
+                }
+            ),
+            &[frame],
+        );
+    }
+    c.sender = Sender::Path;
+    c
 }
 
 /// `s` on one line, at most `max` characters (cut with "…").

@@ -84,6 +84,9 @@ pub enum FindingKind {
     Errors,
     /// Response times in two or more humps.
     RtMultimodal,
+    /// A slow hump of response times made by error responses or with a known cause (a timeout): the
+    /// hump, the errors that make it and why, in one.
+    SlowHump,
     /// A semi-sync primary waiting for its replica's ACKs.
     SemiSyncAckStalls,
     /// Retransmissions.
@@ -94,7 +97,7 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FindingKind; 13] = [
+    pub const ALL: [FindingKind; 14] = [
         FindingKind::FirstAbnormalClose,
         FindingKind::GreetingWait,
         FindingKind::SynDrops,
@@ -105,6 +108,7 @@ impl FindingKind {
         FindingKind::Ceiling,
         FindingKind::Errors,
         FindingKind::RtMultimodal,
+        FindingKind::SlowHump,
         FindingKind::SemiSyncAckStalls,
         FindingKind::Retransmissions,
         FindingKind::CaptureDamage,
@@ -123,6 +127,7 @@ impl FindingKind {
             FindingKind::MidResponseClose => "mid_response_close",
             FindingKind::Retransmissions => "retransmissions",
             FindingKind::RtMultimodal => "rt_multimodal",
+            FindingKind::SlowHump => "slow_hump",
             FindingKind::SemiSyncAckStalls => "semi_sync_ack_stalls",
             FindingKind::SynDrops => "syn_drops",
             FindingKind::UnansweredAtEnd => "unanswered_at_end",

@@ -60,6 +60,7 @@
 pub mod cause;
 mod closes;
 mod compare;
+mod compare_ends;
 mod connects;
 mod engine;
 pub mod events;
@@ -69,6 +70,7 @@ mod facts;
 mod finding;
 mod findings;
 mod histogram;
+mod humps;
 mod modes;
 mod mysql;
 mod phases;
@@ -92,6 +94,10 @@ pub use compare::{
     CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
     MatchedPair, Notable, NotableCounts, NotableKind, OutsideOtherCapture, Seen, SideBySideHumps,
 };
+pub use compare_ends::{
+    compare_endings, ConnectionEnding, EndingAt, EndingCounts, EndingKind, EndingTrack, Endings,
+    EndingsComparison, NotableEnding, OpenRequest, SeenClose,
+};
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
@@ -110,6 +116,7 @@ pub use finding::{
 };
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
+pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,

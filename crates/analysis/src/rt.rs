@@ -5,15 +5,18 @@
 use std::collections::{BTreeMap, HashMap};
 
 use pcapsleuth_flow::{FlowBuildHasher, SegmentClass};
-use pcapsleuth_mysql::{Command, Direction};
+use pcapsleuth_mysql::{Command, Direction, Outcome};
 
 use serde::Serialize;
 
+use crate::cause::{Cause, HumpFacts};
 use crate::events::{Analysis, ConnectionView, SegmentView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, CoarseHistogram, Histogram, RtSummary};
+use crate::humps::{HumpConnections, HumpError, HumpRequest, HumpTraits, Member};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};
+use crate::thresholds::HUMP_ERRORS_MAKE;
 use crate::timeline::{plausible_response_time, Timeline};
 
 /// Response times from one source.
@@ -26,6 +29,8 @@ pub struct RtSide {
     by_port: BTreeMap<u16, Histogram>,
     /// (server port, interval) -> distribution and error count.
     per_interval: HashMap<(u16, i64), (CoarseHistogram, u64), FlowBuildHasher>,
+    /// What the requests of each bin of `all` have in common: for explaining humps.
+    traits: HumpTraits,
 }
 
 impl RtSide {
@@ -80,6 +85,7 @@ impl RtSide {
         self.all.merge(&o.all);
         self.errors.merge(&o.errors);
         self.retransmitted.merge(&o.retransmitted);
+        self.traits.merge(&o.traits);
         for (p, h) in o.by_port {
             self.by_port.entry(p).or_default().merge(&h);
         }
@@ -278,13 +284,25 @@ impl ResponseTimes {
     ) {
         let ts = seg.at.ts.0;
         if conn.direction(seg.side) == Direction::ClientToServer {
-            pending.0.get_or_insert(ts);
+            if pending.0.is_none() {
+                *pending = PendingTcpRequest(Some(ts), seg.at.frame);
+            }
         } else if let Some(start) = pending.0.take() {
             if let Some(rt) = plausible_response_time(start, ts) {
                 let rt = Binned::new(rt);
                 let retransmitted = conn.tcp().retransmissions_between(start, ts);
                 let side = &mut self.rt.tcp;
                 side.add_unplaced(rt, false, retransmitted);
+                let member = Member {
+                    request_frame: pending.1,
+                    response_frame: Some(seg.at.frame),
+                    request_ts_ns: start,
+                    connection: conn.tcp().first().frame,
+                    client: conn.client(),
+                    server: conn.server(),
+                    error: None,
+                };
+                side.traits.note(rt, &member, None, None);
                 self.tcp.note(
                     side,
                     self.rt.interval_ns,
@@ -324,9 +342,10 @@ impl Default for ResponseTimes {
     }
 }
 
-/// A tcprstat-style request: when the client's data began that the server has not answered yet.
+/// A tcprstat-style request: when the client's data began that the server has not answered yet, and
+/// its frame.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PendingTcpRequest(Option<i64>);
+pub struct PendingTcpRequest(Option<i64>, u64);
 
 impl Analysis for ResponseTimes {
     type PerConnection = PendingTcpRequest;
@@ -347,9 +366,27 @@ impl Analysis for ResponseTimes {
         }
         if let Some(rt) = t.response_time_ns() {
             let rt = Binned::new(rt);
-            let error = t.error_code().is_some();
+            let tx = t.transaction;
+            let code = t.error_code();
+            let error = code.is_some();
             let side = &mut self.rt.mysql;
             side.add_unplaced(rt, error, t.retransmitted());
+            let member = Member {
+                request_frame: tx.request_frame,
+                response_frame: tx.last_response_frame,
+                request_ts_ns: tx.request_ts_ns as i64,
+                connection: conn.tcp().first().frame,
+                client: t.client,
+                server: t.server,
+                error: code,
+            };
+            let message = match &tx.outcome {
+                Outcome::Err {
+                    message, sql_state, ..
+                } => Some((sql_state.as_str(), message.as_str())),
+                _ => None,
+            };
+            side.traits.note(rt, &member, Some(tx.command), message);
             self.mysql.note(
                 side,
                 self.rt.interval_ns,
@@ -382,6 +419,9 @@ impl Analysis for ResponseTimes {
     fn finish(mut self, capture: &CaptureFacts) -> RtAggregate {
         self.place();
         self.rt.keep_within(&capture.timeline);
+        // Equal runs give equal aggregates, however their requests were spread over instances.
+        self.rt.mysql.traits.settle();
+        self.rt.tcp.traits.settle();
         self.rt
     }
 }
@@ -428,16 +468,38 @@ pub struct SlowModeTraits {
     pub share: f64,
     /// Requests in the mode.
     pub count: u64,
+    /// p75/p25 of its response times, >= 1 (as [`Mode::spread`]): near 1 for a timer's wait.
+    pub spread: f64,
     /// Share of them whose exchange saw a retransmitted segment (a mode near 200 ms × 2^n with a high share
     /// is retransmission timeouts).
     pub retransmitted_share: f64,
     /// Share of them answered with an error.
     pub error_share: f64,
+    /// The error codes that answered them, most first (at most 5), each with its share of the mode and
+    /// of all its code's answered errors.
+    pub errors: Vec<HumpError>,
     /// Statements (fingerprints) holding most of the mode, with their share of it.
     pub statements: Vec<(String, f64)>,
+    /// Commands (`COM_QUERY`, ...) holding at least 5% of the mode, with their share of it, most first.
+    pub commands: Vec<(String, f64)>,
+    /// Server endpoints of its requests, most first (at most 5), with their share of it.
+    pub servers: Vec<(String, f64)>,
+    /// Distinct server endpoints among its requests (of the 16 lowest endpoints of the capture).
+    pub distinct_servers: u64,
+    /// The share of it sent to servers past the capture's 16 lowest endpoints (not counted apart), 0..1.
+    pub other_servers_share: f64,
+    /// The connections and clients its requests came from.
+    pub connections: HumpConnections,
+    /// Its earliest request by frame.
+    pub first: Option<HumpRequest>,
+    /// When its latest request was sent, seconds since the epoch.
+    pub last_request_at: Option<f64>,
     /// Intervals (start, seconds since the epoch) holding most of the mode when it is concentrated in
     /// time, with their share of it; empty when spread over the capture.
     pub time_windows: Vec<(f64, f64)>,
+    /// Why the hump is there, when a timeout of the server's that answers with an error made it (ERR 1205
+    /// at innodb_lock_wait_timeout, ...); `null` otherwise.
+    pub cause: Option<Cause>,
 }
 
 fn explain(
@@ -446,9 +508,8 @@ fn explain(
     mysql: Option<&MysqlAggregate>,
     interval_ns: i64,
 ) -> SlowModeTraits {
-    let (lo, hi) = ((m.lo_us * 1e3) as u64, (m.hi_us * 1e3) as u64);
-    let in_mode = side.all.count_between(lo, hi).max(1) as f64;
-    let share_of = |h: &Histogram| h.count_between(lo, hi) as f64 / in_mode;
+    let in_mode = m.count_in(&side.all).max(1) as f64;
+    let share_of = |h: &Histogram| m.count_in(h) as f64 / in_mode;
     let mut statements: Vec<(String, f64)> = mysql
         .map(|a| {
             a.statement_histograms()
@@ -461,7 +522,7 @@ fn explain(
     statements.truncate(5);
     let mut windows: BTreeMap<i64, u64> = BTreeMap::new();
     for (&(_, bin), (h, _)) in &side.per_interval {
-        *windows.entry(bin).or_default() += h.count_between(lo, hi);
+        *windows.entry(bin).or_default() += h.count_between(m.bins_ns.0, m.bins_ns.1);
     }
     let mut ranked: Vec<(i64, u64)> = windows.into_iter().filter(|(_, n)| *n > 0).collect();
     let intervals = ranked.len();
@@ -480,14 +541,36 @@ fn explain(
     if intervals < 5 || time_windows.len() * 5 > intervals {
         time_windows.clear();
     }
+    let members = side.traits.of_mode(m, &side.all);
+    let cause = crate::cause::of_hump(&HumpFacts {
+        center_ns: (m.center_us * 1e3).round() as i64,
+        spread: m.spread,
+        count: m.count,
+        errors: &members.errors,
+        statement: statements
+            .first()
+            .filter(|(_, s)| *s >= HUMP_ERRORS_MAKE)
+            .map(|(fp, _)| fp.as_str()),
+        first_error: members.first_error,
+    });
     SlowModeTraits {
         center_us: m.center_us,
         share: m.share,
         count: m.count,
+        spread: m.spread,
         retransmitted_share: share_of(&side.retransmitted),
         error_share: share_of(&side.errors),
+        errors: members.errors,
         statements,
+        commands: members.commands,
+        servers: members.servers,
+        distinct_servers: members.distinct_servers,
+        other_servers_share: members.other_servers_share,
+        connections: members.connections,
+        first: members.first,
+        last_request_at: members.last_request_at,
         time_windows,
+        cause,
     }
 }
 

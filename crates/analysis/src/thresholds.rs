@@ -138,6 +138,38 @@ pub(crate) const GAP_MIN_TICKS: f64 = 4.0;
 /// the stretch are spread as widely as it, and it does not count.
 pub(crate) const GAP_SPAN_FACTOR: f64 = 3.0;
 
+// ---- What a hump's requests have in common (crate::humps) ----
+
+/// Requests kept per bin of a response-time distribution (32, the earliest by frame) to name a hump's
+/// connections and clients: a timeout's hump (a few dozen errors within a bin or two) is then named whole,
+/// and a bin costs at most a few kilobytes (a distribution has a few thousand bins at most).
+pub(crate) const HUMP_MEMBERS_PER_BIN: usize = 32;
+/// Server endpoints whose requests are counted apart (16, the lowest endpoints): a capture holds a few
+/// servers; past them, the rest are counted together and their share said.
+pub(crate) const HUMP_SERVERS_KEPT: usize = 16;
+/// Error codes, commands, servers, connections and clients listed per hump (the most frequent first).
+pub(crate) const HUMP_LISTED: usize = 5;
+/// A command is listed for a hump when it holds at least this share of it (5%), as statements are.
+pub(crate) const HUMP_TRAIT_MIN_SHARE: f64 = 0.05;
+/// An error code makes a hump when it answered at least half of its requests (50%): the hump is then
+/// those errors' response time, and their cause is the hump's.
+pub const HUMP_ERRORS_MAKE: f64 = 0.5;
+/// ... and `report` puts the hump and that code's errors into one finding when the hump also holds at
+/// least half (50%) of the code's answered errors: otherwise most of them are elsewhere and have their
+/// own finding.
+pub const HUMP_ERRORS_ABSORBED: f64 = 0.5;
+/// A hump is narrow (one wait for all its requests: a timer's) when its middle half spans at most 5%
+/// (p75/p25 <= 1.05). A timer fires at its time plus a few milliseconds of scheduling: 20 lock waits at
+/// innodb_lock_wait_timeout=1 on a busy 2-core host took 1.0003-1.0087 s (p75/p25 about 1.002); the
+/// histogram's bins are 0.8% wide; service times and queueing spread wider (point selects on the same
+/// host: 1.9-2.3×). A narrow hump is said to be at a round duration when its median is a whole number of
+/// seconds within `ROUND_WAIT_TOLERANCE_NS` (see `crate::cause::round_wait`): timeouts are set in whole
+/// seconds. A hump is named a timeout only when an error a timer sends answered most of it (ERR 1205,
+/// 3024, 1969): a narrow hump of successes at a round duration is a sleep, a semi-sync or GET_LOCK wait,
+/// or a staircase of service times (a thread pool serving 0.3 s requests N at a time puts humps at 0.3,
+/// 0.6, 0.9 s ...), which its traits describe without naming a cause.
+pub const HUMP_NARROW_SPREAD: f64 = 1.05;
+
 // ---- Connection attempts and greetings (crate::connects, crate::closes) ----
 
 /// A MySQL greeting this long after the handshake means the server accepted the connection late. A
@@ -248,6 +280,22 @@ pub const COMPARE_LATE_FACTOR: f64 = 10.0;
 /// this: two thirds, a clear majority that a change on that side alone would remove; between a third and
 /// two thirds it says they shared it.
 pub const COMPARE_PATH_SHARE: f64 = 2.0 / 3.0;
+
+/// A FIN or RST seen arriving at one point was sent by the side it names when that side's point shows
+/// it leaving at most this long (1 ms) after it arrived, beyond the clocks' uncertainty: the two points
+/// timestamp at different places (a NIC, a bridge), which can put a packet's two sightings a little out
+/// of order; a close that was never sent is not there at all.
+pub const COMPARE_CLOSE_SLACK_NS: i64 = 1_000_000;
+/// A FIN or RST that left a point is said never to have reached the other only when the other capture
+/// went on at least this long (1 s) after it: a lost FIN is resent within a second (RTO at least 200 ms,
+/// doubling), so one still missing after a second was not just late.
+pub const COMPARE_CLOSE_ARRIVAL_NS: i64 = 1_000_000_000;
+/// A device between the points closes both sides "at the same moment" when the two closes, on the aligned
+/// clocks, are at most the clocks' uncertainty plus this (5 ms) or the path's p99 (what it adds to a
+/// round trip), the larger, apart: its two packets reach the two points within one trip through the path
+/// between them, and a client and a server that each close on their own coincide that closely only by
+/// chance.
+pub const COMPARE_SAME_MOMENT_MIN_NS: i64 = 5_000_000;
 
 // ---- Grouping findings (crate::findings) ----
 

@@ -154,25 +154,19 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             times(m.spread)
         );
     }
+    let first_s = r.timeline.body_first.map(|t| t.0 as f64 / 1e9);
     for s in &r.slow_modes {
-        let _ = writeln!(out, "  the hump at ~{}:", duration(s.center_us));
         let _ = writeln!(
             out,
-            "    {} of its requests saw a retransmission, {} were errors",
-            percent(s.retransmitted_share),
-            percent(s.error_share)
+            "  the hump at ~{} ({}):",
+            duration(s.center_us),
+            counted(s.count, "request", "requests")
         );
-        for (fp, share) in &s.statements {
-            let columns = format!("    {}: ", percent(*share));
-            let _ = writeln!(out, "{}", crate::style::row(&columns, fp));
+        if let Some(c) = &s.cause {
+            let _ = writeln!(out, "    cause ({}): {}", c.confidence.name(), c.summary);
         }
-        for (t, share) in &s.time_windows {
-            let _ = writeln!(
-                out,
-                "    {} in the interval from {}",
-                percent(*share),
-                instant(*t)
-            );
+        for line in pcapsleuth_analysis::hump_lines(s, first_s) {
+            let _ = writeln!(out, "    {line}");
         }
     }
     // A log-scale histogram as text: 10% bins, bars scaled to the largest.
@@ -268,8 +262,12 @@ pub fn render_report(r: &FullReport) -> String {
     for (i, f) in r.findings.iter().enumerate() {
         let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, f.summary);
         if let Some(c) = &f.cause {
-            // The first abnormal close with the facts its cause rests on, as `first-reset` gives them.
-            let evidence = f.kind == FindingKind::FirstAbnormalClose;
+            // The first abnormal close with the facts its cause rests on, as `first-reset` gives them,
+            // and a slow hump's with its (the error's frames, why its wait is a timer's).
+            let evidence = matches!(
+                f.kind,
+                FindingKind::FirstAbnormalClose | FindingKind::SlowHump
+            );
             crate::text::describe_cause(&mut out, "     ", c, evidence);
         }
         for e in &f.evidence {

@@ -363,7 +363,8 @@ fn findings(out: &mut String, findings: &[Finding]) {
             escape_html(&f.summary)
         );
         if let Some(cause) = &f.cause {
-            cause_html(out, cause, false);
+            // A slow hump's cause with its facts: the error's frames and why its wait is a timer's.
+            cause_html(out, cause, f.kind == FindingKind::SlowHump);
         }
         if !f.evidence.is_empty() {
             let _ = writeln!(out, "<ul class=\"evidence\">");
