@@ -28,6 +28,7 @@ mod golden;
 mod handoff;
 mod html;
 mod inputs;
+mod ip_fragments;
 mod library;
 mod mysql_stories;
 mod never_harm;

@@ -23,13 +23,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use pcapsleuth_capture::{
-    Capture, CaptureSet, Chunk, Damage, Input, Order, ReaderState, RecordReader, Split, Stream,
-    Timestamp,
+    Capture, CaptureSet, Chunk, Damage, Input, LinkType, Order, ReaderState, RecordReader, Split,
+    Stream, Timestamp,
 };
 use pcapsleuth_flow::{
-    decode_segment, server_side_by_port, CloseFlag, Connection, ConnectionState, ConnectionTracker,
-    Endpoint, FlowBuildHasher, FlowKey, FrameRef, NotTcp, RoleBasis, SegmentClass, Side, TcpFlags,
-    TcpSegment,
+    decode, decode_segment, server_side_by_port, CloseFlag, Connection, ConnectionState,
+    ConnectionTracker, Decoded, Endpoint, FlowBuildHasher, FlowKey, FrameRef, IpReassembler,
+    NotTcp, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::PieceShape;
 use rayon::prelude::*;
@@ -121,7 +121,8 @@ impl<O> Run<O> {
 #[derive(Debug, Clone, Copy)]
 struct PacketEvent {
     ts: i64,
-    /// File offset of the captured payload.
+    /// Offset of the captured payload in the split's bytes, or, with [`PacketEvent::REASSEMBLED`] set, in
+    /// the datagrams the split's IP fragments made ([`Scan::reassembled`]).
     payload_at: u64,
     frame_in_split: u32,
     flow: u32,
@@ -143,6 +144,20 @@ const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
 
 impl PacketEvent {
     const SIDE_HI: u8 = 0x80;
+
+    /// The bit of `payload_at` that says the payload lies in a datagram reassembled from IP fragments.
+    const REASSEMBLED: u64 = 1 << 63;
+
+    /// The bytes the payload lies in (the split's, or the datagrams its fragments made), and its offset
+    /// there.
+    #[inline]
+    fn home<'a>(&self, scan: &'a Scan<'_>) -> (&'a [u8], u64) {
+        if self.payload_at & Self::REASSEMBLED == 0 {
+            (scan.bytes, self.payload_at)
+        } else {
+            (&scan.reassembled, self.payload_at & !Self::REASSEMBLED)
+        }
+    }
 
     /// `side_options` of a segment. Only the handshake reads options, so only a SYN's are kept. They
     /// are found again before the payload, so they are kept only where the record has them there
@@ -181,14 +196,15 @@ impl PacketEvent {
         }
     }
 
-    /// The TCP options kept (a SYN's), read from the file: right before the payload.
+    /// The TCP options kept (a SYN's), read from `bytes` (the event's [`PacketEvent::home`], whose
+    /// offset is `payload_at`): right before the payload.
     #[inline]
-    fn options<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+    fn options<'a>(&self, bytes: &'a [u8], payload_at: u64) -> &'a [u8] {
         let len = usize::from(self.side_options & 0x0f) * 4;
         if len == 0 {
             return &[];
         }
-        usize::try_from(self.payload_at)
+        usize::try_from(payload_at)
             .ok()
             .and_then(|end| bytes.get(end.checked_sub(len)?..end))
             .unwrap_or(&[])
@@ -211,6 +227,24 @@ struct Scan<'a> {
     buckets: EventLists,
     damage: Vec<Damage>,
     times: SplitTimes,
+    /// The split's IP fragments, reassembled between the phases in capture order ([`Pass::reassemble`]).
+    fragments: Vec<FragmentRecord>,
+    /// The datagrams that fragments completed in this split, rebuilt: the payloads of their events.
+    reassembled: Vec<u8>,
+}
+
+/// A record that holds an IP fragment: where its bytes are in its split, and when it was captured.
+/// Fragments after the first carry no ports, so they cannot go to a flow's bucket in the scan: they are
+/// put back together in capture order between the phases, and the datagrams they make go to their
+/// buckets then, at the frame of the fragment that completed each (as Wireshark shows them).
+#[derive(Debug, Clone, Copy)]
+struct FragmentRecord {
+    ts: i64,
+    data_at: u64,
+    data_len: u32,
+    wire_len: u32,
+    frame_in_split: u32,
+    link: LinkType,
 }
 
 /// A split's flows, numbered in order of first packet: (split-local id, bucket) by 4-tuple.
@@ -309,6 +343,26 @@ impl EventLists {
         &self.buckets[bucket]
     }
 
+    /// Merges `extra` (events in order of frame, none at a frame of the list's) into `bucket`'s list, in
+    /// order of frame: one pass over the bucket's events, whatever the number of extra ones.
+    fn merge_in(&mut self, bucket: usize, extra: &[PacketEvent]) {
+        let old = std::mem::take(&mut self.buckets[bucket]);
+        let mut extra = extra.iter().peekable();
+        for mut block in old {
+            for ev in block.iter() {
+                while let Some(x) = extra.next_if(|x| x.frame_in_split < ev.frame_in_split) {
+                    self.push(bucket, *x);
+                }
+                self.push(bucket, *ev);
+            }
+            block.clear();
+            self.spare.push(block);
+        }
+        for x in extra {
+            self.push(bucket, *x);
+        }
+    }
+
     /// Every block emptied into `spare`, for another split.
     fn clear(&mut self) {
         for blocks in self.buckets.iter_mut() {
@@ -347,6 +401,7 @@ fn scan<'a>(
     let mut counts = PacketCounts::default();
     let mut frames: u64 = 0;
     let mut times = SplitTimes::default();
+    let mut fragments = Vec::new();
     let mut readahead = 0usize;
     while let Some(rec) = reader.next_record() {
         // The file's bytes up to SCAN_READAHEAD ahead of this record are fetched meanwhile.
@@ -367,6 +422,18 @@ fn scan<'a>(
         }
         let seg = match decode_segment(rec.link, rec.data) {
             Ok(seg) => seg,
+            Err(NotTcp::Fragment) => {
+                counts.ip_fragments += 1;
+                fragments.push(FragmentRecord {
+                    ts: rec.ts.0,
+                    data_at: (rec.data.as_ptr() as usize - base) as u64,
+                    data_len: rec.data.len() as u32,
+                    wire_len: rec.orig_len,
+                    frame_in_split,
+                    link: rec.link,
+                });
+                continue;
+            }
             Err(NotTcp::OtherIp) => {
                 counts.other_ip += 1;
                 continue;
@@ -425,7 +492,45 @@ fn scan<'a>(
         buckets,
         damage: reader.take_damage(),
         times,
+        fragments,
+        reassembled: Vec::new(),
     }
+}
+
+/// The event of a TCP segment `seg` that a datagram reassembled from IP fragments carried, its bytes in
+/// `reassembled` (a split's [`Scan::reassembled`]); at the fragment that completed the datagram
+/// (`frame_in_split`, `ts`), `wire_len` bytes on the wire for all its fragments. Returns the flow's key and
+/// the event, whose flow id is for the caller to set.
+fn reassembled_event(
+    reassembled: &[u8],
+    seg: &TcpSegment<'_>,
+    (frame_in_split, ts): (u32, i64),
+    wire_len: u32,
+    shapes: bool,
+) -> (FlowKey, PacketEvent) {
+    let (key, side) = FlowKey::of(seg.src_endpoint(), seg.dst_endpoint());
+    let shape = if shapes && seg.payload.len() as u32 == seg.payload_len {
+        PieceShape::of(seg.payload)
+    } else {
+        PieceShape::Unknown
+    };
+    let payload_at = (seg.payload.as_ptr() as usize).wrapping_sub(reassembled.as_ptr() as usize);
+    let event = PacketEvent {
+        ts,
+        payload_at: payload_at as u64 | PacketEvent::REASSEMBLED,
+        frame_in_split,
+        flow: 0,
+        seq: seg.seq,
+        ack: seg.ack,
+        payload_captured: seg.payload.len() as u32,
+        payload_len: seg.payload_len,
+        wire_len,
+        window: seg.window,
+        flags: seg.flags.0,
+        side_options: PacketEvent::side_options(side, seg)
+            | shape.bits() << PacketEvent::SHAPE_SHIFT,
+    };
+    (key, event)
 }
 
 /// One flow's state in phase 2.
@@ -601,11 +706,12 @@ impl<A: Analysis> Bucket<A> {
                         }
                         i => (i as usize, false),
                     };
-                    let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+                    let (bytes, payload_at) = ev.home(scan);
+                    let from = usize::try_from(payload_at).unwrap_or(usize::MAX);
                     let payload = bytes
                         .get(from..from.saturating_add(ev.payload_captured as usize))
                         .unwrap_or(&[]);
-                    let options = ev.options(bytes);
+                    let options = ev.options(bytes, payload_at);
                     let side = ev.side();
                     let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
                     let seg = TcpSegment {
@@ -998,9 +1104,87 @@ struct Pass<'o, A: Analysis> {
     nbuckets: usize,
     /// The phase log (a developer's diagnostic; inert unless asked for).
     phases: &'o Phases,
+    /// IP fragments of datagrams not yet whole, across splits, batches and files.
+    fragments: IpReassembler,
 }
 
 impl<A: Analysis> Pass<'_, A> {
+    /// Puts the IP fragments of the batch's splits back together, in capture order (split after split,
+    /// and with the fragments of earlier batches held in [`Pass::fragments`]), and adds each TCP segment a
+    /// datagram made to its flow's bucket in the split of the fragment that completed it, at that
+    /// fragment's frame. Runs between the phases, once the splits' boundaries are proven, so that every
+    /// split count meets the same fragments in the same order.
+    fn reassemble(&mut self, scans: &mut [Scan<'_>], bases: &[u64], shapes: bool) {
+        for (sc, &base) in scans.iter_mut().zip(bases) {
+            let mut made: Vec<(usize, PacketEvent)> = Vec::new();
+            for fr in std::mem::take(&mut sc.fragments) {
+                let at = FrameRef {
+                    frame: base + u64::from(fr.frame_in_split) + 1,
+                    ts: Timestamp(fr.ts),
+                };
+                let Some(data) = usize::try_from(fr.data_at)
+                    .ok()
+                    .and_then(|from| sc.bytes.get(from..from.checked_add(fr.data_len as usize)?))
+                else {
+                    continue;
+                };
+                let Decoded::Fragment(f) = decode(fr.link, data) else {
+                    continue;
+                };
+                let Some(datagram) = self.fragments.add(&f, at, fr.wire_len) else {
+                    continue;
+                };
+                let wire_len = u32::try_from(datagram.wire_len).unwrap_or(u32::MAX);
+                let start = sc.reassembled.len();
+                sc.reassembled.extend_from_slice(datagram.packet);
+                // A tunnel reassembled may carry fragments of its own; they are put back together in
+                // turn, at the same frame, as deep as the decoder follows tunnels.
+                for _ in 0..4 {
+                    match decode_segment(LinkType::RawIp, &sc.reassembled[start..]) {
+                        Ok(seg) => {
+                            let when = (fr.frame_in_split, fr.ts);
+                            let (key, mut ev) =
+                                reassembled_event(&sc.reassembled, &seg, when, wire_len, shapes);
+                            // A flow seen in the split already gets a second id here, which tracking
+                            // resolves to the same flow.
+                            sc.keys.push(key);
+                            ev.flow = (sc.keys.len() - 1) as u32;
+                            made.push((key.bucket(self.nbuckets), ev));
+                            break;
+                        }
+                        Err(NotTcp::Fragment) => {
+                            let Decoded::Fragment(inner) =
+                                decode(LinkType::RawIp, &sc.reassembled[start..])
+                            else {
+                                break;
+                            };
+                            let Some(d) = self.fragments.add(&inner, at, fr.wire_len) else {
+                                sc.reassembled.truncate(start);
+                                break;
+                            };
+                            let packet = d.packet.to_vec();
+                            sc.reassembled.truncate(start);
+                            sc.reassembled.extend_from_slice(&packet);
+                        }
+                        Err(_) => {
+                            sc.reassembled.truncate(start);
+                            break;
+                        }
+                    }
+                }
+            }
+            if made.is_empty() {
+                continue;
+            }
+            // Stable: a bucket's events stay in order of frame.
+            made.sort_by_key(|(bucket, _)| *bucket);
+            for run in made.chunk_by(|a, b| a.0 == b.0) {
+                let events: Vec<PacketEvent> = run.iter().map(|(_, ev)| *ev).collect();
+                sc.buckets.merge_in(run[0].0, &events);
+            }
+        }
+    }
+
     /// Scans `pieces` in parallel (releasing `release` meanwhile), proves every boundary, and tracks the
     /// events. Returns the state reading ended in.
     fn batch(&mut self, pieces: &[Piece<'_>], release: &[(&Capture, u64, u64)]) -> ReaderState {
@@ -1110,6 +1294,9 @@ impl<A: Analysis> Pass<'_, A> {
             self.last_ts = sc.last_ts.or(self.last_ts);
             self.damage
                 .extend(sc.damage.iter().map(|d| d.clone().in_input(piece.input)));
+        }
+        if scans.iter().any(|sc| !sc.fragments.is_empty()) {
+            self.reassemble(&mut scans, &bases, shapes);
         }
         let opts = self.opts;
         let files = &self.mapped[..];
@@ -1226,6 +1413,7 @@ fn run_engine<A: Analysis>(
         pool: Vec::new(),
         nbuckets,
         phases,
+        fragments: IpReassembler::default(),
     };
     let total: u64 = run.files.iter().map(|f| f.bytes).sum();
     let total_mapped: u64 = sources
@@ -1331,6 +1519,7 @@ fn run_engine<A: Analysis>(
         mut damage,
         times,
         files,
+        fragments,
         ..
     } = run;
     let ((), concluded) = rayon::join(
@@ -1372,6 +1561,9 @@ fn run_engine<A: Analysis>(
     // Only now is it known which timestamps belong to the capture's body: analyses keep only it in their
     // time series when they finish.
     let timeline = times.finish();
+    // Datagrams still waiting for fragments at the end: given up at the timeout if the capture went on
+    // past it, else cut off by the capture's end.
+    let ip_fragments = fragments.finish(timeline.body_last.or(last_ts));
     // The waits of requests open at the end run to the body's last packet, not to a timestamp outside it.
     if let Some(last) = timeline.body_last {
         for u in mysql_sessions
@@ -1394,6 +1586,7 @@ fn run_engine<A: Analysis>(
             first_ts,
             last_ts,
             timeline,
+            ip_fragments,
             damage,
             order: Order::Single,
             files,
