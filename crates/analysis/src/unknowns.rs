@@ -188,27 +188,21 @@ fn fragments_note(f: &ReassemblyFacts) -> String {
             reasons.join(", ")
         ));
     }
+    let were = |n: u64| match n {
+        1 => "1 fragment was".to_string(),
+        n => format!("{} fragments were", count(n)),
+    };
     if f.dropped_at_memory_limit > 0 {
         parts.push(format!(
-            "{} {} dropped while reassembly held its limit of {} MiB (Linux's ipfrag_high_thresh)",
-            count(f.dropped_at_memory_limit),
-            if f.dropped_at_memory_limit == 1 {
-                "fragment was"
-            } else {
-                "fragments were"
-            },
+            "{} dropped while reassembly held its limit of {} MiB (Linux's ipfrag_high_thresh)",
+            were(f.dropped_at_memory_limit),
             REASSEMBLY_MEMORY >> 20
         ));
     }
     if f.dropped_malformed > 0 {
         parts.push(format!(
-            "{} malformed IPv6 {} dropped, as the receiving host drops them",
-            count(f.dropped_malformed),
-            if f.dropped_malformed == 1 {
-                "fragment was"
-            } else {
-                "fragments were"
-            },
+            "{} dropped as malformed IPv6 fragments, as the receiving host drops them",
+            were(f.dropped_malformed)
         ));
     }
     let first = f
