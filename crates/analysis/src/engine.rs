@@ -23,8 +23,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use pcapsleuth_capture::{
-    Capture, CaptureSet, Chunk, Damage, Input, LinkType, Order, ReaderState, RecordReader, Split,
-    Stream, Timestamp,
+    Capture, CaptureSet, Chunk, Damage, Input, LinkType, Order, ReaderState, Record, RecordReader,
+    Split, Stream, Timestamp,
 };
 use pcapsleuth_flow::{
     decode, decode_segment, server_side_by_port, CloseFlag, Connection, ConnectionState,
@@ -121,8 +121,8 @@ impl<O> Run<O> {
 #[derive(Debug, Clone, Copy)]
 struct PacketEvent {
     ts: i64,
-    /// Offset of the captured payload in the split's bytes, or, with [`PacketEvent::REASSEMBLED`] set, in
-    /// the datagrams the split's IP fragments made ([`Scan::reassembled`]).
+    /// Offset of the captured payload in the split's bytes; past their end, in the datagrams the split's
+    /// IP fragments made ([`Scan::reassembled`]), as if those followed the split's bytes.
     payload_at: u64,
     frame_in_split: u32,
     flow: u32,
@@ -144,20 +144,6 @@ const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
 
 impl PacketEvent {
     const SIDE_HI: u8 = 0x80;
-
-    /// The bit of `payload_at` that says the payload lies in a datagram reassembled from IP fragments.
-    const REASSEMBLED: u64 = 1 << 63;
-
-    /// The bytes the payload lies in (the split's, or the datagrams its fragments made), and its offset
-    /// there.
-    #[inline]
-    fn home<'a>(&self, scan: &'a Scan<'_>) -> (&'a [u8], u64) {
-        if self.payload_at & Self::REASSEMBLED == 0 {
-            (scan.bytes, self.payload_at)
-        } else {
-            (&scan.reassembled, self.payload_at & !Self::REASSEMBLED)
-        }
-    }
 
     /// `side_options` of a segment. Only the handshake reads options, so only a SYN's are kept. They
     /// are found again before the payload, so they are kept only where the record has them there
@@ -196,18 +182,19 @@ impl PacketEvent {
         }
     }
 
-    /// The TCP options kept (a SYN's), read from `bytes` (the event's [`PacketEvent::home`], whose
-    /// offset is `payload_at`): right before the payload.
+    /// The TCP options kept (a SYN's), read from where the payload is: right before it, in the split's
+    /// bytes or in the datagrams reassembled from its IP fragments.
     #[inline]
-    fn options<'a>(&self, bytes: &'a [u8], payload_at: u64) -> &'a [u8] {
+    fn options<'a>(&self, scan: &'a Scan<'_>) -> &'a [u8] {
         let len = usize::from(self.side_options & 0x0f) * 4;
         if len == 0 {
             return &[];
         }
-        usize::try_from(payload_at)
-            .ok()
-            .and_then(|end| bytes.get(end.checked_sub(len)?..end))
-            .unwrap_or(&[])
+        let end = usize::try_from(self.payload_at).unwrap_or(usize::MAX);
+        let from = end.saturating_sub(len);
+        scan.bytes
+            .get(from..end)
+            .unwrap_or_else(|| scan.in_reassembled(from, end))
     }
 }
 
@@ -233,6 +220,18 @@ struct Scan<'a> {
     reassembled: Vec<u8>,
 }
 
+impl Scan<'_> {
+    /// The bytes `[from, to)` of the datagrams reassembled from the split's IP fragments, counted from the
+    /// end of the split's bytes ([`PacketEvent::payload_at`]); empty where there are none.
+    #[cold]
+    fn in_reassembled(&self, from: usize, to: usize) -> &[u8] {
+        let base = self.bytes.len();
+        from.checked_sub(base)
+            .and_then(|from| self.reassembled.get(from..to.checked_sub(base)?))
+            .unwrap_or(&[])
+    }
+}
+
 /// A record that holds an IP fragment: where its bytes are in its split, and when it was captured.
 /// Fragments after the first carry no ports, so they cannot go to a flow's bucket in the scan: they are
 /// put back together in capture order between the phases, and the datagrams they make go to their
@@ -245,6 +244,23 @@ struct FragmentRecord {
     wire_len: u32,
     frame_in_split: u32,
     link: LinkType,
+}
+
+impl FragmentRecord {
+    /// Keeps the record `rec` of the split whose bytes begin at address `base`. Out of the scan's loop,
+    /// which runs for every packet and meets a fragment rarely.
+    #[cold]
+    #[inline(never)]
+    fn keep(list: &mut Vec<FragmentRecord>, rec: &Record<'_>, frame_in_split: u32, base: usize) {
+        list.push(FragmentRecord {
+            ts: rec.ts.0,
+            data_at: (rec.data.as_ptr() as usize).wrapping_sub(base) as u64,
+            data_len: rec.data.len() as u32,
+            wire_len: rec.orig_len,
+            frame_in_split,
+            link: rec.link,
+        });
+    }
 }
 
 /// A split's flows, numbered in order of first packet: (split-local id, bucket) by 4-tuple.
@@ -323,7 +339,9 @@ impl EventLists {
     }
 
     /// Appends `ev` to `bucket`'s list (`bucket` < [`EventLists::nbuckets`], as flow keys give it).
-    #[inline]
+    /// Inlined always: the scan calls it for every packet, and a call (the event built on the stack to be
+    /// passed) cost a twentieth of the scan's instructions.
+    #[inline(always)]
     fn push(&mut self, bucket: usize, ev: PacketEvent) {
         let blocks = &mut self.buckets[bucket];
         if let Some(last) = blocks.last_mut().filter(|b| b.len() < BLOCK_EVENTS) {
@@ -424,14 +442,7 @@ fn scan<'a>(
             Ok(seg) => seg,
             Err(NotTcp::Fragment) => {
                 counts.ip_fragments += 1;
-                fragments.push(FragmentRecord {
-                    ts: rec.ts.0,
-                    data_at: (rec.data.as_ptr() as usize - base) as u64,
-                    data_len: rec.data.len() as u32,
-                    wire_len: rec.orig_len,
-                    frame_in_split,
-                    link: rec.link,
-                });
+                FragmentRecord::keep(&mut fragments, &rec, frame_in_split, base);
                 continue;
             }
             Err(NotTcp::OtherIp) => {
@@ -498,11 +509,12 @@ fn scan<'a>(
 }
 
 /// The event of a TCP segment `seg` that a datagram reassembled from IP fragments carried, its bytes in
-/// `reassembled` (a split's [`Scan::reassembled`]); at the fragment that completed the datagram
+/// `reassembled` (a split's [`Scan::reassembled`], which [`PacketEvent::payload_at`] counts from
+/// `split_len`, the end of the split's bytes); at the fragment that completed the datagram
 /// (`frame_in_split`, `ts`), `wire_len` bytes on the wire for all its fragments. Returns the flow's key and
 /// the event, whose flow id is for the caller to set.
 fn reassembled_event(
-    reassembled: &[u8],
+    (reassembled, split_len): (&[u8], usize),
     seg: &TcpSegment<'_>,
     (frame_in_split, ts): (u32, i64),
     wire_len: u32,
@@ -517,7 +529,7 @@ fn reassembled_event(
     let payload_at = (seg.payload.as_ptr() as usize).wrapping_sub(reassembled.as_ptr() as usize);
     let event = PacketEvent {
         ts,
-        payload_at: payload_at as u64 | PacketEvent::REASSEMBLED,
+        payload_at: (split_len + payload_at) as u64,
         frame_in_split,
         flow: 0,
         seq: seg.seq,
@@ -627,6 +639,7 @@ impl<A: Analysis> Bucket<A> {
     }
 
     /// Feeds this bucket's events of the batch `scans` to its flows, telling `analysis` what they saw.
+    #[inline(always)]
     fn track(
         &mut self,
         b: usize,
@@ -706,12 +719,13 @@ impl<A: Analysis> Bucket<A> {
                         }
                         i => (i as usize, false),
                     };
-                    let (bytes, payload_at) = ev.home(scan);
-                    let from = usize::try_from(payload_at).unwrap_or(usize::MAX);
+                    let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+                    let to = from.saturating_add(ev.payload_captured as usize);
+                    // Past the split's bytes: a datagram reassembled from IP fragments.
                     let payload = bytes
-                        .get(from..from.saturating_add(ev.payload_captured as usize))
-                        .unwrap_or(&[]);
-                    let options = ev.options(bytes, payload_at);
+                        .get(from..to)
+                        .unwrap_or_else(|| scan.in_reassembled(from, to));
+                    let options = ev.options(scan);
                     let side = ev.side();
                     let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
                     let seg = TcpSegment {
@@ -1113,7 +1127,9 @@ impl<A: Analysis> Pass<'_, A> {
     /// and with the fragments of earlier batches held in [`Pass::fragments`]), and adds each TCP segment a
     /// datagram made to its flow's bucket in the split of the fragment that completed it, at that
     /// fragment's frame. Runs between the phases, once the splits' boundaries are proven, so that every
-    /// split count meets the same fragments in the same order.
+    /// split count meets the same fragments in the same order. Apart, never inlined: most captures hold
+    /// no fragment, and the batch's own code is the hot path's.
+    #[inline(never)]
     fn reassemble(&mut self, scans: &mut [Scan<'_>], bases: &[u64], shapes: bool) {
         for (sc, &base) in scans.iter_mut().zip(bases) {
             let mut made: Vec<(usize, PacketEvent)> = Vec::new();
@@ -1131,20 +1147,25 @@ impl<A: Analysis> Pass<'_, A> {
                 let Decoded::Fragment(f) = decode(fr.link, data) else {
                     continue;
                 };
-                let Some(datagram) = self.fragments.add(&f, at, fr.wire_len) else {
+                let start = sc.reassembled.len();
+                let Some(datagram) = self.fragments.add(&f, at, fr.wire_len, &mut sc.reassembled)
+                else {
                     continue;
                 };
                 let wire_len = u32::try_from(datagram.wire_len).unwrap_or(u32::MAX);
-                let start = sc.reassembled.len();
-                sc.reassembled.extend_from_slice(datagram.packet);
                 // A tunnel reassembled may carry fragments of its own; they are put back together in
                 // turn, at the same frame, as deep as the decoder follows tunnels.
                 for _ in 0..4 {
                     match decode_segment(LinkType::RawIp, &sc.reassembled[start..]) {
                         Ok(seg) => {
                             let when = (fr.frame_in_split, fr.ts);
-                            let (key, mut ev) =
-                                reassembled_event(&sc.reassembled, &seg, when, wire_len, shapes);
+                            let (key, mut ev) = reassembled_event(
+                                (&sc.reassembled, sc.bytes.len()),
+                                &seg,
+                                when,
+                                wire_len,
+                                shapes,
+                            );
                             // A flow seen in the split already gets a second id here, which tracking
                             // resolves to the same flow.
                             sc.keys.push(key);
@@ -1153,18 +1174,19 @@ impl<A: Analysis> Pass<'_, A> {
                             break;
                         }
                         Err(NotTcp::Fragment) => {
-                            let Decoded::Fragment(inner) =
-                                decode(LinkType::RawIp, &sc.reassembled[start..])
-                            else {
+                            // The fragment's bytes are taken out of the buffer the datagram it makes is
+                            // written to.
+                            let packet = sc.reassembled.split_off(start);
+                            let Decoded::Fragment(inner) = decode(LinkType::RawIp, &packet) else {
                                 break;
                             };
-                            let Some(d) = self.fragments.add(&inner, at, fr.wire_len) else {
-                                sc.reassembled.truncate(start);
+                            if self
+                                .fragments
+                                .add(&inner, at, fr.wire_len, &mut sc.reassembled)
+                                .is_none()
+                            {
                                 break;
-                            };
-                            let packet = d.packet.to_vec();
-                            sc.reassembled.truncate(start);
-                            sc.reassembled.extend_from_slice(&packet);
+                            }
                         }
                         Err(_) => {
                             sc.reassembled.truncate(start);
@@ -1556,6 +1578,8 @@ fn run_engine<A: Analysis>(
             damage.extend(cap.growth().map(|d| d.in_input(input)));
         }
     }
+    // Garbage across a stream's windows is one damage, said once with its total.
+    let damage = Damage::coalesced(damage);
     let (connections, mut mysql_sessions) = conclude(states);
     phases.end(end_clock, end_tasks.into_times());
     // Only now is it known which timestamps belong to the capture's body: analyses keep only it in their

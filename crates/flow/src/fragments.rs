@@ -37,9 +37,10 @@
 //! let (first, last) = (fragment(0, true, &payload[..8]), fragment(8, false, &payload[8..]));
 //! let mut reassembler = IpReassembler::default();
 //! let at = |frame| FrameRef { frame, ts: Timestamp(frame as i64 * 1_000) };
+//! let mut out = Vec::new(); // where datagrams are written
 //! for (frame, packet) in [(1, &last), (2, &first)] {
 //!     let Decoded::Fragment(f) = decode(LinkType::RawIp, packet) else { panic!("a fragment") };
-//!     if let Some(datagram) = reassembler.add(&f, at(frame), packet.len() as u32) {
+//!     if let Some(datagram) = reassembler.add(&f, at(frame), packet.len() as u32, &mut out) {
 //!         // Whole when its last missing piece came: frame 2, though that was its first fragment.
 //!         assert_eq!(frame, 2);
 //!         assert_eq!(&datagram.packet[20..], &payload);
@@ -80,9 +81,9 @@ const FRAGMENT_COST: usize = 64;
 /// What an unfinished datagram costs beyond its fragments: its entry in the table and its state.
 const DATAGRAM_COST: usize = 256;
 
-/// Datagrams reassembled are remembered this long (their fragments' ranges and a hash of their bytes), so
-/// that a repeated fragment is known for a duplicate; at most this many bytes of such memories are kept, the
-/// oldest forgotten first: they are a nicety, never a reason to drop a fragment.
+/// Datagrams reassembled are remembered for the timeout (their fragments' ranges and a hash of their
+/// bytes), so that a repeated fragment is known for a duplicate; at most this many bytes of such memories
+/// are kept, the oldest forgotten first: they are a nicety, never a reason to drop a fragment.
 const REASSEMBLED_MEMORY: usize = 1 << 20;
 
 /// What a remembered fragment of a reassembled datagram costs: its range and hash.
@@ -393,8 +394,9 @@ impl ReassemblyFacts {
 /// IPv6 without extension headers before the payload), to be decoded as raw IP.
 #[derive(Debug, Clone, Copy)]
 pub struct Reassembled<'a> {
-    /// The rebuilt packet: its header's length fields give the datagram's length on the wire; its bytes
-    /// stop early if a fragment was cut by the snap length (at the first byte not captured).
+    /// The rebuilt packet (at the end of the buffer given to [`IpReassembler::add`]): its header's length
+    /// fields give the datagram's length on the wire; its bytes stop early if a fragment was cut by the
+    /// snap length (at the first byte not captured).
     pub packet: &'a [u8],
     /// Link-layer bytes on the wire of all its fragments (their original lengths).
     pub wire_len: u64,
@@ -404,12 +406,26 @@ pub struct Reassembled<'a> {
 
 /// Which datagram a fragment belongs to: RFC 791's (source, destination, protocol, identification); RFC
 /// 8200's (source, destination, identification), with `protocol` 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct DatagramKey {
     src: IpAddr,
     dst: IpAddr,
     id: u32,
     protocol: u8,
+}
+
+impl Hash for DatagramKey {
+    /// A few whole words rather than the addresses byte by byte: the table is keyed by a hasher that
+    /// resists crafted collisions (the identification is the sender's to choose), which is slow per call.
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let word = |a: IpAddr| match a {
+            IpAddr::V4(a) => u128::from(u32::from(a)),
+            IpAddr::V6(a) => u128::from(a) ^ 1 << 127,
+        };
+        h.write_u128(word(self.src));
+        h.write_u128(word(self.dst));
+        h.write_u64(u64::from(self.id) << 8 | u64::from(self.protocol));
+    }
 }
 
 /// A fragment held: where its data lies in the datagram and in the datagram's buffer.
@@ -422,6 +438,8 @@ struct Piece {
     captured: u32,
     /// Where its captured bytes begin in the buffer.
     at: u32,
+    /// A hash of its captured bytes, to know a repeat of it once the datagram is reassembled.
+    hash: u64,
 }
 
 /// Linux's *fragment run*: fragments that arrived one after the other, each beginning where the previous
@@ -433,10 +451,10 @@ struct Run {
 }
 
 /// A datagram waiting for its missing fragments.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Datagram {
     generation: u64,
-    first: FrameRef,
+    first: Option<FrameRef>,
     deadline: i64,
     runs: Vec<Run>,
     pieces: Vec<Piece>,
@@ -459,38 +477,54 @@ struct Datagram {
     cost: usize,
 }
 
-/// What is remembered of a datagram reassembled: its fragments, as (offset, end, hash of the bytes).
+/// What the table holds for a datagram's key.
 #[derive(Debug)]
-struct Remembered {
-    generation: u64,
-    pieces: Vec<(u32, u32, u64)>,
+enum Slot {
+    /// The datagram, waiting for fragments.
+    Open(Datagram),
+    /// The datagram was reassembled: its fragments, as (offset, end, hash of the bytes), so that a repeat
+    /// of one is known for a duplicate.
+    Reassembled {
+        generation: u64,
+        pieces: Vec<(u32, u32, u64)>,
+    },
+}
+
+impl Slot {
+    fn generation(&self) -> u64 {
+        match self {
+            Slot::Open(d) => d.generation,
+            Slot::Reassembled { generation, .. } => *generation,
+        }
+    }
+}
+
+/// What a remembered datagram costs: its entry, and per fragment its range and hash.
+fn remembered_cost(pieces: usize) -> usize {
+    DATAGRAM_COST + pieces * REMEMBERED_COST
 }
 
 /// Puts IP fragments back together into datagrams, in capture order; see the module documentation.
 #[derive(Debug, Default)]
 pub struct IpReassembler {
-    open: HashMap<DatagramKey, Datagram>,
-    /// Datagrams in order of their first fragment, with their deadlines, per IP version (the timeouts
-    /// differ): given up from the front as time passes.
+    /// Datagrams open and reassembled, by key: one lookup per fragment.
+    table: HashMap<DatagramKey, Slot>,
+    /// Datagrams in order of their first fragment (reassembled ones in order of their completion), with
+    /// their deadlines, per IP version (the timeouts differ): given up, or forgotten, from the front as
+    /// time passes.
     expiry: [VecDeque<(i64, DatagramKey, u64)>; 2],
-    /// Bytes the open datagrams cost.
+    /// Reassembled datagrams in order of completion, to forget the oldest when they take too much room.
+    remembered_order: VecDeque<(DatagramKey, u64)>,
+    /// Bytes the open datagrams cost, and the remembered ones.
     held: usize,
-    remembered: HashMap<DatagramKey, Remembered>,
-    /// Datagrams remembered, oldest first, with when they may be forgotten.
-    remembered_order: VecDeque<(i64, DatagramKey, u64)>,
-    remembered_cost: usize,
+    remembered: usize,
+    /// Entries of the table of each kind, for keeping the lists above from outgrowing it.
+    open: usize,
+    reassembled: usize,
     generation: u64,
     facts: ReassemblyFacts,
-    /// The datagram reassembled last ([`Reassembled::packet`]).
-    out: Vec<u8>,
-}
-
-/// Why a fragment was not held.
-enum Taken {
-    /// It repeats bytes held: dropped, the datagram goes on.
-    Duplicate,
-    /// The datagram is discarded.
-    Failed(ReassemblyFailure),
+    /// Buffers of datagrams finished, to hold the next ones without allocating.
+    spare: Vec<Datagram>,
 }
 
 /// How a fragment fits the runs held.
@@ -501,6 +535,14 @@ enum Fit {
     Duplicate,
     /// Across the bytes of a run, in part.
     Overlap,
+}
+
+/// Why a fragment was not held.
+enum Taken {
+    /// It repeats bytes held: dropped, the datagram goes on.
+    Duplicate,
+    /// The datagram is discarded.
+    Failed(ReassemblyFailure),
 }
 
 impl Datagram {
@@ -540,13 +582,13 @@ impl Datagram {
     }
 
     /// Linux's `ip_frag_queue` / `ip6_frag_queue` for a fragment whose data is `[f.offset, end)` (`data`
-    /// of it captured): checks its end against the datagram's, places it among the runs and holds it.
-    /// Returns what holding it costs, or why it is not held.
+    /// of it captured, with hash `hash`): checks its end against the datagram's, places it among the runs
+    /// and holds it. Returns what holding it costs, or why it is not held.
     fn take(
         &mut self,
         f: &IpFragment<'_>,
         end: u32,
-        data: &[u8],
+        (data, hash): (&[u8], u64),
         wire_len: u32,
     ) -> Result<usize, Taken> {
         if !f.more {
@@ -574,6 +616,7 @@ impl Datagram {
             len: end - f.offset,
             captured: data.len() as u32,
             at: self.bytes.len() as u32,
+            hash,
         });
         self.bytes.extend_from_slice(data);
         self.meat += end - f.offset;
@@ -594,13 +637,20 @@ impl Datagram {
         Ok(cost)
     }
 
+    fn is_whole(&self) -> bool {
+        self.first_in && self.last_in && self.meat == self.len
+    }
+
     fn failure(&self, key: &DatagramKey, reason: ReassemblyFailure) -> UnreassembledDatagram {
         let (sp, dp) = match self.ports {
             Some((s, d)) => (Some(s), Some(d)),
             None => (None, None),
         };
         UnreassembledDatagram {
-            first: self.first,
+            first: self.first.unwrap_or(FrameRef {
+                frame: 0,
+                ts: Timestamp(0),
+            }),
             src: (key.src, sp),
             dst: (key.dst, dp),
             protocol: self.protocol,
@@ -608,39 +658,82 @@ impl Datagram {
             reason,
         }
     }
+
+    /// Writes the datagram, whole, to `out`: a plain header, then its bytes in order.
+    fn write(&mut self, key: &DatagramKey, out: &mut Vec<u8>) {
+        self.pieces.sort_unstable_by_key(|p| p.offset);
+        write_header(
+            out,
+            key.src,
+            key.dst,
+            key.id,
+            self.protocol,
+            self.hop_limit,
+            self.len,
+        );
+        for p in &self.pieces {
+            let from = p.at as usize;
+            out.extend_from_slice(&self.bytes[from..from + p.captured as usize]);
+            if p.captured < p.len {
+                break; // cut by the snap length: what follows is not contiguous
+            }
+        }
+    }
 }
 
+/// A hash of a fragment's bytes (the Fx hash, word by word: a duplicate is looked for only among the
+/// fragments of one datagram already reassembled, so a crafted collision only drops its own datagram).
 fn bytes_hash(b: &[u8]) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    b.hash(&mut h);
+    let mut h = crate::FlowHasher::default();
+    h.write(b);
+    h.write_usize(b.len());
     h.finish()
+}
+
+fn timeout(v6: bool) -> i64 {
+    if v6 {
+        IPV6_TIMEOUT_NS
+    } else {
+        IPV4_TIMEOUT_NS
+    }
 }
 
 impl IpReassembler {
     /// Takes one fragment, captured at `at` in a frame of `wire_len` bytes on the wire. Returns the
-    /// datagram when this fragment made it whole (an IPv6 atomic fragment, RFC 6946, is one by itself).
-    pub fn add(
+    /// datagram when this fragment made it whole (an IPv6 atomic fragment, RFC 6946, is one by itself),
+    /// its packet written at the end of `out`.
+    pub fn add<'o>(
         &mut self,
         f: &IpFragment<'_>,
         at: FrameRef,
         wire_len: u32,
-    ) -> Option<Reassembled<'_>> {
+        out: &'o mut Vec<u8>,
+    ) -> Option<Reassembled<'o>> {
         self.facts.fragments += 1;
         let now = at.ts.0;
         self.expire(now);
         let v6 = f.is_v6();
+        let start = out.len();
         if v6 && f.offset == 0 && !f.more {
-            return self.atomic(f, at, wire_len);
+            // An atomic fragment is a datagram by itself, never mixed with other fragments of its
+            // identification (RFC 6946, as Linux does).
+            if u32::from(f.unfragmentable) + f.data_len > MAX_DATAGRAM {
+                self.facts.dropped_malformed += 1;
+                return None;
+            }
+            self.facts.reassembled += 1;
+            write_header(out, f.src, f.dst, f.id, f.protocol, f.hop_limit, f.data_len);
+            out.extend_from_slice(f.data);
+            return Some(Reassembled {
+                packet: &out[start..],
+                wire_len: u64::from(wire_len),
+                first: at,
+            });
         }
-        let key = DatagramKey {
-            src: f.src,
-            dst: f.dst,
-            id: f.id,
-            protocol: if v6 { 0 } else { f.protocol },
-        };
         if self.held > REASSEMBLY_MEMORY {
             self.facts.dropped_at_memory_limit += 1;
-            if let Some(d) = self.open.get_mut(&key) {
+            let key = key_of(f);
+            if let Some(Slot::Open(d)) = self.table.get_mut(&key) {
                 d.starved = true;
             }
             return None;
@@ -658,187 +751,194 @@ impl IpReassembler {
         }
         let captured = (f.data.len() as u32).min(end.saturating_sub(f.offset));
         let data = &f.data[..captured as usize];
-        if let Some(r) = self.remembered.get(&key) {
-            if r.pieces.contains(&(f.offset, end, bytes_hash(data))) {
+        let hash = bytes_hash(data);
+        let key = key_of(f);
+
+        // One lookup: the slot is the datagram to add to (begun here if need be), or says the fragment
+        // repeats one of a datagram reassembled.
+        let mut failed = None;
+        let slot = self.table.entry(key).or_insert(Slot::Reassembled {
+            generation: 0,
+            pieces: Vec::new(),
+        });
+        match slot {
+            Slot::Reassembled { pieces, .. } if pieces.contains(&(f.offset, end, hash)) => {
                 self.facts.duplicates += 1;
                 return None;
             }
-            // The same identification used again, by a new datagram.
-            self.forget(&key);
+            Slot::Reassembled { pieces, generation } => {
+                // New (an empty slot has generation 0), or the identification used again by a new
+                // datagram: the remembered one is forgotten.
+                if *generation != 0 {
+                    self.remembered -= remembered_cost(pieces.len());
+                    self.reassembled -= 1;
+                }
+                *slot = Slot::Open(Datagram::default());
+            }
+            Slot::Open(d) if d.deadline < now => {
+                let old = std::mem::take(d);
+                failed = Some((old, ReassemblyFailure::TimedOut));
+            }
+            Slot::Open(_) => {}
         }
-        if self.open.get(&key).is_some_and(|d| d.deadline < now) {
-            self.give_up(&key, ReassemblyFailure::TimedOut);
+        let Slot::Open(d) = slot else {
+            return None;
+        };
+        if d.generation == 0 {
+            self.generation += 1;
+            let deadline = now.saturating_add(timeout(v6));
+            let mut fresh = self.spare.pop().unwrap_or_default();
+            fresh.generation = self.generation;
+            fresh.first = Some(at);
+            fresh.deadline = deadline;
+            fresh.unfragmentable = f.unfragmentable;
+            fresh.protocol = f.protocol;
+            fresh.hop_limit = f.hop_limit;
+            fresh.cost = DATAGRAM_COST;
+            *d = fresh;
+            self.held += DATAGRAM_COST;
+            self.open += 1;
+            self.expiry[usize::from(v6)].push_back((deadline, key, self.generation));
         }
-        if !self.open.contains_key(&key) {
-            self.open_datagram(key, f, at);
+        let taken = d.take(f, end, (data, hash), wire_len);
+        let whole = d.is_whole();
+        let too_big = u32::from(d.unfragmentable) + d.len > MAX_DATAGRAM;
+        if let Some((old, reason)) = failed {
+            // The datagram given up here had its cost counted; its slot went to the new one.
+            self.held -= old.cost;
+            self.open -= 1;
+            self.give_up(&key, old, reason);
         }
-        let d = self.open.get_mut(&key)?;
-        match d.take(f, end, data, wire_len) {
+        match taken {
             Ok(cost) => self.held += cost,
             Err(Taken::Duplicate) => {
                 self.facts.duplicates += 1;
+                self.compact();
                 return None;
             }
             Err(Taken::Failed(reason)) => {
-                self.give_up(&key, reason);
+                self.fail(&key, reason);
+                self.compact();
                 return None;
             }
         }
-        let d = self.open.get(&key)?;
-        if !(d.first_in && d.last_in && d.meat == d.len) {
+        if !whole {
+            self.compact();
             return None;
         }
-        if u32::from(d.unfragmentable) + d.len > MAX_DATAGRAM {
-            self.give_up(&key, ReassemblyFailure::TooBig);
+        if too_big {
+            self.fail(&key, ReassemblyFailure::TooBig);
+            self.compact();
             return None;
         }
-        let d = self.open.remove(&key)?;
-        self.held -= d.cost;
-        self.facts.reassembled += 1;
-        Some(self.rebuild(key, d, now))
-    }
-
-    /// Starts the datagram `key` with the fragment `f`, captured at `at`.
-    fn open_datagram(&mut self, key: DatagramKey, f: &IpFragment<'_>, at: FrameRef) {
-        self.generation += 1;
-        let v6 = f.is_v6();
-        let timeout = if v6 { IPV6_TIMEOUT_NS } else { IPV4_TIMEOUT_NS };
-        let deadline = at.ts.0.saturating_add(timeout);
-        self.open.insert(
+        // Whole: written out, and remembered as reassembled in its slot.
+        let Some(Slot::Open(mut d)) = self.table.insert(
             key,
-            Datagram {
-                generation: self.generation,
-                first: at,
-                deadline,
-                runs: Vec::new(),
+            Slot::Reassembled {
+                generation: 0,
                 pieces: Vec::new(),
-                bytes: Vec::new(),
-                len: 0,
-                tail_end: 0,
-                first_in: false,
-                last_in: false,
-                meat: 0,
-                unfragmentable: f.unfragmentable,
-                protocol: f.protocol,
-                hop_limit: f.hop_limit,
-                ports: None,
-                wire_len: 0,
-                starved: false,
-                cost: DATAGRAM_COST,
             },
-        );
-        self.held += DATAGRAM_COST;
-        self.expiry[usize::from(v6)].push_back((deadline, key, self.generation));
-        self.compact_expiry(usize::from(v6));
-    }
-
-    /// An IPv6 atomic fragment (offset 0, no more fragments) is a datagram by itself, never mixed with
-    /// other fragments of its identification (RFC 6946, as Linux does).
-    fn atomic(
-        &mut self,
-        f: &IpFragment<'_>,
-        at: FrameRef,
-        wire_len: u32,
-    ) -> Option<Reassembled<'_>> {
-        if f.unfragmentable as u32 + f.data_len > MAX_DATAGRAM {
-            self.facts.dropped_malformed += 1;
+        ) else {
             return None;
-        }
+        };
+        self.held -= d.cost;
+        self.open -= 1;
         self.facts.reassembled += 1;
-        self.out.clear();
-        write_header(
-            &mut self.out,
-            f.src,
-            f.dst,
-            f.id,
-            f.protocol,
-            f.hop_limit,
-            f.data_len,
-        );
-        self.out.extend_from_slice(f.data);
+        d.write(&key, out);
+        let pieces: Vec<(u32, u32, u64)> = d
+            .pieces
+            .iter()
+            .map(|p| (p.offset, p.offset + p.len, p.hash))
+            .collect();
+        self.remembered += remembered_cost(pieces.len());
+        self.reassembled += 1;
+        if let Some(slot) = self.table.get_mut(&key) {
+            *slot = Slot::Reassembled {
+                generation: d.generation,
+                pieces,
+            };
+        }
+        self.expiry[usize::from(v6)].push_back((
+            now.saturating_add(timeout(v6)),
+            key,
+            d.generation,
+        ));
+        self.remembered_order.push_back((key, d.generation));
+        self.forget_oldest();
+        let (wire_len, first) = (d.wire_len, d.first.unwrap_or(at));
+        self.recycle(d);
+        self.compact();
         Some(Reassembled {
-            packet: &self.out,
-            wire_len: u64::from(wire_len),
-            first: at,
+            packet: &out[start..],
+            wire_len,
+            first,
         })
     }
 
-    /// The datagram `d`, whole: its bytes in order behind a rebuilt header; remembered as reassembled.
-    fn rebuild(&mut self, key: DatagramKey, mut d: Datagram, now: i64) -> Reassembled<'_> {
-        d.pieces.sort_unstable_by_key(|p| p.offset);
-        self.out.clear();
-        write_header(
-            &mut self.out,
-            key.src,
-            key.dst,
-            key.id,
-            d.protocol,
-            d.hop_limit,
-            d.len,
-        );
-        for p in &d.pieces {
-            let from = p.at as usize;
-            self.out
-                .extend_from_slice(&d.bytes[from..from + p.captured as usize]);
-            if p.captured < p.len {
-                break; // cut by the snap length: what follows is not contiguous
-            }
+    /// Discards the open datagram `key` as not reassembled, for `reason`.
+    fn fail(&mut self, key: &DatagramKey, reason: ReassemblyFailure) {
+        if let Some(Slot::Open(d)) = self.table.remove(key) {
+            self.held -= d.cost;
+            self.open -= 1;
+            self.give_up(key, d, reason);
         }
-        let remembered = Remembered {
-            generation: d.generation,
-            pieces: d
-                .pieces
-                .iter()
-                .map(|p| {
-                    let from = p.at as usize;
-                    let bytes = &d.bytes[from..from + p.captured as usize];
-                    (p.offset, p.offset + p.len, bytes_hash(bytes))
-                })
-                .collect(),
-        };
-        self.remembered_cost += DATAGRAM_COST + remembered.pieces.len() * REMEMBERED_COST;
-        let timeout = if key.src.is_ipv6() {
-            IPV6_TIMEOUT_NS
+    }
+
+    /// Counts `d` as not reassembled (a datagram that lost a fragment at the memory limit is counted for
+    /// that) and keeps its buffers.
+    fn give_up(&mut self, key: &DatagramKey, d: Datagram, reason: ReassemblyFailure) {
+        let reason = if d.starved && matches!(reason, ReassemblyFailure::TimedOut) {
+            ReassemblyFailure::MemoryLimit
         } else {
-            IPV4_TIMEOUT_NS
+            reason
         };
-        self.remembered_order
-            .push_back((now.saturating_add(timeout), key, d.generation));
-        if let Some(old) = self.remembered.insert(key, remembered) {
-            self.remembered_cost -= DATAGRAM_COST + old.pieces.len() * REMEMBERED_COST;
+        self.facts.failed(d.failure(key, reason));
+        self.recycle(d);
+    }
+
+    /// Keeps the buffers of a datagram finished for the next ones (a few: they are the size of the
+    /// largest datagram they held).
+    fn recycle(&mut self, mut d: Datagram) {
+        if self.spare.len() < 16 {
+            d.runs.clear();
+            d.pieces.clear();
+            d.bytes.clear();
+            self.spare.push(Datagram {
+                runs: d.runs,
+                pieces: d.pieces,
+                bytes: d.bytes,
+                ..Datagram::default()
+            });
         }
-        while self.remembered_cost > REASSEMBLED_MEMORY {
-            let Some((_, k, generation)) = self.remembered_order.pop_front() else {
+    }
+
+    /// Forgets the oldest reassembled datagrams while they take more than [`REASSEMBLED_MEMORY`].
+    fn forget_oldest(&mut self) {
+        while self.remembered > REASSEMBLED_MEMORY {
+            let Some((key, generation)) = self.remembered_order.pop_front() else {
                 break;
             };
-            if self
-                .remembered
-                .get(&k)
-                .is_some_and(|r| r.generation == generation)
-            {
-                self.forget(&k);
+            self.forget(&key, generation);
+        }
+    }
+
+    /// Forgets the reassembled datagram `key`, if it is still that of `generation`.
+    fn forget(&mut self, key: &DatagramKey, generation: u64) {
+        if let Some(Slot::Reassembled {
+            pieces,
+            generation: g,
+        }) = self.table.get(key)
+        {
+            if *g == generation {
+                self.remembered -= remembered_cost(pieces.len());
+                self.reassembled -= 1;
+                self.table.remove(key);
             }
         }
-        if self.remembered_order.len() > 2 * self.remembered.len() + 64 {
-            let remembered = &self.remembered;
-            self.remembered_order
-                .retain(|(_, k, g)| remembered.get(k).is_some_and(|r| r.generation == *g));
-        }
-        Reassembled {
-            packet: &self.out,
-            wire_len: d.wire_len,
-            first: d.first,
-        }
     }
 
-    fn forget(&mut self, key: &DatagramKey) {
-        if let Some(old) = self.remembered.remove(key) {
-            self.remembered_cost -= DATAGRAM_COST + old.pieces.len() * REMEMBERED_COST;
-        }
-    }
-
-    /// Gives up the datagrams whose deadline passed before `now`, from the front of each list; and forgets
-    /// the reassembled datagrams remembered long enough.
+    /// Gives up the open datagrams whose deadline passed before `now`, and forgets the reassembled ones
+    /// remembered that long, from the front of each list.
     fn expire(&mut self, now: i64) {
         for v in 0..2 {
             while let Some(&(deadline, key, generation)) = self.expiry[v].front() {
@@ -846,52 +946,31 @@ impl IpReassembler {
                     break;
                 }
                 self.expiry[v].pop_front();
-                if self
-                    .open
-                    .get(&key)
-                    .is_some_and(|d| d.generation == generation)
-                {
-                    self.give_up(&key, ReassemblyFailure::TimedOut);
+                match self.table.get(&key) {
+                    Some(Slot::Open(d)) if d.generation == generation => {
+                        self.fail(&key, ReassemblyFailure::TimedOut)
+                    }
+                    Some(Slot::Reassembled { .. }) => self.forget(&key, generation),
+                    _ => {}
                 }
             }
         }
-        while let Some(&(until, key, generation)) = self.remembered_order.front() {
-            if until >= now {
-                break;
-            }
-            self.remembered_order.pop_front();
-            if self
-                .remembered
-                .get(&key)
-                .is_some_and(|r| r.generation == generation)
-            {
-                self.forget(&key);
-            }
-        }
     }
 
-    /// Drops entries of the expiry list `v` whose datagram is gone, when they outnumber the open
-    /// datagrams: the list grows with the datagrams open, not with all ever made.
-    fn compact_expiry(&mut self, v: usize) {
-        if self.expiry[v].len() > 2 * self.open.len() + 64 {
-            let open = &self.open;
-            self.expiry[v].retain(|(_, k, g)| open.get(k).is_some_and(|d| d.generation == *g));
+    /// Drops the entries of the lists whose datagram is gone, when they outnumber the table's: the lists
+    /// grow with the datagrams held, not with all ever seen.
+    fn compact(&mut self) {
+        let live = self.open + self.reassembled;
+        let table = &self.table;
+        let alive = |k: &DatagramKey, g: &u64| table.get(k).is_some_and(|s| s.generation() == *g);
+        for list in &mut self.expiry {
+            if list.len() > 2 * live + 64 {
+                list.retain(|(_, k, g)| alive(k, g));
+            }
         }
-    }
-
-    /// Discards the open datagram `key` as not reassembled, for `reason` (a datagram that lost a fragment
-    /// at the memory limit is counted for that).
-    fn give_up(&mut self, key: &DatagramKey, reason: ReassemblyFailure) {
-        let Some(d) = self.open.remove(key) else {
-            return;
-        };
-        self.held -= d.cost;
-        let reason = if d.starved && matches!(reason, ReassemblyFailure::TimedOut) {
-            ReassemblyFailure::MemoryLimit
-        } else {
-            reason
-        };
-        self.facts.failed(d.failure(key, reason));
+        if self.remembered_order.len() > 2 * self.reassembled + 64 {
+            self.remembered_order.retain(|(k, g)| alive(k, g));
+        }
     }
 
     /// Bytes the unfinished datagrams hold now, as counted against [`REASSEMBLY_MEMORY`].
@@ -902,7 +981,14 @@ impl IpReassembler {
     /// The end of the capture: every datagram still unfinished is counted as not reassembled (timed out if
     /// its deadline is before `capture_end`, the capture's last time, else missing fragments).
     pub fn finish(mut self, capture_end: Option<Timestamp>) -> ReassemblyFacts {
-        let mut left: Vec<(DatagramKey, Datagram)> = self.open.drain().collect();
+        let mut left: Vec<(DatagramKey, Datagram)> = self
+            .table
+            .drain()
+            .filter_map(|(k, s)| match s {
+                Slot::Open(d) => Some((k, d)),
+                Slot::Reassembled { .. } => None,
+            })
+            .collect();
         left.sort_by_key(|(_, d)| d.first);
         for (key, d) in left {
             let reason = match capture_end {
@@ -913,6 +999,15 @@ impl IpReassembler {
             self.facts.failed(d.failure(&key, reason));
         }
         self.facts
+    }
+}
+
+fn key_of(f: &IpFragment<'_>) -> DatagramKey {
+    DatagramKey {
+        src: f.src,
+        dst: f.dst,
+        id: f.id,
+        protocol: if f.is_v6() { 0 } else { f.protocol },
     }
 }
 
@@ -998,10 +1093,11 @@ mod tests {
     /// Feeds the packets in order (frame i+1, i ms), returning each datagram made: (frame, payload).
     fn feed(r: &mut IpReassembler, packets: &[Vec<u8>]) -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::new();
+        let mut buf = Vec::new();
         for (i, p) in packets.iter().enumerate() {
             let f = parse(None, p).expect("a fragment");
             let header = if f.is_v6() { 40 } else { 20 };
-            if let Some(d) = r.add(&f, at(i as u64 + 1, i as i64), p.len() as u32) {
+            if let Some(d) = r.add(&f, at(i as u64 + 1, i as i64), p.len() as u32, &mut buf) {
                 out.push((i as u64 + 1, d.packet[header..].to_vec()));
             }
         }
@@ -1140,22 +1236,22 @@ mod tests {
         let pieces = cut(3, &data, &[8]);
         let mut r = IpReassembler::default();
         let first = parse(None, &pieces[0]).unwrap();
-        assert!(r.add(&first, at(1, 0), 48).is_none());
+        assert!(r.add(&first, at(1, 0), 48, &mut Vec::new()).is_none());
         // 30 s later the datagram is given up: the last fragment begins a new one.
         let last = parse(None, &pieces[1]).unwrap();
-        assert!(r.add(&last, at(2, 30_001), 48).is_none());
+        assert!(r.add(&last, at(2, 30_001), 48, &mut Vec::new()).is_none());
         assert_eq!(r.facts.not_reassembled.timed_out, 1);
         // Within the timeout, it would have been whole.
         let mut r = IpReassembler::default();
-        assert!(r.add(&first, at(1, 0), 48).is_none());
-        assert!(r.add(&last, at(2, 29_999), 48).is_some());
+        assert!(r.add(&first, at(1, 0), 48, &mut Vec::new()).is_none());
+        assert!(r.add(&last, at(2, 29_999), 48, &mut Vec::new()).is_some());
         // At the end: timed out if the capture went on past the deadline, else missing.
         let mut r = IpReassembler::default();
-        assert!(r.add(&first, at(1, 0), 48).is_none());
+        assert!(r.add(&first, at(1, 0), 48, &mut Vec::new()).is_none());
         let facts = r.finish(Some(at(9, 31_000).ts));
         assert_eq!(facts.not_reassembled.timed_out, 1);
         let mut r = IpReassembler::default();
-        assert!(r.add(&first, at(1, 0), 48).is_none());
+        assert!(r.add(&first, at(1, 0), 48, &mut Vec::new()).is_none());
         let facts = r.finish(Some(at(9, 1_000).ts));
         assert_eq!(facts.not_reassembled.fragments_missing, 1);
         assert_eq!(
@@ -1251,7 +1347,7 @@ mod tests {
             // First halves only: none is ever whole.
             let p = v4(id, 0, true, &[7; 1480]);
             let f = parse(None, &p).unwrap();
-            assert!(r.add(&f, at(frame, 0), 1514).is_none());
+            assert!(r.add(&f, at(frame, 0), 1514, &mut Vec::new()).is_none());
             assert!(r.held() <= REASSEMBLY_MEMORY + 1480 + FRAGMENT_COST + DATAGRAM_COST);
         }
         let facts = r.finish(None);
@@ -1306,12 +1402,13 @@ mod tests {
             frags in proptest::collection::vec((0u16..3, 0u32..40, any::<bool>(), 0usize..48, any::<u8>()), 1..40),
         ) {
             let mut r = IpReassembler::default();
+            let mut buf = Vec::new();
             let mut sent: Vec<(u16, u32, u8, usize)> = Vec::new();
             for (i, (id, off8, more, len, fill)) in frags.into_iter().enumerate() {
                 let p = v4(id, off8 * 8, more, &vec![fill; len]);
                 sent.push((id, off8 * 8, fill, len));
                 let Some(f) = parse(None, &p) else { continue }; // offset 0, no more: not a fragment
-                if let Some(d) = r.add(&f, at(i as u64 + 1, i as i64 * 100), p.len() as u32) {
+                if let Some(d) = r.add(&f, at(i as u64 + 1, i as i64 * 100), p.len() as u32, &mut buf) {
                     let id_made = u16::from_be_bytes([d.packet[4], d.packet[5]]);
                     for (k, &b) in d.packet[20..].iter().enumerate() {
                         let k = k as u32;
