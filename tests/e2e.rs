@@ -16,6 +16,7 @@ mod cli;
 mod closes_depth;
 mod compare;
 mod connects;
+mod damaged_inputs;
 mod decode_differential;
 mod distributions;
 mod export;
