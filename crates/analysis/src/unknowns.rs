@@ -1,7 +1,9 @@
 //! What the capture could not show, said by every command: packets cut by the snap length and the figures
-//! partial because of them, responses that could not be read to their end, statements cut mid-text, and
-//! MySQL sessions encrypted with TLS. A figure from partial data must never read as complete.
+//! partial because of them, responses that could not be read to their end, statements cut mid-text, MySQL
+//! sessions encrypted with TLS, and IP datagrams whose fragments could not be put back together. A figure
+//! from partial data must never read as complete.
 
+use pcapsleuth_flow::{ReassemblyFacts, REASSEMBLY_MEMORY};
 use serde::Serialize;
 
 use crate::engine::Run;
@@ -23,6 +25,10 @@ pub struct Unknowns {
     pub statements_cut: u64,
     /// MySQL sessions that went on in TLS; null when none did.
     pub encrypted: Option<EncryptedSessions>,
+    /// IP fragments that could not be put back into their datagrams, and why (the capture's
+    /// [`crate::CaptureFacts::ip_fragments`]); null when every fragment went into a datagram reassembled
+    /// (or was a duplicate).
+    pub ip_fragments: Option<ReassemblyFacts>,
     /// The same in sentences, as the text output prints them.
     pub notes: Vec<String>,
 }
@@ -147,11 +153,76 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
             }
         ));
     }
+    let frags = &a.capture.ip_fragments;
+    let ip_fragments = frags.lost_any().then(|| frags.clone());
+    if let Some(f) = &ip_fragments {
+        notes.push(fragments_note(f));
+    }
     Unknowns {
         snap_length,
         unreadable_responses,
         statements_cut,
         encrypted,
+        ip_fragments,
         notes,
     }
+}
+
+/// What reassembly lost, in a sentence: the datagrams not reassembled by reason, the fragments dropped, and
+/// the first datagram lost.
+fn fragments_note(f: &ReassemblyFacts) -> String {
+    let mut parts = Vec::new();
+    let lost = f.not_reassembled.total();
+    if lost > 0 {
+        let reasons: Vec<String> = f
+            .not_reassembled
+            .by_reason()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(why, n)| format!("{} {}", count(*n), why.describe()))
+            .collect();
+        parts.push(format!(
+            "{} IP {} sent in fragments could not be reassembled ({})",
+            count(lost),
+            if lost == 1 { "datagram" } else { "datagrams" },
+            reasons.join(", ")
+        ));
+    }
+    let were = |n: u64| match n {
+        1 => "1 fragment was".to_string(),
+        n => format!("{} fragments were", count(n)),
+    };
+    if f.dropped_at_memory_limit > 0 {
+        parts.push(format!(
+            "{} dropped while reassembly held its limit of {} MiB (Linux's ipfrag_high_thresh)",
+            were(f.dropped_at_memory_limit),
+            REASSEMBLY_MEMORY >> 20
+        ));
+    }
+    if f.dropped_malformed > 0 {
+        parts.push(format!(
+            "{} dropped as malformed IPv6 fragments, as the receiving host drops them",
+            were(f.dropped_malformed)
+        ));
+    }
+    let first = f
+        .first_failures
+        .first()
+        .map(|d| {
+            let protocol = match d.protocol {
+                6 => "TCP".to_string(),
+                17 => "UDP".to_string(),
+                n => format!("protocol {n}"),
+            };
+            format!(
+                "; the first: {protocol} {}, its first fragment in frame {}",
+                d.endpoints(),
+                d.first.frame,
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{}: what they carried is missing (a TCP connection has a gap there){first}",
+        parts.join("; ")
+    )
 }

@@ -60,6 +60,24 @@ fn block_frame(bytes: &[u8], p: usize, section_big_endian: bool) -> Option<(u32,
     Some((block_type, len, big_endian))
 }
 
+/// The version (major, minor) of the Section Header Block at `p`, in its byte order, when its major version
+/// is not 1 (the fields stay at these offsets in any version, as the specification requires).
+fn unknown_version(bytes: &[u8], p: usize, big_endian: bool) -> Option<(u16, u16)> {
+    let b = bytes.get(p + 12..p + 16)?;
+    let (major, minor) = if big_endian {
+        (
+            u16::from_be_bytes([b[0], b[1]]),
+            u16::from_be_bytes([b[2], b[3]]),
+        )
+    } else {
+        (
+            u16::from_le_bytes([b[0], b[1]]),
+            u16::from_le_bytes([b[2], b[3]]),
+        )
+    };
+    (major != 1).then_some((major, minor))
+}
+
 fn framing_ok(len: usize) -> bool {
     (MIN_BLOCK..=MAX_BLOCK).contains(&len) && len % 4 == 0
 }
@@ -127,23 +145,34 @@ pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64),
     if !framing_ok(len) || len > bytes.len() {
         return Err(malformed(0, "section header block length"));
     }
+    if let Some((major, minor)) = unknown_version(bytes, 0, big_endian) {
+        return Err(CaptureError::PcapngVersion {
+            path: path.to_path_buf(),
+            offset: 0,
+            major,
+            minor,
+        });
+    }
     let mut section = Section {
         big_endian,
         interfaces: Vec::new(),
+        unknown_version: None,
     };
     let mut p = 0usize;
     while p < bytes.len() {
         let Some((block_type, len, be)) = block_frame(bytes, p, section.big_endian) else {
             break;
         };
-        if matches!(block_type, 2 | 3 | 6) || !framing_ok(len) || p + len > bytes.len() {
-            break; // the first packet, or damage the record reader will report
+        let unknown = block_type == SHB_TYPE && unknown_version(bytes, p, be).is_some();
+        if matches!(block_type, 2 | 3 | 6) || !framing_ok(len) || p + len > bytes.len() || unknown {
+            break; // the first packet, or what the record reader will report
         }
         match parse(&bytes[p..p + len], be) {
             Some(Block::SectionHeader(_)) => {
                 section = Section {
                     big_endian: be,
                     interfaces: Vec::new(),
+                    unknown_version: None,
                 }
             }
             Some(Block::InterfaceDescription(idb)) => section.interfaces.push(interface_of(&idb).0),
@@ -167,27 +196,52 @@ pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64),
     Ok((section, p as u64))
 }
 
-fn chain_at(bytes: &[u8], mut p: usize, mut big_endian: bool) -> bool {
+/// Whether a chain of valid blocks starts at `p`: `None` when the bytes end before its first block does
+/// (a block may start there, which more bytes would show).
+fn chain(bytes: &[u8], mut p: usize, mut big_endian: bool) -> Option<bool> {
     for i in 0..RESYNC_CHAIN {
         if i > 0 && p >= bytes.len() {
-            return true;
+            return Some(true);
         }
         let Some((block_type, len, be)) = block_frame(bytes, p, big_endian) else {
-            return false;
+            return if i == 0 && bytes.len() - p.min(bytes.len()) < MIN_BLOCK {
+                None
+            } else {
+                Some(false)
+            };
         };
         if !KNOWN_TYPES.contains(&block_type) || !framing_ok(len) {
-            return false;
+            return Some(false);
         }
         if p + len > bytes.len() {
-            return i > 0;
+            return (i > 0).then_some(true);
         }
         if word(bytes, p + len - 4, be) != Some(len as u32) {
-            return false;
+            return Some(false);
         }
         big_endian = be;
         p += len;
     }
-    true
+    Some(true)
+}
+
+fn chain_at(bytes: &[u8], p: usize, big_endian: bool) -> bool {
+    chain(bytes, p, big_endian) == Some(true)
+}
+
+/// In a window that more bytes follow: the first 4-byte-aligned offset from `from` on where a chain of
+/// blocks starts (`Ok`), or where one may start but the window ends before its first block does (`Err`:
+/// to be read again with the next window's bytes; the window's end when nothing can start).
+fn resync_in_window(bytes: &[u8], from: usize, big_endian: bool) -> Result<usize, usize> {
+    let mut p = from.next_multiple_of(4);
+    while p < bytes.len() {
+        match chain(bytes, p, big_endian) {
+            Some(true) => return Ok(p),
+            None => return Err(p),
+            Some(false) => p += 4,
+        }
+    }
+    Err(bytes.len())
 }
 
 /// First 4-byte-aligned offset in `[from, limit)` where a chain of valid blocks starts.
@@ -207,6 +261,12 @@ fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
 
 pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
     let bytes: &'a [u8] = r.bytes;
+    if r.section.unknown_version.is_some() {
+        // Nothing after a section of an unknown version is read: its bytes are passed over to the end
+        // (of the file, or of a stream's window, so that the next window starts past them).
+        r.pos = bytes.len().max(r.pos);
+        return None;
+    }
     loop {
         if r.pos >= r.end || r.pos >= bytes.len() {
             return None;
@@ -245,11 +305,28 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
         if !matches!(block_type, SHB_TYPE | 1 | 3 | 6) {
             continue;
         }
+        if block_type == SHB_TYPE {
+            if let Some((major, minor)) = unknown_version(bytes, at, be) {
+                r.damage.push(Damage {
+                    input: 0,
+                    offset: r.base + at as u64,
+                    kind: DamageKind::UnknownPcapngVersion { major, minor },
+                });
+                r.section = Arc::new(Section {
+                    big_endian: be,
+                    interfaces: Vec::new(),
+                    unknown_version: Some((major, minor)),
+                });
+                r.pos = bytes.len();
+                return None;
+            }
+        }
         match parse(raw, be) {
             Some(Block::SectionHeader(_)) => {
                 r.section = Arc::new(Section {
                     big_endian: be,
                     interfaces: Vec::new(),
+                    unknown_version: None,
                 });
             }
             Some(Block::InterfaceDescription(idb)) => {
@@ -342,7 +419,19 @@ fn truncated_tail(r: &mut RecordReader<'_>, at: usize, need: u64) {
 
 fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
     let bytes: &[u8] = r.bytes;
-    let next = resync(bytes, at + 1, bytes.len(), r.section.big_endian).unwrap_or(bytes.len());
+    let be = r.section.big_endian;
+    // In a window of a stream, a block that may begin before the window's end is read again with the
+    // next window's bytes, rather than passed over with the garbage before it.
+    let (next, wait) = match r.tail {
+        Tail::Final => (
+            resync(bytes, at + 1, bytes.len(), be).unwrap_or(bytes.len()),
+            false,
+        ),
+        Tail::More => match resync_in_window(bytes, at + 1, be) {
+            Ok(p) => (p, false),
+            Err(p) => (p, true),
+        },
+    };
     r.damage.push(Damage {
         input: 0,
         offset: r.base + at as u64,
@@ -351,5 +440,9 @@ fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
             skipped: (next - at) as u64,
         },
     });
-    r.pos = next;
+    if wait {
+        r.stop_at(next);
+    } else {
+        r.pos = next;
+    }
 }
