@@ -343,10 +343,14 @@ enum SortArg {
 }
 
 /// Writes a line to stderr, ignoring a closed stderr (`2>&1 | head -1`): warnings are not worth dying
-/// for, and `eprintln!` would panic.
+/// for, and `eprintln!` would panic. What it says can hold file names and text from a capture: every
+/// control or bidirectional character in it is shown as an escape (`report::visible_lines`).
 macro_rules! sayln {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = format!($($arg)*);
+        let mut line = report::visible_lines(&line).into_owned();
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }};
 }
 
@@ -804,9 +808,10 @@ fn output<O, T: serde::Serialize>(
 }
 
 /// Text for stdout, every line fitted to the terminal's width, or to [`report::style::WIDTH`] when
-/// stdout is not a terminal (a file, a pipe, a pager).
+/// stdout is not a terminal (a file, a pipe, a pager); no control or bidirectional character raw but its
+/// line breaks, whatever the renderer let through.
 fn fitted(text: String) -> String {
-    report::style::fit(&text, report::style::width())
+    report::style::fit(&report::visible_lines(&text), report::style::width())
 }
 
 /// The columns of the terminal stdout goes to, if it goes to one.
@@ -999,7 +1004,10 @@ impl Progress {
             indicatif::ProgressDrawTarget::stderr_with_hz(10),
         )
         .with_style(style)
-        .with_message(format!("{verb} {}", name.to_string_lossy()));
+        .with_message(format!(
+            "{verb} {}",
+            report::visible(&name.to_string_lossy())
+        ));
         // Ticks between the engine's reports keep the rate and the time left moving.
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Progress(bar)
@@ -1409,9 +1417,12 @@ fn findings_pass(
 
     let mut comments = Comments::new();
     if wanted.annotate {
+        // Wireshark shows comments as they are, and `tshark -V` or `capinfos` print them to a terminal.
         let mut say = |kind: FindingKind, frame: u64, text: &str| {
-            let comment =
-                format!("pcapsleuth {kind} (frame {frame} of the original capture): {text}");
+            let comment = format!(
+                "pcapsleuth {kind} (frame {frame} of the original capture): {}",
+                report::visible(text)
+            );
             let list = comments.entry(frame).or_default();
             if !list.contains(&comment) {
                 list.push(comment);
@@ -1454,7 +1465,8 @@ fn findings_pass(
             if let Some((frame, note)) = analysis::stall_start(&ev) {
                 comments.entry(frame).or_insert_with(|| {
                     vec![format!(
-                        "pcapsleuth abnormal close (frame {frame} of the original capture): {note}"
+                        "pcapsleuth abnormal close (frame {frame} of the original capture): {}",
+                        report::visible(&note)
                     )]
                 });
             }
@@ -1471,7 +1483,7 @@ fn findings_pass(
                         "FIN"
                     },
                     role_word(c.initiator),
-                    c.reason
+                    report::visible(&c.reason)
                 ));
             }
         }

@@ -6,6 +6,7 @@ use crate::style::{
     bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
     offset, one_line, percent, row, seconds, significant, stats, width, NONE,
 };
+use crate::visible::{visible, visible_lines_owned};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
@@ -35,7 +36,7 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
         c.client,
         c.server
     );
-    let _ = writeln!(out, "  {}", c.reason);
+    let _ = writeln!(out, "  {}", visible(&c.reason));
 }
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's
@@ -62,10 +63,10 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             describe_close(&mut out, "First abnormal close", c);
             if let Some((filter, command)) = &r.first_abnormal_hand_off {
                 if let Some(filter) = filter {
-                    let _ = writeln!(out, "  Wireshark: {filter}");
+                    let _ = writeln!(out, "  Wireshark: {}", visible(filter));
                 }
                 if let Some(command) = command {
-                    out.push_str(&command_lines("  extract: ", command, 6));
+                    out.push_str(&command_lines("  extract: ", &visible(command), 6));
                 }
             }
         }
@@ -74,7 +75,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
                 out,
                 "No TCP connection found in the capture: nothing was closed."
             );
-            return out;
+            return visible_lines_owned(out);
         }
         (None, FinJudgement::Judged) => {
             let _ = writeln!(
@@ -183,7 +184,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             "  ! = an abnormal close; time = seconds after the capture's first packet; reasons in full: --json"
         );
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// The connection attempts, when any could not get in (or waited for a greeting that did not come).
@@ -204,15 +205,15 @@ fn connects(out: &mut String, r: &FirstReset) {
         counted(c.retransmitted_syns, "SYN resent", "SYNs resent")
     );
     for f in findings {
-        let _ = writeln!(out, "  {}", f.summary);
+        let _ = writeln!(out, "  {}", visible(&f.summary));
         for e in &f.evidence {
-            let _ = writeln!(out, "    {e}");
+            let _ = writeln!(out, "    {}", visible(e));
         }
         if let Some(filter) = &f.wireshark_filter {
-            let _ = writeln!(out, "    Wireshark: {filter}");
+            let _ = writeln!(out, "    Wireshark: {}", visible(filter));
         }
         if let Some(command) = &f.extract_command {
-            out.push_str(&command_lines("    extract: ", command, 8));
+            out.push_str(&command_lines("    extract: ", &visible(command), 8));
         }
     }
 }
@@ -314,7 +315,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 out,
                 "  ERR {} ({}): {}, answered in mean {}  p95 {}",
                 e.code,
-                e.sql_state,
+                visible(&e.sql_state),
                 counted(e.count, "response", "responses"),
                 duration_or_none(e.rt_us.count, e.rt_us.mean),
                 duration_or_none(e.rt_us.count, e.rt_us.p95)
@@ -407,7 +408,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 bytes(i.bytes),
                 i.preceded_by
                     .iter()
-                    .map(|w| format!("; {w}"))
+                    .map(|w| format!("; {}", visible(w)))
                     .collect::<String>()
             );
         }
@@ -457,7 +458,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             );
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// Orders for `pcapsleuth flows --sort`.
@@ -571,7 +572,7 @@ pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
          wire, both ways)",
         counted(conns.len() as u64, "connection", "connections")
     );
-    out
+    visible_lines_owned(out)
 }
 
 /// What the capture could not show, before any command's text: empty when it showed everything.
@@ -582,10 +583,10 @@ pub fn render_unknowns(u: &Unknowns) -> String {
     }
     let _ = writeln!(out, "Partial data (figures below are qualified by it):");
     for n in &u.notes {
-        let _ = writeln!(out, "  * {n}");
+        let _ = writeln!(out, "  * {}", visible(n));
     }
     out.push('\n');
-    out
+    visible_lines_owned(out)
 }
 
 #[cfg(test)]
