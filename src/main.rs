@@ -17,7 +17,7 @@ use pcapsleuth::analysis::{
 };
 use pcapsleuth::capture::{
     capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId,
-    Format, Input, Order, PcapWriter, PcapngWriter, Record, Timestamp,
+    Format, Input, Order, PcapWriter, PcapngWriter, Preamble, Record, Timestamp,
 };
 use pcapsleuth::export;
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
@@ -767,19 +767,7 @@ fn write_html<O>(
         [] => "the capture".to_string(),
     };
     let page = report::render_html(r, &analysis::unknowns(a), &capture)?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Readable as any new file is (0666 less the umask), not 0600 as temporary files are made.
-    let mut tmp = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.write_all(page.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
+    pcapsleuth::capture::write_file(path, page.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     sayln!("pcapsleuth: wrote {}", path.display());
     Ok(())
@@ -1738,10 +1726,14 @@ fn extract(
         |done, total| progress.show(done, total),
     )?;
     progress.clear();
-    let n = match w {
-        Writer::Pcap(w) => w.finish()?,
-        Writer::Pcapng(w) => w.finish()?,
+    let (n, rewritten) = match w {
+        Writer::Pcap(w) => {
+            let rewritten = w.rewritten();
+            (w.finish()?, rewritten)
+        }
+        Writer::Pcapng(w) => (w.finish()?, 0),
     };
+    say_rewritten(rewritten);
     match span {
         Some((a, b)) => sayln!(
             "pcapsleuth: wrote {} to {} (frames {a} to {b} of the original capture{})",
@@ -1788,6 +1780,17 @@ fn mysql_servers(files: &[PathBuf]) -> Option<Vec<Endpoint>> {
     Some(servers.into_iter().collect())
 }
 
+/// Says how many records were not copied byte for byte because their pcapng section differed from the
+/// first (see `PcapWriter`).
+fn say_rewritten(rewritten: u64) {
+    if rewritten > 0 {
+        sayln!(
+            "pcapsleuth: note: {} of a later pcapng section (another byte order, link type or timestamp unit) written as new packet blocks, on interfaces of their own, without their options",
+            analysis::units::counted(rewritten, "packet", "packets")
+        );
+    }
+}
+
 /// The capture `extract` writes: pcap as the input was, or pcapng with comments (--annotate).
 enum Writer {
     Pcap(PcapWriter),
@@ -1832,7 +1835,10 @@ fn split(
         _ => false,
     };
     if let [Input::Mapped(cap)] = &set.inputs[..] {
-        return split_mapped(cap, full, piece_path, out_dir);
+        if let Some(code) = split_mapped(cap, &full, &piece_path, out_dir)? {
+            return Ok(code);
+        }
+        // A pcapng file of several sections: its pieces are written record by record, as a stream's.
     }
     // Several files or a stream: cut as they are read, one piece open at a time.
     let preamble = set.preamble()?.to_vec();
@@ -1850,7 +1856,7 @@ fn split(
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let progress = Progress::new("splitting", Path::new(&set_name(&set)), set_len(&set));
     let mut writer: Option<PcapWriter> = None;
-    let (mut pieces, mut in_piece, mut bytes) = (0usize, 0u64, 0u64);
+    let (mut pieces, mut in_piece, mut bytes, mut rewritten) = (0usize, 0u64, 0u64, 0u64);
     let damage = set.pass(
         |_, rec| {
             let len = rec.raw.len() as u64;
@@ -1858,6 +1864,7 @@ fn split(
                 Some(w) if !full(in_piece, bytes + len) => w,
                 done => {
                     if let Some(done) = done {
+                        rewritten += done.rewritten();
                         done.finish()?;
                     }
                     pieces += 1;
@@ -1872,9 +1879,11 @@ fn split(
         |done, total| progress.show(done, total),
     )?;
     if let Some(w) = writer {
+        rewritten += w.rewritten();
         w.finish()?;
     }
     progress.clear();
+    say_rewritten(rewritten);
     sayln!(
         "pcapsleuth: wrote {} to {}",
         analysis::units::counted(pieces as u64, "piece", "pieces"),
@@ -1885,19 +1894,26 @@ fn split(
 
 /// `split` of one uncompressed file: piece boundaries from a sequential walk of record headers (fast),
 /// then pieces copied in parallel, each as one contiguous run of whole records after the file's header.
+/// `None`, having written nothing, when a record would not mean the same after the file's preamble (a
+/// pcapng file of several sections): such a file is cut record by record.
 fn split_mapped(
     cap: &Capture,
     full: impl Fn(u64, u64) -> bool,
     piece_path: impl Fn(usize) -> PathBuf,
     out_dir: &Path,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Option<ExitCode>> {
     use rayon::prelude::*;
     let file = cap.path();
+    let preamble = Preamble::parse(file, cap.preamble())?;
     let progress = Progress::new("splitting", file, cap.len());
     let mut cuts = vec![cap.initial_state().offset];
     let mut pass = cap.pass();
     let (mut in_piece, mut piece_start) = (0u64, cap.initial_state().offset);
     while let Some(rec) = pass.next_record() {
+        if !preamble.holds(&rec) {
+            progress.clear();
+            return Ok(None);
+        }
         // The walk is the quick half: the copy shows the second half of the progress.
         progress.show(rec.offset / 2, cap.len());
         if full(in_piece, rec.offset + rec.raw.len() as u64 - piece_start) {
@@ -1946,5 +1962,5 @@ fn split_mapped(
         written.len(),
         out_dir.display()
     );
-    Ok(report_damage(&[file], &damage))
+    Ok(Some(report_damage(&[file], &damage)))
 }

@@ -26,6 +26,7 @@ mod formats;
 mod fuzz_findings;
 mod golden;
 mod handoff;
+mod hostile_outputs;
 mod hostile_text;
 mod html;
 mod inputs;
