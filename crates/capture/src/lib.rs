@@ -53,6 +53,7 @@ mod pcap;
 mod pcapng;
 mod set;
 mod split;
+pub mod staging;
 mod stream;
 mod write;
 

@@ -62,6 +62,7 @@ pub struct OutputFile {
 enum Sink {
     Atomic(BufWriter<AtomicWriteFile>),
     InPlace(BufWriter<File>),
+    Staged(BufWriter<File>),
 }
 
 impl OutputFile {
@@ -87,6 +88,21 @@ impl OutputFile {
         Ok(OutputFile { path, sink })
     }
 
+    /// Creates `path`, a new file in a staging directory ([`crate::staging`]) whose files are put in
+    /// place as a set: written straight to its name, neither renamed nor synced on its own (the set's
+    /// owner does both for the set). Fails if the file exists.
+    pub fn create_staged(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        Ok(OutputFile {
+            path,
+            sink: Sink::Staged(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
     /// The path being written.
     pub fn path(&self) -> &Path {
         &self.path
@@ -102,7 +118,7 @@ impl OutputFile {
     pub fn commit(self) -> io::Result<()> {
         match self.sink {
             Sink::Atomic(out) => out.into_inner().map_err(|e| e.into_error())?.commit(),
-            Sink::InPlace(out) => {
+            Sink::InPlace(out) | Sink::Staged(out) => {
                 out.into_inner().map_err(|e| e.into_error())?;
                 Ok(())
             }
@@ -114,21 +130,21 @@ impl Write for OutputFile {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         match &mut self.sink {
             Sink::Atomic(out) => out.write(bytes),
-            Sink::InPlace(out) => out.write(bytes),
+            Sink::InPlace(out) | Sink::Staged(out) => out.write(bytes),
         }
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match &mut self.sink {
             Sink::Atomic(out) => out.write_all(bytes),
-            Sink::InPlace(out) => out.write_all(bytes),
+            Sink::InPlace(out) | Sink::Staged(out) => out.write_all(bytes),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.sink {
             Sink::Atomic(out) => out.flush(),
-            Sink::InPlace(out) => out.flush(),
+            Sink::InPlace(out) | Sink::Staged(out) => out.flush(),
         }
     }
 }
@@ -151,6 +167,15 @@ impl Output {
     fn open(path: &Path) -> Result<Self, CaptureError> {
         let path = path.to_path_buf();
         let out = OutputFile::create(&path).map_err(|source| CaptureError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Output { path, out })
+    }
+
+    fn staged(path: &Path) -> Result<Self, CaptureError> {
+        let path = path.to_path_buf();
+        let out = OutputFile::create_staged(&path).map_err(|source| CaptureError::Write {
             path: path.clone(),
             source,
         })?;
@@ -288,11 +313,22 @@ impl PcapWriter {
         Self::with_preamble(path, preamble)
     }
 
+    /// Creates `path`, a new file in a staging directory whose files are put in place as a set (see
+    /// [`OutputFile::create_staged`]: `split`'s pieces), for records that follow `preamble`.
+    pub fn create_staged(path: impl AsRef<Path>, preamble: &[u8]) -> Result<Self, CaptureError> {
+        let path = path.as_ref();
+        Self::with_output(Output::staged(path)?, preamble)
+    }
+
     fn with_preamble(path: &Path, preamble: &[u8]) -> Result<Self, CaptureError> {
-        let parsed = Preamble::parse(path, preamble)?;
+        Self::with_output(Output::open(path)?, preamble)
+    }
+
+    fn with_output(out: Output, preamble: &[u8]) -> Result<Self, CaptureError> {
+        let parsed = Preamble::parse(&out.path, preamble)?;
         let big_endian = parsed.section.as_ref().is_some_and(|s| s.big_endian);
         let mut w = PcapWriter {
-            out: Output::open(path)?,
+            out,
             records: 0,
             preamble: parsed,
             added: Vec::new(),

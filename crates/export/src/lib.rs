@@ -194,6 +194,8 @@ pub type ExportAnalysis = (TransactionExport, Rates);
 pub struct Export {
     options: ExportOptions,
     staging: Staging,
+    /// Staging directories that killed exports of this host had left in the root, removed.
+    swept: Vec<PathBuf>,
     transactions: Arc<PartPool>,
     /// The syncs of every file closed, waited for before the datasets are put in place.
     syncs: Arc<Syncs>,
@@ -266,7 +268,7 @@ impl Export {
                 .collect();
             layout::refuse_existing(&targets)?;
         }
-        let staging = Staging::create(root, &options.partition)?;
+        let (staging, swept) = Staging::create(root, &options.partition)?;
         let dir = staging.dataset_dir(columns::TRANSACTIONS.name);
         std::fs::create_dir_all(&dir).map_err(|e| ExportError::io(&dir, e))?;
         let syncs = Arc::new(Syncs::default());
@@ -274,9 +276,16 @@ impl Export {
         Ok(Export {
             options,
             staging,
+            swept,
             transactions,
             syncs,
         })
+    }
+
+    /// The staging directories that exports of this host had left in the root when they were killed
+    /// (their process is gone), removed by [`Export::begin`].
+    pub fn removed_stale(&self) -> &[PathBuf] {
+        &self.swept
     }
 
     /// A [`TransactionExport`] instance: give the engine a function that calls this.
