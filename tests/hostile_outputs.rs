@@ -413,11 +413,24 @@ fn standard_input_that_is_a_terminal_is_refused() {
         .write(true)
         .open(&slave)
         .unwrap();
-    let o = Command::new(common::bin())
+    let mut child = Command::new(common::bin())
         .args(["first-reset", "-"])
         .stdin(tty)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    // A hang guard, not a speed test: a run that waits on the terminal is stopped.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("first-reset - waited on the terminal without a word");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("standard input, which is a terminal"),
