@@ -2058,7 +2058,7 @@ fn split(
         _ => false,
     };
     if let [Input::Mapped(cap)] = &set.inputs[..] {
-        if let Some((count, code)) = split_mapped(cap, &full, |i| pieces.staged(i))? {
+        if let Some((count, code)) = split_mapped(cap, full, |i| pieces.staged(i))? {
             pieces.commit(count)?;
             sayln!(
                 "pcapsleuth: wrote {} to {}",

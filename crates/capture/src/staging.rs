@@ -121,10 +121,10 @@ pub fn remove_stale(parent: &Path, kind: &str) -> Vec<PathBuf> {
         let numbers = n.parse::<u64>().is_ok() && pid.parse::<u32>().is_ok();
         let gone = !Path::new("/proc").join(pid).exists();
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if numbers && host == ours && gone && is_dir && pid != std::process::id().to_string() {
-            if std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed.push(entry.path());
-            }
+        let dead_of_ours =
+            numbers && host == ours && gone && is_dir && pid != std::process::id().to_string();
+        if dead_of_ours && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed.push(entry.path());
         }
     }
     removed

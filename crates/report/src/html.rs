@@ -111,7 +111,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 
 /// `s` with the five characters that mean something in HTML (text or a quoted attribute) escaped, and
 /// every control or bidirectional character shown as the text reports show it (`\x1b`, `\u202e`: see
-/// [`crate::visible`]); line breaks are kept, as white space.
+/// [`crate::visible()`]); line breaks are kept, as white space.
 pub fn escape_html(s: &str) -> String {
     let s = crate::visible::visible_lines(s);
     let mut out = String::with_capacity(s.len());

@@ -179,7 +179,7 @@ pub fn column_width<S: AsRef<str>>(header: &str, cells: impl IntoIterator<Item =
 }
 
 /// Text on one line (runs of white space, new lines among them, become one space), any other control
-/// or bidirectional character shown as an escape ([`crate::visible`]): how a statement or a message from
+/// or bidirectional character shown as an escape ([`crate::visible()`]): how a statement or a message from
 /// a capture is written in a sentence or a table.
 pub fn one_line(s: &str) -> String {
     let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
