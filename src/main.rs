@@ -16,8 +16,8 @@ use pcapsleuth::analysis::{
     Rates, ResponseTimes, Run, Scope,
 };
 use pcapsleuth::capture::{
-    capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId,
-    Format, Input, Order, PcapWriter, PcapngWriter, Record, Timestamp,
+    capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, Format, Input,
+    Order, PcapWriter, PcapngWriter, Preamble, Record, Timestamp,
 };
 use pcapsleuth::export;
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
@@ -313,9 +313,14 @@ enum Command {
         /// Megabytes (10^6 bytes) per piece.
         #[arg(long, value_name = "N", group = "size")]
         megabytes: Option<u64>,
-        /// Directory for the pieces (created if missing).
+        /// Directory for the pieces (created if missing). The pieces appear together when all are
+        /// written.
         #[arg(short, long, value_name = "DIR")]
         output: PathBuf,
+        /// Replace the pieces of an earlier split of the same name in DIR (`NAME_00000.pcap`, ...)
+        /// instead of refusing: the new set takes their place, and earlier pieces beyond it are removed.
+        #[arg(long)]
+        replace: bool,
     },
     /// Prints the shell completion script for SHELL, e.g.
     /// `pcapsleuth completions bash > ~/.local/share/bash-completion/completions/pcapsleuth`,
@@ -343,10 +348,14 @@ enum SortArg {
 }
 
 /// Writes a line to stderr, ignoring a closed stderr (`2>&1 | head -1`): warnings are not worth dying
-/// for, and `eprintln!` would panic.
+/// for, and `eprintln!` would panic. What it says can hold file names and text from a capture: every
+/// control or bidirectional character in it is shown as an escape (`report::visible_lines`).
 macro_rules! sayln {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = format!($($arg)*);
+        let mut line = report::visible_lines(&line).into_owned();
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }};
 }
 
@@ -355,6 +364,7 @@ struct InputError(String);
 
 fn main() -> ExitCode {
     keep_standard_streams_open();
+    remove_staging_when_interrupted();
     let cli = Cli::parse();
     if let Some(columns) = terminal_columns() {
         report::style::set_width(columns);
@@ -390,6 +400,41 @@ fn keep_standard_streams_open() {
             if libc::fcntl(fd, libc::F_GETFD) == -1 {
                 libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             }
+        }
+    }
+}
+
+/// On SIGINT (Ctrl-C), SIGTERM (`kill`, a scheduler's timeout) or SIGHUP (a closed terminal), removes
+/// the hidden staging directories of the run (`split`'s pieces, `export`'s datasets), which no
+/// destructor would reach, then ends as the signal would have ended the process. The signals are
+/// blocked in every thread (set here, before any thread starts, and inherited) and taken by one thread
+/// that waits for them; a signal the caller ignores (`nohup`) stays ignored.
+fn remove_staging_when_interrupted() {
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    // SAFETY: sigset_t is plain data filled by sigemptyset/sigaddset; pthread_sigmask, sigwait, signal
+    // and raise are given valid sets and signal numbers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        let waiter = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                let mut sig: libc::c_int = 0;
+                if libc::sigwait(&set, &mut sig) == 0 {
+                    pcapsleuth::capture::staging::remove_all();
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                    libc::raise(sig);
+                }
+            });
+        if waiter.is_err() {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         }
     }
 }
@@ -727,7 +772,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             packets,
             megabytes,
             output,
-        } => split(&files, packets, megabytes, &output),
+            replace,
+        } => split(
+            &files,
+            packets,
+            megabytes,
+            &output,
+            if replace {
+                Existing::Replace
+            } else {
+                Existing::Refuse
+            },
+        ),
     }
 }
 
@@ -744,7 +800,8 @@ fn print_mysql<O>(
 }
 
 fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
-    let set = report::write_plot_set(dir, r)?;
+    // The error names the file and says why; anyhow's chain would say why twice.
+    let set = report::write_plot_set(dir, r).map_err(|e| anyhow::anyhow!("{e}"))?;
     for p in &set.written {
         sayln!("pcapsleuth: wrote {}", p.display());
     }
@@ -773,19 +830,7 @@ fn write_html<O>(
         [] => "the capture".to_string(),
     };
     let page = report::render_html(r, &analysis::unknowns(a), &capture)?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Readable as any new file is (0666 less the umask), not 0600 as temporary files are made.
-    let mut tmp = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.write_all(page.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
+    pcapsleuth::capture::write_file(path, page.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     sayln!("pcapsleuth: wrote {}", path.display());
     Ok(())
@@ -814,9 +859,10 @@ fn output<O, T: serde::Serialize>(
 }
 
 /// Text for stdout, every line fitted to the terminal's width, or to [`report::style::WIDTH`] when
-/// stdout is not a terminal (a file, a pipe, a pager).
+/// stdout is not a terminal (a file, a pipe, a pager); no control or bidirectional character raw but its
+/// line breaks, whatever the renderer let through.
 fn fitted(text: String) -> String {
-    report::style::fit(&text, report::style::width())
+    report::style::fit(&report::visible_lines(&text), report::style::width())
 }
 
 /// The columns of the terminal stdout goes to, if it goes to one.
@@ -843,14 +889,14 @@ fn analyze<A: Analysis>(
     common: &Common,
     analyses: impl Fn() -> A + Sync,
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
-    let set = CaptureSet::open(&common.files)?;
+    let set = open_set(&common.files)?;
     analyze_opened(common, set, analysis::MysqlDepth::Full, analyses)
 }
 
 /// The connections and their closes, judged on the exchanges they fall in (`first-reset`, `flows`): plain
 /// exchanges are passed over, with the same run (see `MysqlDepth::Closes`).
 fn analyze_closes(common: &Common) -> anyhow::Result<(CaptureSet, Run<()>)> {
-    let set = CaptureSet::open(&common.files)?;
+    let set = open_set(&common.files)?;
     analyze_opened(common, set, analysis::MysqlDepth::Closes, || ())
 }
 
@@ -908,7 +954,7 @@ fn export_parquet(
         .map_err(usage)?;
     let name = capture.unwrap_or_else(|| export::Partition::capture_name_of(&common.files[0]));
     let partition = export::Partition::new(&name, labels).map_err(usage)?;
-    let set = CaptureSet::open(&common.files)?;
+    let set = open_set(&common.files)?;
     let options = export::ExportOptions {
         interval_ns,
         existing,
@@ -922,6 +968,12 @@ fn export_parquet(
         .chain(set.identities().map(|(p, _)| p.to_path_buf()))
         .collect();
     let job = export::Export::begin(options, inputs.iter().map(PathBuf::as_path)).map_err(usage)?;
+    for left in job.removed_stale() {
+        sayln!(
+            "pcapsleuth: removed {}, left by an export that was killed",
+            left.display()
+        );
+    }
     let (set, run) = analyze_opened(common, set, analysis::MysqlDepth::Full, || job.analysis())?;
     let done = job.finish(&run).map_err(usage)?;
     let rows = |d: &str, one: &str, many: &str| report::style::counted(done.rows(d), one, many);
@@ -1009,7 +1061,10 @@ impl Progress {
             indicatif::ProgressDrawTarget::stderr_with_hz(10),
         )
         .with_style(style)
-        .with_message(format!("{verb} {}", name.to_string_lossy()));
+        .with_message(format!(
+            "{verb} {}",
+            report::visible(&name.to_string_lossy())
+        ));
         // Ticks between the engine's reports keep the rate and the time left moving.
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Progress(bar)
@@ -1419,9 +1474,12 @@ fn findings_pass(
 
     let mut comments = Comments::new();
     if wanted.annotate {
+        // Wireshark shows comments as they are, and `tshark -V` or `capinfos` print them to a terminal.
         let mut say = |kind: FindingKind, frame: u64, text: &str| {
-            let comment =
-                format!("pcapsleuth {kind} (frame {frame} of the original capture): {text}");
+            let comment = format!(
+                "pcapsleuth {kind} (frame {frame} of the original capture): {}",
+                report::visible(text)
+            );
             let list = comments.entry(frame).or_default();
             if !list.contains(&comment) {
                 list.push(comment);
@@ -1464,7 +1522,8 @@ fn findings_pass(
             if let Some((frame, note)) = analysis::stall_start(&ev) {
                 comments.entry(frame).or_insert_with(|| {
                     vec![format!(
-                        "pcapsleuth abnormal close (frame {frame} of the original capture): {note}"
+                        "pcapsleuth abnormal close (frame {frame} of the original capture): {}",
+                        report::visible(&note)
                     )]
                 });
             }
@@ -1481,7 +1540,7 @@ fn findings_pass(
                         "FIN"
                     },
                     role_word(c.initiator),
-                    c.reason
+                    report::visible(&c.reason)
                 ));
             }
         }
@@ -1585,8 +1644,14 @@ fn parse_time_bound(s: &str) -> anyhow::Result<Option<TimeBound>> {
     }
 }
 
-/// Opens the inputs as one capture (see [`CaptureSet::open`]).
+/// Opens the inputs as one capture (see [`CaptureSet::open`]). Standard input (`-`) that is a terminal
+/// is refused: nobody types a capture, and a run waiting on it without a word looks hung.
 fn open_set(files: &[PathBuf]) -> anyhow::Result<CaptureSet> {
+    if files.iter().any(|f| f.as_os_str() == "-") && std::io::stdin().is_terminal() {
+        bail!(InputError(
+            "`-` reads the capture from standard input, which is a terminal here: pipe one in (`tcpdump -w - ... | pcapsleuth ... -`, `< big.pcap`) or name the file".into()
+        ));
+    }
     Ok(CaptureSet::open(files)?)
 }
 
@@ -1736,10 +1801,14 @@ fn extract(
         |done, total| progress.show(done, total),
     )?;
     progress.clear();
-    let n = match w {
-        Writer::Pcap(w) => w.finish()?,
-        Writer::Pcapng(w) => w.finish()?,
+    let (n, rewritten) = match w {
+        Writer::Pcap(w) => {
+            let rewritten = w.rewritten();
+            (w.finish()?, rewritten)
+        }
+        Writer::Pcapng(w) => (w.finish()?, 0),
     };
+    say_rewritten(rewritten);
     match span {
         Some((a, b)) => sayln!(
             "pcapsleuth: wrote {} to {} (frames {a} to {b} of the original capture{})",
@@ -1786,6 +1855,17 @@ fn mysql_servers(files: &[PathBuf]) -> Option<Vec<Endpoint>> {
     Some(servers.into_iter().collect())
 }
 
+/// Says how many records were not copied byte for byte because their pcapng section differed from the
+/// first (see `PcapWriter`).
+fn say_rewritten(rewritten: u64) {
+    if rewritten > 0 {
+        sayln!(
+            "pcapsleuth: note: {} of a later pcapng section (another byte order, link type or timestamp unit) written as new packet blocks, on interfaces of their own, without their options",
+            analysis::units::counted(rewritten, "packet", "packets")
+        );
+    }
+}
+
 /// The capture `extract` writes: pcap as the input was, or pcapng with comments (--annotate).
 enum Writer {
     Pcap(PcapWriter),
@@ -1810,18 +1890,176 @@ fn piece_naming(input: &Input) -> (String, &'static str) {
     (capture_stem(input.path()), ext)
 }
 
+/// The pieces of one `split` run: written into a hidden staging directory, then put in place as a set
+/// ([`Pieces::commit`]): a reader of the output directory never sees part of a set, nor pieces of two
+/// runs mixed. Pieces are not synced one by one (editcap syncs none); the set is synced once, before it
+/// is put in place.
+struct Pieces {
+    out_dir: PathBuf,
+    stem: String,
+    ext: &'static str,
+    staging: pcapsleuth::capture::staging::StagingDir,
+    /// Whether `out_dir` existed: then each piece is renamed into it; else the staging directory becomes
+    /// it.
+    into_existing: bool,
+    /// Pieces of an earlier run in `out_dir` (`--replace`): removed once the new set is in place.
+    earlier: Vec<PathBuf>,
+}
+
+impl Pieces {
+    /// Prepares the pieces `STEM_NNNNN.EXT` of a split into `out_dir`. Refused (exit code 2) when a
+    /// piece of an earlier split is there, unless `existing` says to replace the set, and always when
+    /// one of them is an input.
+    fn begin(
+        out_dir: &Path,
+        stem: &str,
+        ext: &'static str,
+        existing: Existing,
+        set: &CaptureSet,
+    ) -> anyhow::Result<Self> {
+        use pcapsleuth::capture::staging;
+        let into_existing = out_dir.exists();
+        let mut earlier = Vec::new();
+        if into_existing {
+            if !out_dir.is_dir() {
+                bail!(InputError(format!(
+                    "{}: not a directory",
+                    out_dir.display()
+                )));
+            }
+            earlier = std::fs::read_dir(out_dir)
+                .with_context(|| format!("reading {}", out_dir.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| is_piece_name(p, stem, ext))
+                .collect();
+            earlier.sort();
+            for piece in &earlier {
+                refuse_input_as_output(piece, set.identities())?;
+            }
+            if !earlier.is_empty() && existing == Existing::Refuse {
+                let names: Vec<String> = earlier
+                    .iter()
+                    .take(3)
+                    .map(|p| p.display().to_string())
+                    .collect();
+                bail!(InputError(format!(
+                    "{} already holds {} of an earlier split ({}{}): split into another directory, remove them, or pass --replace to replace that set",
+                    out_dir.display(),
+                    analysis::units::counted(earlier.len() as u64, "piece", "pieces"),
+                    names.join(", "),
+                    if earlier.len() > 3 { ", ..." } else { "" }
+                )));
+            }
+        }
+        let parent = match (into_existing, out_dir.parent()) {
+            (true, _) => out_dir.to_path_buf(),
+            (false, Some(p)) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            (false, _) => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        for left in staging::remove_stale(&parent, "split") {
+            sayln!(
+                "pcapsleuth: removed {}, left by a split that was killed",
+                left.display()
+            );
+        }
+        let staging = staging::StagingDir::create_in(&parent, "split", stem)
+            .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+        Ok(Pieces {
+            out_dir: out_dir.to_path_buf(),
+            stem: stem.to_string(),
+            ext,
+            staging,
+            into_existing,
+            earlier,
+        })
+    }
+
+    fn name(&self, i: usize) -> String {
+        format!("{}_{i:05}.{}", self.stem, self.ext)
+    }
+
+    /// Where piece `i` is written (in the staging directory).
+    fn staged(&self, i: usize) -> PathBuf {
+        self.staging.path().join(self.name(i))
+    }
+
+    /// Syncs the `count` pieces written (one `syncfs` for the set) and puts them in place; then removes
+    /// the earlier set's pieces that the new set did not replace.
+    fn commit(self, count: usize) -> anyhow::Result<()> {
+        let failed = || {
+            format!(
+                "cannot put the pieces in place in {}",
+                self.out_dir.display()
+            )
+        };
+        sync_file_system(self.staging.path()).with_context(failed)?;
+        if !self.into_existing {
+            return self.staging.into_place(&self.out_dir).with_context(failed);
+        }
+        for i in 0..count {
+            std::fs::rename(self.staged(i), self.out_dir.join(self.name(i)))
+                .with_context(failed)?;
+        }
+        let placed: BTreeSet<String> = (0..count).map(|i| self.name(i)).collect();
+        for old in &self.earlier {
+            let name = old.file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.is_some_and(|n| !placed.contains(&n)) {
+                std::fs::remove_file(old)
+                    .with_context(|| format!("removing {} of the earlier split", old.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `path`'s name is a piece's: `STEM_` then five or more digits then `.EXT`.
+fn is_piece_name(path: &Path, stem: &str, ext: &str) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    name.strip_prefix(stem)
+        .and_then(|r| r.strip_prefix('_'))
+        .and_then(|r| r.strip_suffix(ext))
+        .and_then(|r| r.strip_suffix('.'))
+        .is_some_and(|digits| digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Writes what the file system holding `dir` has not yet written to its disk: one call for a whole set
+/// of pieces, instead of one sync per piece.
+fn sync_file_system(dir: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = std::fs::File::open(dir)?;
+    // SAFETY: syncfs only reads the descriptor, which `d` keeps open for the call.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// What `split` does with the pieces of an earlier split already in its output directory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    Refuse,
+    Replace,
+}
+
 fn split(
     files: &[PathBuf],
     packets: Option<u64>,
     megabytes: Option<u64>,
     out_dir: &Path,
+    existing: Existing,
 ) -> anyhow::Result<ExitCode> {
     if packets == Some(0) || megabytes == Some(0) {
         bail!(InputError("split size must be at least 1".into()));
     }
     let mut set = open_set(files)?;
     let (stem, ext) = piece_naming(&set.inputs[0]);
-    let piece_path = |i: usize| out_dir.join(format!("{stem}_{i:05}.{ext}"));
+    let pieces = Pieces::begin(out_dir, &stem, ext, existing, &set)?;
     // Whether a piece holding `in_piece` records is full before a record ending `bytes` after its
     // first record.
     let full = |in_piece: u64, bytes: u64| match (packets, megabytes) {
@@ -1830,25 +2068,23 @@ fn split(
         _ => false,
     };
     if let [Input::Mapped(cap)] = &set.inputs[..] {
-        return split_mapped(cap, full, piece_path, out_dir);
+        if let Some((count, code)) = split_mapped(cap, full, |i| pieces.staged(i))? {
+            pieces.commit(count)?;
+            sayln!(
+                "pcapsleuth: wrote {} to {}",
+                analysis::units::counted(count as u64, "piece", "pieces"),
+                out_dir.display()
+            );
+            return Ok(code);
+        }
+        // A pcapng file of several sections: its pieces are written record by record, as a stream's.
     }
     // Several files or a stream: cut as they are read, one piece open at a time.
     let preamble = set.preamble()?.to_vec();
-    let inputs: Vec<(PathBuf, Option<FileId>)> = set
-        .identities()
-        .map(|(p, id)| (p.to_path_buf(), id))
-        .collect();
-    let create = |i: usize| {
-        PcapWriter::create_with_preamble(
-            piece_path(i),
-            &preamble,
-            inputs.iter().map(|(p, id)| (p.as_path(), *id)),
-        )
-    };
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let create = |i: usize| PcapWriter::create_staged(pieces.staged(i), &preamble);
     let progress = Progress::new("splitting", Path::new(&set_name(&set)), set_len(&set));
     let mut writer: Option<PcapWriter> = None;
-    let (mut pieces, mut in_piece, mut bytes) = (0usize, 0u64, 0u64);
+    let (mut count, mut in_piece, mut bytes, mut rewritten) = (0usize, 0u64, 0u64, 0u64);
     let damage = set.pass(
         |_, rec| {
             let len = rec.raw.len() as u64;
@@ -1856,11 +2092,12 @@ fn split(
                 Some(w) if !full(in_piece, bytes + len) => w,
                 done => {
                     if let Some(done) = done {
+                        rewritten += done.rewritten();
                         done.finish()?;
                     }
-                    pieces += 1;
+                    count += 1;
                     (in_piece, bytes) = (0, 0);
-                    create(pieces - 1)?
+                    create(count - 1)?
                 }
             };
             in_piece += 1;
@@ -1870,32 +2107,42 @@ fn split(
         |done, total| progress.show(done, total),
     )?;
     if let Some(w) = writer {
+        rewritten += w.rewritten();
         w.finish()?;
     }
     progress.clear();
+    pieces.commit(count)?;
+    say_rewritten(rewritten);
     sayln!(
         "pcapsleuth: wrote {} to {}",
-        analysis::units::counted(pieces as u64, "piece", "pieces"),
+        analysis::units::counted(count as u64, "piece", "pieces"),
         out_dir.display()
     );
     Ok(finish_pass(&set, &damage))
 }
 
 /// `split` of one uncompressed file: piece boundaries from a sequential walk of record headers (fast),
-/// then pieces copied in parallel, each as one contiguous run of whole records after the file's header.
+/// then pieces copied in parallel, each as one contiguous run of whole records after the file's header,
+/// into `piece_path(i)` (new files in a staging directory). The number of pieces and the exit code; or
+/// `None`, having written nothing, when a record would not mean the same after the file's preamble (a
+/// pcapng file of several sections): such a file is cut record by record.
 fn split_mapped(
     cap: &Capture,
     full: impl Fn(u64, u64) -> bool,
-    piece_path: impl Fn(usize) -> PathBuf,
-    out_dir: &Path,
-) -> anyhow::Result<ExitCode> {
+    piece_path: impl Fn(usize) -> PathBuf + Sync,
+) -> anyhow::Result<Option<(usize, ExitCode)>> {
     use rayon::prelude::*;
     let file = cap.path();
+    let preamble = Preamble::parse(file, cap.preamble())?;
     let progress = Progress::new("splitting", file, cap.len());
     let mut cuts = vec![cap.initial_state().offset];
     let mut pass = cap.pass();
     let (mut in_piece, mut piece_start) = (0u64, cap.initial_state().offset);
     while let Some(rec) = pass.next_record() {
+        if !preamble.holds(&rec) {
+            progress.clear();
+            return Ok(None);
+        }
         // The walk is the quick half: the copy shows the second half of the progress.
         progress.show(rec.offset / 2, cap.len());
         if full(in_piece, rec.offset + rec.raw.len() as u64 - piece_start) {
@@ -1909,20 +2156,15 @@ fn split_mapped(
     let damage = pass.finish();
     let pieces: Vec<(PathBuf, u64, u64)> = cuts
         .windows(2)
+        .filter(|w| w[1] > w[0])
         .enumerate()
-        .filter(|(_, w)| w[1] > w[0])
         .map(|(i, w)| (piece_path(i), w[0], w[1]))
         .collect();
-    // No piece may replace the input (`split x.pcap -o .` where x.pcap is itself a piece's name).
-    for (path, _, _) in &pieces {
-        refuse_input_as_output(path, [(file, cap.file_id())])?;
-    }
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let copied = std::sync::atomic::AtomicU64::new(0);
     let written: Result<Vec<&PathBuf>, CaptureError> = pieces
         .par_iter()
         .map(|(path, a, b)| {
-            let mut w = PcapWriter::create(path, cap)?;
+            let mut w = PcapWriter::create_staged(path, cap.preamble())?;
             // In steps, releasing what was copied: a piece can be gigabytes.
             let mut at = *a;
             while at < *b {
@@ -1939,10 +2181,5 @@ fn split_mapped(
         .collect();
     let written = written?;
     progress.clear();
-    sayln!(
-        "pcapsleuth: wrote {} pieces to {}",
-        written.len(),
-        out_dir.display()
-    );
-    Ok(report_damage(&[file], &damage))
+    Ok(Some((written.len(), report_damage(&[file], &damage))))
 }

@@ -29,6 +29,8 @@ mod formats;
 mod fuzz_findings;
 mod golden;
 mod handoff;
+mod hostile_outputs;
+mod hostile_text;
 mod html;
 mod hump_causes;
 mod inputs;

@@ -53,6 +53,7 @@ mod pcap;
 mod pcapng;
 mod set;
 mod split;
+pub mod staging;
 mod stream;
 mod write;
 
@@ -66,7 +67,10 @@ pub use link::LinkType;
 pub use set::{capture_stem, expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
 pub use stream::{Compression, Stream, StreamWindow};
-pub use write::{refuse_input_as_output, PcapWriter, PcapngWriter, MAX_COMMENT_BYTES};
+pub use write::{
+    refuse_input_as_output, write_file, OutputFile, PcapWriter, PcapngWriter, Preamble,
+    MAX_COMMENT_BYTES,
+};
 
 /// The identity of a file: device and inode. Two paths name the same file when these agree, whatever
 /// the names (hard links, symlinks, `./x` and `x`).
@@ -89,6 +93,17 @@ impl FileId {
     /// The identity of the file at `path` (following symlinks), if there is one.
     pub fn of_path(path: &Path) -> Option<Self> {
         std::fs::metadata(path).ok().map(|m| Self::of(&m))
+    }
+
+    /// The identity of what standard input is open on (`< x.pcap`: that file; a pipe: the pipe), so
+    /// that an output is never the file read through `-`.
+    pub fn of_stdin() -> Option<Self> {
+        use std::os::fd::AsFd;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        std::fs::File::from(fd)
+            .metadata()
+            .ok()
+            .map(|m| Self::of(&m))
     }
 }
 

@@ -252,7 +252,7 @@ pub(crate) fn resync(bytes: &[u8], from: usize, limit: usize, big_endian: bool) 
         .find(|&p| chain_at(bytes, p, big_endian))
 }
 
-fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
+pub(crate) fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
     let units = (i128::from(high) << 32) | i128::from(low);
     let ns = units * 1_000_000_000 / i128::from(iface.ts_units_per_sec)
         + i128::from(iface.ts_offset_s) * 1_000_000_000;

@@ -216,7 +216,7 @@ impl Stream {
             source,
         };
         let (raw, id, stored_len): (Box<dyn Read + Send>, _, _) = if path.as_os_str() == "-" {
-            (Box::new(io::stdin()), None, None)
+            (Box::new(io::stdin()), FileId::of_stdin(), None)
         } else {
             let file = File::open(&path).map_err(open_error)?;
             let meta = file.metadata().map_err(open_error)?;

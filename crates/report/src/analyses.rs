@@ -9,6 +9,7 @@ use crate::style::{
     instant, instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure,
     NONE,
 };
+use crate::visible::{visible, visible_lines_owned};
 
 /// What `pcapsleuth rate` prints: each ceiling found (a direction's packets/s or bits/s held flat at a
 /// cap while load waited behind it: where, from when, for how many seconds, how flat), or a line saying
@@ -40,7 +41,7 @@ pub fn render_rate(r: &RateReport) -> String {
             count(c.mean_packet_bytes.round() as u64)
         );
         for e in &c.evidence {
-            let _ = writeln!(out, "  evidence: {e}");
+            let _ = writeln!(out, "  evidence: {}", visible(e));
         }
     }
     let _ = writeln!(
@@ -85,7 +86,7 @@ pub fn render_rate(r: &RateReport) -> String {
             list(&servers, width() - "servers: ".len())
         }
     );
-    out
+    visible_lines_owned(out)
 }
 
 /// What `pcapsleuth rt` prints: the response-time percentiles (µs and ms as fits), of MySQL requests or,
@@ -114,7 +115,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             out,
             "  {NONE} (no request was answered in the capture: no distribution, no humps)"
         );
-        return out;
+        return visible_lines_owned(out);
     }
     let _ = writeln!(
         out,
@@ -224,7 +225,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             );
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// The report's counts and response time in one line: "4 TCP connections, 4 MySQL sessions, 2,004 MySQL
@@ -260,7 +261,7 @@ pub fn render_report(r: &FullReport) -> String {
         let _ = writeln!(out, "Nothing abnormal found.");
     }
     for (i, f) in r.findings.iter().enumerate() {
-        let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, f.summary);
+        let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, visible(&f.summary));
         if let Some(c) = &f.cause {
             // The first abnormal close with the facts its cause rests on, as `first-reset` gives them,
             // and a slow hump's with its (the error's frames, why its wait is a timer's).
@@ -271,13 +272,13 @@ pub fn render_report(r: &FullReport) -> String {
             crate::text::describe_cause(&mut out, "     ", c, evidence);
         }
         for e in &f.evidence {
-            let _ = writeln!(out, "     {e}");
+            let _ = writeln!(out, "     {}", visible(e));
         }
         if let Some(filter) = &f.wireshark_filter {
-            let _ = writeln!(out, "     Wireshark: {filter}");
+            let _ = writeln!(out, "     Wireshark: {}", visible(filter));
         }
         if let Some(command) = &f.extract_command {
-            out.push_str(&command_lines("     extract: ", command, 9));
+            out.push_str(&command_lines("     extract: ", &visible(command), 9));
         }
     }
     if let (Some(first), Some(last)) = (r.timeline.body_first, r.timeline.body_last) {
@@ -315,5 +316,5 @@ pub fn render_report(r: &FullReport) -> String {
             longest.server
         );
     }
-    out
+    visible_lines_owned(out)
 }

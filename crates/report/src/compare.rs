@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::located::locate_frames_json;
 use crate::style::{count, counted, duration, instant, percent, NONE};
+use crate::visible::{visible, visible_lines_owned};
 
 /// One capture point of a comparison: what was read, and what it could not show.
 pub struct ComparedCapture<'a> {
@@ -31,7 +32,9 @@ fn cell(us: Option<f64>) -> String {
 /// `842` in a capture of one file, `842 (big.pcap2 #42)` in a set.
 fn frame_in(capture: &CaptureFacts, frame: u64) -> String {
     match capture.locate(frame) {
-        Some((file, n)) if capture.files.len() > 1 => format!("{frame} ({} #{n})", file.path),
+        Some((file, n)) if capture.files.len() > 1 => {
+            format!("{frame} ({} #{n})", visible(&file.path))
+        }
         _ => frame.to_string(),
     }
 }
@@ -48,12 +51,12 @@ fn frames_of(capture: &CaptureFacts, seen: &CapturedAs) -> String {
 /// The files a capture point was read from, for the header.
 fn files_of(capture: &CaptureFacts) -> String {
     match &capture.files[..] {
-        [one] => one.path.clone(),
+        [one] => visible(&one.path).into_owned(),
         many => format!(
             "{} files ({} ... {})",
             many.len(),
-            many[0].path,
-            many[many.len() - 1].path
+            visible(&many[0].path),
+            visible(&many[many.len() - 1].path)
         ),
     }
 }
@@ -268,10 +271,10 @@ pub fn render_compare(
             );
             let what = t.statement.clone().unwrap_or_else(|| t.command.to_string());
             let _ = writeln!(out, "     `{}`", crate::text::statement(&what));
-            let _ = writeln!(out, "     {}", t.detail);
+            let _ = writeln!(out, "     {}", visible(&t.detail));
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// `compare --json`: the comparison, with what each capture was and could not show, and each notable

@@ -6,7 +6,8 @@
 //! scripts, and prints (`@media print`).
 //!
 //! Every string that comes from the capture (statements, error messages, addresses, the file's name) is
-//! escaped: a statement holding `<script>` is text on the page, never markup.
+//! escaped: a statement holding `<script>` is text on the page, never markup, and a control or
+//! bidirectional character in it is shown as an escape (`\x1b`, `\u202e`), as in the text reports.
 
 use std::fmt::Write;
 
@@ -110,8 +111,11 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 }
 "#;
 
-/// `s` with the five characters that mean something in HTML (text or a quoted attribute) escaped.
+/// `s` with the five characters that mean something in HTML (text or a quoted attribute) escaped, and
+/// every control or bidirectional character shown as the text reports show it (`\x1b`, `\u202e`: see
+/// [`crate::visible()`]); line breaks are kept, as white space.
 pub fn escape_html(s: &str) -> String {
+    let s = crate::visible::visible_lines(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -7,6 +7,7 @@ use crate::style::{
     offset, one_line, percent, row, seconds, significant, stats, width, NONE,
 };
 use pcapsleuth_analysis::cause::Cause;
+use crate::visible::{visible, visible_lines_owned};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowRow,
@@ -22,11 +23,11 @@ pub(crate) fn describe_cause(out: &mut String, indent: &str, c: &Cause, evidence
         out,
         "{indent}cause ({}): {}",
         c.confidence.name(),
-        c.summary
+        visible(&c.summary)
     );
     if evidence {
         for e in &c.evidence {
-            let _ = writeln!(out, "{indent}  - {}", e.fact);
+            let _ = writeln!(out, "{indent}  - {}", visible(&e.fact));
         }
     }
 }
@@ -90,6 +91,7 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport, evidence: bool
     if let Some(cause) = &c.cause {
         describe_cause(out, "  ", cause, evidence);
     }
+    let _ = writeln!(out, "  {}", visible(&c.reason));
 }
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's
@@ -116,10 +118,10 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             describe_close(&mut out, "First abnormal close", c, true);
             if let Some((filter, command)) = &r.first_abnormal_hand_off {
                 if let Some(filter) = filter {
-                    let _ = writeln!(out, "  Wireshark: {filter}");
+                    let _ = writeln!(out, "  Wireshark: {}", visible(filter));
                 }
                 if let Some(command) = command {
-                    out.push_str(&command_lines("  extract: ", command, 6));
+                    out.push_str(&command_lines("  extract: ", &visible(command), 6));
                 }
             }
         }
@@ -128,7 +130,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
                 out,
                 "No TCP connection found in the capture: nothing was closed."
             );
-            return out;
+            return visible_lines_owned(out);
         }
         (None, FinJudgement::Judged) => {
             let _ = writeln!(out, "{}", no_abnormal_close(r));
@@ -234,7 +236,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             "  ! = an abnormal close; time = seconds after the capture's first packet; reasons in full: --json"
         );
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// The connection attempts, when any could not get in (or waited for a greeting that did not come).
@@ -255,15 +257,15 @@ fn connects(out: &mut String, r: &FirstReset) {
         counted(c.retransmitted_syns, "SYN resent", "SYNs resent")
     );
     for f in findings {
-        let _ = writeln!(out, "  {}", f.summary);
+        let _ = writeln!(out, "  {}", visible(&f.summary));
         for e in &f.evidence {
-            let _ = writeln!(out, "    {e}");
+            let _ = writeln!(out, "    {}", visible(e));
         }
         if let Some(filter) = &f.wireshark_filter {
-            let _ = writeln!(out, "    Wireshark: {filter}");
+            let _ = writeln!(out, "    Wireshark: {}", visible(filter));
         }
         if let Some(command) = &f.extract_command {
-            out.push_str(&command_lines("    extract: ", command, 8));
+            out.push_str(&command_lines("    extract: ", &visible(command), 8));
         }
     }
 }
@@ -367,7 +369,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 out,
                 "  ERR {} ({}): {}, answered in mean {}  p95 {}",
                 e.code,
-                e.sql_state,
+                visible(&e.sql_state),
                 counted(e.count, "response", "responses"),
                 duration_or_none(e.rt_us.count, e.rt_us.mean),
                 duration_or_none(e.rt_us.count, e.rt_us.p95)
@@ -460,7 +462,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 bytes(i.bytes),
                 i.preceded_by
                     .iter()
-                    .map(|w| format!("; {w}"))
+                    .map(|w| format!("; {}", visible(w)))
                     .collect::<String>()
             );
             if let Some(c) = &i.cause {
@@ -513,7 +515,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             );
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// Orders for `pcapsleuth flows --sort`.
@@ -647,7 +649,7 @@ pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow<'_>]) -> String {
          wire, both ways)",
         counted(conns.len() as u64, "connection", "connections")
     );
-    out
+    visible_lines_owned(out)
 }
 
 /// What the capture could not show, before any command's text: empty when it showed everything.
@@ -658,10 +660,10 @@ pub fn render_unknowns(u: &Unknowns) -> String {
     }
     let _ = writeln!(out, "Partial data (figures below are qualified by it):");
     for n in &u.notes {
-        let _ = writeln!(out, "  * {n}");
+        let _ = writeln!(out, "  * {}", visible(n));
     }
     out.push('\n');
-    out
+    visible_lines_owned(out)
 }
 
 #[cfg(test)]
