@@ -1,0 +1,381 @@
+//! One entry of the slow log, as MySQL 5.7 and 8.0 write it with `log_slow_extra`: its header lines,
+//! the statement made safe for the log's line format, and the times in the log's forms.
+
+use std::fmt::Write;
+
+/// Added to a connection's first frame for its `Id` when the capture holds no thread id for it: ids from
+/// 2^32 are no server's (thread ids are 32-bit), as pt-query-digest numbers the connections it reads
+/// from tcpdump without one.
+pub(crate) const NO_THREAD_ID: u64 = 1 << 32;
+
+/// What an entry says, measured on the wire.
+pub(crate) struct Fields<'a> {
+    /// The response's last byte, in µs since the epoch: when the server would have logged it.
+    pub end_us: u64,
+    /// The request's first byte, µs since the epoch.
+    pub start_us: u64,
+    /// `end_us - start_us`.
+    pub query_us: u64,
+    /// The login's user, if the capture holds the login.
+    pub user: Option<&'a str>,
+    /// The client's address.
+    pub ip: &'a str,
+    /// The server's thread id from its greeting, else [`NO_THREAD_ID`] plus the connection's first
+    /// frame.
+    pub id: u64,
+    /// Rows of the resultsets.
+    pub rows_sent: u64,
+    /// The error code of an ERR response, else 0.
+    pub errno: u16,
+    /// Request bytes (MySQL packets with their headers).
+    pub bytes_received: u64,
+    /// Response bytes.
+    pub bytes_sent: u64,
+    /// `affected_rows` of an OK response.
+    pub rows_affected: Option<u64>,
+}
+
+/// Appends the header lines of an entry: `# Time:`, `# User@Host:`, `# Query_time:` with the fields
+/// of `log_slow_extra` the capture knows.
+pub(crate) fn write_head(f: &Fields<'_>, out: &mut String) {
+    out.push_str("# Time: ");
+    write_iso8601(f.end_us, out);
+    out.push_str("\n# User@Host: ");
+    match f.user.filter(|u| !u.is_empty()) {
+        Some(user) => {
+            write_user(user, out);
+            out.push('[');
+            write_user(user, out);
+        }
+        // No user known (the login is not in the capture, or was anonymous): blank, as a space,
+        // where the server writes an empty account name (`[] @ ...`), which pt-query-digest cannot
+        // read the host and address after.
+        None => out.push_str(" ["),
+    }
+    // The host name is what the server resolved, which the wire does not carry: empty, as a server
+    // with `skip_name_resolve` writes it.
+    let _ = writeln!(out, "] @  [{}]  Id: {:>5}", f.ip, f.id);
+    out.push_str("# Query_time: ");
+    write_seconds(f.query_us, out);
+    let _ = write!(
+        out,
+        "  Lock_time: 0.000000 Rows_sent: {}  Rows_examined: 0 Thread_id: {} Errno: {} Bytes_received: {} Bytes_sent: {} Start: ",
+        f.rows_sent, f.id, f.errno, f.bytes_received, f.bytes_sent
+    );
+    write_iso8601(f.start_us, out);
+    out.push_str(" End: ");
+    write_iso8601(f.end_us, out);
+    if let Some(n) = f.rows_affected {
+        let _ = write!(out, " Rows_affected: {n}");
+    }
+    out.push('\n');
+}
+
+/// Appends `SET timestamp=...;` (the request's second) and the statement, ended by `;` and a line end.
+pub(crate) fn write_tail(start_us: u64, statement: &str, out: &mut String) {
+    let _ = writeln!(out, "SET timestamp={};", start_us / 1_000_000);
+    write_statement(statement, out);
+    out.push_str(";\n");
+}
+
+/// A user name as the `User@Host` line can hold it: control characters, brackets and backslashes,
+/// which would end the line or the name for a reader, as `\xNN`.
+fn write_user(user: &str, out: &mut String) {
+    for c in user.chars() {
+        if c.is_control() || matches!(c, '[' | ']' | '\\') {
+            let mut b = [0u8; 4];
+            for byte in c.encode_utf8(&mut b).bytes() {
+                let _ = write!(out, "\\x{byte:02X}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// The SQL lexer's state while a statement is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lex {
+    Code,
+    /// Inside a string literal quoted by this byte.
+    Quoted(u8),
+    /// Inside a backtick-quoted identifier.
+    Identifier,
+    /// Inside a `#` or `-- ` comment.
+    LineComment,
+    /// Inside a `/* */` comment.
+    BlockComment,
+}
+
+/// Appends a statement so that no line of it begins with `#`. A reader of the log takes a line that
+/// begins with `#` for a header, and `;` at a line's end followed by one for the end of an entry
+/// (pt-query-digest and mysqldumpslow split the log at `;\n#`): a statement holding
+/// `;\n# Time: ...` would otherwise forge entries. So a line break inside a string literal is written
+/// as its escape (`\n`, `\r`: the same string for the server, unless `NO_BACKSLASH_ESCAPES`), and a
+/// line elsewhere (code, a comment, a quoted identifier) that begins with `#` gets a space before it
+/// (for code and comments the same statement; a quoted identifier holding a line break followed by
+/// `#` is the one place the text changes).
+pub(crate) fn write_statement(sql: &str, out: &mut String) {
+    let b = sql.as_bytes();
+    out.reserve(b.len() + 2);
+    let mut state = Lex::Code;
+    let mut from = 0;
+    if reads_as_header(sql) {
+        out.push(' ');
+    }
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let next = b.get(i + 1).copied();
+        match state {
+            Lex::Quoted(q) => match c {
+                b'\\' if matches!(next, Some(b'\n' | b'\r')) => {
+                    // `\` before a line break escapes it into itself: written as its escape.
+                    out.push_str(sql.get(from..i).unwrap_or_default());
+                    out.push_str(if next == Some(b'\n') { "\\n" } else { "\\r" });
+                    i += 2;
+                    from = i;
+                    continue;
+                }
+                b'\\' => {
+                    i += 2;
+                    continue;
+                }
+                b'\n' | b'\r' => {
+                    out.push_str(sql.get(from..i).unwrap_or_default());
+                    out.push_str(if c == b'\n' { "\\n" } else { "\\r" });
+                    i += 1;
+                    from = i;
+                    continue;
+                }
+                _ if c == q && next == Some(q) => {
+                    i += 2;
+                    continue;
+                }
+                _ if c == q => state = Lex::Code,
+                _ => {}
+            },
+            Lex::Code => match c {
+                b'\'' | b'"' => state = Lex::Quoted(c),
+                b'`' => state = Lex::Identifier,
+                b'#' => state = Lex::LineComment,
+                b'-' if next == Some(b'-') && b.get(i + 2).is_none_or(|&n| n <= b' ') => {
+                    state = Lex::LineComment;
+                }
+                b'/' if next == Some(b'*') && b.get(i + 2) != Some(&b'!') => {
+                    state = Lex::BlockComment;
+                    i += 2;
+                    continue;
+                }
+                _ => {}
+            },
+            Lex::Identifier => {
+                if c == b'`' {
+                    if next == Some(b'`') {
+                        i += 2;
+                        continue;
+                    }
+                    state = Lex::Code;
+                }
+            }
+            Lex::LineComment => {
+                if c == b'\n' {
+                    state = Lex::Code;
+                }
+            }
+            Lex::BlockComment => {
+                if c == b'*' && next == Some(b'/') {
+                    state = Lex::Code;
+                    i += 2;
+                    continue;
+                }
+            }
+        }
+        if matches!(c, b'\n' | b'\r') && next == Some(b'#') {
+            out.push_str(sql.get(from..=i).unwrap_or_default());
+            out.push(' ');
+            from = i + 1;
+        }
+        i += 1;
+    }
+    out.push_str(sql.get(from..).unwrap_or_default());
+}
+
+/// Whether a reader would take the statement's first line for a line of the entry's header, not the
+/// statement: one that begins with `#`, `use ` (the schema's line) or `SET timestamp=`, `SET
+/// insert_id=`, `SET last_insert_id=` (pt-query-digest then drops a `USE` statement, or takes the
+/// next entry's header for its text). Such a statement is written with a space before it: the same
+/// statement for the server, and the text of its entry for the reader.
+fn reads_as_header(sql: &str) -> bool {
+    let starts = |prefix: &str| {
+        sql.get(..prefix.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(prefix))
+    };
+    let after_set = sql
+        .get(3..)
+        .filter(|_| starts("set"))
+        .map(|rest| rest.trim_start_matches([' ', '\t']));
+    sql.starts_with('#')
+        || (starts("use")
+            && sql
+                .get(3..)
+                .is_some_and(|r| r.starts_with([' ', '\t', '`'])))
+        || after_set.is_some_and(|rest| {
+            ["timestamp", "insert_id", "last_insert_id"]
+                .iter()
+                .any(|v| {
+                    rest.get(..v.len())
+                        .is_some_and(|s| s.eq_ignore_ascii_case(v))
+                })
+        })
+}
+
+/// Appends `µs` as seconds with six decimals (`0.000237`), as `%.6f` of MySQL's microseconds.
+fn write_seconds(us: u64, out: &mut String) {
+    let _ = write!(out, "{}.{:06}", us / 1_000_000, us % 1_000_000);
+}
+
+/// Appends `µs` since the epoch as MySQL's ISO 8601 UTC timestamp: `2024-05-10T17:45:09.474988Z`.
+pub(crate) fn write_iso8601(us: u64, out: &mut String) {
+    let secs = us / 1_000_000;
+    let (year, month, day) = civil_from_days(secs / 86_400);
+    let s = secs % 86_400;
+    let _ = write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        us % 1_000_000
+    );
+}
+
+/// The Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`, for days
+/// on or after the epoch).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The schema a `USE` statement (a `COM_QUERY`) selects, if `sql` is one: `use db`, `USE \`my db\``.
+pub(crate) fn used_schema(sql: &str) -> Option<String> {
+    let s = sql.trim_start();
+    let keyword = s.get(..3)?;
+    if !keyword.eq_ignore_ascii_case("use") {
+        return None;
+    }
+    let rest = s.get(3..)?;
+    if !rest.starts_with(|c: char| c.is_ascii_whitespace() || c == '`') {
+        return None;
+    }
+    let rest = rest.trim_start();
+    let (name, after) = if let Some(quoted) = rest.strip_prefix('`') {
+        let mut name = String::new();
+        let mut chars = quoted.char_indices();
+        loop {
+            let (at, c) = chars.next()?;
+            if c == '`' {
+                if quoted.get(at + 1..)?.starts_with('`') {
+                    chars.next();
+                    name.push('`');
+                } else {
+                    break (name, quoted.get(at + 1..)?);
+                }
+            } else {
+                name.push(c);
+            }
+        }
+    } else {
+        let end = rest
+            .find(|c: char| c.is_ascii_whitespace() || c == ';')
+            .unwrap_or(rest.len());
+        (rest.get(..end)?.to_string(), rest.get(end..)?)
+    };
+    let after = after.trim_start().trim_start_matches(';').trim();
+    (!name.is_empty() && after.is_empty()).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statement(sql: &str) -> String {
+        let mut s = String::new();
+        write_statement(sql, &mut s);
+        s
+    }
+
+    #[test]
+    fn times_are_written_as_mysql_writes_them() {
+        let mut s = String::new();
+        write_iso8601(1_715_363_109_474_988, &mut s);
+        assert_eq!(s, "2024-05-10T17:45:09.474988Z");
+        s.clear();
+        write_iso8601(951_782_400_000_001, &mut s);
+        assert_eq!(s, "2000-02-29T00:00:00.000001Z");
+        s.clear();
+        write_seconds(1_000_237, &mut s);
+        assert_eq!(s, "1.000237");
+    }
+
+    #[test]
+    fn no_line_of_a_statement_begins_with_a_hash() {
+        // Code and comments: a space before the `#` (the same statement for the server).
+        assert_eq!(
+            statement("select 1;\n# Time: 2024-01-01T00:00:00Z\nselect 2"),
+            "select 1;\n # Time: 2024-01-01T00:00:00Z\nselect 2"
+        );
+        assert_eq!(statement("# c\nselect 1"), " # c\nselect 1");
+        // A first line a reader takes for a header: a space before it.
+        assert_eq!(statement("use `test`"), " use `test`");
+        assert_eq!(statement("SET timestamp=1"), " SET timestamp=1");
+        assert_eq!(statement("set  insert_id = 5"), " set  insert_id = 5");
+        assert_eq!(statement("user()"), "user()");
+        assert_eq!(statement("set names utf8"), "set names utf8");
+        assert_eq!(
+            statement("select /* a;\n# b */ 1"),
+            "select /* a;\n # b */ 1"
+        );
+        // Inside a string literal: the line break as its escape (the same string).
+        assert_eq!(
+            statement("select 'a;\n# Time: x', \"b\r\n#\""),
+            r#"select 'a;\n# Time: x', "b\r\n#""#
+        );
+        assert_eq!(statement("select 'a\\\n#'"), r"select 'a\n#'");
+        // Quotes inside literals, escaped or doubled, do not end them.
+        assert_eq!(
+            statement("select 'it''s\n#', 'x\\'\n#'"),
+            r"select 'it''s\n#', 'x\'\n#'"
+        );
+        // A line break elsewhere is kept.
+        assert_eq!(statement("select 1\nfrom t"), "select 1\nfrom t");
+        assert_eq!(statement("select `a\n#b`"), "select `a\n #b`");
+    }
+
+    #[test]
+    fn user_names_cannot_end_their_line_or_their_brackets() {
+        let mut s = String::new();
+        write_user("a]\n# Time:[b\\", &mut s);
+        assert_eq!(s, r"a\x5D\x0A# Time:\x5Bb\x5C");
+    }
+
+    #[test]
+    fn use_statements_name_their_schema() {
+        assert_eq!(used_schema("use sbtest").as_deref(), Some("sbtest"));
+        assert_eq!(
+            used_schema("  USE `my ``db`` x` ;").as_deref(),
+            Some("my `db` x")
+        );
+        assert_eq!(used_schema("use`a`").as_deref(), Some("a"));
+        assert_eq!(used_schema("user_defined()"), None);
+        assert_eq!(used_schema("use a b"), None);
+        assert_eq!(used_schema("use"), None);
+    }
+}
