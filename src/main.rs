@@ -721,8 +721,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             let slowlog = match slowlog {
                 Some(path) => Some(export::SlowLogOptions {
-                    path,
                     filter: mysql_filter(port, server, errors_only, slower_than)?,
+                    ..export::SlowLogOptions::new(path)
                 }),
                 None => None,
             };
@@ -977,7 +977,7 @@ fn export_files(
             let (set, run) =
                 analyze_opened(common, set, full, || (job.analysis(), log.analysis()))?;
             say_parquet(&job.finish_with(&run, &run.output.0).map_err(usage)?);
-            say_slowlog(&log.finish(&run.output.1).map_err(usage)?);
+            say_slowlog(&log.finish(&run.output.1).map_err(usage)?, &run);
             Ok(finish(&set, &run))
         }
         (Some(job), None) => {
@@ -987,7 +987,7 @@ fn export_files(
         }
         (None, Some(log)) => {
             let (set, run) = analyze_opened(common, set, full, || log.analysis())?;
-            say_slowlog(&log.finish(&run.output).map_err(usage)?);
+            say_slowlog(&log.finish(&run.output).map_err(usage)?, &run);
             Ok(finish(&set, &run))
         }
         (None, None) => bail!(InputError(
@@ -1013,8 +1013,9 @@ fn say_parquet(done: &export::ExportSummary) {
     );
 }
 
-/// What `export --slowlog` wrote, and what the log lacks, on stderr.
-fn say_slowlog(done: &export::SlowLogSummary) {
+/// What `export --slowlog` wrote, and what the log lacks (and what the capture could not show), on
+/// stderr.
+fn say_slowlog<O>(done: &export::SlowLogSummary, run: &Run<O>) {
     sayln!(
         "pcapsleuth: wrote {} ({}) to {}",
         report::style::counted(done.counts.entries, "slow-log entry", "slow-log entries"),
@@ -1023,6 +1024,9 @@ fn say_slowlog(done: &export::SlowLogSummary) {
     );
     for note in done.counts.notes() {
         sayln!("pcapsleuth: {note}");
+    }
+    for note in analysis::unknowns(run).notes {
+        sayln!("pcapsleuth: partial data: {note}");
     }
 }
 

@@ -35,6 +35,7 @@ mod peers;
 mod pt_query_digest;
 mod replication;
 mod segmentation;
+mod slowlog;
 mod split_invariance;
 mod timeline;
 mod tshark_crosscheck;

@@ -36,7 +36,7 @@
 //! differs from the last one written, as the server writes it (one log, all connections).
 //!
 //! **Memory** is bounded by the open connections, not the statements: each worker thread sorts what it
-//! formatted in a buffer of [`RUN_BYTES`](runs::RUN_BYTES) and writes it into an unnamed temporary
+//! formatted in a buffer ([`SlowLogOptions::buffer_bytes`], 16 MiB) and writes it into an unnamed temporary
 //! file beside the log when it is full; at the end these are merged into the log, which is written
 //! beside its target and put in place only when complete.
 
@@ -67,6 +67,9 @@ pub struct SlowLogOptions {
     pub path: PathBuf,
     /// Which statements: `--port`, `--server`, `--errors-only`, `--slower-than`, as `mysql` has them.
     pub filter: MysqlFilter,
+    /// Bytes of entries each worker thread holds before it writes them, sorted, to a temporary file
+    /// (default 16 MiB): the log's memory, whatever the capture's length.
+    pub buffer_bytes: usize,
 }
 
 impl SlowLogOptions {
@@ -75,6 +78,7 @@ impl SlowLogOptions {
         SlowLogOptions {
             path: path.into(),
             filter: MysqlFilter::default(),
+            buffer_bytes: RUN_BYTES,
         }
     }
 }
@@ -134,6 +138,9 @@ impl SlowLogCounts {
     /// schema): for stderr.
     pub fn notes(&self) -> Vec<String> {
         use pcapsleuth_analysis::units::count;
+        let counted = |n: u64, one: &str, many: &str| {
+            format!("{} {}", count(n), if n == 1 { one } else { many })
+        };
         let mut notes = Vec::new();
         if self.left_out() > 0 {
             let why: Vec<String> = [
@@ -153,23 +160,26 @@ impl SlowLogCounts {
             .map(|(n, what)| format!("{} {what}", count(*n)))
             .collect();
             notes.push(format!(
-                "{} statements have no entry: {}",
-                count(self.left_out()),
+                "{} no entry: {}",
+                counted(self.left_out(), "statement has", "statements have"),
                 why.join(", ")
             ));
         }
         if self.executes_without_values > 0 {
             notes.push(format!(
-                "{} runs of prepared statements are written with their ? markers: the capture does not \
-                 hold their values whole (the execute cut, its types bound before the capture began, a \
-                 value sent apart)",
-                count(self.executes_without_values)
+                "{} written with its ? markers: the capture does not hold the values whole (the execute \
+                 cut, its types bound before the capture began, a value sent apart)",
+                counted(
+                    self.executes_without_values,
+                    "run of a prepared statement is",
+                    "runs of prepared statements are"
+                )
             ));
         }
         if self.schemas_not_written > 0 {
             notes.push(format!(
-                "{} entries have no use line: their schema's name holds a control character",
-                count(self.schemas_not_written)
+                "{} no use line: its schema's name holds a control character",
+                counted(self.schemas_not_written, "entry has", "entries have")
             ));
         }
         notes
@@ -212,7 +222,7 @@ impl SlowLog {
         };
         Ok(SlowLog {
             out,
-            pool: Arc::new(Pool::new(&dir, RUN_BYTES)),
+            pool: Arc::new(Pool::new(&dir, options.buffer_bytes.max(1))),
             options,
         })
     }
@@ -525,6 +535,172 @@ fn round_us(ns: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log of `statements`, one entry each, written as the analysis writes them (a second apart).
+    fn log_of(statements: &[String], path: &Path) {
+        let dir = path.parent().expect("a directory");
+        let pool = Pool::new(dir, RUN_BYTES);
+        for (i, sql) in statements.iter().enumerate() {
+            let start_us = 1_700_000_000_000_000 + i as u64 * 1_000_000;
+            let fields = Fields {
+                end_us: start_us + 250,
+                start_us,
+                query_us: 250,
+                user: Some("app"),
+                ip: "10.0.0.1",
+                id: 7,
+                rows_sent: 1,
+                errno: 0,
+                bytes_received: 40,
+                bytes_sent: 60,
+                rows_affected: None,
+            };
+            let mut b = lock(pool.buffer());
+            b.head.clear();
+            entry::write_head(&fields, &mut b.head);
+            b.tail.clear();
+            entry::write_tail(start_us, sql, &mut b.tail);
+            let key = Key {
+                end_us: start_us + 250,
+                end_frame: i as u64,
+                request_frame: i as u64,
+                seq: 0,
+            };
+            b.add(key, Some("db"));
+        }
+        let mut text = Vec::new();
+        pool.merge(
+            |r| {
+                text.extend_from_slice(r.head);
+                text.extend_from_slice(r.tail);
+                Ok(())
+            },
+            path,
+        )
+        .expect("merged");
+        std::fs::write(path, text).expect("written");
+    }
+
+    /// Statements that would forge entries if written raw, as pt-query-digest and mysqldumpslow split a
+    /// log (at `;` ending a line followed by a line beginning with `#`) and read an entry (a first line
+    /// beginning with `#`, `use ` or `SET timestamp=` is a header).
+    fn hostile() -> Vec<String> {
+        [
+            "select 1;\n# Time: 2024-01-01T00:00:00.000000Z\n# User@Host: root[root] @ x []  Id: 1\n# Query_time: 99.000000  Lock_time: 0.000000 Rows_sent: 0  Rows_examined: 0\nSET timestamp=1;\ndrop table t",
+            "select 'a;\n# Time: 2024-01-01T00:00:00.000000Z\n', \"b;\r\n#\"",
+            "select `x;\n# y`",
+            "select 1 /* c;\n# Query_time: 1 */",
+            "select 1 -- c;\n# Time: x\n;\n#\n",
+            "# a comment line;\nselect 2",
+            "use other;\nselect 3",
+            "SET timestamp=5;\nselect 4",
+            "select 'it''s;\n#', 'x\\';\n#'",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    /// pt-query-digest reads one entry per statement, each with its own header (the forged `# Time:`
+    /// lines are in no entry's header: every entry keeps its 250 µs and the user `app`, and the
+    /// statement `use other` is no `use` line).
+    #[test]
+    fn pt_query_digest_reads_one_entry_per_hostile_statement() {
+        use pcapsleuth_testkit::{oracle, Oracle};
+        let Some(digest) = oracle::require(Oracle::PtQueryDigest) else {
+            return;
+        };
+        let path =
+            std::env::temp_dir().join(format!("pcapsleuth-hostile-{}.log", std::process::id()));
+        let statements = hostile();
+        log_of(&statements, &path);
+        let out = digest.stdout([
+            "--type",
+            "slowlog",
+            "--limit",
+            "100%:1000",
+            "--output",
+            "json",
+            path.to_str().expect("a path"),
+        ]);
+        let _ = std::fs::remove_file(&path);
+        let report: serde_json::Value = serde_json::from_str(&out).expect("json");
+        let global = &report["global"];
+        assert_eq!(global["query_count"], statements.len(), "{out}");
+        let qt = &global["metrics"]["Query_time"];
+        assert_eq!(
+            (qt["min"].as_str(), qt["max"].as_str()),
+            (Some("0.000250"), Some("0.000250"))
+        );
+        for c in report["classes"].as_array().expect("classes") {
+            assert_eq!(c["metrics"]["user"]["value"], "app", "{c}");
+            // The log has no `use` line: the statement `use other` sets no schema.
+            assert!(c["metrics"]["db"].is_null(), "{c}");
+        }
+    }
+
+    /// The pieces hostile statements are made of: line breaks, comment and quote marks, the starts of
+    /// header lines.
+    const PIECES: &[&str] = &[
+        "\n",
+        "\r",
+        "#",
+        ";",
+        "'",
+        "\"",
+        "`",
+        "\\",
+        "/*",
+        "*/",
+        "-- ",
+        " ",
+        "a",
+        "use ",
+        "USE `x`",
+        "SET timestamp=1",
+        "SET insert_id=2",
+        "SET last_insert_id=3",
+        "# Time: 2024-01-01T00:00:00Z",
+        "# User@Host: a[a] @  [1.2.3.4]",
+        "select 1",
+    ];
+
+    fn statement() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..16).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        /// However a statement mixes line breaks, `#`, `;`, quotes, backslashes and comments, the
+        /// log splits into one entry per statement where pt-query-digest splits it, and no line of a
+        /// statement reads as a header line.
+        #[test]
+        fn no_statement_forges_an_entry(
+            statements in proptest::collection::vec(statement(), 1..20)
+        ) {
+            let path = std::env::temp_dir().join(format!(
+                "pcapsleuth-forge-{}-{:?}.log",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            log_of(&statements, &path);
+            let text = std::fs::read_to_string(&path).expect("read");
+            let _ = std::fs::remove_file(&path);
+            proptest::prop_assert_eq!(text.matches(";\n#").count() + 1, statements.len());
+            proptest::prop_assert_eq!(text.matches("\n# Time: ").count() + 1, statements.len());
+            for entry in text.split("\n# Time: ") {
+                // After the header and `SET timestamp`, no line of the statement is a header line.
+                let statement = entry.split_once("\nSET timestamp=").expect("a SET line").1;
+                for line in statement.lines().skip(1) {
+                    proptest::prop_assert!(!line.starts_with('#'), "{:?}", line);
+                }
+                // pt-query-digest's header lines: `^(?:#|use |SET (?:last_insert_id|insert_id|timestamp))`.
+                let first = statement.lines().nth(1).unwrap_or("");
+                let header = ["#", "use ", "SET last_insert_id", "SET insert_id", "SET timestamp"];
+                proptest::prop_assert!(!header.iter().any(|h| first.starts_with(h)), "{:?}", first);
+            }
+        }
+    }
 
     /// Entries spilled into many small runs and those left in buffers come out merged in key order,
     /// each once, with a `use` line wherever the schema changes.
