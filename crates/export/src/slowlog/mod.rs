@@ -293,6 +293,8 @@ pub struct ConnectionLog {
     prepared: HashMap<u32, Prepared>,
     /// Parameter types kept in `prepared`, in all.
     types_kept: usize,
+    /// The client's address as text (made at the connection's first entry).
+    ip: String,
 }
 
 /// A prepared statement of the connection.
@@ -470,13 +472,15 @@ impl Analysis for SlowLogAnalysis {
         let start_us = round_us(tx.request_ts_ns);
         let query_us = round_us(query_ns);
         let end_us = start_us + query_us;
-        let ip = t.client.ip.to_string();
+        if log.ip.is_empty() {
+            log.ip = t.client.ip.to_string();
+        }
         let fields = Fields {
             end_us,
             start_us,
             query_us,
             user: session.user.as_deref(),
-            ip: &ip,
+            ip: &log.ip,
             id: session
                 .connection_id
                 .map_or(entry::NO_THREAD_ID + conn.tcp().first().frame, u64::from),
@@ -506,15 +510,16 @@ impl Analysis for SlowLogAnalysis {
         self.counts.entries += 1;
         let mut buffer = lock(self.pool.buffer());
         let b = &mut *buffer;
-        b.head.clear();
-        entry::write_head(&fields, &mut b.head);
-        b.tail.clear();
+        let adding = b.start(schema);
+        let (text, times) = b.text();
+        entry::write_head(&fields, times, text);
+        b.end_head(&adding);
         entry::write_tail(
             start_us,
             executed.as_deref().unwrap_or(statement),
-            &mut b.tail,
+            b.text().0,
         );
-        b.add(key, schema);
+        b.finish(key, adding);
         self.pool.spill_if_full(b);
     }
 
@@ -556,17 +561,18 @@ mod tests {
                 rows_affected: None,
             };
             let mut b = lock(pool.buffer());
-            b.head.clear();
-            entry::write_head(&fields, &mut b.head);
-            b.tail.clear();
-            entry::write_tail(start_us, sql, &mut b.tail);
+            let adding = b.start(Some("db"));
+            let (text, times) = b.text();
+            entry::write_head(&fields, times, text);
+            b.end_head(&adding);
+            entry::write_tail(start_us, sql, b.text().0);
             let key = Key {
                 end_us: start_us + 250,
                 end_frame: i as u64,
                 request_frame: i as u64,
                 seq: 0,
             };
-            b.add(key, Some("db"));
+            b.finish(key, adding);
         }
         let mut text = Vec::new();
         pool.merge(
@@ -713,24 +719,27 @@ mod tests {
             // Keys out of order, in one buffer (the caller's thread's).
             let end_us = (i * 7919) % 1000;
             let mut b = lock(pool.buffer());
-            b.head.clear();
-            b.head.push_str(&format!("# Time: {end_us}\n"));
-            b.tail.clear();
-            b.tail.push_str(&format!("select {i};\n"));
             let schema = if end_us % 3 == 0 { "a" } else { "b" };
-            b.add(
-                Key {
-                    end_us,
-                    end_frame: i,
-                    request_frame: i,
-                    seq: 0,
-                },
-                Some(schema),
-            );
+            let adding = b.start(Some(schema));
+            b.text()
+                .0
+                .extend_from_slice(format!("# Time: {end_us}\n").as_bytes());
+            b.end_head(&adding);
+            b.text()
+                .0
+                .extend_from_slice(format!("select {i};\n").as_bytes());
+            let key = Key {
+                end_us,
+                end_frame: i,
+                request_frame: i,
+                seq: 0,
+            };
+            b.finish(key, adding);
             pool.spill_if_full(&mut b);
             want.push((end_us, i, schema));
         }
-        assert!(pool.runs() > 10, "{} runs", pool.runs());
+        // More than are merged at once: merged in two passes.
+        assert!(pool.runs() > runs::MAX_FAN_IN, "{} runs", pool.runs());
         want.sort();
         let mut text = Vec::new();
         let mut last: Option<Vec<u8>> = None;

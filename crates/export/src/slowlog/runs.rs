@@ -1,11 +1,12 @@
 //! The log's entries put in order with bounded memory: each worker thread of the engine buffers the
-//! entries it formats; a full buffer is sorted and written to an unnamed temporary file beside the
-//! log (a *run*), and at the end the runs and what the buffers still hold are merged into the log.
+//! entries it formats; a full buffer is sorted and written, lz4-compressed, to an unnamed temporary
+//! file beside the log (a *run*), and at the end the runs and what the buffers still hold are merged
+//! into the log (runs beyond [`MAX_FAN_IN`] merged into fewer first).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -15,8 +16,13 @@ use crate::ExportError;
 /// memory is this per worker thread, whatever the capture's length.
 pub(crate) const RUN_BYTES: usize = 16 << 20;
 
-/// Bytes read ahead from the runs while they are merged, shared among them.
-const MERGE_READ_BYTES: usize = 32 << 20;
+/// Bytes of records compressed together in a run. A run being merged holds one block, and its
+/// compressed bytes: merging [`MAX_FAN_IN`] runs takes 8 MiB. (The log's text compresses about eight
+/// times: a run takes an eighth of the disk and of the reading and writing it would uncompressed.)
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// Runs merged at once; more are first merged into fewer, a pass over their bytes each time.
+pub(crate) const MAX_FAN_IN: usize = 64;
 
 /// Where an entry goes in the log: the order the server writes its slow log in, by completion (the
 /// response's last byte, in the microsecond the entry shows), then by the frames, then by the
@@ -35,27 +41,27 @@ const KEY_BYTES: usize = 32;
 impl Key {
     fn to_bytes(self) -> [u8; KEY_BYTES] {
         let mut b = [0u8; KEY_BYTES];
-        for (i, v) in [self.end_us, self.end_frame, self.request_frame, self.seq]
-            .into_iter()
-            .enumerate()
+        for (chunk, v) in
+            b.chunks_exact_mut(8)
+                .zip([self.end_us, self.end_frame, self.request_frame, self.seq])
         {
-            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            chunk.copy_from_slice(&v.to_le_bytes());
         }
         b
     }
 
-    fn from_bytes(b: &[u8; KEY_BYTES]) -> Key {
-        let v = |i: usize| {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[i * 8..i * 8 + 8]);
-            u64::from_le_bytes(a)
+    fn from_bytes(b: &[u8]) -> Option<Key> {
+        let v = |i: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(
+                b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+            ))
         };
-        Key {
-            end_us: v(0),
-            end_frame: v(1),
-            request_frame: v(2),
-            seq: v(3),
-        }
+        Some(Key {
+            end_us: v(0)?,
+            end_frame: v(1)?,
+            request_frame: v(2)?,
+            seq: v(3)?,
+        })
     }
 }
 
@@ -69,19 +75,6 @@ pub(crate) struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
-    fn encode(schema: Option<&str>, head: &str, tail: &str, out: &mut Vec<u8>) {
-        match schema {
-            Some(s) => {
-                out.extend_from_slice(&len32(s.len()).to_le_bytes());
-                out.extend_from_slice(s.as_bytes());
-            }
-            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
-        }
-        out.extend_from_slice(&len32(head.len()).to_le_bytes());
-        out.extend_from_slice(head.as_bytes());
-        out.extend_from_slice(tail.as_bytes());
-    }
-
     fn decode(b: &'a [u8]) -> Record<'a> {
         let u32_at = |at: usize| {
             b.get(at..at + 4)
@@ -108,23 +101,56 @@ fn len32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX - 1)
 }
 
-/// The entries a worker formatted and has not written out yet.
+/// The entries a worker formatted and has not written out yet, their records one after another.
 #[derive(Default)]
 pub(crate) struct Buffer {
     bytes: Vec<u8>,
     /// Each entry's key, and where its record lies in `bytes`.
     index: Vec<(Key, usize, usize)>,
-    /// Where entries are formatted before they are added (kept: one allocation per worker).
-    pub(crate) head: String,
-    pub(crate) tail: String,
+    /// The timestamps the worker wrote last.
+    pub(crate) times: super::entry::Times,
+}
+
+/// An entry being added to a [`Buffer`] (see [`Buffer::start`]).
+pub(crate) struct Adding {
+    start: usize,
+    head_len_at: usize,
 }
 
 impl Buffer {
-    /// Adds the entry formatted in `head` and `tail`.
-    pub(crate) fn add(&mut self, key: Key, schema: Option<&str>) {
-        let at = self.bytes.len();
-        Record::encode(schema, &self.head, &self.tail, &mut self.bytes);
-        self.index.push((key, at, self.bytes.len() - at));
+    /// Starts an entry of `schema`: its header lines are to be appended to [`Buffer::text`], then
+    /// [`Buffer::end_head`], then the rest, then [`Buffer::finish`]. (Written in place: a copy saved
+    /// per entry.)
+    pub(crate) fn start(&mut self, schema: Option<&str>) -> Adding {
+        let start = self.bytes.len();
+        match schema {
+            Some(s) => {
+                self.bytes.extend_from_slice(&len32(s.len()).to_le_bytes());
+                self.bytes.extend_from_slice(s.as_bytes());
+            }
+            None => self.bytes.extend_from_slice(&u32::MAX.to_le_bytes()),
+        }
+        let head_len_at = self.bytes.len();
+        self.bytes.extend_from_slice(&[0; 4]);
+        Adding { start, head_len_at }
+    }
+
+    /// Where the entry's text is appended, and the timestamps written last.
+    pub(crate) fn text(&mut self) -> (&mut Vec<u8>, &mut super::entry::Times) {
+        (&mut self.bytes, &mut self.times)
+    }
+
+    /// The header lines are written.
+    pub(crate) fn end_head(&mut self, a: &Adding) {
+        let len = len32(self.bytes.len() - a.head_len_at - 4);
+        if let Some(at) = self.bytes.get_mut(a.head_len_at..a.head_len_at + 4) {
+            at.copy_from_slice(&len.to_le_bytes());
+        }
+    }
+
+    /// The entry is written: it goes at `key` in the log.
+    pub(crate) fn finish(&mut self, key: Key, a: Adding) {
+        self.index.push((key, a.start, self.bytes.len() - a.start));
     }
 
     fn len_bytes(&self) -> usize {
@@ -152,6 +178,133 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A run being written: records in key order, in compressed blocks (`[raw length: u32][compressed
+/// length: u32][lz4 block]`), each record `[key][length: u32][record]`.
+struct RunWriter {
+    out: BufWriter<File>,
+    raw: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
+impl RunWriter {
+    fn create(dir: &Path) -> std::io::Result<RunWriter> {
+        Ok(RunWriter {
+            out: BufWriter::with_capacity(256 << 10, tempfile::tempfile_in(dir)?),
+            raw: Vec::with_capacity(BLOCK_BYTES * 2),
+            compressed: Vec::new(),
+        })
+    }
+
+    fn push(&mut self, key: Key, record: &[u8]) -> std::io::Result<()> {
+        self.raw.extend_from_slice(&key.to_bytes());
+        self.raw
+            .extend_from_slice(&len32(record.len()).to_le_bytes());
+        self.raw.extend_from_slice(record);
+        if self.raw.len() >= BLOCK_BYTES {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> std::io::Result<()> {
+        if self.raw.is_empty() {
+            return Ok(());
+        }
+        self.compressed
+            .resize(lz4_flex::block::get_maximum_output_size(self.raw.len()), 0);
+        let n = lz4_flex::block::compress_into(&self.raw, &mut self.compressed)
+            .map_err(std::io::Error::other)?;
+        self.out.write_all(&len32(self.raw.len()).to_le_bytes())?;
+        self.out.write_all(&len32(n).to_le_bytes())?;
+        self.out
+            .write_all(self.compressed.get(..n).unwrap_or_default())?;
+        self.raw.clear();
+        Ok(())
+    }
+
+    /// The run, written, read from its start.
+    fn finish(mut self) -> std::io::Result<File> {
+        self.flush_block()?;
+        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.rewind()?;
+        Ok(file)
+    }
+}
+
+/// A run being read back, one block at a time.
+struct RunReader {
+    file: File,
+    raw: Vec<u8>,
+    compressed: Vec<u8>,
+    /// Where the current record lies in `raw`, and its key.
+    at: usize,
+    current: Option<(Key, usize, usize)>,
+}
+
+impl RunReader {
+    fn open(file: File) -> std::io::Result<RunReader> {
+        let mut r = RunReader {
+            file,
+            raw: Vec::new(),
+            compressed: Vec::new(),
+            at: 0,
+            current: None,
+        };
+        r.advance()?;
+        Ok(r)
+    }
+
+    /// Moves to the next record (reading the next block when this one is done).
+    fn advance(&mut self) -> std::io::Result<()> {
+        let bad = || std::io::Error::other("a temporary run of the slow log does not read back");
+        if self.at >= self.raw.len() {
+            let mut head = [0u8; 8];
+            match self.file.read_exact(&mut head) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    self.current = None;
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+            let raw_len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+            let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+            self.compressed.resize(len, 0);
+            self.file.read_exact(&mut self.compressed)?;
+            self.raw.resize(raw_len, 0);
+            let n = lz4_flex::block::decompress_into(&self.compressed, &mut self.raw)
+                .map_err(std::io::Error::other)?;
+            if n != raw_len {
+                return Err(bad());
+            }
+            self.at = 0;
+        }
+        let key = self
+            .raw
+            .get(self.at..self.at + KEY_BYTES)
+            .and_then(Key::from_bytes)
+            .ok_or_else(bad)?;
+        let len = self
+            .raw
+            .get(self.at + KEY_BYTES..self.at + KEY_BYTES + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_le_bytes)
+            .ok_or_else(bad)? as usize;
+        let start = self.at + KEY_BYTES + 4;
+        if start + len > self.raw.len() {
+            return Err(bad());
+        }
+        self.current = Some((key, start, len));
+        self.at = start + len;
+        Ok(())
+    }
+
+    fn current(&self) -> Option<(Key, &[u8])> {
+        let (k, at, len) = self.current?;
+        Some((k, self.raw.get(at..at + len)?))
+    }
+}
+
 /// The entries of a log being made: one buffer per worker thread, the runs written, the first error.
 pub(crate) struct Pool {
     /// Where the runs are written (unnamed files, gone when closed: nothing is left if the run dies).
@@ -159,7 +312,7 @@ pub(crate) struct Pool {
     buffers: OnceLock<Box<[Mutex<Buffer>]>>,
     runs: Mutex<Vec<File>>,
     failed: Mutex<Option<ExportError>>,
-    /// [`RUN_BYTES`], fewer in tests.
+    /// [`RUN_BYTES`], or what the options say.
     run_bytes: usize,
 }
 
@@ -196,31 +349,23 @@ impl Pool {
             buffer.clear();
             return;
         }
-        match self.write_run(buffer) {
+        buffer.sort();
+        let written = (|| {
+            let mut w = RunWriter::create(&self.dir)?;
+            for i in 0..buffer.index.len() {
+                if let Some((key, record)) = buffer.record(i) {
+                    w.push(key, record)?;
+                }
+            }
+            w.finish()
+        })();
+        match written {
             Ok(run) => lock(&self.runs).push(run),
             Err(e) => {
-                lock(&self.failed).get_or_insert(e);
+                lock(&self.failed).get_or_insert(ExportError::io(&self.dir, e));
             }
         }
         buffer.clear();
-    }
-
-    fn write_run(&self, buffer: &mut Buffer) -> Result<File, ExportError> {
-        let io = |e| ExportError::io(&self.dir, e);
-        buffer.sort();
-        let file = tempfile::tempfile_in(&self.dir).map_err(io)?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        for i in 0..buffer.index.len() {
-            if let Some((key, record)) = buffer.record(i) {
-                w.write_all(&key.to_bytes()).map_err(io)?;
-                w.write_all(&len32(record.len()).to_le_bytes())
-                    .map_err(io)?;
-                w.write_all(record).map_err(io)?;
-            }
-        }
-        let mut file = w.into_inner().map_err(|e| io(e.into_error()))?;
-        file.rewind().map_err(io)?;
-        Ok(file)
     }
 
     /// Runs written so far.
@@ -228,8 +373,8 @@ impl Pool {
         lock(&self.runs).len()
     }
 
-    /// Merges the runs and the buffers into `out`, in [`Key`] order, calling `write` with each record;
-    /// returns the entries written.
+    /// Calls `write` with every record of the runs and the buffers, in [`Key`] order; returns how
+    /// many. `out_path` names the failures of `write`.
     pub(crate) fn merge(
         &self,
         mut write: impl FnMut(Record<'_>) -> std::io::Result<()>,
@@ -238,18 +383,27 @@ impl Pool {
         if let Some(e) = lock(&self.failed).take() {
             return Err(e);
         }
-        let runs = std::mem::take(&mut *lock(&self.runs));
-        let mut sources: Vec<Source> = Vec::new();
-        let per_run = (MERGE_READ_BYTES / runs.len().max(1)).clamp(16 << 10, 1 << 20);
-        for run in runs {
-            let mut s = Source::File {
-                reader: BufReader::with_capacity(per_run, run),
-                key: None,
-                record: Vec::new(),
-            };
-            s.advance().map_err(|e| ExportError::io(&self.dir, e))?;
-            sources.push(s);
+        let io = |e| ExportError::io(&self.dir, e);
+        let mut runs = std::mem::take(&mut *lock(&self.runs));
+        // Runs beyond the fan-in are merged into fewer first (whichever: the order is the keys').
+        while runs.len() > MAX_FAN_IN {
+            let group: Vec<File> = runs.drain(..MAX_FAN_IN).collect();
+            let mut w = RunWriter::create(&self.dir).map_err(io)?;
+            let sources = group
+                .into_iter()
+                .map(|f| RunReader::open(f).map(Source::Run))
+                .collect::<std::io::Result<Vec<Source>>>()
+                .map_err(io)?;
+            merge_sources(sources, |k, r| w.push(k, r)).map_err(|e| match e {
+                Merge::Read(e) | Merge::Write(e) => io(e),
+            })?;
+            runs.push(w.finish().map_err(io)?);
         }
+        let mut sources = runs
+            .into_iter()
+            .map(|f| RunReader::open(f).map(Source::Run))
+            .collect::<std::io::Result<Vec<Source>>>()
+            .map_err(io)?;
         if let Some(buffers) = self.buffers.get() {
             for b in buffers.iter() {
                 let mut b = std::mem::take(&mut *lock(b));
@@ -257,86 +411,67 @@ impl Pool {
                 sources.push(Source::Memory { buffer: b, at: 0 });
             }
         }
-        let mut heap: BinaryHeap<Reverse<(Key, usize)>> = sources
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.key().map(|k| Reverse((k, i))))
-            .collect();
-        let mut entries = 0;
-        while let Some(Reverse((_, i))) = heap.pop() {
-            let Some(source) = sources.get_mut(i) else {
-                continue;
-            };
-            if let Some(record) = source.record() {
-                write(Record::decode(record)).map_err(|e| ExportError::io(out_path, e))?;
-                entries += 1;
-            }
-            source
-                .advance()
-                .map_err(|e| ExportError::io(&self.dir, e))?;
-            if let Some(k) = source.key() {
-                heap.push(Reverse((k, i)));
-            }
-        }
-        Ok(entries)
+        merge_sources(sources, |_, r| write(Record::decode(r))).map_err(|e| match e {
+            Merge::Write(e) => ExportError::io(out_path, e),
+            Merge::Read(e) => io(e),
+        })
     }
+}
+
+/// Why a merge stopped: reading a run, or the caller's write.
+enum Merge {
+    Read(std::io::Error),
+    Write(std::io::Error),
+}
+
+/// Calls `write` with every record of `sources`, in key order; returns how many.
+fn merge_sources(
+    mut sources: Vec<Source>,
+    mut write: impl FnMut(Key, &[u8]) -> std::io::Result<()>,
+) -> Result<u64, Merge> {
+    let mut heap: BinaryHeap<Reverse<(Key, usize)>> = sources
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.current().map(|(k, _)| Reverse((k, i))))
+        .collect();
+    let mut n = 0;
+    while let Some(Reverse((_, i))) = heap.pop() {
+        let Some(source) = sources.get_mut(i) else {
+            continue;
+        };
+        if let Some((k, record)) = source.current() {
+            write(k, record).map_err(Merge::Write)?;
+            n += 1;
+        }
+        source.advance().map_err(Merge::Read)?;
+        if let Some((k, _)) = source.current() {
+            heap.push(Reverse((k, i)));
+        }
+    }
+    Ok(n)
 }
 
 /// Sorted entries to merge: a run read back, or a buffer.
 enum Source {
-    File {
-        reader: BufReader<File>,
-        key: Option<Key>,
-        record: Vec<u8>,
-    },
-    Memory {
-        buffer: Buffer,
-        at: usize,
-    },
+    Run(RunReader),
+    Memory { buffer: Buffer, at: usize },
 }
 
 impl Source {
-    fn key(&self) -> Option<Key> {
+    fn current(&self) -> Option<(Key, &[u8])> {
         match self {
-            Source::File { key, .. } => *key,
-            Source::Memory { buffer, at } => buffer.record(*at).map(|(k, _)| k),
+            Source::Run(r) => r.current(),
+            Source::Memory { buffer, at } => buffer.record(*at),
         }
     }
 
-    fn record(&self) -> Option<&[u8]> {
-        match self {
-            Source::File { key, record, .. } => key.map(|_| record.as_slice()),
-            Source::Memory { buffer, at } => buffer.record(*at).map(|(_, r)| r),
-        }
-    }
-
-    /// Moves to the next entry (the first, for a run just opened).
     fn advance(&mut self) -> std::io::Result<()> {
         match self {
-            Source::File {
-                reader,
-                key,
-                record,
-            } => {
-                let mut head = [0u8; KEY_BYTES + 4];
-                match reader.read_exact(&mut head) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                        *key = None;
-                        return Ok(());
-                    }
-                    Err(e) => return Err(e),
-                }
-                let mut k = [0u8; KEY_BYTES];
-                k.copy_from_slice(&head[..KEY_BYTES]);
-                let mut n = [0u8; 4];
-                n.copy_from_slice(&head[KEY_BYTES..]);
-                record.resize(u32::from_le_bytes(n) as usize, 0);
-                reader.read_exact(record)?;
-                *key = Some(Key::from_bytes(&k));
+            Source::Run(r) => r.advance(),
+            Source::Memory { at, .. } => {
+                *at += 1;
+                Ok(())
             }
-            Source::Memory { at, .. } => *at += 1,
         }
-        Ok(())
     }
 }
