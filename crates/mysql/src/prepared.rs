@@ -823,6 +823,32 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever the bytes, a read never panics, reads as many values as the statement has
+        /// parameters, and leaves the types alone when it fails; its text exists only for a statement
+        /// with as many markers.
+        #[test]
+        fn any_bytes_read_or_are_refused(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            count in 0u16..6,
+            statement in "[?' \"`#\n/*a-c-]{0,20}",
+        ) {
+            let b = ExecuteBytes::new(&bytes, true);
+            for attributes in [QueryAttributes::Off, QueryAttributes::On, QueryAttributes::Unknown] {
+                let mut types = vec![0x08];
+                match Execute::read(&b, count, attributes, &mut types) {
+                    Ok(run) => {
+                        proptest::prop_assert_eq!(run.values().len(), usize::from(count));
+                        if placeholders(&statement).count() != usize::from(count) {
+                            proptest::prop_assert!(run.substitute(&statement).is_none());
+                        }
+                    }
+                    Err(_) => proptest::prop_assert_eq!(types, vec![0x08]),
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_run_without_parameters_has_no_values() {
         let b = execute(b"");
