@@ -51,6 +51,7 @@ mod delta;
 mod layout;
 mod page;
 mod part;
+mod per_thread;
 mod plain;
 pub mod slowlog;
 mod tables;

@@ -600,8 +600,7 @@ pub fn placeholders(sql: &str) -> impl Iterator<Item = usize> + '_ {
                     i += 1;
                     return Some(i - 1);
                 }
-                b'\'' | b'"' => i = after_string(b, i + 1, c),
-                b'`' => i = after_quoted_identifier(b, i + 1),
+                b'\'' | b'"' | b'`' => i = after_quoted(b, i + 1, c),
                 b'#' => i = line_end(b, i + 1),
                 b'-' if b.get(i + 1) == Some(&b'-') && b.get(i + 2).is_none_or(|&n| n <= b' ') => {
                     i = line_end(b, i + 2)
@@ -624,30 +623,16 @@ pub fn placeholders(sql: &str) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// The offset after the string literal whose first byte after the opening `quote` is at `i`
-/// (backslash escapes, and the quote doubled, inside it); the end of `b` if it is never closed.
-fn after_string(b: &[u8], mut i: usize, quote: u8) -> usize {
+/// The offset after the quoted text (a string literal in `'` or `"`, an identifier in `` ` ``) whose
+/// first byte after the opening `quote` is at `i`: the quote doubled stays inside, and so, in a string
+/// literal, does any byte after a backslash. The end of `b` if it is never closed.
+fn after_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
+    let escapes = quote != b'`';
     while let Some(&c) = b.get(i) {
-        if c == b'\\' {
+        if c == b'\\' && escapes {
             i += 2;
         } else if c == quote {
             if b.get(i + 1) == Some(&quote) {
-                i += 2;
-            } else {
-                return i + 1;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    b.len()
-}
-
-/// The offset after the quoted identifier whose first byte after the opening backtick is at `i`.
-fn after_quoted_identifier(b: &[u8], mut i: usize) -> usize {
-    while let Some(&c) = b.get(i) {
-        if c == b'`' {
-            if b.get(i + 1) == Some(&b'`') {
                 i += 2;
             } else {
                 return i + 1;

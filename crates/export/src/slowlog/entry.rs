@@ -333,35 +333,17 @@ impl Times {
     }
 }
 
-/// `µs` since the epoch as MySQL's ISO 8601 UTC timestamp: `2024-05-10T17:45:09.474988Z` (years to
-/// 9999: a capture's nanoseconds since the epoch reach 2262).
+/// `µs` since the epoch as MySQL's ISO 8601 UTC timestamp: `2024-05-10T17:45:09.474988Z`: the
+/// reports' UTC instant (`2024-05-10 17:45:09.474988 UTC`) in that form (a capture's nanoseconds since
+/// the epoch reach 2262: four digits of year).
 fn iso8601(us: u64, out: &mut [u8; ISO8601_BYTES]) {
-    let secs = us / 1_000_000;
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let s = secs % 86_400;
+    let utc = pcapsleuth_analysis::units::utc_us(i64::try_from(us).unwrap_or(i64::MAX));
+    let b = utc.as_bytes();
     *out = *b"0000-00-00T00:00:00.000000Z";
-    put_padded(&mut out[0..4], year);
-    put_padded(&mut out[5..7], month);
-    put_padded(&mut out[8..10], day);
-    put_padded(&mut out[11..13], s / 3600);
-    put_padded(&mut out[14..16], s / 60 % 60);
-    put_padded(&mut out[17..19], s % 60);
-    put_padded(&mut out[20..26], us % 1_000_000);
-}
-
-/// The Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`, for days
-/// on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    if let (Some(date), Some(time)) = (b.get(..10), b.get(11..26)) {
+        out[..10].copy_from_slice(date);
+        out[11..26].copy_from_slice(time);
+    }
 }
 
 /// The schema a `USE` statement (a `COM_QUERY`) selects, if `sql` is one: `use db`, `USE \`my db\``.

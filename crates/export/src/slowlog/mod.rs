@@ -56,9 +56,10 @@ use pcapsleuth_capture::{refuse_input_as_output, CaptureError, FileId};
 use pcapsleuth_mysql::prepared::{Execute, ExecuteError, QueryAttributes};
 use pcapsleuth_mysql::{Command, Outcome, SessionInfo};
 
+use crate::per_thread::lock;
 use crate::ExportError;
 use entry::Fields;
-use runs::{lock, Key, Pool, RUN_BYTES};
+use runs::{Key, Pool, RUN_BYTES};
 
 /// What to write, and where.
 #[derive(Debug, Clone)]

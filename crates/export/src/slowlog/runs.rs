@@ -8,8 +8,9 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::Mutex;
 
+use crate::per_thread::{lock, PerThread};
 use crate::ExportError;
 
 /// Bytes of entries a worker buffers before it sorts them and writes them out as a run: the log's
@@ -172,12 +173,6 @@ impl Buffer {
     }
 }
 
-/// Locks `m`, whose data stays consistent if a holder panicked (a holder only appends whole entries or
-/// moves a buffer out).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A run being written: records in key order, in compressed blocks (`[raw length: u32][compressed
 /// length: u32][lz4 block]`), each record `[key][length: u32][record]`.
 struct RunWriter {
@@ -309,7 +304,7 @@ impl RunReader {
 pub(crate) struct Pool {
     /// Where the runs are written (unnamed files, gone when closed: nothing is left if the run dies).
     dir: PathBuf,
-    buffers: OnceLock<Box<[Mutex<Buffer>]>>,
+    buffers: PerThread<Buffer>,
     runs: Mutex<Vec<File>>,
     failed: Mutex<Option<ExportError>>,
     /// [`RUN_BYTES`], or what the options say.
@@ -320,24 +315,16 @@ impl Pool {
     pub(crate) fn new(dir: &Path, run_bytes: usize) -> Pool {
         Pool {
             dir: dir.to_path_buf(),
-            buffers: OnceLock::new(),
+            buffers: PerThread::new(),
             runs: Mutex::new(Vec::new()),
             failed: Mutex::new(None),
             run_bytes,
         }
     }
 
-    /// The buffer of the calling thread: its own when it is one of the engine's workers (no other
-    /// thread takes its lock), else the last one, shared.
+    /// The buffer of the calling thread ([`PerThread::get`]).
     pub(crate) fn buffer(&self) -> &Mutex<Buffer> {
-        let buffers = self.buffers.get_or_init(|| {
-            (0..=rayon::current_num_threads())
-                .map(|_| Mutex::new(Buffer::default()))
-                .collect()
-        });
-        let last = buffers.len() - 1;
-        let i = rayon::current_thread_index().map_or(last, |i| i.min(last));
-        &buffers[i]
+        self.buffers.get()
     }
 
     /// Writes `buffer` out as a run if it is full.
@@ -404,12 +391,10 @@ impl Pool {
             .map(|f| RunReader::open(f).map(Source::Run))
             .collect::<std::io::Result<Vec<Source>>>()
             .map_err(io)?;
-        if let Some(buffers) = self.buffers.get() {
-            for b in buffers.iter() {
-                let mut b = std::mem::take(&mut *lock(b));
-                b.sort();
-                sources.push(Source::Memory { buffer: b, at: 0 });
-            }
+        for b in self.buffers.all() {
+            let mut b = std::mem::take(&mut *lock(b));
+            b.sort();
+            sources.push(Source::Memory { buffer: b, at: 0 });
         }
         merge_sources(sources, |_, r| write(Record::decode(r))).map_err(|e| match e {
             Merge::Write(e) => ExportError::io(out_path, e),
