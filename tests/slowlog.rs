@@ -744,6 +744,14 @@ fn the_slow_log_never_replaces_an_input_and_appears_only_complete() {
         assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
         assert_eq!(std::fs::read(&input).unwrap(), before);
     }
+    // Standard input redirected from the file: the same file.
+    let o = Command::new(common::bin())
+        .args(["export", "-", "--slowlog", s(&input)])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "stdin: {}", stderr(&o));
+    assert_eq!(std::fs::read(&input).unwrap(), before);
     let o = run(&["export", s(&input), "--slowlog", s(&dir)]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     // A directory that does not exist: nothing read, nothing written.

@@ -207,6 +207,12 @@ impl SlowLog {
         inputs: impl IntoIterator<Item = (&'a Path, Option<FileId>)>,
     ) -> Result<SlowLog, ExportError> {
         let path = &options.path;
+        // Standard input redirected from a file (`- < big.pcap`) reads that file: it is an input too.
+        let stdin = Path::new("/dev/stdin");
+        let inputs = inputs.into_iter().map(|(p, id)| match id {
+            None if p.as_os_str() == "-" => (p, FileId::of_path(stdin)),
+            known => (p, known),
+        });
         refuse_input_as_output(path, inputs).map_err(|e| match e {
             CaptureError::OutputIsInput { output, input } => {
                 ExportError::OutputIsInput { output, input }
