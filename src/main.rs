@@ -287,7 +287,7 @@ enum Command {
         #[arg(long, value_name = "DIR", required_unless_present = "slowlog")]
         parquet: Option<PathBuf>,
         /// The MySQL slow query log to write (replaced if it exists; never an input).
-        #[arg(long, value_name = "OUT.log")]
+        #[arg(long, value_name = "OUT.log", conflicts_with = "no_mysql")]
         slowlog: Option<PathBuf>,
         /// The capture's name, its partition `capture=NAME` (default: the first file's name without
         /// its extensions). Letters, digits, `.`, `_`, `-`.

@@ -759,10 +759,12 @@ fn the_slow_log_never_replaces_an_input_and_appears_only_complete() {
     let o = run(&["export", s(&input), "--slowlog", s(&missing)]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!missing.parent().unwrap().exists());
-    // The slow-log options need --slowlog; export needs an output.
+    // The slow-log options need --slowlog; export needs an output; a slow log needs MySQL decoded.
+    let log = dir.join("slow.log");
     for args in [
         vec!["export", s(&input), "--parquet", s(&dir), "--errors-only"],
         vec!["export", s(&input)],
+        vec!["export", s(&input), "--slowlog", s(&log), "--no-mysql"],
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
