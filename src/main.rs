@@ -270,34 +270,52 @@ enum Command {
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
     },
-    /// Parquet datasets of the capture for engines beyond one machine (Spark, Trino, DuckDB, ...):
-    /// every MySQL transaction, TCP connection, close (first FIN and first RST) and rate interval.
+    /// The capture in other tools' formats: Parquet datasets for engines beyond one machine (Spark,
+    /// Trino, DuckDB, ...), and the MySQL slow query log (pt-query-digest, pt-upgrade, mysqldumpslow).
     ///
-    /// Writes DIR/transactions, DIR/connections, DIR/closes, DIR/rates and DIR/ceilings, each
+    /// --parquet writes DIR/transactions, DIR/connections, DIR/closes, DIR/rates and DIR/ceilings: every
+    /// MySQL transaction, TCP connection, close (first FIN and first RST) and rate interval, each
     /// partitioned hive-style by the labels and the capture's name
     /// (DIR/transactions/host=db3/capture=NAME/part-00000.parquet), zstd-compressed, so that exports of
-    /// many captures into one DIR form one dataset per table. Files appear only when complete.
+    /// many captures into one DIR form one dataset per table. --slowlog writes every statement answered
+    /// (COM_QUERY, and COM_STMT_EXECUTE with its values) as MySQL's slow log writes it. Both in one read
+    /// when both are given. Files appear only when complete.
     Export {
         #[command(flatten)]
         common: Common,
-        /// The root directory of the datasets (created if missing).
-        #[arg(long, value_name = "DIR")]
-        parquet: PathBuf,
+        /// The root directory of the Parquet datasets (created if missing).
+        #[arg(long, value_name = "DIR", required_unless_present = "slowlog")]
+        parquet: Option<PathBuf>,
+        /// The MySQL slow query log to write (replaced if it exists; never an input).
+        #[arg(long, value_name = "OUT.log", conflicts_with = "no_mysql")]
+        slowlog: Option<PathBuf>,
         /// The capture's name, its partition `capture=NAME` (default: the first file's name without
         /// its extensions). Letters, digits, `.`, `_`, `-`.
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", requires = "parquet")]
         capture: Option<String>,
         /// A constant column and partition key of every row, e.g. `host=db3` (repeatable; the
         /// partitions nest in the order given, before `capture=`).
-        #[arg(long, value_name = "KEY=VALUE")]
+        #[arg(long, value_name = "KEY=VALUE", requires = "parquet")]
         label: Vec<String>,
         /// Interval of the rates series, at least 1ms (e.g. 1s, 100ms).
         #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
         interval: Duration,
         /// Replace the partition of this capture and labels if DIR already has it (a re-run, a retried
         /// task), instead of refusing.
-        #[arg(long)]
+        #[arg(long, requires = "parquet")]
         replace: bool,
+        /// Slow log: only connections with this port (client or server side).
+        #[arg(long, value_name = "N", requires = "slowlog")]
+        port: Option<u16>,
+        /// Slow log: only connections to this server (IP:PORT or [IPv6]:PORT).
+        #[arg(long, value_name = "IP:PORT", requires = "slowlog")]
+        server: Option<String>,
+        /// Slow log: only statements answered with an error.
+        #[arg(long, requires = "slowlog")]
+        errors_only: bool,
+        /// Slow log: only statements whose response took at least this long (10ms, 1.5s, 250us).
+        #[arg(long, value_name = "DURATION", value_parser = args::duration, requires = "slowlog")]
+        slower_than: Option<Duration>,
     },
     /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`): a single uncompressed
     /// file is copied in parallel; several files, compressed files and standard input are read as one
@@ -488,20 +506,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             plots,
         } => {
-            let server = match server {
-                Some(s) => Some(
-                    s.parse()
-                        .map_err(|e: String| InputError(format!("--server: {e}")))?,
-                ),
-                None => None,
-            };
-            let slower_than_ns = slower_than.map(|d| args::nanos(d).unsigned_abs());
-            let filter = analysis::MysqlFilter {
-                port,
-                server,
-                errors_only,
-                slower_than_ns,
-            };
+            let filter = mysql_filter(port, server, errors_only, slower_than)?;
             // Rate series and response-time distributions are only drawn, never printed, by `mysql`.
             match plots.dir.as_deref() {
                 Some(dir) => {
@@ -743,29 +748,40 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export {
             common,
             parquet,
+            slowlog,
             capture,
             label,
             interval,
             replace,
+            port,
+            server,
+            errors_only,
+            slower_than,
         } => {
             if common.engine.json {
                 bail!(InputError(
-                    "export writes Parquet datasets and prints no report: it has no --json".into()
+                    "export writes files and prints no report: it has no --json".into()
                 ));
             }
-            let existing = if replace {
-                export::Existing::Replace
-            } else {
-                export::Existing::Refuse
-            };
-            export_parquet(
-                &common,
-                &parquet,
+            let parquet = parquet.map(|root| ParquetArgs {
+                root,
                 capture,
-                &label,
-                args::nanos(interval),
-                existing,
-            )
+                labels: label,
+                interval_ns: args::nanos(interval),
+                existing: if replace {
+                    export::Existing::Replace
+                } else {
+                    export::Existing::Refuse
+                },
+            });
+            let slowlog = match slowlog {
+                Some(path) => Some(export::SlowLogOptions {
+                    filter: mysql_filter(port, server, errors_only, slower_than)?,
+                    ..export::SlowLogOptions::new(path)
+                }),
+                None => None,
+            };
+            export_files(&common, parquet, slowlog)
         }
         Command::Split {
             files,
@@ -931,14 +947,42 @@ fn analyze_opened<A: Analysis>(
     Ok((set, a))
 }
 
-/// `export`: the capture's datasets under `root`.
-fn export_parquet(
-    common: &Common,
-    root: &Path,
+/// `--port`, `--server`, `--errors-only`, `--slower-than` of `mysql` and `export --slowlog`.
+fn mysql_filter(
+    port: Option<u16>,
+    server: Option<String>,
+    errors_only: bool,
+    slower_than: Option<Duration>,
+) -> anyhow::Result<analysis::MysqlFilter> {
+    let server = match server {
+        Some(s) => Some(
+            s.parse()
+                .map_err(|e: String| InputError(format!("--server: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(analysis::MysqlFilter {
+        port,
+        server,
+        errors_only,
+        slower_than_ns: slower_than.map(|d| args::nanos(d).unsigned_abs()),
+    })
+}
+
+/// `export --parquet`'s arguments.
+struct ParquetArgs {
+    root: PathBuf,
     capture: Option<String>,
-    labels: &[String],
+    labels: Vec<String>,
     interval_ns: i64,
     existing: export::Existing,
+}
+
+/// `export`: the capture's Parquet datasets, its slow log, or both from one read.
+fn export_files(
+    common: &Common,
+    parquet: Option<ParquetArgs>,
+    slowlog: Option<export::SlowLogOptions>,
 ) -> anyhow::Result<ExitCode> {
     let usage = |e: export::ExportError| -> anyhow::Error {
         if e.is_usage() {
@@ -947,35 +991,75 @@ fn export_parquet(
             e.into()
         }
     };
-    let labels = labels
-        .iter()
-        .map(|l| l.parse::<export::Label>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    let name = capture.unwrap_or_else(|| export::Partition::capture_name_of(&common.files[0]));
-    let partition = export::Partition::new(&name, labels).map_err(usage)?;
-    let set = open_set(&common.files)?;
-    let options = export::ExportOptions {
-        interval_ns,
-        existing,
-        ..export::ExportOptions::new(root, partition)
+    let parquet = match parquet {
+        Some(p) => {
+            let labels = p
+                .labels
+                .iter()
+                .map(|l| l.parse::<export::Label>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(usage)?;
+            let name = p
+                .capture
+                .unwrap_or_else(|| export::Partition::capture_name_of(&common.files[0]));
+            let partition = export::Partition::new(&name, labels).map_err(usage)?;
+            Some(export::ExportOptions {
+                interval_ns: p.interval_ns,
+                existing: p.existing,
+                ..export::ExportOptions::new(p.root, partition)
+            })
+        }
+        None => None,
     };
-    // Refused before anything is read: an output inside an input, a partition already there.
+    let set = open_set(&common.files)?;
+    // Refused before anything is read: an output that is an input, a partition already there.
+    let log = slowlog
+        .map(|o| export::SlowLog::begin(o, set.identities()))
+        .transpose()
+        .map_err(usage)?;
     let inputs: Vec<PathBuf> = common
         .files
         .iter()
         .cloned()
         .chain(set.identities().map(|(p, _)| p.to_path_buf()))
         .collect();
-    let job = export::Export::begin(options, inputs.iter().map(PathBuf::as_path)).map_err(usage)?;
-    for left in job.removed_stale() {
+    let job = parquet
+        .map(|o| export::Export::begin(o, inputs.iter().map(PathBuf::as_path)))
+        .transpose()
+        .map_err(usage)?;
+    for left in job.iter().flat_map(|j| j.removed_stale()) {
         sayln!(
             "pcapsleuth: removed {}, left by an export that was killed",
             left.display()
         );
     }
-    let (set, run) = analyze_opened(common, set, analysis::MysqlDepth::Full, || job.analysis())?;
-    let done = job.finish(&run).map_err(usage)?;
+    let full = analysis::MysqlDepth::Full;
+    match (job, log) {
+        (Some(job), Some(log)) => {
+            let (set, run) =
+                analyze_opened(common, set, full, || (job.analysis(), log.analysis()))?;
+            say_parquet(&job.finish_with(&run, &run.output.0).map_err(usage)?);
+            say_slowlog(&log.finish(&run.output.1).map_err(usage)?, &run);
+            Ok(finish(&set, &run))
+        }
+        (Some(job), None) => {
+            let (set, run) = analyze_opened(common, set, full, || job.analysis())?;
+            say_parquet(&job.finish(&run).map_err(usage)?);
+            Ok(finish(&set, &run))
+        }
+        (None, Some(log)) => {
+            let (set, run) = analyze_opened(common, set, full, || log.analysis())?;
+            say_slowlog(&log.finish(&run.output).map_err(usage)?, &run);
+            Ok(finish(&set, &run))
+        }
+        (None, None) => bail!(InputError(
+            "export needs --parquet DIR or --slowlog OUT.log".into()
+        )),
+    }
+}
+
+/// What `export --parquet` wrote, on stderr.
+fn say_parquet(done: &export::ExportSummary) {
     let rows = |d: &str, one: &str, many: &str| report::style::counted(done.rows(d), one, many);
     sayln!(
         "pcapsleuth: wrote {}, {}, {}, {} and {} ({}) to {}",
@@ -989,7 +1073,23 @@ fn export_parquet(
             .first()
             .map_or_else(String::new, |p| p.display().to_string()),
     );
-    Ok(finish(&set, &run))
+}
+
+/// What `export --slowlog` wrote, and what the log lacks (and what the capture could not show), on
+/// stderr.
+fn say_slowlog<O>(done: &export::SlowLogSummary, run: &Run<O>) {
+    sayln!(
+        "pcapsleuth: wrote {} ({}) to {}",
+        report::style::counted(done.counts.entries, "slow-log entry", "slow-log entries"),
+        report::style::size(done.bytes),
+        done.path.display()
+    );
+    for note in done.counts.notes() {
+        sayln!("pcapsleuth: {note}");
+    }
+    for note in analysis::unknowns(run).notes {
+        sayln!("pcapsleuth: partial data: {note}");
+    }
 }
 
 fn report_set(set: &CaptureSet) {

@@ -42,6 +42,7 @@ mod peers;
 mod pt_query_digest;
 mod replication;
 mod segmentation;
+mod slowlog;
 mod split_invariance;
 mod timeline;
 mod tshark_crosscheck;

@@ -51,7 +51,9 @@ mod delta;
 mod layout;
 mod page;
 mod part;
+mod per_thread;
 mod plain;
+pub mod slowlog;
 mod tables;
 mod transactions;
 
@@ -61,6 +63,7 @@ use std::sync::Arc;
 use pcapsleuth_analysis::{Analysis, RateAggregate, Rates, Run};
 
 pub use layout::{Existing, Label, Partition};
+pub use slowlog::{SlowLog, SlowLogAnalysis, SlowLogCounts, SlowLogOptions, SlowLogSummary};
 pub use transactions::{EndpointNames, TransactionExport, TransactionsWritten};
 
 use layout::Staging;
@@ -99,6 +102,12 @@ pub enum ExportError {
     #[error("{}: not a directory", path.display())]
     RootNotADirectory {
         /// The root given.
+        path: PathBuf,
+    },
+    /// A file to write (the slow log) is a directory.
+    #[error("{}: is a directory", path.display())]
+    OutputIsADirectory {
+        /// The path given.
         path: PathBuf,
     },
     /// The partition of this capture and these labels is already there.
@@ -157,6 +166,7 @@ impl ExportError {
                 | ExportError::BadCapture { .. }
                 | ExportError::OutputIsInput { .. }
                 | ExportError::RootNotADirectory { .. }
+                | ExportError::OutputIsADirectory { .. }
                 | ExportError::PartitionExists { .. }
         )
     }
@@ -305,7 +315,17 @@ impl Export {
         self,
         run: &Run<<ExportAnalysis as Analysis>::Output>,
     ) -> Result<ExportSummary, ExportError> {
-        let (written, rates) = &run.output;
+        self.finish_with(run, &run.output)
+    }
+
+    /// [`Export::finish`] of a run of more analyses than the export's (a tuple of them): `output` is the
+    /// export's part of the run's output ([`Export::analysis`]'s).
+    pub fn finish_with<O>(
+        self,
+        run: &Run<O>,
+        output: &<ExportAnalysis as Analysis>::Output,
+    ) -> Result<ExportSummary, ExportError> {
+        let (written, rates) = output;
         if let Some(e) = self.transactions.take_failure() {
             return Err(e);
         }

@@ -61,6 +61,7 @@ mod detect;
 mod exchange;
 mod fingerprint;
 mod framing;
+pub mod prepared;
 pub mod replication;
 mod session;
 pub mod wire;
@@ -75,6 +76,7 @@ pub use detect::{
 };
 pub use exchange::{ExchangeShape, PieceShape, PlainExchange};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
+pub use prepared::ExecuteBytes;
 pub use replication::{
     binlog_event_verdict, looks_like_binlog_events, looks_like_semi_sync_acks,
     semi_sync_acks_verdict, ReplicationAtClose, ReplicationSample, ReplicationSummary,
@@ -250,6 +252,10 @@ pub struct Transaction {
     pub gap_bytes: u64,
     /// How it ended: the server's answer (OK, ERR, rows, ...), or why there is none.
     pub outcome: Outcome,
+    /// A `COM_STMT_EXECUTE`'s bytes after the statement id, which hold the values it ran the
+    /// statement with (read them with [`prepared::Execute::read`]); empty for other commands.
+    #[serde(skip)]
+    pub execute: ExecuteBytes,
 }
 
 /// What a request that is still open looks like (see [`CloseContext`]).

@@ -653,6 +653,7 @@ impl Replication {
             request_bytes: d.request_bytes,
             gap_bytes: 0,
             outcome: Outcome::ReplicationStream,
+            execute: crate::ExecuteBytes::default(),
         };
         if let Some((pkt, outcome)) = answer {
             t.first_response_ts_ns = Some(pkt.start.ts_ns);

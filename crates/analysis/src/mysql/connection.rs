@@ -10,7 +10,7 @@ use pcapsleuth_flow::{
 };
 use pcapsleuth_mysql::{
     CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
-    PieceShape, PlainExchange, Session, SessionPhase, Transaction,
+    PieceShape, PlainExchange, Session, SessionInfo, SessionPhase, Transaction,
 };
 use serde::Serialize;
 
@@ -778,7 +778,14 @@ impl MysqlTrack {
         for t in session.completed() {
             self.transactions += 1;
             self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
-            let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
+            let view = TransactionView::new(
+                t,
+                client,
+                key,
+                &self.closes,
+                &self.retransmissions,
+                session.info(),
+            );
             let fate = view.fate();
             // Logins are not requests; commands the server never answers expect nothing.
             if fate != Fate::NoResponse && t.command != Command::Connect {
@@ -1127,6 +1134,8 @@ pub struct TransactionView<'a> {
     retransmissions: &'a VecDeque<i64>,
     /// What became of the request (read once from its outcome: the analyses each ask).
     fate: Fate,
+    /// What the session knew when the transaction was told.
+    session: &'a SessionInfo,
 }
 
 impl<'a> TransactionView<'a> {
@@ -1136,6 +1145,7 @@ impl<'a> TransactionView<'a> {
         key: FlowKey,
         closes: &'a [CloseSeen],
         retransmissions: &'a VecDeque<i64>,
+        session: &'a SessionInfo,
     ) -> Self {
         TransactionView {
             transaction,
@@ -1145,7 +1155,15 @@ impl<'a> TransactionView<'a> {
             closes,
             retransmissions,
             fate: Fate::of(&transaction.outcome),
+            session,
         }
+    }
+
+    /// What the session knew when the transaction was told (after the segment that completed it): the
+    /// login's user and schema, as `COM_CHANGE_USER` and `COM_INIT_DB` changed them (a `USE` statement
+    /// is not followed), the server's thread id and version from its greeting, the capabilities.
+    pub fn session(&self) -> &'a SessionInfo {
+        self.session
     }
 
     /// The client's side of the connection.

@@ -32,14 +32,15 @@ pub struct MysqlFilter {
 }
 
 impl MysqlFilter {
-    fn connection(&self, client: Endpoint, server: Endpoint) -> bool {
+    /// Whether a connection between `client` and `server` is counted.
+    pub fn connection(&self, client: Endpoint, server: Endpoint) -> bool {
         self.port
             .is_none_or(|p| client.port == p || server.port == p)
             && self.server.is_none_or(|s| s == server)
     }
 
     /// Whether `t` is counted; `waited_ns` is how long a request cut off by a close had waited.
-    fn transaction(&self, t: &Transaction, waited_ns: Option<u64>) -> bool {
+    pub fn transaction(&self, t: &Transaction, waited_ns: Option<u64>) -> bool {
         (!self.errors_only || matches!(t.outcome, Outcome::Err { .. }))
             && self.slower_than_ns.is_none_or(|min| {
                 response_time_ns(t)

@@ -25,8 +25,8 @@ use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
 use crate::wire::{self, capability as cap, status, OkPacket};
 use crate::{
-    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, ErrorAt, Meta,
-    Outcome, PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode,
+    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, ErrorAt, ExecuteBytes,
+    Meta, Outcome, PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode,
     Transaction, STATEMENT_CAP,
 };
 

@@ -848,7 +848,10 @@ impl Core {
                     }
                     // flags: CURSOR_TYPE_READ_ONLY and friends open a cursor.
                     if command == Command::StmtExecute {
+                        let rest = r.rest();
                         p.cursor = r.u8().is_some_and(|f| f & 0x07 != 0);
+                        let whole = !pkt.damaged && rest.len() as u64 + 4 == body_total;
+                        p.execute.set(rest, whole);
                     }
                 } else {
                     info.counters.malformed_packets += 1;

@@ -67,6 +67,8 @@ pub(super) struct Pending {
     /// COM_INIT_DB / COM_CHANGE_USER: what to record in the session info on OK.
     pub(super) new_schema: Option<String>,
     pub(super) new_user: Option<String>,
+    /// COM_STMT_EXECUTE: its bytes after the statement id (see [`Transaction::execute`]).
+    pub(super) execute: ExecuteBytes,
 }
 
 impl Pending {
@@ -93,6 +95,7 @@ impl Pending {
             prepared: None,
             new_schema: None,
             new_user: None,
+            execute: ExecuteBytes::default(),
         }
     }
 
@@ -121,6 +124,7 @@ impl Pending {
             prepared,
             new_schema,
             new_user,
+            execute,
         } = self;
         *c = command;
         *statement = None;
@@ -143,6 +147,7 @@ impl Pending {
         *prepared = None;
         *new_schema = None;
         *new_user = None;
+        execute.clear();
     }
 
     /// Writes this request's transaction, ended by `outcome`, over `t` (as [`Pending::to_transaction`]
@@ -165,6 +170,7 @@ impl Pending {
             request_bytes,
             gap_bytes,
             outcome: o,
+            execute,
         } = t;
         *command = self.command;
         // The old texts are moved, not dropped: a free saved now and an allocation later.
@@ -186,6 +192,9 @@ impl Pending {
         *request_bytes = self.request_bytes;
         *gap_bytes = self.gap_bytes;
         *o = outcome;
+        // The bytes move, and the old ones' allocation stays with the request for its next execute.
+        std::mem::swap(execute, &mut self.execute);
+        self.execute.clear();
     }
 
     pub(super) fn to_transaction(
@@ -208,6 +217,7 @@ impl Pending {
             request_bytes: self.request_bytes,
             gap_bytes: self.gap_bytes,
             outcome,
+            execute: self.execute.clone(),
         }
     }
 
