@@ -215,6 +215,38 @@ enum Command {
         #[command(flatten)]
         engine: EngineArgs,
     },
+    /// Two runs side by side (the same workload before and after a change, the good environment and
+    /// the bad one), with a verdict in words: what changed, where the added time went, and why where the
+    /// capture shows it.
+    ///
+    /// Per statement group (command and fingerprint): counts, rates, percentiles, total time, errors,
+    /// rows, bytes, new and gone; a difference is called only when it is larger than the runs' own noise
+    /// (a rank test of the distributions, a rate test of the counts). Then the load (requests/s, think
+    /// time, requests in flight), response-time humps, connects and closes, the path (TCP handshakes,
+    /// retransmissions), ceilings and servers, side by side. Runs of different lengths, servers or ports
+    /// are compared on rates and shares, and the output says what was matched with what.
+    ///
+    /// `pcapsleuth diff a.pcap b.pcap`, or, with several files per run (rotated sets, directories,
+    /// compressed files), `pcapsleuth diff --a a1.pcap a2.pcap --b b.pcap`.
+    #[command(
+        override_usage = "pcapsleuth diff [OPTIONS] A_CAPTURE B_CAPTURE\n       pcapsleuth diff [OPTIONS] --a FILE... --b FILE..."
+    )]
+    Diff {
+        /// Run A (the baseline) and run B, one file each.
+        #[arg(value_names = ["A_CAPTURE", "B_CAPTURE"], num_args = 2, conflicts_with_all = ["a", "b"])]
+        pair: Vec<PathBuf>,
+        /// Run A, the baseline: files read as one capture, as the analyses read them.
+        #[arg(long = "a", value_name = "FILE", num_args = 1.., requires = "b")]
+        a: Vec<PathBuf>,
+        /// Run B, compared with A.
+        #[arg(long = "b", value_name = "FILE", num_args = 1.., requires = "a")]
+        b: Vec<PathBuf>,
+        /// How many statement groups to print (the JSON has them all).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
     /// Copies the packets selected into a new capture for Wireshark (records byte-identical: original
     /// link type and timestamps): the TCP connections matching --port, --flow or --conn, the frames
     /// --frames names, the packets in --time; several selections keep what all of them select.
@@ -615,6 +647,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 finish(&client_set, &client_run),
                 finish(&server_set, &server_run),
             ];
+            Ok(if codes.contains(&ExitCode::from(2)) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Diff {
+            pair,
+            a,
+            b,
+            limit,
+            engine,
+        } => {
+            let (a, b) = match (&pair[..], a.is_empty()) {
+                ([x, y], true) => (vec![x.clone()], vec![y.clone()]),
+                (_, false) => (a, b),
+                _ => bail!(InputError(
+                    "diff needs two runs: A_CAPTURE B_CAPTURE, or --a FILE... --b FILE...".into()
+                )),
+            };
+            let mut codes = Vec::new();
+            let mut side = |files: Vec<PathBuf>| -> anyhow::Result<analysis::DiffSide> {
+                let common = Common {
+                    files,
+                    engine: engine.clone(),
+                    no_mysql: false,
+                };
+                let (set, run) = analyze(&common, || {
+                    (Everything::default(), analysis::RunProfile::default())
+                })?;
+                let names = set.inputs.iter().map(|i| i.path().display().to_string());
+                let (stats, profile) = &run.output;
+                codes.push(finish(&set, &run));
+                Ok(analysis::DiffSide::new(
+                    &run,
+                    stats,
+                    profile,
+                    names.collect(),
+                ))
+            };
+            let (a, b) = (side(a)?, side(b)?);
+            let d = analysis::diff(&a, &b);
+            emit(if engine.json {
+                report::to_json(&d)
+            } else {
+                fitted(report::render_diff(&d, limit))
+            })?;
             Ok(if codes.contains(&ExitCode::from(2)) {
                 ExitCode::from(2)
             } else {

@@ -59,6 +59,7 @@
 mod closes;
 mod compare;
 mod connects;
+mod diff;
 mod engine;
 pub mod events;
 mod everything;
@@ -91,6 +92,12 @@ pub use compare::{
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
+pub use diff::{
+    diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
+    ConnectionLoad, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile, Matching, Method,
+    Pair, PathFacts, RankTest, RateTest, RunProfile, RunSummary, ServerDiff, ServerMatch,
+    StatementDiff, StatementSide, Throughput,
+};
 pub use engine::{
     analyze, analyze_set, EngineOptions, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,
 };
@@ -108,10 +115,11 @@ pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
-    IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection, MysqlFilter, MysqlReport,
-    MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts,
-    StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
+    command_word, response_time_ns, statement_label, ConnectSummary, CutOff, ErrorDetail,
+    ErrorExample, Fate, Incident, IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts,
+    SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK,
+    ERROR_EXAMPLES,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
