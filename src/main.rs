@@ -166,6 +166,11 @@ enum Command {
         /// (no network needed to read it; it prints).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// With --html: a baseline run (files read as one capture) to compare this capture with, as
+        /// `pcapsleuth diff BASELINE CAPTURE` does; the page gets the diff's verdict and the statements
+        /// that changed.
+        #[arg(long, value_name = "FILE", num_args = 1.., requires = "html")]
+        baseline: Vec<PathBuf>,
     },
     /// Two capture points of one workload, the client's and the server's: where each request's time went,
     /// the server or the path between them.
@@ -561,16 +566,66 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
             html,
+            baseline,
         } => {
             let interval_ns = args::nanos(interval);
-            let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+            let (cap, a, profile) = if baseline.is_empty() {
+                let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+                (cap, a, None)
+            } else {
+                let (cap, a) = analyze(&common, || {
+                    (
+                        Everything::new(interval_ns),
+                        analysis::RunProfile::default(),
+                    )
+                })?;
+                let mut profile = None;
+                let a = a.map(|(stats, p)| {
+                    profile = Some(p);
+                    stats
+                });
+                (cap, a, profile)
+            };
             let r = analysis::full_report(&a);
             output(common.engine.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
             if let Some(path) = html.as_deref() {
-                write_html(path, &cap, &a, &r)?;
+                let against = match profile {
+                    Some(profile) => {
+                        let names = |set: &CaptureSet| -> Vec<String> {
+                            set.inputs
+                                .iter()
+                                .map(|i| i.path().display().to_string())
+                                .collect()
+                        };
+                        let base = Common {
+                            files: baseline,
+                            ..common.clone()
+                        };
+                        let (base_set, base_run) = analyze(&base, || {
+                            (
+                                Everything::new(interval_ns),
+                                analysis::RunProfile::default(),
+                            )
+                        })?;
+                        let (stats, p) = &base_run.output;
+                        let base_names = names(&base_set);
+                        let a_side =
+                            analysis::DiffSide::new(&base_run, stats, p, base_names.clone());
+                        let b_side = analysis::DiffSide::new(&a, &a.output, &profile, names(&cap));
+                        Some((analysis::diff(&a_side, &b_side), base_names.join(", ")))
+                    }
+                    None => None,
+                };
+                write_html(
+                    path,
+                    &cap,
+                    &a,
+                    &r,
+                    against.as_ref().map(|(d, n)| (d, n.as_str())),
+                )?;
             }
             Ok(finish(&cap, &a))
         }
@@ -829,6 +884,7 @@ fn write_html<O>(
     set: &CaptureSet,
     a: &Run<O>,
     r: &analysis::FullReport,
+    baseline: Option<(&analysis::Diff, &str)>,
 ) -> anyhow::Result<()> {
     refuse_input_as_output(path, set.identities())?;
     let names: Vec<String> = set
@@ -841,7 +897,7 @@ fn write_html<O>(
         [first, ..] => format!("{first} and {} more files", names.len() - 1),
         [] => "the capture".to_string(),
     };
-    let page = report::render_html(r, &analysis::unknowns(a), &capture)?;
+    let page = report::render_html_against(r, &analysis::unknowns(a), &capture, baseline)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

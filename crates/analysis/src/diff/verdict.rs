@@ -295,7 +295,7 @@ fn load_changed(d: &Diff, dir: Option<Direction>) -> Option<(String, bool)> {
         (Direction::Faster, true, _) => Some((
             format!(
                 "The clients offered less load, and the server's response times improved with it: B's \
-                 clients sent {}/s instead of {}/s ({}) {connections}, waiting longer between a response \
+                 clients sent {} requests/s instead of {} ({}) {connections}, waiting longer between a response \
                  and their next request ({think_words}), so {} requests were in flight on average instead \
                  of {}. The server answered faster ({}) because it was less busy, not because it got \
                  faster: the change is on the clients' side.",
@@ -311,7 +311,7 @@ fn load_changed(d: &Diff, dir: Option<Direction>) -> Option<(String, bool)> {
         (Direction::Slower, _, true) => Some((
             format!(
                 "The clients offered more load, and the server's response times grew with it: B's clients \
-                 sent {}/s instead of {}/s ({}) {connections}, waiting less between a response and their \
+                 sent {} requests/s instead of {} ({}) {connections}, waiting less between a response and their \
                  next request ({think_words}), so {} requests were in flight on average instead of {}; \
                  the server answered slower ({}).",
                 significant(r.b, 3),
@@ -431,7 +431,7 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
             };
         if everywhere {
             s.push_str(&format!(
-                ", on every connection (the medians of B's {} {}, of A's {})",
+                ", on every connection (the medians of B's {}: {}; of A's: {})",
                 plural(m.b.count, "connection", "connections"),
                 range(m.b.min, m.b.max),
                 range(m.a.min, m.a.max)
