@@ -132,3 +132,34 @@ fn prepares_and_executes_are_statement_groups_apart() {
         "{text}"
     );
 }
+
+/// The OK and EOF packets that end a response carry the server's status flags: vlan.pcap's
+/// `select count(*) from sbtest2` and `show tables` were answered with `SERVER_QUERY_NO_INDEX_USED`
+/// (tshark: the two frames with `mysql.stat.ni == 1`, each holding both EOFs of one resultset), and
+/// no other statement was; none raised a warning.
+#[test]
+fn server_status_flags_are_counted_per_statement() {
+    let f = common::fixture("vlan.pcap");
+    let m = common::json(&["mysql", "--json", f.to_str().unwrap()]);
+    let flagged: Vec<(&str, u64)> = m["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| u(&s["no_index_used"]) > 0)
+        .map(|s| (s["fingerprint"].as_str().unwrap(), u(&s["no_index_used"])))
+        .collect();
+    assert_eq!(
+        flagged,
+        [("select count(*) from sbtest2", 1), ("show tables", 1)]
+    );
+    for s in m["statements"].as_array().unwrap() {
+        assert_eq!(u(&s["warnings"]), 0, "{s}");
+        assert_eq!(u(&s["no_good_index_used"]), 0, "{s}");
+    }
+    let text = common::text(&["mysql", f.to_str().unwrap()]);
+    assert!(text.contains("server status: no index used by 1"), "{text}");
+    if let Some(tshark) = pcapsleuth_testkit::oracle::tshark() {
+        assert_eq!(tshark.count(&f, "mysql.stat.ni == 1"), 2);
+        assert_eq!(tshark.count(&f, "mysql.stat.bi == 1"), 0);
+    }
+}

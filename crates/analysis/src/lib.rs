@@ -118,8 +118,8 @@ pub use mysql::{
     command_word, response_time_ns, statement_label, ConnectSummary, CutOff, ErrorDetail,
     ErrorExample, Fate, Incident, IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection,
     MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts,
-    SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK,
-    ERROR_EXAMPLES,
+    SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
+    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};

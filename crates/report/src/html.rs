@@ -510,13 +510,13 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
              <th>command</th><th>fingerprint</th><th class=\"n\">requests</th><th class=\"n\">answered</th>\
              <th class=\"n\">total</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p95</th>\
              <th class=\"n\">p99</th><th class=\"n\">max</th><th class=\"n\">errors</th><th class=\"n\">rows</th>\
-             </tr></thead><tbody>"
+             <th class=\"n\">no index</th><th class=\"n\">warnings</th></tr></thead><tbody>"
         );
         for s in &m.statements {
             let n = s.rt_us.count;
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}</tr>",
+                "<tr><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>",
                 escape_html(&s.command),
                 escape_html(&s.fingerprint),
                 num_count(s.count),
@@ -528,7 +528,9 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
                 num_us(n, s.rt_us.p99),
                 num_us(n, s.rt_us.max),
                 num_count(s.errors),
-                num_count(s.rows)
+                num_count(s.rows),
+                num_count(s.status.no_index_used),
+                num_count(s.status.warnings)
             );
         }
         let _ = writeln!(

@@ -410,6 +410,24 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 "{}",
                 row(&columns, &statement_label(&s.command, &s.fingerprint))
             );
+            let st = &s.status;
+            let mut said = Vec::new();
+            if st.no_index_used > 0 {
+                said.push(format!("no index used by {}", count(st.no_index_used)));
+            }
+            if st.no_good_index_used > 0 {
+                said.push(format!("no good index by {}", count(st.no_good_index_used)));
+            }
+            if st.with_warnings > 0 {
+                said.push(format!(
+                    "{} with {}",
+                    count(st.with_warnings),
+                    counted(st.warnings, "warning", "warnings")
+                ));
+            }
+            if !said.is_empty() {
+                let _ = writeln!(out, "  {:>9}   server status: {}", "", said.join(", "));
+            }
             if s.count > s.requests.answered {
                 let others = RequestCounts {
                     answered: 0,

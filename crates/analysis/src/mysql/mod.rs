@@ -15,5 +15,5 @@ pub(crate) use statistics::login_from_syn;
 pub use statistics::{
     command_word, statement_label, ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate,
     MysqlFilter, MysqlReport, MysqlStatistics, SecondCounts, ServerRow, StatementFingerprinter,
-    StatementGroup, CUT_MARK, ERROR_EXAMPLES,
+    StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
 };

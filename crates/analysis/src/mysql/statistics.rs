@@ -217,6 +217,9 @@ impl StatementAgg {
         if let Outcome::Err { code, .. } = &t.outcome {
             note_code(&mut self.error_codes, *code, 1);
         }
+        if let Some(st) = t.server_status {
+            self.status.count(st);
+        }
         if let Some(rt) = rt {
             self.rt.add_binned(rt);
         }
@@ -235,6 +238,7 @@ impl StatementAgg {
         self.rows += o.rows;
         self.request_bytes += o.request_bytes;
         self.response_bytes += o.response_bytes;
+        self.status.merge(&o.status);
         for (code, n) in o.error_codes {
             note_code(&mut self.error_codes, code, n);
         }
@@ -256,6 +260,8 @@ struct StatementAgg {
     response_bytes: u64,
     /// The error responses by code, in code order: a group meets one or two codes, so a short vector.
     error_codes: Vec<(u16, u64)>,
+    /// What the responses' status flags and warning counts said.
+    status: StatusCounts,
     /// Response times of the answered requests.
     rt: Histogram,
     /// How long the requests cut off by a close had waited.
@@ -264,6 +270,37 @@ struct StatementAgg {
     sample: (u64, String),
     /// The group's statements are held only in part by the capture.
     text_cut: bool,
+}
+
+/// What the OK and EOF packets that ended a group's responses said (pt-query-digest's
+/// `No_index_used`, `No_good_index_used`, `Warning_count`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StatusCounts {
+    /// Responses flagged `SERVER_QUERY_NO_INDEX_USED` (a table read without an index).
+    pub no_index_used: u64,
+    /// Responses flagged `SERVER_QUERY_NO_GOOD_INDEX_USED`.
+    pub no_good_index_used: u64,
+    /// Responses with at least one warning.
+    pub with_warnings: u64,
+    /// Their warnings, summed.
+    pub warnings: u64,
+}
+
+impl StatusCounts {
+    #[inline]
+    fn count(&mut self, st: pcapsleuth_mysql::ServerStatus) {
+        self.no_index_used += u64::from(st.no_index_used());
+        self.no_good_index_used += u64::from(st.no_good_index_used());
+        self.with_warnings += u64::from(st.warnings > 0);
+        self.warnings += u64::from(st.warnings);
+    }
+
+    fn merge(&mut self, o: &StatusCounts) {
+        self.no_index_used += o.no_index_used;
+        self.no_good_index_used += o.no_good_index_used;
+        self.with_warnings += o.with_warnings;
+        self.warnings += o.warnings;
+    }
 }
 
 /// Adds `n` error responses of `code` to `codes`, kept in code order.
@@ -1091,6 +1128,7 @@ impl MysqlAggregate {
                 rows: s.rows,
                 request_bytes: s.request_bytes,
                 response_bytes: s.response_bytes,
+                status: s.status,
                 total_us: s.rt.sum_ns() as f64 / 1e3,
                 rt_us: s.rt.summary_us(),
                 cut_off_waited_us: s.waited.summary_us(),
@@ -1323,6 +1361,10 @@ pub struct StatementGroup {
     pub request_bytes: u64,
     /// MySQL bytes of their responses.
     pub response_bytes: u64,
+    /// What the OK and EOF packets that ended the responses said: indexes not used, warnings
+    /// (flattened in JSON: `no_index_used`, `no_good_index_used`, `with_warnings`, `warnings`).
+    #[serde(flatten)]
+    pub status: StatusCounts,
     /// Sum and distribution of the response times of the answered requests.
     pub total_us: f64,
     /// Response times of the answered requests, microseconds.
