@@ -583,9 +583,9 @@ fn against_baseline(out: &mut String, d: &Diff, baseline: &str) {
     }
     let _ = writeln!(
         out,
-        "</tbody></table>\n<p class=\"meta\">{}</p>\n</section>",
-        "Added: the time B's answered requests of a statement took beyond A's mean for it, where the \
-         rank test of its response times calls the difference (pcapsleuth diff --json has every figure)."
+        "</tbody></table>\n<p class=\"meta\">Added: the time B's answered requests of a statement took \
+         beyond A's mean for it, where the rank test of its response times calls the difference \
+         (pcapsleuth diff --json has every figure).</p>\n</section>"
     );
 }
 

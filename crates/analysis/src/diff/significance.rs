@@ -7,12 +7,12 @@
 //!   exactly, so the answer is the same for any number of splits and threads. The effect is the
 //!   probability of superiority, P(B > A) + P(B = A) / 2 (0.5: no shift); a difference is called when the
 //!   p-value is below the level after Holm's correction over the comparisons of one diff **and** the
-//!   effect is at least [`DIFF_MIN_EFFECT`] away from 0.5, so that a huge sample does not make a
+//!   effect is at least 0.06 (`DIFF_MIN_EFFECT`) away from 0.5, so that a huge sample does not make a
 //!   trivial shift a finding.
 //! * **Counts over time** (requests or errors per second) are compared as two Poisson rates: given
 //!   the total, B's count is binomial with B's share of the time under no change (the conditional
 //!   test), normal approximation with a continuity correction; called when the p-value is below
-//!   [`DIFF_RATE_LEVEL`] and the rate changed by at least [`DIFF_MIN_RATE_CHANGE`]. A paced workload
+//!   0.001 (`DIFF_RATE_LEVEL`) and the rate changed by at least 20% (`DIFF_MIN_RATE_CHANGE`). A paced workload
 //!   varies less than a Poisson process, so this test is on the cautious side.
 
 use serde::Serialize;
@@ -35,7 +35,7 @@ pub struct RankTest {
     /// The two-sided p-value.
     pub p: f64,
     /// Whether the difference is called one: `p` below the level after Holm's correction, and
-    /// `effect` at least [`DIFF_MIN_EFFECT`] from 0.5.
+    /// `effect` at least 0.06 (`DIFF_MIN_EFFECT`) from 0.5.
     pub significant: bool,
 }
 
@@ -105,7 +105,7 @@ impl RankTest {
     }
 }
 
-/// Marks as significant the tests whose p-value passes Holm's step-down correction at [`DIFF_LEVEL`]
+/// Marks as significant the tests whose p-value passes Holm's step-down correction at 0.01 (`DIFF_LEVEL`)
 /// over all of `tests`, and whose effect is large enough. The order of `tests` does not matter.
 pub fn holm(tests: &mut [RankTest]) {
     let mut order: Vec<usize> = (0..tests.len()).collect();
@@ -130,8 +130,8 @@ pub struct RateTest {
     pub ratio: f64,
     /// The two-sided p-value of the conditional binomial test.
     pub p: f64,
-    /// Whether the change is called one: `p` below [`DIFF_RATE_LEVEL`] and the rate changed by at least
-    /// [`DIFF_MIN_RATE_CHANGE`].
+    /// Whether the change is called one: `p` below 0.001 (`DIFF_RATE_LEVEL`) and the rate changed by at least
+    /// 20% (`DIFF_MIN_RATE_CHANGE`).
     pub significant: bool,
 }
 

@@ -654,7 +654,7 @@ fn new_and_gone(d: &Diff) -> Vec<String> {
                 s.a.as_ref().map_or(0, |x| x.count)
             }
         };
-        found.sort_by(|x, y| n(y).cmp(&n(x)));
+        found.sort_by_key(|x| std::cmp::Reverse(n(x)));
         let each: Vec<String> = found
             .iter()
             .take(3)

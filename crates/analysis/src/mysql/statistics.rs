@@ -347,12 +347,15 @@ struct Groups {
     /// the fingerprint ([`whole`]), so that a key is looked up by a `&str` built in a reused buffer.
     numbers: HashMap<String, u32, FlowBuildHasher>,
     groups: Vec<StatementAgg>,
-    /// By head id: up to [`Groups::PER_HEAD`] groups of the fingerprints that start with that head,
-    /// as (the fingerprint after the head's output, the command byte, group number).
-    by_head: Vec<Vec<(Box<[u8]>, u8, u32)>>,
+    /// By head id: up to [`Groups::PER_HEAD`] groups of the fingerprints that start with that head.
+    by_head: Vec<Vec<HeadGroup>>,
     /// A whole key, put together from its parts.
     whole: String,
 }
+
+/// A group remembered by its fingerprint's head: the fingerprint after the head's output, the command
+/// byte, the group's number.
+type HeadGroup = (Box<[u8]>, u8, u32);
 
 impl Groups {
     /// Groups remembered per head: a head with more costs a map lookup for the others, as without
