@@ -166,6 +166,11 @@ enum Command {
         /// (no network needed to read it; it prints).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// With --html: a baseline run (files read as one capture) to compare this capture with, as
+        /// `pcapsleuth diff BASELINE CAPTURE` does; the page gets the diff's verdict and the statements
+        /// that changed.
+        #[arg(long, value_name = "FILE", num_args = 1.., requires = "html")]
+        baseline: Vec<PathBuf>,
     },
     /// Two capture points of one workload, the client's and the server's: where each request's time went,
     /// the server or the path between them.
@@ -212,6 +217,38 @@ enum Command {
         /// How many notable transactions to list (the earliest; all are counted).
         #[arg(long, value_name = "N", default_value_t = 20)]
         notable: usize,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
+    /// Two runs side by side (the same workload before and after a change, the good environment and
+    /// the bad one), with a verdict in words: what changed, where the added time went, and why where the
+    /// capture shows it.
+    ///
+    /// Per statement group (command and fingerprint): counts, rates, percentiles, total time, errors,
+    /// rows, bytes, new and gone; a difference is called only when it is larger than the runs' own noise
+    /// (a rank test of the distributions, a rate test of the counts). Then the load (requests/s, think
+    /// time, requests in flight), response-time humps, connects and closes, the path (TCP handshakes,
+    /// retransmissions), ceilings and servers, side by side. Runs of different lengths, servers or ports
+    /// are compared on rates and shares, and the output says what was matched with what.
+    ///
+    /// `pcapsleuth diff a.pcap b.pcap`, or, with several files per run (rotated sets, directories,
+    /// compressed files), `pcapsleuth diff --a a1.pcap a2.pcap --b b.pcap`.
+    #[command(
+        override_usage = "pcapsleuth diff [OPTIONS] A_CAPTURE B_CAPTURE\n       pcapsleuth diff [OPTIONS] --a FILE... --b FILE..."
+    )]
+    Diff {
+        /// Run A (the baseline) and run B, one file each.
+        #[arg(value_names = ["A_CAPTURE", "B_CAPTURE"], num_args = 2, conflicts_with_all = ["a", "b"])]
+        pair: Vec<PathBuf>,
+        /// Run A, the baseline: files read as one capture, as the analyses read them.
+        #[arg(long = "a", value_name = "FILE", num_args = 1.., requires = "b")]
+        a: Vec<PathBuf>,
+        /// Run B, compared with A.
+        #[arg(long = "b", value_name = "FILE", num_args = 1.., requires = "a")]
+        b: Vec<PathBuf>,
+        /// How many statement groups to print (the JSON has them all).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
         #[command(flatten)]
         engine: EngineArgs,
     },
@@ -579,16 +616,66 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
             html,
+            baseline,
         } => {
             let interval_ns = args::nanos(interval);
-            let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+            let (cap, a, profile) = if baseline.is_empty() {
+                let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+                (cap, a, None)
+            } else {
+                let (cap, a) = analyze(&common, || {
+                    (
+                        Everything::new(interval_ns),
+                        analysis::RunProfile::default(),
+                    )
+                })?;
+                let mut profile = None;
+                let a = a.map(|(stats, p)| {
+                    profile = Some(p);
+                    stats
+                });
+                (cap, a, profile)
+            };
             let r = analysis::full_report(&a);
             output(common.engine.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
             if let Some(path) = html.as_deref() {
-                write_html(path, &cap, &a, &r)?;
+                let against = match profile {
+                    Some(profile) => {
+                        let names = |set: &CaptureSet| -> Vec<String> {
+                            set.inputs
+                                .iter()
+                                .map(|i| i.path().display().to_string())
+                                .collect()
+                        };
+                        let base = Common {
+                            files: baseline,
+                            ..common.clone()
+                        };
+                        let (base_set, base_run) = analyze(&base, || {
+                            (
+                                Everything::new(interval_ns),
+                                analysis::RunProfile::default(),
+                            )
+                        })?;
+                        let (stats, p) = &base_run.output;
+                        let base_names = names(&base_set);
+                        let a_side =
+                            analysis::DiffSide::new(&base_run, stats, p, base_names.clone());
+                        let b_side = analysis::DiffSide::new(&a, &a.output, &profile, names(&cap));
+                        Some((analysis::diff(&a_side, &b_side), base_names.join(", ")))
+                    }
+                    None => None,
+                };
+                write_html(
+                    path,
+                    &cap,
+                    &a,
+                    &r,
+                    against.as_ref().map(|(d, n)| (d, n.as_str())),
+                )?;
             }
             Ok(finish(&cap, &a))
         }
@@ -675,6 +762,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 finish(&client_set, &client_run),
                 finish(&server_set, &server_run),
             ];
+            Ok(if codes.contains(&ExitCode::from(2)) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Diff {
+            pair,
+            a,
+            b,
+            limit,
+            engine,
+        } => {
+            let (a, b) = match (&pair[..], a.is_empty()) {
+                ([x, y], true) => (vec![x.clone()], vec![y.clone()]),
+                (_, false) => (a, b),
+                _ => bail!(InputError(
+                    "diff needs two runs: A_CAPTURE B_CAPTURE, or --a FILE... --b FILE...".into()
+                )),
+            };
+            let mut codes = Vec::new();
+            let mut side = |files: Vec<PathBuf>| -> anyhow::Result<analysis::DiffSide> {
+                let common = Common {
+                    files,
+                    engine: engine.clone(),
+                    no_mysql: false,
+                };
+                let (set, run) = analyze(&common, || {
+                    (Everything::default(), analysis::RunProfile::default())
+                })?;
+                let names = set.inputs.iter().map(|i| i.path().display().to_string());
+                let (stats, profile) = &run.output;
+                codes.push(finish(&set, &run));
+                Ok(analysis::DiffSide::new(
+                    &run,
+                    stats,
+                    profile,
+                    names.collect(),
+                ))
+            };
+            let (a, b) = (side(a)?, side(b)?);
+            let d = analysis::diff(&a, &b);
+            emit(if engine.json {
+                report::to_json(&d)
+            } else {
+                fitted(report::render_diff(&d, limit))
+            })?;
             Ok(if codes.contains(&ExitCode::from(2)) {
                 ExitCode::from(2)
             } else {
@@ -833,6 +967,7 @@ fn write_html<O>(
     set: &CaptureSet,
     a: &Run<O>,
     r: &analysis::FullReport,
+    baseline: Option<(&analysis::Diff, &str)>,
 ) -> anyhow::Result<()> {
     refuse_input_as_output(path, set.identities())?;
     let names: Vec<String> = set
@@ -845,7 +980,7 @@ fn write_html<O>(
         [first, ..] => format!("{first} and {} more files", names.len() - 1),
         [] => "the capture".to_string(),
     };
-    let page = report::render_html(r, &analysis::unknowns(a), &capture)?;
+    let page = report::render_html_against(r, &analysis::unknowns(a), &capture, baseline)?;
     pcapsleuth::capture::write_file(path, page.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     sayln!("pcapsleuth: wrote {}", path.display());

@@ -278,3 +278,35 @@ fn every_connections_events_come_in_capture_order_and_do_not_depend_on_the_split
         }
     }
 }
+
+/// `diff`: two runs compared give the same verdict, tests and figures whatever the splits and threads
+/// of either run (the rank tests are computed from histograms, which merge exactly; nothing is drawn at
+/// random).
+#[test]
+fn diff_is_the_same_with_1_2_3_7_and_64_splits() {
+    use pcapsleuth::analysis::{diff, DiffSide, RunProfile};
+    for name in ["path-delay", "clients-slower", "missing-table"] {
+        let side = |run: &str, splits: usize, threads: usize| {
+            let file = format!("diff-{name}.{run}.pcap");
+            let cap = Capture::open(common::fixture(&file)).unwrap();
+            let a = analyze(
+                &cap,
+                &EngineOptions {
+                    threads,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || (Everything::default(), RunProfile::default()),
+            );
+            DiffSide::new(&a, &a.output.0, &a.output.1, vec![file])
+        };
+        let one = to_json(&diff(&side("a", 1, 1), &side("b", 1, 1)));
+        for (splits, threads) in [(2, 2), (3, 1), (7, 2), (64, 2)] {
+            let other = to_json(&diff(
+                &side("a", splits, threads),
+                &side("b", 64 / splits, threads),
+            ));
+            assert_eq!(one, other, "diff-{name}: differs with {splits} splits");
+        }
+    }
+}

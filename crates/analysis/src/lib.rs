@@ -62,6 +62,7 @@ mod closes;
 mod compare;
 mod compare_ends;
 mod connects;
+mod diff;
 mod engine;
 pub mod events;
 mod everything;
@@ -101,6 +102,12 @@ pub use compare_ends::{
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
+pub use diff::{
+    diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
+    ConnectionLoad, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile, Matching, Method,
+    Pair, PathFacts, RankTest, RateTest, RunProfile, RunSummary, ServerDiff, ServerMatch,
+    StatementDiff, StatementSide, Throughput,
+};
 pub use engine::{
     analyze, analyze_set, EngineOptions, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,
 };
@@ -119,10 +126,11 @@ pub use histogram::{Histogram, RtSummary};
 pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
-    IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection, MysqlFilter, MysqlReport,
-    MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts,
-    StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
+    command_word, response_time_ns, statement_label, ConnectSummary, CutOff, ErrorDetail,
+    ErrorExample, Fate, Incident, IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts,
+    SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
+    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use pcapsleuth_flow::{FlowBuildHasher, SegmentClass};
+use pcapsleuth_flow::{Endpoint, FlowBuildHasher, SegmentClass};
 use pcapsleuth_mysql::{Command, Direction, Outcome};
 
 use serde::Serialize;
@@ -26,9 +26,9 @@ pub struct RtSide {
     errors: Histogram,
     /// Exchanges during which the connection retransmitted a segment.
     retransmitted: Histogram,
-    by_port: BTreeMap<u16, Histogram>,
-    /// (server port, interval) -> distribution and error count.
-    per_interval: HashMap<(u16, i64), (CoarseHistogram, u64), FlowBuildHasher>,
+    by_server: BTreeMap<Endpoint, Histogram>,
+    /// (server endpoint, interval) -> distribution and error count.
+    per_interval: HashMap<(Endpoint, i64), (CoarseHistogram, u64), FlowBuildHasher>,
     /// What the requests of each bin of `all` have in common: for explaining humps.
     traits: HumpTraits,
 }
@@ -37,7 +37,7 @@ impl RtSide {
     fn add(
         &mut self,
         interval_ns: i64,
-        port: u16,
+        server: Endpoint,
         request_ts_ns: i64,
         rt_ns: u64,
         error: bool,
@@ -46,11 +46,11 @@ impl RtSide {
         let rt = Binned::new(rt_ns);
         self.add_unplaced(rt, error, retransmitted);
         let bin = request_ts_ns.div_euclid(interval_ns);
-        self.add_placed(port, bin, std::iter::once((rt, error)));
+        self.add_placed(server, bin, std::iter::once((rt, error)));
     }
 
     /// The distributions that do not depend on where a response time was measured. (The value is
-    /// binned once for these and its port's.)
+    /// binned once for these and its server's.)
     #[inline]
     fn add_unplaced(&mut self, rt: Binned, error: bool, retransmitted: bool) {
         self.all.add_binned(rt);
@@ -62,19 +62,19 @@ impl RtSide {
         }
     }
 
-    /// The distributions of server port `port` and of its interval `bin`: `values` are response times
+    /// The distributions of server `server` and of its interval `bin`: `values` are response times
     /// measured there, with whether each was an error.
     fn add_placed(
         &mut self,
-        port: u16,
+        server: Endpoint,
         bin: i64,
         values: impl Iterator<Item = (Binned, bool)> + Clone,
     ) {
-        let by_port = self.by_port.entry(port).or_default();
+        let by_server = self.by_server.entry(server).or_default();
         for (rt, _) in values.clone() {
-            by_port.add_binned(rt);
+            by_server.add_binned(rt);
         }
-        let cell = self.per_interval.entry((port, bin)).or_default();
+        let cell = self.per_interval.entry((server, bin)).or_default();
         for (rt, error) in values {
             cell.0.add(rt.ns());
             cell.1 += u64::from(error);
@@ -86,8 +86,8 @@ impl RtSide {
         self.errors.merge(&o.errors);
         self.retransmitted.merge(&o.retransmitted);
         self.traits.merge(&o.traits);
-        for (p, h) in o.by_port {
-            self.by_port.entry(p).or_default().merge(&h);
+        for (p, h) in o.by_server {
+            self.by_server.entry(p).or_default().merge(&h);
         }
         for (k, (h, e)) in o.per_interval {
             let c = self.per_interval.entry(k).or_default();
@@ -118,9 +118,9 @@ impl RtAggregate {
         }
     }
 
-    pub(crate) fn connect(&mut self, port: u16, syn_ts: i64, login_ns: u64) {
+    pub(crate) fn connect(&mut self, server: Endpoint, syn_ts: i64, login_ns: u64) {
         self.connect
-            .add(self.interval_ns, port, syn_ts, login_ns, false, false);
+            .add(self.interval_ns, server, syn_ts, login_ns, false, false);
     }
 
     /// Leaves out the intervals outside the capture's body (samples between two wild timestamps keep
@@ -185,19 +185,29 @@ impl RtAggregate {
                 })
                 .collect(),
             by_port: side
-                .by_port
+                .by_server
+                .iter()
+                .fold(BTreeMap::<u16, Histogram>::new(), |mut ports, (s, h)| {
+                    ports.entry(s.port).or_default().merge(h);
+                    ports
+                })
                 .iter()
                 .map(|(p, h)| (p.to_string(), h.summary_us()))
+                .collect(),
+            by_server: side
+                .by_server
+                .iter()
+                .map(|(s, h)| (s.to_string(), h.summary_us()))
                 .collect(),
             per_interval: {
                 let mut rows = intervals(side, secs, IntervalKind::Requests);
                 rows.extend(intervals(&self.connect, secs, IntervalKind::Connect));
                 rows.sort_by(|a, b| {
-                    (a.start, a.port, a.kind)
-                        .partial_cmp(&(b.start, b.port, b.kind))
+                    (a.0, a.1, a.2.kind)
+                        .partial_cmp(&(b.0, b.1, b.2.kind))
                         .unwrap_or(std::cmp::Ordering::Equal)
                 });
-                rows
+                rows.into_iter().map(|(_, _, row)| row).collect()
             },
             connect_us: self.connect.all.summary_us(),
             interval_s: secs,
@@ -218,16 +228,16 @@ pub struct ResponseTimes {
     tcp: Unplaced,
 }
 
-/// Response times measured at one server port in one interval, since the one before them was measured
-/// elsewhere, not yet added to that port's and that interval's distributions: added together when one is
-/// measured elsewhere, when [`Unplaced::CAP`] are waiting, or before the distributions are read
+/// Response times measured at one server in one interval, since the one before them was measured
+/// elsewhere, not yet added to that server's and that interval's distributions: added together when one
+/// is measured elsewhere, when [`Unplaced::CAP`] are waiting, or before the distributions are read
 /// ([`ResponseTimes::merge`], [`ResponseTimes::finish`]). Requests come in time order and a capture holds
-/// few server ports, so the two lookups are made once for many response times. Adding to a distribution
+/// few servers, so the two lookups are made once for many response times. Adding to a distribution
 /// commutes, so the distributions are the same whenever the values are added.
 #[derive(Debug, Default)]
 struct Unplaced {
-    /// (server port, interval) of `values`; `None` when there are none.
-    key: Option<(u16, i64)>,
+    /// (server, interval) of `values`; `None` when there are none.
+    key: Option<(Endpoint, i64)>,
     /// `[from, to)`: the request times the interval holds.
     from: i64,
     to: i64,
@@ -238,25 +248,25 @@ struct Unplaced {
 impl Unplaced {
     const CAP: usize = 256;
 
-    /// Notes a response time of a request at `ts_ns` to `port` (its other distributions are `side`'s
+    /// Notes a response time of a request at `ts_ns` to `server` (its other distributions are `side`'s
     /// already), adding the waiting ones to `side` first if they were measured elsewhere.
     #[inline(always)]
     fn note(
         &mut self,
         side: &mut RtSide,
         interval_ns: i64,
-        port: u16,
+        server: Endpoint,
         ts_ns: i64,
         value: (Binned, bool),
     ) {
-        let same = self.key.is_some_and(|(p, _)| p == port)
+        let same = self.key.is_some_and(|(s, _)| s == server)
             && ts_ns >= self.from
             && ts_ns < self.to
             && self.values.len() < Self::CAP;
         if !same {
             self.place(side);
             let bin = ts_ns.div_euclid(interval_ns);
-            self.key = Some((port, bin));
+            self.key = Some((server, bin));
             self.from = bin.saturating_mul(interval_ns);
             self.to = bin.saturating_add(1).saturating_mul(interval_ns);
         }
@@ -265,8 +275,8 @@ impl Unplaced {
 
     /// Adds the waiting response times to `side`'s port and interval distributions.
     fn place(&mut self, side: &mut RtSide) {
-        if let Some((port, bin)) = self.key.take() {
-            side.add_placed(port, bin, self.values.iter().copied());
+        if let Some((server, bin)) = self.key.take() {
+            side.add_placed(server, bin, self.values.iter().copied());
             self.values.clear();
         }
     }
@@ -303,13 +313,8 @@ impl ResponseTimes {
                     error: None,
                 };
                 side.traits.note(rt, &member, None, None);
-                self.tcp.note(
-                    side,
-                    self.rt.interval_ns,
-                    conn.server().port,
-                    start,
-                    (rt, false),
-                );
+                self.tcp
+                    .note(side, self.rt.interval_ns, conn.server(), start, (rt, false));
             }
         }
     }
@@ -360,7 +365,7 @@ impl Analysis for ResponseTimes {
         if t.transaction.command == Command::Connect {
             // A login is timed from the client's first SYN, when the capture holds it.
             if let Some((syn, login)) = login_from_syn(conn, t) {
-                self.rt.connect(t.server.port, syn.ts.0, login);
+                self.rt.connect(t.server, syn.ts.0, login);
             }
             return;
         }
@@ -390,7 +395,7 @@ impl Analysis for ResponseTimes {
             self.mysql.note(
                 side,
                 self.rt.interval_ns,
-                t.server.port,
+                t.server,
                 t.transaction.request_ts_ns as i64,
                 (rt, error),
             );
@@ -426,25 +431,28 @@ impl Analysis for ResponseTimes {
     }
 }
 
-/// The per-interval rows of one distribution.
-fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<IntervalRt> {
+/// The per-interval rows of one distribution, each with its start and server to sort by.
+fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<(f64, Endpoint, IntervalRt)> {
     side.per_interval
         .iter()
         .collect::<BTreeMap<_, _>>()
         .into_iter()
-        .map(|(&(port, bin), (h, errors))| {
+        .map(|(&(server, bin), (h, errors))| {
             let summary = h.summary_us();
-            IntervalRt {
-                port,
+            let start = bin as f64 * secs;
+            let row = IntervalRt {
+                server: server.to_string(),
+                port: server.port,
                 kind,
-                start: bin as f64 * secs,
+                start,
                 count: h.count(),
                 mean_us: summary.mean,
                 p50_us: summary.p50,
                 p95_us: summary.p95,
                 p99_us: summary.p99,
                 errors: *errors,
-            }
+            };
+            (start, server, row)
         })
         .collect()
 }
@@ -513,7 +521,7 @@ fn explain(
     let mut statements: Vec<(String, f64)> = mysql
         .map(|a| {
             a.statement_histograms()
-                .map(|(fp, h)| (fp.clone(), share_of(h)))
+                .map(|(fp, h)| (fp, share_of(h)))
                 .filter(|(_, s)| *s >= 0.05)
                 .collect()
         })
@@ -585,9 +593,11 @@ pub struct HistogramBin {
     pub count: u64,
 }
 
-/// The response times of one interval, for one server port and kind.
+/// The response times of one interval, for one server and kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IntervalRt {
+    /// The server's `ip:port` (IPv6 as `[addr]:port`).
+    pub server: String,
     /// The server's port.
     pub port: u16,
     /// What is timed: requests, or MySQL logins from their first SYN.
@@ -647,11 +657,13 @@ pub struct RtReport {
     pub slow_modes: Vec<SlowModeTraits>,
     /// The distribution's non-empty bins, in order.
     pub histogram: Vec<HistogramBin>,
-    /// The summary per server port (the port as a string key).
+    /// The summary per server port (the port as a string key): servers that share a port are one.
     pub by_port: BTreeMap<String, RtSummary>,
+    /// The summary per server (`"ip:port"`, IPv6 as `"[addr]:port"`).
+    pub by_server: BTreeMap<String, RtSummary>,
     /// Width of the `per_interval` rows, seconds.
     pub interval_s: f64,
-    /// Rows by interval, server port and kind: requests, and MySQL logins from their first SYN.
+    /// Rows by interval, server and kind: requests, and MySQL logins from their first SYN.
     pub per_interval: Vec<IntervalRt>,
     /// MySQL logins seen from their first SYN: the SYN to the answer to the login.
     pub connect_us: RtSummary,

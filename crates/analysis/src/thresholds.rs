@@ -320,3 +320,63 @@ pub const ANNOTATED_RESENDS: usize = 5;
 /// `extract --annotate` comments the retransmissions of at most this many connections (those that
 /// began first): a bound on memory whatever the capture holds.
 pub const ANNOTATED_RESEND_CONNECTIONS: usize = 4096;
+
+// ---- Two runs compared (crate::diff) ----
+
+/// The family-wise level of the rank tests of one diff (Holm's correction over the overall response
+/// time, every statement group and the think time): one diff makes dozens of comparisons, and a verdict
+/// that names a statement must not be the one chance pick among them.
+pub const DIFF_LEVEL: f64 = 0.01;
+
+/// The least shift of a distribution that is called a difference, as the probability of superiority's
+/// distance from 0.5 (0.56 is Vargha and Delaney's "small" effect): with a million requests a side a
+/// 1% shift is significant, and no one should chase it.
+pub const DIFF_MIN_EFFECT: f64 = 0.06;
+
+/// The level of the rate tests (requests and errors per second): each rate is reported on its own, so a
+/// strict level keeps their many comparisons from calling noise.
+pub const DIFF_RATE_LEVEL: f64 = 0.001;
+
+/// The least change of a rate that is called one (20%): runs of one workload recorded minutes apart
+/// differ by a few percent in what they sent.
+pub const DIFF_MIN_RATE_CHANGE: f64 = 0.20;
+
+/// A statement group is tested only with at least this many answered requests in each run: fewer
+/// cannot show a difference at the level above, and their table row says "too few".
+pub const DIFF_MIN_TESTED: u64 = 8;
+
+/// A connection's median response time is counted (to say whether a change shows on every connection)
+/// when it answered at least this many requests.
+pub const DIFF_CONNECTION_MIN_REQUESTS: u64 = 10;
+
+/// Response times changed when the time B's requests spent beyond A's speed (or saved), over the
+/// statements that changed significantly, is at least this share of B's time: less is within what one
+/// run differs from the next.
+pub const DIFF_RT_CHANGE_SHARE: f64 = 0.10;
+
+/// Statements "got slower by about the same time" when the largest and the smallest change of their
+/// medians are within this factor: a constant added to every request (a path's delay) moves a 24 µs
+/// COMMIT and a 100 µs range select by the same time, where a slower server multiplies them.
+pub const DIFF_UNIFORM_SPREAD: f64 = 1.5;
+
+/// The added time is "in" a few statements when at most [`DIFF_CONCENTRATED_GROUPS`] of them hold at
+/// least this share of it.
+pub const DIFF_CONCENTRATED_SHARE: f64 = 0.8;
+
+/// See [`DIFF_CONCENTRATED_SHARE`].
+pub const DIFF_CONCENTRATED_GROUPS: usize = 3;
+
+/// The clients offered less (or more) load when their mean think time (a response to their next
+/// request) grew (or shrank) by at least this factor together with a significant change of the request
+/// rate.
+pub const DIFF_THINK_FACTOR: f64 = 1.5;
+
+/// Seen at a server, the path's round trip (the fastest tenth of think times: a response, then the
+/// client's next request at once) grew when its change is at least this many times the change of the
+/// server's own mean response time: then the path, not the server, holds most of what changed.
+pub const DIFF_PATH_FACTOR: f64 = 2.0;
+
+/// A capture was taken at the client (or at the server) when its TCP handshakes' SYN to SYN-ACK (or
+/// SYN-ACK to ACK) holds at least this share of their round trip (medians): the half that crossed the
+/// path. On a local network both halves are microseconds and the point is not told.
+pub const DIFF_HANDSHAKE_HALF: f64 = 0.8;

@@ -210,6 +210,30 @@ pub enum Outcome {
     Unparsed,
 }
 
+/// The server status flags (`SERVER_*`, [`wire::status`]) and the warning count of the OK or EOF
+/// packet that ended a response: whether the query used an index, how many warnings it raised (what
+/// pt-query-digest reports as `No_index_used`, `No_good_index_used` and `Warning_count`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStatus {
+    /// The status flags; of a response of several resultsets, those of every terminator together
+    /// (`SERVER_MORE_RESULTS_EXISTS` aside).
+    pub flags: u16,
+    /// The warning count of the last terminator.
+    pub warnings: u16,
+}
+
+impl ServerStatus {
+    /// `SERVER_QUERY_NO_INDEX_USED`: the query read a table without an index (a full scan).
+    pub fn no_index_used(&self) -> bool {
+        self.flags & wire::status::SERVER_QUERY_NO_INDEX_USED != 0
+    }
+
+    /// `SERVER_QUERY_NO_GOOD_INDEX_USED`: no good index was found (a range checked per record).
+    pub fn no_good_index_used(&self) -> bool {
+        self.flags & wire::status::SERVER_QUERY_NO_GOOD_INDEX_USED != 0
+    }
+}
+
 /// One client request and its response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transaction {
@@ -243,6 +267,9 @@ pub struct Transaction {
     /// Rows returned, summed over every resultset of the response; those that arrived before a close
     /// when it was cut off (see [`Outcome::ResultSet`]). 0 for responses without rows.
     pub rows: u64,
+    /// The server status flags and warning count the response ended with (its OK packet, or the EOF
+    /// or OK that ended its resultsets); `None` when it ended otherwise (ERR, cut off, none).
+    pub server_status: Option<ServerStatus>,
     /// Response bytes on the wire (payloads and packet headers).
     pub response_bytes: u64,
     /// Request bytes on the wire (command, LOCAL INFILE data, auth data).

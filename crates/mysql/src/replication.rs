@@ -649,6 +649,7 @@ impl Replication {
             last_response_ts_ns: None,
             last_response_frame: None,
             rows: 0,
+            server_status: None,
             response_bytes: 0,
             request_bytes: d.request_bytes,
             gap_bytes: 0,

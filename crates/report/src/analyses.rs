@@ -197,22 +197,23 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     if per_interval {
         let _ = writeln!(
             out,
-            "\nper interval ({}) and server port:",
+            "\nper interval ({}) and server:",
             seconds(r.interval_s)
         );
         let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
         let start_w = column_width("interval start", &starts);
+        let server_w = column_width("server", r.per_interval.iter().map(|i| &i.server));
         let _ = writeln!(
             out,
-            "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
-            "interval start", "port", "what", "count", "mean", "p95", "p99", "errors"
+            "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+            "interval start", "server", "what", "count", "mean", "p95", "p99", "errors"
         );
         for (i, start) in r.per_interval.iter().zip(&starts) {
             let _ = writeln!(
                 out,
-                "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+                "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
                 start,
-                i.port,
+                i.server,
                 match i.kind {
                     IntervalKind::Requests => "requests",
                     IntervalKind::Connect => "connect",
@@ -300,6 +301,7 @@ pub fn render_report(r: &FullReport) -> String {
     }
     let m = &r.mysql;
     let _ = writeln!(out, "\n{}", counts_line(r));
+    crate::text::write_servers(&mut out, &m.servers);
     crate::replication::write_streams(&mut out, &m.replication);
     if let Some(longest) = m
         .unanswered

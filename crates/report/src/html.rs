@@ -12,9 +12,9 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::cause::Cause;
-use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, NONE};
+use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, significant, NONE};
 use pcapsleuth_analysis::{
-    CloseReport, Finding, FindingKind, FullReport, RtSource, RtSummary, Unknowns,
+    CloseReport, Diff, Finding, FindingKind, FullReport, RtSource, RtSummary, Unknowns,
 };
 
 use crate::plots::{svg_plots, PlotError};
@@ -138,6 +138,18 @@ pub fn render_html(
     unknowns: &Unknowns,
     capture: &str,
 ) -> Result<String, PlotError> {
+    render_html_against(r, unknowns, capture, None)
+}
+
+/// [`render_html`] with, when `baseline` is given (`report --html --baseline A`), a section that
+/// compares the capture (run B) with that baseline (run A, named by the second string): the diff's
+/// verdict, what was matched, and the statement groups that changed.
+pub fn render_html_against(
+    r: &FullReport,
+    unknowns: &Unknowns,
+    capture: &str,
+    baseline: Option<(&Diff, &str)>,
+) -> Result<String, PlotError> {
     let (plots, skipped) = svg_plots(r)?;
     let mut out =
         String::with_capacity(64 * 1024 + plots.iter().map(|p| p.svg.len()).sum::<usize>());
@@ -162,6 +174,9 @@ pub fn render_html(
     );
     partial_data(&mut out, unknowns);
     answer(&mut out, r);
+    if let Some((d, name)) = baseline {
+        against_baseline(&mut out, d, name);
+    }
     findings(&mut out, &r.findings);
     mysql_tables(&mut out, r);
     let _ = writeln!(out, "<section id=\"plots\">\n<h2>Plots</h2>");
@@ -464,6 +479,34 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
     }
     let _ = writeln!(out, "</tbody></table>");
 
+    if m.servers.len() > 1 {
+        let _ = writeln!(
+            out,
+            "<h3>Servers</h3>\n<table class=\"sortable\" id=\"servers\"><thead><tr><th>server</th>\
+             <th class=\"n\">requests</th><th class=\"n\">per second</th><th class=\"n\">p50</th>\
+             <th class=\"n\">p99</th><th class=\"n\">errors</th><th class=\"n\">sessions reset</th>\
+             <th class=\"n\">bytes sent</th><th class=\"n\">bytes received</th></tr></thead><tbody>"
+        );
+        for s in &m.servers {
+            let n = s.rt_us.count;
+            let per_s = s.requests_per_s.unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td>{}{}{}{}{}{}{}{}</tr>",
+                escape_html(&s.server),
+                num_count(s.requests),
+                num(per_s, &significant(per_s, 3)),
+                num_us(n, s.rt_us.p50),
+                num_us(n, s.rt_us.p99),
+                num_count(s.errors),
+                num_count(s.resets),
+                num_count(s.request_bytes),
+                num_count(s.response_bytes)
+            );
+        }
+        let _ = writeln!(out, "</tbody></table>");
+    }
+
     let _ = writeln!(out, "<h3>Errors</h3>");
     if m.error_details.is_empty() {
         let _ = writeln!(out, "<p>No error responses.</p>");
@@ -494,16 +537,17 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         let _ = writeln!(
             out,
             "<h3>Statements by total time</h3>\n<table class=\"sortable\" id=\"statements\"><thead><tr>\
-             <th>fingerprint</th><th class=\"n\">requests</th><th class=\"n\">answered</th>\
+             <th>command</th><th>fingerprint</th><th class=\"n\">requests</th><th class=\"n\">answered</th>\
              <th class=\"n\">total</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p95</th>\
              <th class=\"n\">p99</th><th class=\"n\">max</th><th class=\"n\">errors</th><th class=\"n\">rows</th>\
-             </tr></thead><tbody>"
+             <th class=\"n\">no index</th><th class=\"n\">warnings</th></tr></thead><tbody>"
         );
         for s in &m.statements {
             let n = s.rt_us.count;
             let _ = writeln!(
                 out,
-                "<tr><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}</tr>",
+                "<tr><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>",
+                escape_html(&s.command),
                 escape_html(&s.fingerprint),
                 num_count(s.count),
                 num_count(s.requests.answered),
@@ -514,7 +558,9 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
                 num_us(n, s.rt_us.p99),
                 num_us(n, s.rt_us.max),
                 num_count(s.errors),
-                num_count(s.rows)
+                num_count(s.rows),
+                num_count(s.status.no_index_used),
+                num_count(s.status.warnings)
             );
         }
         let _ = writeln!(
@@ -524,6 +570,53 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         );
     }
     let _ = writeln!(out, "</section>");
+}
+
+/// The section comparing the capture with its baseline (`report --html --baseline A`).
+fn against_baseline(out: &mut String, d: &Diff, baseline: &str) {
+    let _ = writeln!(
+        out,
+        "<section id=\"baseline\">\n<h2>Against the baseline</h2>\n<p class=\"meta\">A: {} (the baseline); B: \
+         this capture.</p>\n<p>{}</p>\n<p class=\"meta\">Matched: {}.</p>",
+        escape_html(baseline),
+        escape_html(&d.verdict),
+        escape_html(&d.matched.notes.join("; "))
+    );
+    let _ = writeln!(
+        out,
+        "<table class=\"sortable\" id=\"diff-statements\"><thead><tr><th>change</th><th>command</th>\
+         <th>fingerprint</th><th class=\"n\">count A</th><th class=\"n\">count B</th>\
+         <th class=\"n\">p50 A</th><th class=\"n\">p50 B</th><th class=\"n\">p99 A</th>\
+         <th class=\"n\">p99 B</th><th class=\"n\">added</th></tr></thead><tbody>"
+    );
+    for s in &d.statements {
+        let (a, b) = (s.a.as_ref(), s.b.as_ref());
+        let n = |x: Option<&pcapsleuth_analysis::StatementSide>| x.map_or(0, |x| x.count);
+        let t = |x: Option<&pcapsleuth_analysis::StatementSide>, p50: bool| match x {
+            Some(x) => num_us(x.rt_us.count, if p50 { x.rt_us.p50 } else { x.rt_us.p99 }),
+            None => num_us(0, 0.0),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}</tr>",
+            s.change.name(),
+            escape_html(&s.command),
+            escape_html(&s.fingerprint),
+            num_count(n(a)),
+            num_count(n(b)),
+            t(a, true),
+            t(b, true),
+            t(a, false),
+            t(b, false),
+            num(s.added_us, &us(s.added_us))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "</tbody></table>\n<p class=\"meta\">Added: the time B's answered requests of a statement took \
+         beyond A's mean for it, where the rank test of its response times calls the difference \
+         (pcapsleuth diff --json has every figure).</p>\n</section>"
+    );
 }
 
 fn rt_row(out: &mut String, name: &str, s: &RtSummary) {

@@ -32,6 +32,7 @@
 
 mod analyses;
 mod compare;
+mod diff;
 #[cfg(feature = "plots")]
 mod html;
 mod located;
@@ -44,8 +45,9 @@ pub mod visible;
 
 pub use analyses::{render_rate, render_report, render_rt};
 pub use compare::{compare_json, render_compare, ComparedCapture};
+pub use diff::render_diff;
 #[cfg(feature = "plots")]
-pub use html::{escape_html, render_html};
+pub use html::{escape_html, render_html, render_html_against};
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
 pub use plots::{svg_plots, write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot, SvgPlot};

@@ -4,14 +4,14 @@ use std::fmt::Write;
 
 use crate::style::{
     bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
-    offset, one_line, percent, row, seconds, significant, stats, width, NONE,
+    offset, one_line, percent, row, seconds, significant, size, stats, width, NONE,
 };
 use pcapsleuth_analysis::cause::Cause;
 use crate::visible::{visible, visible_lines_owned};
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowRow,
-    MysqlReport, RequestCounts, RtSummary, Unknowns,
+    statement_label, CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose,
+    FlowRow, MysqlReport, RequestCounts, RtSummary, ServerRow, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
@@ -279,9 +279,56 @@ fn rt_line(r: &RtSummary) -> String {
     stats(r, "request", "requests")
 }
 
+/// The ranked per-server table of `mysql` and `report`, when the capture holds more than one server:
+/// requests (and per second), p50 and p99, errors, sessions reset and bytes each way, the busiest first,
+/// so that the hot shard or the broken instance is one glance. At most 20 rows (`--json` has them all).
+pub(crate) fn write_servers(out: &mut String, servers: &[ServerRow]) {
+    const SHOWN: usize = 20;
+    if servers.len() < 2 {
+        return;
+    }
+    let names: Vec<&str> = servers
+        .iter()
+        .take(SHOWN)
+        .map(|s| s.server.as_str())
+        .collect();
+    let w = column_width("server", &names);
+    let _ = writeln!(out, "\nservers, by requests:");
+    let _ = writeln!(
+        out,
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6} {:>10} {:>10}",
+        "server", "requests", "per s", "p50", "p99", "errors", "resets", "sent", "received"
+    );
+    for s in servers.iter().take(SHOWN) {
+        let n = s.rt_us.count;
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6} {:>10} {:>10}",
+            s.server,
+            count(s.requests),
+            s.requests_per_s
+                .map_or_else(|| NONE.to_string(), |r| significant(r, 3)),
+            duration_or_none(n, s.rt_us.p50),
+            duration_or_none(n, s.rt_us.p99),
+            count(s.errors),
+            count(s.resets),
+            size(s.request_bytes),
+            size(s.response_bytes)
+        );
+    }
+    if servers.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "  … and {} more servers (see --json)",
+            count((servers.len() - SHOWN) as u64)
+        );
+    }
+}
+
 /// What `pcapsleuth mysql` prints: sessions, requests and how they ended, requests per command, the
-/// response-time distribution, errors by code with their own response times, the `limit` statements
-/// with the most total time (by fingerprint), incidents, and up to `limit` requests left unanswered.
+/// response-time distribution, the servers (when there are several), errors by code with their own
+/// response times, the `limit` statement groups (command and fingerprint) with the most total time,
+/// incidents, and up to `limit` requests left unanswered.
 pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -352,6 +399,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             stats(&c.login_us, "connection", "connections")
         );
     }
+    write_servers(&mut out, &r.servers);
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
     } else {
@@ -412,7 +460,29 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 timed(s.rt_us.p99),
                 count(s.errors),
             );
-            let _ = writeln!(out, "{}", row(&columns, &s.fingerprint));
+            let _ = writeln!(
+                out,
+                "{}",
+                row(&columns, &statement_label(&s.command, &s.fingerprint))
+            );
+            let st = &s.status;
+            let mut said = Vec::new();
+            if st.no_index_used > 0 {
+                said.push(format!("no index used by {}", count(st.no_index_used)));
+            }
+            if st.no_good_index_used > 0 {
+                said.push(format!("no good index by {}", count(st.no_good_index_used)));
+            }
+            if st.with_warnings > 0 {
+                said.push(format!(
+                    "{} with {}",
+                    count(st.with_warnings),
+                    counted(st.warnings, "warning", "warnings")
+                ));
+            }
+            if !said.is_empty() {
+                let _ = writeln!(out, "  {:>9}   server status: {}", "", said.join(", "));
+            }
             if s.count > s.requests.answered {
                 let others = RequestCounts {
                     answered: 0,

@@ -13,7 +13,7 @@ pub(crate) use connection::{Home, MysqlTrack};
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
-    ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate, MysqlFilter, MysqlReport,
-    MysqlStatistics, SecondCounts, StatementFingerprinter, StatementGroup, CUT_MARK,
-    ERROR_EXAMPLES,
+    command_word, statement_label, ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate,
+    MysqlFilter, MysqlReport, MysqlStatistics, SecondCounts, ServerRow, StatementFingerprinter,
+    StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
 };

@@ -1094,8 +1094,9 @@ impl Core {
     }
 
     /// The end of one resultset (terminator or cursor EOF): another may follow.
-    pub(super) fn end_of_result(head: &mut Pending, status_flags: u16) -> Step {
-        if status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
+    pub(super) fn end_of_result(head: &mut Pending, st: OkPacket) -> Step {
+        head.note_status(st.status_flags, st.warnings);
+        if st.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
             head.stage = Stage::First;
             Step::Continue
         } else {
@@ -1179,6 +1180,7 @@ impl Core {
                                 affected_rows: ok.affected_rows,
                             })
                         } else if head.saw_resultset {
+                            head.note_status(ok.status_flags, ok.warnings);
                             Step::Done(Outcome::ResultSet { rows: head.rows })
                         } else {
                             Step::Done(ok_outcome(ok))
@@ -1198,7 +1200,7 @@ impl Core {
                 Some(0xFE) => {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
                     if head.saw_resultset {
-                        Self::end_of_result(head, st.status_flags)
+                        Self::end_of_result(head, st)
                     } else {
                         Step::Done(ok_outcome(st))
                     }
@@ -1248,7 +1250,7 @@ impl Core {
                     if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0
                         || head.cursor && len < 5
                     {
-                        return Self::end_of_result(head, st.status_flags);
+                        return Self::end_of_result(head, st);
                     }
                     head.stage = Stage::Rows;
                     return Step::Continue;
@@ -1258,7 +1260,7 @@ impl Core {
                 }
                 if wire::is_terminator(p, len) {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    return Self::end_of_result(head, st.status_flags);
+                    return Self::end_of_result(head, st);
                 }
                 if first == Some(0xFF) {
                     return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
@@ -1270,7 +1272,7 @@ impl Core {
             Stage::Rows => {
                 if wire::is_terminator(p, len) {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    return Self::end_of_result(head, st.status_flags);
+                    return Self::end_of_result(head, st);
                 }
                 if first == Some(0xFF) {
                     // 0xFF is no valid start of a text row (nor of a binary row, 0x00).
