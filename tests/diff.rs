@@ -274,7 +274,10 @@ fn the_output_says_what_was_matched_with_what() {
     // Two runs against different servers (the VLAN lab's 10.78.0.1, the main lab's 10.77.0.1, each
     // the only server of its capture) are paired, and the output says so; their spans differ, so
     // counts are compared per second.
-    let (a, b) = (common::fixture("vlan.pcap"), common::fixture("any-cooked-v2.pcap"));
+    let (a, b) = (
+        common::fixture("vlan.pcap"),
+        common::fixture("any-cooked-v2.pcap"),
+    );
     let d = common::json(&["diff", "--json", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(
         d["matched"]["notes"][0],
@@ -291,12 +294,22 @@ fn the_report_page_compares_with_a_baseline() {
     let (a, b) = pair("small-buffer-pool");
     let out = common::scratch("diff", "baseline.html");
     let o = std::process::Command::new(common::bin())
-        .args(["report", &b, "--html", out.to_str().unwrap(), "--baseline", &a])
+        .args([
+            "report",
+            &b,
+            "--html",
+            out.to_str().unwrap(),
+            "--baseline",
+            &a,
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let page = std::fs::read_to_string(&out).unwrap();
-    assert!(page.contains("<section id=\"baseline\">"), "no baseline section");
+    assert!(
+        page.contains("<section id=\"baseline\">"),
+        "no baseline section"
+    );
     assert!(page.contains("The server&#39;s work on it changed"));
     assert!(page.contains("<td>slower</td><td>COM_QUERY</td><td class=\"stmt\"><code>select c from big.sbtest1 where id=?</code>"));
     let o = std::process::Command::new(common::bin())

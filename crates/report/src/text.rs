@@ -6,8 +6,8 @@ use crate::style::{
     bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
     offset, one_line, percent, row, seconds, significant, size, stats, width, NONE,
 };
-use pcapsleuth_analysis::cause::Cause;
 use crate::visible::{visible, visible_lines_owned};
+use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     statement_label, CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose,
@@ -87,11 +87,10 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport, evidence: bool
         c.client,
         c.server
     );
-    let _ = writeln!(out, "  {}", c.reason);
+    let _ = writeln!(out, "  {}", visible(&c.reason));
     if let Some(cause) = &c.cause {
         describe_cause(out, "  ", cause, evidence);
     }
-    let _ = writeln!(out, "  {}", visible(&c.reason));
 }
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's

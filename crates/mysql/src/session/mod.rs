@@ -25,9 +25,9 @@ use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
 use crate::wire::{self, capability as cap, status, OkPacket};
 use crate::{
-    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, ErrorAt, ExecuteBytes,
-    Meta, Outcome, PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode,
-    Transaction, STATEMENT_CAP,
+    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, ErrorAt,
+    ExecuteBytes, Meta, Outcome, PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState,
+    StartMode, Transaction, STATEMENT_CAP,
 };
 
 /// Kept prefix of a client packet: statement text plus room for query attributes.
