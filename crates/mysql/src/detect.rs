@@ -480,9 +480,14 @@ pub fn client_command_verdict(client_bytes: &[u8], extent: Extent) -> Verdict {
 /// other bytes.
 pub const PACKET_RUN: usize = 16;
 
+/// The bytes a run of [`PACKET_RUN`] packets must fit in to be taken for one: rows are short, and a
+/// search that waited for a header's length (up to 16 MiB, 16 times) would hold that much of a stream
+/// that is not MySQL before it could say no.
+pub const PACKET_RUN_BYTES: usize = 1 << 16;
+
 /// Do these bytes start with a run of [`PACKET_RUN`] MySQL packets in sequence: each packet's header
 /// (3-byte length, not empty, not continued; sequence id one more than the previous one's, modulo 256)
-/// where the previous packet ends? The rows of a resultset, joined mid-stream (a capture that began in
+/// where the previous packet ends, all within [`PACKET_RUN_BYTES`]? The rows of a resultset, joined mid-stream (a capture that began in
 /// the middle of one, the last file of a rotated set), show nothing else until the client's next
 /// command.
 pub fn packet_run_verdict(bytes: &[u8], extent: Extent) -> Verdict {
@@ -498,6 +503,9 @@ pub fn packet_run_verdict(bytes: &[u8], extent: Extent) -> Verdict {
         }
         seq = Some(s);
         at += 4 + len as usize;
+        if at > PACKET_RUN_BYTES {
+            return Verdict::No;
+        }
     }
     Verdict::Yes
 }
