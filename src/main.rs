@@ -1410,6 +1410,48 @@ struct Seen {
     count: u64,
     first_ts: Option<Timestamp>,
     last_ts: Option<Timestamp>,
+    /// The TCP endpoints of IP datagrams sent in fragments, by (source, destination, IP ID), learned
+    /// from each one's first fragment: the fragments after it carry no ports, and go where it goes.
+    datagrams: HashMap<(std::net::IpAddr, std::net::IpAddr, u32), (Endpoint, Endpoint)>,
+}
+
+/// Datagrams whose endpoints [`Seen::datagrams`] keeps at once: a datagram's fragments travel
+/// together, so forgetting them all now and then loses none but those in flight.
+const DATAGRAMS_KEPT: usize = 1 << 16;
+
+impl Seen {
+    /// The TCP endpoints of a fragment's datagram: from its own TCP header for the first fragment
+    /// (noted for the others), else from the first's when it came before.
+    fn datagram_endpoints(
+        &mut self,
+        f: &pcapsleuth::flow::IpFragment<'_>,
+    ) -> Option<(Endpoint, Endpoint)> {
+        const TCP: u8 = 6;
+        let key = (f.src, f.dst, f.id);
+        if f.protocol != TCP {
+            return None;
+        }
+        if f.offset == 0 {
+            let port =
+                |at: usize| Some(u16::from_be_bytes([*f.data.get(at)?, *f.data.get(at + 1)?]));
+            let ends = (
+                Endpoint {
+                    ip: f.src,
+                    port: port(0)?,
+                },
+                Endpoint {
+                    ip: f.dst,
+                    port: port(2)?,
+                },
+            );
+            if self.datagrams.len() >= DATAGRAMS_KEPT {
+                self.datagrams.clear();
+            }
+            self.datagrams.insert(key, ends);
+            return Some(ends);
+        }
+        self.datagrams.get(&key).copied()
+    }
 }
 
 impl Selection {
@@ -1446,6 +1488,9 @@ impl Selection {
         }
         let tcp = match decode(rec.link, rec.data) {
             Decoded::Tcp(seg) => Some((seg.src_endpoint(), seg.dst_endpoint())),
+            // A fragment of a TCP datagram belongs to the connection its first fragment names (one
+            // that came after the others in the capture leaves those out: rare, and said nowhere).
+            Decoded::Fragment(f) => seen.datagram_endpoints(&f),
             _ => None,
         };
         let picked = self.picks.as_ref().is_none_or(|p| p.keeps(frame, tcp));

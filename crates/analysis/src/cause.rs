@@ -653,10 +653,9 @@ fn on_path(inner: Cause, t: TtlMismatch, f: &CloseFacts<'_>) -> Cause {
         Confidence::Likely,
         format!(
             "this {} was likely sent by a device on the path (a firewall, a load balancer, a NAT), not by \
-             {addr}: its IP TTL is {}, where the data {addr} sent came with {usual} ({})",
+             {addr}: its IP TTL is {}, where the data {addr} sent came with {usual}",
             f.flag(),
             t.ttl,
-            units::counted(t.packets, "segment", "segments"),
         ),
     )
     .with(
@@ -769,7 +768,7 @@ fn error_before(f: &CloseFacts<'_>) -> Option<Cause> {
         format!(" ({})", e.error.sql_state)
     };
     let answering = match (e.request, e.statement.as_deref()) {
-        (Some((pcapsleuth_mysql::Command::Connect, at)), _) if at.frame == e.at.frame => {
+        (Some((pcapsleuth_mysql::Command::Connect, _)), _) if e.in_place_of_greeting => {
             "the connection, in place of its greeting (before any login)".to_string()
         }
         (Some((pcapsleuth_mysql::Command::Connect, _)), _) => "the login".to_string(),
@@ -792,7 +791,7 @@ fn error_before(f: &CloseFacts<'_>) -> Option<Cause> {
     );
     let mut c = Cause::new(CauseKind::ServerError, Confidence::Certain, summary).with(
         format!(
-            "ERR {code} in frame {}, {} before the {} (frame {})",
+            "ERR {code} in frame {} came {} before the {} (frame {})",
             e.at.frame,
             units::seconds(before as f64 / 1e9),
             f.flag(),
@@ -1283,7 +1282,7 @@ fn server_ended(f: &CloseFacts<'_>) -> Cause {
     if let (Some(r), Some(w)) = (req, wait) {
         c = c.with(
             format!(
-                "the request's first byte in frame {}, {} before the {}",
+                "the request's first byte (frame {}) came {} before the {}",
                 r.frame,
                 wait_words(w),
                 f.flag()

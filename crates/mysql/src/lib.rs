@@ -372,6 +372,9 @@ pub struct ErrorAt {
     pub request: Option<(Command, Meta)>,
     /// The start of that request's statement (its first 160 bytes), when it has one.
     pub statement: Option<String>,
+    /// The ERR came in place of the server's greeting, before any login (the request is then the
+    /// connection itself, `Command::Connect` at the ERR's first byte).
+    pub in_place_of_greeting: bool,
 }
 
 /// Whether the connection is readable.

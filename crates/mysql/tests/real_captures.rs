@@ -261,9 +261,9 @@ fn snaplen_80_login_is_followed_and_the_first_prepare_decoded() {
     // how its resultset ended is unknown (but it started: a response time exists).
     assert_eq!(execs[0].statement.as_deref(), Some("BEGIN"));
     assert!(matches!(execs[0].outcome, Outcome::Ok { .. }));
-    let (last, middle) = execs[1..].split_last().unwrap();
-    assert_eq!(last.outcome, Outcome::CaptureEnded, "the excerpt ends here");
-    for e in middle {
+    // The last one's answer too: the client acknowledged its bytes, which the snap length cut, before
+    // the excerpt ends.
+    for e in &execs[1..] {
         assert!(e.statement.as_deref().unwrap().starts_with("SELECT"));
         assert_eq!(e.outcome, Outcome::GapLost);
         assert!(e.first_response_frame.is_some());

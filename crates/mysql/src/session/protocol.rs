@@ -416,6 +416,7 @@ impl Core {
                 at,
                 request: None,
                 statement: None,
+                in_place_of_greeting: false,
             })
         });
         e.error.code = *code;
@@ -424,6 +425,8 @@ impl Core {
         e.error.message.push_str(message);
         e.at = at;
         e.request = request.map(|p| (p.command, p.request));
+        e.in_place_of_greeting = request
+            .is_some_and(|p| p.command == Command::Connect && p.first_response == Some(p.request));
         // Its start names it; an error storm's statements are not copied whole.
         let head = request.and_then(|p| p.statement.as_deref()).map(|text| {
             text.get(..floor_char_boundary(text, ERROR_STATEMENT_CAP))
