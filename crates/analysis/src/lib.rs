@@ -113,6 +113,10 @@ pub use mysql::{
     MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts,
     StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
+pub use mysql::{
+    EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
+    TlsSessionFacts,
+};
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use reasons::{stall_start, tcp_reason};

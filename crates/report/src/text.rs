@@ -9,7 +9,7 @@ use crate::style::{
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
-    Unknowns,
+    TlsReport, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
@@ -226,6 +226,77 @@ fn rt_line(r: &RtSummary) -> String {
     stats(r, "request", "requests")
 }
 
+/// The MySQL sessions in TLS: versions and suites, how many were decrypted (and why not the others), and
+/// the response times estimated from the records of those not decrypted, said to be estimates.
+fn render_tls(out: &mut String, t: &TlsReport) {
+    if t.sessions == 0 {
+        return;
+    }
+    let each = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {}", count(*v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "\nTLS: {} ({}; {})",
+        counted(t.sessions, "session", "sessions"),
+        each(&t.versions),
+        each(&t.cipher_suites)
+    );
+    let not: Vec<String> = t
+        .not_decrypted
+        .iter()
+        .map(|(why, n)| format!("{}: {}", why.why_not(), count(*n)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  decrypted with the key log: {}; not decrypted: {}{}",
+        count(t.decrypted),
+        count(t.sessions - t.decrypted),
+        if not.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", not.join("; "))
+        }
+    );
+    if t.records_failed > 0 {
+        let _ = writeln!(
+            out,
+            "  {} ({}) did not authenticate with the key log's secrets: not decoded",
+            counted(t.records_failed, "record", "records"),
+            bytes(t.failed_bytes)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  handshake {}",
+        stats(&t.handshake_us, "session", "sessions")
+    );
+    let e = &t.estimated_from_tls_records;
+    if e.sessions > 0 {
+        let _ = writeln!(
+            out,
+            "  response time estimated from TLS records, not decoded ({} not decrypted; client records then the",
+            counted(e.sessions, "session", "sessions")
+        );
+        let _ = writeln!(
+            out,
+            "  server's are one exchange, the login left out): {}{}",
+            stats(&e.rt_us, "exchange", "exchanges"),
+            if e.unfinished > 0 {
+                format!(
+                    "; {} not timed (cut off, or open at the end)",
+                    count(e.unfinished)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
 /// What `pcapsleuth mysql` prints: sessions, requests and how they ended, requests per command, the
 /// response-time distribution, errors by code with their own response times, the `limit` statements
 /// with the most total time (by fingerprint), incidents, and up to `limit` requests left unanswered.
@@ -281,7 +352,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         );
     }
     let c = &r.connect;
-    if c.login_us.count > 0 {
+    if c.login_us.count > 0 || c.greeting_us.count > 0 {
         let _ = writeln!(out, "connect, from the client's first SYN to:");
         let _ = writeln!(
             out,
@@ -298,7 +369,15 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "  login     {}",
             stats(&c.login_us, "connection", "connections")
         );
+        if c.tls_handshake_us.count > 0 {
+            let _ = writeln!(
+                out,
+                "  TLS handshake (ClientHello to the last Finished) {}",
+                stats(&c.tls_handshake_us, "session", "sessions")
+            );
+        }
     }
+    render_tls(&mut out, &r.tls);
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
     } else {

@@ -639,8 +639,16 @@ impl TlsConnection {
         let data = h.content_type == 23;
         if self.facts.handshake_done.is_none() {
             if self.tls13 {
-                // The client's first protected record after the ServerHello is its Finished.
-                if i == 0 && data && self.server_hello && !self.client_finished_seen {
+                // The client's Finished ends the handshake: among its protected records after the
+                // ServerHello (an empty Certificate and a CertificateVerify may come first, when the
+                // server asked for one), the first as long as a Finished under the suite's hash.
+                let finished_len = 4 + self.suite.map_or(32, |p| p.hash.len()) + 1 + TAG_LEN;
+                if i == 0
+                    && data
+                    && self.server_hello
+                    && !self.client_finished_seen
+                    && h.len == finished_len
+                {
                     self.client_finished_seen = true;
                     self.facts.handshake_done = Some(last);
                 }
@@ -867,9 +875,17 @@ impl TlsConnection {
         let wire = (HEADER_LEN + h.len) as u64;
         let last = self.dirs[i].last;
         if !self.dirs[i].keep || self.dirs[i].given_up || !self.may_open(i) {
-            self.dirs[i].tentative = false;
+            let d = &mut self.dirs[i];
+            d.tentative = false;
             self.facts.records_undecrypted += 1;
             self.facts.undecrypted_bytes += wire;
+            if d.given_up && d.opener.is_some() {
+                // A sender that was decrypted: its reader is told what it misses.
+                out(
+                    sender,
+                    Plaintext::Missing(h.len.saturating_sub(TAG_LEN) as u64, last),
+                );
+            }
             return;
         }
         let mut body = std::mem::take(&mut self.dirs[i].body);

@@ -3,6 +3,7 @@
 //! analyses as it completes, each close read in MySQL terms, and the session summarised when it ends.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use pcapsleuth_flow::{
     CloseFlag as TcpCloseFlag, ClosedBy, ConnectionState, Endpoint, FlowKey, FrameRef, Role, Side,
@@ -12,9 +13,11 @@ use pcapsleuth_mysql::{
     CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
     PieceShape, PlainExchange, Session, SessionPhase, Transaction,
 };
+use pcapsleuth_tls::KeyLog;
 use serde::Serialize;
 
 use super::recognition::{Recognised, RecognisedBy, Recogniser, Recognition};
+use super::tls::{EstimatedExchangeView, TlsSessionFacts, TlsTrack, Told};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
 use crate::timeline::plausible_response_time;
 
@@ -247,16 +250,27 @@ impl Tail {
 #[inline(always)]
 fn route<const KEEPS: bool>(
     session: &mut Session,
-    tail: &mut Option<Box<Tail>>,
+    via: &mut Via,
     home: Home<'_>,
     d: Direction,
     e: StreamEvent<'_>,
     m: Meta,
 ) {
-    match tail {
-        Some(t) if KEEPS => t.route(session, home, d, e, PieceShape::Unknown, m),
+    match via {
+        Via::Tail(t) if KEEPS => t.route(session, home, d, e, PieceShape::Unknown, m),
         _ => feed_event(session, d, e, m),
     }
+}
+
+/// Where a MySQL connection's reassembled bytes go.
+enum Via {
+    /// Straight to the session.
+    Session,
+    /// Through the [`Tail`] that passes plain exchanges over ([`MysqlDepth::Closes`]).
+    Tail(Box<Tail>),
+    /// Through a TLS layer, after the session's SSLRequest: decrypted where the key log allows, timed
+    /// from its records where not.
+    Tls(Box<TlsTrack>),
 }
 
 /// Feeds one event of a direction's reassembled bytes to the session.
@@ -265,6 +279,20 @@ fn feed_event(session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta) 
     match e {
         StreamEvent::Data(b) => session.feed(d, b, m),
         StreamEvent::Gap(n) => session.gap(d, n, m),
+    }
+}
+
+/// Feeds one event of a direction's reassembled bytes to a TLS session: through its TLS layer.
+fn tls_event(
+    track: &mut TlsTrack,
+    session: &mut Session,
+    d: Direction,
+    e: StreamEvent<'_>,
+    m: Meta,
+) {
+    match e {
+        StreamEvent::Data(b) => track.data(session, d, b, m, false),
+        StreamEvent::Gap(n) => track.gap(session, d, n, m),
     }
 }
 
@@ -384,10 +412,13 @@ pub struct MysqlSessionFacts {
     pub user: Option<String>,
     /// The default schema from the login, `COM_INIT_DB` or `COM_CHANGE_USER`, when captured.
     pub schema: Option<String>,
-    /// Whether the session went on in TLS (its requests cannot be read).
+    /// Whether the session went on in TLS and was not decrypted (its requests cannot be read).
     pub encrypted: bool,
-    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read.
+    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read. Of a TLS
+    /// session decrypted, none (the records that failed are in `tls`).
     pub unread_bytes: u64,
+    /// The TLS the session went on in after its SSLRequest; null for a session in the clear.
+    pub tls: Option<TlsSessionFacts>,
     /// Requests decoded on the connection, each with what became of it (answered or not).
     pub transactions: u64,
     /// Of them, those answered by an error response.
@@ -449,8 +480,12 @@ pub(crate) struct MysqlTrack {
     unanswered: Vec<UnansweredRequest>,
     /// Plain exchanges may be passed over ([`MysqlDepth::Closes`]).
     closes_only: bool,
-    /// The exchange kept undecoded, once the connection is MySQL and `closes_only`.
-    tail: Option<Box<Tail>>,
+    /// Where the reassembled bytes go: the session, the exchange kept undecoded (once the connection is
+    /// MySQL and `closes_only`), or a TLS layer (after an SSLRequest).
+    via: Via,
+    /// The TLS key log, when one was given: the SSLRequest's login then waits for the TLS layer to say
+    /// whether the session is decrypted.
+    keys: Option<Arc<KeyLog>>,
 }
 
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
@@ -464,7 +499,7 @@ fn meta(at: FrameRef) -> Meta {
 }
 
 impl MysqlTrack {
-    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth) -> Self {
+    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth, keys: Option<&Arc<KeyLog>>) -> Self {
         MysqlTrack {
             detect: match mode {
                 MysqlDetection::Off => Detect::NotMysql,
@@ -486,7 +521,8 @@ impl MysqlTrack {
             last_ts_ns: 0,
             unanswered: Vec::new(),
             closes_only: depth == MysqlDepth::Closes,
-            tail: None,
+            via: Via::Session,
+            keys: keys.cloned(),
         }
     }
 
@@ -507,7 +543,12 @@ impl MysqlTrack {
         matches!(self.detect, Detect::Mysql)
     }
 
-    /// Feeds one segment of the connection (after the TCP tracker saw it).
+    /// Feeds one segment of the connection (after the TCP tracker saw it). `tell` is told what a TLS
+    /// session's records show (estimated exchanges, the SSLRequest's login when the session turns out not
+    /// to be decrypted); a plain session's transactions are told by [`MysqlTrack::drain`].
+    // The segment (side, bytes, shape, frame), its connection, and where its bytes and what they tell
+    // go: inlined at the engine's one call, so the arguments cost nothing.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     pub(crate) fn segment(
         &mut self,
@@ -517,16 +558,17 @@ impl MysqlTrack {
         shape: PieceShape,
         at: FrameRef,
         home: Home<'_>,
+        tell: &mut impl FnMut(Told<'_>),
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
         // recogniser's registers and stack to set up.
         if self.is_mysql() {
-            if self.tail.is_some() && self.pass_over(side, seg, shape, at, home) {
+            if matches!(self.via, Via::Tail(_)) && self.pass_over(side, seg, shape, at, home) {
                 return;
             }
-            self.feed(side, seg, at, home);
+            self.feed(side, seg, at, home, conn, tell);
         } else {
-            self.segment_not_yet_mysql(conn, side, seg, at, home);
+            self.segment_not_yet_mysql(conn, side, seg, at, home, tell);
         }
     }
 
@@ -543,8 +585,8 @@ impl MysqlTrack {
         at: FrameRef,
         home: Home<'_>,
     ) -> bool {
-        let (Some(t), Some(session), Some(client)) =
-            (self.tail.as_deref_mut(), self.session.as_mut(), self.client)
+        let (Via::Tail(t), Some(session), Some(client)) =
+            (&mut self.via, self.session.as_mut(), self.client)
         else {
             return false;
         };
@@ -581,6 +623,7 @@ impl MysqlTrack {
         seg: &TcpSegment<'_>,
         at: FrameRef,
         home: Home<'_>,
+        tell: &mut impl FnMut(Told<'_>),
     ) {
         if let Detect::Undecided(r) = &mut self.detect {
             match r.segment(conn, side, seg, at) {
@@ -589,24 +632,30 @@ impl MysqlTrack {
                     self.detect = Detect::NotMysql;
                     return;
                 }
-                Recognition::Mysql(m) => self.start(m, conn, home),
+                Recognition::Mysql(m) => self.start(m, conn, home, tell),
             }
         }
         if self.is_mysql() {
-            self.feed(side, seg, at, home);
+            self.feed(side, seg, at, home, conn, tell);
         }
     }
 
     /// The connection is MySQL: the session starts, and is fed the bytes held while it was being
     /// recognised, segment by segment as they came (only bytes: their ACKs and closes were read as they
     /// came, and a close is the segment at hand's).
-    fn start(&mut self, m: Recognised, conn: &ConnectionState, home: Home<'_>) {
+    fn start(
+        &mut self,
+        m: Recognised,
+        conn: &ConnectionState,
+        home: Home<'_>,
+        tell: &mut impl FnMut(Told<'_>),
+    ) {
         self.detect = Detect::Mysql;
         self.recognised_by = Some(m.by);
         self.client = Some(m.client);
         self.session = Some(Session::new(m.mode));
         if self.closes_only {
-            self.tail = Some(Box::default());
+            self.via = Via::Tail(Box::default());
         }
         let key = conn.key();
         m.replay.for_each(|side, seq, payload, payload_len, at| {
@@ -624,17 +673,25 @@ impl MysqlTrack {
                 payload,
                 payload_len,
             };
-            self.feed(side, &replay, at, home);
+            self.feed(side, &replay, at, home, conn, tell);
         });
     }
 
-    fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef, home: Home<'_>) {
+    fn feed(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        home: Home<'_>,
+        conn: &ConnectionState,
+        tell: &mut impl FnMut(Told<'_>),
+    ) {
         // Two copies of the work, chosen once per segment: decoding every exchange, the reassembled
         // bytes go straight to the session as they did before exchanges could be passed over.
-        if self.tail.is_some() {
-            self.feed_via::<true>(side, seg, at, home);
-        } else {
-            self.feed_via::<false>(side, seg, at, home);
+        match self.via {
+            Via::Session => self.feed_via::<false>(side, seg, at, home),
+            Via::Tail(_) => self.feed_via::<true>(side, seg, at, home),
+            Via::Tls(_) => self.feed_tls(side, seg, at, conn, tell),
         }
     }
 
@@ -650,7 +707,7 @@ impl MysqlTrack {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
-        let tail = &mut self.tail;
+        let tail = &mut self.via;
         let dir = |s: Side| {
             if s == client {
                 Direction::ClientToServer
@@ -696,7 +753,7 @@ impl MysqlTrack {
                     |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, d, e, m);
                 self.streams[side.index()].flush(&mut out);
                 // The close is read in the state the session is in: what was kept is decoded first.
-                if let Some(t) = tail {
+                if let Via::Tail(t) = tail {
                     t.decode_kept(session, home.files);
                 }
                 let context = session.close(d, flag, meta(at));
@@ -721,13 +778,13 @@ impl MysqlTrack {
     /// Hands the transactions the session completed to `tell`, counting them. Called after every
     /// segment: most complete none.
     #[inline]
-    pub(crate) fn drain(&mut self, conn: &ConnectionState, tell: impl FnMut(&TransactionView<'_>)) {
+    pub(crate) fn drain(&mut self, conn: &ConnectionState, mut tell: impl FnMut(Told<'_>)) {
         if self
             .session
             .as_ref()
             .is_some_and(|s| !s.completed().is_empty())
         {
-            self.drain_completed(conn, tell);
+            self.drain_completed(conn, &mut tell);
         }
     }
 
@@ -745,18 +802,13 @@ impl MysqlTrack {
 
     /// (Inlined where the segment's transactions are told: a call per transaction saved.)
     #[inline]
-    fn drain_completed(
-        &mut self,
-        conn: &ConnectionState,
-        mut tell: impl FnMut(&TransactionView<'_>),
-    ) {
+    fn drain_completed(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
         let key = conn.key();
+        let mut tls_begins = None;
         for t in session.completed() {
-            self.transactions += 1;
-            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
             let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
             let fate = view.fate();
             // Logins are not requests; commands the server never answers expect nothing.
@@ -767,15 +819,181 @@ impl MysqlTrack {
                         .as_deref()
                         .is_some_and(|s| cut_text(s).is_some()),
                 );
+            } else if t.outcome == Outcome::Encrypted {
+                // The SSLRequest: TLS begins. With a key log its login waits for the TLS layer, as the
+                // login inside TLS replaces it if the session is decrypted.
+                let held = self.keys.is_some().then(|| t.clone());
+                let told = held.is_none();
+                tls_begins = Some(held);
+                if !told {
+                    continue;
+                }
             }
+            self.transactions += 1;
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
             if fate == Fate::Unanswered {
                 // Rare (the end of the capture only), and wanted by `first-reset` too.
                 self.unanswered
                     .push(UnansweredRequest::new(t, view.client, view.server));
             }
-            tell(&view);
+            tell(Told::Transaction(&view));
         }
         session.clear_completed();
+        if let Some(held) = tls_begins {
+            self.begin_tls(conn, held, tell);
+        }
+    }
+
+    /// After the session's SSLRequest: a TLS layer takes the connection's bytes over, from those the
+    /// session kept since the SSLRequest on.
+    #[cold]
+    #[inline(never)]
+    fn begin_tls(
+        &mut self,
+        conn: &ConnectionState,
+        held: Option<Transaction>,
+        tell: &mut impl FnMut(Told<'_>),
+    ) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let mut track = Box::new(TlsTrack::new(self.keys.clone()));
+        track.held = held;
+        if let Some(kept) = session.take_tls_bytes() {
+            let mut last = None;
+            for (d, m, bytes) in &kept.pieces {
+                track.data(session, *d, bytes, *m, true);
+                last = Some(*m);
+            }
+            for (d, n) in [
+                (Direction::ClientToServer, kept.dropped[0]),
+                (Direction::ServerToClient, kept.dropped[1]),
+            ] {
+                if let (true, Some(m)) = (n > 0, last) {
+                    track.gap(session, d, n, m);
+                }
+            }
+        }
+        // No exchange is passed over from here: the bytes are the TLS layer's.
+        self.via = Via::Tls(track);
+        self.after_tls(conn, tell);
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(conn, tell);
+        }
+    }
+
+    /// What a TLS session's records told since the last call: exchanges estimated (while it is not
+    /// decrypted), and the SSLRequest's login once the session is known not to be decrypted.
+    fn after_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
+        let (Via::Tls(track), Some(client)) = (&mut self.via, self.client) else {
+            return;
+        };
+        let key = conn.key();
+        if track.login_undecryptable() {
+            if let Some(t) = track.held.take() {
+                self.transactions += 1;
+                let view =
+                    TransactionView::new(&t, client, key, &self.closes, &self.retransmissions);
+                tell(Told::Transaction(&view));
+            }
+        }
+        if track.conn.has_exchanges() {
+            let exchanges: Vec<_> = track.conn.take_exchanges().collect();
+            if track.resumed {
+                return;
+            }
+            let f = track.conn.facts();
+            let (version, cipher_suite) = (f.version, f.cipher_suite);
+            for x in &exchanges {
+                track.estimated += 1;
+                tell(Told::Estimated(&EstimatedExchangeView {
+                    exchange: x,
+                    client: key.endpoint(client),
+                    server: key.endpoint(client.other()),
+                    version,
+                    cipher_suite,
+                    client_side: client,
+                }));
+            }
+        }
+    }
+
+    /// [`MysqlTrack::feed`] of a connection in TLS: the reassembled bytes go through its TLS layer.
+    #[cold]
+    #[inline(never)]
+    fn feed_tls(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        conn: &ConnectionState,
+        tell: &mut impl FnMut(Told<'_>),
+    ) {
+        let (Some(client), Some(session), Via::Tls(track)) =
+            (self.client, self.session.as_mut(), &mut self.via)
+        else {
+            return;
+        };
+        let dir = |s: Side| {
+            if s == client {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            }
+        };
+        let d = dir(side);
+        self.last_ts_ns = meta(at).ts_ns;
+        // As in `feed_via`: the acknowledgment first.
+        if seg.flags.ack() {
+            let od = dir(side.other());
+            let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, od, e, m);
+            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
+        }
+        let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+        self.streams[side.index()].segment(
+            seg.seq,
+            seg.flags.syn(),
+            seg.payload,
+            seg.payload_len,
+            meta(at),
+            &mut out,
+        );
+        let flag = if seg.flags.rst() {
+            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
+        } else if seg.flags.fin() {
+            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
+        } else {
+            None
+        };
+        if let Some((tcp_flag, flag)) = flag {
+            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
+            if !*slot {
+                *slot = true;
+                let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+                self.streams[side.index()].flush(&mut out);
+                track.closed();
+                let context = session.close(d, flag, meta(at));
+                self.closes.push(CloseSeen {
+                    frame: at.frame,
+                    ts_ns: meta(at).ts_ns,
+                    side,
+                    flag: tcp_flag,
+                    context,
+                });
+            }
+        }
+        self.after_tls(conn, tell);
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.drain_replication();
+        }
     }
 
     /// What the session was doing when `side` sent the close `flag` at `frame`, if it was seen.
@@ -797,25 +1015,32 @@ impl MysqlTrack {
         mut self,
         conn: &ConnectionState,
         files: &[&[u8]],
-        tell: impl FnMut(&TransactionView<'_>),
+        mut tell: impl FnMut(Told<'_>),
     ) -> Option<MysqlSessionFacts> {
         if let Detect::Undecided(r) = &mut self.detect {
             // The last turn is judged on what the capture holds of it; a whole command that looked like
             // MySQL was still waiting for its answer.
             if let Recognition::Mysql(m) = r.end(conn) {
-                self.start(m, conn, Home { files, input: 0 });
+                self.start(m, conn, Home { files, input: 0 }, &mut tell);
             }
         }
         if !self.is_mysql() {
             return None;
         }
         let client = self.client?;
-        if let (Some(mut t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
-            t.decode_kept(session, files);
-            // Plain exchanges passed over were answered (counted as the decoder would have).
-            self.transactions += t.passed;
-            self.errors += t.passed_errors;
-            self.requests.answered += t.passed;
+        // What the replay completed (an SSLRequest: its TLS layer takes over before the flush).
+        self.drain(conn, &mut tell);
+        match std::mem::replace(&mut self.via, Via::Session) {
+            Via::Tail(mut t) => {
+                if let Some(session) = self.session.as_mut() {
+                    t.decode_kept(session, files);
+                }
+                // Plain exchanges passed over were answered (counted as the decoder would have).
+                self.transactions += t.passed;
+                self.errors += t.passed_errors;
+                self.requests.answered += t.passed;
+            }
+            other => self.via = other,
         }
         if let Some(session) = self.session.as_mut() {
             for side in [Side::Lo, Side::Hi] {
@@ -824,12 +1049,33 @@ impl MysqlTrack {
                 } else {
                     Direction::ServerToClient
                 };
-                let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
-                self.streams[side.index()].flush(&mut out);
+                match &mut self.via {
+                    Via::Tls(track) => {
+                        let mut out =
+                            |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+                        self.streams[side.index()].flush(&mut out);
+                    }
+                    _ => {
+                        let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
+                        self.streams[side.index()].flush(&mut out);
+                    }
+                }
             }
+            if let Via::Tls(track) = &mut self.via {
+                track.conn.finish();
+            }
+        }
+        if let Via::Tls(track) = &mut self.via {
+            // Not decrypted by the end: the SSLRequest's login is the session's.
+            if !track.resumed {
+                track.force_undecryptable();
+            }
+        }
+        self.after_tls(conn, &mut tell);
+        if let Some(session) = self.session.as_mut() {
             session.finish();
         }
-        self.drain(conn, tell);
+        self.drain(conn, &mut tell);
         if self
             .session
             .as_ref()
@@ -890,6 +1136,10 @@ impl MysqlTrack {
             }
         }
         let info = self.session.as_ref().map(|s| s.info().clone());
+        let tls = match &self.via {
+            Via::Tls(track) => Some(track.facts()),
+            _ => None,
+        };
         Some(MysqlSessionFacts {
             recognised_by: self.recognised_by?,
             server_version: info.as_ref().and_then(|i| i.server_version.clone()),
@@ -899,6 +1149,7 @@ impl MysqlTrack {
                 .as_ref()
                 .is_some_and(|i| i.encryption == Encryption::Tls),
             unread_bytes: info.as_ref().map_or(0, |i| i.counters.undecoded_bytes),
+            tls,
             transactions: self.transactions,
             errors: self.errors,
             unanswered: std::mem::take(&mut self.unanswered),
