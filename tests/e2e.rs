@@ -37,4 +37,5 @@ mod replication;
 mod segmentation;
 mod split_invariance;
 mod timeline;
+mod tls;
 mod tshark_crosscheck;

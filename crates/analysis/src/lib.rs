@@ -115,7 +115,7 @@ pub use mysql::{
 };
 pub use mysql::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
-    TlsSessionFacts,
+    TlsSession, TlsSessionFacts,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};

@@ -226,6 +226,9 @@ fn rt_line(r: &RtSummary) -> String {
     stats(r, "request", "requests")
 }
 
+/// TLS sessions the text lists one by one.
+const TLS_SESSIONS_SHOWN: usize = 5;
+
 /// The MySQL sessions in TLS: versions and suites, how many were decrypted (and why not the others), and
 /// the response times estimated from the records of those not decrypted, said to be estimates.
 fn render_tls(out: &mut String, t: &TlsReport) {
@@ -274,16 +277,45 @@ fn render_tls(out: &mut String, t: &TlsReport) {
         "  handshake {}",
         stats(&t.handshake_us, "session", "sessions")
     );
+    for s in t.listed.iter().take(TLS_SESSIONS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    {} -> {} (frame {}): {} {}, {}{}",
+            s.client,
+            s.server,
+            s.frame,
+            s.tls.version.as_deref().unwrap_or("version unknown"),
+            s.tls.cipher_suite.as_deref().unwrap_or("suite unknown"),
+            if s.tls.decrypted {
+                "decrypted".to_string()
+            } else {
+                format!("not decrypted ({})", s.tls.keys.why_not())
+            },
+            s.tls
+                .handshake_us
+                .map(|us| format!(", handshake {}", duration(us)))
+                .unwrap_or_default()
+        );
+    }
+    if t.listed.len() > TLS_SESSIONS_SHOWN {
+        let _ = writeln!(
+            out,
+            "    and {} more (`--json` lists the first {})",
+            count(t.sessions - TLS_SESSIONS_SHOWN as u64),
+            t.listed.len()
+        );
+    }
     let e = &t.estimated_from_tls_records;
     if e.sessions > 0 {
         let _ = writeln!(
             out,
-            "  response time estimated from TLS records, not decoded ({} not decrypted; client records then the",
+            "  response time estimated from TLS records, not decoded ({} not decrypted; a burst of client \
+             records, then the server's, is one exchange; the login left out):",
             counted(e.sessions, "session", "sessions")
         );
         let _ = writeln!(
             out,
-            "  server's are one exchange, the login left out): {}{}",
+            "    {}{}",
             stats(&e.rt_us, "exchange", "exchanges"),
             if e.unfinished > 0 {
                 format!(

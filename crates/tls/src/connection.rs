@@ -498,12 +498,11 @@ impl TlsConnection {
         if carried > 0 {
             let mut joined = [0u8; 2 * HEADER_LEN];
             joined[..carried].copy_from_slice(&self.dirs[i].header[..carried]);
-            let more = input.len().min(HEADER_LEN);
+            let more = input.len().min(HEADER_LEN - 1);
             joined[carried..carried + more].copy_from_slice(&input[..more]);
-            for p in 0..carried {
-                if p + HEADER_LEN > carried + more {
-                    break;
-                }
+            let joined = &joined[..carried + more];
+            let mut p = 0;
+            while p < carried && p + HEADER_LEN <= joined.len() {
                 let mut h = [0u8; HEADER_LEN];
                 h.copy_from_slice(&joined[p..p + HEADER_LEN]);
                 if let Some(r) = plausible(h) {
@@ -512,12 +511,17 @@ impl TlsConnection {
                     self.found(i, r, at);
                     return HEADER_LEN - (carried - p);
                 }
+                p += 1;
             }
-            if carried + more < HEADER_LEN {
-                // Still too few bytes to hold a header: keep them all.
-                self.dirs[i].header[carried..carried + more].copy_from_slice(&input[..more]);
-                self.dirs[i].have = carried + more;
-                return more;
+            if p < carried {
+                // Too few bytes yet to tell whether the rest begins a header: kept, with all of `input`.
+                self.lose(i, p as u64);
+                let d = &mut self.dirs[i];
+                let keep = joined.len() - p;
+                let kept: Vec<u8> = joined[p..].to_vec();
+                d.header[..keep].copy_from_slice(&kept);
+                d.have = keep;
+                return input.len();
             }
             self.lose(i, carried as u64);
             self.dirs[i].have = 0;

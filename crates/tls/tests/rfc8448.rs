@@ -18,7 +18,7 @@ fn hex(s: &str) -> Vec<u8> {
 const CLIENT_RANDOM: &str = "cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7";
 
 /// The trace's secrets, as `SSLKEYLOGFILE` lines.
-fn key_log() -> KeyLog {
+pub(crate) fn key_log() -> KeyLog {
     KeyLog::parse(
         format!(
             "CLIENT_HANDSHAKE_TRAFFIC_SECRET {CLIENT_RANDOM} b3eddb126e067f35a780b3abf45e2d8f3b1a950738f52e9600746a0e27a55a21\n\
@@ -105,7 +105,7 @@ const SERVER_DATA: &str = "17 03 03 00 43 2e 93 7e 11 ef 4a c7 40 e5 38 ad 36 00
     ab f3 32 54 0d d0 32 e1 67 c2 95 5d";
 
 /// The trace in the order its records were sent, each at its own millisecond.
-fn trace() -> Vec<(Sender, Vec<u8>, At)> {
+pub(crate) fn trace() -> Vec<(Sender, Vec<u8>, At)> {
     [
         (Sender::Client, CLIENT_HELLO),
         (Sender::Server, SERVER_HELLO),

@@ -8,4 +8,5 @@ fn every_test_file_is_listed_here() {
     );
 }
 
+mod properties;
 mod rfc8448;

@@ -21,5 +21,5 @@ pub use statistics::{
 pub(crate) use tls::Told;
 pub use tls::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
-    TlsSessionFacts,
+    TlsSession, TlsSessionFacts,
 };

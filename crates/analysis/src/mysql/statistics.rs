@@ -519,7 +519,8 @@ impl Analysis for MysqlStatistics {
         }
         m.sessions += 1;
         if let Some(tls) = &facts.tls {
-            m.tls.session(tls);
+            m.tls
+                .session(tls, conn.client(), conn.server(), conn.tcp().first().frame);
             if let Some(ns) = tls.handshake_ns {
                 m.connect.tls_handshake.add(ns);
             }

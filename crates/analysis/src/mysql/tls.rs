@@ -336,11 +336,47 @@ pub struct TlsAggregate {
     estimated_sessions: u64,
     estimated_rt: Histogram,
     estimated_unfinished: u64,
+    /// The first sessions, by their first frame.
+    listed: Vec<TlsSession>,
+}
+
+/// Sessions listed one by one in the report (the counts cover all of them).
+const TLS_SESSIONS_LISTED: usize = 100;
+
+/// One MySQL session in TLS, as the `mysql` report lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TlsSession {
+    /// The client's `ip:port`.
+    pub client: String,
+    /// The server's `ip:port`.
+    pub server: String,
+    /// The connection's first frame.
+    pub frame: u64,
+    /// What is known of its TLS.
+    #[serde(flatten)]
+    pub tls: TlsSessionFacts,
 }
 
 impl TlsAggregate {
-    /// A TLS session ended.
-    pub(crate) fn session(&mut self, t: &TlsSessionFacts) {
+    /// A TLS session ended: `client`, `server` and `frame` (its first) name it.
+    pub(crate) fn session(
+        &mut self,
+        t: &TlsSessionFacts,
+        client: Endpoint,
+        server: Endpoint,
+        frame: u64,
+    ) {
+        if self.listed.len() < TLS_SESSIONS_LISTED
+            || self.listed.last().is_some_and(|l| l.frame > frame)
+        {
+            self.listed.push(TlsSession {
+                client: client.to_string(),
+                server: server.to_string(),
+                frame,
+                tls: t.clone(),
+            });
+            self.keep_first();
+        }
         self.sessions += 1;
         if t.decrypted {
             self.decrypted += 1;
@@ -395,6 +431,14 @@ impl TlsAggregate {
         self.estimated_sessions += o.estimated_sessions;
         self.estimated_rt.merge(&o.estimated_rt);
         self.estimated_unfinished += o.estimated_unfinished;
+        self.listed.extend(o.listed.iter().cloned());
+        self.keep_first();
+    }
+
+    /// Keeps the first [`TLS_SESSIONS_LISTED`] sessions by frame, whatever the order they came in.
+    fn keep_first(&mut self) {
+        self.listed.sort_by_key(|s| s.frame);
+        self.listed.truncate(TLS_SESSIONS_LISTED);
     }
 
     /// The distribution of estimated response times (for plots and modes).
@@ -402,7 +446,8 @@ impl TlsAggregate {
         &self.estimated_rt
     }
 
-    pub(crate) fn report(&self) -> TlsReport {
+    /// The report of these sessions.
+    pub fn report(&self) -> TlsReport {
         TlsReport {
             sessions: self.sessions,
             decrypted: self.decrypted,
@@ -418,6 +463,7 @@ impl TlsAggregate {
                 rt_us: self.estimated_rt.summary_us(),
                 unfinished: self.estimated_unfinished,
             },
+            listed: self.listed.clone(),
         }
     }
 }
@@ -445,6 +491,9 @@ pub struct TlsReport {
     /// Response times estimated from the timing of the records of the sessions not decrypted: kept apart
     /// from the decoded response times.
     pub estimated_from_tls_records: EstimatedRt,
+    /// The first 100 sessions by their first frame, each with its version, suite, whether it was
+    /// decrypted (and if not why), its handshake and its exchanges estimated.
+    pub listed: Vec<TlsSession>,
 }
 
 /// Response times estimated from TLS records: a burst of client records, then the server's, is one
