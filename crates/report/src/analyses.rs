@@ -6,8 +6,8 @@ use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSour
 
 use crate::style::{
     column_width, command_lines, count, counted, direction_words, duration, duration_or_none,
-    instant, instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure,
-    NONE,
+    instant, instant_ns, list, percent, rate, seconds, span, stats, times, variation, width,
+    Measure, NONE,
 };
 
 /// What `pcapsleuth rate` prints: each ceiling found (a direction's packets/s or bits/s held flat at a
@@ -109,6 +109,15 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         }
     };
     let _ = writeln!(out, "response time of {}", source(p.count));
+    let e = &r.estimated_from_tls_records;
+    if e.sessions > 0 {
+        let _ = writeln!(
+            out,
+            "response time estimated from TLS records, not decoded ({} not decrypted): {}",
+            counted(e.sessions, "MySQL session", "MySQL sessions"),
+            stats(&e.rt_us, "exchange", "exchanges")
+        );
+    }
     if p.count == 0 {
         let _ = writeln!(
             out,

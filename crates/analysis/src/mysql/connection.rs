@@ -250,27 +250,16 @@ impl Tail {
 #[inline(always)]
 fn route<const KEEPS: bool>(
     session: &mut Session,
-    via: &mut Via,
+    tail: &mut Option<Box<Tail>>,
     home: Home<'_>,
     d: Direction,
     e: StreamEvent<'_>,
     m: Meta,
 ) {
-    match via {
-        Via::Tail(t) if KEEPS => t.route(session, home, d, e, PieceShape::Unknown, m),
+    match tail {
+        Some(t) if KEEPS => t.route(session, home, d, e, PieceShape::Unknown, m),
         _ => feed_event(session, d, e, m),
     }
-}
-
-/// Where a MySQL connection's reassembled bytes go.
-enum Via {
-    /// Straight to the session.
-    Session,
-    /// Through the [`Tail`] that passes plain exchanges over ([`MysqlDepth::Closes`]).
-    Tail(Box<Tail>),
-    /// Through a TLS layer, after the session's SSLRequest: decrypted where the key log allows, timed
-    /// from its records where not.
-    Tls(Box<TlsTrack>),
 }
 
 /// Feeds one event of a direction's reassembled bytes to the session.
@@ -388,6 +377,8 @@ impl UnansweredRequest {
 enum Detect {
     Undecided(Box<Recogniser>),
     Mysql,
+    /// MySQL, in TLS after its SSLRequest: its bytes go through its TLS layer.
+    MysqlTls,
     NotMysql,
 }
 
@@ -480,9 +471,11 @@ pub(crate) struct MysqlTrack {
     unanswered: Vec<UnansweredRequest>,
     /// Plain exchanges may be passed over ([`MysqlDepth::Closes`]).
     closes_only: bool,
-    /// Where the reassembled bytes go: the session, the exchange kept undecoded (once the connection is
-    /// MySQL and `closes_only`), or a TLS layer (after an SSLRequest).
-    via: Via,
+    /// The exchange kept undecoded, once the connection is MySQL and `closes_only`.
+    tail: Option<Box<Tail>>,
+    /// The TLS layer, after the session's SSLRequest: the reassembled bytes go through it, decrypted where
+    /// the key log allows, timed from their records where not.
+    tls: Option<Box<TlsTrack>>,
     /// The TLS key log, when one was given: the SSLRequest's login then waits for the TLS layer to say
     /// whether the session is decrypted.
     keys: Option<Arc<KeyLog>>,
@@ -521,7 +514,8 @@ impl MysqlTrack {
             last_ts_ns: 0,
             unanswered: Vec::new(),
             closes_only: depth == MysqlDepth::Closes,
-            via: Via::Session,
+            tail: None,
+            tls: None,
             keys: keys.cloned(),
         }
     }
@@ -540,7 +534,7 @@ impl MysqlTrack {
     }
 
     pub(crate) fn is_mysql(&self) -> bool {
-        matches!(self.detect, Detect::Mysql)
+        matches!(self.detect, Detect::Mysql | Detect::MysqlTls)
     }
 
     /// Feeds one segment of the connection (after the TCP tracker saw it). `tell` is told what a TLS
@@ -561,12 +555,12 @@ impl MysqlTrack {
         tell: &mut impl FnMut(Told<'_>),
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
-        // recogniser's registers and stack to set up.
-        if self.is_mysql() {
-            if matches!(self.via, Via::Tail(_)) && self.pass_over(side, seg, shape, at, home) {
+        // recogniser's registers and stack to set up (nor a TLS layer's).
+        if matches!(self.detect, Detect::Mysql) {
+            if self.tail.is_some() && self.pass_over(side, seg, shape, at, home) {
                 return;
             }
-            self.feed(side, seg, at, home, conn, tell);
+            self.feed(side, seg, at, home);
         } else {
             self.segment_not_yet_mysql(conn, side, seg, at, home, tell);
         }
@@ -585,8 +579,8 @@ impl MysqlTrack {
         at: FrameRef,
         home: Home<'_>,
     ) -> bool {
-        let (Via::Tail(t), Some(session), Some(client)) =
-            (&mut self.via, self.session.as_mut(), self.client)
+        let (Some(t), Some(session), Some(client)) =
+            (self.tail.as_deref_mut(), self.session.as_mut(), self.client)
         else {
             return false;
         };
@@ -614,7 +608,7 @@ impl MysqlTrack {
         true
     }
 
-    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL.
+    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL, or in TLS.
     #[inline(never)]
     fn segment_not_yet_mysql(
         &mut self,
@@ -625,37 +619,33 @@ impl MysqlTrack {
         home: Home<'_>,
         tell: &mut impl FnMut(Told<'_>),
     ) {
-        if let Detect::Undecided(r) = &mut self.detect {
-            match r.segment(conn, side, seg, at) {
+        match &mut self.detect {
+            Detect::MysqlTls => return self.feed_tls(side, seg, at, conn, tell),
+            Detect::Undecided(r) => match r.segment(conn, side, seg, at) {
                 Recognition::Undecided => return,
                 Recognition::NotMysql => {
                     self.detect = Detect::NotMysql;
                     return;
                 }
-                Recognition::Mysql(m) => self.start(m, conn, home, tell),
-            }
+                Recognition::Mysql(m) => self.start(m, conn, home),
+            },
+            Detect::Mysql | Detect::NotMysql => {}
         }
         if self.is_mysql() {
-            self.feed(side, seg, at, home, conn, tell);
+            self.feed(side, seg, at, home);
         }
     }
 
     /// The connection is MySQL: the session starts, and is fed the bytes held while it was being
     /// recognised, segment by segment as they came (only bytes: their ACKs and closes were read as they
     /// came, and a close is the segment at hand's).
-    fn start(
-        &mut self,
-        m: Recognised,
-        conn: &ConnectionState,
-        home: Home<'_>,
-        tell: &mut impl FnMut(Told<'_>),
-    ) {
+    fn start(&mut self, m: Recognised, conn: &ConnectionState, home: Home<'_>) {
         self.detect = Detect::Mysql;
         self.recognised_by = Some(m.by);
         self.client = Some(m.client);
         self.session = Some(Session::new(m.mode));
         if self.closes_only {
-            self.via = Via::Tail(Box::default());
+            self.tail = Some(Box::default());
         }
         let key = conn.key();
         m.replay.for_each(|side, seq, payload, payload_len, at| {
@@ -673,25 +663,17 @@ impl MysqlTrack {
                 payload,
                 payload_len,
             };
-            self.feed(side, &replay, at, home, conn, tell);
+            self.feed(side, &replay, at, home);
         });
     }
 
-    fn feed(
-        &mut self,
-        side: Side,
-        seg: &TcpSegment<'_>,
-        at: FrameRef,
-        home: Home<'_>,
-        conn: &ConnectionState,
-        tell: &mut impl FnMut(Told<'_>),
-    ) {
+    fn feed(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef, home: Home<'_>) {
         // Two copies of the work, chosen once per segment: decoding every exchange, the reassembled
         // bytes go straight to the session as they did before exchanges could be passed over.
-        match self.via {
-            Via::Session => self.feed_via::<false>(side, seg, at, home),
-            Via::Tail(_) => self.feed_via::<true>(side, seg, at, home),
-            Via::Tls(_) => self.feed_tls(side, seg, at, conn, tell),
+        if self.tail.is_some() {
+            self.feed_via::<true>(side, seg, at, home);
+        } else {
+            self.feed_via::<false>(side, seg, at, home);
         }
     }
 
@@ -707,7 +689,7 @@ impl MysqlTrack {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
-        let tail = &mut self.via;
+        let tail = &mut self.tail;
         let dir = |s: Side| {
             if s == client {
                 Direction::ClientToServer
@@ -753,7 +735,7 @@ impl MysqlTrack {
                     |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, d, e, m);
                 self.streams[side.index()].flush(&mut out);
                 // The close is read in the state the session is in: what was kept is decoded first.
-                if let Via::Tail(t) = tail {
+                if let Some(t) = tail {
                     t.decode_kept(session, home.files);
                 }
                 let context = session.close(d, flag, meta(at));
@@ -803,44 +785,45 @@ impl MysqlTrack {
     /// (Inlined where the segment's transactions are told: a call per transaction saved.)
     #[inline]
     fn drain_completed(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
-        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
-            return;
-        };
-        let key = conn.key();
-        let mut tls_begins = None;
-        for t in session.completed() {
-            let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
-            let fate = view.fate();
-            // Logins are not requests; commands the server never answers expect nothing.
-            if fate != Fate::NoResponse && t.command != Command::Connect {
-                self.requests.count(fate);
-                self.statements_cut += u64::from(
-                    t.statement
-                        .as_deref()
-                        .is_some_and(|s| cut_text(s).is_some()),
-                );
-            } else if t.outcome == Outcome::Encrypted {
-                // The SSLRequest: TLS begins. With a key log its login waits for the TLS layer, as the
-                // login inside TLS replaces it if the session is decrypted.
-                let held = self.keys.is_some().then(|| t.clone());
-                let told = held.is_none();
-                tls_begins = Some(held);
-                if !told {
+        // Twice when TLS begins: what the TLS layer decrypts from the bytes the session kept since its
+        // SSLRequest may complete more (a whole login, replayed after recognition).
+        loop {
+            let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+                return;
+            };
+            let key = conn.key();
+            let mut tls_begins = false;
+            for t in session.completed() {
+                let view =
+                    TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
+                let fate = view.fate();
+                // Logins are not requests; commands the server never answers expect nothing.
+                if fate != Fate::NoResponse && t.command != Command::Connect {
+                    self.requests.count(fate);
+                    self.statements_cut += u64::from(
+                        t.statement
+                            .as_deref()
+                            .is_some_and(|s| cut_text(s).is_some()),
+                    );
+                } else if matches!(t.outcome, Outcome::Encrypted) {
+                    // The SSLRequest: TLS begins; its login is told (or held) by `begin_tls`.
+                    tls_begins = true;
                     continue;
                 }
+                self.transactions += 1;
+                self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+                if fate == Fate::Unanswered {
+                    // Rare (the end of the capture only), and wanted by `first-reset` too.
+                    self.unanswered
+                        .push(UnansweredRequest::new(t, view.client, view.server));
+                }
+                tell(Told::Transaction(&view));
             }
-            self.transactions += 1;
-            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
-            if fate == Fate::Unanswered {
-                // Rare (the end of the capture only), and wanted by `first-reset` too.
-                self.unanswered
-                    .push(UnansweredRequest::new(t, view.client, view.server));
+            if !tls_begins {
+                session.clear_completed();
+                return;
             }
-            tell(Told::Transaction(&view));
-        }
-        session.clear_completed();
-        if let Some(held) = tls_begins {
-            self.begin_tls(conn, held, tell);
+            self.begin_tls(conn, tell);
         }
     }
 
@@ -848,17 +831,32 @@ impl MysqlTrack {
     /// session kept since the SSLRequest on.
     #[cold]
     #[inline(never)]
-    fn begin_tls(
-        &mut self,
-        conn: &ConnectionState,
-        held: Option<Transaction>,
-        tell: &mut impl FnMut(Told<'_>),
-    ) {
-        let Some(session) = self.session.as_mut() else {
+    fn begin_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
+        // The SSLRequest's login, the last transaction completed: with a key log it waits for the TLS
+        // layer, as the login inside TLS replaces it if the session is decrypted.
+        let login = session
+            .completed()
+            .iter()
+            .rfind(|t| matches!(t.outcome, Outcome::Encrypted))
+            .cloned();
+        session.clear_completed();
         let mut track = Box::new(TlsTrack::new(self.keys.clone()));
-        track.held = held;
+        self.detect = Detect::MysqlTls;
+        // No exchange is passed over from here: the bytes are the TLS layer's.
+        self.tail = None;
+        match login {
+            Some(t) if self.keys.is_some() => track.held = Some(t),
+            Some(t) => {
+                self.transactions += 1;
+                let view =
+                    TransactionView::new(&t, client, conn.key(), &self.closes, &self.retransmissions);
+                tell(Told::Transaction(&view));
+            }
+            None => {}
+        }
         if let Some(kept) = session.take_tls_bytes() {
             let mut last = None;
             for (d, m, bytes) in &kept.pieces {
@@ -874,22 +872,14 @@ impl MysqlTrack {
                 }
             }
         }
-        // No exchange is passed over from here: the bytes are the TLS layer's.
-        self.via = Via::Tls(track);
+        self.tls = Some(track);
         self.after_tls(conn, tell);
-        if self
-            .session
-            .as_ref()
-            .is_some_and(|s| !s.completed().is_empty())
-        {
-            self.drain_completed(conn, tell);
-        }
     }
 
     /// What a TLS session's records told since the last call: exchanges estimated (while it is not
     /// decrypted), and the SSLRequest's login once the session is known not to be decrypted.
     fn after_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
-        let (Via::Tls(track), Some(client)) = (&mut self.via, self.client) else {
+        let (Some(track), Some(client)) = (self.tls.as_deref_mut(), self.client) else {
             return;
         };
         let key = conn.key();
@@ -933,8 +923,8 @@ impl MysqlTrack {
         conn: &ConnectionState,
         tell: &mut impl FnMut(Told<'_>),
     ) {
-        let (Some(client), Some(session), Via::Tls(track)) =
-            (self.client, self.session.as_mut(), &mut self.via)
+        let (Some(client), Some(session), Some(track)) =
+            (self.client, self.session.as_mut(), self.tls.as_deref_mut())
         else {
             return;
         };
@@ -1021,7 +1011,7 @@ impl MysqlTrack {
             // The last turn is judged on what the capture holds of it; a whole command that looked like
             // MySQL was still waiting for its answer.
             if let Recognition::Mysql(m) = r.end(conn) {
-                self.start(m, conn, Home { files, input: 0 }, &mut tell);
+                self.start(m, conn, Home { files, input: 0 });
             }
         }
         if !self.is_mysql() {
@@ -1030,17 +1020,12 @@ impl MysqlTrack {
         let client = self.client?;
         // What the replay completed (an SSLRequest: its TLS layer takes over before the flush).
         self.drain(conn, &mut tell);
-        match std::mem::replace(&mut self.via, Via::Session) {
-            Via::Tail(mut t) => {
-                if let Some(session) = self.session.as_mut() {
-                    t.decode_kept(session, files);
-                }
-                // Plain exchanges passed over were answered (counted as the decoder would have).
-                self.transactions += t.passed;
-                self.errors += t.passed_errors;
-                self.requests.answered += t.passed;
-            }
-            other => self.via = other,
+        if let (Some(mut t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
+            t.decode_kept(session, files);
+            // Plain exchanges passed over were answered (counted as the decoder would have).
+            self.transactions += t.passed;
+            self.errors += t.passed_errors;
+            self.requests.answered += t.passed;
         }
         if let Some(session) = self.session.as_mut() {
             for side in [Side::Lo, Side::Hi] {
@@ -1049,23 +1034,23 @@ impl MysqlTrack {
                 } else {
                     Direction::ServerToClient
                 };
-                match &mut self.via {
-                    Via::Tls(track) => {
+                match self.tls.as_deref_mut() {
+                    Some(track) => {
                         let mut out =
                             |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
                         self.streams[side.index()].flush(&mut out);
                     }
-                    _ => {
+                    None => {
                         let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
                         self.streams[side.index()].flush(&mut out);
                     }
                 }
             }
-            if let Via::Tls(track) = &mut self.via {
+            if let Some(track) = self.tls.as_deref_mut() {
                 track.conn.finish();
             }
         }
-        if let Via::Tls(track) = &mut self.via {
+        if let Some(track) = self.tls.as_deref_mut() {
             // Not decrypted by the end: the SSLRequest's login is the session's.
             if !track.resumed {
                 track.force_undecryptable();
@@ -1136,10 +1121,7 @@ impl MysqlTrack {
             }
         }
         let info = self.session.as_ref().map(|s| s.info().clone());
-        let tls = match &self.via {
-            Via::Tls(track) => Some(track.facts()),
-            _ => None,
-        };
+        let tls = self.tls.as_ref().map(|track| track.facts());
         Some(MysqlSessionFacts {
             recognised_by: self.recognised_by?,
             server_version: info.as_ref().and_then(|i| i.server_version.clone()),

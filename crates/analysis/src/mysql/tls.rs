@@ -446,6 +446,16 @@ impl TlsAggregate {
         &self.estimated_rt
     }
 
+    /// The response times estimated from the records of the sessions not decrypted.
+    pub fn estimated(&self) -> EstimatedRt {
+        EstimatedRt {
+            sessions: self.estimated_sessions,
+            exchanges: self.estimated_rt.count(),
+            rt_us: self.estimated_rt.summary_us(),
+            unfinished: self.estimated_unfinished,
+        }
+    }
+
     /// The report of these sessions.
     pub fn report(&self) -> TlsReport {
         TlsReport {
@@ -457,12 +467,7 @@ impl TlsAggregate {
             records_failed: self.records_failed,
             failed_bytes: self.failed_bytes,
             handshake_us: self.handshake.summary_us(),
-            estimated_from_tls_records: EstimatedRt {
-                sessions: self.estimated_sessions,
-                exchanges: self.estimated_rt.count(),
-                rt_us: self.estimated_rt.summary_us(),
-                unfinished: self.estimated_unfinished,
-            },
+            estimated_from_tls_records: self.estimated(),
             listed: self.listed.clone(),
         }
     }
