@@ -536,6 +536,9 @@ impl<A: Analysis> Bucket<A> {
     }
 
     /// Feeds this bucket's events of the batch `scans` to its flows, telling `analysis` what they saw.
+    /// (Inlined into its one caller, the tracking task: as its own function, its loop over the events
+    /// kept less in registers, about 17 more instructions per segment.)
+    #[inline(always)]
     fn track(
         &mut self,
         b: usize,
@@ -673,16 +676,14 @@ impl<A: Analysis> Bucket<A> {
                     // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
                     // `segment` does nothing: not called per packet.
                     if mysql_on && flow.concluded.is_none() {
-                        let FlowSlot {
-                            tracker,
-                            mysql,
-                            state,
-                            ..
-                        } = &mut *flow;
-                        let tcp = tracker.current();
-                        mysql.segment(tcp, side, &seg, ev.piece_shape(), at, home, &mut |told| {
-                            tell(analysis, state, tcp, told)
-                        });
+                        flow.mysql.segment(
+                            flow.tracker.current(),
+                            side,
+                            &seg,
+                            ev.piece_shape(),
+                            at,
+                            home,
+                        );
                     }
                     if opened {
                         let (state, view) = flow.view();

@@ -537,12 +537,7 @@ impl MysqlTrack {
         matches!(self.detect, Detect::Mysql | Detect::MysqlTls)
     }
 
-    /// Feeds one segment of the connection (after the TCP tracker saw it). `tell` is told what a TLS
-    /// session's records show (estimated exchanges, the SSLRequest's login when the session turns out not
-    /// to be decrypted); a plain session's transactions are told by [`MysqlTrack::drain`].
-    // The segment (side, bytes, shape, frame), its connection, and where its bytes and what they tell
-    // go: inlined at the engine's one call, so the arguments cost nothing.
-    #[allow(clippy::too_many_arguments)]
+    /// Feeds one segment of the connection (after the TCP tracker saw it).
     #[inline]
     pub(crate) fn segment(
         &mut self,
@@ -552,7 +547,6 @@ impl MysqlTrack {
         shape: PieceShape,
         at: FrameRef,
         home: Home<'_>,
-        tell: &mut impl FnMut(Told<'_>),
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
         // recogniser's registers and stack to set up (nor a TLS layer's).
@@ -562,7 +556,7 @@ impl MysqlTrack {
             }
             self.feed(side, seg, at, home);
         } else {
-            self.segment_not_yet_mysql(conn, side, seg, at, home, tell);
+            self.segment_not_yet_mysql(conn, side, seg, at, home);
         }
     }
 
@@ -617,10 +611,9 @@ impl MysqlTrack {
         seg: &TcpSegment<'_>,
         at: FrameRef,
         home: Home<'_>,
-        tell: &mut impl FnMut(Told<'_>),
     ) {
         match &mut self.detect {
-            Detect::MysqlTls => return self.feed_tls(side, seg, at, conn, tell),
+            Detect::MysqlTls => return self.feed_tls(side, seg, at),
             Detect::Undecided(r) => match r.segment(conn, side, seg, at) {
                 Recognition::Undecided => return,
                 Recognition::NotMysql => {
@@ -757,8 +750,9 @@ impl MysqlTrack {
         }
     }
 
-    /// Hands the transactions the session completed to `tell`, counting them. Called after every
-    /// segment: most complete none.
+    /// Hands the transactions the session completed to `tell`, counting them, and what a TLS session's
+    /// records told (estimated exchanges; the SSLRequest's login once the session is known not to be
+    /// decrypted). Called after every segment: most complete none.
     #[inline]
     pub(crate) fn drain(&mut self, conn: &ConnectionState, mut tell: impl FnMut(Told<'_>)) {
         if self
@@ -767,6 +761,9 @@ impl MysqlTrack {
             .is_some_and(|s| !s.completed().is_empty())
         {
             self.drain_completed(conn, &mut tell);
+        }
+        if self.tls.is_some() {
+            self.after_tls(conn, &mut tell);
         }
     }
 
@@ -878,6 +875,8 @@ impl MysqlTrack {
 
     /// What a TLS session's records told since the last call: exchanges estimated (while it is not
     /// decrypted), and the SSLRequest's login once the session is known not to be decrypted.
+    #[cold]
+    #[inline(never)]
     fn after_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
         let (Some(track), Some(client)) = (self.tls.as_deref_mut(), self.client) else {
             return;
@@ -915,14 +914,7 @@ impl MysqlTrack {
     /// [`MysqlTrack::feed`] of a connection in TLS: the reassembled bytes go through its TLS layer.
     #[cold]
     #[inline(never)]
-    fn feed_tls(
-        &mut self,
-        side: Side,
-        seg: &TcpSegment<'_>,
-        at: FrameRef,
-        conn: &ConnectionState,
-        tell: &mut impl FnMut(Told<'_>),
-    ) {
+    fn feed_tls(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
         let (Some(client), Some(session), Some(track)) =
             (self.client, self.session.as_mut(), self.tls.as_deref_mut())
         else {
@@ -976,7 +968,6 @@ impl MysqlTrack {
                 });
             }
         }
-        self.after_tls(conn, tell);
         if self
             .session
             .as_ref()
