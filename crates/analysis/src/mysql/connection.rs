@@ -530,11 +530,12 @@ impl MysqlTrack {
 
     /// The client side, once MySQL told it (greeting, or request/response shape).
     pub(crate) fn client(&self) -> Option<Side> {
-        self.client.filter(|_| self.is_mysql())
+        // Set only when the connection is recognised as MySQL, which it then stays (in TLS or not).
+        self.client
     }
 
     pub(crate) fn is_mysql(&self) -> bool {
-        matches!(self.detect, Detect::Mysql | Detect::MysqlTls)
+        self.client.is_some()
     }
 
     /// Feeds one segment of the connection (after the TCP tracker saw it).
@@ -782,45 +783,40 @@ impl MysqlTrack {
     /// (Inlined where the segment's transactions are told: a call per transaction saved.)
     #[inline]
     fn drain_completed(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
-        // Twice when TLS begins: what the TLS layer decrypts from the bytes the session kept since its
-        // SSLRequest may complete more (a whole login, replayed after recognition).
-        loop {
-            let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
-                return;
-            };
-            let key = conn.key();
-            let mut tls_begins = false;
-            for t in session.completed() {
-                let view =
-                    TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
-                let fate = view.fate();
-                // Logins are not requests; commands the server never answers expect nothing.
-                if fate != Fate::NoResponse && t.command != Command::Connect {
-                    self.requests.count(fate);
-                    self.statements_cut += u64::from(
-                        t.statement
-                            .as_deref()
-                            .is_some_and(|s| cut_text(s).is_some()),
-                    );
-                } else if matches!(t.outcome, Outcome::Encrypted) {
-                    // The SSLRequest: TLS begins; its login is told (or held) by `begin_tls`.
-                    tls_begins = true;
-                    continue;
-                }
-                self.transactions += 1;
-                self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
-                if fate == Fate::Unanswered {
-                    // Rare (the end of the capture only), and wanted by `first-reset` too.
-                    self.unanswered
-                        .push(UnansweredRequest::new(t, view.client, view.server));
-                }
-                tell(Told::Transaction(&view));
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        let key = conn.key();
+        let mut tls_begins = false;
+        for t in session.completed() {
+            let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
+            let fate = view.fate();
+            // Logins are not requests; commands the server never answers expect nothing.
+            if fate != Fate::NoResponse && t.command != Command::Connect {
+                self.requests.count(fate);
+                self.statements_cut += u64::from(
+                    t.statement
+                        .as_deref()
+                        .is_some_and(|s| cut_text(s).is_some()),
+                );
+            } else if matches!(t.outcome, Outcome::Encrypted) {
+                // The SSLRequest: TLS begins; its login is told (or held) by `begin_tls`.
+                tls_begins = true;
+                continue;
             }
-            if !tls_begins {
-                session.clear_completed();
-                return;
+            self.transactions += 1;
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
+            if fate == Fate::Unanswered {
+                // Rare (the end of the capture only), and wanted by `first-reset` too.
+                self.unanswered
+                    .push(UnansweredRequest::new(t, view.client, view.server));
             }
+            tell(Told::Transaction(&view));
+        }
+        if tls_begins {
             self.begin_tls(conn, tell);
+        } else {
+            session.clear_completed();
         }
     }
 
@@ -848,8 +844,13 @@ impl MysqlTrack {
             Some(t) if self.keys.is_some() => track.held = Some(t),
             Some(t) => {
                 self.transactions += 1;
-                let view =
-                    TransactionView::new(&t, client, conn.key(), &self.closes, &self.retransmissions);
+                let view = TransactionView::new(
+                    &t,
+                    client,
+                    conn.key(),
+                    &self.closes,
+                    &self.retransmissions,
+                );
                 tell(Told::Transaction(&view));
             }
             None => {}
@@ -871,6 +872,15 @@ impl MysqlTrack {
         }
         self.tls = Some(track);
         self.after_tls(conn, tell);
+        // What the TLS layer decrypted from the bytes the session kept since its SSLRequest may have
+        // completed more (a whole login, replayed after recognition).
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(conn, tell);
+        }
     }
 
     /// What a TLS session's records told since the last call: exchanges estimated (while it is not

@@ -481,7 +481,7 @@ impl Analysis for MysqlStatistics {
                     Some(login),
                 );
             }
-        } else if t.outcome == Outcome::Encrypted {
+        } else if t.command == Command::Connect && matches!(t.outcome, Outcome::Encrypted) {
             // A login that went on in TLS, not decrypted: its answer cannot be read, the SYN-ACK and
             // the greeting can.
             let tcp = conn.tcp();
