@@ -66,6 +66,11 @@ struct EngineArgs {
     /// Number of byte-range splits (default: automatic). Results do not depend on it.
     #[arg(long, value_name = "N", hide = true)]
     splits: Option<usize>,
+    /// A TLS key log (the SSLKEYLOGFILE format: `CLIENT_RANDOM` lines for TLS 1.2, `*_TRAFFIC_SECRET*`
+    /// lines for TLS 1.3) to decrypt MySQL sessions in TLS with; may be given again for more files. The
+    /// Decryption Secrets Blocks of a pcapng (`editcap --inject-secrets`) are read without it.
+    #[arg(long = "tls-keylog", value_name = "FILE")]
+    tls_keylog: Vec<PathBuf>,
 }
 
 /// `--plots DIR` of the commands that can draw.
@@ -1067,6 +1072,7 @@ fn analyze_opened<A: Analysis>(
             (false, None) => analysis::MysqlDetection::Auto,
         },
         mysql_depth,
+        tls_keys: read_key_logs(&common.engine.tls_keylog)?,
         ..EngineOptions::default()
     };
     let total: u64 = set.inputs.iter().filter_map(|i| i.stored_len()).sum();
@@ -1080,6 +1086,42 @@ fn analyze_opened<A: Analysis>(
     });
     progress.clear();
     Ok((set, a))
+}
+
+/// The key logs of `--tls-keylog`, as one; a file that cannot be read, or holds no key log line, is bad
+/// input; lines that are not key log lines are passed over with a warning.
+fn read_key_logs(
+    files: &[PathBuf],
+) -> anyhow::Result<Option<std::sync::Arc<pcapsleuth::tls::KeyLog>>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut all = pcapsleuth::tls::KeyLog::new();
+    for f in files {
+        let text = std::fs::read(f)
+            .map_err(|e| InputError(format!("--tls-keylog {}: {e}", f.display())))?;
+        let log = pcapsleuth::tls::KeyLog::parse(&text);
+        if log.is_empty() && log.ignored == 0 {
+            bail!(InputError(format!(
+                "--tls-keylog {}: not a TLS key log (no CLIENT_RANDOM or *_TRAFFIC_SECRET line)",
+                f.display()
+            )));
+        }
+        if log.malformed > 0 {
+            let first = log
+                .problems
+                .first()
+                .map(|p| format!(" (line {}: {})", p.line, p.what))
+                .unwrap_or_default();
+            sayln!(
+                "pcapsleuth: warning: --tls-keylog {}: {} lines passed over{first}",
+                f.display(),
+                log.malformed
+            );
+        }
+        all.extend(&log);
+    }
+    Ok(Some(std::sync::Arc::new(all)))
 }
 
 /// `--port`, `--server`, `--errors-only`, `--slower-than` of `mysql` and `export --slowlog`.

@@ -47,4 +47,5 @@ mod segmentation;
 mod slowlog;
 mod split_invariance;
 mod timeline;
+mod tls;
 mod tshark_crosscheck;

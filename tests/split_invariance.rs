@@ -4,20 +4,31 @@
 use crate::common;
 
 use pcapsleuth::analysis::{
-    analyze, first_reset, CloseView, ConnectionView, EndView, Endings, EngineOptions, Everything,
-    Exchanges, MysqlStatistics, Resends, Run, SegmentView, Statistics, TransactionView,
+    analyze, first_reset, CloseView, ConnectionView, EndView, Endings, EngineOptions,
+    EstimatedExchangeView, Everything, Exchanges, MysqlStatistics, Resends, Run, SegmentView,
+    Statistics, TransactionView,
 };
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::to_json;
 use proptest::prelude::*;
 
 fn reports(cap: &Capture, splits: usize, threads: usize) -> (Run<Statistics>, String) {
+    reports_with(cap, splits, threads, EngineOptions::default())
+}
+
+/// [`reports`] with these options (a TLS key log).
+fn reports_with(
+    cap: &Capture,
+    splits: usize,
+    threads: usize,
+    opts: EngineOptions,
+) -> (Run<Statistics>, String) {
     let a = analyze(
         cap,
         &EngineOptions {
             threads,
             splits: Some(splits),
-            ..EngineOptions::default()
+            ..opts
         },
         || Everything::new(100_000_000),
     );
@@ -58,6 +69,42 @@ fn every_real_capture_gives_the_same_reports_with_1_2_3_7_and_64_splits() {
                 one_json, json,
                 "{path:?}: first-reset differs with {splits} splits"
             );
+        }
+    }
+}
+
+/// MySQL in TLS: decrypted with a key log given, decrypted with the secrets a pcapng holds, and timed from
+/// its records without keys, every report is the same whatever the splits (a TLS session's record layer
+/// lives with its connection, like its MySQL session).
+#[test]
+fn tls_captures_give_the_same_reports_with_1_2_3_7_and_64_splits() {
+    let tls = common::fixture("tls");
+    for name in ["tls13-aes256", "tls12-chacha"] {
+        let keys = std::fs::read(tls.join(format!("{name}.keys"))).unwrap();
+        let keys = std::sync::Arc::new(pcapsleuth::tls::KeyLog::parse(&keys));
+        let pcap = tls.join(format!("{name}.pcap"));
+        let dsb = tls.join(format!("{name}.dsb.pcapng"));
+        for (path, tls_keys) in [(&pcap, Some(keys)), (&dsb, None), (&pcap, None)] {
+            let cap = Capture::open(path).unwrap();
+            let opts = || EngineOptions {
+                tls_keys: tls_keys.clone(),
+                ..EngineOptions::default()
+            };
+            let (one, one_json) = reports_with(&cap, 1, 1, opts());
+            let decrypted = one.output.mysql.tls.report().decrypted;
+            assert_eq!(
+                decrypted > 0,
+                tls_keys.is_some() || path == &dsb,
+                "{path:?}"
+            );
+            for splits in [2, 3, 7, 64] {
+                let (a, json) = reports_with(&cap, splits, 2, opts());
+                assert_eq!(one, a, "{path:?}: analysis differs with {splits} splits");
+                assert_eq!(
+                    one_json, json,
+                    "{path:?}: reports differ with {splits} splits"
+                );
+            }
         }
     }
 }
@@ -208,6 +255,23 @@ impl pcapsleuth::analysis::Analysis for Trace {
             t.waited_ns()
         );
         s.events.push(event);
+        s.last_frame = s.last_frame.max(frame);
+    }
+    fn estimated_exchange(
+        &mut self,
+        s: &mut ConnectionTrace,
+        _: &ConnectionView<'_>,
+        x: &EstimatedExchangeView<'_>,
+    ) {
+        let x = x.exchange;
+        let frame = x.response_end.map_or(x.request.frame, |a| a.frame);
+        s.events.push(format!(
+            "estimated {} {} {:?} {:?}",
+            x.index,
+            x.request.frame,
+            x.ended,
+            x.response_time_ns()
+        ));
         s.last_frame = s.last_frame.max(frame);
     }
     fn close(&mut self, s: &mut ConnectionTrace, _: &ConnectionView<'_>, x: &CloseView<'_>) {

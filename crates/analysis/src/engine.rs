@@ -36,7 +36,7 @@ use rayon::prelude::*;
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
 use crate::facts::{CaptureFacts, FileFacts, PacketCounts};
-use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack};
+use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack, Told};
 use crate::phases::{Batch, Phases};
 use crate::timeline::{SplitTimes, TimeTally};
 
@@ -55,6 +55,10 @@ pub struct EngineOptions {
     /// Bytes per window of a streamed input (compressed, a pipe); 0: 32 MiB per thread. Results do not
     /// depend on it (tests make it small, so that records straddle windows).
     pub stream_window: usize,
+    /// TLS secrets to decrypt MySQL sessions in TLS with (a key log, `--tls-keylog`); the secrets of the
+    /// inputs' pcapng Decryption Secrets Blocks are added to them for the run. `None`, and no secrets in
+    /// the inputs: TLS sessions are timed from their records, not decrypted.
+    pub tls_keys: Option<std::sync::Arc<pcapsleuth_tls::KeyLog>>,
 }
 
 /// Splits are at most this size, so that a batch is small with few threads: two 4 MiB splits per
@@ -618,6 +622,28 @@ struct Bucket<A: Analysis> {
     replaced: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
 }
 
+/// Tells `analysis` what the MySQL glue tells of the connection `tcp`.
+#[inline(always)]
+fn tell<A: Analysis>(
+    analysis: &mut A,
+    state: &mut A::PerConnection,
+    tcp: &ConnectionState,
+    told: Told<'_>,
+) {
+    match told {
+        Told::Transaction(t) => analysis.transaction(
+            state,
+            &ConnectionView::new(tcp, Some(t.client_side()), true),
+            t,
+        ),
+        Told::Estimated(x) => analysis.estimated_exchange(
+            state,
+            &ConnectionView::new(tcp, Some(x.client_side), true),
+            x,
+        ),
+    }
+}
+
 /// Tells `analysis` the transactions `mysql` completed on the connection `tcp`.
 #[inline]
 fn tell_transactions<A: Analysis>(
@@ -626,13 +652,7 @@ fn tell_transactions<A: Analysis>(
     analysis: &mut A,
     state: &mut A::PerConnection,
 ) {
-    mysql.drain(tcp, |t| {
-        analysis.transaction(
-            state,
-            &ConnectionView::new(tcp, Some(t.client_side()), true),
-            t,
-        )
-    });
+    mysql.drain(tcp, |told| tell(analysis, state, tcp, told));
 }
 
 /// Concludes the MySQL decoding of the connection `tcp`, telling `analysis` what its end completed.
@@ -643,13 +663,7 @@ fn conclude_mysql<A: Analysis>(
     analysis: &mut A,
     state: &mut A::PerConnection,
 ) -> Option<MysqlSessionFacts> {
-    mysql.conclude(tcp, files, |t| {
-        analysis.transaction(
-            state,
-            &ConnectionView::new(tcp, Some(t.client_side()), true),
-            t,
-        )
-    })
+    mysql.conclude(tcp, files, |told| tell(analysis, state, tcp, told))
 }
 
 impl<A: Analysis> Bucket<A> {
@@ -730,7 +744,11 @@ impl<A: Analysis> Bucket<A> {
                             if i == next {
                                 slots.push(FlowSlot {
                                     tracker: ConnectionTracker::new(*key, at),
-                                    mysql: MysqlTrack::new(opts.mysql, opts.mysql_depth),
+                                    mysql: MysqlTrack::new(
+                                        opts.mysql,
+                                        opts.mysql_depth,
+                                        opts.tls_keys.as_ref(),
+                                    ),
                                     concluded: None,
                                     mysql_client: None,
                                     state: A::PerConnection::default(),
@@ -771,7 +789,7 @@ impl<A: Analysis> Bucket<A> {
                     if let Some(old) = fed.replaced.map(|b| *b) {
                         let track = std::mem::replace(
                             &mut flow.mysql,
-                            MysqlTrack::new(opts.mysql, opts.mysql_depth),
+                            MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
                         );
                         let mut state = std::mem::take(&mut flow.state);
                         let view = view_of(&old, &track, flow.mysql_client);
@@ -852,7 +870,7 @@ impl<A: Analysis> Bucket<A> {
                     if flow.concluded.is_none() && flow.tracker.current().is_finished() {
                         let track = std::mem::replace(
                             &mut flow.mysql,
-                            MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full),
+                            MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full, None),
                         );
                         let client = track.client();
                         flow.concluded = Some(conclude_mysql(
@@ -1051,6 +1069,31 @@ fn in_pool<T: Send>(
         Some(pool) => (pool.install(|| work(threads)), threads, pool_threads),
         None => (work(threads), threads, 1),
     }
+}
+
+/// `opts` with the TLS key logs of the inputs' pcapng Decryption Secrets Blocks added to its key log;
+/// `None` when no input has one.
+fn with_capture_secrets(opts: &EngineOptions, sources: &[Source<'_>]) -> Option<EngineOptions> {
+    let logs: Vec<Vec<u8>> = sources
+        .iter()
+        .flat_map(|s| match s {
+            Source::Mapped(c) => c.decryption_secrets(),
+            Source::Streamed(st) => st.decryption_secrets(),
+        })
+        .filter(|d| d.secrets_type == pcapsleuth_capture::DecryptionSecrets::TLS_KEY_LOG)
+        .map(|d| d.data)
+        .collect();
+    if logs.is_empty() {
+        return None;
+    }
+    let mut keys = opts.tls_keys.as_deref().cloned().unwrap_or_default();
+    for log in &logs {
+        keys.add(log);
+    }
+    Some(EngineOptions {
+        tls_keys: Some(std::sync::Arc::new(keys)),
+        ..opts.clone()
+    })
 }
 
 /// One input of a run.
@@ -1422,6 +1465,8 @@ fn run_engine<A: Analysis>(
     progress: &(dyn Fn(u64, u64) + Sync),
     phases: &Phases,
 ) -> Run<A> {
+    let with_secrets = with_capture_secrets(opts, sources);
+    let opts = with_secrets.as_ref().unwrap_or(opts);
     let nbuckets = (threads * 8).max(16);
     let mapped: Vec<&[u8]> = sources
         .iter()

@@ -132,6 +132,10 @@ pub use mysql::{
     SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
     UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
 };
+pub use mysql::{
+    EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
+    TlsSession, TlsSessionFacts,
+};
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use reasons::{stall_start, tcp_reason};

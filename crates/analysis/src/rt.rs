@@ -210,6 +210,7 @@ impl RtAggregate {
                 rows.into_iter().map(|(_, _, row)| row).collect()
             },
             connect_us: self.connect.all.summary_us(),
+            estimated_from_tls_records: mysql.tls.estimated(),
             interval_s: secs,
             analysis: modes,
         }
@@ -667,6 +668,9 @@ pub struct RtReport {
     pub per_interval: Vec<IntervalRt>,
     /// MySQL logins seen from their first SYN: the SYN to the answer to the login.
     pub connect_us: RtSummary,
+    /// Response times estimated from the TLS records of the MySQL sessions in TLS not decrypted, as the
+    /// `mysql` report's `tls` has them: never among the distributions above.
+    pub estimated_from_tls_records: crate::EstimatedRt,
     /// The mode analysis behind `multimodal`, `modes` and `valleys` (for programs; not in JSON).
     #[serde(skip)]
     pub analysis: ModeAnalysis,

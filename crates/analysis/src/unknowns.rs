@@ -7,8 +7,8 @@ use pcapsleuth_flow::{ReassemblyFacts, REASSEMBLY_MEMORY};
 use serde::Serialize;
 
 use crate::engine::Run;
-use crate::mysql::RequestCounts;
-use crate::units::count;
+use crate::mysql::{RequestCounts, TlsKeys};
+use crate::units::{count, counted};
 
 /// Encrypted connections listed by endpoint (the counts cover all of them).
 const ENCRYPTED_LISTED: usize = 10;
@@ -23,7 +23,8 @@ pub struct Unknowns {
     pub unreadable_responses: u64,
     /// MySQL requests whose statement text the capture holds only in part: their fingerprints end in `…`.
     pub statements_cut: u64,
-    /// MySQL sessions that went on in TLS; null when none did.
+    /// MySQL sessions that went on in TLS and could not be read (or records of those decrypted that did
+    /// not authenticate); null when there were none.
     pub encrypted: Option<EncryptedSessions>,
     /// IP fragments that could not be put back into their datagrams, and why (the capture's
     /// [`crate::CaptureFacts::ip_fragments`]); null when every fragment went into a datagram reassembled
@@ -47,12 +48,18 @@ pub struct SnapCut {
 /// MySQL sessions whose traffic is encrypted: they are counted as sessions, their requests are not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EncryptedSessions {
-    /// Sessions that went on in TLS.
+    /// Sessions that went on in TLS and were not decrypted.
     pub sessions: u64,
-    /// TCP payload bytes after TLS began (both directions), which could not be read.
+    /// Bytes that could not be read: of those sessions, the TCP payload after TLS began (both
+    /// directions); of sessions decrypted, the records that did not authenticate.
     pub bytes: u64,
-    /// The first connections, in order of their first packet.
+    /// The first connections not decrypted, in order of their first packet.
     pub connections: Vec<EncryptedConnection>,
+    /// Sessions in TLS decrypted with a key log (their requests are counted).
+    pub decrypted: u64,
+    /// Records of the decrypted sessions that did not authenticate with the key log's secrets: never
+    /// decoded, their bytes missing from those sessions.
+    pub records_failed: u64,
 }
 
 /// One encrypted MySQL session.
@@ -66,6 +73,9 @@ pub struct EncryptedConnection {
     pub frame: u64,
     /// Bytes after TLS began, both directions, which could not be read.
     pub bytes: u64,
+    /// Why it was not decrypted (`no_key_log`, `not_in_key_log`, ...); null for a session whose TLS
+    /// handshake the decoder did not follow.
+    pub why: Option<TlsKeys>,
 }
 
 /// What `a` could not know, from its capture facts and its connections' MySQL sessions, whatever
@@ -88,11 +98,21 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
         sessions: 0,
         bytes: 0,
         connections: Vec::new(),
+        decrypted: 0,
+        records_failed: 0,
     };
     for (conn, facts) in a.connections.iter().zip(&a.mysql_sessions) {
-        let Some(f) = facts.as_ref().filter(|f| f.encrypted) else {
+        let Some(f) = facts.as_ref() else {
             continue;
         };
+        if let Some(t) = f.tls.as_ref().filter(|t| t.decrypted) {
+            encrypted.decrypted += 1;
+            encrypted.records_failed += t.records_failed;
+            encrypted.bytes += t.failed_bytes;
+        }
+        if !f.encrypted {
+            continue;
+        }
         encrypted.sessions += 1;
         encrypted.bytes += f.unread_bytes;
         if encrypted.connections.len() < ENCRYPTED_LISTED {
@@ -101,10 +121,11 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
                 server: conn.server.to_string(),
                 frame: conn.first.frame,
                 bytes: f.unread_bytes,
+                why: f.tls.as_ref().map(|t| t.keys),
             });
         }
     }
-    let encrypted = (encrypted.sessions > 0).then_some(encrypted);
+    let encrypted = (encrypted.sessions > 0 || encrypted.records_failed > 0).then_some(encrypted);
 
     // Which figures are partial, whatever left the bytes out.
     let mut partial = Vec::new();
@@ -137,21 +158,38 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
         (None, true) => {}
     }
     if let Some(e) = &encrypted {
-        let first = &e.connections[0];
-        notes.push(format!(
-            "{} MySQL {} encrypted (TLS): {} bytes could not be read and {} requests are not counted ({} -> {}{})",
-            count(e.sessions),
-            if e.sessions == 1 { "session is" } else { "sessions are" },
-            count(e.bytes),
-            if e.sessions == 1 { "its" } else { "their" },
-            first.client,
-            first.server,
-            if e.sessions > 1 {
-                format!(" and {} more", e.sessions - 1)
-            } else {
-                String::new()
-            }
-        ));
+        if let Some(first) = e.connections.first() {
+            let failed_bytes = e.bytes - e.connections.iter().map(|c| c.bytes).sum::<u64>();
+            let why = first
+                .why
+                .map(|w| format!("; {}", w.why_not()))
+                .unwrap_or_default();
+            notes.push(format!(
+                "{} MySQL {} encrypted (TLS): {} bytes could not be read and {} requests are not counted ({} -> {}{}{why}){}",
+                count(e.sessions),
+                if e.sessions == 1 { "session is" } else { "sessions are" },
+                count(e.bytes - failed_bytes.min(e.bytes)),
+                if e.sessions == 1 { "its" } else { "their" },
+                first.client,
+                first.server,
+                if e.sessions > 1 {
+                    format!(" and {} more", e.sessions - 1)
+                } else {
+                    String::new()
+                },
+                if e.decrypted > 0 {
+                    format!("; {} decrypted with the key log", counted(e.decrypted, "other was", "others were"))
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if e.records_failed > 0 {
+            notes.push(format!(
+                "{} of the sessions decrypted did not authenticate with the key log's secrets: not decoded, their bytes are missing from those sessions",
+                counted(e.records_failed, "TLS record", "TLS records")
+            ));
+        }
     }
     let frags = &a.capture.ip_fragments;
     let ip_fragments = frags.lost_any().then(|| frags.clone());

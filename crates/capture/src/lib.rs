@@ -64,6 +64,7 @@ use std::sync::Arc;
 
 pub use error::CaptureError;
 pub use link::LinkType;
+pub use pcapng::DecryptionSecrets;
 pub use set::{capture_stem, expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
 pub use stream::{Compression, Stream, StreamWindow};
@@ -598,6 +599,14 @@ impl Capture {
             .unwrap_or(usize::MAX)
             .min(self.bytes.len());
         &self.bytes[..end]
+    }
+
+    /// The Decryption Secrets Blocks before the first packet of a pcapng (none for classic pcap).
+    pub fn decryption_secrets(&self) -> Vec<DecryptionSecrets> {
+        match self.format {
+            Format::PcapNg => pcapng::decryption_secrets(self.preamble()),
+            Format::Pcap(_) => Vec::new(),
+        }
     }
 
     /// Tells the kernel this process is done with the bytes before `offset`: they stop counting in its

@@ -1,5 +1,6 @@
 //! pcapng: sections (SHB), interfaces (IDB with `if_tsresol`/`if_tsoffset`), enhanced and simple packet
-//! blocks; every other block type is skipped by its length.
+//! blocks, and the Decryption Secrets Blocks before the first packet; every other block type is skipped
+//! by its length.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -194,6 +195,47 @@ pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64),
         });
     }
     Ok((section, p as u64))
+}
+
+/// The content of a pcapng Decryption Secrets Block (block type 0x0A): what `editcap --inject-secrets`
+/// and Wireshark write to make a capture decryptable on its own. Opaque here: a TLS key log
+/// ([`DecryptionSecrets::TLS_KEY_LOG`]) is read by pcapsleuth-tls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecryptionSecrets {
+    /// The secrets' type: `TLSK` (0x544c534b) for an NSS key log, `WGKL` for WireGuard, ...
+    pub secrets_type: u32,
+    /// The secrets, as the block holds them (padding removed).
+    pub data: Vec<u8>,
+}
+
+impl DecryptionSecrets {
+    /// `TLSK`: an NSS key log (`SSLKEYLOGFILE` lines).
+    pub const TLS_KEY_LOG: u32 = 0x544c_534b;
+}
+
+/// The Decryption Secrets Blocks among `preamble`'s blocks (the blocks of a pcapng before its first
+/// packet, where editcap and Wireshark write them).
+pub(crate) fn decryption_secrets(preamble: &[u8]) -> Vec<DecryptionSecrets> {
+    const DSB_TYPE: u32 = 0x0000_000A;
+    let mut out = Vec::new();
+    let (mut p, mut big_endian) = (0usize, false);
+    while let Some((block_type, len, be)) = block_frame(preamble, p, big_endian) {
+        if !framing_ok(len) || p + len > preamble.len() {
+            break;
+        }
+        big_endian = be;
+        if block_type == DSB_TYPE {
+            if let Some(Block::DecryptionSecrets(dsb)) = parse(&preamble[p..p + len], be) {
+                let n = usize::try_from(dsb.secrets_len).unwrap_or(usize::MAX);
+                out.push(DecryptionSecrets {
+                    secrets_type: dsb.secrets_type.0,
+                    data: dsb.data.get(..n).unwrap_or(dsb.data).to_vec(),
+                });
+            }
+        }
+        p += len;
+    }
+    out
 }
 
 /// Whether a chain of valid blocks starts at `p`: `None` when the bytes end before its first block does

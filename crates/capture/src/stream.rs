@@ -360,6 +360,14 @@ impl Stream {
         &self.preamble
     }
 
+    /// The Decryption Secrets Blocks before the first packet of a pcapng (none for classic pcap).
+    pub fn decryption_secrets(&self) -> Vec<crate::DecryptionSecrets> {
+        match self.format {
+            Format::PcapNg => crate::pcapng::decryption_secrets(&self.preamble),
+            Format::Pcap(_) => Vec::new(),
+        }
+    }
+
     /// Time of the first record, if the first bytes hold one.
     pub fn first_ts(&self) -> Option<Timestamp> {
         self.first_ts

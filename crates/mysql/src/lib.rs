@@ -81,7 +81,7 @@ pub use replication::{
     binlog_event_verdict, looks_like_binlog_events, looks_like_semi_sync_acks,
     semi_sync_acks_verdict, ReplicationAtClose, ReplicationSample, ReplicationSummary,
 };
-pub use session::Session;
+pub use session::{Session, TlsBytes, TLS_BYTES_KEPT};
 
 /// Statement text longer than this is cut (at a character boundary) and marked
 /// with a trailing `/* truncated: N bytes */` comment.
@@ -386,6 +386,9 @@ pub enum Encryption {
     /// The client sent an SSLRequest (CLIENT_SSL): TLS follows and decoding
     /// stopped cleanly there; later bytes are counted as `undecoded_bytes`.
     Tls,
+    /// TLS followed an SSLRequest, and a TLS layer decrypts it: the session is decoded from the
+    /// plaintext ([`Session::resume_decrypted`]).
+    TlsDecrypted,
 }
 
 /// The compressed protocol in force after authentication.

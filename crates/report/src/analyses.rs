@@ -6,8 +6,8 @@ use pcapsleuth_analysis::{FindingKind, FullReport, IntervalKind, RateReport, RtR
 
 use crate::style::{
     column_width, command_lines, count, counted, direction_words, duration, duration_or_none,
-    instant, instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure,
-    NONE,
+    instant, instant_ns, list, percent, rate, seconds, span, stats, times, variation, width,
+    Measure, NONE,
 };
 use crate::visible::{visible, visible_lines_owned};
 
@@ -110,11 +110,25 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         }
     };
     let _ = writeln!(out, "response time of {}", source(p.count));
+    // Beside the distribution, never in it: these exchanges were timed from TLS records, not decoded.
+    let estimated = |out: &mut String| {
+        let e = &r.estimated_from_tls_records;
+        if e.sessions > 0 {
+            let _ = writeln!(
+                out,
+                "response time estimated from TLS records, not decoded ({} not decrypted; not in the \
+                 figures above): {}",
+                counted(e.sessions, "MySQL session", "MySQL sessions"),
+                stats(&e.rt_us, "exchange", "exchanges")
+            );
+        }
+    };
     if p.count == 0 {
         let _ = writeln!(
             out,
             "  {NONE} (no request was answered in the capture: no distribution, no humps)"
         );
+        estimated(&mut out);
         return visible_lines_owned(out);
     }
     let _ = writeln!(
@@ -138,6 +152,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             duration(c.max)
         );
     }
+    estimated(&mut out);
     if r.multimodal {
         let _ = writeln!(out, "\nMULTIMODAL: {} humps", r.modes.len());
     } else {

@@ -11,7 +11,7 @@ use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
     statement_label, CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose,
-    FlowRow, MysqlReport, RequestCounts, RtSummary, ServerRow, Unknowns,
+    FlowRow, MysqlReport, RequestCounts, RtSummary, ServerRow, TlsReport, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
 use serde::Serialize;
@@ -324,6 +324,109 @@ pub(crate) fn write_servers(out: &mut String, servers: &[ServerRow]) {
     }
 }
 
+/// TLS sessions the text lists one by one.
+const TLS_SESSIONS_SHOWN: usize = 5;
+
+/// The MySQL sessions in TLS: versions and suites, how many were decrypted (and why not the others), and
+/// the response times estimated from the records of those not decrypted, said to be estimates.
+fn render_tls(out: &mut String, t: &TlsReport) {
+    if t.sessions == 0 {
+        return;
+    }
+    let each = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {}", count(*v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "\nTLS: {} ({}; {})",
+        counted(t.sessions, "session", "sessions"),
+        each(&t.versions),
+        each(&t.cipher_suites)
+    );
+    let not: Vec<String> = t
+        .not_decrypted
+        .iter()
+        .map(|(why, n)| format!("{}: {}", why.why_not(), count(*n)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  decrypted with the key log: {}; not decrypted: {}{}",
+        count(t.decrypted),
+        count(t.sessions - t.decrypted),
+        if not.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", not.join("; "))
+        }
+    );
+    if t.records_failed > 0 {
+        let _ = writeln!(
+            out,
+            "  {} ({}) did not authenticate with the key log's secrets: not decoded",
+            counted(t.records_failed, "record", "records"),
+            bytes(t.failed_bytes)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  handshake {}",
+        stats(&t.handshake_us, "session", "sessions")
+    );
+    for s in t.listed.iter().take(TLS_SESSIONS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    {} -> {} (frame {}): {} {}, {}{}",
+            s.client,
+            s.server,
+            s.frame,
+            s.tls.version.as_deref().unwrap_or("version unknown"),
+            s.tls.cipher_suite.as_deref().unwrap_or("suite unknown"),
+            if s.tls.decrypted {
+                "decrypted".to_string()
+            } else {
+                format!("not decrypted ({})", s.tls.keys.why_not())
+            },
+            s.tls
+                .handshake_us
+                .map(|us| format!(", handshake {}", duration(us)))
+                .unwrap_or_default()
+        );
+    }
+    if t.listed.len() > TLS_SESSIONS_SHOWN {
+        let _ = writeln!(
+            out,
+            "    and {} more (`--json` lists the first {})",
+            count(t.sessions - TLS_SESSIONS_SHOWN as u64),
+            t.listed.len()
+        );
+    }
+    let e = &t.estimated_from_tls_records;
+    if e.sessions > 0 {
+        let _ = writeln!(
+            out,
+            "  response time estimated from TLS records, not decoded ({} not decrypted; a burst of client \
+             records, then the server's, is one exchange; the login left out):",
+            counted(e.sessions, "session", "sessions")
+        );
+        let _ = writeln!(
+            out,
+            "    {}{}",
+            stats(&e.rt_us, "exchange", "exchanges"),
+            if e.unfinished > 0 {
+                format!(
+                    "; {} not timed (cut off, or open at the end)",
+                    count(e.unfinished)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
 /// What `pcapsleuth mysql` prints: sessions, requests and how they ended, requests per command, the
 /// response-time distribution, the servers (when there are several), errors by code with their own
 /// response times, the `limit` statement groups (command and fingerprint) with the most total time,
@@ -380,7 +483,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         );
     }
     let c = &r.connect;
-    if c.login_us.count > 0 {
+    if c.login_us.count > 0 || c.greeting_us.count > 0 {
         let _ = writeln!(out, "connect, from the client's first SYN to:");
         let _ = writeln!(
             out,
@@ -397,8 +500,16 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "  login     {}",
             stats(&c.login_us, "connection", "connections")
         );
+        if c.tls_handshake_us.count > 0 {
+            let _ = writeln!(
+                out,
+                "  TLS handshake (ClientHello to the last Finished) {}",
+                stats(&c.tls_handshake_us, "session", "sessions")
+            );
+        }
     }
     write_servers(&mut out, &r.servers);
+    render_tls(&mut out, &r.tls);
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
     } else {

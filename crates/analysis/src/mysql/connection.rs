@@ -3,6 +3,7 @@
 //! analyses as it completes, each close read in MySQL terms, and the session summarised when it ends.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use pcapsleuth_flow::{
     CloseFlag as TcpCloseFlag, ClosedBy, ConnectionState, Endpoint, FlowKey, FrameRef, Role, Side,
@@ -12,9 +13,11 @@ use pcapsleuth_mysql::{
     CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
     PieceShape, PlainExchange, Session, SessionInfo, SessionPhase, Transaction,
 };
+use pcapsleuth_tls::KeyLog;
 use serde::Serialize;
 
 use super::recognition::{Recognised, RecognisedBy, Recogniser, Recognition};
+use super::tls::{EstimatedExchangeView, TlsSessionFacts, TlsTrack, Told};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
 use crate::timeline::plausible_response_time;
 
@@ -268,6 +271,20 @@ fn feed_event(session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta) 
     }
 }
 
+/// Feeds one event of a direction's reassembled bytes to a TLS session: through its TLS layer.
+fn tls_event(
+    track: &mut TlsTrack,
+    session: &mut Session,
+    d: Direction,
+    e: StreamEvent<'_>,
+    m: Meta,
+) {
+    match e {
+        StreamEvent::Data(b) => track.data(session, d, b, m, false),
+        StreamEvent::Gap(n) => track.gap(session, d, n, m),
+    }
+}
+
 /// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
 /// requests [`Fate::Answered`]: the others' last response byte is not the end of their response. `None`
 /// when unanswered, or when the two timestamps cannot both be right ([`crate::plausible_response_time`]).
@@ -360,6 +377,8 @@ impl UnansweredRequest {
 enum Detect {
     Undecided(Box<Recogniser>),
     Mysql,
+    /// MySQL, in TLS after its SSLRequest: its bytes go through its TLS layer.
+    MysqlTls,
     NotMysql,
 }
 
@@ -384,10 +403,13 @@ pub struct MysqlSessionFacts {
     pub user: Option<String>,
     /// The default schema from the login, `COM_INIT_DB` or `COM_CHANGE_USER`, when captured.
     pub schema: Option<String>,
-    /// Whether the session went on in TLS (its requests cannot be read).
+    /// Whether the session went on in TLS and was not decrypted (its requests cannot be read).
     pub encrypted: bool,
-    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read.
+    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read. Of a TLS
+    /// session decrypted, none (the records that failed are in `tls`).
     pub unread_bytes: u64,
+    /// The TLS the session went on in after its SSLRequest; null for a session in the clear.
+    pub tls: Option<TlsSessionFacts>,
     /// Requests decoded on the connection, each with what became of it (answered or not).
     pub transactions: u64,
     /// Of them, those answered by an error response.
@@ -466,6 +488,12 @@ pub(crate) struct MysqlTrack {
     closes_only: bool,
     /// The exchange kept undecoded, once the connection is MySQL and `closes_only`.
     tail: Option<Box<Tail>>,
+    /// The TLS layer, after the session's SSLRequest: the reassembled bytes go through it, decrypted where
+    /// the key log allows, timed from their records where not.
+    tls: Option<Box<TlsTrack>>,
+    /// The TLS key log, when one was given: the SSLRequest's login then waits for the TLS layer to say
+    /// whether the session is decrypted.
+    keys: Option<Arc<KeyLog>>,
 }
 
 /// An acknowledgment at most this far (1 GiB) past the bytes captured is of bytes the capture lost; one
@@ -483,7 +511,7 @@ fn meta(at: FrameRef) -> Meta {
 }
 
 impl MysqlTrack {
-    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth) -> Self {
+    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth, keys: Option<&Arc<KeyLog>>) -> Self {
         MysqlTrack {
             detect: match mode {
                 MysqlDetection::Off => Detect::NotMysql,
@@ -506,6 +534,8 @@ impl MysqlTrack {
             unanswered: Vec::new(),
             closes_only: depth == MysqlDepth::Closes,
             tail: None,
+            tls: None,
+            keys: keys.cloned(),
         }
     }
 
@@ -519,11 +549,12 @@ impl MysqlTrack {
 
     /// The client side, once MySQL told it (greeting, or request/response shape).
     pub(crate) fn client(&self) -> Option<Side> {
-        self.client.filter(|_| self.is_mysql())
+        // Set only when the connection is recognised as MySQL, which it then stays (in TLS or not).
+        self.client
     }
 
     pub(crate) fn is_mysql(&self) -> bool {
-        matches!(self.detect, Detect::Mysql)
+        self.client.is_some()
     }
 
     /// Feeds one segment of the connection (after the TCP tracker saw it).
@@ -538,8 +569,8 @@ impl MysqlTrack {
         home: Home<'_>,
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
-        // recogniser's registers and stack to set up.
-        if self.is_mysql() {
+        // recogniser's registers and stack to set up (nor a TLS layer's).
+        if matches!(self.detect, Detect::Mysql) {
             if self.tail.is_some() && self.pass_over(side, seg, shape, at, home) {
                 return;
             }
@@ -591,7 +622,7 @@ impl MysqlTrack {
         true
     }
 
-    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL.
+    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL, or in TLS.
     #[inline(never)]
     fn segment_not_yet_mysql(
         &mut self,
@@ -601,15 +632,17 @@ impl MysqlTrack {
         at: FrameRef,
         home: Home<'_>,
     ) {
-        if let Detect::Undecided(r) = &mut self.detect {
-            match r.segment(conn, side, seg, at) {
+        match &mut self.detect {
+            Detect::MysqlTls => return self.feed_tls(side, seg, at),
+            Detect::Undecided(r) => match r.segment(conn, side, seg, at) {
                 Recognition::Undecided => return,
                 Recognition::NotMysql => {
                     self.detect = Detect::NotMysql;
                     return;
                 }
                 Recognition::Mysql(m) => self.start(m, conn, home),
-            }
+            },
+            Detect::Mysql | Detect::NotMysql => {}
         }
         if self.is_mysql() {
             self.feed(side, seg, at, home);
@@ -739,16 +772,20 @@ impl MysqlTrack {
         }
     }
 
-    /// Hands the transactions the session completed to `tell`, counting them. Called after every
-    /// segment: most complete none.
+    /// Hands the transactions the session completed to `tell`, counting them, and what a TLS session's
+    /// records told (estimated exchanges; the SSLRequest's login once the session is known not to be
+    /// decrypted). Called after every segment: most complete none.
     #[inline]
-    pub(crate) fn drain(&mut self, conn: &ConnectionState, tell: impl FnMut(&TransactionView<'_>)) {
+    pub(crate) fn drain(&mut self, conn: &ConnectionState, mut tell: impl FnMut(Told<'_>)) {
         if self
             .session
             .as_ref()
             .is_some_and(|s| !s.completed().is_empty())
         {
-            self.drain_completed(conn, tell);
+            self.drain_completed(conn, &mut tell);
+        }
+        if self.tls.is_some() {
+            self.after_tls(conn, &mut tell);
         }
     }
 
@@ -766,18 +803,13 @@ impl MysqlTrack {
 
     /// (Inlined where the segment's transactions are told: a call per transaction saved.)
     #[inline]
-    fn drain_completed(
-        &mut self,
-        conn: &ConnectionState,
-        mut tell: impl FnMut(&TransactionView<'_>),
-    ) {
+    fn drain_completed(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
         let key = conn.key();
+        let mut tls_begins = false;
         for t in session.completed() {
-            self.transactions += 1;
-            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
             let view = TransactionView::new(
                 t,
                 client,
@@ -795,15 +827,204 @@ impl MysqlTrack {
                         .as_deref()
                         .is_some_and(|s| cut_text(s).is_some()),
                 );
+            } else if matches!(t.outcome, Outcome::Encrypted) {
+                // The SSLRequest: TLS begins; its login is told (or held) by `begin_tls`.
+                tls_begins = true;
+                continue;
             }
+            self.transactions += 1;
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
             if fate == Fate::Unanswered {
                 // Rare (the end of the capture only), and wanted by `first-reset` too.
                 self.unanswered
                     .push(UnansweredRequest::new(t, view.client, view.server));
             }
-            tell(&view);
+            tell(Told::Transaction(&view));
         }
+        if tls_begins {
+            self.begin_tls(conn, tell);
+        } else {
+            session.clear_completed();
+        }
+    }
+
+    /// After the session's SSLRequest: a TLS layer takes the connection's bytes over, from those the
+    /// session kept since the SSLRequest on.
+    #[cold]
+    #[inline(never)]
+    fn begin_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        // The SSLRequest's login, the last transaction completed: with a key log it waits for the TLS
+        // layer, as the login inside TLS replaces it if the session is decrypted.
+        let login = session
+            .completed()
+            .iter()
+            .rfind(|t| matches!(t.outcome, Outcome::Encrypted))
+            .cloned();
         session.clear_completed();
+        let mut track = Box::new(TlsTrack::new(self.keys.clone()));
+        self.detect = Detect::MysqlTls;
+        // No exchange is passed over from here: the bytes are the TLS layer's.
+        self.tail = None;
+        match login {
+            Some(t) if self.keys.is_some() => track.held = Some(t),
+            Some(t) => {
+                self.transactions += 1;
+                let view = TransactionView::new(
+                    &t,
+                    client,
+                    conn.key(),
+                    &self.closes,
+                    &self.retransmissions,
+                    session.info(),
+                );
+                tell(Told::Transaction(&view));
+            }
+            None => {}
+        }
+        if let Some(kept) = session.take_tls_bytes() {
+            let mut last = None;
+            for (d, m, bytes) in &kept.pieces {
+                track.data(session, *d, bytes, *m, true);
+                last = Some(*m);
+            }
+            for (d, n) in [
+                (Direction::ClientToServer, kept.dropped[0]),
+                (Direction::ServerToClient, kept.dropped[1]),
+            ] {
+                if let (true, Some(m)) = (n > 0, last) {
+                    track.gap(session, d, n, m);
+                }
+            }
+        }
+        self.tls = Some(track);
+        self.after_tls(conn, tell);
+        // What the TLS layer decrypted from the bytes the session kept since its SSLRequest may have
+        // completed more (a whole login, replayed after recognition).
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(conn, tell);
+        }
+    }
+
+    /// What a TLS session's records told since the last call: exchanges estimated (while it is not
+    /// decrypted), and the SSLRequest's login once the session is known not to be decrypted.
+    #[cold]
+    #[inline(never)]
+    fn after_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
+        let (Some(track), Some(client)) = (self.tls.as_deref_mut(), self.client) else {
+            return;
+        };
+        let key = conn.key();
+        if track.login_undecryptable() {
+            if let Some(t) = track.held.take() {
+                self.transactions += 1;
+                let info = self
+                    .session
+                    .as_ref()
+                    .map(|s| s.info().clone())
+                    .unwrap_or_default();
+                let view = TransactionView::new(
+                    &t,
+                    client,
+                    key,
+                    &self.closes,
+                    &self.retransmissions,
+                    &info,
+                );
+                tell(Told::Transaction(&view));
+            }
+        }
+        if track.conn.has_exchanges() {
+            let exchanges: Vec<_> = track.conn.take_exchanges().collect();
+            if track.resumed {
+                return;
+            }
+            let f = track.conn.facts();
+            let (version, cipher_suite) = (f.version, f.cipher_suite);
+            for x in &exchanges {
+                track.estimated += 1;
+                tell(Told::Estimated(&EstimatedExchangeView {
+                    exchange: x,
+                    client: key.endpoint(client),
+                    server: key.endpoint(client.other()),
+                    version,
+                    cipher_suite,
+                    client_side: client,
+                }));
+            }
+        }
+    }
+
+    /// [`MysqlTrack::feed`] of a connection in TLS: the reassembled bytes go through its TLS layer.
+    #[cold]
+    #[inline(never)]
+    fn feed_tls(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
+        let (Some(client), Some(session), Some(track)) =
+            (self.client, self.session.as_mut(), self.tls.as_deref_mut())
+        else {
+            return;
+        };
+        let dir = |s: Side| {
+            if s == client {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            }
+        };
+        let d = dir(side);
+        self.last_ts_ns = meta(at).ts_ns;
+        // As in `feed_via`: the acknowledgment first.
+        if seg.flags.ack() {
+            let od = dir(side.other());
+            let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, od, e, m);
+            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
+        }
+        let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+        self.streams[side.index()].segment(
+            seg.seq,
+            seg.flags.syn(),
+            seg.payload,
+            seg.payload_len,
+            meta(at),
+            &mut out,
+        );
+        let flag = if seg.flags.rst() {
+            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
+        } else if seg.flags.fin() {
+            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
+        } else {
+            None
+        };
+        if let Some((tcp_flag, flag)) = flag {
+            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
+            if !*slot {
+                *slot = true;
+                let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+                self.streams[side.index()].flush(&mut out);
+                track.closed();
+                let context = session.close(d, flag, meta(at));
+                self.closes.push(CloseSeen {
+                    frame: at.frame,
+                    ts_ns: meta(at).ts_ns,
+                    side,
+                    flag: tcp_flag,
+                    context,
+                });
+            }
+        }
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.drain_replication();
+        }
     }
 
     /// What the session was doing when `side` sent the close `flag` at `frame`, if it was seen.
@@ -825,7 +1046,7 @@ impl MysqlTrack {
         mut self,
         conn: &ConnectionState,
         files: &[&[u8]],
-        tell: impl FnMut(&TransactionView<'_>),
+        mut tell: impl FnMut(Told<'_>),
     ) -> Option<MysqlSessionFacts> {
         if let Detect::Undecided(r) = &mut self.detect {
             // The last turn is judged on what the capture holds of it; a whole command that looked like
@@ -838,6 +1059,8 @@ impl MysqlTrack {
             return None;
         }
         let client = self.client?;
+        // What the replay completed (an SSLRequest: its TLS layer takes over before the flush).
+        self.drain(conn, &mut tell);
         if let (Some(mut t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
             t.decode_kept(session, files);
             // Plain exchanges passed over were answered (counted as the decoder would have).
@@ -852,26 +1075,51 @@ impl MysqlTrack {
                 } else {
                     Direction::ServerToClient
                 };
-                let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
-                self.streams[side.index()].flush(&mut out);
-                // Bytes the peer acknowledged that the capture does not hold (its last segments, lost
-                // to the capture): a gap at the end of the stream, where an answer may have been.
-                let stream = &self.streams[side.index()];
-                if let (Some(next), Some(ack)) = (stream.next_seq(), conn.last_ack(side.other())) {
-                    let fin = u32::from(conn.first_close(side, TcpCloseFlag::Fin).is_some());
-                    let beyond = ack.wrapping_sub(next).wrapping_sub(fin);
-                    if beyond > 0 && beyond < TRAILING_GAP_MAX {
-                        let at = Meta {
-                            ts_ns: self.last_ts_ns,
-                            frame: conn.last().frame,
-                        };
-                        session.gap(d, u64::from(beyond), at);
+                match self.tls.as_deref_mut() {
+                    Some(track) => {
+                        let mut out =
+                            |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+                        self.streams[side.index()].flush(&mut out);
+                    }
+                    None => {
+                        let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
+                        self.streams[side.index()].flush(&mut out);
+                        // Bytes the peer acknowledged that the capture does not hold (its last segments,
+                        // lost to the capture): a gap at the end of the stream, where an answer may
+                        // have been.
+                        let stream = &self.streams[side.index()];
+                        if let (Some(next), Some(ack)) =
+                            (stream.next_seq(), conn.last_ack(side.other()))
+                        {
+                            let fin =
+                                u32::from(conn.first_close(side, TcpCloseFlag::Fin).is_some());
+                            let beyond = ack.wrapping_sub(next).wrapping_sub(fin);
+                            if beyond > 0 && beyond < TRAILING_GAP_MAX {
+                                let at = Meta {
+                                    ts_ns: self.last_ts_ns,
+                                    frame: conn.last().frame,
+                                };
+                                session.gap(d, u64::from(beyond), at);
+                            }
+                        }
                     }
                 }
             }
+            if let Some(track) = self.tls.as_deref_mut() {
+                track.conn.finish();
+            }
+        }
+        if let Some(track) = self.tls.as_deref_mut() {
+            // Not decrypted by the end: the SSLRequest's login is the session's.
+            if !track.resumed {
+                track.force_undecryptable();
+            }
+        }
+        self.after_tls(conn, &mut tell);
+        if let Some(session) = self.session.as_mut() {
             session.finish();
         }
-        self.drain(conn, tell);
+        self.drain(conn, &mut tell);
         if self
             .session
             .as_ref()
@@ -932,6 +1180,7 @@ impl MysqlTrack {
             }
         }
         let info = self.session.as_ref().map(|s| s.info().clone());
+        let tls = self.tls.as_ref().map(|track| track.facts());
         Some(MysqlSessionFacts {
             recognised_by: self.recognised_by?,
             server_version: info.as_ref().and_then(|i| i.server_version.clone()),
@@ -941,6 +1190,7 @@ impl MysqlTrack {
                 .as_ref()
                 .is_some_and(|i| i.encryption == Encryption::Tls),
             unread_bytes: info.as_ref().map_or(0, |i| i.counters.undecoded_bytes),
+            tls,
             transactions: self.transactions,
             errors: self.errors,
             unanswered: std::mem::take(&mut self.unanswered),

@@ -4,6 +4,7 @@
 mod connection;
 mod recognition;
 mod statistics;
+mod tls;
 
 pub use connection::{
     response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDepth,
@@ -16,4 +17,9 @@ pub use statistics::{
     command_word, statement_label, ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate,
     MysqlFilter, MysqlReport, MysqlStatistics, SecondCounts, ServerRow, StatementFingerprinter,
     StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
+};
+pub(crate) use tls::Told;
+pub use tls::{
+    EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
+    TlsSession, TlsSessionFacts,
 };

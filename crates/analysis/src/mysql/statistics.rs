@@ -11,7 +11,8 @@ use serde::Serialize;
 use super::connection::{
     cut_text, response_time_ns, Fate, Incident, RequestCounts, UnansweredRequest,
 };
-use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
+use super::tls::{TlsAggregate, TlsReport};
+use crate::events::{Analysis, ConnectionView, EndView, EstimatedExchangeView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, Histogram, RtSummary};
 use crate::replication::ReplicationStream;
@@ -636,7 +637,19 @@ impl Analysis for MysqlStatistics {
                     tcp.connect_ns(),
                     tcp.first_data(conn.client_side().other())
                         .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
-                    login,
+                    Some(login),
+                );
+            }
+        } else if t.command == Command::Connect && matches!(t.outcome, Outcome::Encrypted) {
+            // A login that went on in TLS, not decrypted: its answer cannot be read, the SYN-ACK and
+            // the greeting can.
+            let tcp = conn.tcp();
+            if let (Some(syn), true) = (tcp.first_syn(), filter.transaction(t, None)) {
+                self.aggregate.connect.add(
+                    tcp.connect_ns(),
+                    tcp.first_data(conn.client_side().other())
+                        .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
+                    None,
                 );
             }
         }
@@ -671,9 +684,27 @@ impl Analysis for MysqlStatistics {
             .into_iter()
             .any(|side| tcp.first_close(side, CloseFlag::Rst).is_some());
         server.resets += u64::from(reset);
+        if let Some(tls) = &facts.tls {
+            m.tls
+                .session(tls, conn.client(), conn.server(), conn.tcp().first().frame);
+            if let Some(ns) = tls.handshake_ns {
+                m.connect.tls_handshake.add(ns);
+            }
+        }
         m.incidents.extend(facts.incidents.iter().cloned());
         if !self.filter.errors_only {
             m.unanswered.extend(facts.unanswered.iter().cloned());
+        }
+    }
+
+    fn estimated_exchange(
+        &mut self,
+        _: &mut (),
+        _: &ConnectionView<'_>,
+        x: &EstimatedExchangeView<'_>,
+    ) {
+        if self.filter.connection(x.client, x.server) {
+            self.aggregate.tls.exchange(x);
         }
     }
 
@@ -719,6 +750,8 @@ pub struct MysqlAggregate {
     per_second: PerSecond,
     incidents: Vec<Incident>,
     connect: ConnectTimes,
+    /// MySQL sessions in TLS.
+    pub tls: TlsAggregate,
     /// One per replication stream.
     replication: Vec<ReplicationStream>,
     pub(crate) unanswered: Vec<UnansweredRequest>,
@@ -775,23 +808,27 @@ struct ConnectTimes {
     syn_ack: Histogram,
     greeting: Histogram,
     login: Histogram,
+    tls_handshake: Histogram,
 }
 
 impl ConnectTimes {
-    fn add(&mut self, syn_ack: Option<u64>, greeting: Option<u64>, login: u64) {
+    fn add(&mut self, syn_ack: Option<u64>, greeting: Option<u64>, login: Option<u64>) {
         if let Some(ns) = syn_ack {
             self.syn_ack.add(ns);
         }
         if let Some(ns) = greeting {
             self.greeting.add(ns);
         }
-        self.login.add(login);
+        if let Some(ns) = login {
+            self.login.add(ns);
+        }
     }
 
     fn merge(&mut self, o: &ConnectTimes) {
         self.syn_ack.merge(&o.syn_ack);
         self.greeting.merge(&o.greeting);
         self.login.merge(&o.login);
+        self.tls_handshake.merge(&o.tls_handshake);
     }
 }
 
@@ -802,8 +839,11 @@ pub struct ConnectSummary {
     pub syn_ack_us: RtSummary,
     /// To the server's greeting.
     pub greeting_us: RtSummary,
-    /// To the answer to the login (OK or ERR): all the client waited for before its first command.
+    /// To the answer to the login (OK or ERR): all the client waited for before its first command (a
+    /// login in TLS only when its session was decrypted).
     pub login_us: RtSummary,
+    /// TLS handshakes of the sessions in TLS, from the ClientHello to the last Finished.
+    pub tls_handshake_us: RtSummary,
 }
 
 /// The earliest [`MESSAGE_SAMPLES`] distinct messages of one error code, each with the first request
@@ -1013,6 +1053,7 @@ impl MysqlAggregate {
         }
         self.incidents.extend(o.incidents);
         self.connect.merge(&o.connect);
+        self.tls.merge(&o.tls);
         self.replication.extend(o.replication);
         sort_streams(&mut self.replication);
         // Kept in one order whatever the merge order (batches, buckets): frame, then kind.
@@ -1209,7 +1250,9 @@ impl MysqlAggregate {
                 syn_ack_us: self.connect.syn_ack.summary_us(),
                 greeting_us: self.connect.greeting.summary_us(),
                 login_us: self.connect.login.summary_us(),
+                tls_handshake_us: self.connect.tls_handshake.summary_us(),
             },
+            tls: self.tls.report(),
             replication: self.replication,
         }
     }
@@ -1255,6 +1298,9 @@ pub struct MysqlReport {
     pub incidents: Vec<Incident>,
     /// Logins seen from the client's first SYN: what the client waited for before its first command.
     pub connect: ConnectSummary,
+    /// MySQL sessions in TLS: decrypted or not, versions, suites, and response times estimated from the
+    /// records of those not decrypted.
+    pub tls: TlsReport,
     /// Replication streams (a replica's binlog dump and what followed); their events and ACKs are not
     /// among the requests and response times above.
     pub replication: Vec<ReplicationStream>,

@@ -62,7 +62,26 @@ pub struct Session {
     client: DirStream,
     server: DirStream,
     core: Core,
+    /// After an SSLRequest: the TLS bytes fed since, until a TLS layer takes them.
+    tls: Option<Box<TlsBytes>>,
 }
+
+/// The bytes a session was fed after its SSLRequest, kept until a TLS layer takes them
+/// ([`Session::take_tls_bytes`]): where decoding stopped, the TLS records begin.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TlsBytes {
+    /// Each feed's bytes after the SSLRequest, in order, with its direction and segment.
+    pub pieces: Vec<(Direction, Meta, Vec<u8>)>,
+    /// Bytes not kept (past [`TLS_BYTES_KEPT`]): the TLS layer is told of them as a gap.
+    pub dropped: [u64; 2],
+    /// The bytes were taken: later ones are not kept.
+    taken: bool,
+}
+
+/// The TLS bytes a session keeps for a TLS layer at most: the handshake's first flights (a caller takes
+/// them after the segment that carried the SSLRequest, or after the segments held while the connection
+/// was being recognised).
+pub const TLS_BYTES_KEPT: usize = 64 * 1024;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,6 +105,7 @@ impl Session {
             client: DirStream::new(CLIENT_PREFIX_CAP, CLIENT_HUNT_WINDOW, initial),
             server: DirStream::new(SERVER_PREFIX_CAP, SERVER_HUNT_WINDOW, initial),
             core: Core::new(mode),
+            tls: None,
         }
     }
 
@@ -129,6 +149,9 @@ impl Session {
             match cur.mode {
                 StreamMode::Stopped => {
                     core.info.counters.undecoded_bytes += input.len() as u64;
+                    if core.info.encryption == Encryption::Tls {
+                        self.keep_tls_bytes(dir, input, meta);
+                    }
                     return;
                 }
                 StreamMode::Hunting => {
@@ -483,6 +506,59 @@ impl Session {
         }
     }
 
+    /// Keeps the TLS bytes fed after the SSLRequest for a TLS layer ([`Session::take_tls_bytes`]).
+    #[cold]
+    #[inline(never)]
+    fn keep_tls_bytes(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
+        let kept = self.tls.get_or_insert_with(Box::default);
+        if kept.taken {
+            return;
+        }
+        let held: usize = kept.pieces.iter().map(|(_, _, b)| b.len()).sum();
+        let room = TLS_BYTES_KEPT.saturating_sub(held);
+        let keep = bytes.len().min(room);
+        if keep > 0 {
+            kept.pieces.push((dir, meta, bytes[..keep].to_vec()));
+        }
+        let side = usize::from(dir == Direction::ServerToClient);
+        kept.dropped[side] += (bytes.len() - keep) as u64;
+    }
+
+    /// After an SSLRequest, the bytes fed since (the TLS handshake's first records), for a TLS layer to
+    /// take over the connection; `None` before an SSLRequest or once taken. From this call on, bytes fed
+    /// to the stopped session are only counted (`undecoded_bytes`), as before the hand-off existed.
+    pub fn take_tls_bytes(&mut self) -> Option<TlsBytes> {
+        if self.core.info.encryption != Encryption::Tls {
+            return None;
+        }
+        let kept = self.tls.get_or_insert_with(Box::default);
+        if kept.taken {
+            return None;
+        }
+        let out = std::mem::take(&mut **kept);
+        kept.taken = true;
+        Some(out)
+    }
+
+    /// The TLS after the SSLRequest is decrypted: what follows is fed as plaintext, from the login
+    /// (HandshakeResponse) on, and decoded as a plain session is. The bytes counted as undecoded so far
+    /// were the TLS handshake's, read by the TLS layer: the count starts again. Nothing happens unless the
+    /// session stopped at an SSLRequest.
+    pub fn resume_decrypted(&mut self) {
+        if self.core.phase != Phase::Stopped || self.core.info.encryption != Encryption::Tls {
+            return;
+        }
+        self.core.phase = Phase::AwaitHandshakeResponse;
+        self.core.info.encryption = Encryption::TlsDecrypted;
+        self.core.info.counters.undecoded_bytes = 0;
+        for d in [&mut self.client, &mut self.server] {
+            d.mode = StreamMode::Framed;
+            d.framer.reset();
+            d.window.clear();
+            d.replay.clear();
+        }
+    }
+
     /// `len` bytes of this direction are missing (loss or snaplen truncation).
     /// Within a packet payload the framing is kept; otherwise the direction
     /// hunts: the client side for its next command packet, the server side for
@@ -747,7 +823,7 @@ impl Session {
     /// Whether the session is at rest between exchanges, so that the next client packet begins a request
     /// and its exchange decodes the same whatever came before it: logged in and in the command phase, no
     /// request open or completed undrained, both directions at a packet boundary with their framing
-    /// known, neither compressed nor encrypted, no replication stream, and the EOF convention known.
+    /// known, neither compressed nor in TLS (decrypted or not), no replication stream, and the EOF convention known.
     /// A caller may then pass over a plain exchange ([`crate::ExchangeShape`]) and tell the session with
     /// [`Session::passed_over`].
     pub fn at_rest(&self) -> bool {
@@ -768,7 +844,7 @@ impl Session {
             && !c.compression_unknown
             && c.eof_mode != EofMode::Unknown
             && c.info.compression == Compression::None
-            && c.info.encryption != Encryption::Tls
+            && c.info.encryption == Encryption::Plain
             && quiet(&self.client)
             && quiet(&self.server)
     }

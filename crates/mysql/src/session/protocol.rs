@@ -653,7 +653,11 @@ impl Core {
             Some(hr) => {
                 self.info.client_capabilities = Some(hr.capabilities);
                 self.info.character_set = hr.character_set.or(self.info.character_set);
-                if hr.capabilities & cap::CLIENT_SSL != 0 {
+                // The login inside a decrypted TLS keeps CLIENT_SSL among its capabilities: only the
+                // first login, in the clear, is an SSLRequest.
+                if hr.capabilities & cap::CLIENT_SSL != 0
+                    && self.info.encryption == Encryption::Plain
+                {
                     // SSLRequest: TLS starts with the next byte in both directions. The login goes
                     // on inside it: it happened, and how it ended cannot be read.
                     self.info.encryption = Encryption::Tls;
