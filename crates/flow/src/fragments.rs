@@ -70,7 +70,7 @@ pub const IPV4_TIMEOUT_NS: i64 = 30_000_000_000;
 pub const IPV6_TIMEOUT_NS: i64 = 60_000_000_000;
 
 /// The most bytes the fragments of unfinished datagrams may hold: Linux's `ipfrag_high_thresh` (4 MiB),
-/// counted as the data held plus [`FRAGMENT_COST`] per fragment and [`DATAGRAM_COST`] per datagram. Past
+/// counted as the data held plus `FRAGMENT_COST` per fragment and `DATAGRAM_COST` per datagram. Past
 /// it, fragments are dropped until some datagram finishes or is given up, so memory stays bounded whatever
 /// the capture (Linux drops them the same way).
 pub const REASSEMBLY_MEMORY: usize = 4 << 20;
