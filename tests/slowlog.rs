@@ -422,8 +422,14 @@ fn pt_query_digest_reports_the_slow_log_as_mysql_reports_the_capture() {
         unmatched_ours.0 * 100 <= entries,
         "at most 1% of the entries fall in classes not matched: {want:?}"
     );
+    // The peers' captures hold most of the classes.
+    let (classes, singles) = if common::shared_present() {
+        (40, 20)
+    } else {
+        (15, 3)
+    };
     assert!(
-        checked >= 40 && single >= 20,
+        checked >= classes && single >= singles,
         "{checked} classes compared, {single} with mysql's p95"
     );
 }

@@ -45,6 +45,14 @@ pub fn peer_captures() -> Vec<PathBuf> {
     out
 }
 
+/// Whether `../shared` is beside the repository (CI has it; a fresh clone alone does not): tests that
+/// count what they check expect less without it, having said what they skipped.
+pub fn shared_present() -> bool {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .is_dir()
+}
+
 /// `../shared/REL` beside the repository, or `None` with the skip said and recorded (a failure in CI):
 /// see [`pcapsleuth_testkit::shared::input`].
 #[track_caller]
