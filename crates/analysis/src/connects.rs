@@ -13,7 +13,7 @@
 //! For MySQL connections, the server greets first: a greeting long after the handshake means the server
 //! accepted the connection late (a full accept queue, a stalled accept loop, slow reverse DNS).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
@@ -233,27 +233,57 @@ fn attempts<O>(a: &Run<O>) -> Vec<Attempt<'_>> {
             cause: None,
         });
     }
-    // Each dropped attempt's cause, from the other attempts to the same listening endpoint.
-    let mut by_endpoint: BTreeMap<Endpoint, Vec<usize>> = BTreeMap::new();
-    for (i, t) in out.iter().enumerate() {
-        by_endpoint.entry(t.conn.server).or_default().push(i);
+    // Each dropped attempt's cause, from the other attempts to the same listening endpoint: per
+    // endpoint, its attempts' first SYNs in time order with a running count of those answered at once,
+    // so that the attempts within a drop window are counted by two binary searches rather than a walk
+    // over every other attempt (a SYN flood has every attempt dropped: that walk was quadratic).
+    let mut by_endpoint: HashMap<Endpoint, Listener> = HashMap::new();
+    for t in &out {
+        let l = by_endpoint.entry(t.conn.server).or_default();
+        l.syns.push((t.first_syn.ts.0, t.answered_at_once()));
+        l.established |= t.outcome == AttemptOutcome::Established;
     }
-    let causes: Vec<Option<DropCause>> = out
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let same: Vec<&Attempt<'_>> = by_endpoint[&t.conn.server]
-                .iter()
-                .filter(|&&j| j != i)
-                .map(|&j| &out[j])
-                .collect();
-            t.dropped.then(|| cause(t, &same))
-        })
-        .collect();
-    for (t, c) in out.iter_mut().zip(causes) {
-        t.cause = c;
+    for l in by_endpoint.values_mut() {
+        l.syns.sort_unstable();
+        l.prompt_before.reserve(l.syns.len() + 1);
+        l.prompt_before.push(0);
+        let mut prompt = 0u64;
+        for &(_, at_once) in &l.syns {
+            prompt += u64::from(at_once);
+            l.prompt_before.push(prompt);
+        }
+    }
+    for t in &mut out {
+        if t.dropped {
+            t.cause = Some(cause(t, &by_endpoint[&t.conn.server]));
+        }
     }
     out
+}
+
+/// The attempts to one listening endpoint, as the causes of its drops are read from them.
+#[derive(Default)]
+struct Listener {
+    /// Every attempt's first SYN time, and whether it was answered at its first SYN, in time order.
+    syns: Vec<(i64, bool)>,
+    /// `prompt_before[i]`: how many of `syns[..i]` were answered at their first SYN.
+    prompt_before: Vec<u64>,
+    /// Whether any attempt to the endpoint was established.
+    established: bool,
+}
+
+impl Listener {
+    /// Of the attempts whose first SYN was sent from `from` to `to` (both included): how many were
+    /// answered at their first SYN, and how many were not.
+    fn within(&self, from: i64, to: i64) -> (u64, u64) {
+        if to < from {
+            return (0, 0);
+        }
+        let lo = self.syns.partition_point(|&(at, _)| at < from);
+        let hi = self.syns.partition_point(|&(at, _)| at <= to);
+        let prompt = self.prompt_before[hi] - self.prompt_before[lo];
+        (prompt, (hi - lo) as u64 - prompt)
+    }
 }
 
 fn rounds<'a>(attempts: impl Iterator<Item = &'a Attempt<'a>>) -> Vec<SynRound> {
@@ -282,30 +312,19 @@ fn host_filter(e: &Endpoint, to: bool) -> String {
 }
 
 /// Why `t`'s SYN went unanswered, from what happened to the other attempts to its server endpoint
-/// (`others`) meanwhile.
-fn cause(t: &Attempt<'_>, others: &[&Attempt<'_>]) -> DropCause {
+/// (`listener`, which holds `t` too) meanwhile.
+fn cause(t: &Attempt<'_>, listener: &Listener) -> DropCause {
     if t.conn.handshake.ack_to_syn.is_some() || t.timestamps_backwards {
         return DropCause::TimeWait;
     }
     let (from, to) = t.drop_window();
-    let (mut prompt, mut dropped) = (0u64, 0u64);
-    for o in others {
-        let at = o.first_syn.ts.0;
-        if at < from || at > to {
-            continue;
-        }
-        if o.answered_at_once() {
-            prompt += 1;
-        } else {
-            dropped += 1;
-        }
+    let (prompt, mut dropped) = listener.within(from, to);
+    // `t` itself began its window (when the window is not empty), and was not answered at once.
+    if from <= to {
+        dropped -= 1;
     }
     // A listener that answered no attempt at all is not there to have a full queue.
-    let ever_answered = t.outcome == AttemptOutcome::Established
-        || others
-            .iter()
-            .any(|o| o.outcome == AttemptOutcome::Established);
-    if !ever_answered {
+    if !listener.established {
         DropCause::Unreachable
     } else if dropped > 0 && dropped >= prompt {
         DropCause::ListenQueueOverflow
