@@ -451,9 +451,9 @@ fn report<O>(
     ev: &ClosedBy,
     speaks_first: &BTreeSet<Endpoint>,
 ) -> CloseReport {
-    let conn = &a.connections[i];
+    let conn = &a.connections.at(i);
     let first = a.capture.first_ts.map_or(0, |t| t.0);
-    let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
+    let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
     let (reason, abnormal, mysql_state) =
         classify(conn, ev, mysql, speaks_first, FinJudgement::of(a));
     CloseReport {
@@ -483,7 +483,7 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         a.connections
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| pick(c).map(|ev| (i, ev)))
+            .filter_map(|(i, c)| pick(&c).map(|ev| (i, ev)))
             .min_by_key(|(_, ev)| order(ev))
             .map(|(i, ev)| report(a, i, &ev))
     };
@@ -605,8 +605,8 @@ fn greeting_waits<O>(
 ) -> GreetingWaits {
     let mut w = GreetingWaits::default();
     for (i, ev) in closes {
-        let conn = &a.connections[*i];
-        let mysql = a.mysql_sessions.get(*i).and_then(Option::as_ref);
+        let conn = &a.connections.at(*i);
+        let mysql = a.mysql_sessions.get(*i).and_then(Option::as_deref);
         let Some(g) = greeting_wait(conn, ev, mysql, speaks_first) else {
             continue;
         };

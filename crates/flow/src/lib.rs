@@ -50,6 +50,7 @@ mod fields;
 mod frame;
 mod handshake;
 mod key;
+mod packed;
 mod reassembly;
 mod tcp;
 mod tunnel;
@@ -58,6 +59,7 @@ pub use decode::{decode, decode_general, decode_segment, Decoded, NotTcp, TcpFla
 pub use frame::FrameRef;
 pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
+pub use packed::{ConnectionTable, Iter as ConnectionTableIter, PackedState};
 pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,

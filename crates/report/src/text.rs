@@ -11,7 +11,7 @@ use pcapsleuth_analysis::{
     CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
     Unknowns,
 };
-use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
+use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, ConnectionTable};
 use serde::Serialize;
 
 fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
@@ -481,8 +481,8 @@ fn end_text(e: ConnectionEnd) -> String {
 }
 
 /// Sorts connections for display: by start (frame), bytes or duration (largest first).
-pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
-    let mut v: Vec<&Connection> = conns.iter().collect();
+pub fn sorted(conns: &ConnectionTable, by: FlowSort) -> Vec<Connection> {
+    let mut v: Vec<Connection> = conns.iter().collect();
     match by {
         FlowSort::Start => {}
         FlowSort::Bytes => v.sort_by_key(|c| std::cmp::Reverse(c.total_bytes())),
@@ -495,7 +495,7 @@ pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
 /// client, server, first frame, start (seconds after the capture's first packet), duration (s), SYNs
 /// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended; then
 /// the number of connections.
-pub fn render_flows(capture: &CaptureFacts, conns: &[&Connection]) -> String {
+pub fn render_flows(capture: &CaptureFacts, conns: &[Connection]) -> String {
     let first = capture.first_ts.map_or(0, |t| t.0);
     let mut out = String::new();
     const HEADERS: [&str; 13] = [
