@@ -881,9 +881,12 @@ impl<A: Analysis> Bucket<A> {
                             class: fed.class,
                         },
                     );
-                    // A segment with payload leaves a connection that is not concluded live (its
-                    // decoder was told it): only the others are worth the check.
-                    if seg.payload_len == 0 || flow.concluded.is_some() {
+                    // Only a connection that ended, or one that carried no payload or close to a
+                    // decoder that is not yet sure it is MySQL, can rest: the check is two loads on
+                    // the path of every packet.
+                    if flow.concluded.is_some()
+                        || (seg.payload_len == 0 && flow.mysql.may_be_untouched())
+                    {
                         resting.rest(opts, spare);
                     }
                 }

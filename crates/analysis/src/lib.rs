@@ -110,8 +110,9 @@ pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
     IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection, MysqlFilter, MysqlReport,
-    MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts, SecondCounts,
+    MysqlSessionFacts, MysqlStatistics, OtherStatements, RecognisedBy, RequestCounts, SecondCounts,
     StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
+    STATEMENT_GROUPS_KEPT,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};

@@ -59,7 +59,9 @@ pub use decode::{decode, decode_general, decode_segment, Decoded, NotTcp, TcpFla
 pub use frame::FrameRef;
 pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
-pub use packed::{ConnectionTable, Iter as ConnectionTableIter, PackedState};
+pub use packed::{
+    ConnectionTable, Iter as ConnectionTableIter, PackedState, CONNECTIONS_KEPT_UNPACKED,
+};
 pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,

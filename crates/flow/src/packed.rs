@@ -121,14 +121,17 @@ impl<'a> Unpacker<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn u64(&mut self) -> u64 {
         let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte();
+        let mut shift = 0;
+        while let Some((&b, rest)) = self.bytes.split_first() {
+            self.bytes = rest;
             v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
+            if b < 0x80 || shift >= 63 {
                 break;
             }
+            shift += 7;
         }
         v
     }
@@ -262,9 +265,14 @@ impl ConnectionState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Roles(Option<(Side, RoleBasis)>);
 
-/// Every connection of a run, in order of first packet, each kept packed ([`PackedState`]) with its roles
-/// and read back as a [`Connection`] when asked for: a run of a million connections holds about 100 MB
-/// here rather than 660.
+/// Tables of at most this many connections keep them read back ([`Connection`], 656 bytes each: at
+/// most 43 MB), so that reports that walk them many times do not unpack them each time; larger ones keep
+/// them packed.
+pub const CONNECTIONS_KEPT_UNPACKED: usize = 1 << 16;
+
+/// Every connection of a run, in order of first packet, with its roles, read back as a [`Connection`]
+/// when asked for. A table made for more than [`CONNECTIONS_KEPT_UNPACKED`] connections keeps each packed
+/// ([`PackedState`]): a run of a million connections holds about 100 MB here rather than 660.
 ///
 /// ```
 /// use pcapsleuth_capture::Timestamp;
@@ -281,18 +289,43 @@ struct Roles(Option<(Side, RoleBasis)>);
 /// assert_eq!(table.iter().count(), 1);
 /// # Ok::<(), String>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ConnectionTable {
-    rows: Vec<(PackedState, Roles)>,
+    rows: Rows,
     /// The 4-tuples that carried more than one connection (a port reused).
     reused: HashSet<FlowKey>,
 }
 
+/// The connections of a table, read back or packed.
+#[derive(Debug, Clone)]
+enum Rows {
+    Unpacked(Vec<Connection>),
+    Packed(Vec<(PackedState, Roles)>),
+}
+
+impl Default for ConnectionTable {
+    fn default() -> Self {
+        ConnectionTable::with_capacity(0)
+    }
+}
+
+/// Tables are equal when their connections are (and the 4-tuples they were told reused), however kept.
+impl PartialEq for ConnectionTable {
+    fn eq(&self, o: &Self) -> bool {
+        self.len() == o.len() && self.reused == o.reused && self.iter().eq(o.iter())
+    }
+}
+
 impl ConnectionTable {
-    /// An empty table with room for `n` connections.
+    /// An empty table for `n` connections: kept read back up to [`CONNECTIONS_KEPT_UNPACKED`], else
+    /// packed (whatever is pushed later).
     pub fn with_capacity(n: usize) -> Self {
         ConnectionTable {
-            rows: Vec::with_capacity(n),
+            rows: if n <= CONNECTIONS_KEPT_UNPACKED {
+                Rows::Unpacked(Vec::with_capacity(n))
+            } else {
+                Rows::Packed(Vec::with_capacity(n))
+            },
             reused: HashSet::new(),
         }
     }
@@ -312,22 +345,31 @@ impl ConnectionTable {
     /// Adds a connection: its packed state, and its client side with how it was decided (`None`: not
     /// known, the flow key's lower endpoint is named the client).
     pub fn push(&mut self, state: PackedState, client: Option<(Side, RoleBasis)>) {
-        self.rows.push((state, Roles(client)));
+        match &mut self.rows {
+            Rows::Unpacked(rows) => rows.push(state.unpack().finish(client)),
+            Rows::Packed(rows) => rows.push((state, Roles(client))),
+        }
     }
 
     /// How many connections.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        match &self.rows {
+            Rows::Unpacked(rows) => rows.len(),
+            Rows::Packed(rows) => rows.len(),
+        }
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
     }
 
     /// The `i`th connection (in order of first packet).
     pub fn get(&self, i: usize) -> Option<Connection> {
-        self.rows.get(i).map(|(s, r)| s.unpack().finish(r.0))
+        match &self.rows {
+            Rows::Unpacked(rows) => rows.get(i).copied(),
+            Rows::Packed(rows) => rows.get(i).map(|(s, r)| s.unpack().finish(r.0)),
+        }
     }
 
     /// The `i`th connection (in order of first packet).
@@ -336,24 +378,32 @@ impl ConnectionTable {
     ///
     /// If `i` is not below [`ConnectionTable::len`], as indexing a slice does.
     pub fn at(&self, i: usize) -> Connection {
-        let (s, r) = &self.rows[i];
-        s.unpack().finish(r.0)
+        match &self.rows {
+            Rows::Unpacked(rows) => rows[i],
+            Rows::Packed(rows) => {
+                let (s, r) = &rows[i];
+                s.unpack().finish(r.0)
+            }
+        }
     }
 
     /// The connection whose first packet is frame `frame`, found by its order (no two connections
     /// share a first packet).
     pub fn by_first_frame(&self, frame: u64) -> Option<Connection> {
-        let i = self
-            .rows
-            .binary_search_by_key(&frame, |(s, _)| s.first_frame())
-            .ok()?;
-        self.get(i)
+        let i = match &self.rows {
+            Rows::Unpacked(rows) => rows.binary_search_by_key(&frame, |c| c.first.frame),
+            Rows::Packed(rows) => rows.binary_search_by_key(&frame, |(s, _)| s.first_frame()),
+        };
+        self.get(i.ok()?)
     }
 
     /// Every connection, in order of first packet.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
-            rows: self.rows.iter(),
+            rows: match &self.rows {
+                Rows::Unpacked(rows) => RowsIter::Unpacked(rows.iter()),
+                Rows::Packed(rows) => RowsIter::Packed(rows.iter()),
+            },
         }
     }
 }
@@ -361,28 +411,50 @@ impl ConnectionTable {
 /// The connections of a [`ConnectionTable`], each read back as it comes.
 #[derive(Clone)]
 pub struct Iter<'a> {
-    rows: std::slice::Iter<'a, (PackedState, Roles)>,
+    rows: RowsIter<'a>,
+}
+
+#[derive(Clone)]
+enum RowsIter<'a> {
+    Unpacked(std::slice::Iter<'a, Connection>),
+    Packed(std::slice::Iter<'a, (PackedState, Roles)>),
+}
+
+fn read((s, r): &(PackedState, Roles)) -> Connection {
+    s.unpack().finish(r.0)
 }
 
 impl Iterator for Iter<'_> {
     type Item = Connection;
 
     fn next(&mut self) -> Option<Connection> {
-        self.rows.next().map(|(s, r)| s.unpack().finish(r.0))
+        match &mut self.rows {
+            RowsIter::Unpacked(i) => i.next().copied(),
+            RowsIter::Packed(i) => i.next().map(read),
+        }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.rows.size_hint()
+        match &self.rows {
+            RowsIter::Unpacked(i) => i.size_hint(),
+            RowsIter::Packed(i) => i.size_hint(),
+        }
     }
 
     fn nth(&mut self, n: usize) -> Option<Connection> {
-        self.rows.nth(n).map(|(s, r)| s.unpack().finish(r.0))
+        match &mut self.rows {
+            RowsIter::Unpacked(i) => i.nth(n).copied(),
+            RowsIter::Packed(i) => i.nth(n).map(read),
+        }
     }
 }
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Connection> {
-        self.rows.next_back().map(|(s, r)| s.unpack().finish(r.0))
+        match &mut self.rows {
+            RowsIter::Unpacked(i) => i.next_back().copied(),
+            RowsIter::Packed(i) => i.next_back().map(read),
+        }
     }
 }
 
@@ -461,5 +533,43 @@ mod tests {
         assert!(u.at_end());
         // Past the end, zeros, not a panic.
         assert_eq!((u.u64(), u.key().lo.port), (0, 0));
+    }
+
+    /// A table kept packed and one kept read back give the same connections, and compare equal.
+    #[test]
+    fn packed_and_unpacked_tables_read_the_same() {
+        use crate::tcp::ConnectionTracker;
+        let server: Endpoint = "10.0.0.1:3306".parse().unwrap();
+        let states: Vec<(PackedState, Option<(Side, RoleBasis)>)> = (0..50u16)
+            .map(|i| {
+                let client: Endpoint = format!("10.0.{}.2:{}", i % 7, 40000 + i).parse().unwrap();
+                let (key, side) = FlowKey::of(client, server);
+                let at = FrameRef {
+                    frame: u64::from(i) * 3 + 1,
+                    ts: Timestamp(1_700_000_000_000_000_000 + i64::from(i)),
+                };
+                let roles = (i % 3 != 0).then_some((side, RoleBasis::Port));
+                (
+                    ConnectionTracker::new(key, at).into_current().packed(),
+                    roles,
+                )
+            })
+            .collect();
+        let mut small = ConnectionTable::with_capacity(states.len());
+        let mut large = ConnectionTable::with_capacity(CONNECTIONS_KEPT_UNPACKED + 1);
+        for (s, r) in &states {
+            small.push(s.clone(), *r);
+            large.push(s.clone(), *r);
+        }
+        assert!(matches!(small.rows, Rows::Unpacked(_)) && matches!(large.rows, Rows::Packed(_)));
+        assert!(small == large);
+        assert!(small.iter().eq(large.iter()));
+        assert!(small.iter().rev().eq(large.iter().rev()));
+        for i in [0, 7, 49] {
+            assert_eq!(small.at(i), large.at(i));
+            let frame = small.at(i).first.frame;
+            assert_eq!(large.by_first_frame(frame), Some(small.at(i)));
+        }
+        assert_eq!((small.get(50), large.by_first_frame(2)), (None, None));
     }
 }

@@ -470,30 +470,52 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
              </tr></thead><tbody>"
         );
         for s in &m.statements {
-            let n = s.rt_us.count;
-            let _ = writeln!(
-                out,
-                "<tr><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}</tr>",
-                escape_html(&s.fingerprint),
-                num_count(s.count),
-                num_count(s.requests.answered),
-                num_us(n, s.total_us),
-                num_us(n, s.rt_us.mean),
-                num_us(n, s.rt_us.p50),
-                num_us(n, s.rt_us.p95),
-                num_us(n, s.rt_us.p99),
-                num_us(n, s.rt_us.max),
-                num_count(s.errors),
-                num_count(s.rows)
-            );
+            let name = format!("<code>{}</code>", escape_html(&s.fingerprint));
+            let counts = [s.count, s.requests.answered, s.errors, s.rows];
+            statement_row(out, &name, counts, s.total_us, &s.rt_us);
+        }
+        if let Some(o) = &m.other_statements {
+            let name = format!("(other statements: about {} groups)", count(o.groups_about));
+            let counts = [o.count, o.requests.answered, o.errors, o.rows];
+            statement_row(out, &name, counts, o.total_us, &o.rt_us);
         }
         let _ = writeln!(
             out,
             "</tbody></table>\n<p class=\"meta\">Times are over the answered requests of each fingerprint \
              (literals replaced by <code>?</code>).</p>"
         );
+        if let Some(o) = &m.other_statements {
+            let _ = writeln!(
+                out,
+                "<p class=\"meta\">The capture holds more statement groups than the {} kept one by one: \
+                 those kept are chosen by a hash of their fingerprint, not by time; the others are counted \
+                 together as <i>other statements</i>.</p>",
+                count(o.groups_kept)
+            );
+        }
     }
     let _ = writeln!(out, "</section>");
+}
+
+/// A row of the statements table: `name` (HTML), then requests, answered, total and the answered's
+/// times, errors and rows (`counts`: requests, answered, errors, rows).
+fn statement_row(out: &mut String, name: &str, counts: [u64; 4], total_us: f64, rt: &RtSummary) {
+    let [requests, answered, errors, rows] = counts;
+    let n = rt.count;
+    let _ = writeln!(
+        out,
+        "<tr><td class=\"stmt\">{name}</td>{}{}{}{}{}{}{}{}{}{}</tr>",
+        num_count(requests),
+        num_count(answered),
+        num_us(n, total_us),
+        num_us(n, rt.mean),
+        num_us(n, rt.p50),
+        num_us(n, rt.p95),
+        num_us(n, rt.p99),
+        num_us(n, rt.max),
+        num_count(errors),
+        num_count(rows)
+    );
 }
 
 fn rt_row(out: &mut String, name: &str, s: &RtSummary) {

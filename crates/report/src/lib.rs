@@ -48,7 +48,10 @@ pub use html::{escape_html, render_html};
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
 pub use plots::{svg_plots, write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot, SvgPlot};
-pub use text::{render_first_reset, render_flows, render_mysql, render_unknowns, sorted, FlowSort};
+pub use text::{
+    flow_order, render_first_reset, render_flows, render_mysql, render_unknowns, sorted,
+    write_flows, FlowSort,
+};
 
 use serde::Serialize;
 

@@ -498,6 +498,12 @@ impl MysqlTrack {
         self.retransmissions.push_back(ts_ns);
     }
 
+    /// Whether [`MysqlTrack::untouched`] may find it untouched (a quick check first: a session never is).
+    #[inline]
+    pub(crate) fn may_be_untouched(&self) -> bool {
+        !matches!(self.detect, Detect::Mysql)
+    }
+
     /// The retransmission times this track was told, when that is all it was told since
     /// `MysqlTrack::new(mode, _)` made it: the same track is then made again by `new` and those times
     /// told in order. (A segment without payload that closes nothing leaves the recogniser as it was, so

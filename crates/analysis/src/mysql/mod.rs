@@ -14,6 +14,6 @@ pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
     ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate, MysqlFilter, MysqlReport,
-    MysqlStatistics, SecondCounts, StatementFingerprinter, StatementGroup, CUT_MARK,
-    ERROR_EXAMPLES,
+    MysqlStatistics, OtherStatements, SecondCounts, StatementFingerprinter, StatementGroup,
+    CUT_MARK, ERROR_EXAMPLES, STATEMENT_GROUPS_KEPT,
 };

@@ -137,6 +137,14 @@ impl StatementFingerprinter {
 /// complete statements it may be the start of.
 pub const CUT_MARK: &str = "…";
 
+/// Statement groups (distinct fingerprints) the MySQL statistics keep one by one: beyond them, the
+/// groups whose fingerprints hash highest are folded into one "other statements" group, counted exactly.
+/// Which groups are kept depends on their fingerprints alone, so it is the same however the capture was
+/// split: the [`STATEMENT_GROUPS_KEPT`] whose fingerprints' hashes (a 64-bit hash, the same in every
+/// process) are lowest. Real workloads have
+/// hundreds to a few thousand; a capture of hostile or generated SQL can have one per request.
+pub const STATEMENT_GROUPS_KEPT: usize = 10_000;
+
 /// Up to this many distinct messages are kept per error code (those seen first).
 const MESSAGE_SAMPLES: usize = 3;
 
@@ -251,18 +259,104 @@ struct StatementAgg {
     text_cut: bool,
 }
 
-/// Adds the group `s` of fingerprint `fp` to `statements`.
-fn merge_statement(statements: &mut Statements, fp: String, s: StatementAgg) {
-    match statements.get_mut(&fp) {
-        None => {
-            statements.insert(fp, s);
+/// A 64-bit hash of a fingerprint that is the same in every process (FNV-1a, then MurmurHash3's
+/// finaliser to spread it over the 64 bits): what decides which statement groups are kept one by one
+/// ([`STATEMENT_GROUPS_KEPT`]), and, from the highest kept, about how many there were.
+pub(crate) fn fingerprint_hash(fp: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in fp.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ h >> 33
+}
+
+/// Statement groups by fingerprint, at most [`STATEMENT_GROUPS_KEPT`] one by one once finished (twice
+/// that while counting, so that folding is done once per that many new groups), and the rest folded
+/// into one group.
+#[derive(Debug, Clone, PartialEq)]
+struct Statements {
+    groups: HashMap<String, StatementAgg, FlowBuildHasher>,
+    /// The groups folded, counted as one; `None` while none was.
+    other: Option<Box<StatementAgg>>,
+    /// How many groups are kept one by one ([`STATEMENT_GROUPS_KEPT`] unless told otherwise).
+    keep: usize,
+}
+
+impl Default for Statements {
+    fn default() -> Self {
+        Statements {
+            groups: HashMap::default(),
+            other: None,
+            keep: STATEMENT_GROUPS_KEPT,
         }
-        Some(agg) => agg.merge(s),
     }
 }
 
-/// Statement groups by fingerprint.
-type Statements = HashMap<String, StatementAgg, FlowBuildHasher>;
+impl Statements {
+    /// Adds the group `s` of fingerprint `fp`.
+    fn add(&mut self, fp: String, s: StatementAgg) {
+        match self.groups.get_mut(&fp) {
+            None => {
+                self.groups.insert(fp, s);
+            }
+            Some(agg) => agg.merge(s),
+        }
+    }
+
+    /// Adds every group of `o`.
+    fn merge(&mut self, o: Statements) {
+        for (fp, s) in o.groups {
+            self.add(fp, s);
+        }
+        if let Some(other) = o.other {
+            self.fold_in(*other);
+        }
+        self.keep = self.keep.min(o.keep);
+        self.bound_loosely();
+    }
+
+    /// Folds down to the groups kept once there are twice as many: folding is then done once per that
+    /// many new groups.
+    fn bound_loosely(&mut self) {
+        if self.groups.len() > self.keep.saturating_mul(2) {
+            self.bound();
+        }
+    }
+
+    fn fold_in(&mut self, s: StatementAgg) {
+        match &mut self.other {
+            Some(other) => other.merge(s),
+            None => self.other = Some(Box::new(s)),
+        }
+    }
+
+    /// Folds all but the `keep` groups whose fingerprints hash lowest (ties, which only equal hashes of
+    /// different fingerprints make, by fingerprint). A group that is folded has `keep` groups of lower
+    /// hashes beside it, so it is not among the lowest of the whole capture either: folding early folds
+    /// only groups the end would fold.
+    fn bound(&mut self) {
+        let keep = self.keep;
+        if self.groups.len() <= keep {
+            return;
+        }
+        let mut by_hash: Vec<(u64, String)> = self
+            .groups
+            .keys()
+            .map(|fp| (fingerprint_hash(fp), fp.clone()))
+            .collect();
+        by_hash.select_nth_unstable(keep);
+        for (_, fp) in &by_hash[keep..] {
+            if let Some(s) = self.groups.remove(fp) {
+                self.fold_in(s);
+            }
+        }
+    }
+}
 
 /// The statement groups counted by one [`MysqlStatistics`] and not yet added to its aggregate,
 /// numbered, so that a statement whose fingerprint starts with a remembered head of the
@@ -347,10 +441,11 @@ impl Groups {
         self.by_head.clear();
         for (fp, n) in self.numbers.drain() {
             if let Some(agg) = self.groups.get_mut(n as usize) {
-                merge_statement(statements, fp, std::mem::take(agg));
+                statements.add(fp, std::mem::take(agg));
             }
         }
         self.groups.clear();
+        statements.bound_loosely();
     }
 }
 
@@ -444,6 +539,13 @@ impl MysqlStatistics {
             ..MysqlStatistics::default()
         }
     }
+
+    /// Keeps `n` statement groups one by one instead of [`STATEMENT_GROUPS_KEPT`] (the others are
+    /// folded into `other_statements`). Every instance of a run must be told the same.
+    pub fn keeping_statement_groups(mut self, n: usize) -> Self {
+        self.aggregate.statements.keep = n;
+        self
+    }
 }
 
 /// A login seen from the client's first SYN: the SYN, and the time from it to the answer to the login.
@@ -519,6 +621,8 @@ impl Analysis for MysqlStatistics {
 
     fn finish(mut self, capture: &CaptureFacts) -> MysqlAggregate {
         self.pending.flush(&mut self.aggregate);
+        // The groups kept one by one, the same however the work was split.
+        self.aggregate.statements.bound();
         let timeline = &capture.timeline;
         self.aggregate.keep_within(timeline);
         // The MySQL span and the waits of requests open at the end run to the body's last packet, not to
@@ -720,14 +824,20 @@ impl MysqlAggregate {
             self.statements_cut += u64::from(cut);
             let n = match groups.find((head, rest)) {
                 Some(n) => n,
-                None => groups.insert(
-                    (head, rest),
-                    StatementAgg {
-                        sample: (t.request_frame, sql.clone()),
-                        text_cut: cut,
-                        ..StatementAgg::default()
-                    },
-                ),
+                None => {
+                    // The groups not yet added are bounded too (the heads remembered stay valid).
+                    if groups.groups.len() >= self.statements.keep.max(1) {
+                        groups.flush(&mut self.statements);
+                    }
+                    groups.insert(
+                        (head, rest),
+                        StatementAgg {
+                            sample: (t.request_frame, sql.clone()),
+                            text_cut: cut,
+                            ..StatementAgg::default()
+                        },
+                    )
+                }
             };
             if let Some(agg) = groups.group(n) {
                 agg.count(t, sql, (fate, is_err), rt, waited_ns);
@@ -780,9 +890,7 @@ impl MysqlAggregate {
         }
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
-        for (fp, s) in o.statements {
-            merge_statement(&mut self.statements, fp, s);
-        }
+        self.statements.merge(o.statements);
         for (sec, (q, e)) in o.per_second {
             let slot = self.per_second.entry(sec).or_insert((0, 0));
             slot.0 += q;
@@ -807,9 +915,9 @@ impl MysqlAggregate {
         });
     }
 
-    /// Response-time distribution of each statement group.
+    /// Response-time distribution of each statement group kept one by one.
     pub(crate) fn statement_histograms(&self) -> impl Iterator<Item = (&String, &Histogram)> {
-        self.statements.iter().map(|(fp, s)| (fp, &s.rt))
+        self.statements.groups.iter().map(|(fp, s)| (fp, &s.rt))
     }
 
     /// The finished report, in an order that does not depend on how the work was split.
@@ -817,8 +925,35 @@ impl MysqlAggregate {
         self.incidents
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
         sort_streams(&mut self.replication);
+        self.statements.bound();
+        let other_statements = self.statements.other.take().map(|o| {
+            // About how many groups there were: the highest kept hash is about the kept groups'
+            // share of the 64-bit range (k minimum values: within about 1% for 10,000).
+            let highest = self
+                .statements
+                .groups
+                .keys()
+                .map(|fp| fingerprint_hash(fp))
+                .max()
+                .unwrap_or(u64::MAX)
+                .max(1);
+            let kept = self.statements.groups.len() as u64;
+            let all = ((kept.saturating_sub(1)) as f64 * (u64::MAX as f64 / highest as f64)) as u64;
+            OtherStatements {
+                groups_about: all.saturating_sub(kept).max(1),
+                groups_kept: kept,
+                count: o.requests.total(),
+                requests: o.requests,
+                errors: o.errors,
+                rows: o.rows,
+                total_us: o.rt.sum_ns() as f64 / 1e3,
+                rt_us: o.rt.summary_us(),
+                cut_off_waited_us: o.waited.summary_us(),
+            }
+        });
         let mut statements: Vec<StatementGroup> = self
             .statements
+            .groups
             .into_iter()
             .map(|(fp, s)| StatementGroup {
                 fingerprint: fp,
@@ -885,6 +1020,7 @@ impl MysqlAggregate {
             rt_ok_us: self.rt_ok.summary_us(),
             rt_error_us: self.rt_err.summary_us(),
             statements,
+            other_statements,
             per_second: self
                 .per_second
                 .iter()
@@ -935,8 +1071,13 @@ pub struct MysqlReport {
     pub rt_ok_us: RtSummary,
     /// Response times of the requests answered by an error response, microseconds.
     pub rt_error_us: RtSummary,
-    /// Statements grouped by fingerprint, by total time.
+    /// Statements grouped by fingerprint, by total time: every group, unless the capture held more than
+    /// [`STATEMENT_GROUPS_KEPT`] (then `other_statements` says what the others were).
     pub statements: Vec<StatementGroup>,
+    /// The statement groups beyond the [`STATEMENT_GROUPS_KEPT`] kept one by one, folded into one and
+    /// counted exactly; absent (in JSON too) when every group is in `statements`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_statements: Option<OtherStatements>,
     /// Requests and error responses per second, for every second with requests (by the second each request
     /// was sent), in time order.
     pub per_second: Vec<SecondCounts>,
@@ -1055,6 +1196,35 @@ pub struct StatementGroup {
     /// The capture holds these statements only in part (snap length, loss): the fingerprint is of their
     /// start and ends in [`CUT_MARK`].
     pub text_cut: bool,
+}
+
+/// The statement groups a report does not list one by one, counted as one: the requests of the groups
+/// beyond the [`STATEMENT_GROUPS_KEPT`] kept, which are those whose fingerprints hash lowest (not the
+/// groups with the most time: a group is kept or not by its fingerprint alone, so that the report is the
+/// same however the capture was split and read).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OtherStatements {
+    /// About how many groups are folded here: estimated from the hashes of the groups kept (k minimum
+    /// values), within about 1%.
+    pub groups_about: u64,
+    /// The groups listed one by one in `statements`.
+    pub groups_kept: u64,
+    /// Requests of these groups that expect a response (`answered`, `cut_off`, `unanswered`,
+    /// `unreadable` say what became of them).
+    pub count: u64,
+    /// What became of them (flattened in JSON).
+    #[serde(flatten)]
+    pub requests: RequestCounts,
+    /// Of them, those answered by an error response.
+    pub errors: u64,
+    /// Rows of the resultsets returned to them.
+    pub rows: u64,
+    /// Sum of the response times of the answered requests, microseconds.
+    pub total_us: f64,
+    /// Response times of the answered requests, microseconds.
+    pub rt_us: RtSummary,
+    /// How long the requests cut off by a close had waited.
+    pub cut_off_waited_us: RtSummary,
 }
 
 /// Requests sent in one second.
