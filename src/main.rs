@@ -16,8 +16,8 @@ use pcapsleuth::analysis::{
     Rates, ResponseTimes, Run, Scope,
 };
 use pcapsleuth::capture::{
-    capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, FileId,
-    Format, Input, Order, PcapWriter, PcapngWriter, Record, Timestamp,
+    capture_stem, refuse_input_as_output, Capture, CaptureError, CaptureSet, Damage, Format, Input,
+    Order, PcapWriter, PcapngWriter, Preamble, Record, Timestamp,
 };
 use pcapsleuth::export;
 use pcapsleuth::flow::{decode, Decoded, Endpoint};
@@ -66,6 +66,11 @@ struct EngineArgs {
     /// Number of byte-range splits (default: automatic). Results do not depend on it.
     #[arg(long, value_name = "N", hide = true)]
     splits: Option<usize>,
+    /// A TLS key log (the SSLKEYLOGFILE format: `CLIENT_RANDOM` lines for TLS 1.2, `*_TRAFFIC_SECRET*`
+    /// lines for TLS 1.3) to decrypt MySQL sessions in TLS with; may be given again for more files. The
+    /// Decryption Secrets Blocks of a pcapng (`editcap --inject-secrets`) are read without it.
+    #[arg(long = "tls-keylog", value_name = "FILE")]
+    tls_keylog: Vec<PathBuf>,
 }
 
 /// `--plots DIR` of the commands that can draw.
@@ -166,6 +171,11 @@ enum Command {
         /// (no network needed to read it; it prints).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// With --html: a baseline run (files read as one capture) to compare this capture with, as
+        /// `pcapsleuth diff BASELINE CAPTURE` does; the page gets the diff's verdict and the statements
+        /// that changed.
+        #[arg(long, value_name = "FILE", num_args = 1.., requires = "html")]
+        baseline: Vec<PathBuf>,
     },
     /// Two capture points of one workload, the client's and the server's: where each request's time went,
     /// the server or the path between them.
@@ -212,6 +222,38 @@ enum Command {
         /// How many notable transactions to list (the earliest; all are counted).
         #[arg(long, value_name = "N", default_value_t = 20)]
         notable: usize,
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
+    /// Two runs side by side (the same workload before and after a change, the good environment and
+    /// the bad one), with a verdict in words: what changed, where the added time went, and why where the
+    /// capture shows it.
+    ///
+    /// Per statement group (command and fingerprint): counts, rates, percentiles, total time, errors,
+    /// rows, bytes, new and gone; a difference is called only when it is larger than the runs' own noise
+    /// (a rank test of the distributions, a rate test of the counts). Then the load (requests/s, think
+    /// time, requests in flight), response-time humps, connects and closes, the path (TCP handshakes,
+    /// retransmissions), ceilings and servers, side by side. Runs of different lengths, servers or ports
+    /// are compared on rates and shares, and the output says what was matched with what.
+    ///
+    /// `pcapsleuth diff a.pcap b.pcap`, or, with several files per run (rotated sets, directories,
+    /// compressed files), `pcapsleuth diff --a a1.pcap a2.pcap --b b.pcap`.
+    #[command(
+        override_usage = "pcapsleuth diff [OPTIONS] A_CAPTURE B_CAPTURE\n       pcapsleuth diff [OPTIONS] --a FILE... --b FILE..."
+    )]
+    Diff {
+        /// Run A (the baseline) and run B, one file each.
+        #[arg(value_names = ["A_CAPTURE", "B_CAPTURE"], num_args = 2, conflicts_with_all = ["a", "b"])]
+        pair: Vec<PathBuf>,
+        /// Run A, the baseline: files read as one capture, as the analyses read them.
+        #[arg(long = "a", value_name = "FILE", num_args = 1.., requires = "b")]
+        a: Vec<PathBuf>,
+        /// Run B, compared with A.
+        #[arg(long = "b", value_name = "FILE", num_args = 1.., requires = "a")]
+        b: Vec<PathBuf>,
+        /// How many statement groups to print (the JSON has them all).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
         #[command(flatten)]
         engine: EngineArgs,
     },
@@ -270,34 +312,52 @@ enum Command {
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
     },
-    /// Parquet datasets of the capture for engines beyond one machine (Spark, Trino, DuckDB, ...):
-    /// every MySQL transaction, TCP connection, close (first FIN and first RST) and rate interval.
+    /// The capture in other tools' formats: Parquet datasets for engines beyond one machine (Spark,
+    /// Trino, DuckDB, ...), and the MySQL slow query log (pt-query-digest, pt-upgrade, mysqldumpslow).
     ///
-    /// Writes DIR/transactions, DIR/connections, DIR/closes, DIR/rates and DIR/ceilings, each
+    /// --parquet writes DIR/transactions, DIR/connections, DIR/closes, DIR/rates and DIR/ceilings: every
+    /// MySQL transaction, TCP connection, close (first FIN and first RST) and rate interval, each
     /// partitioned hive-style by the labels and the capture's name
     /// (DIR/transactions/host=db3/capture=NAME/part-00000.parquet), zstd-compressed, so that exports of
-    /// many captures into one DIR form one dataset per table. Files appear only when complete.
+    /// many captures into one DIR form one dataset per table. --slowlog writes every statement answered
+    /// (COM_QUERY, and COM_STMT_EXECUTE with its values) as MySQL's slow log writes it. Both in one read
+    /// when both are given. Files appear only when complete.
     Export {
         #[command(flatten)]
         common: Common,
-        /// The root directory of the datasets (created if missing).
-        #[arg(long, value_name = "DIR")]
-        parquet: PathBuf,
+        /// The root directory of the Parquet datasets (created if missing).
+        #[arg(long, value_name = "DIR", required_unless_present = "slowlog")]
+        parquet: Option<PathBuf>,
+        /// The MySQL slow query log to write (replaced if it exists; never an input).
+        #[arg(long, value_name = "OUT.log", conflicts_with = "no_mysql")]
+        slowlog: Option<PathBuf>,
         /// The capture's name, its partition `capture=NAME` (default: the first file's name without
         /// its extensions). Letters, digits, `.`, `_`, `-`.
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", requires = "parquet")]
         capture: Option<String>,
         /// A constant column and partition key of every row, e.g. `host=db3` (repeatable; the
         /// partitions nest in the order given, before `capture=`).
-        #[arg(long, value_name = "KEY=VALUE")]
+        #[arg(long, value_name = "KEY=VALUE", requires = "parquet")]
         label: Vec<String>,
         /// Interval of the rates series, at least 1ms (e.g. 1s, 100ms).
         #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
         interval: Duration,
         /// Replace the partition of this capture and labels if DIR already has it (a re-run, a retried
         /// task), instead of refusing.
-        #[arg(long)]
+        #[arg(long, requires = "parquet")]
         replace: bool,
+        /// Slow log: only connections with this port (client or server side).
+        #[arg(long, value_name = "N", requires = "slowlog")]
+        port: Option<u16>,
+        /// Slow log: only connections to this server (IP:PORT or [IPv6]:PORT).
+        #[arg(long, value_name = "IP:PORT", requires = "slowlog")]
+        server: Option<String>,
+        /// Slow log: only statements answered with an error.
+        #[arg(long, requires = "slowlog")]
+        errors_only: bool,
+        /// Slow log: only statements whose response took at least this long (10ms, 1.5s, 250us).
+        #[arg(long, value_name = "DURATION", value_parser = args::duration, requires = "slowlog")]
+        slower_than: Option<Duration>,
     },
     /// Cuts a capture into pieces of N packets or N megabytes (like `editcap -c`): a single uncompressed
     /// file is copied in parallel; several files, compressed files and standard input are read as one
@@ -313,9 +373,14 @@ enum Command {
         /// Megabytes (10^6 bytes) per piece.
         #[arg(long, value_name = "N", group = "size")]
         megabytes: Option<u64>,
-        /// Directory for the pieces (created if missing).
+        /// Directory for the pieces (created if missing). The pieces appear together when all are
+        /// written.
         #[arg(short, long, value_name = "DIR")]
         output: PathBuf,
+        /// Replace the pieces of an earlier split of the same name in DIR (`NAME_00000.pcap`, ...)
+        /// instead of refusing: the new set takes their place, and earlier pieces beyond it are removed.
+        #[arg(long)]
+        replace: bool,
     },
     /// Prints the shell completion script for SHELL, e.g.
     /// `pcapsleuth completions bash > ~/.local/share/bash-completion/completions/pcapsleuth`,
@@ -343,10 +408,14 @@ enum SortArg {
 }
 
 /// Writes a line to stderr, ignoring a closed stderr (`2>&1 | head -1`): warnings are not worth dying
-/// for, and `eprintln!` would panic.
+/// for, and `eprintln!` would panic. What it says can hold file names and text from a capture: every
+/// control or bidirectional character in it is shown as an escape (`report::visible_lines`).
 macro_rules! sayln {
     ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = format!($($arg)*);
+        let mut line = report::visible_lines(&line).into_owned();
+        line.push('\n');
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }};
 }
 
@@ -355,6 +424,7 @@ struct InputError(String);
 
 fn main() -> ExitCode {
     keep_standard_streams_open();
+    remove_staging_when_interrupted();
     let cli = Cli::parse();
     if let Some(columns) = terminal_columns() {
         report::style::set_width(columns);
@@ -390,6 +460,41 @@ fn keep_standard_streams_open() {
             if libc::fcntl(fd, libc::F_GETFD) == -1 {
                 libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
             }
+        }
+    }
+}
+
+/// On SIGINT (Ctrl-C), SIGTERM (`kill`, a scheduler's timeout) or SIGHUP (a closed terminal), removes
+/// the hidden staging directories of the run (`split`'s pieces, `export`'s datasets), which no
+/// destructor would reach, then ends as the signal would have ended the process. The signals are
+/// blocked in every thread (set here, before any thread starts, and inherited) and taken by one thread
+/// that waits for them; a signal the caller ignores (`nohup`) stays ignored.
+fn remove_staging_when_interrupted() {
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    // SAFETY: sigset_t is plain data filled by sigemptyset/sigaddset; pthread_sigmask, sigwait, signal
+    // and raise are given valid sets and signal numbers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        let waiter = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                let mut sig: libc::c_int = 0;
+                if libc::sigwait(&set, &mut sig) == 0 {
+                    pcapsleuth::capture::staging::remove_all();
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                    libc::raise(sig);
+                }
+            });
+        if waiter.is_err() {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         }
     }
 }
@@ -437,20 +542,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             plots,
         } => {
-            let server = match server {
-                Some(s) => Some(
-                    s.parse()
-                        .map_err(|e: String| InputError(format!("--server: {e}")))?,
-                ),
-                None => None,
-            };
-            let slower_than_ns = slower_than.map(|d| args::nanos(d).unsigned_abs());
-            let filter = analysis::MysqlFilter {
-                port,
-                server,
-                errors_only,
-                slower_than_ns,
-            };
+            let filter = mysql_filter(port, server, errors_only, slower_than)?;
             // Rate series and response-time distributions are only drawn, never printed, by `mysql`.
             match plots.dir.as_deref() {
                 Some(dir) => {
@@ -523,16 +615,66 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             interval,
             plots,
             html,
+            baseline,
         } => {
             let interval_ns = args::nanos(interval);
-            let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+            let (cap, a, profile) = if baseline.is_empty() {
+                let (cap, a) = analyze(&common, || Everything::new(interval_ns))?;
+                (cap, a, None)
+            } else {
+                let (cap, a) = analyze(&common, || {
+                    (
+                        Everything::new(interval_ns),
+                        analysis::RunProfile::default(),
+                    )
+                })?;
+                let mut profile = None;
+                let a = a.map(|(stats, p)| {
+                    profile = Some(p);
+                    stats
+                });
+                (cap, a, profile)
+            };
             let r = analysis::full_report(&a);
             output(common.engine.json, &a, &r, report::render_report)?;
             if let Some(dir) = plots.dir.as_deref() {
                 plot_report(dir, &r)?;
             }
             if let Some(path) = html.as_deref() {
-                write_html(path, &cap, &a, &r)?;
+                let against = match profile {
+                    Some(profile) => {
+                        let names = |set: &CaptureSet| -> Vec<String> {
+                            set.inputs
+                                .iter()
+                                .map(|i| i.path().display().to_string())
+                                .collect()
+                        };
+                        let base = Common {
+                            files: baseline,
+                            ..common.clone()
+                        };
+                        let (base_set, base_run) = analyze(&base, || {
+                            (
+                                Everything::new(interval_ns),
+                                analysis::RunProfile::default(),
+                            )
+                        })?;
+                        let (stats, p) = &base_run.output;
+                        let base_names = names(&base_set);
+                        let a_side =
+                            analysis::DiffSide::new(&base_run, stats, p, base_names.clone());
+                        let b_side = analysis::DiffSide::new(&a, &a.output, &profile, names(&cap));
+                        Some((analysis::diff(&a_side, &b_side), base_names.join(", ")))
+                    }
+                    None => None,
+                };
+                write_html(
+                    path,
+                    &cap,
+                    &a,
+                    &r,
+                    against.as_ref().map(|(d, n)| (d, n.as_str())),
+                )?;
             }
             Ok(finish(&cap, &a))
         }
@@ -563,8 +705,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 engine: engine.clone(),
                 no_mysql: false,
             };
-            let (client_set, client_run) = analyze(&side(client), analysis::Exchanges::default)?;
-            let (server_set, server_run) = analyze(&side(server), analysis::Exchanges::default)?;
+            let both = || (analysis::Exchanges::default(), analysis::Endings::default());
+            let (client_set, client_run) = analyze(&side(client), both)?;
+            let (server_set, server_run) = analyze(&side(server), both)?;
+            let ((client_exchanges, client_endings), (server_exchanges, server_endings)) =
+                (&client_run.output, &server_run.output);
             let span = |t: &analysis::Timeline| {
                 Some(analysis::CaptureSpan {
                     first_ns: t.body_first?.0,
@@ -578,7 +723,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 server_span: span(&server_run.capture.timeline),
                 notable_limit: notable,
             };
-            let cmp = analysis::compare(&client_run.output, &server_run.output, &opts);
+            let cmp = analysis::compare(client_exchanges, server_exchanges, &opts);
+            let endings = analysis::compare_endings(
+                (client_exchanges, client_endings),
+                (server_exchanges, server_endings),
+                &cmp,
+                opts.spans(client_exchanges, server_exchanges),
+            );
             let (client_unknowns, server_unknowns) = (
                 analysis::unknowns(&client_run),
                 analysis::unknowns(&server_run),
@@ -587,19 +738,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 report::ComparedCapture {
                     capture: &client_run.capture,
                     unknowns: &client_unknowns,
-                    requests: client_run.output.len(),
+                    requests: client_exchanges.len(),
                 },
                 report::ComparedCapture {
                     capture: &server_run.capture,
                     unknowns: &server_unknowns,
-                    requests: server_run.output.len(),
+                    requests: server_exchanges.len(),
                 },
             );
             emit(if engine.json {
-                report::to_json(&report::compare_json(&cmp, &sides.0, &sides.1))
+                report::to_json(&report::compare_json(&cmp, &endings, &sides.0, &sides.1))
             } else {
                 fitted(report::render_compare(
                     &cmp,
+                    &endings,
                     &sides.0,
                     &sides.1,
                     per_interval,
@@ -609,6 +761,53 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 finish(&client_set, &client_run),
                 finish(&server_set, &server_run),
             ];
+            Ok(if codes.contains(&ExitCode::from(2)) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Diff {
+            pair,
+            a,
+            b,
+            limit,
+            engine,
+        } => {
+            let (a, b) = match (&pair[..], a.is_empty()) {
+                ([x, y], true) => (vec![x.clone()], vec![y.clone()]),
+                (_, false) => (a, b),
+                _ => bail!(InputError(
+                    "diff needs two runs: A_CAPTURE B_CAPTURE, or --a FILE... --b FILE...".into()
+                )),
+            };
+            let mut codes = Vec::new();
+            let mut side = |files: Vec<PathBuf>| -> anyhow::Result<analysis::DiffSide> {
+                let common = Common {
+                    files,
+                    engine: engine.clone(),
+                    no_mysql: false,
+                };
+                let (set, run) = analyze(&common, || {
+                    (Everything::default(), analysis::RunProfile::default())
+                })?;
+                let names = set.inputs.iter().map(|i| i.path().display().to_string());
+                let (stats, profile) = &run.output;
+                codes.push(finish(&set, &run));
+                Ok(analysis::DiffSide::new(
+                    &run,
+                    stats,
+                    profile,
+                    names.collect(),
+                ))
+            };
+            let (a, b) = (side(a)?, side(b)?);
+            let d = analysis::diff(&a, &b);
+            emit(if engine.json {
+                report::to_json(&d)
+            } else {
+                fitted(report::render_diff(&d, limit))
+            })?;
             Ok(if codes.contains(&ExitCode::from(2)) {
                 ExitCode::from(2)
             } else {
@@ -682,36 +881,58 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export {
             common,
             parquet,
+            slowlog,
             capture,
             label,
             interval,
             replace,
+            port,
+            server,
+            errors_only,
+            slower_than,
         } => {
             if common.engine.json {
                 bail!(InputError(
-                    "export writes Parquet datasets and prints no report: it has no --json".into()
+                    "export writes files and prints no report: it has no --json".into()
                 ));
             }
-            let existing = if replace {
-                export::Existing::Replace
-            } else {
-                export::Existing::Refuse
-            };
-            export_parquet(
-                &common,
-                &parquet,
+            let parquet = parquet.map(|root| ParquetArgs {
+                root,
                 capture,
-                &label,
-                args::nanos(interval),
-                existing,
-            )
+                labels: label,
+                interval_ns: args::nanos(interval),
+                existing: if replace {
+                    export::Existing::Replace
+                } else {
+                    export::Existing::Refuse
+                },
+            });
+            let slowlog = match slowlog {
+                Some(path) => Some(export::SlowLogOptions {
+                    filter: mysql_filter(port, server, errors_only, slower_than)?,
+                    ..export::SlowLogOptions::new(path)
+                }),
+                None => None,
+            };
+            export_files(&common, parquet, slowlog)
         }
         Command::Split {
             files,
             packets,
             megabytes,
             output,
-        } => split(&files, packets, megabytes, &output),
+            replace,
+        } => split(
+            &files,
+            packets,
+            megabytes,
+            &output,
+            if replace {
+                Existing::Replace
+            } else {
+                Existing::Refuse
+            },
+        ),
     }
 }
 
@@ -722,45 +943,54 @@ fn print_mysql<O>(
     m: &analysis::MysqlAggregate,
     limit: usize,
 ) -> anyhow::Result<()> {
-    output(json, a, &m.clone().report(), |r| {
+    output(json, a, &analysis::mysql_report(a, m), |r| {
         report::render_mysql(r, limit)
     })
 }
 
 /// `flows`: one row per connection, in `order`, written to stdout as it is made (a capture of a million
-/// connections has a million rows: neither its text nor its JSON is held whole). The same output as
-/// [`output`] gives: JSON with its keys in order (as a `serde_json::Value` orders them) and each frame
-/// located in its file when the capture is several files; text fitted to the width, through
+/// connections has a million rows: neither its text nor its JSON is held whole, and each row's close is
+/// judged as it is written). The same output as [`output`] gives: JSON with its keys in order (as a
+/// `serde_json::Value` orders them), every hazard in a string escaped, and each frame located in its
+/// file when the capture is several files; text fitted to the width with no hazard raw, through
 /// [`output`] when frames must be located in text.
 fn print_flows<O>(json: bool, a: &Run<O>, order: &[usize]) -> anyhow::Result<()> {
     let unknowns = analysis::unknowns(a);
+    let closes = analysis::FlowCloses::of(a);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let written = if json {
         let doc = FlowsDocument {
             capture: located_value(&a.capture, &a.capture)?,
             connections: FlowRows {
-                conns: &a.connections,
+                run: a,
+                closes: &closes,
                 order,
-                capture: &a.capture,
             },
             connects: located_value(analysis::connect_report(a), &a.capture)?,
             unknowns: located_value(&unknowns, &a.capture)?,
         };
-        serde_json::to_writer_pretty(&mut out, &doc)
+        report::write_json(&mut out, &doc)
             .map_err(std::io::Error::from)
             .and_then(|_| out.write_all(b"\n"))
     } else if a.capture.files.len() > 1 {
-        let rows: Vec<_> = order.iter().map(|&i| a.connections.at(i)).collect();
+        let rows = analysis::flow_rows(a, order);
         drop(out);
         return output(false, a, &(), |_| report::render_flows(&a.capture, &rows));
     } else {
         let width = report::style::width();
-        out.write_all(report::style::fit(&report::render_unknowns(&unknowns), width).as_bytes())
-            .and_then(|_| {
-                report::write_flows(&a.capture, &a.connections, order, |line| {
-                    out.write_all(report::style::fit(line, width).as_bytes())
-                })
+        let rows = || order.iter().filter_map(|&i| closes.row(a, i));
+        out.write_all(
+            report::style::fit(
+                &report::visible_lines(&report::render_unknowns(&unknowns)),
+                width,
+            )
+            .as_bytes(),
+        )
+        .and_then(|_| {
+            report::write_flows(&a.capture, rows, order.len(), |line| {
+                out.write_all(report::style::fit(line, width).as_bytes())
             })
+        })
     };
     match written.and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -782,33 +1012,40 @@ fn located_value<T: serde::Serialize>(
 
 /// `flows --json`'s document, its keys in the order a `serde_json::Value` gives them.
 #[derive(serde::Serialize)]
-struct FlowsDocument<'a> {
+#[serde(bound = "")]
+struct FlowsDocument<'a, O> {
     capture: serde_json::Value,
-    connections: FlowRows<'a>,
+    connections: FlowRows<'a, O>,
     connects: serde_json::Value,
     unknowns: serde_json::Value,
 }
 
-/// The connections of `flows --json`, each made a JSON value (see [`located_value`]) as it is written.
-struct FlowRows<'a> {
-    conns: &'a pcapsleuth::flow::ConnectionTable,
+/// The rows of `flows --json`, each made (its close judged) and made a JSON value (see
+/// [`located_value`]) as it is written.
+struct FlowRows<'a, O> {
+    run: &'a Run<O>,
+    closes: &'a analysis::FlowCloses,
     order: &'a [usize],
-    capture: &'a analysis::CaptureFacts,
 }
 
-impl serde::Serialize for FlowRows<'_> {
+impl<O> serde::Serialize for FlowRows<'_, O> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
         let mut seq = s.serialize_seq(Some(self.order.len()))?;
-        for c in self.order.iter().filter_map(|&i| self.conns.get(i)) {
-            seq.serialize_element(&located_value(c, self.capture).map_err(S::Error::custom)?)?;
+        for r in self
+            .order
+            .iter()
+            .filter_map(|&i| self.closes.row(self.run, i))
+        {
+            seq.serialize_element(&located_value(r, &self.run.capture).map_err(S::Error::custom)?)?;
         }
         seq.end()
     }
 }
 
 fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
-    let set = report::write_plot_set(dir, r)?;
+    // The error names the file and says why; anyhow's chain would say why twice.
+    let set = report::write_plot_set(dir, r).map_err(|e| anyhow::anyhow!("{e}"))?;
     for p in &set.written {
         sayln!("pcapsleuth: wrote {}", p.display());
     }
@@ -824,6 +1061,7 @@ fn write_html<O>(
     set: &CaptureSet,
     a: &Run<O>,
     r: &analysis::FullReport,
+    baseline: Option<(&analysis::Diff, &str)>,
 ) -> anyhow::Result<()> {
     refuse_input_as_output(path, set.identities())?;
     let names: Vec<String> = set
@@ -836,20 +1074,8 @@ fn write_html<O>(
         [first, ..] => format!("{first} and {} more files", names.len() - 1),
         [] => "the capture".to_string(),
     };
-    let page = report::render_html(r, &analysis::unknowns(a), &capture)?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Readable as any new file is (0666 less the umask), not 0600 as temporary files are made.
-    let mut tmp = tempfile::Builder::new()
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.write_all(page.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
+    let page = report::render_html_against(r, &analysis::unknowns(a), &capture, baseline)?;
+    pcapsleuth::capture::write_file(path, page.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     sayln!("pcapsleuth: wrote {}", path.display());
     Ok(())
@@ -878,9 +1104,10 @@ fn output<O, T: serde::Serialize>(
 }
 
 /// Text for stdout, every line fitted to the terminal's width, or to [`report::style::WIDTH`] when
-/// stdout is not a terminal (a file, a pipe, a pager).
+/// stdout is not a terminal (a file, a pipe, a pager); no control or bidirectional character raw but its
+/// line breaks, whatever the renderer let through.
 fn fitted(text: String) -> String {
-    report::style::fit(&text, report::style::width())
+    report::style::fit(&report::visible_lines(&text), report::style::width())
 }
 
 /// The columns of the terminal stdout goes to, if it goes to one.
@@ -907,14 +1134,14 @@ fn analyze<A: Analysis>(
     common: &Common,
     analyses: impl Fn() -> A + Sync,
 ) -> anyhow::Result<(CaptureSet, Run<A::Output>)> {
-    let set = CaptureSet::open(&common.files)?;
+    let set = open_set(&common.files)?;
     analyze_opened(common, set, analysis::MysqlDepth::Full, analyses)
 }
 
 /// The connections and their closes, judged on the exchanges they fall in (`first-reset`, `flows`): plain
 /// exchanges are passed over, with the same run (see `MysqlDepth::Closes`).
 fn analyze_closes(common: &Common) -> anyhow::Result<(CaptureSet, Run<()>)> {
-    let set = CaptureSet::open(&common.files)?;
+    let set = open_set(&common.files)?;
     analyze_opened(common, set, analysis::MysqlDepth::Closes, || ())
 }
 
@@ -934,6 +1161,7 @@ fn analyze_opened<A: Analysis>(
             (false, None) => analysis::MysqlDetection::Auto,
         },
         mysql_depth,
+        tls_keys: read_key_logs(&common.engine.tls_keylog)?,
         ..EngineOptions::default()
     };
     let total: u64 = set.inputs.iter().filter_map(|i| i.stored_len()).sum();
@@ -949,14 +1177,78 @@ fn analyze_opened<A: Analysis>(
     Ok((set, a))
 }
 
-/// `export`: the capture's datasets under `root`.
-fn export_parquet(
-    common: &Common,
-    root: &Path,
+/// The key logs of `--tls-keylog`, as one; a file that cannot be read, or holds no key log line, is bad
+/// input; lines that are not key log lines are passed over with a warning.
+fn read_key_logs(
+    files: &[PathBuf],
+) -> anyhow::Result<Option<std::sync::Arc<pcapsleuth::tls::KeyLog>>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut all = pcapsleuth::tls::KeyLog::new();
+    for f in files {
+        let text = std::fs::read(f)
+            .map_err(|e| InputError(format!("--tls-keylog {}: {e}", f.display())))?;
+        let log = pcapsleuth::tls::KeyLog::parse(&text);
+        if log.is_empty() && log.ignored == 0 {
+            bail!(InputError(format!(
+                "--tls-keylog {}: not a TLS key log (no CLIENT_RANDOM or *_TRAFFIC_SECRET line)",
+                f.display()
+            )));
+        }
+        if log.malformed > 0 {
+            let first = log
+                .problems
+                .first()
+                .map(|p| format!(" (line {}: {})", p.line, p.what))
+                .unwrap_or_default();
+            sayln!(
+                "pcapsleuth: warning: --tls-keylog {}: {} lines passed over{first}",
+                f.display(),
+                log.malformed
+            );
+        }
+        all.extend(&log);
+    }
+    Ok(Some(std::sync::Arc::new(all)))
+}
+
+/// `--port`, `--server`, `--errors-only`, `--slower-than` of `mysql` and `export --slowlog`.
+fn mysql_filter(
+    port: Option<u16>,
+    server: Option<String>,
+    errors_only: bool,
+    slower_than: Option<Duration>,
+) -> anyhow::Result<analysis::MysqlFilter> {
+    let server = match server {
+        Some(s) => Some(
+            s.parse()
+                .map_err(|e: String| InputError(format!("--server: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(analysis::MysqlFilter {
+        port,
+        server,
+        errors_only,
+        slower_than_ns: slower_than.map(|d| args::nanos(d).unsigned_abs()),
+    })
+}
+
+/// `export --parquet`'s arguments.
+struct ParquetArgs {
+    root: PathBuf,
     capture: Option<String>,
-    labels: &[String],
+    labels: Vec<String>,
     interval_ns: i64,
     existing: export::Existing,
+}
+
+/// `export`: the capture's Parquet datasets, its slow log, or both from one read.
+fn export_files(
+    common: &Common,
+    parquet: Option<ParquetArgs>,
+    slowlog: Option<export::SlowLogOptions>,
 ) -> anyhow::Result<ExitCode> {
     let usage = |e: export::ExportError| -> anyhow::Error {
         if e.is_usage() {
@@ -965,29 +1257,75 @@ fn export_parquet(
             e.into()
         }
     };
-    let labels = labels
-        .iter()
-        .map(|l| l.parse::<export::Label>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    let name = capture.unwrap_or_else(|| export::Partition::capture_name_of(&common.files[0]));
-    let partition = export::Partition::new(&name, labels).map_err(usage)?;
-    let set = CaptureSet::open(&common.files)?;
-    let options = export::ExportOptions {
-        interval_ns,
-        existing,
-        ..export::ExportOptions::new(root, partition)
+    let parquet = match parquet {
+        Some(p) => {
+            let labels = p
+                .labels
+                .iter()
+                .map(|l| l.parse::<export::Label>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(usage)?;
+            let name = p
+                .capture
+                .unwrap_or_else(|| export::Partition::capture_name_of(&common.files[0]));
+            let partition = export::Partition::new(&name, labels).map_err(usage)?;
+            Some(export::ExportOptions {
+                interval_ns: p.interval_ns,
+                existing: p.existing,
+                ..export::ExportOptions::new(p.root, partition)
+            })
+        }
+        None => None,
     };
-    // Refused before anything is read: an output inside an input, a partition already there.
+    let set = open_set(&common.files)?;
+    // Refused before anything is read: an output that is an input, a partition already there.
+    let log = slowlog
+        .map(|o| export::SlowLog::begin(o, set.identities()))
+        .transpose()
+        .map_err(usage)?;
     let inputs: Vec<PathBuf> = common
         .files
         .iter()
         .cloned()
         .chain(set.identities().map(|(p, _)| p.to_path_buf()))
         .collect();
-    let job = export::Export::begin(options, inputs.iter().map(PathBuf::as_path)).map_err(usage)?;
-    let (set, run) = analyze_opened(common, set, analysis::MysqlDepth::Full, || job.analysis())?;
-    let done = job.finish(&run).map_err(usage)?;
+    let job = parquet
+        .map(|o| export::Export::begin(o, inputs.iter().map(PathBuf::as_path)))
+        .transpose()
+        .map_err(usage)?;
+    for left in job.iter().flat_map(|j| j.removed_stale()) {
+        sayln!(
+            "pcapsleuth: removed {}, left by an export that was killed",
+            left.display()
+        );
+    }
+    let full = analysis::MysqlDepth::Full;
+    match (job, log) {
+        (Some(job), Some(log)) => {
+            let (set, run) =
+                analyze_opened(common, set, full, || (job.analysis(), log.analysis()))?;
+            say_parquet(&job.finish_with(&run, &run.output.0).map_err(usage)?);
+            say_slowlog(&log.finish(&run.output.1).map_err(usage)?, &run);
+            Ok(finish(&set, &run))
+        }
+        (Some(job), None) => {
+            let (set, run) = analyze_opened(common, set, full, || job.analysis())?;
+            say_parquet(&job.finish(&run).map_err(usage)?);
+            Ok(finish(&set, &run))
+        }
+        (None, Some(log)) => {
+            let (set, run) = analyze_opened(common, set, full, || log.analysis())?;
+            say_slowlog(&log.finish(&run.output).map_err(usage)?, &run);
+            Ok(finish(&set, &run))
+        }
+        (None, None) => bail!(InputError(
+            "export needs --parquet DIR or --slowlog OUT.log".into()
+        )),
+    }
+}
+
+/// What `export --parquet` wrote, on stderr.
+fn say_parquet(done: &export::ExportSummary) {
     let rows = |d: &str, one: &str, many: &str| report::style::counted(done.rows(d), one, many);
     sayln!(
         "pcapsleuth: wrote {}, {}, {}, {} and {} ({}) to {}",
@@ -1001,7 +1339,23 @@ fn export_parquet(
             .first()
             .map_or_else(String::new, |p| p.display().to_string()),
     );
-    Ok(finish(&set, &run))
+}
+
+/// What `export --slowlog` wrote, and what the log lacks (and what the capture could not show), on
+/// stderr.
+fn say_slowlog<O>(done: &export::SlowLogSummary, run: &Run<O>) {
+    sayln!(
+        "pcapsleuth: wrote {} ({}) to {}",
+        report::style::counted(done.counts.entries, "slow-log entry", "slow-log entries"),
+        report::style::size(done.bytes),
+        done.path.display()
+    );
+    for note in done.counts.notes() {
+        sayln!("pcapsleuth: {note}");
+    }
+    for note in analysis::unknowns(run).notes {
+        sayln!("pcapsleuth: partial data: {note}");
+    }
 }
 
 fn report_set(set: &CaptureSet) {
@@ -1073,7 +1427,10 @@ impl Progress {
             indicatif::ProgressDrawTarget::stderr_with_hz(10),
         )
         .with_style(style)
-        .with_message(format!("{verb} {}", name.to_string_lossy()));
+        .with_message(format!(
+            "{verb} {}",
+            report::visible(&name.to_string_lossy())
+        ));
         // Ticks between the engine's reports keep the rate and the time left moving.
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Progress(bar)
@@ -1184,6 +1541,48 @@ struct Seen {
     count: u64,
     first_ts: Option<Timestamp>,
     last_ts: Option<Timestamp>,
+    /// The TCP endpoints of IP datagrams sent in fragments, by (source, destination, IP ID), learned
+    /// from each one's first fragment: the fragments after it carry no ports, and go where it goes.
+    datagrams: HashMap<(std::net::IpAddr, std::net::IpAddr, u32), (Endpoint, Endpoint)>,
+}
+
+/// Datagrams whose endpoints [`Seen::datagrams`] keeps at once: a datagram's fragments travel
+/// together, so forgetting them all now and then loses none but those in flight.
+const DATAGRAMS_KEPT: usize = 1 << 16;
+
+impl Seen {
+    /// The TCP endpoints of a fragment's datagram: from its own TCP header for the first fragment
+    /// (noted for the others), else from the first's when it came before.
+    fn datagram_endpoints(
+        &mut self,
+        f: &pcapsleuth::flow::IpFragment<'_>,
+    ) -> Option<(Endpoint, Endpoint)> {
+        const TCP: u8 = 6;
+        let key = (f.src, f.dst, f.id);
+        if f.protocol != TCP {
+            return None;
+        }
+        if f.offset == 0 {
+            let port =
+                |at: usize| Some(u16::from_be_bytes([*f.data.get(at)?, *f.data.get(at + 1)?]));
+            let ends = (
+                Endpoint {
+                    ip: f.src,
+                    port: port(0)?,
+                },
+                Endpoint {
+                    ip: f.dst,
+                    port: port(2)?,
+                },
+            );
+            if self.datagrams.len() >= DATAGRAMS_KEPT {
+                self.datagrams.clear();
+            }
+            self.datagrams.insert(key, ends);
+            return Some(ends);
+        }
+        self.datagrams.get(&key).copied()
+    }
 }
 
 impl Selection {
@@ -1220,6 +1619,9 @@ impl Selection {
         }
         let tcp = match decode(rec.link, rec.data) {
             Decoded::Tcp(seg) => Some((seg.src_endpoint(), seg.dst_endpoint())),
+            // A fragment of a TCP datagram belongs to the connection its first fragment names (one
+            // that came after the others in the capture leaves those out: rare, and said nowhere).
+            Decoded::Fragment(f) => seen.datagram_endpoints(&f),
             _ => None,
         };
         let picked = self.picks.as_ref().is_none_or(|p| p.keeps(frame, tcp));
@@ -1483,9 +1885,12 @@ fn findings_pass(
 
     let mut comments = Comments::new();
     if wanted.annotate {
+        // Wireshark shows comments as they are, and `tshark -V` or `capinfos` print them to a terminal.
         let mut say = |kind: FindingKind, frame: u64, text: &str| {
-            let comment =
-                format!("pcapsleuth {kind} (frame {frame} of the original capture): {text}");
+            let comment = format!(
+                "pcapsleuth {kind} (frame {frame} of the original capture): {}",
+                report::visible(text)
+            );
             let list = comments.entry(frame).or_default();
             if !list.contains(&comment) {
                 list.push(comment);
@@ -1528,7 +1933,8 @@ fn findings_pass(
             if let Some((frame, note)) = analysis::stall_start(&ev) {
                 comments.entry(frame).or_insert_with(|| {
                     vec![format!(
-                        "pcapsleuth abnormal close (frame {frame} of the original capture): {note}"
+                        "pcapsleuth abnormal close (frame {frame} of the original capture): {}",
+                        report::visible(&note)
                     )]
                 });
             }
@@ -1545,7 +1951,7 @@ fn findings_pass(
                         "FIN"
                     },
                     role_word(c.initiator),
-                    c.reason
+                    report::visible(&c.reason)
                 ));
             }
         }
@@ -1649,8 +2055,14 @@ fn parse_time_bound(s: &str) -> anyhow::Result<Option<TimeBound>> {
     }
 }
 
-/// Opens the inputs as one capture (see [`CaptureSet::open`]).
+/// Opens the inputs as one capture (see [`CaptureSet::open`]). Standard input (`-`) that is a terminal
+/// is refused: nobody types a capture, and a run waiting on it without a word looks hung.
 fn open_set(files: &[PathBuf]) -> anyhow::Result<CaptureSet> {
+    if files.iter().any(|f| f.as_os_str() == "-") && std::io::stdin().is_terminal() {
+        bail!(InputError(
+            "`-` reads the capture from standard input, which is a terminal here: pipe one in (`tcpdump -w - ... | pcapsleuth ... -`, `< big.pcap`) or name the file".into()
+        ));
+    }
     Ok(CaptureSet::open(files)?)
 }
 
@@ -1800,10 +2212,14 @@ fn extract(
         |done, total| progress.show(done, total),
     )?;
     progress.clear();
-    let n = match w {
-        Writer::Pcap(w) => w.finish()?,
-        Writer::Pcapng(w) => w.finish()?,
+    let (n, rewritten) = match w {
+        Writer::Pcap(w) => {
+            let rewritten = w.rewritten();
+            (w.finish()?, rewritten)
+        }
+        Writer::Pcapng(w) => (w.finish()?, 0),
     };
+    say_rewritten(rewritten);
     match span {
         Some((a, b)) => sayln!(
             "pcapsleuth: wrote {} to {} (frames {a} to {b} of the original capture{})",
@@ -1850,6 +2266,17 @@ fn mysql_servers(files: &[PathBuf]) -> Option<Vec<Endpoint>> {
     Some(servers.into_iter().collect())
 }
 
+/// Says how many records were not copied byte for byte because their pcapng section differed from the
+/// first (see `PcapWriter`).
+fn say_rewritten(rewritten: u64) {
+    if rewritten > 0 {
+        sayln!(
+            "pcapsleuth: note: {} of a later pcapng section (another byte order, link type or timestamp unit) written as new packet blocks, on interfaces of their own, without their options",
+            analysis::units::counted(rewritten, "packet", "packets")
+        );
+    }
+}
+
 /// The capture `extract` writes: pcap as the input was, or pcapng with comments (--annotate).
 enum Writer {
     Pcap(PcapWriter),
@@ -1874,18 +2301,176 @@ fn piece_naming(input: &Input) -> (String, &'static str) {
     (capture_stem(input.path()), ext)
 }
 
+/// The pieces of one `split` run: written into a hidden staging directory, then put in place as a set
+/// ([`Pieces::commit`]): a reader of the output directory never sees part of a set, nor pieces of two
+/// runs mixed. Pieces are not synced one by one (editcap syncs none); the set is synced once, before it
+/// is put in place.
+struct Pieces {
+    out_dir: PathBuf,
+    stem: String,
+    ext: &'static str,
+    staging: pcapsleuth::capture::staging::StagingDir,
+    /// Whether `out_dir` existed: then each piece is renamed into it; else the staging directory becomes
+    /// it.
+    into_existing: bool,
+    /// Pieces of an earlier run in `out_dir` (`--replace`): removed once the new set is in place.
+    earlier: Vec<PathBuf>,
+}
+
+impl Pieces {
+    /// Prepares the pieces `STEM_NNNNN.EXT` of a split into `out_dir`. Refused (exit code 2) when a
+    /// piece of an earlier split is there, unless `existing` says to replace the set, and always when
+    /// one of them is an input.
+    fn begin(
+        out_dir: &Path,
+        stem: &str,
+        ext: &'static str,
+        existing: Existing,
+        set: &CaptureSet,
+    ) -> anyhow::Result<Self> {
+        use pcapsleuth::capture::staging;
+        let into_existing = out_dir.exists();
+        let mut earlier = Vec::new();
+        if into_existing {
+            if !out_dir.is_dir() {
+                bail!(InputError(format!(
+                    "{}: not a directory",
+                    out_dir.display()
+                )));
+            }
+            earlier = std::fs::read_dir(out_dir)
+                .with_context(|| format!("reading {}", out_dir.display()))?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| is_piece_name(p, stem, ext))
+                .collect();
+            earlier.sort();
+            for piece in &earlier {
+                refuse_input_as_output(piece, set.identities())?;
+            }
+            if !earlier.is_empty() && existing == Existing::Refuse {
+                let names: Vec<String> = earlier
+                    .iter()
+                    .take(3)
+                    .map(|p| p.display().to_string())
+                    .collect();
+                bail!(InputError(format!(
+                    "{} already holds {} of an earlier split ({}{}): split into another directory, remove them, or pass --replace to replace that set",
+                    out_dir.display(),
+                    analysis::units::counted(earlier.len() as u64, "piece", "pieces"),
+                    names.join(", "),
+                    if earlier.len() > 3 { ", ..." } else { "" }
+                )));
+            }
+        }
+        let parent = match (into_existing, out_dir.parent()) {
+            (true, _) => out_dir.to_path_buf(),
+            (false, Some(p)) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            (false, _) => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        for left in staging::remove_stale(&parent, "split") {
+            sayln!(
+                "pcapsleuth: removed {}, left by a split that was killed",
+                left.display()
+            );
+        }
+        let staging = staging::StagingDir::create_in(&parent, "split", stem)
+            .with_context(|| format!("creating a staging directory in {}", parent.display()))?;
+        Ok(Pieces {
+            out_dir: out_dir.to_path_buf(),
+            stem: stem.to_string(),
+            ext,
+            staging,
+            into_existing,
+            earlier,
+        })
+    }
+
+    fn name(&self, i: usize) -> String {
+        format!("{}_{i:05}.{}", self.stem, self.ext)
+    }
+
+    /// Where piece `i` is written (in the staging directory).
+    fn staged(&self, i: usize) -> PathBuf {
+        self.staging.path().join(self.name(i))
+    }
+
+    /// Syncs the `count` pieces written (one `syncfs` for the set) and puts them in place; then removes
+    /// the earlier set's pieces that the new set did not replace.
+    fn commit(self, count: usize) -> anyhow::Result<()> {
+        let failed = || {
+            format!(
+                "cannot put the pieces in place in {}",
+                self.out_dir.display()
+            )
+        };
+        sync_file_system(self.staging.path()).with_context(failed)?;
+        if !self.into_existing {
+            return self.staging.into_place(&self.out_dir).with_context(failed);
+        }
+        for i in 0..count {
+            std::fs::rename(self.staged(i), self.out_dir.join(self.name(i)))
+                .with_context(failed)?;
+        }
+        let placed: BTreeSet<String> = (0..count).map(|i| self.name(i)).collect();
+        for old in &self.earlier {
+            let name = old.file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.is_some_and(|n| !placed.contains(&n)) {
+                std::fs::remove_file(old)
+                    .with_context(|| format!("removing {} of the earlier split", old.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `path`'s name is a piece's: `STEM_` then five or more digits then `.EXT`.
+fn is_piece_name(path: &Path, stem: &str, ext: &str) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    name.strip_prefix(stem)
+        .and_then(|r| r.strip_prefix('_'))
+        .and_then(|r| r.strip_suffix(ext))
+        .and_then(|r| r.strip_suffix('.'))
+        .is_some_and(|digits| digits.len() >= 5 && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Writes what the file system holding `dir` has not yet written to its disk: one call for a whole set
+/// of pieces, instead of one sync per piece.
+fn sync_file_system(dir: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = std::fs::File::open(dir)?;
+    // SAFETY: syncfs only reads the descriptor, which `d` keeps open for the call.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// What `split` does with the pieces of an earlier split already in its output directory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Existing {
+    Refuse,
+    Replace,
+}
+
 fn split(
     files: &[PathBuf],
     packets: Option<u64>,
     megabytes: Option<u64>,
     out_dir: &Path,
+    existing: Existing,
 ) -> anyhow::Result<ExitCode> {
     if packets == Some(0) || megabytes == Some(0) {
         bail!(InputError("split size must be at least 1".into()));
     }
     let mut set = open_set(files)?;
     let (stem, ext) = piece_naming(&set.inputs[0]);
-    let piece_path = |i: usize| out_dir.join(format!("{stem}_{i:05}.{ext}"));
+    let pieces = Pieces::begin(out_dir, &stem, ext, existing, &set)?;
     // Whether a piece holding `in_piece` records is full before a record ending `bytes` after its
     // first record.
     let full = |in_piece: u64, bytes: u64| match (packets, megabytes) {
@@ -1894,25 +2479,23 @@ fn split(
         _ => false,
     };
     if let [Input::Mapped(cap)] = &set.inputs[..] {
-        return split_mapped(cap, full, piece_path, out_dir);
+        if let Some((count, code)) = split_mapped(cap, full, |i| pieces.staged(i))? {
+            pieces.commit(count)?;
+            sayln!(
+                "pcapsleuth: wrote {} to {}",
+                analysis::units::counted(count as u64, "piece", "pieces"),
+                out_dir.display()
+            );
+            return Ok(code);
+        }
+        // A pcapng file of several sections: its pieces are written record by record, as a stream's.
     }
     // Several files or a stream: cut as they are read, one piece open at a time.
     let preamble = set.preamble()?.to_vec();
-    let inputs: Vec<(PathBuf, Option<FileId>)> = set
-        .identities()
-        .map(|(p, id)| (p.to_path_buf(), id))
-        .collect();
-    let create = |i: usize| {
-        PcapWriter::create_with_preamble(
-            piece_path(i),
-            &preamble,
-            inputs.iter().map(|(p, id)| (p.as_path(), *id)),
-        )
-    };
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let create = |i: usize| PcapWriter::create_staged(pieces.staged(i), &preamble);
     let progress = Progress::new("splitting", Path::new(&set_name(&set)), set_len(&set));
     let mut writer: Option<PcapWriter> = None;
-    let (mut pieces, mut in_piece, mut bytes) = (0usize, 0u64, 0u64);
+    let (mut count, mut in_piece, mut bytes, mut rewritten) = (0usize, 0u64, 0u64, 0u64);
     let damage = set.pass(
         |_, rec| {
             let len = rec.raw.len() as u64;
@@ -1920,11 +2503,12 @@ fn split(
                 Some(w) if !full(in_piece, bytes + len) => w,
                 done => {
                     if let Some(done) = done {
+                        rewritten += done.rewritten();
                         done.finish()?;
                     }
-                    pieces += 1;
+                    count += 1;
                     (in_piece, bytes) = (0, 0);
-                    create(pieces - 1)?
+                    create(count - 1)?
                 }
             };
             in_piece += 1;
@@ -1934,32 +2518,42 @@ fn split(
         |done, total| progress.show(done, total),
     )?;
     if let Some(w) = writer {
+        rewritten += w.rewritten();
         w.finish()?;
     }
     progress.clear();
+    pieces.commit(count)?;
+    say_rewritten(rewritten);
     sayln!(
         "pcapsleuth: wrote {} to {}",
-        analysis::units::counted(pieces as u64, "piece", "pieces"),
+        analysis::units::counted(count as u64, "piece", "pieces"),
         out_dir.display()
     );
     Ok(finish_pass(&set, &damage))
 }
 
 /// `split` of one uncompressed file: piece boundaries from a sequential walk of record headers (fast),
-/// then pieces copied in parallel, each as one contiguous run of whole records after the file's header.
+/// then pieces copied in parallel, each as one contiguous run of whole records after the file's header,
+/// into `piece_path(i)` (new files in a staging directory). The number of pieces and the exit code; or
+/// `None`, having written nothing, when a record would not mean the same after the file's preamble (a
+/// pcapng file of several sections): such a file is cut record by record.
 fn split_mapped(
     cap: &Capture,
     full: impl Fn(u64, u64) -> bool,
-    piece_path: impl Fn(usize) -> PathBuf,
-    out_dir: &Path,
-) -> anyhow::Result<ExitCode> {
+    piece_path: impl Fn(usize) -> PathBuf + Sync,
+) -> anyhow::Result<Option<(usize, ExitCode)>> {
     use rayon::prelude::*;
     let file = cap.path();
+    let preamble = Preamble::parse(file, cap.preamble())?;
     let progress = Progress::new("splitting", file, cap.len());
     let mut cuts = vec![cap.initial_state().offset];
     let mut pass = cap.pass();
     let (mut in_piece, mut piece_start) = (0u64, cap.initial_state().offset);
     while let Some(rec) = pass.next_record() {
+        if !preamble.holds(&rec) {
+            progress.clear();
+            return Ok(None);
+        }
         // The walk is the quick half: the copy shows the second half of the progress.
         progress.show(rec.offset / 2, cap.len());
         if full(in_piece, rec.offset + rec.raw.len() as u64 - piece_start) {
@@ -1973,20 +2567,15 @@ fn split_mapped(
     let damage = pass.finish();
     let pieces: Vec<(PathBuf, u64, u64)> = cuts
         .windows(2)
+        .filter(|w| w[1] > w[0])
         .enumerate()
-        .filter(|(_, w)| w[1] > w[0])
         .map(|(i, w)| (piece_path(i), w[0], w[1]))
         .collect();
-    // No piece may replace the input (`split x.pcap -o .` where x.pcap is itself a piece's name).
-    for (path, _, _) in &pieces {
-        refuse_input_as_output(path, [(file, cap.file_id())])?;
-    }
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let copied = std::sync::atomic::AtomicU64::new(0);
     let written: Result<Vec<&PathBuf>, CaptureError> = pieces
         .par_iter()
         .map(|(path, a, b)| {
-            let mut w = PcapWriter::create(path, cap)?;
+            let mut w = PcapWriter::create_staged(path, cap.preamble())?;
             // In steps, releasing what was copied: a piece can be gigabytes.
             let mut at = *a;
             while at < *b {
@@ -2003,10 +2592,5 @@ fn split_mapped(
         .collect();
     let written = written?;
     progress.clear();
-    sayln!(
-        "pcapsleuth: wrote {} pieces to {}",
-        written.len(),
-        out_dir.display()
-    );
-    Ok(report_damage(&[file], &damage))
+    Ok(Some((written.len(), report_damage(&[file], &damage))))
 }

@@ -1,7 +1,7 @@
 //! `first-reset` passes over the plain exchanges of a MySQL session ([`MysqlDepth::Closes`]): the run it
 //! gives must be the run of a full decode, connection by connection and fact by fact (closes, requests left
-//! unanswered, counts, encryption), on every capture we have: the fixtures, Zeek's traces, the peers'
-//! captures and what fuzzing found; in any number of splits; for a set of files, one of them a stream.
+//! unanswered, counts, encryption), on every capture we have: the fixtures (those in TLS decrypted with
+//! the secrets they embed), Zeek's traces, the peers' captures and what fuzzing found; in any number of splits; for a set of files, one of them a stream.
 //! Only the analyses are told fewer transactions: that is the point, and it is checked too.
 
 use crate::common;
@@ -51,6 +51,12 @@ fn answer(run: &Run<u64>) -> String {
 fn every_capture() -> Vec<PathBuf> {
     let mut files = common::real_captures();
     files.extend(common::peer_captures());
+    // MySQL in TLS, decrypted with the secrets these pcapngs hold: decoded whole either way.
+    let tls = std::fs::read_dir(common::fixture("tls")).unwrap();
+    files.extend(
+        tls.map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pcapng")),
+    );
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fuzz-findings");
     for dir in ["captures-that-abort-report", "segmentation"] {
         let entries = std::fs::read_dir(fuzz.join(dir))

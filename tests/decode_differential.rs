@@ -9,7 +9,7 @@ use pcapsleuth::flow::{decode, decode_general, Decoded};
 fn facts(d: Decoded<'_>) -> String {
     match d {
         Decoded::Tcp(t) => format!(
-            "{}:{}>{}:{} seq {} ack {} win {} flags {:#x} options {:?} payload {:?} len {}",
+            "{}:{}>{}:{} seq {} ack {} win {} flags {:#x} options {:?} payload {:?} len {} ttl {}",
             t.src,
             t.src_port,
             t.dst,
@@ -20,7 +20,8 @@ fn facts(d: Decoded<'_>) -> String {
             t.flags.0,
             t.options,
             t.payload,
-            t.payload_len
+            t.payload_len,
+            t.ttl
         ),
         other => format!("{other:?}"),
     }

@@ -12,11 +12,15 @@ fn every_test_file_is_listed_here() {
     );
 }
 
+mod causes;
 mod cli;
 mod closes_depth;
 mod compare;
+mod compare_endings;
 mod connects;
+mod damaged_inputs;
 mod decode_differential;
+mod diff;
 mod distributions;
 mod export;
 mod export_spark;
@@ -26,15 +30,22 @@ mod formats;
 mod fuzz_findings;
 mod golden;
 mod handoff;
+mod hostile_outputs;
+mod hostile_text;
 mod html;
+mod hump_causes;
 mod inputs;
+mod ip_fragments;
 mod library;
 mod mysql_stories;
 mod never_harm;
 mod peers;
+mod per_server;
 mod pt_query_digest;
 mod replication;
 mod segmentation;
+mod slowlog;
 mod split_invariance;
 mod timeline;
+mod tls;
 mod tshark_crosscheck;

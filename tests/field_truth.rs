@@ -702,44 +702,43 @@ fn a_response_with_a_lost_segment_ends_when_its_resend_arrives() {
 
 /// proxy-cut.pcap: after the proxy's reset, the application reset its 23 other pool connections, each
 /// while its `select sleep(20)` awaited an answer. The server's silence before such a client close is
-/// the wait for that answer, not an idle connection: no server idle limit (wait_timeout) is suggested.
-/// Checked on every close of the client's the report lists.
+/// the wait for that answer, not an idle connection: no server idle limit (wait_timeout) is suggested,
+/// and the cause says the client gave up while its request waited. Checked on every close of the
+/// client's the report lists.
 #[test]
 fn a_client_that_gave_up_waiting_is_not_said_to_have_hit_an_idle_timeout() {
     let f = common::fixture("proxy-cut.pcap");
     let p = f.to_str().unwrap();
     let fr = json(&["first-reset", "--json", p]);
-    let by_client: Vec<&str> = fr["closes"]
+    let by_client: Vec<&Value> = fr["closes"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["initiator"] == "client")
-        .map(|c| c["reason"].as_str().unwrap())
         .collect();
     // The JSON lists the first 20 of the 24 closes (`total_closes`): all but the proxy's are the client's.
     assert_eq!(fr["total_closes"], 24);
     assert_eq!(by_client.len(), 19, "{by_client:?}");
-    for reason in by_client {
-        assert!(!reason.contains("wait_timeout"), "{reason}");
+    for c in by_client {
+        assert!(!c.to_string().contains("wait_timeout"), "{c}");
+        assert_eq!(c["cause"]["kind"], "client_abort", "{c}");
+        let summary = c["cause"]["summary"].as_str().unwrap();
         assert!(
-            reason.contains(") while the client awaited its answer"),
-            "{reason}"
+            summary.starts_with("the client closed while `select sleep(20)` waited"),
+            "{summary}"
         );
     }
-    // A server that hangs up on an idle client still gets the hint (server-closes.pcap: its second
-    // close came after the client had been answered and said nothing more).
+    // A server that hangs up on an idle client is named by its idle limit (server-closes.pcap: its second
+    // close came 2.0 s after the client had been answered and said nothing more; the lab set
+    // wait_timeout=2).
     let f = common::fixture("server-closes.pcap");
     let fr = json(&["first-reset", "--json", f.to_str().unwrap()]);
     assert!(
-        fr["closes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["initiator"] == "server"
-                && c["reason"]
-                    .as_str()
-                    .unwrap()
-                    .contains("an idle timeout such as wait_timeout?")),
+        fr["closes"].as_array().unwrap().iter().any(|c| {
+            c["initiator"] == "server"
+                && c["cause"]["kind"] == "idle_timeout"
+                && c["cause"]["setting"] == "wait_timeout"
+        }),
         "{fr}"
     );
 }

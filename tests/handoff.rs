@@ -211,7 +211,34 @@ fn each_findings_filter_selects_exactly_what_its_extract_command_cuts_out() {
     let outs: Vec<PathBuf> = cuts.iter().map(|c| c.4.clone()).collect();
     let written = times_in_each(&tshark, &editcap, &outs, dir.path());
     let mut checked = BTreeSet::new();
-    for ((input, kind, filter, command, _, want), cut) in cuts.into_iter().zip(written) {
+    // IP fragments: tshark's TCP filter matches the frame that completed a datagram only, and not
+    // through a tunnel's fragments; extract keeps every fragment of a TCP datagram it selects (Wireshark
+    // needs them all to put it back together). The fragments are compared apart.
+    let mut fragments_of = std::collections::BTreeMap::new();
+    for ((input, kind, filter, command, _, mut want), mut cut) in cuts.into_iter().zip(written) {
+        let fragments: &BTreeSet<String> = fragments_of.entry(input.clone()).or_insert_with(|| {
+            times(&tshark, &input, "ip.flags.mf==1 || ip.frag_offset>0")
+                .into_iter()
+                .collect()
+        });
+        if !fragments.is_empty() {
+            let before = cut.len();
+            cut.retain(|t| !fragments.contains(t));
+            want.retain(|t| !fragments.contains(t));
+            if input.ends_with("ipfrag-router.pcap") {
+                // Its one connection's 14 datagrams, 3 fragments each: every frame at a fragment's
+                // time is in the extract (times are not unique: a count of frames, not of times).
+                let all = times(&tshark, &input, "");
+                let at_fragments = all.iter().filter(|t| fragments.contains(*t)).count();
+                assert!(at_fragments >= 42);
+                assert_eq!(
+                    before - cut.len(),
+                    at_fragments,
+                    "{}: {command}",
+                    input.display()
+                );
+            }
+        }
         assert!(
             !cut.is_empty(),
             "{}: {command} wrote nothing",

@@ -131,6 +131,12 @@ fn mysql_counts_match_tshark_on_every_real_capture() {
                 }
             }
         }
+        if path.ends_with("max-allowed-packet.pcap") {
+            // tshark counts a command once its whole packet is in the capture, and this one's never is: a
+            // 20 MB INSERT that the server answered with ERR 1153 (which tshark reads) and reset after 108
+            // KB. pcapsleuth counts it, answered by that error.
+            *tshark_cmds.entry("3".to_string()).or_default() += 1;
+        }
         let mut ours = std::collections::BTreeMap::<String, u64>::new();
         for (name, n) in m["commands"].as_object().unwrap() {
             if name != "COM_CONNECT" {
@@ -198,6 +204,10 @@ fn mysql_report(cap: &pcapsleuth::capture::Capture) -> serde_json::Value {
     );
     let mut v = serde_json::to_value(a.output.clone().report()).unwrap();
     v.as_object_mut().unwrap().remove("span_s");
+    // Each server's requests per second are over that span too.
+    for s in v["servers"].as_array_mut().unwrap() {
+        s.as_object_mut().unwrap().remove("requests_per_s");
+    }
     // The error examples' frame numbers change with the packets a story removes; the rest of each example
     // (time, statement, message) does not.
     for e in v["error_details"].as_array_mut().unwrap() {

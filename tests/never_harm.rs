@@ -238,3 +238,230 @@ fn a_killed_extract_leaves_no_output_file() {
         .collect();
     assert!(left.is_empty(), "a killed extract left {left:?}");
 }
+
+/// Runs the binary with `args` and its standard input redirected from the file `input` (`< input`).
+fn run_with_stdin_from(args: &[&str], input: &Path) -> Output {
+    Command::new(common::bin())
+        .args(args)
+        .stdin(std::fs::File::open(input).unwrap())
+        .output()
+        .unwrap()
+}
+
+/// `-` reads standard input; when that is a file (`< x.pcap`), it is an input like any named one: no
+/// output may be it. Compared by device and inode with what standard input is open on.
+#[test]
+fn a_capture_read_through_standard_input_is_never_overwritten() {
+    let input = copy_of("server-closes.pcap", "stdin-self.pcap");
+    let before = std::fs::read(&input).unwrap();
+    let runs: [&[&str]; 4] = [
+        &["extract", "-", "--port", "9", "-o", s(&input)],
+        &[
+            "extract",
+            "-",
+            "--port",
+            "3306",
+            "--annotate",
+            "-o",
+            s(&input),
+        ],
+        &["report", "-", "--html", s(&input)],
+        &["split", "-", "--packets", "10", "-o", "."],
+    ];
+    for args in runs {
+        let mut args = args.to_vec();
+        let dir;
+        if args[0] == "split" {
+            // `split - -o DIR` names its pieces stdin_00000.pcap, ...: the input is the first one.
+            dir = scratch("stdin-split");
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::hard_link(&input, dir.join("stdin_00000.pcap")).unwrap();
+            args[5] = s(&dir);
+        }
+        let o = run_with_stdin_from(&args, &input);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is the input - (standard input)"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read(&input).unwrap(), before, "{args:?}");
+    }
+    // `report --html` onto a hard link of its input, named or read through `-`.
+    let link = scratch("stdin-self-link.html");
+    let _ = std::fs::remove_file(&link);
+    std::fs::hard_link(&input, &link).unwrap();
+    for args in [
+        vec!["report", s(&input), "--html", s(&link)],
+        vec!["report", "-", "--html", s(&link)],
+    ] {
+        let o = run_with_stdin_from(&args, &input);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read(&input).unwrap(), before, "{args:?}");
+    }
+}
+
+/// `export - --replace` removes the partition it replaces: not when the capture read through `-` is
+/// kept inside it.
+#[test]
+fn export_replace_keeps_a_capture_read_through_standard_input_from_the_partition() {
+    let root = scratch("stdin-export");
+    let _ = std::fs::remove_dir_all(&root);
+    let partition = root.join("transactions/capture=kept");
+    std::fs::create_dir_all(&partition).unwrap();
+    let input = partition.join("cap.pcap");
+    std::fs::copy(common::fixture("server-closes.pcap"), &input).unwrap();
+    let o = run_with_stdin_from(
+        &[
+            "export",
+            "-",
+            "--parquet",
+            s(&root),
+            "--capture",
+            "kept",
+            "--replace",
+        ],
+        &input,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("standard input"), "{}", stderr(&o));
+    assert!(input.exists(), "the capture read was removed");
+    // A hard link of a named input inside the partition is the input too.
+    let elsewhere = copy_of("server-closes.pcap", "export-linked.pcap");
+    std::fs::remove_file(&input).unwrap();
+    std::fs::hard_link(&elsewhere, &input).unwrap();
+    let o = run(&[
+        "export",
+        s(&elsewhere),
+        "--parquet",
+        s(&root),
+        "--capture",
+        "kept",
+        "--replace",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(input.exists());
+}
+
+/// A device node that answers every write with "no space left" (`/dev/full`'s major and minor), made
+/// in the scratch directory so that an output that replaced it by a file would harm nothing; `None`
+/// (said on stderr) where this process may not make device nodes.
+fn full_device(name: &str) -> Option<PathBuf> {
+    let path = scratch(name);
+    let _ = std::fs::remove_file(&path);
+    let made = Command::new("mknod")
+        .arg(&path)
+        .args(["c", "1", "7"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"skipped: needs to make a device node (mknod: root or CAP_MKNOD) [e2e::never_harm]\n",
+        );
+        return None;
+    }
+    Some(path)
+}
+
+fn is_char_device(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+/// A full device, whatever writes to it: exit code 1 and the reason, and the device left a device (an
+/// output put in place by a rename would have replaced it by a regular file).
+#[test]
+fn a_write_to_a_full_device_fails_the_run_and_leaves_the_device() {
+    let Some(full) = full_device("full-device") else {
+        return;
+    };
+    let f = common::fixture("stream-stall.pcap");
+    let runs: [&[&str]; 4] = [
+        &["extract", s(&f), "--port", "3306", "-o", s(&full)],
+        &[
+            "extract",
+            s(&f),
+            "--port",
+            "3306",
+            "--annotate",
+            "-o",
+            s(&full),
+        ],
+        &["report", s(&f), "--html", s(&full)],
+        &["extract", "-", "--frames", "1-", "-o", s(&full)],
+    ];
+    for args in runs {
+        let o = run_with_stdin_from(args, &f);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("No space left on device") && !stderr(&o).contains("wrote"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(is_char_device(&full), "{args:?} replaced the device");
+    }
+}
+
+/// A FIFO whose reader reads a little and goes away: the writer's next write fails (EPIPE), and so does
+/// the run, with exit code 1, instead of saying it wrote every packet.
+#[test]
+fn a_fifo_whose_reader_quits_fails_the_run() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let fifo = scratch("quitting-reader.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let f = common::fixture("stream-stall.pcap");
+    for args in [
+        vec!["extract", s(&f), "--port", "3306", "-o", s(&fifo)],
+        vec!["report", s(&f), "--html", s(&fifo)],
+    ] {
+        // The reader's end, open before the run (without waiting for a writer), with the smallest pipe
+        // buffer (a page), so that even a 50 KB page cannot fit before the reader leaves.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        // SAFETY: fcntl on a descriptor this test owns.
+        unsafe {
+            assert!(libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) >= 4096);
+        }
+        let done = AtomicBool::new(false);
+        let o = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                use std::io::Read;
+                let mut reader = reader;
+                let mut head = [0u8; 16];
+                // Until the run has written something (or ended without), then gone.
+                while !done.load(Ordering::Relaxed) {
+                    match reader.read(&mut head) {
+                        Ok(n) if n > 0 => break,
+                        _ => std::thread::sleep(std::time::Duration::from_millis(5)),
+                    }
+                }
+            });
+            let o = run(&args);
+            done.store(true, Ordering::Relaxed);
+            o
+        });
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("Broken pipe") && !stderr(&o).contains("wrote"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            std::fs::symlink_metadata(&fifo).is_ok_and(|m| m.file_type().is_fifo()),
+            "{args:?} replaced the FIFO"
+        );
+    }
+}

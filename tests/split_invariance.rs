@@ -4,24 +4,35 @@
 use crate::common;
 
 use pcapsleuth::analysis::{
-    analyze, first_reset, CloseView, ConnectionView, EndView, EngineOptions, Everything, Exchanges,
-    MysqlStatistics, Resends, Run, SegmentView, Statistics, TransactionView,
+    analyze, first_reset, CloseView, ConnectionView, EndView, Endings, EngineOptions,
+    EstimatedExchangeView, Everything, Exchanges, MysqlStatistics, Resends, Run, SegmentView,
+    Statistics, TransactionView,
 };
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::to_json;
 use proptest::prelude::*;
 
 fn reports(cap: &Capture, splits: usize, threads: usize) -> (Run<Statistics>, String) {
+    reports_with(cap, splits, threads, EngineOptions::default())
+}
+
+/// [`reports`] with these options (a TLS key log).
+fn reports_with(
+    cap: &Capture,
+    splits: usize,
+    threads: usize,
+    opts: EngineOptions,
+) -> (Run<Statistics>, String) {
     let a = analyze(
         cap,
         &EngineOptions {
             threads,
             splits: Some(splits),
-            ..EngineOptions::default()
+            ..opts
         },
         || Everything::new(100_000_000),
     );
-    // The whole reports as a user sees them: first-reset and the MySQL report, as JSON; and what
+    // The whole reports as a user sees them: first-reset, flows and the MySQL report, as JSON; and what
     // `extract --annotate` writes that JSON leaves out (the findings' comments on frames, the hand-offs
     // first-reset prints).
     let fr = first_reset(&a, usize::MAX);
@@ -32,8 +43,12 @@ fn reports(cap: &Capture, splits: usize, threads: usize) -> (Run<Statistics>, St
         .flat_map(|f| std::iter::once(f).chain(&f.members))
         .map(|f| &f.frame_notes)
         .collect();
+    // `flows`' rows, each with its close and cause.
+    let order: Vec<usize> = (0..a.connections.len()).collect();
+    let rows = pcapsleuth::analysis::flow_rows(&a, &order);
     let json = to_json(&fr)
         + &to_json(&full)
+        + &to_json(&rows)
         + &format!(
             "{notes:?}{:?}{:?}",
             fr.attempt_findings, fr.first_abnormal_hand_off
@@ -54,6 +69,42 @@ fn every_real_capture_gives_the_same_reports_with_1_2_3_7_and_64_splits() {
                 one_json, json,
                 "{path:?}: first-reset differs with {splits} splits"
             );
+        }
+    }
+}
+
+/// MySQL in TLS: decrypted with a key log given, decrypted with the secrets a pcapng holds, and timed from
+/// its records without keys, every report is the same whatever the splits (a TLS session's record layer
+/// lives with its connection, like its MySQL session).
+#[test]
+fn tls_captures_give_the_same_reports_with_1_2_3_7_and_64_splits() {
+    let tls = common::fixture("tls");
+    for name in ["tls13-aes256", "tls12-chacha"] {
+        let keys = std::fs::read(tls.join(format!("{name}.keys"))).unwrap();
+        let keys = std::sync::Arc::new(pcapsleuth::tls::KeyLog::parse(&keys));
+        let pcap = tls.join(format!("{name}.pcap"));
+        let dsb = tls.join(format!("{name}.dsb.pcapng"));
+        for (path, tls_keys) in [(&pcap, Some(keys)), (&dsb, None), (&pcap, None)] {
+            let cap = Capture::open(path).unwrap();
+            let opts = || EngineOptions {
+                tls_keys: tls_keys.clone(),
+                ..EngineOptions::default()
+            };
+            let (one, one_json) = reports_with(&cap, 1, 1, opts());
+            let decrypted = one.output.mysql.tls.report().decrypted;
+            assert_eq!(
+                decrypted > 0,
+                tls_keys.is_some() || path == &dsb,
+                "{path:?}"
+            );
+            for splits in [2, 3, 7, 64] {
+                let (a, json) = reports_with(&cap, splits, 2, opts());
+                assert_eq!(one, a, "{path:?}: analysis differs with {splits} splits");
+                assert_eq!(
+                    one_json, json,
+                    "{path:?}: reports differ with {splits} splits"
+                );
+            }
         }
     }
 }
@@ -169,10 +220,11 @@ fn statement_groups_beyond_the_bound_fold_the_same_with_1_2_3_7_and_64_splits() 
 }
 
 /// The records `compare` lines up (every request with its sequence number, payload hash, response
-/// frames and whether the response was resent) do not depend on the splits either, nor do the first
-/// retransmissions of each connection that `extract --annotate` comments.
+/// frames and whether the response was resent; every connection's closes and unanswered requests) do not
+/// depend on the splits either, nor do the first retransmissions of each connection that
+/// `extract --annotate` comments.
 #[test]
-fn exchanges_and_resends_are_the_same_with_1_2_7_and_64_splits() {
+fn exchanges_endings_and_resends_are_the_same_with_1_2_7_and_64_splits() {
     for path in common::real_captures() {
         let cap = Capture::open(&path).unwrap();
         let with = |splits| {
@@ -183,7 +235,13 @@ fn exchanges_and_resends_are_the_same_with_1_2_7_and_64_splits() {
                     splits: Some(splits),
                     ..EngineOptions::default()
                 },
-                || (Exchanges::default(), Resends::new(|_, _| true)),
+                || {
+                    (
+                        Exchanges::default(),
+                        Endings::default(),
+                        Resends::new(|_, _| true),
+                    )
+                },
             )
             .output
         };
@@ -191,7 +249,7 @@ fn exchanges_and_resends_are_the_same_with_1_2_7_and_64_splits() {
         for splits in [2, 7, 64] {
             assert!(
                 one == with(splits),
-                "{path:?}: exchanges or resends differ with {splits} splits"
+                "{path:?}: exchanges, endings or resends differ with {splits} splits"
             );
         }
     }
@@ -278,6 +336,23 @@ impl pcapsleuth::analysis::Analysis for Trace {
         s.events.push(event);
         s.last_frame = s.last_frame.max(frame);
     }
+    fn estimated_exchange(
+        &mut self,
+        s: &mut ConnectionTrace,
+        _: &ConnectionView<'_>,
+        x: &EstimatedExchangeView<'_>,
+    ) {
+        let x = x.exchange;
+        let frame = x.response_end.map_or(x.request.frame, |a| a.frame);
+        s.events.push(format!(
+            "estimated {} {} {:?} {:?}",
+            x.index,
+            x.request.frame,
+            x.ended,
+            x.response_time_ns()
+        ));
+        s.last_frame = s.last_frame.max(frame);
+    }
     fn close(&mut self, s: &mut ConnectionTrace, _: &ConnectionView<'_>, x: &CloseView<'_>) {
         let event = format!(
             "close {:?} {:?} mysql {:?}",
@@ -343,6 +418,38 @@ fn every_connections_events_come_in_capture_order_and_do_not_depend_on_the_split
                 trace(splits, 2).output,
                 "{path:?}: {splits} splits"
             );
+        }
+    }
+}
+
+/// `diff`: two runs compared give the same verdict, tests and figures whatever the splits and threads
+/// of either run (the rank tests are computed from histograms, which merge exactly; nothing is drawn at
+/// random).
+#[test]
+fn diff_is_the_same_with_1_2_3_7_and_64_splits() {
+    use pcapsleuth::analysis::{diff, DiffSide, RunProfile};
+    for name in ["path-delay", "clients-slower", "missing-table"] {
+        let side = |run: &str, splits: usize, threads: usize| {
+            let file = format!("diff-{name}.{run}.pcap");
+            let cap = Capture::open(common::fixture(&file)).unwrap();
+            let a = analyze(
+                &cap,
+                &EngineOptions {
+                    threads,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || (Everything::default(), RunProfile::default()),
+            );
+            DiffSide::new(&a, &a.output.0, &a.output.1, vec![file])
+        };
+        let one = to_json(&diff(&side("a", 1, 1), &side("b", 1, 1)));
+        for (splits, threads) in [(2, 2), (3, 1), (7, 2), (64, 2)] {
+            let other = to_json(&diff(
+                &side("a", splits, threads),
+                &side("b", 64 / splits, threads),
+            ));
+            assert_eq!(one, other, "diff-{name}: differs with {splits} splits");
         }
     }
 }

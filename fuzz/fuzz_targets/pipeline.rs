@@ -32,8 +32,14 @@ fn run(cap: &Capture, splits: usize, interval_ns: i64, mysql: MysqlDetection) ->
 fn reports(a: &Run<Statistics>) -> String {
     let full = full_report(a);
     let fr = first_reset(a, 20);
-    let flows = report::sorted(&a.connections, FlowSort::Duration);
+    let flows = pcapsleuth::analysis::flow_rows(
+        a,
+        &report::flow_order(&a.connections, FlowSort::Duration),
+    );
+    let unknowns = pcapsleuth::analysis::unknowns(a);
     let mut out = report::to_json(&full) + &report::to_json(&fr);
+    out += &report::to_json(&unknowns);
+    out += &report::render_unknowns(&unknowns);
     out += &report::to_json(&a.capture);
     out += &report::to_json(&a.connections);
     out += &report::render_report(&full);

@@ -1,13 +1,15 @@
 //! `first-reset`: the first FIN, the first RST, and every connection's close in time order, each with who
 //! closed it and what the other side was waiting for.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use pcapsleuth_flow::{
-    AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Endpoint, Role,
+    AttemptOutcome, CloseFlag, ClosedBy, Connection, ConnectionEnd, Endpoint, Role, TtlRange,
 };
 use serde::Serialize;
 
+use crate::cause::{self, Cause};
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Run;
 use crate::finding::{connection_namer, Finding, FindingKind, Scope};
@@ -16,7 +18,7 @@ use crate::mysql::{
 };
 use crate::reasons::{role_name, tcp_reason};
 use crate::replication;
-use crate::thresholds::GREETING_WAIT_ABNORMAL_NS;
+use crate::thresholds::{CLOSE_GROUP_GAP_S, GREETING_WAIT_ABNORMAL_NS, LATE_GREETING_NS};
 use pcapsleuth_mysql::SessionPhase;
 
 /// One connection's close, as `first-reset` prints it.
@@ -40,6 +42,8 @@ pub struct CloseReport {
     /// `select ...` after 3,752 rows``, `client FIN after COM_QUIT (normal end of session)`), followed by the
     /// TCP facts that preceded it on the connection (a zero window, resends, silence; [`tcp_reason`]).
     pub reason: String,
+    /// Why, as a hypothesis with its evidence ([`Cause`]), for an abnormal close; `null` for a normal one.
+    pub cause: Option<Cause>,
     /// Bytes the other side had sent that the closing side had not acknowledged.
     pub peer_unacked_bytes: u64,
     /// The other side's last data was still unanswered.
@@ -47,13 +51,78 @@ pub struct CloseReport {
     /// How the connection ended in the end.
     pub end: ConnectionEnd,
     /// Not a normal end of a session: an RST, a close mid-response or with a request unanswered, a server
-    /// hanging up an idle session. A close after COM_QUIT is never abnormal.
+    /// hanging up an idle session, a close a device on the path sent. A close after COM_QUIT is never
+    /// abnormal. (`verdict` is `abnormal`.)
     pub abnormal: bool,
+    /// How the close was judged: `normal`, `abnormal`, or `not_judged` when what the session was doing
+    /// could not be known.
+    pub verdict: CloseVerdict,
+    /// Why the close could not be judged, when it could not.
+    pub not_judged: Option<NotJudged>,
     /// What the MySQL session was doing ("after_quit", "in_resultset", "awaiting_response", "idle", ...),
     /// when the connection speaks MySQL.
     pub mysql_state: Option<SessionState>,
     /// Frame of the connection's first packet.
     pub connection_first_frame: u64,
+}
+
+/// How a close was judged (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseVerdict {
+    /// A normal end of a session: after COM_QUIT, a client leaving an idle session.
+    Normal,
+    /// Not a normal end: see [`CloseReport::abnormal`].
+    Abnormal,
+    /// What the session was doing could not be known ([`NotJudged`]): the close is called neither
+    /// normal nor abnormal.
+    NotJudged,
+}
+
+/// Why a close could not be judged (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotJudged {
+    /// The MySQL session's state was not known: the capture began after the session did, or lost its
+    /// thread.
+    StateUnknown,
+    /// The session went on in TLS.
+    Encrypted,
+    /// The session could not be decoded (zstd compression).
+    Undecodable,
+    /// The connection was not recognised as MySQL: TCP alone cannot tell a normal FIN from one that cut
+    /// work off.
+    NotMysql,
+    /// MySQL was not decoded (`--no-mysql`).
+    MysqlNotDecoded,
+}
+
+impl NotJudged {
+    /// In words, for "N could not be judged (...)".
+    pub fn words(self) -> &'static str {
+        match self {
+            NotJudged::StateUnknown => {
+                "whose MySQL state was not known (the capture began after the session did)"
+            }
+            NotJudged::Encrypted => "encrypted (TLS)",
+            NotJudged::Undecodable => "not decodable",
+            NotJudged::NotMysql => "not recognised as MySQL",
+            NotJudged::MysqlNotDecoded => "with MySQL not decoded",
+        }
+    }
+}
+
+/// How the connections' closes were judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Judgements {
+    /// Closes judged normal or abnormal.
+    pub judged: usize,
+    /// Of them, abnormal.
+    pub abnormal: usize,
+    /// Closes that could not be judged.
+    pub not_judged: usize,
+    /// Those, by why: `[why, closes]`, the most first.
+    pub not_judged_why: Vec<(NotJudged, usize)>,
 }
 
 /// Whether a FIN could be judged normal or abnormal.
@@ -92,6 +161,8 @@ pub struct FirstReset {
     pub closes: Vec<CloseReport>,
     /// All closes in the capture (before the limit).
     pub total_closes: usize,
+    /// How those closes were judged: how many could not be, and why.
+    pub judgements: Judgements,
     /// Every TCP connection of the capture.
     pub connections: usize,
     /// Connections still open when the capture ended.
@@ -193,6 +264,17 @@ impl GreetingWaits {
 struct GreetingWait {
     waited_ns: i64,
     greeted_after: Option<pcapsleuth_flow::FrameRef>,
+}
+
+impl GreetingWait {
+    /// Whether the client gave up waiting: it waited [`GREETING_WAIT_ABNORMAL_NS`], or the server greeted
+    /// only after its close and it had waited at least [`LATE_GREETING_NS`] (a client that closes the
+    /// moment it connects, a port check, gave up on nothing: the server's answer after it says nothing
+    /// of an accept queue).
+    fn gave_up(&self) -> bool {
+        self.waited_ns >= GREETING_WAIT_ABNORMAL_NS
+            || (self.greeted_after.is_some() && self.waited_ns >= LATE_GREETING_NS as i64)
+    }
 }
 
 /// The client closed an established connection to a server that speaks first before either side sent
@@ -298,13 +380,15 @@ fn quoted(statement: &Option<String>) -> String {
     }
 }
 
-/// The reason in MySQL terms, and whether the close was abnormal.
-fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
+/// The reason in MySQL terms, and how the close is judged.
+fn mysql_reason(
+    ev: &ClosedBy,
+    seen: &CloseSeenFacts,
+    recognised_by: Option<RecognisedBy>,
+) -> (String, CloseVerdict) {
+    use CloseVerdict::{Abnormal, Normal};
     let by = role_name(ev.by);
-    let flag = match ev.event.flag {
-        CloseFlag::Fin => "FIN",
-        CloseFlag::Rst => "RST",
-    };
+    let flag = ev.event.flag.name();
     let rst = ev.event.flag == CloseFlag::Rst;
     let what = || {
         let cmd = seen.command.map_or("request", |c| c.name());
@@ -313,10 +397,11 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
             None => cmd.to_string(),
         }
     };
+    let verdict = |abnormal: bool| if abnormal { Abnormal } else { Normal };
     match seen.phase {
         SessionPhase::AfterQuit => (
             format!("{by} {flag} after COM_QUIT (normal end of session)"),
-            false,
+            Normal,
         ),
         SessionPhase::InResultset { .. } => (
             format!(
@@ -326,7 +411,7 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
                 crate::units::counted(seen.bytes, "byte", "bytes"),
                 seen.request_frame.unwrap_or(0)
             ),
-            true,
+            Abnormal,
         ),
         SessionPhase::InResponse { .. } => (
             format!(
@@ -335,7 +420,7 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
                 crate::units::counted(seen.bytes, "byte", "bytes"),
                 seen.request_frame.unwrap_or(0)
             ),
-            true,
+            Abnormal,
         ),
         SessionPhase::AwaitingResponse => (
             format!(
@@ -343,21 +428,67 @@ fn mysql_reason(ev: &ClosedBy, seen: &CloseSeenFacts) -> (String, bool) {
                 what(),
                 seen.request_frame.unwrap_or(0)
             ),
-            true,
+            Abnormal,
         ),
         SessionPhase::Idle => (
             format!("{by} {flag} while the session was idle, without COM_QUIT"),
-            rst || ev.by == Role::Server,
+            verdict(rst || ev.by == Role::Server),
         ),
-        SessionPhase::Handshake => (format!("{by} {flag} during the login handshake"), true),
-        SessionPhase::Encrypted => (
+        SessionPhase::Handshake => (format!("{by} {flag} during the login handshake"), Abnormal),
+        SessionPhase::Encrypted if rst => (
             format!("{by} {flag} in a TLS session (contents not visible)"),
-            rst,
+            Abnormal,
         ),
-        SessionPhase::Undecodable | SessionPhase::Unknown => (format!("{by} {flag}"), rst),
+        SessionPhase::Encrypted => (
+            format!("{by} {flag} in a TLS session (contents not visible: not judged)"),
+            CloseVerdict::NotJudged,
+        ),
+        // A byte stream that ends inside a MySQL packet did not end normally, whatever else is unknown.
+        SessionPhase::Unknown
+            if seen.response_cut && recognised_by == Some(RecognisedBy::PacketRun) =>
+        {
+            (
+                format!(
+                    "{by} {flag} mid-resultset, inside one of its packets (the capture began in the middle \
+                     of the answer: its request is not in the capture)"
+                ),
+                Abnormal,
+            )
+        }
+        SessionPhase::Undecodable | SessionPhase::Unknown if seen.response_cut => (
+            format!("{by} {flag} inside a MySQL packet of the server's (a response cut off)"),
+            Abnormal,
+        ),
+        SessionPhase::Undecodable | SessionPhase::Unknown
+            if rst || ev.event.peer_awaiting_reply || ev.event.peer_unacked_bytes > 0 =>
+        {
+            (format!("{by} {flag}"), Abnormal)
+        }
+        SessionPhase::Unknown => (
+            format!("{by} {flag} (the session's state was not known: not judged)"),
+            CloseVerdict::NotJudged,
+        ),
+        SessionPhase::Undecodable => (
+            format!("{by} {flag} (the session could not be decoded: not judged)"),
+            CloseVerdict::NotJudged,
+        ),
         // Judged in replication terms by `classify`.
-        SessionPhase::Replicating(_) => (format!("{by} {flag} in a replication stream"), rst),
+        SessionPhase::Replicating(_) => {
+            (format!("{by} {flag} in a replication stream"), verdict(rst))
+        }
     }
+}
+
+/// What `classify` concludes of a close.
+struct Judged {
+    reason: String,
+    verdict: CloseVerdict,
+    not_judged: Option<NotJudged>,
+    state: Option<SessionState>,
+    /// The client waited for the greeting: how long, and the greeting after its close.
+    greeting_wait: Option<(i64, Option<pcapsleuth_flow::FrameRef>)>,
+    /// The close judged in replication terms.
+    replication: Option<String>,
 }
 
 fn classify(
@@ -366,15 +497,20 @@ fn classify(
     mysql: Option<&MysqlSessionFacts>,
     speaks_first: &BTreeSet<Endpoint>,
     fins: FinJudgement,
-) -> (String, bool, Option<SessionState>) {
+) -> Judged {
     let seen = mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame));
     let after_quit = seen.is_some_and(|s| s.phase == SessionPhase::AfterQuit);
     let tcp = tcp_reason(conn, ev, after_quit);
+    let judged = |reason: String, verdict: CloseVerdict, state: Option<SessionState>| Judged {
+        reason,
+        verdict,
+        not_judged: None,
+        state,
+        greeting_wait: None,
+        replication: None,
+    };
     if let Some(w) = greeting_wait(conn, ev, mysql, speaks_first) {
-        let flag = match ev.event.flag {
-            CloseFlag::Fin => "FIN",
-            CloseFlag::Rst => "RST",
-        };
+        let flag = ev.event.flag.name();
         let mut reason = format!(
             "client {flag} while waiting for the server greeting for {:.1} s",
             w.waited_ns as f64 / 1e9
@@ -387,28 +523,37 @@ fn classify(
                 (g.ts.0 - ev.event.at.ts.0) as f64 / 1e9
             ));
         }
-        let abnormal = w.waited_ns >= GREETING_WAIT_ABNORMAL_NS || w.greeted_after.is_some();
-        return (
-            format!("{reason}; TCP: {tcp}"),
-            abnormal,
-            Some(SessionState::AwaitingGreeting),
-        );
+        let abnormal = w.gave_up();
+        return Judged {
+            greeting_wait: Some((w.waited_ns, w.greeted_after)),
+            ..judged(
+                format!("{reason}; TCP: {tcp}"),
+                if abnormal {
+                    CloseVerdict::Abnormal
+                } else {
+                    CloseVerdict::Normal
+                },
+                Some(SessionState::AwaitingGreeting),
+            )
+        };
     }
     if let Some((reason, abnormal)) = mysql.and_then(|m| replication_close_reason(conn, ev, m)) {
-        return (
-            format!("{reason}; TCP: {tcp}"),
-            abnormal,
-            Some(SessionState::Replicating),
-        );
+        return Judged {
+            replication: Some(reason.clone()),
+            ..judged(
+                format!("{reason}; TCP: {tcp}"),
+                if abnormal {
+                    CloseVerdict::Abnormal
+                } else {
+                    CloseVerdict::Normal
+                },
+                Some(SessionState::Replicating),
+            )
+        };
     }
     match seen {
-        Some(seen)
-            if !matches!(
-                seen.phase,
-                SessionPhase::Unknown | SessionPhase::Undecodable
-            ) =>
-        {
-            let (mut reason, abnormal) = mysql_reason(ev, seen);
+        Some(seen) => {
+            let (mut reason, verdict) = mysql_reason(ev, seen, mysql.map(|m| m.recognised_by));
             let cut = conn.to_client.truncated + conn.to_server.truncated;
             if cut > 0
                 && matches!(
@@ -421,41 +566,196 @@ fn classify(
                     " (at least: the snap length cut {cut} packets of this connection)"
                 ));
             }
-            (
-                format!("{reason}; TCP: {tcp}"),
-                abnormal,
-                Some(seen.phase.into()),
-            )
+            let not_judged = (verdict == CloseVerdict::NotJudged).then_some(match seen.phase {
+                SessionPhase::Encrypted => NotJudged::Encrypted,
+                SessionPhase::Undecodable => NotJudged::Undecodable,
+                _ => NotJudged::StateUnknown,
+            });
+            Judged {
+                not_judged,
+                ..judged(
+                    format!("{reason}; TCP: {tcp}"),
+                    verdict,
+                    Some(seen.phase.into()),
+                )
+            }
         }
-        _ if fins == FinJudgement::NotJudged && ev.event.flag == CloseFlag::Fin => {
-            // A FIN right after COM_QUIT and a FIN leaving a query unanswered look alike in TCP: only
-            // the protocol tells them apart, and it was not decoded.
-            (
+        // A FIN right after COM_QUIT and a FIN leaving a query unanswered look alike in TCP: only the
+        // protocol tells them apart.
+        _ if fins == FinJudgement::NotJudged && ev.event.flag == CloseFlag::Fin => Judged {
+            not_judged: Some(NotJudged::MysqlNotDecoded),
+            ..judged(
                 format!("{tcp} (not judged: MySQL not decoded)"),
-                false,
+                CloseVerdict::NotJudged,
                 None,
             )
+        },
+        _ if ev.event.flag == CloseFlag::Rst
+            || ev.event.peer_awaiting_reply
+            || ev.event.peer_unacked_bytes > 0 =>
+        {
+            judged(tcp, CloseVerdict::Abnormal, None)
         }
-        _ => {
-            let abnormal = ev.event.flag == CloseFlag::Rst
-                || ev.event.peer_awaiting_reply
-                || ev.event.peer_unacked_bytes > 0;
-            (tcp, abnormal, seen.map(|s| s.phase.into()))
-        }
+        _ if mysql.is_some() => Judged {
+            not_judged: Some(NotJudged::StateUnknown),
+            ..judged(
+                format!("{tcp} (the session's state was not known: not judged)"),
+                CloseVerdict::NotJudged,
+                None,
+            )
+        },
+        _ => Judged {
+            not_judged: Some(NotJudged::NotMysql),
+            ..judged(
+                format!("{tcp} (not recognised as MySQL: not judged)"),
+                CloseVerdict::NotJudged,
+                None,
+            )
+        },
     }
 }
 
-fn report<O>(
+/// What judges every close of a run: the servers that speak first (MySQL's greeting), and the usual IP
+/// TTL of each address, learned from all its packets in the capture.
+pub(crate) struct Judge {
+    speaks_first: BTreeSet<Endpoint>,
+    ttl: BTreeMap<IpAddr, TtlRange>,
+    /// The timed waits of the abnormal closes, as their causes read alone, by what makes closes alike
+    /// (the side, the flag, the server, the kind of wait): `(time ns, frame, wait ns)`.
+    waits: BTreeMap<Alike, Vec<(i64, u64, i64)>>,
+    /// Which of them each close's is, by its frame.
+    alike_of: BTreeMap<u64, Alike>,
+}
+
+/// What makes two closes alike, for their waits: the side that closed, the flag, the server, the kind of
+/// wait their causes rest on.
+type Alike = (Role, CloseFlag, Endpoint, cause::WaitKind);
+
+impl Judge {
+    pub(crate) fn of<O>(a: &Run<O>) -> Judge {
+        let mut ttl: BTreeMap<IpAddr, TtlRange> = BTreeMap::new();
+        for c in &a.connections {
+            ttl.entry(c.client.ip).or_default().merge(&c.to_server.ttl);
+            ttl.entry(c.server.ip).or_default().merge(&c.to_client.ttl);
+        }
+        let mut judge = Judge {
+            speaks_first: greeting_servers(a),
+            ttl,
+            waits: BTreeMap::new(),
+            alike_of: BTreeMap::new(),
+        };
+        // Each abnormal close's cause as it reads alone: the waits that tell a timer's from chance.
+        for (i, conn) in a.connections.iter().enumerate() {
+            let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
+            for ev in [conn.first_fin, conn.first_rst].into_iter().flatten() {
+                let j = classify(&conn, &ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+                if j.verdict != CloseVerdict::Abnormal {
+                    continue;
+                }
+                let facts = judge.facts(&conn, &ev, mysql, &j, &[]);
+                if let Some((kind, wait)) = cause::of_close(&facts).timed_wait() {
+                    let key = (ev.by, ev.event.flag, conn.server, kind);
+                    judge.waits.entry(key).or_default().push((
+                        ev.event.at.ts.0,
+                        ev.event.at.frame,
+                        wait,
+                    ));
+                    judge.alike_of.insert(ev.event.at.frame, key);
+                }
+            }
+        }
+        judge
+    }
+
+    /// The facts the cause of the close `ev` of `conn` is judged from, `alike_waits` those of the
+    /// closes alike near it.
+    fn facts<'a>(
+        &self,
+        conn: &'a Connection,
+        ev: &'a ClosedBy,
+        mysql: Option<&'a MysqlSessionFacts>,
+        j: &'a Judged,
+        alike_waits: &'a [i64],
+    ) -> cause::CloseFacts<'a> {
+        cause::CloseFacts {
+            conn,
+            ev,
+            seen: mysql.and_then(|m| m.closes.iter().find(|c| c.frame == ev.event.at.frame)),
+            mysql,
+            greeting_wait: j.greeting_wait,
+            replication: j.replication.as_deref(),
+            sender_ttl: self.sender_ttl(conn, ev),
+            alike_waits,
+        }
+    }
+
+    /// The waits of the closes alike the close `ev` (see [`Judge::waits`]) within
+    /// [`CLOSE_GROUP_GAP_S`] of it, itself aside.
+    fn alike_waits(&self, ev: &ClosedBy) -> Vec<i64> {
+        let frame = ev.event.at.frame;
+        let Some(list) = self.alike_of.get(&frame).and_then(|k| self.waits.get(k)) else {
+            return Vec::new();
+        };
+        let gap = (CLOSE_GROUP_GAP_S * 1e9) as i64;
+        let at = ev.event.at.ts.0;
+        list.iter()
+            .filter(|(ts, f, _)| *f != frame && (ts - at).abs() <= gap)
+            .map(|(_, _, w)| *w)
+            .collect()
+    }
+
+    /// The usual TTL of the address that sent the close `ev` of `conn`.
+    fn sender_ttl(&self, conn: &Connection, ev: &ClosedBy) -> TtlRange {
+        let sender = match ev.by {
+            Role::Server => conn.server.ip,
+            _ => conn.client.ip,
+        };
+        self.ttl.get(&sender).copied().unwrap_or_default()
+    }
+
+    /// Whether the close `ev` of `conn` came with a TTL that does not fit its address.
+    fn forged(&self, conn: &Connection, ev: &ClosedBy) -> bool {
+        cause::ttl_fits(ev, self.sender_ttl(conn, ev)).is_some()
+    }
+}
+
+/// How the close `ev` of connection `i` is judged, without its words.
+fn verdict<O>(
     a: &Run<O>,
     i: usize,
     ev: &ClosedBy,
-    speaks_first: &BTreeSet<Endpoint>,
-) -> CloseReport {
+    judge: &Judge,
+) -> (CloseVerdict, Option<NotJudged>) {
+    let conn = &a.connections.at(i);
+    let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
+    let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+    if judge.forged(conn, ev) {
+        (CloseVerdict::Abnormal, None)
+    } else {
+        (j.verdict, j.not_judged)
+    }
+}
+
+pub(crate) fn report<O>(a: &Run<O>, i: usize, ev: &ClosedBy, judge: &Judge) -> CloseReport {
     let conn = &a.connections.at(i);
     let first = a.capture.first_ts.map_or(0, |t| t.0);
     let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
-    let (reason, abnormal, mysql_state) =
-        classify(conn, ev, mysql, speaks_first, FinJudgement::of(a));
+    let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+    let alike = judge.alike_waits(ev);
+    let facts = judge.facts(conn, ev, mysql, &j, &alike);
+    let forged = judge.forged(conn, ev);
+    // A close a device on the path sent is no normal end of a session, whatever the session was doing.
+    let verdict = if forged {
+        CloseVerdict::Abnormal
+    } else {
+        j.verdict
+    };
+    let cause = match verdict {
+        CloseVerdict::Normal => None,
+        _ => Some(cause::of_close(&facts)).filter(|c| {
+            verdict == CloseVerdict::Abnormal || c.kind != cause::CauseKind::Unexplained
+        }),
+    };
     CloseReport {
         frame: ev.event.at.frame,
         time: ev.event.at.ts.as_secs_f64(),
@@ -464,20 +764,24 @@ fn report<O>(
         server: conn.server.to_string(),
         initiator: ev.by,
         flag: ev.event.flag,
-        reason,
+        reason: j.reason,
+        cause,
         peer_unacked_bytes: ev.event.peer_unacked_bytes,
         peer_awaiting_reply: ev.event.peer_awaiting_reply,
         end: conn.end,
-        abnormal,
-        mysql_state,
+        abnormal: verdict == CloseVerdict::Abnormal,
+        verdict,
+        not_judged: if forged { None } else { j.not_judged },
+        mysql_state: j.state,
         connection_first_frame: conn.first.frame,
     }
 }
 
 /// Builds the `first-reset` answer, listing at most `limit` closes.
 pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
-    let speaks_first = greeting_servers(a);
-    let report = |a: &Run<O>, i: usize, ev: &ClosedBy| report(a, i, ev, &speaks_first);
+    let judge = Judge::of(a);
+    let speaks_first = &judge.speaks_first;
+    let report = |a: &Run<O>, i: usize, ev: &ClosedBy| report(a, i, ev, &judge);
     let order = |ev: &ClosedBy| (ev.event.at.ts, ev.event.at.frame);
     let earliest = |pick: fn(&Connection) -> Option<ClosedBy>| {
         a.connections
@@ -511,7 +815,28 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         .iter()
         .map(|(i, ev)| report(a, *i, ev))
         .find(|r| r.abnormal);
-    let greeting_waits = greeting_waits(a, &closes, &speaks_first);
+    let greeting_waits = greeting_waits(a, &closes, speaks_first);
+    let mut judgements = Judgements::default();
+    let mut why: BTreeMap<NotJudged, usize> = BTreeMap::new();
+    for (i, ev) in &closes {
+        let (verdict, not_judged) = verdict(a, *i, ev, &judge);
+        match verdict {
+            CloseVerdict::NotJudged => {
+                judgements.not_judged += 1;
+                *why.entry(not_judged.unwrap_or(NotJudged::StateUnknown))
+                    .or_default() += 1;
+            }
+            CloseVerdict::Abnormal => {
+                judgements.judged += 1;
+                judgements.abnormal += 1;
+            }
+            CloseVerdict::Normal => judgements.judged += 1,
+        }
+    }
+    judgements.not_judged_why = why.into_iter().collect();
+    judgements
+        .not_judged_why
+        .sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let connects = connect_report(a);
     let first_abnormal_hand_off = first_abnormal.as_ref().and_then(|c| {
         let conn = a
@@ -532,6 +857,7 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         first_fin: earliest(|c| c.first_fin),
         first_rst: earliest(|c| c.first_rst),
         total_closes: closes.len(),
+        judgements,
         closes: closes
             .iter()
             .take(limit)
@@ -574,7 +900,7 @@ pub struct CloseRecord {
 /// its `first_fin`, `first_rst` and `first_abnormal` are chosen from. The first record that is abnormal
 /// is `first_abnormal`.
 pub fn every_close<O>(a: &Run<O>) -> Vec<CloseRecord> {
-    let speaks_first = greeting_servers(a);
+    let judge = Judge::of(a);
     let mut events: Vec<(usize, ClosedBy, bool)> = a
         .connections
         .iter()
@@ -591,7 +917,7 @@ pub fn every_close<O>(a: &Run<O>) -> Vec<CloseRecord> {
     events
         .iter()
         .map(|(i, ev, connection_close)| CloseRecord {
-            close: report(a, *i, ev, &speaks_first),
+            close: report(a, *i, ev, &judge),
             connection_close: *connection_close,
         })
         .collect()
@@ -610,7 +936,7 @@ fn greeting_waits<O>(
         let Some(g) = greeting_wait(conn, ev, mysql, speaks_first) else {
             continue;
         };
-        if g.waited_ns < GREETING_WAIT_ABNORMAL_NS && g.greeted_after.is_none() {
+        if !g.gave_up() {
             continue;
         }
         w.count += 1;
@@ -660,4 +986,112 @@ fn replication_close_reason(
         .min_by_key(|e| e.event.at.frame)
         .and_then(|e| stream_close(&e));
     Some(replication::judge(&this, earlier.as_ref()))
+}
+
+/// Each connection's close (the earlier of its first FIN and first RST) as `first-reset` reports it, by
+/// the connection's index in `a.connections`; `None` for a connection still open.
+pub fn connection_closes<O>(a: &Run<O>) -> Vec<Option<CloseReport>> {
+    let judge = Judge::of(a);
+    a.connections
+        .iter()
+        .enumerate()
+        .map(|(i, c)| c.close().map(|ev| report(a, i, &ev, &judge)))
+        .collect()
+}
+
+/// Gives each incident (a close that cut MySQL work off) the cause `first-reset` gives the same close, in
+/// the same words.
+pub fn explain_incidents<O>(a: &Run<O>, incidents: &mut [crate::mysql::Incident]) {
+    if incidents.is_empty() {
+        return;
+    }
+    let judge = Judge::of(a);
+    let by_frame: BTreeMap<u64, (usize, ClosedBy)> = a
+        .connections
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            [c.first_fin, c.first_rst]
+                .into_iter()
+                .flatten()
+                .map(move |ev| (ev.event.at.frame, (i, ev)))
+        })
+        .collect();
+    for incident in incidents {
+        if let Some((i, ev)) = by_frame.get(&incident.frame) {
+            incident.cause = report(a, *i, ev, &judge).cause;
+        }
+    }
+}
+
+/// The `mysql` report of `m`, computed in the run `a`, its incidents with their causes.
+pub fn mysql_report<O>(a: &Run<O>, m: &crate::mysql::MysqlAggregate) -> crate::mysql::MysqlReport {
+    let mut r = m.clone().report();
+    explain_incidents(a, &mut r.incidents);
+    r
+}
+
+/// One connection as `flows` lists it: the connection, and how it closed as `first-reset` judges it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowRow {
+    /// The connection (its fields are the row's, in JSON).
+    #[serde(flatten)]
+    pub connection: Connection,
+    /// Its close (the earlier of its first FIN and first RST) as `first-reset` judges it; null while it
+    /// was open.
+    pub close: Option<FlowClose>,
+}
+
+/// A connection's close in `flows`: what `first-reset` says of it, without what the row says already.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowClose {
+    /// The FIN's or RST's frame.
+    pub frame: u64,
+    /// `normal`, `abnormal` or `not_judged`.
+    pub verdict: CloseVerdict,
+    /// Why it could not be judged, when it could not.
+    pub not_judged: Option<NotJudged>,
+    /// As `first-reset`'s `reason`.
+    pub reason: String,
+    /// As `first-reset`'s `cause`.
+    pub cause: Option<Cause>,
+}
+
+/// The rows of `flows` for the connections of `a` at `order` (their positions in `a.connections`, in
+/// the order to list them), each with its close.
+pub fn flow_rows<O>(a: &Run<O>, order: &[usize]) -> Vec<FlowRow> {
+    let closes = FlowCloses::of(a);
+    order.iter().filter_map(|&i| closes.row(a, i)).collect()
+}
+
+/// The closes of `flows`, judged one connection at a time as its row is written (a capture of a million
+/// connections is never held as a million rows): what [`flow_rows`] gives, row by row.
+pub struct FlowCloses {
+    judge: Judge,
+}
+
+impl FlowCloses {
+    /// Ready to judge the closes of `a`'s connections.
+    pub fn of<O>(a: &Run<O>) -> FlowCloses {
+        FlowCloses {
+            judge: Judge::of(a),
+        }
+    }
+
+    /// The row of the connection at position `i` of `a.connections` (`None` past the end), with its
+    /// close as `first-reset` judges it. `a` is the run [`FlowCloses::of`] was given.
+    pub fn row<O>(&self, a: &Run<O>, i: usize) -> Option<FlowRow> {
+        let connection = a.connections.get(i)?;
+        let close = connection.close().map(|ev| {
+            let r = report(a, i, &ev, &self.judge);
+            FlowClose {
+                frame: r.frame,
+                verdict: r.verdict,
+                not_judged: r.not_judged,
+                reason: r.reason,
+                cause: r.cause,
+            }
+        });
+        Some(FlowRow { connection, close })
+    }
 }

@@ -164,6 +164,17 @@ impl Default for CompareOptions {
     }
 }
 
+impl CompareOptions {
+    /// When each capture ran, `(client, server)`: the spans given, else from its first request to its
+    /// last response.
+    pub fn spans(&self, client: &[Exchange], server: &[Exchange]) -> (CaptureSpan, CaptureSpan) {
+        (
+            self.client_span.unwrap_or_else(|| span_of(client)),
+            self.server_span.unwrap_or_else(|| span_of(server)),
+        )
+    }
+}
+
 /// Which rule found a request in both captures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -504,8 +515,7 @@ pub fn compare(client: &[Exchange], server: &[Exchange], opts: &CompareOptions) 
         .map(|&(c, s, by)| measure(&client[c], &server[s], c, s, by, &clock))
         .collect();
 
-    let client_span = opts.client_span.unwrap_or_else(|| span_of(client));
-    let server_span = opts.server_span.unwrap_or_else(|| span_of(server));
+    let (client_span, server_span) = opts.spans(client, server);
     let mut outside = OutsideOtherCapture::default();
     for (i, e) in client.iter().enumerate() {
         if matches.of_client[i].is_none() {
@@ -1140,21 +1150,17 @@ fn humps_of(values_ns: impl Iterator<Item = u64>) -> Vec<Mode> {
     detect_modes(&h).modes
 }
 
-/// What the server and the path took of the transactions in a client hump (its span, valley to valley).
+/// What the server and the path took of the transactions in a client hump (those in its histogram bins).
 fn client_hump(
     mode: Mode,
     client: &[Exchange],
     server: &[Exchange],
     pairs: &[MatchedPair],
 ) -> ClientHump {
-    let (lo, hi) = (mode.lo_us * 1e3, mode.hi_us * 1e3);
     let members: Vec<&MatchedPair> = pairs
         .iter()
         .filter(|p| p.server_rt_ns.is_some())
-        .filter(|p| {
-            p.client_rt_ns
-                .is_some_and(|rt| (lo..=hi).contains(&(rt as f64)))
-        })
+        .filter(|p| p.client_rt_ns.is_some_and(|rt| mode.holds(rt)))
         .collect();
     let mut server_rt: Vec<i64> = members
         .iter()

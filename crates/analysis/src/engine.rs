@@ -24,20 +24,20 @@ use std::sync::Mutex;
 
 use hashbrown::HashTable;
 use pcapsleuth_capture::{
-    Capture, CaptureSet, Chunk, Damage, Input, Order, ReaderState, RecordReader, Split, Stream,
-    Timestamp,
+    Capture, CaptureSet, Chunk, Damage, Input, LinkType, Order, ReaderState, Record, RecordReader,
+    Split, Stream, Timestamp,
 };
 use pcapsleuth_flow::{
-    decode_segment, server_side_by_port, CloseFlag, ConnectionState, ConnectionTable,
-    ConnectionTracker, Endpoint, FlowBuildHasher, FlowKey, FrameRef, NotTcp, PackedState,
-    RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
+    decode, decode_segment, server_side_by_port, CloseFlag, ConnectionState, ConnectionTable,
+    ConnectionTracker, Decoded, Endpoint, FlowBuildHasher, FlowKey, FrameRef, IpReassembler,
+    NotTcp, PackedState, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::PieceShape;
 use rayon::prelude::*;
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
 use crate::facts::{CaptureFacts, FileFacts, PacketCounts};
-use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack};
+use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack, Told};
 use crate::phases::{Batch, Phases};
 use crate::timeline::{SplitTimes, TimeTally};
 
@@ -56,6 +56,10 @@ pub struct EngineOptions {
     /// Bytes per window of a streamed input (compressed, a pipe); 0: 32 MiB per thread. Results do not
     /// depend on it (tests make it small, so that records straddle windows).
     pub stream_window: usize,
+    /// TLS secrets to decrypt MySQL sessions in TLS with (a key log, `--tls-keylog`); the secrets of the
+    /// inputs' pcapng Decryption Secrets Blocks are added to them for the run. `None`, and no secrets in
+    /// the inputs: TLS sessions are timed from their records, not decrypted.
+    pub tls_keys: Option<std::sync::Arc<pcapsleuth_tls::KeyLog>>,
 }
 
 /// Splits are at most this size, so that a batch is small with few threads: two 4 MiB splits per
@@ -123,13 +127,16 @@ impl<O> Run<O> {
 #[derive(Debug, Clone, Copy)]
 struct PacketEvent {
     ts: i64,
-    /// File offset of the captured payload.
+    /// Offset of the captured payload in the split's bytes; past their end, in the datagrams the split's
+    /// IP fragments made ([`Scan::reassembled`]), as if those followed the split's bytes.
     payload_at: u64,
     frame_in_split: u32,
     flow: u32,
     seq: u32,
     ack: u32,
-    payload_captured: u32,
+    /// The captured payload's length (bits 0..=23: a record holds at most 16 MiB, the capture readers'
+    /// bound) and the IP TTL (bits 24..=31), so that an event stays 48 bytes.
+    captured_ttl: u32,
     payload_len: u32,
     wire_len: u32,
     window: u16,
@@ -145,6 +152,27 @@ const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
 
 impl PacketEvent {
     const SIDE_HI: u8 = 0x80;
+    const CAPTURED_MASK: u32 = 0x00ff_ffff;
+
+    /// `captured_ttl` of a payload of `captured` bytes sent with `ttl`.
+    #[inline]
+    fn captured_ttl(captured: usize, ttl: u8) -> u32 {
+        // The capture readers keep no record longer than 16 MiB, so `captured` fits its bits: the mask
+        // only keeps a length that did not from the TTL's.
+        (captured as u32 & Self::CAPTURED_MASK) | u32::from(ttl) << 24
+    }
+
+    /// The captured payload's length.
+    #[inline]
+    fn payload_captured(&self) -> u32 {
+        self.captured_ttl & Self::CAPTURED_MASK
+    }
+
+    /// The IP TTL (hop limit) the segment came with.
+    #[inline]
+    fn ttl(&self) -> u8 {
+        (self.captured_ttl >> 24) as u8
+    }
 
     /// `side_options` of a segment. Only the handshake reads options, so only a SYN's are kept. They
     /// are found again before the payload, so they are kept only where the record has them there
@@ -183,17 +211,19 @@ impl PacketEvent {
         }
     }
 
-    /// The TCP options kept (a SYN's), read from the file: right before the payload.
+    /// The TCP options kept (a SYN's), read from where the payload is: right before it, in the split's
+    /// bytes or in the datagrams reassembled from its IP fragments.
     #[inline]
-    fn options<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+    fn options<'a>(&self, scan: &'a Scan<'_>) -> &'a [u8] {
         let len = usize::from(self.side_options & 0x0f) * 4;
         if len == 0 {
             return &[];
         }
-        usize::try_from(self.payload_at)
-            .ok()
-            .and_then(|end| bytes.get(end.checked_sub(len)?..end))
-            .unwrap_or(&[])
+        let end = usize::try_from(self.payload_at).unwrap_or(usize::MAX);
+        let from = end.saturating_sub(len);
+        scan.bytes
+            .get(from..end)
+            .unwrap_or_else(|| scan.in_reassembled(from, end))
     }
 }
 
@@ -213,6 +243,53 @@ struct Scan<'a> {
     buckets: EventLists,
     damage: Vec<Damage>,
     times: SplitTimes,
+    /// The split's IP fragments, reassembled between the phases in capture order ([`Pass::reassemble`]).
+    fragments: Vec<FragmentRecord>,
+    /// The datagrams that fragments completed in this split, rebuilt: the payloads of their events.
+    reassembled: Vec<u8>,
+}
+
+impl Scan<'_> {
+    /// The bytes `[from, to)` of the datagrams reassembled from the split's IP fragments, counted from the
+    /// end of the split's bytes ([`PacketEvent::payload_at`]); empty where there are none.
+    #[cold]
+    fn in_reassembled(&self, from: usize, to: usize) -> &[u8] {
+        let base = self.bytes.len();
+        from.checked_sub(base)
+            .and_then(|from| self.reassembled.get(from..to.checked_sub(base)?))
+            .unwrap_or(&[])
+    }
+}
+
+/// A record that holds an IP fragment: where its bytes are in its split, and when it was captured.
+/// Fragments after the first carry no ports, so they cannot go to a flow's bucket in the scan: they are
+/// put back together in capture order between the phases, and the datagrams they make go to their
+/// buckets then, at the frame of the fragment that completed each (as Wireshark shows them).
+#[derive(Debug, Clone, Copy)]
+struct FragmentRecord {
+    ts: i64,
+    data_at: u64,
+    data_len: u32,
+    wire_len: u32,
+    frame_in_split: u32,
+    link: LinkType,
+}
+
+impl FragmentRecord {
+    /// Keeps the record `rec` of the split whose bytes begin at address `base`. Out of the scan's loop,
+    /// which runs for every packet and meets a fragment rarely.
+    #[cold]
+    #[inline(never)]
+    fn keep(list: &mut Vec<FragmentRecord>, rec: &Record<'_>, frame_in_split: u32, base: usize) {
+        list.push(FragmentRecord {
+            ts: rec.ts.0,
+            data_at: (rec.data.as_ptr() as usize).wrapping_sub(base) as u64,
+            data_len: rec.data.len() as u32,
+            wire_len: rec.orig_len,
+            frame_in_split,
+            link: rec.link,
+        });
+    }
 }
 
 /// A split's flows, numbered in order of first packet: (split-local id, bucket) by 4-tuple.
@@ -291,7 +368,9 @@ impl EventLists {
     }
 
     /// Appends `ev` to `bucket`'s list (`bucket` < [`EventLists::nbuckets`], as flow keys give it).
-    #[inline]
+    /// Inlined always: the scan calls it for every packet, and a call (the event built on the stack to be
+    /// passed) cost a twentieth of the scan's instructions.
+    #[inline(always)]
     fn push(&mut self, bucket: usize, ev: PacketEvent) {
         let blocks = &mut self.buckets[bucket];
         if let Some(last) = blocks.last_mut().filter(|b| b.len() < BLOCK_EVENTS) {
@@ -309,6 +388,26 @@ impl EventLists {
     /// The events of `bucket`, block by block.
     fn blocks(&self, bucket: usize) -> &[Block] {
         &self.buckets[bucket]
+    }
+
+    /// Merges `extra` (events in order of frame, none at a frame of the list's) into `bucket`'s list, in
+    /// order of frame: one pass over the bucket's events, whatever the number of extra ones.
+    fn merge_in(&mut self, bucket: usize, extra: &[PacketEvent]) {
+        let old = std::mem::take(&mut self.buckets[bucket]);
+        let mut extra = extra.iter().peekable();
+        for mut block in old {
+            for ev in block.iter() {
+                while let Some(x) = extra.next_if(|x| x.frame_in_split < ev.frame_in_split) {
+                    self.push(bucket, *x);
+                }
+                self.push(bucket, *ev);
+            }
+            block.clear();
+            self.spare.push(block);
+        }
+        for x in extra {
+            self.push(bucket, *x);
+        }
     }
 
     /// Every block emptied into `spare`, for another split.
@@ -349,6 +448,7 @@ fn scan<'a>(
     let mut counts = PacketCounts::default();
     let mut frames: u64 = 0;
     let mut times = SplitTimes::default();
+    let mut fragments = Vec::new();
     let mut readahead = 0usize;
     while let Some(rec) = reader.next_record() {
         // The file's bytes up to SCAN_READAHEAD ahead of this record are fetched meanwhile.
@@ -369,6 +469,11 @@ fn scan<'a>(
         }
         let seg = match decode_segment(rec.link, rec.data) {
             Ok(seg) => seg,
+            Err(NotTcp::Fragment) => {
+                counts.ip_fragments += 1;
+                FragmentRecord::keep(&mut fragments, &rec, frame_in_split, base);
+                continue;
+            }
             Err(NotTcp::OtherIp) => {
                 counts.other_ip += 1;
                 continue;
@@ -403,7 +508,7 @@ fn scan<'a>(
                 flow,
                 seq: seg.seq,
                 ack: seg.ack,
-                payload_captured: seg.payload.len() as u32,
+                captured_ttl: PacketEvent::captured_ttl(seg.payload.len(), seg.ttl),
                 payload_len: seg.payload_len,
                 wire_len: rec.orig_len,
                 window: seg.window,
@@ -427,7 +532,46 @@ fn scan<'a>(
         buckets,
         damage: reader.take_damage(),
         times,
+        fragments,
+        reassembled: Vec::new(),
     }
+}
+
+/// The event of a TCP segment `seg` that a datagram reassembled from IP fragments carried, its bytes in
+/// `reassembled` (a split's [`Scan::reassembled`], which [`PacketEvent::payload_at`] counts from
+/// `split_len`, the end of the split's bytes); at the fragment that completed the datagram
+/// (`frame_in_split`, `ts`), `wire_len` bytes on the wire for all its fragments. Returns the flow's key and
+/// the event, whose flow id is for the caller to set.
+fn reassembled_event(
+    (reassembled, split_len): (&[u8], usize),
+    seg: &TcpSegment<'_>,
+    (frame_in_split, ts): (u32, i64),
+    wire_len: u32,
+    shapes: bool,
+) -> (FlowKey, PacketEvent) {
+    let (key, side) = FlowKey::of(seg.src_endpoint(), seg.dst_endpoint());
+    let shape = if shapes && seg.payload.len() as u32 == seg.payload_len {
+        PieceShape::of(seg.payload)
+    } else {
+        PieceShape::Unknown
+    };
+    let payload_at = (seg.payload.as_ptr() as usize).wrapping_sub(reassembled.as_ptr() as usize);
+    let event = PacketEvent {
+        ts,
+        payload_at: (split_len + payload_at) as u64,
+        frame_in_split,
+        flow: 0,
+        seq: seg.seq,
+        ack: seg.ack,
+        captured_ttl: PacketEvent::captured_ttl(seg.payload.len(), seg.ttl),
+        payload_len: seg.payload_len,
+        wire_len,
+        window: seg.window,
+        flags: seg.flags.0,
+        side_options: PacketEvent::side_options(side, seg)
+            | shape.bits() << PacketEvent::SHAPE_SHIFT,
+    };
+    (key, event)
 }
 
 /// One flow's state in phase 2: its current connection, followed or at rest, and the analysis' state
@@ -479,7 +623,7 @@ impl Flow {
     fn new(key: FlowKey, at: FrameRef, opts: &EngineOptions) -> Flow {
         Flow::Live(Box::new(LiveFlow {
             tracker: ConnectionTracker::new(key, at),
-            mysql: MysqlTrack::new(opts.mysql, opts.mysql_depth),
+            mysql: MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
             concluded: None,
             mysql_client: None,
         }))
@@ -511,14 +655,15 @@ impl Flow {
         let tracker = ConnectionTracker::resume(rest.tcp.unpack());
         let (mysql, concluded, mysql_client) = match &mut rest.mysql {
             RestingMysql::Untouched(retransmissions) => {
-                let mut mysql = MysqlTrack::new(opts.mysql, opts.mysql_depth);
+                let mut mysql =
+                    MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref());
                 for &ts in retransmissions.iter().flat_map(|r| r.iter()) {
                     mysql.retransmission(ts);
                 }
                 (mysql, None, None)
             }
             RestingMysql::Concluded(facts, client) => (
-                MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full),
+                MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full, None),
                 Some(facts.take()),
                 *client,
             ),
@@ -630,6 +775,28 @@ impl Concluded {
     }
 }
 
+/// Tells `analysis` what the MySQL glue tells of the connection `tcp`.
+#[inline(always)]
+fn tell<A: Analysis>(
+    analysis: &mut A,
+    state: &mut A::PerConnection,
+    tcp: &ConnectionState,
+    told: Told<'_>,
+) {
+    match told {
+        Told::Transaction(t) => analysis.transaction(
+            state,
+            &ConnectionView::new(tcp, Some(t.client_side()), true),
+            t,
+        ),
+        Told::Estimated(x) => analysis.estimated_exchange(
+            state,
+            &ConnectionView::new(tcp, Some(x.client_side), true),
+            x,
+        ),
+    }
+}
+
 /// Tells `analysis` the transactions `mysql` completed on the connection `tcp`.
 #[inline]
 fn tell_transactions<A: Analysis>(
@@ -638,13 +805,7 @@ fn tell_transactions<A: Analysis>(
     analysis: &mut A,
     state: &mut A::PerConnection,
 ) {
-    mysql.drain(tcp, |t| {
-        analysis.transaction(
-            state,
-            &ConnectionView::new(tcp, Some(t.client_side()), true),
-            t,
-        )
-    });
+    mysql.drain(tcp, |told| tell(analysis, state, tcp, told));
 }
 
 /// Concludes the MySQL decoding of the connection `tcp`, telling `analysis` what its end completed.
@@ -656,13 +817,7 @@ fn conclude_mysql<A: Analysis>(
     state: &mut A::PerConnection,
 ) -> Option<Box<MysqlSessionFacts>> {
     mysql
-        .conclude(tcp, files, |t| {
-            analysis.transaction(
-                state,
-                &ConnectionView::new(tcp, Some(t.client_side()), true),
-                t,
-            )
-        })
+        .conclude(tcp, files, |told| tell(analysis, state, tcp, told))
         .map(Box::new)
 }
 
@@ -677,6 +832,7 @@ impl<A: Analysis> Bucket<A> {
     }
 
     /// Feeds this bucket's events of the batch `scans` to its flows, telling `analysis` what they saw.
+    #[inline(always)]
     fn track(
         &mut self,
         b: usize,
@@ -748,10 +904,12 @@ impl<A: Analysis> Bucket<A> {
                         i => (i as usize, false),
                     };
                     let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+                    let to = from.saturating_add(ev.payload_captured() as usize);
+                    // Past the split's bytes: a datagram reassembled from IP fragments.
                     let payload = bytes
-                        .get(from..from.saturating_add(ev.payload_captured as usize))
-                        .unwrap_or(&[]);
-                    let options = ev.options(bytes);
+                        .get(from..to)
+                        .unwrap_or_else(|| scan.in_reassembled(from, to));
+                    let options = ev.options(scan);
                     let side = ev.side();
                     let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
                     let seg = TcpSegment {
@@ -766,6 +924,7 @@ impl<A: Analysis> Bucket<A> {
                         options,
                         payload,
                         payload_len: ev.payload_len,
+                        ttl: ev.ttl(),
                     };
                     let FlowSlot {
                         flow: resting,
@@ -777,7 +936,7 @@ impl<A: Analysis> Bucket<A> {
                     if let Some(old) = fed.replaced.map(|b| *b) {
                         let track = std::mem::replace(
                             &mut flow.mysql,
-                            MysqlTrack::new(opts.mysql, opts.mysql_depth),
+                            MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
                         );
                         let mut state = std::mem::take(flow_state);
                         let view = view_of(&old, &track, flow.mysql_client);
@@ -857,7 +1016,7 @@ impl<A: Analysis> Bucket<A> {
                     if flow.concluded.is_none() && flow.tracker.current().is_finished() {
                         let track = std::mem::replace(
                             &mut flow.mysql,
-                            MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full),
+                            MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full, None),
                         );
                         let client = track.client();
                         flow.concluded = Some(conclude_mysql(
@@ -937,7 +1096,7 @@ impl<A: Analysis> Bucket<A> {
 /// CPU time of `first-reset`.
 fn prefetch_payload(bytes: &[u8], ev: &PacketEvent) {
     let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
-    let end = from.saturating_add((ev.payload_captured as usize).min(256));
+    let end = from.saturating_add((ev.payload_captured() as usize).min(256));
     let mut at = from;
     while at < end {
         prefetch_line(bytes, at);
@@ -1068,6 +1227,31 @@ fn in_pool<T: Send>(
     }
 }
 
+/// `opts` with the TLS key logs of the inputs' pcapng Decryption Secrets Blocks added to its key log;
+/// `None` when no input has one.
+fn with_capture_secrets(opts: &EngineOptions, sources: &[Source<'_>]) -> Option<EngineOptions> {
+    let logs: Vec<Vec<u8>> = sources
+        .iter()
+        .flat_map(|s| match s {
+            Source::Mapped(c) => c.decryption_secrets(),
+            Source::Streamed(st) => st.decryption_secrets(),
+        })
+        .filter(|d| d.secrets_type == pcapsleuth_capture::DecryptionSecrets::TLS_KEY_LOG)
+        .map(|d| d.data)
+        .collect();
+    if logs.is_empty() {
+        return None;
+    }
+    let mut keys = opts.tls_keys.as_deref().cloned().unwrap_or_default();
+    for log in &logs {
+        keys.add(log);
+    }
+    Some(EngineOptions {
+        tls_keys: Some(std::sync::Arc::new(keys)),
+        ..opts.clone()
+    })
+}
+
 /// One input of a run.
 enum Source<'a> {
     Mapped(&'a Capture),
@@ -1157,9 +1341,95 @@ struct Pass<'o, A: Analysis> {
     nbuckets: usize,
     /// The phase log (a developer's diagnostic; inert unless asked for).
     phases: &'o Phases,
+    /// IP fragments of datagrams not yet whole, across splits, batches and files.
+    fragments: IpReassembler,
 }
 
 impl<A: Analysis> Pass<'_, A> {
+    /// Puts the IP fragments of the batch's splits back together, in capture order (split after split,
+    /// and with the fragments of earlier batches held in [`Pass::fragments`]), and adds each TCP segment a
+    /// datagram made to its flow's bucket in the split of the fragment that completed it, at that
+    /// fragment's frame. Runs between the phases, once the splits' boundaries are proven, so that every
+    /// split count meets the same fragments in the same order. Apart, never inlined: most captures hold
+    /// no fragment, and the batch's own code is the hot path's.
+    #[inline(never)]
+    fn reassemble(&mut self, scans: &mut [Scan<'_>], bases: &[u64], shapes: bool) {
+        for (sc, &base) in scans.iter_mut().zip(bases) {
+            let mut made: Vec<(usize, PacketEvent)> = Vec::new();
+            for fr in std::mem::take(&mut sc.fragments) {
+                let at = FrameRef {
+                    frame: base + u64::from(fr.frame_in_split) + 1,
+                    ts: Timestamp(fr.ts),
+                };
+                let Some(data) = usize::try_from(fr.data_at)
+                    .ok()
+                    .and_then(|from| sc.bytes.get(from..from.checked_add(fr.data_len as usize)?))
+                else {
+                    continue;
+                };
+                let Decoded::Fragment(f) = decode(fr.link, data) else {
+                    continue;
+                };
+                let start = sc.reassembled.len();
+                let Some(datagram) = self.fragments.add(&f, at, fr.wire_len, &mut sc.reassembled)
+                else {
+                    continue;
+                };
+                let wire_len = u32::try_from(datagram.wire_len).unwrap_or(u32::MAX);
+                // A tunnel reassembled may carry fragments of its own; they are put back together in
+                // turn, at the same frame, as deep as the decoder follows tunnels.
+                for _ in 0..4 {
+                    match decode_segment(LinkType::RawIp, &sc.reassembled[start..]) {
+                        Ok(seg) => {
+                            let when = (fr.frame_in_split, fr.ts);
+                            let (key, mut ev) = reassembled_event(
+                                (&sc.reassembled, sc.bytes.len()),
+                                &seg,
+                                when,
+                                wire_len,
+                                shapes,
+                            );
+                            // A flow seen in the split already gets a second id here, which tracking
+                            // resolves to the same flow.
+                            sc.keys.push(key);
+                            ev.flow = (sc.keys.len() - 1) as u32;
+                            made.push((key.bucket(self.nbuckets), ev));
+                            break;
+                        }
+                        Err(NotTcp::Fragment) => {
+                            // The fragment's bytes are taken out of the buffer the datagram it makes is
+                            // written to.
+                            let packet = sc.reassembled.split_off(start);
+                            let Decoded::Fragment(inner) = decode(LinkType::RawIp, &packet) else {
+                                break;
+                            };
+                            if self
+                                .fragments
+                                .add(&inner, at, fr.wire_len, &mut sc.reassembled)
+                                .is_none()
+                            {
+                                break;
+                            }
+                        }
+                        Err(_) => {
+                            sc.reassembled.truncate(start);
+                            break;
+                        }
+                    }
+                }
+            }
+            if made.is_empty() {
+                continue;
+            }
+            // Stable: a bucket's events stay in order of frame.
+            made.sort_by_key(|(bucket, _)| *bucket);
+            for run in made.chunk_by(|a, b| a.0 == b.0) {
+                let events: Vec<PacketEvent> = run.iter().map(|(_, ev)| *ev).collect();
+                sc.buckets.merge_in(run[0].0, &events);
+            }
+        }
+    }
+
     /// Scans `pieces` in parallel (releasing `release` meanwhile), proves every boundary, and tracks the
     /// events. Returns the state reading ended in.
     fn batch(&mut self, pieces: &[Piece<'_>], release: &[(&Capture, u64, u64)]) -> ReaderState {
@@ -1270,6 +1540,9 @@ impl<A: Analysis> Pass<'_, A> {
             self.damage
                 .extend(sc.damage.iter().map(|d| d.clone().in_input(piece.input)));
         }
+        if scans.iter().any(|sc| !sc.fragments.is_empty()) {
+            self.reassemble(&mut scans, &bases, shapes);
+        }
         let opts = self.opts;
         let files = &self.mapped[..];
         let serial = serial_clock.seconds();
@@ -1348,6 +1621,8 @@ fn run_engine<A: Analysis>(
     progress: &(dyn Fn(u64, u64) + Sync),
     phases: &Phases,
 ) -> Run<A> {
+    let with_secrets = with_capture_secrets(opts, sources);
+    let opts = with_secrets.as_ref().unwrap_or(opts);
     let nbuckets = (threads * 8).max(16);
     let mapped: Vec<&[u8]> = sources
         .iter()
@@ -1385,6 +1660,7 @@ fn run_engine<A: Analysis>(
         pool: Vec::new(),
         nbuckets,
         phases,
+        fragments: IpReassembler::default(),
     };
     let total: u64 = run.files.iter().map(|f| f.bytes).sum();
     let total_mapped: u64 = sources
@@ -1490,6 +1766,7 @@ fn run_engine<A: Analysis>(
         mut damage,
         times,
         files,
+        fragments,
         ..
     } = run;
     let ((), concluded) = rayon::join(
@@ -1526,11 +1803,16 @@ fn run_engine<A: Analysis>(
             damage.extend(cap.growth().map(|d| d.in_input(input)));
         }
     }
+    // Garbage across a stream's windows is one damage, said once with its total.
+    let damage = Damage::coalesced(damage);
     let (connections, mut mysql_sessions) = conclude(states);
     phases.end(end_clock, end_tasks.into_times());
     // Only now is it known which timestamps belong to the capture's body: analyses keep only it in their
     // time series when they finish.
     let timeline = times.finish();
+    // Datagrams still waiting for fragments at the end: given up at the timeout if the capture went on
+    // past it, else cut off by the capture's end.
+    let ip_fragments = fragments.finish(timeline.body_last.or(last_ts));
     // The waits of requests open at the end run to the body's last packet, not to a timestamp outside it.
     if let Some(last) = timeline.body_last {
         for u in mysql_sessions
@@ -1553,6 +1835,7 @@ fn run_engine<A: Analysis>(
             first_ts,
             last_ts,
             timeline,
+            ip_fragments,
             damage,
             order: Order::Single,
             files,
@@ -1683,6 +1966,7 @@ mod tests {
                     options: &[],
                     payload: &[],
                     payload_len: 0,
+                    ttl: 64,
                 };
                 let (id, side, bucket) = ids.of(&seg, &mut keys, 16);
                 let (key, want_side) = FlowKey::of(src, dst);

@@ -42,7 +42,7 @@ use pcapsleuth_mysql::{CloseContext, Direction};
 
 use crate::facts::CaptureFacts;
 use crate::mysql::MysqlSessionFacts;
-pub use crate::mysql::TransactionView;
+pub use crate::mysql::{EstimatedExchangeView, TransactionView};
 
 /// An analysis the engine runs: told about every connection in capture order, merged across workers,
 /// finished into its result. See the [module documentation](self) for the contract.
@@ -106,6 +106,17 @@ pub trait Analysis: Send + Sized {
     ) {
     }
 
+    /// A request and its response on a MySQL session in TLS that was not decrypted, estimated from the
+    /// timing of its records (told as each ends: when the next request begins, or at the close or the
+    /// end of the capture). Never among the transactions: an estimate, kept apart.
+    fn estimated_exchange(
+        &mut self,
+        _state: &mut Self::PerConnection,
+        _conn: &ConnectionView<'_>,
+        _exchange: &EstimatedExchangeView<'_>,
+    ) {
+    }
+
     /// The first FIN, or the first RST, a side of the connection sent.
     fn close(
         &mut self,
@@ -160,6 +171,9 @@ macro_rules! tuple_analysis {
             #[inline]
             fn transaction(&mut self, s: &mut Self::PerConnection, c: &ConnectionView<'_>, x: &TransactionView<'_>) {
                 $(self.$i.transaction(&mut s.$i, c, x);)+
+            }
+            fn estimated_exchange(&mut self, s: &mut Self::PerConnection, c: &ConnectionView<'_>, x: &EstimatedExchangeView<'_>) {
+                $(self.$i.estimated_exchange(&mut s.$i, c, x);)+
             }
             #[inline]
             fn close(&mut self, s: &mut Self::PerConnection, c: &ConnectionView<'_>, x: &CloseView<'_>) {

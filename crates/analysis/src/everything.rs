@@ -1,6 +1,9 @@
 //! Every built-in analysis at once: what `pcapsleuth report` and the plots need.
 
-use crate::events::{Analysis, CloseView, ConnectionView, EndView, SegmentView, TransactionView};
+use crate::events::{
+    Analysis, CloseView, ConnectionView, EndView, EstimatedExchangeView, SegmentView,
+    TransactionView,
+};
 use crate::facts::CaptureFacts;
 use crate::mysql::{MysqlAggregate, MysqlStatistics};
 use crate::rate::{RateAggregate, Rates};
@@ -77,6 +80,14 @@ impl Analysis for Everything {
         x: &TransactionView<'_>,
     ) {
         self.analyses.transaction(s, c, x);
+    }
+    fn estimated_exchange(
+        &mut self,
+        s: &mut Self::PerConnection,
+        c: &ConnectionView<'_>,
+        x: &EstimatedExchangeView<'_>,
+    ) {
+        self.analyses.estimated_exchange(s, c, x);
     }
     fn close(&mut self, s: &mut Self::PerConnection, c: &ConnectionView<'_>, x: &CloseView<'_>) {
         self.analyses.close(s, c, x);

@@ -2,6 +2,7 @@
 //! the damage met while reading it. Every analysis is finished with these facts.
 
 use pcapsleuth_capture::{Damage, Order, Timestamp};
+use pcapsleuth_flow::ReassemblyFacts;
 use serde::Serialize;
 
 use crate::timeline::Timeline;
@@ -15,8 +16,12 @@ pub struct PacketCounts {
     pub wire_bytes: u64,
     /// Packets decoded to a TCP segment (through any tunnel).
     pub tcp: u64,
-    /// IP packets that carry no TCP segment (UDP, ICMP, ...), and IP fragments.
+    /// IP packets that carry no TCP segment (UDP, ICMP, ...).
     pub other_ip: u64,
+    /// IP fragments (of the innermost packet, for a tunnelled one): put back together into datagrams,
+    /// whose TCP segments are tracked at the frame of the fragment that completed each
+    /// ([`CaptureFacts::ip_fragments`]).
+    pub ip_fragments: u64,
     /// Packets that are not IP (ARP, LLDP, ...).
     pub not_ip: u64,
     /// Packets too short or inconsistent to reach a TCP header.
@@ -35,6 +40,7 @@ impl PacketCounts {
         self.wire_bytes += o.wire_bytes;
         self.tcp += o.tcp;
         self.other_ip += o.other_ip;
+        self.ip_fragments += o.ip_fragments;
         self.not_ip += o.not_ip;
         self.undecodable += o.undecodable;
         self.unsupported_link += o.unsupported_link;
@@ -60,6 +66,8 @@ pub struct CaptureFacts {
     pub last_ts: Option<Timestamp>,
     /// The span of the capture's body and the timestamps outside it (left out of time series).
     pub timeline: Timeline,
+    /// What IP reassembly met: fragments, datagrams made of them, and those that could not be made.
+    pub ip_fragments: ReassemblyFacts,
     /// What reading survived (a truncated tail, corrupt records skipped), in file order; not in JSON (the
     /// CLI prints it as warnings).
     #[serde(skip)]

@@ -20,6 +20,9 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// Wireshark frame numbers to look at.
     pub frames: Vec<u64>,
+    /// Why, as a hypothesis with its evidence (a close's, an incident's, a hump's), when one is named;
+    /// `null` otherwise.
+    pub cause: Option<crate::cause::Cause>,
     /// Which packets it is about: the connections it names, a server endpoint, frames (not in JSON:
     /// `wireshark_filter` and `extract_command` say it).
     #[serde(skip)]
@@ -81,6 +84,9 @@ pub enum FindingKind {
     Errors,
     /// Response times in two or more humps.
     RtMultimodal,
+    /// A slow hump of response times made by error responses or with a known cause (a timeout): the
+    /// hump, the errors that make it and why, in one.
+    SlowHump,
     /// A semi-sync primary waiting for its replica's ACKs.
     SemiSyncAckStalls,
     /// Retransmissions.
@@ -91,7 +97,7 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FindingKind; 13] = [
+    pub const ALL: [FindingKind; 14] = [
         FindingKind::FirstAbnormalClose,
         FindingKind::GreetingWait,
         FindingKind::SynDrops,
@@ -102,6 +108,7 @@ impl FindingKind {
         FindingKind::Ceiling,
         FindingKind::Errors,
         FindingKind::RtMultimodal,
+        FindingKind::SlowHump,
         FindingKind::SemiSyncAckStalls,
         FindingKind::Retransmissions,
         FindingKind::CaptureDamage,
@@ -120,6 +127,7 @@ impl FindingKind {
             FindingKind::MidResponseClose => "mid_response_close",
             FindingKind::Retransmissions => "retransmissions",
             FindingKind::RtMultimodal => "rt_multimodal",
+            FindingKind::SlowHump => "slow_hump",
             FindingKind::SemiSyncAckStalls => "semi_sync_ack_stalls",
             FindingKind::SynDrops => "syn_drops",
             FindingKind::UnansweredAtEnd => "unanswered_at_end",
@@ -311,7 +319,7 @@ impl Scope {
                 _ => return None,
             },
         };
-        let files: Vec<String> = files.iter().map(|f| shell_word(f)).collect();
+        let files: Vec<String> = files.iter().map(|f| file_word(f)).collect();
         Some(format!(
             "pcapsleuth extract {} {selection} --annotate -o {}",
             files.join(" "),
@@ -320,14 +328,42 @@ impl Scope {
     }
 }
 
-/// `s` as one word for a POSIX shell: as it is when it holds only safe characters, else in single
-/// quotes.
+/// `s` as one word for a shell: as it is when it holds only safe characters; in single quotes when it
+/// holds others; as `$'...'` (ANSI-C quoting: bash, zsh, ksh, POSIX.1-2024 sh) with `\xNN`/`\uNNNN`
+/// escapes when it holds a control or bidirectional character ([`crate::units::is_hazard`]), so that the
+/// command, pasted, names the same file while the text that shows it holds no raw control.
 fn shell_word(s: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "_-./:,=@%+".contains(c);
     if !s.is_empty() && s.chars().all(safe) {
         s.to_string()
+    } else if s.chars().any(crate::units::is_hazard) {
+        let mut out = String::from("$'");
+        for c in s.chars() {
+            match c {
+                '\\' | '\'' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if crate::units::is_hazard(c) && (c as u32) < 0x80 => {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                }
+                c if crate::units::is_hazard(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        out
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// A capture's path as one shell word that no command reads as an option: `./-x.pcap` for `-x.pcap`.
+fn file_word(path: &str) -> String {
+    if path.starts_with('-') {
+        shell_word(&format!("./{path}"))
+    } else {
+        shell_word(path)
     }
 }
 
@@ -341,6 +377,7 @@ impl Finding {
             summary: String::new(),
             evidence: vec![],
             frames: vec![],
+            cause: None,
             scope: Scope::Capture,
             wireshark_filter: None,
             extract_command: None,
@@ -394,6 +431,37 @@ mod tests {
             scope.extract_command(FindingKind::FirstAbnormalClose, &["-"]),
             None
         );
+    }
+
+    #[test]
+    fn file_names_stay_one_word_that_is_no_option_and_holds_no_raw_control() {
+        let scope = Scope::Frames(vec![7]);
+        let command = |file: &str| {
+            scope
+                .extract_command(FindingKind::CaptureDamage, &[file])
+                .unwrap()
+        };
+        let files = |file: &str| {
+            command(file)
+                .strip_prefix("pcapsleuth extract ")
+                .and_then(|rest| {
+                    rest.strip_suffix(" --frames 7 --annotate -o capture_damage-7.pcapng")
+                })
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(files("-x.pcap"), "./-x.pcap");
+        assert_eq!(files("--help"), "./--help");
+        assert_eq!(files("-it's here.pcap"), r"'./-it'\''s here.pcap'");
+        assert_eq!(files("/data/a b.pcap"), "'/data/a b.pcap'");
+        assert_eq!(files("\"q\".pcap"), "'\"q\".pcap'");
+        assert_eq!(
+            files("x\u{1b}]0;t\u{7}\u{202e}'\\.pcap"),
+            r"$'x\x1b]0;t\x07\u202e\'\\.pcap'"
+        );
+        assert!(!command("a\nb\u{9b}.pcap")
+            .chars()
+            .any(crate::units::is_hazard));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub struct FullReport {
 pub fn full_report(a: &Run<Statistics>) -> FullReport {
     let fr = first_reset(a, 20);
     let stats = &a.output;
-    let mysql = stats.mysql.clone().report();
+    let mysql = crate::closes::mysql_report(a, &stats.mysql);
     let rt = stats.rt.report(&stats.mysql);
     let rate = stats.rates.report();
     let mut f = Vec::new();
@@ -82,6 +82,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         f.push(Finding {
             severity: 1,
             kind: FindingKind::FirstAbnormalClose,
+            cause: c.cause.clone(),
             summary,
             evidence,
             // The close first (Wireshark's frame to go to), then its members' request and close frames.
@@ -185,19 +186,74 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ..Finding::blank()
         });
     }
-    let errors: u64 = mysql.error_details.iter().map(|e| e.count).sum();
+    // Slow humps that errors make, or whose cause is known: one finding each, with those errors.
+    let humps = crate::humps::hump_findings(&rt, mysql.queries, (first_s > 0.0).then_some(first_s));
+    let in_humps: BTreeSet<u16> = humps.iter().flat_map(|h| h.codes.iter().copied()).collect();
+    let hump_centers: Vec<f64> = humps.iter().map(|h| h.center_us).collect();
+    let named = connection_namer(&a.connections);
+    for h in humps {
+        let mut x = h.finding;
+        x.frame_notes = error_notes(
+            &mysql
+                .error_details
+                .iter()
+                .filter(|e| h.codes.contains(&e.code))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let conns: Vec<NamedConnection> = a
+            .connections
+            .iter()
+            .filter(|c| h.connections.contains(&c.first.frame))
+            .map(&named)
+            .collect();
+        x.scope = match (conns.is_empty(), h.server) {
+            (false, _) => Scope::Connections(conns),
+            (true, Some(s)) => Scope::Endpoint(s),
+            (true, None) => Scope::Capture,
+        };
+        f.push(x);
+    }
+    let other_errors: Vec<&ErrorDetail> = mysql
+        .error_details
+        .iter()
+        .filter(|e| !in_humps.contains(&e.code))
+        .collect();
+    let errors: u64 = other_errors.iter().map(|e| e.count).sum();
     if errors > 0 {
         let share = errors as f64 / mysql.queries.max(1) as f64;
-        let top = &mysql.error_details.iter().max_by_key(|e| e.count);
+        let top = &other_errors.iter().max_by_key(|e| e.count);
+        // The errors' mean response time: of them all, or of those not in a hump's finding.
+        let error_mean = if in_humps.is_empty() {
+            mysql.rt_error_us.mean
+        } else {
+            let (n, sum) = other_errors.iter().fold((0u64, 0.0), |(n, sum), e| {
+                (n + e.rt_us.count, sum + e.rt_us.mean * e.rt_us.count as f64)
+            });
+            sum / n.max(1) as f64
+        };
+        let besides = if in_humps.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " besides those of the slow hump{} ({})",
+                if hump_centers.len() == 1 { "" } else { "s" },
+                in_humps
+                    .iter()
+                    .map(|c| format!("ERR {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         f.push(Finding {
             severity: if share >= 0.01 { 1 } else { 3 },
             kind: FindingKind::Errors,
             summary: format!(
-                "{} ({:.1}% of {}); errors answered in {} on average vs {} for successes",
+                "{} ({:.1}% of {}){besides}; errors answered in {} on average vs {} for successes",
                 units::counted(errors, "MySQL error response", "MySQL error responses"),
                 100.0 * share,
                 units::counted(mysql.queries, "request", "requests"),
-                duration_us(mysql.rt_error_us.mean),
+                duration_us(error_mean),
                 duration_us(mysql.rt_ok_us.mean)
             ),
             evidence: top
@@ -212,7 +268,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
                 })
                 .collect(),
             frames: vec![],
-            frame_notes: error_notes(&mysql.error_details),
+            frame_notes: error_notes(&other_errors.into_iter().cloned().collect::<Vec<_>>()),
             ..Finding::blank()
         });
     }
@@ -224,6 +280,14 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             .collect();
         let mut evidence = Vec::new();
         for s in &rt.slow_modes {
+            if hump_centers.contains(&s.center_us) {
+                evidence.push(format!(
+                    "hump at ~{}: see its own finding ({})",
+                    duration_us(s.center_us),
+                    FindingKind::SlowHump
+                ));
+                continue;
+            }
             let mut traits = vec![format!(
                 "{:.0}% retransmitted",
                 100.0 * s.retransmitted_share
@@ -427,8 +491,23 @@ fn incident_finding(i: &Incident) -> Finding {
         .chain(i.preceded_by.iter().cloned())
         .collect(),
         frames: vec![i.request_frame, i.frame],
+        cause: i.cause.clone(),
         ..Finding::blank()
     }
+}
+
+/// The cause of a group's closes, when they all have one of the same kind and setting: the first's (each
+/// member has its own).
+fn shared_cause(members: &[Finding]) -> Option<crate::cause::Cause> {
+    let first = members.first()?.cause.as_ref()?;
+    members
+        .iter()
+        .all(|m| {
+            m.cause
+                .as_ref()
+                .is_some_and(|c| c.kind == first.kind && c.setting == first.setting)
+        })
+        .then(|| first.clone())
 }
 
 /// What a close cut off, in words: "mid resultset", "mid response", "unanswered".
@@ -550,6 +629,7 @@ impl IncidentGroup<'_> {
                 .collect(),
             count: self.members.len() as u64,
             span: Some(self.span),
+            cause: shared_cause(&self.members),
             members: self.members,
             ..Finding::blank()
         }
@@ -797,6 +877,7 @@ fn hand_off(
                     .map(|(c, _)| named(c))
                     .collect(),
             ),
+            FindingKind::SlowHump => x.scope.clone(),
             FindingKind::RtMultimodal => {
                 let servers: BTreeSet<Endpoint> = conns
                     .iter()

@@ -106,6 +106,11 @@ impl<const SUB_BITS: u32> Binned<SUB_BITS> {
     pub(crate) fn ns(self) -> u64 {
         self.ns
     }
+
+    /// Its bin's number.
+    pub(crate) fn bin(self) -> u16 {
+        self.bin
+    }
 }
 
 impl<const SUB_BITS: u32> Histogram<SUB_BITS> {

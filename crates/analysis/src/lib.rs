@@ -24,7 +24,8 @@
 //!   lined up transaction by transaction: where each one's time went (the server or the path). The
 //!   [`Exchanges`] analysis gives each capture's requests as the records [`compare`] lines up.
 //!
-//! Detector thresholds live in one place, with the reason for each value: the `thresholds` module.
+//! Detector thresholds live in one place, with the reason for each value: the `thresholds` module. Why a
+//! close or a request ended as it did is a [`cause::Cause`], worded in one place: the [`cause`] module.
 //!
 //! The first RST of a capture, then its MySQL statistics:
 //!
@@ -56,9 +57,12 @@
 
 #![deny(missing_docs)]
 
+pub mod cause;
 mod closes;
 mod compare;
+mod compare_ends;
 mod connects;
+mod diff;
 mod engine;
 pub mod events;
 mod everything;
@@ -67,6 +71,7 @@ mod facts;
 mod finding;
 mod findings;
 mod histogram;
+mod humps;
 mod modes;
 mod mysql;
 mod phases;
@@ -81,15 +86,27 @@ pub mod units;
 mod unknowns;
 
 pub use closes::{
-    every_close, first_reset, CloseRecord, CloseReport, FinJudgement, FirstReset, SessionState,
+    connection_closes, every_close, explain_incidents, first_reset, flow_rows, mysql_report,
+    CloseRecord, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowCloses,
+    FlowRow, Judgements, NotJudged, SessionState,
 };
 pub use compare::{
     compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,
     CompareOptions, Comparison, ConnectionPairing, Exchange, IntervalComparison, MatchedBy,
     MatchedPair, Notable, NotableCounts, NotableKind, OutsideOtherCapture, Seen, SideBySideHumps,
 };
+pub use compare_ends::{
+    compare_endings, ConnectionEnding, EndingAt, EndingCounts, EndingKind, EndingTrack, Endings,
+    EndingsComparison, NotableEnding, OpenRequest, SeenClose,
+};
 pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
+};
+pub use diff::{
+    diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
+    ConnectionLoad, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile, Matching, Method,
+    Pair, PathFacts, RankTest, RateTest, RunProfile, RunSummary, ServerDiff, ServerMatch,
+    StatementDiff, StatementSide, Throughput,
 };
 pub use engine::{
     analyze, analyze_set, EngineOptions, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,
@@ -106,13 +123,18 @@ pub use finding::{
 };
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
+pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    response_time_ns, ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident,
-    IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection, MysqlFilter, MysqlReport,
-    MysqlSessionFacts, MysqlStatistics, OtherStatements, RecognisedBy, RequestCounts, SecondCounts,
-    StatementFingerprinter, StatementGroup, UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
-    STATEMENT_GROUPS_KEPT,
+    command_word, response_time_ns, statement_label, ConnectSummary, CutOff, ErrorDetail,
+    ErrorExample, Fate, Incident, IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, OtherStatements, RecognisedBy,
+    RequestCounts, SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
+    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES, STATEMENT_GROUPS_KEPT,
+};
+pub use mysql::{
+    EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
+    TlsSession, TlsSessionFacts,
 };
 pub use phases::PHASES_ENV;
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};

@@ -62,6 +62,28 @@ pub struct Mode {
     pub hi_us: f64,
     /// p75/p25 of the mode's own samples, >= 1: 1.1 is a tight hump, 3 a broad one.
     pub spread: f64,
+    /// The histogram bins the mode holds, as the lower edge of its first and the upper edge of its last,
+    /// ns: what [`Mode::count_in`] counts in another histogram of the same resolution.
+    #[serde(skip)]
+    pub(crate) bins_ns: (u64, u64),
+}
+
+impl Mode {
+    /// How many of the values of `h` (a histogram of the resolution the mode was found in) fall in the
+    /// mode's bins: exactly the mode's own samples when `h` is the histogram it was found in.
+    pub(crate) fn count_in(&self, h: &Histogram) -> u64 {
+        h.count_between(self.bins_ns.0, self.bins_ns.1)
+    }
+
+    /// Whether a value of `ns` falls in one of the mode's bins.
+    pub(crate) fn holds(&self, ns: u64) -> bool {
+        ns >= self.bins_ns.0 && ns < self.bins_ns.1
+    }
+
+    /// Whether the bin with the upper edge `hi_ns` is one of the mode's.
+    pub(crate) fn holds_bin(&self, hi_ns: u64) -> bool {
+        hi_ns > self.bins_ns.0 && hi_ns <= self.bins_ns.1
+    }
 }
 
 /// The lowest point between two modes.
@@ -80,6 +102,8 @@ struct Point {
     x: f64,
     lo_ns: f64,
     hi_ns: f64,
+    /// The bin's edges as the histogram gives them.
+    edges: (u64, u64),
     n: u64,
 }
 
@@ -91,7 +115,13 @@ fn points_of(h: &Histogram) -> Vec<Point> {
             // Below one timestamp tick (a response in the same µs, 0 ns) there is nothing to resolve:
             // such bins sit at half a tick, inside the widest kernels, instead of far out at 1 ns.
             let x = (lo_ns.max(1.0) * hi_ns).sqrt().max(RES_NS / 2.0).ln();
-            Point { x, lo_ns, hi_ns, n }
+            Point {
+                x,
+                lo_ns,
+                hi_ns,
+                edges: (lo, hi),
+                n,
+            }
         })
         .collect()
 }
@@ -368,6 +398,10 @@ pub fn detect_modes(h: &Histogram) -> ModeAnalysis {
             },
             hi_us: valley_us.get(i).copied().unwrap_or(summary.max),
             spread: if p25 > 0.0 { (p75 / p25).max(1.0) } else { 1.0 },
+            bins_ns: (
+                pts.first().map_or(0, |p| p.edges.0),
+                pts.last().map_or(0, |p| p.edges.1),
+            ),
         });
         if i + 1 < regions.len() {
             let (l, r) = (regions[i], regions[i + 1]);

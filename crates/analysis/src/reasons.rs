@@ -16,7 +16,7 @@ pub(crate) fn role_name(r: Role) -> &'static str {
     }
 }
 
-fn peer_name(r: Role) -> &'static str {
+pub(crate) fn peer_name(r: Role) -> &'static str {
     match r {
         Role::Client => "server",
         Role::Server => "client",
@@ -69,9 +69,15 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy, after_quit: bool) -> String 
         // A fact of TCP, not a judgement: a FIN that cut a resultset off is answered by the peer's FIN
         // as politely as one after COM_QUIT.
         (CloseFlag::Fin, ConnectionEnd::Graceful(_)) => parts.push("both sides sent FIN".into()),
-        (CloseFlag::Fin, ConnectionEnd::Reset(r)) => {
-            parts.push(format!("then {} RST", role_name(r)))
-        }
+        (CloseFlag::Fin, ConnectionEnd::Reset(r)) => match data_after_fin(conn, ev) {
+            Some((data, rst)) => parts.push(format!(
+                "then {} RST (frame {}) answering the {peer}'s data sent after this FIN (frame {})",
+                role_name(r),
+                rst.frame,
+                data.frame
+            )),
+            None => parts.push(format!("then {} RST", role_name(r))),
+        },
         (CloseFlag::Fin, ConnectionEnd::HalfClosed(_)) => {
             parts.push(format!("the {peer} sent no FIN before the capture ended"))
         }
@@ -79,6 +85,19 @@ pub fn tcp_reason(conn: &Connection, ev: &ClosedBy, after_quit: bool) -> String 
         (CloseFlag::Fin, ConnectionEnd::Open) => {}
     }
     parts.join(", ")
+}
+
+/// The FIN `fin`'s side reset the connection later, answering data its peer sent after the FIN (a request
+/// on a connection the server had closed; an answer to a client that had left): that data, and the RST.
+pub(crate) fn data_after_fin(conn: &Connection, fin: &ClosedBy) -> Option<(FrameRef, FrameRef)> {
+    let rst = conn
+        .first_rst
+        .filter(|r| r.by == fin.by && r.event.at.frame > fin.event.at.frame)?;
+    let data = rst
+        .event
+        .peer_last_data
+        .filter(|d| d.frame > fin.event.at.frame)?;
+    Some((data, rst.event.at))
 }
 
 /// What preceded a close on its connection, in TCP facts: the peer's zero window (it stopped reading),
@@ -113,17 +132,10 @@ pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
         ));
     }
     if let Some((last, silent)) = silence_before(ev, parts.is_empty()) {
-        // The peer's data had been answered, so the closing side's was the last. A server (or a proxy
-        // before it) that answered and then heard nothing was idle, and idle limits (wait_timeout) are
-        // the server's; a client that sent last was still waiting for its answer when it gave up (its
-        // own timeout, or its application's choice), which no idle limit of the server's explains.
-        let hint = if ev.by == Role::Client {
-            ") while the client awaited its answer"
-        } else {
-            ": an idle timeout such as wait_timeout?)"
-        };
+        // A fact only: whether the silence was an idle session's (an idle timeout) or a reader's wait
+        // for its answer is the cause's to judge (`crate::cause`), which knows what the session did.
         parts.push(format!(
-            "the {peer} had sent nothing for {} (since frame {}{hint}",
+            "the {peer} had sent nothing for {} (since frame {})",
             s(silent),
             last.frame
         ));
@@ -134,7 +146,7 @@ pub(crate) fn why(ev: &ClosedBy) -> Vec<String> {
 /// The peer's zero-window spell that led to the close `ev` (at least [`WHY_ZERO_WINDOW_NS`] long, and
 /// ended, if it did, less long before the close than it lasted): the spell, its length and how long
 /// before the close it ended, ns.
-fn zero_window_before(ev: &ClosedBy) -> Option<(ZeroWindowSpell, i64, i64)> {
+pub(crate) fn zero_window_before(ev: &ClosedBy) -> Option<(ZeroWindowSpell, i64, i64)> {
     let at = ev.event.at.ts.0;
     let z = ev.event.peer_zero_window?;
     let end = z.until.map_or(at, |u| u.ts.0.min(at));

@@ -4,16 +4,19 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use pcapsleuth_flow::{FlowBuildHasher, SegmentClass};
-use pcapsleuth_mysql::{Command, Direction};
+use pcapsleuth_flow::{Endpoint, FlowBuildHasher, SegmentClass};
+use pcapsleuth_mysql::{Command, Direction, Outcome};
 
 use serde::Serialize;
 
+use crate::cause::{Cause, HumpFacts};
 use crate::events::{Analysis, ConnectionView, SegmentView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, CoarseHistogram, Histogram, RtSummary};
+use crate::humps::{HumpConnections, HumpError, HumpRequest, HumpTraits, Member};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};
+use crate::thresholds::HUMP_ERRORS_MAKE;
 use crate::timeline::{plausible_response_time, Timeline};
 
 /// Response times from one source.
@@ -23,16 +26,18 @@ pub struct RtSide {
     errors: Histogram,
     /// Exchanges during which the connection retransmitted a segment.
     retransmitted: Histogram,
-    by_port: BTreeMap<u16, Histogram>,
-    /// (server port, interval) -> distribution and error count.
-    per_interval: HashMap<(u16, i64), (CoarseHistogram, u64), FlowBuildHasher>,
+    by_server: BTreeMap<Endpoint, Histogram>,
+    /// (server endpoint, interval) -> distribution and error count.
+    per_interval: HashMap<(Endpoint, i64), (CoarseHistogram, u64), FlowBuildHasher>,
+    /// What the requests of each bin of `all` have in common: for explaining humps.
+    traits: HumpTraits,
 }
 
 impl RtSide {
     fn add(
         &mut self,
         interval_ns: i64,
-        port: u16,
+        server: Endpoint,
         request_ts_ns: i64,
         rt_ns: u64,
         error: bool,
@@ -41,11 +46,11 @@ impl RtSide {
         let rt = Binned::new(rt_ns);
         self.add_unplaced(rt, error, retransmitted);
         let bin = request_ts_ns.div_euclid(interval_ns);
-        self.add_placed(port, bin, std::iter::once((rt, error)));
+        self.add_placed(server, bin, std::iter::once((rt, error)));
     }
 
     /// The distributions that do not depend on where a response time was measured. (The value is
-    /// binned once for these and its port's.)
+    /// binned once for these and its server's.)
     #[inline]
     fn add_unplaced(&mut self, rt: Binned, error: bool, retransmitted: bool) {
         self.all.add_binned(rt);
@@ -57,19 +62,19 @@ impl RtSide {
         }
     }
 
-    /// The distributions of server port `port` and of its interval `bin`: `values` are response times
+    /// The distributions of server `server` and of its interval `bin`: `values` are response times
     /// measured there, with whether each was an error.
     fn add_placed(
         &mut self,
-        port: u16,
+        server: Endpoint,
         bin: i64,
         values: impl Iterator<Item = (Binned, bool)> + Clone,
     ) {
-        let by_port = self.by_port.entry(port).or_default();
+        let by_server = self.by_server.entry(server).or_default();
         for (rt, _) in values.clone() {
-            by_port.add_binned(rt);
+            by_server.add_binned(rt);
         }
-        let cell = self.per_interval.entry((port, bin)).or_default();
+        let cell = self.per_interval.entry((server, bin)).or_default();
         for (rt, error) in values {
             cell.0.add(rt.ns());
             cell.1 += u64::from(error);
@@ -80,8 +85,9 @@ impl RtSide {
         self.all.merge(&o.all);
         self.errors.merge(&o.errors);
         self.retransmitted.merge(&o.retransmitted);
-        for (p, h) in o.by_port {
-            self.by_port.entry(p).or_default().merge(&h);
+        self.traits.merge(&o.traits);
+        for (p, h) in o.by_server {
+            self.by_server.entry(p).or_default().merge(&h);
         }
         for (k, (h, e)) in o.per_interval {
             let c = self.per_interval.entry(k).or_default();
@@ -112,9 +118,9 @@ impl RtAggregate {
         }
     }
 
-    pub(crate) fn connect(&mut self, port: u16, syn_ts: i64, login_ns: u64) {
+    pub(crate) fn connect(&mut self, server: Endpoint, syn_ts: i64, login_ns: u64) {
         self.connect
-            .add(self.interval_ns, port, syn_ts, login_ns, false, false);
+            .add(self.interval_ns, server, syn_ts, login_ns, false, false);
     }
 
     /// Leaves out the intervals outside the capture's body (samples between two wild timestamps keep
@@ -179,21 +185,32 @@ impl RtAggregate {
                 })
                 .collect(),
             by_port: side
-                .by_port
+                .by_server
+                .iter()
+                .fold(BTreeMap::<u16, Histogram>::new(), |mut ports, (s, h)| {
+                    ports.entry(s.port).or_default().merge(h);
+                    ports
+                })
                 .iter()
                 .map(|(p, h)| (p.to_string(), h.summary_us()))
+                .collect(),
+            by_server: side
+                .by_server
+                .iter()
+                .map(|(s, h)| (s.to_string(), h.summary_us()))
                 .collect(),
             per_interval: {
                 let mut rows = intervals(side, secs, IntervalKind::Requests);
                 rows.extend(intervals(&self.connect, secs, IntervalKind::Connect));
                 rows.sort_by(|a, b| {
-                    (a.start, a.port, a.kind)
-                        .partial_cmp(&(b.start, b.port, b.kind))
+                    (a.0, a.1, a.2.kind)
+                        .partial_cmp(&(b.0, b.1, b.2.kind))
                         .unwrap_or(std::cmp::Ordering::Equal)
                 });
-                rows
+                rows.into_iter().map(|(_, _, row)| row).collect()
             },
             connect_us: self.connect.all.summary_us(),
+            estimated_from_tls_records: mysql.tls.estimated(),
             interval_s: secs,
             analysis: modes,
         }
@@ -212,16 +229,16 @@ pub struct ResponseTimes {
     tcp: Unplaced,
 }
 
-/// Response times measured at one server port in one interval, since the one before them was measured
-/// elsewhere, not yet added to that port's and that interval's distributions: added together when one is
-/// measured elsewhere, when [`Unplaced::CAP`] are waiting, or before the distributions are read
+/// Response times measured at one server in one interval, since the one before them was measured
+/// elsewhere, not yet added to that server's and that interval's distributions: added together when one
+/// is measured elsewhere, when [`Unplaced::CAP`] are waiting, or before the distributions are read
 /// ([`ResponseTimes::merge`], [`ResponseTimes::finish`]). Requests come in time order and a capture holds
-/// few server ports, so the two lookups are made once for many response times. Adding to a distribution
+/// few servers, so the two lookups are made once for many response times. Adding to a distribution
 /// commutes, so the distributions are the same whenever the values are added.
 #[derive(Debug, Default)]
 struct Unplaced {
-    /// (server port, interval) of `values`; `None` when there are none.
-    key: Option<(u16, i64)>,
+    /// (server, interval) of `values`; `None` when there are none.
+    key: Option<(Endpoint, i64)>,
     /// `[from, to)`: the request times the interval holds.
     from: i64,
     to: i64,
@@ -232,25 +249,25 @@ struct Unplaced {
 impl Unplaced {
     const CAP: usize = 256;
 
-    /// Notes a response time of a request at `ts_ns` to `port` (its other distributions are `side`'s
+    /// Notes a response time of a request at `ts_ns` to `server` (its other distributions are `side`'s
     /// already), adding the waiting ones to `side` first if they were measured elsewhere.
     #[inline(always)]
     fn note(
         &mut self,
         side: &mut RtSide,
         interval_ns: i64,
-        port: u16,
+        server: Endpoint,
         ts_ns: i64,
         value: (Binned, bool),
     ) {
-        let same = self.key.is_some_and(|(p, _)| p == port)
+        let same = self.key.is_some_and(|(s, _)| s == server)
             && ts_ns >= self.from
             && ts_ns < self.to
             && self.values.len() < Self::CAP;
         if !same {
             self.place(side);
             let bin = ts_ns.div_euclid(interval_ns);
-            self.key = Some((port, bin));
+            self.key = Some((server, bin));
             self.from = bin.saturating_mul(interval_ns);
             self.to = bin.saturating_add(1).saturating_mul(interval_ns);
         }
@@ -259,8 +276,8 @@ impl Unplaced {
 
     /// Adds the waiting response times to `side`'s port and interval distributions.
     fn place(&mut self, side: &mut RtSide) {
-        if let Some((port, bin)) = self.key.take() {
-            side.add_placed(port, bin, self.values.iter().copied());
+        if let Some((server, bin)) = self.key.take() {
+            side.add_placed(server, bin, self.values.iter().copied());
             self.values.clear();
         }
     }
@@ -278,20 +295,27 @@ impl ResponseTimes {
     ) {
         let ts = seg.at.ts.0;
         if conn.direction(seg.side) == Direction::ClientToServer {
-            pending.0.get_or_insert(ts);
+            if pending.0.is_none() {
+                *pending = PendingTcpRequest(Some(ts), seg.at.frame);
+            }
         } else if let Some(start) = pending.0.take() {
             if let Some(rt) = plausible_response_time(start, ts) {
                 let rt = Binned::new(rt);
                 let retransmitted = conn.tcp().retransmissions_between(start, ts);
                 let side = &mut self.rt.tcp;
                 side.add_unplaced(rt, false, retransmitted);
-                self.tcp.note(
-                    side,
-                    self.rt.interval_ns,
-                    conn.server().port,
-                    start,
-                    (rt, false),
-                );
+                let member = Member {
+                    request_frame: pending.1,
+                    response_frame: Some(seg.at.frame),
+                    request_ts_ns: start,
+                    connection: conn.tcp().first().frame,
+                    client: conn.client(),
+                    server: conn.server(),
+                    error: None,
+                };
+                side.traits.note(rt, &member, None, None);
+                self.tcp
+                    .note(side, self.rt.interval_ns, conn.server(), start, (rt, false));
             }
         }
     }
@@ -324,9 +348,10 @@ impl Default for ResponseTimes {
     }
 }
 
-/// A tcprstat-style request: when the client's data began that the server has not answered yet.
+/// A tcprstat-style request: when the client's data began that the server has not answered yet, and
+/// its frame.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PendingTcpRequest(Option<i64>);
+pub struct PendingTcpRequest(Option<i64>, u64);
 
 impl Analysis for ResponseTimes {
     type PerConnection = PendingTcpRequest;
@@ -341,19 +366,37 @@ impl Analysis for ResponseTimes {
         if t.transaction.command == Command::Connect {
             // A login is timed from the client's first SYN, when the capture holds it.
             if let Some((syn, login)) = login_from_syn(conn, t) {
-                self.rt.connect(t.server.port, syn.ts.0, login);
+                self.rt.connect(t.server, syn.ts.0, login);
             }
             return;
         }
         if let Some(rt) = t.response_time_ns() {
             let rt = Binned::new(rt);
-            let error = t.error_code().is_some();
+            let tx = t.transaction;
+            let code = t.error_code();
+            let error = code.is_some();
             let side = &mut self.rt.mysql;
             side.add_unplaced(rt, error, t.retransmitted());
+            let member = Member {
+                request_frame: tx.request_frame,
+                response_frame: tx.last_response_frame,
+                request_ts_ns: tx.request_ts_ns as i64,
+                connection: conn.tcp().first().frame,
+                client: t.client,
+                server: t.server,
+                error: code,
+            };
+            let message = match &tx.outcome {
+                Outcome::Err {
+                    message, sql_state, ..
+                } => Some((sql_state.as_str(), message.as_str())),
+                _ => None,
+            };
+            side.traits.note(rt, &member, Some(tx.command), message);
             self.mysql.note(
                 side,
                 self.rt.interval_ns,
-                t.server.port,
+                t.server,
                 t.transaction.request_ts_ns as i64,
                 (rt, error),
             );
@@ -382,29 +425,35 @@ impl Analysis for ResponseTimes {
     fn finish(mut self, capture: &CaptureFacts) -> RtAggregate {
         self.place();
         self.rt.keep_within(&capture.timeline);
+        // Equal runs give equal aggregates, however their requests were spread over instances.
+        self.rt.mysql.traits.settle();
+        self.rt.tcp.traits.settle();
         self.rt
     }
 }
 
-/// The per-interval rows of one distribution.
-fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<IntervalRt> {
+/// The per-interval rows of one distribution, each with its start and server to sort by.
+fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<(f64, Endpoint, IntervalRt)> {
     side.per_interval
         .iter()
         .collect::<BTreeMap<_, _>>()
         .into_iter()
-        .map(|(&(port, bin), (h, errors))| {
+        .map(|(&(server, bin), (h, errors))| {
             let summary = h.summary_us();
-            IntervalRt {
-                port,
+            let start = bin as f64 * secs;
+            let row = IntervalRt {
+                server: server.to_string(),
+                port: server.port,
                 kind,
-                start: bin as f64 * secs,
+                start,
                 count: h.count(),
                 mean_us: summary.mean,
                 p50_us: summary.p50,
                 p95_us: summary.p95,
                 p99_us: summary.p99,
                 errors: *errors,
-            }
+            };
+            (start, server, row)
         })
         .collect()
 }
@@ -428,16 +477,38 @@ pub struct SlowModeTraits {
     pub share: f64,
     /// Requests in the mode.
     pub count: u64,
+    /// p75/p25 of its response times, >= 1 (as [`Mode::spread`]): near 1 for a timer's wait.
+    pub spread: f64,
     /// Share of them whose exchange saw a retransmitted segment (a mode near 200 ms × 2^n with a high share
     /// is retransmission timeouts).
     pub retransmitted_share: f64,
     /// Share of them answered with an error.
     pub error_share: f64,
+    /// The error codes that answered them, most first (at most 5), each with its share of the mode and
+    /// of all its code's answered errors.
+    pub errors: Vec<HumpError>,
     /// Statements (fingerprints) holding most of the mode, with their share of it.
     pub statements: Vec<(String, f64)>,
+    /// Commands (`COM_QUERY`, ...) holding at least 5% of the mode, with their share of it, most first.
+    pub commands: Vec<(String, f64)>,
+    /// Server endpoints of its requests, most first (at most 5), with their share of it.
+    pub servers: Vec<(String, f64)>,
+    /// Distinct server endpoints among its requests (of the 16 lowest endpoints of the capture).
+    pub distinct_servers: u64,
+    /// The share of it sent to servers past the capture's 16 lowest endpoints (not counted apart), 0..1.
+    pub other_servers_share: f64,
+    /// The connections and clients its requests came from.
+    pub connections: HumpConnections,
+    /// Its earliest request by frame.
+    pub first: Option<HumpRequest>,
+    /// When its latest request was sent, seconds since the epoch.
+    pub last_request_at: Option<f64>,
     /// Intervals (start, seconds since the epoch) holding most of the mode when it is concentrated in
     /// time, with their share of it; empty when spread over the capture.
     pub time_windows: Vec<(f64, f64)>,
+    /// Why the hump is there, when a timeout of the server's that answers with an error made it (ERR 1205
+    /// at innodb_lock_wait_timeout, ...); `null` otherwise.
+    pub cause: Option<Cause>,
 }
 
 fn explain(
@@ -446,13 +517,12 @@ fn explain(
     mysql: Option<&MysqlAggregate>,
     interval_ns: i64,
 ) -> SlowModeTraits {
-    let (lo, hi) = ((m.lo_us * 1e3) as u64, (m.hi_us * 1e3) as u64);
-    let in_mode = side.all.count_between(lo, hi).max(1) as f64;
-    let share_of = |h: &Histogram| h.count_between(lo, hi) as f64 / in_mode;
+    let in_mode = m.count_in(&side.all).max(1) as f64;
+    let share_of = |h: &Histogram| m.count_in(h) as f64 / in_mode;
     let mut statements: Vec<(String, f64)> = mysql
         .map(|a| {
             a.statement_histograms()
-                .map(|(fp, h)| (fp.clone(), share_of(h)))
+                .map(|(fp, h)| (fp, share_of(h)))
                 .filter(|(_, s)| *s >= 0.05)
                 .collect()
         })
@@ -461,7 +531,7 @@ fn explain(
     statements.truncate(5);
     let mut windows: BTreeMap<i64, u64> = BTreeMap::new();
     for (&(_, bin), (h, _)) in &side.per_interval {
-        *windows.entry(bin).or_default() += h.count_between(lo, hi);
+        *windows.entry(bin).or_default() += h.count_between(m.bins_ns.0, m.bins_ns.1);
     }
     let mut ranked: Vec<(i64, u64)> = windows.into_iter().filter(|(_, n)| *n > 0).collect();
     let intervals = ranked.len();
@@ -480,14 +550,36 @@ fn explain(
     if intervals < 5 || time_windows.len() * 5 > intervals {
         time_windows.clear();
     }
+    let members = side.traits.of_mode(m, &side.all);
+    let cause = crate::cause::of_hump(&HumpFacts {
+        center_ns: (m.center_us * 1e3).round() as i64,
+        spread: m.spread,
+        count: m.count,
+        errors: &members.errors,
+        statement: statements
+            .first()
+            .filter(|(_, s)| *s >= HUMP_ERRORS_MAKE)
+            .map(|(fp, _)| fp.as_str()),
+        first_error: members.first_error,
+    });
     SlowModeTraits {
         center_us: m.center_us,
         share: m.share,
         count: m.count,
+        spread: m.spread,
         retransmitted_share: share_of(&side.retransmitted),
         error_share: share_of(&side.errors),
+        errors: members.errors,
         statements,
+        commands: members.commands,
+        servers: members.servers,
+        distinct_servers: members.distinct_servers,
+        other_servers_share: members.other_servers_share,
+        connections: members.connections,
+        first: members.first,
+        last_request_at: members.last_request_at,
         time_windows,
+        cause,
     }
 }
 
@@ -502,9 +594,11 @@ pub struct HistogramBin {
     pub count: u64,
 }
 
-/// The response times of one interval, for one server port and kind.
+/// The response times of one interval, for one server and kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IntervalRt {
+    /// The server's `ip:port` (IPv6 as `[addr]:port`).
+    pub server: String,
     /// The server's port.
     pub port: u16,
     /// What is timed: requests, or MySQL logins from their first SYN.
@@ -564,14 +658,19 @@ pub struct RtReport {
     pub slow_modes: Vec<SlowModeTraits>,
     /// The distribution's non-empty bins, in order.
     pub histogram: Vec<HistogramBin>,
-    /// The summary per server port (the port as a string key).
+    /// The summary per server port (the port as a string key): servers that share a port are one.
     pub by_port: BTreeMap<String, RtSummary>,
+    /// The summary per server (`"ip:port"`, IPv6 as `"[addr]:port"`).
+    pub by_server: BTreeMap<String, RtSummary>,
     /// Width of the `per_interval` rows, seconds.
     pub interval_s: f64,
-    /// Rows by interval, server port and kind: requests, and MySQL logins from their first SYN.
+    /// Rows by interval, server and kind: requests, and MySQL logins from their first SYN.
     pub per_interval: Vec<IntervalRt>,
     /// MySQL logins seen from their first SYN: the SYN to the answer to the login.
     pub connect_us: RtSummary,
+    /// Response times estimated from the TLS records of the MySQL sessions in TLS not decrypted, as the
+    /// `mysql` report's `tls` has them: never among the distributions above.
+    pub estimated_from_tls_records: crate::EstimatedRt,
     /// The mode analysis behind `multimodal`, `modes` and `valleys` (for programs; not in JSON).
     #[serde(skip)]
     pub analysis: ModeAnalysis,

@@ -138,6 +138,38 @@ pub(crate) const GAP_MIN_TICKS: f64 = 4.0;
 /// the stretch are spread as widely as it, and it does not count.
 pub(crate) const GAP_SPAN_FACTOR: f64 = 3.0;
 
+// ---- What a hump's requests have in common (crate::humps) ----
+
+/// Requests kept per bin of a response-time distribution (32, the earliest by frame) to name a hump's
+/// connections and clients: a timeout's hump (a few dozen errors within a bin or two) is then named whole,
+/// and a bin costs at most a few kilobytes (a distribution has a few thousand bins at most).
+pub(crate) const HUMP_MEMBERS_PER_BIN: usize = 32;
+/// Server endpoints whose requests are counted apart (16, the lowest endpoints): a capture holds a few
+/// servers; past them, the rest are counted together and their share said.
+pub(crate) const HUMP_SERVERS_KEPT: usize = 16;
+/// Error codes, commands, servers, connections and clients listed per hump (the most frequent first).
+pub(crate) const HUMP_LISTED: usize = 5;
+/// A command is listed for a hump when it holds at least this share of it (5%), as statements are.
+pub(crate) const HUMP_TRAIT_MIN_SHARE: f64 = 0.05;
+/// An error code makes a hump when it answered at least half of its requests (50%): the hump is then
+/// those errors' response time, and their cause is the hump's.
+pub const HUMP_ERRORS_MAKE: f64 = 0.5;
+/// ... and `report` puts the hump and that code's errors into one finding when the hump also holds at
+/// least half (50%) of the code's answered errors: otherwise most of them are elsewhere and have their
+/// own finding.
+pub const HUMP_ERRORS_ABSORBED: f64 = 0.5;
+/// A hump is narrow (one wait for all its requests: a timer's) when its middle half spans at most 5%
+/// (p75/p25 <= 1.05). A timer fires at its time plus a few milliseconds of scheduling: 20 lock waits at
+/// innodb_lock_wait_timeout=1 on a busy 2-core host took 1.0003-1.0087 s (p75/p25 about 1.002); the
+/// histogram's bins are 0.8% wide; service times and queueing spread wider (point selects on the same
+/// host: 1.9-2.3×). A narrow hump is said to be at a round duration when its median is a whole number of
+/// seconds within `ROUND_WAIT_TOLERANCE_NS` (see `crate::cause::round_wait`): timeouts are set in whole
+/// seconds. A hump is named a timeout only when an error a timer sends answered most of it (ERR 1205,
+/// 3024, 1969): a narrow hump of successes at a round duration is a sleep, a semi-sync or GET_LOCK wait,
+/// or a staircase of service times (a thread pool serving 0.3 s requests N at a time puts humps at 0.3,
+/// 0.6, 0.9 s ...), which its traits describe without naming a cause.
+pub const HUMP_NARROW_SPREAD: f64 = 1.05;
+
 // ---- Connection attempts and greetings (crate::connects, crate::closes) ----
 
 /// A MySQL greeting this long after the handshake means the server accepted the connection late. A
@@ -183,6 +215,36 @@ pub const WHY_RESENT_IN_A_ROW: u32 = 2;
 /// exchange.
 pub const WHY_SILENCE_NS: i64 = 1_000_000_000;
 
+// ---- Causes (crate::cause) ----
+
+/// A wait is a timer's (a timeout) when it is a whole number of seconds within this (20 ms): MySQL's
+/// timeouts (wait_timeout, net_write_timeout, net_read_timeout, connect_timeout,
+/// innodb_lock_wait_timeout) are whole seconds, and so are most clients' and proxies'; a timer fires
+/// within a few milliseconds of its time on a live host, and a capture point a LAN away adds well under
+/// a millisecond. A wait that is not a timer's lands within it of a whole second 4% of the time, so a
+/// round wait alone only makes a cause likely where the state also fits the setting.
+pub const ROUND_WAIT_TOLERANCE_NS: i64 = 20_000_000;
+/// ... and at least this long (1 s): the shortest timeout one sets in whole seconds; below it every
+/// wait is near "0 s".
+pub const ROUND_WAIT_MIN_NS: i64 = 1_000_000_000;
+
+/// A wait that this many closes alike share (3: by one side, with one flag, of one server, within
+/// `CLOSE_GROUP_GAP_S` of each other, each within `ROUND_WAIT_TOLERANCE_NS` of it) is a timer's even when it
+/// is no whole number of seconds (a proxy's 2.5 s, a pool's 1,500 ms): two may agree by chance, three
+/// closes of unrelated causes agreeing to 20 ms do not.
+pub const SHARED_WAIT_CLOSES: usize = 3;
+
+/// An error the server sent is what preceded a close when it came at most this long (1 s) before it,
+/// with nothing else from the server between: a server closes right after the ERR that says why
+/// (1040, 1153, 4031: microseconds), and a client that gives up on an error does so in its next steps.
+pub const ERROR_BEFORE_CLOSE_NS: i64 = 1_000_000_000;
+
+/// An address's usual IP TTL is learned from at least this many of its packets (3) before a FIN or RST
+/// bearing it is judged by its TTL: a host sends every packet of its connections with one initial TTL,
+/// and one path gives them one TTL at a capture point, so a handful shows it; fewer could be the odd
+/// packet.
+pub const TTL_MIN_PACKETS: u64 = 3;
+
 // ---- Two capture points (crate::compare) ----
 
 /// When requests are matched by payload on a pair of connections, a client request takes the next
@@ -219,6 +281,22 @@ pub const COMPARE_LATE_FACTOR: f64 = 10.0;
 /// two thirds it says they shared it.
 pub const COMPARE_PATH_SHARE: f64 = 2.0 / 3.0;
 
+/// A FIN or RST seen arriving at one point was sent by the side it names when that side's point shows
+/// it leaving at most this long (1 ms) after it arrived, beyond the clocks' uncertainty: the two points
+/// timestamp at different places (a NIC, a bridge), which can put a packet's two sightings a little out
+/// of order; a close that was never sent is not there at all.
+pub const COMPARE_CLOSE_SLACK_NS: i64 = 1_000_000;
+/// A FIN or RST that left a point is said never to have reached the other only when the other capture
+/// went on at least this long (1 s) after it: a lost FIN is resent within a second (RTO at least 200 ms,
+/// doubling), so one still missing after a second was not just late.
+pub const COMPARE_CLOSE_ARRIVAL_NS: i64 = 1_000_000_000;
+/// A device between the points closes both sides "at the same moment" when the two closes, on the aligned
+/// clocks, are at most the clocks' uncertainty plus this (5 ms) or the path's p99 (what it adds to a
+/// round trip), the larger, apart: its two packets reach the two points within one trip through the path
+/// between them, and a client and a server that each close on their own coincide that closely only by
+/// chance.
+pub const COMPARE_SAME_MOMENT_MIN_NS: i64 = 5_000_000;
+
 // ---- Grouping findings (crate::findings) ----
 
 /// Closes that cut MySQL work off, of one kind (what was cut off), by one side, on one server, are one
@@ -242,3 +320,63 @@ pub const ANNOTATED_RESENDS: usize = 5;
 /// `extract --annotate` comments the retransmissions of at most this many connections (those that
 /// began first): a bound on memory whatever the capture holds.
 pub const ANNOTATED_RESEND_CONNECTIONS: usize = 4096;
+
+// ---- Two runs compared (crate::diff) ----
+
+/// The family-wise level of the rank tests of one diff (Holm's correction over the overall response
+/// time, every statement group and the think time): one diff makes dozens of comparisons, and a verdict
+/// that names a statement must not be the one chance pick among them.
+pub const DIFF_LEVEL: f64 = 0.01;
+
+/// The least shift of a distribution that is called a difference, as the probability of superiority's
+/// distance from 0.5 (0.56 is Vargha and Delaney's "small" effect): with a million requests a side a
+/// 1% shift is significant, and no one should chase it.
+pub const DIFF_MIN_EFFECT: f64 = 0.06;
+
+/// The level of the rate tests (requests and errors per second): each rate is reported on its own, so a
+/// strict level keeps their many comparisons from calling noise.
+pub const DIFF_RATE_LEVEL: f64 = 0.001;
+
+/// The least change of a rate that is called one (20%): runs of one workload recorded minutes apart
+/// differ by a few percent in what they sent.
+pub const DIFF_MIN_RATE_CHANGE: f64 = 0.20;
+
+/// A statement group is tested only with at least this many answered requests in each run: fewer
+/// cannot show a difference at the level above, and their table row says "too few".
+pub const DIFF_MIN_TESTED: u64 = 8;
+
+/// A connection's median response time is counted (to say whether a change shows on every connection)
+/// when it answered at least this many requests.
+pub const DIFF_CONNECTION_MIN_REQUESTS: u64 = 10;
+
+/// Response times changed when the time B's requests spent beyond A's speed (or saved), over the
+/// statements that changed significantly, is at least this share of B's time: less is within what one
+/// run differs from the next.
+pub const DIFF_RT_CHANGE_SHARE: f64 = 0.10;
+
+/// Statements "got slower by about the same time" when the largest and the smallest change of their
+/// medians are within this factor: a constant added to every request (a path's delay) moves a 24 µs
+/// COMMIT and a 100 µs range select by the same time, where a slower server multiplies them.
+pub const DIFF_UNIFORM_SPREAD: f64 = 1.5;
+
+/// The added time is "in" a few statements when at most [`DIFF_CONCENTRATED_GROUPS`] of them hold at
+/// least this share of it.
+pub const DIFF_CONCENTRATED_SHARE: f64 = 0.8;
+
+/// See [`DIFF_CONCENTRATED_SHARE`].
+pub const DIFF_CONCENTRATED_GROUPS: usize = 3;
+
+/// The clients offered less (or more) load when their mean think time (a response to their next
+/// request) grew (or shrank) by at least this factor together with a significant change of the request
+/// rate.
+pub const DIFF_THINK_FACTOR: f64 = 1.5;
+
+/// Seen at a server, the path's round trip (the fastest tenth of think times: a response, then the
+/// client's next request at once) grew when its change is at least this many times the change of the
+/// server's own mean response time: then the path, not the server, holds most of what changed.
+pub const DIFF_PATH_FACTOR: f64 = 2.0;
+
+/// A capture was taken at the client (or at the server) when its TCP handshakes' SYN to SYN-ACK (or
+/// SYN-ACK to ACK) holds at least this share of their round trip (medians): the half that crossed the
+/// path. On a local network both halves are microseconds and the point is not told.
+pub const DIFF_HANDSHAKE_HALF: f64 = 0.8;

@@ -162,6 +162,24 @@ pub fn significant(v: f64, digits: i32) -> String {
 /// What a statistic of nothing reads as: "—", not a zero that looks measured.
 pub const NONE: &str = "—";
 
+/// Whether `c` must never be written raw where a person reads: a control character (C0, DEL, C1: what
+/// terminals execute), a bidirectional formatting character (U+061C, U+200E, U+200F, U+202A to U+202E,
+/// U+2066 to U+2069: what reorders the text around it, as in "Trojan Source"), or a line or paragraph
+/// separator (U+2028, U+2029: line breaks to some viewers). `pcapsleuth_report::visible` shows each as an
+/// escape; [`crate::Scope::extract_command`] quotes a file name holding one as `$'...'`.
+pub fn is_hazard(c: char) -> bool {
+    matches!(
+        c,
+        '\0'..='\x1f'
+            | '\x7f'..='\u{9f}'
+            | '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
+}
+
 /// A duration in seconds, as [`duration_us`] writes it: "7.81 s", "590 ms", "28,800 s".
 pub fn seconds(s: f64) -> String {
     duration_us(s * 1e6)

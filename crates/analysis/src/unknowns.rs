@@ -1,12 +1,14 @@
 //! What the capture could not show, said by every command: packets cut by the snap length and the figures
-//! partial because of them, responses that could not be read to their end, statements cut mid-text, and
-//! MySQL sessions encrypted with TLS. A figure from partial data must never read as complete.
+//! partial because of them, responses that could not be read to their end, statements cut mid-text, MySQL
+//! sessions encrypted with TLS, and IP datagrams whose fragments could not be put back together. A figure
+//! from partial data must never read as complete.
 
+use pcapsleuth_flow::{ReassemblyFacts, REASSEMBLY_MEMORY};
 use serde::Serialize;
 
 use crate::engine::Run;
-use crate::mysql::RequestCounts;
-use crate::units::count;
+use crate::mysql::{RequestCounts, TlsKeys};
+use crate::units::{count, counted};
 
 /// Encrypted connections listed by endpoint (the counts cover all of them).
 const ENCRYPTED_LISTED: usize = 10;
@@ -21,8 +23,13 @@ pub struct Unknowns {
     pub unreadable_responses: u64,
     /// MySQL requests whose statement text the capture holds only in part: their fingerprints end in `…`.
     pub statements_cut: u64,
-    /// MySQL sessions that went on in TLS; null when none did.
+    /// MySQL sessions that went on in TLS and could not be read (or records of those decrypted that did
+    /// not authenticate); null when there were none.
     pub encrypted: Option<EncryptedSessions>,
+    /// IP fragments that could not be put back into their datagrams, and why (the capture's
+    /// [`crate::CaptureFacts::ip_fragments`]); null when every fragment went into a datagram reassembled
+    /// (or was a duplicate).
+    pub ip_fragments: Option<ReassemblyFacts>,
     /// The same in sentences, as the text output prints them.
     pub notes: Vec<String>,
 }
@@ -41,12 +48,18 @@ pub struct SnapCut {
 /// MySQL sessions whose traffic is encrypted: they are counted as sessions, their requests are not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EncryptedSessions {
-    /// Sessions that went on in TLS.
+    /// Sessions that went on in TLS and were not decrypted.
     pub sessions: u64,
-    /// TCP payload bytes after TLS began (both directions), which could not be read.
+    /// Bytes that could not be read: of those sessions, the TCP payload after TLS began (both
+    /// directions); of sessions decrypted, the records that did not authenticate.
     pub bytes: u64,
-    /// The first connections, in order of their first packet.
+    /// The first connections not decrypted, in order of their first packet.
     pub connections: Vec<EncryptedConnection>,
+    /// Sessions in TLS decrypted with a key log (their requests are counted).
+    pub decrypted: u64,
+    /// Records of the decrypted sessions that did not authenticate with the key log's secrets: never
+    /// decoded, their bytes missing from those sessions.
+    pub records_failed: u64,
 }
 
 /// One encrypted MySQL session.
@@ -60,6 +73,9 @@ pub struct EncryptedConnection {
     pub frame: u64,
     /// Bytes after TLS began, both directions, which could not be read.
     pub bytes: u64,
+    /// Why it was not decrypted (`no_key_log`, `not_in_key_log`, ...); null for a session whose TLS
+    /// handshake the decoder did not follow.
+    pub why: Option<TlsKeys>,
 }
 
 /// What `a` could not know, from its capture facts and its connections' MySQL sessions, whatever
@@ -82,11 +98,21 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
         sessions: 0,
         bytes: 0,
         connections: Vec::new(),
+        decrypted: 0,
+        records_failed: 0,
     };
     for (conn, facts) in a.connections.iter().zip(&a.mysql_sessions) {
-        let Some(f) = facts.as_ref().filter(|f| f.encrypted) else {
+        let Some(f) = facts.as_ref() else {
             continue;
         };
+        if let Some(t) = f.tls.as_ref().filter(|t| t.decrypted) {
+            encrypted.decrypted += 1;
+            encrypted.records_failed += t.records_failed;
+            encrypted.bytes += t.failed_bytes;
+        }
+        if !f.encrypted {
+            continue;
+        }
         encrypted.sessions += 1;
         encrypted.bytes += f.unread_bytes;
         if encrypted.connections.len() < ENCRYPTED_LISTED {
@@ -95,10 +121,11 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
                 server: conn.server.to_string(),
                 frame: conn.first.frame,
                 bytes: f.unread_bytes,
+                why: f.tls.as_ref().map(|t| t.keys),
             });
         }
     }
-    let encrypted = (encrypted.sessions > 0).then_some(encrypted);
+    let encrypted = (encrypted.sessions > 0 || encrypted.records_failed > 0).then_some(encrypted);
 
     // Which figures are partial, whatever left the bytes out.
     let mut partial = Vec::new();
@@ -131,27 +158,109 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
         (None, true) => {}
     }
     if let Some(e) = &encrypted {
-        let first = &e.connections[0];
-        notes.push(format!(
-            "{} MySQL {} encrypted (TLS): {} bytes could not be read and {} requests are not counted ({} -> {}{})",
-            count(e.sessions),
-            if e.sessions == 1 { "session is" } else { "sessions are" },
-            count(e.bytes),
-            if e.sessions == 1 { "its" } else { "their" },
-            first.client,
-            first.server,
-            if e.sessions > 1 {
-                format!(" and {} more", e.sessions - 1)
-            } else {
-                String::new()
-            }
-        ));
+        if let Some(first) = e.connections.first() {
+            let failed_bytes = e.bytes - e.connections.iter().map(|c| c.bytes).sum::<u64>();
+            let why = first
+                .why
+                .map(|w| format!("; {}", w.why_not()))
+                .unwrap_or_default();
+            notes.push(format!(
+                "{} MySQL {} encrypted (TLS): {} bytes could not be read and {} requests are not counted ({} -> {}{}{why}){}",
+                count(e.sessions),
+                if e.sessions == 1 { "session is" } else { "sessions are" },
+                count(e.bytes - failed_bytes.min(e.bytes)),
+                if e.sessions == 1 { "its" } else { "their" },
+                first.client,
+                first.server,
+                if e.sessions > 1 {
+                    format!(" and {} more", e.sessions - 1)
+                } else {
+                    String::new()
+                },
+                if e.decrypted > 0 {
+                    format!("; {} decrypted with the key log", counted(e.decrypted, "other was", "others were"))
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if e.records_failed > 0 {
+            notes.push(format!(
+                "{} of the sessions decrypted did not authenticate with the key log's secrets: not decoded, their bytes are missing from those sessions",
+                counted(e.records_failed, "TLS record", "TLS records")
+            ));
+        }
+    }
+    let frags = &a.capture.ip_fragments;
+    let ip_fragments = frags.lost_any().then(|| frags.clone());
+    if let Some(f) = &ip_fragments {
+        notes.push(fragments_note(f));
     }
     Unknowns {
         snap_length,
         unreadable_responses,
         statements_cut,
         encrypted,
+        ip_fragments,
         notes,
     }
+}
+
+/// What reassembly lost, in a sentence: the datagrams not reassembled by reason, the fragments dropped, and
+/// the first datagram lost.
+fn fragments_note(f: &ReassemblyFacts) -> String {
+    let mut parts = Vec::new();
+    let lost = f.not_reassembled.total();
+    if lost > 0 {
+        let reasons: Vec<String> = f
+            .not_reassembled
+            .by_reason()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(why, n)| format!("{} {}", count(*n), why.describe()))
+            .collect();
+        parts.push(format!(
+            "{} IP {} sent in fragments could not be reassembled ({})",
+            count(lost),
+            if lost == 1 { "datagram" } else { "datagrams" },
+            reasons.join(", ")
+        ));
+    }
+    let were = |n: u64| match n {
+        1 => "1 fragment was".to_string(),
+        n => format!("{} fragments were", count(n)),
+    };
+    if f.dropped_at_memory_limit > 0 {
+        parts.push(format!(
+            "{} dropped while reassembly held its limit of {} MiB (Linux's ipfrag_high_thresh)",
+            were(f.dropped_at_memory_limit),
+            REASSEMBLY_MEMORY >> 20
+        ));
+    }
+    if f.dropped_malformed > 0 {
+        parts.push(format!(
+            "{} dropped as malformed IPv6 fragments, as the receiving host drops them",
+            were(f.dropped_malformed)
+        ));
+    }
+    let first = f
+        .first_failures
+        .first()
+        .map(|d| {
+            let protocol = match d.protocol {
+                6 => "TCP".to_string(),
+                17 => "UDP".to_string(),
+                n => format!("protocol {n}"),
+            };
+            format!(
+                "; the first: {protocol} {}, its first fragment in frame {}",
+                d.endpoints(),
+                d.first.frame,
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{}: what they carried is missing (a TCP connection has a gap there){first}",
+        parts.join("; ")
+    )
 }

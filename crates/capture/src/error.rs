@@ -89,6 +89,19 @@ pub enum CaptureError {
         /// Which block or field, in words.
         what: &'static str,
     },
+    /// The file's first pcapng section is of a major version other than 1: the specification's readers
+    /// must not read it (see [`crate::Section::unknown_version`]).
+    #[error("{path}: pcapng section of version {major}.{minor} at offset {offset}: this reader knows only version 1, and a section of an unknown major version must not be read")]
+    PcapngVersion {
+        /// The file.
+        path: PathBuf,
+        /// File offset of the Section Header Block.
+        offset: u64,
+        /// The major version it gives.
+        major: u16,
+        /// The minor version it gives.
+        minor: u16,
+    },
     /// An output file is one of the inputs (the same device and inode, whatever the names): writing
     /// it would destroy the capture being read.
     #[error("{output}: is the input {input} (the same file): refusing to overwrite a capture being read; write the output elsewhere")]

@@ -53,6 +53,7 @@ mod pcap;
 mod pcapng;
 mod set;
 mod split;
+pub mod staging;
 mod stream;
 mod write;
 
@@ -63,10 +64,14 @@ use std::sync::Arc;
 
 pub use error::CaptureError;
 pub use link::LinkType;
+pub use pcapng::DecryptionSecrets;
 pub use set::{capture_stem, expand, natural_cmp, CaptureSet, Input, Order};
 pub use split::Split;
 pub use stream::{Compression, Stream, StreamWindow};
-pub use write::{refuse_input_as_output, PcapWriter, PcapngWriter, MAX_COMMENT_BYTES};
+pub use write::{
+    refuse_input_as_output, write_file, OutputFile, PcapWriter, PcapngWriter, Preamble,
+    MAX_COMMENT_BYTES,
+};
 
 /// The identity of a file: device and inode. Two paths name the same file when these agree, whatever
 /// the names (hard links, symlinks, `./x` and `x`).
@@ -89,6 +94,17 @@ impl FileId {
     /// The identity of the file at `path` (following symlinks), if there is one.
     pub fn of_path(path: &Path) -> Option<Self> {
         std::fs::metadata(path).ok().map(|m| Self::of(&m))
+    }
+
+    /// The identity of what standard input is open on (`< x.pcap`: that file; a pipe: the pipe), so
+    /// that an output is never the file read through `-`.
+    pub fn of_stdin() -> Option<Self> {
+        use std::os::fd::AsFd;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        std::fs::File::from(fd)
+            .metadata()
+            .ok()
+            .map(|m| Self::of(&m))
     }
 }
 
@@ -184,6 +200,14 @@ pub enum DamageKind {
         /// The file's length in bytes when the growth was noticed.
         now: u64,
     },
+    /// A pcapng Section Header Block at `offset` gives a major version other than 1: nothing from it on is
+    /// read (see [`Section::unknown_version`]).
+    UnknownPcapngVersion {
+        /// The major version it gives.
+        major: u16,
+        /// The minor version it gives.
+        minor: u16,
+    },
     /// A compressed file ends before its compressed stream does (a download or copy cut short): the
     /// records before are read.
     CompressedCutShort {
@@ -207,6 +231,31 @@ pub enum DamageKind {
 }
 
 impl Damage {
+    /// The damage of a read as it is said: a run of corrupt records each of which begins where the
+    /// previous one's skipped bytes end (garbage across the windows of a stream, each read on its own)
+    /// is one, with the bytes of all, at the first one's offset and with its reason.
+    pub fn coalesced(list: Vec<Damage>) -> Vec<Damage> {
+        let mut out: Vec<Damage> = Vec::with_capacity(list.len());
+        for d in list {
+            if let (
+                Some(Damage {
+                    input,
+                    offset,
+                    kind: DamageKind::CorruptRecord { skipped, .. },
+                }),
+                DamageKind::CorruptRecord { skipped: more, .. },
+            ) = (out.last_mut(), &d.kind)
+            {
+                if *input == d.input && offset.checked_add(*skipped) == Some(d.offset) {
+                    *skipped += more;
+                    continue;
+                }
+            }
+            out.push(d);
+        }
+        out
+    }
+
     /// The same damage, found in input `input` of a set.
     pub fn in_input(mut self, input: usize) -> Self {
         self.input = input;
@@ -243,6 +292,13 @@ impl fmt::Display for Damage {
                 self.offset
             ),
             DamageKind::BadInterface { reason } => write!(f, "at offset {}: {reason}", self.offset),
+            DamageKind::UnknownPcapngVersion { major, minor } => write!(
+                f,
+                "the pcapng section at offset {} is of version {major}.{minor}, and this reader knows only \
+                 version 1: such a section must not be read, and where it ends cannot be known, so the rest \
+                 of the file is not read",
+                self.offset
+            ),
             DamageKind::Shrank { mapped } => write!(
                 f,
                 "the file shrank from {mapped} to {} bytes while it was read (truncated by logrotate's copytruncate?): reading stopped where its data ended",
@@ -312,6 +368,11 @@ pub struct Section {
     /// The interfaces the section defined so far, in order: a packet block's interface id indexes this
     /// list.
     pub interfaces: Vec<Interface>,
+    /// The section's version (major, minor) when its major version is not 1, the only one pcapng has:
+    /// the specification's readers must not read such a section, whose blocks may be laid out otherwise,
+    /// and where it ends cannot be known (its Section Length is not among the fields a new major version
+    /// keeps in place), so nothing from its header on is read. `None` for a section that is read.
+    pub unknown_version: Option<(u16, u16)>,
 }
 
 /// Where a reader stands between two records: enough to continue reading exactly as a sequential reader
@@ -538,6 +599,14 @@ impl Capture {
             .unwrap_or(usize::MAX)
             .min(self.bytes.len());
         &self.bytes[..end]
+    }
+
+    /// The Decryption Secrets Blocks before the first packet of a pcapng (none for classic pcap).
+    pub fn decryption_secrets(&self) -> Vec<DecryptionSecrets> {
+        match self.format {
+            Format::PcapNg => pcapng::decryption_secrets(self.preamble()),
+            Format::Pcap(_) => Vec::new(),
+        }
     }
 
     /// Tells the kernel this process is done with the bytes before `offset`: they stop counting in its

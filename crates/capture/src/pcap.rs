@@ -136,36 +136,57 @@ impl PcapFormat {
             && h.ts_frac < self.frac_per_sec()
     }
 
-    /// Whether a valid chain of records starts at `p`.
-    fn chain_at(&self, bytes: &[u8], mut p: usize) -> bool {
+    /// Whether a valid chain of records starts at `p`: `None` when the bytes end before its first record
+    /// does (a record may start there, which more bytes would show).
+    fn chain(&self, bytes: &[u8], mut p: usize) -> Option<bool> {
         let hl = self.record_header_len();
         let mut prev_sec: Option<i64> = None;
         for i in 0..RESYNC_CHAIN {
             if i > 0 && p >= bytes.len() {
-                return true; // the chain reached the end of the file exactly
+                return Some(true); // the chain reached the end of the file exactly
             }
             let Some(h) = self.header_at(bytes, p) else {
-                return i > 0; // a partial header at the very end: a cut-short file
+                // A partial header at the very end: a cut-short file, after a first record.
+                return (i > 0).then_some(true);
             };
             if !self.plausible(&h) {
-                return false;
+                return Some(false);
             }
             let sec = i64::from(h.ts_sec);
             if prev_sec.is_some_and(|prev| (sec - prev).abs() > RESYNC_MAX_GAP_S) {
-                return false;
+                return Some(false);
             }
             prev_sec = Some(sec);
             p = p.saturating_add(hl + h.caplen as usize);
             if p > bytes.len() {
-                return i > 0;
+                return (i > 0).then_some(true);
             }
         }
-        true
+        Some(true)
+    }
+
+    /// Whether a valid chain of records starts at `p` (where the bytes are all there are).
+    fn chain_at(&self, bytes: &[u8], p: usize) -> bool {
+        self.chain(bytes, p) == Some(true)
     }
 
     /// The first offset in `[from, limit)` where a valid chain of records starts.
     pub(crate) fn resync(&self, bytes: &[u8], from: usize, limit: usize) -> Option<usize> {
         (from..limit.min(bytes.len())).find(|&p| self.chain_at(bytes, p))
+    }
+
+    /// In a window that more bytes follow: the first offset from `from` on where a chain of records
+    /// starts (`Ok`), or where one may start but the window ends before its first record does (`Err`:
+    /// to be read again with the next window's bytes; the window's end when nothing can start).
+    pub(crate) fn resync_in_window(&self, bytes: &[u8], from: usize) -> Result<usize, usize> {
+        for p in from..bytes.len() {
+            match self.chain(bytes, p) {
+                Some(true) => return Ok(p),
+                None => return Err(p),
+                Some(false) => {}
+            }
+        }
+        Err(bytes.len())
     }
 
     fn timestamp(&self, sec: u32, frac: u32) -> Timestamp {
@@ -303,7 +324,18 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option
                     Some(h) => format!("timestamp fraction {} out of range", h.ts_frac),
                     None => "unreadable header".to_string(),
                 };
-                let next = f.resync(bytes, at + 1, bytes.len()).unwrap_or(bytes.len());
+                // In a window of a stream, a record that may begin before the window's end is read again
+                // with the next window's bytes, rather than passed over with the garbage before it.
+                let (next, wait) = match r.tail {
+                    Tail::Final => (
+                        f.resync(bytes, at + 1, bytes.len()).unwrap_or(bytes.len()),
+                        false,
+                    ),
+                    Tail::More => match f.resync_in_window(bytes, at + 1) {
+                        Ok(p) => (p, false),
+                        Err(p) => (p, true),
+                    },
+                };
                 r.damage.push(Damage {
                     input: 0,
                     offset: r.base + at as u64,
@@ -312,6 +344,10 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>, f: PcapFormat) -> Option
                         skipped: (next - at) as u64,
                     },
                 });
+                if wait {
+                    r.stop_at(next);
+                    return None;
+                }
                 r.pos = next;
             }
         }

@@ -1,5 +1,6 @@
 //! pcapng: sections (SHB), interfaces (IDB with `if_tsresol`/`if_tsoffset`), enhanced and simple packet
-//! blocks; every other block type is skipped by its length.
+//! blocks, and the Decryption Secrets Blocks before the first packet; every other block type is skipped
+//! by its length.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -58,6 +59,24 @@ fn block_frame(bytes: &[u8], p: usize, section_big_endian: bool) -> Option<(u32,
     let block_type = word(bytes, p, big_endian)?;
     let len = word(bytes, p + 4, big_endian)? as usize;
     Some((block_type, len, big_endian))
+}
+
+/// The version (major, minor) of the Section Header Block at `p`, in its byte order, when its major version
+/// is not 1 (the fields stay at these offsets in any version, as the specification requires).
+fn unknown_version(bytes: &[u8], p: usize, big_endian: bool) -> Option<(u16, u16)> {
+    let b = bytes.get(p + 12..p + 16)?;
+    let (major, minor) = if big_endian {
+        (
+            u16::from_be_bytes([b[0], b[1]]),
+            u16::from_be_bytes([b[2], b[3]]),
+        )
+    } else {
+        (
+            u16::from_le_bytes([b[0], b[1]]),
+            u16::from_le_bytes([b[2], b[3]]),
+        )
+    };
+    (major != 1).then_some((major, minor))
 }
 
 fn framing_ok(len: usize) -> bool {
@@ -127,23 +146,34 @@ pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64),
     if !framing_ok(len) || len > bytes.len() {
         return Err(malformed(0, "section header block length"));
     }
+    if let Some((major, minor)) = unknown_version(bytes, 0, big_endian) {
+        return Err(CaptureError::PcapngVersion {
+            path: path.to_path_buf(),
+            offset: 0,
+            major,
+            minor,
+        });
+    }
     let mut section = Section {
         big_endian,
         interfaces: Vec::new(),
+        unknown_version: None,
     };
     let mut p = 0usize;
     while p < bytes.len() {
         let Some((block_type, len, be)) = block_frame(bytes, p, section.big_endian) else {
             break;
         };
-        if matches!(block_type, 2 | 3 | 6) || !framing_ok(len) || p + len > bytes.len() {
-            break; // the first packet, or damage the record reader will report
+        let unknown = block_type == SHB_TYPE && unknown_version(bytes, p, be).is_some();
+        if matches!(block_type, 2 | 3 | 6) || !framing_ok(len) || p + len > bytes.len() || unknown {
+            break; // the first packet, or what the record reader will report
         }
         match parse(&bytes[p..p + len], be) {
             Some(Block::SectionHeader(_)) => {
                 section = Section {
                     big_endian: be,
                     interfaces: Vec::new(),
+                    unknown_version: None,
                 }
             }
             Some(Block::InterfaceDescription(idb)) => section.interfaces.push(interface_of(&idb).0),
@@ -167,27 +197,93 @@ pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64),
     Ok((section, p as u64))
 }
 
-fn chain_at(bytes: &[u8], mut p: usize, mut big_endian: bool) -> bool {
+/// The content of a pcapng Decryption Secrets Block (block type 0x0A): what `editcap --inject-secrets`
+/// and Wireshark write to make a capture decryptable on its own. Opaque here: a TLS key log
+/// ([`DecryptionSecrets::TLS_KEY_LOG`]) is read by pcapsleuth-tls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecryptionSecrets {
+    /// The secrets' type: `TLSK` (0x544c534b) for an NSS key log, `WGKL` for WireGuard, ...
+    pub secrets_type: u32,
+    /// The secrets, as the block holds them (padding removed).
+    pub data: Vec<u8>,
+}
+
+impl DecryptionSecrets {
+    /// `TLSK`: an NSS key log (`SSLKEYLOGFILE` lines).
+    pub const TLS_KEY_LOG: u32 = 0x544c_534b;
+}
+
+/// The Decryption Secrets Blocks among `preamble`'s blocks (the blocks of a pcapng before its first
+/// packet, where editcap and Wireshark write them).
+pub(crate) fn decryption_secrets(preamble: &[u8]) -> Vec<DecryptionSecrets> {
+    const DSB_TYPE: u32 = 0x0000_000A;
+    let mut out = Vec::new();
+    let (mut p, mut big_endian) = (0usize, false);
+    while let Some((block_type, len, be)) = block_frame(preamble, p, big_endian) {
+        if !framing_ok(len) || p + len > preamble.len() {
+            break;
+        }
+        big_endian = be;
+        if block_type == DSB_TYPE {
+            if let Some(Block::DecryptionSecrets(dsb)) = parse(&preamble[p..p + len], be) {
+                let n = usize::try_from(dsb.secrets_len).unwrap_or(usize::MAX);
+                out.push(DecryptionSecrets {
+                    secrets_type: dsb.secrets_type.0,
+                    data: dsb.data.get(..n).unwrap_or(dsb.data).to_vec(),
+                });
+            }
+        }
+        p += len;
+    }
+    out
+}
+
+/// Whether a chain of valid blocks starts at `p`: `None` when the bytes end before its first block does
+/// (a block may start there, which more bytes would show).
+fn chain(bytes: &[u8], mut p: usize, mut big_endian: bool) -> Option<bool> {
     for i in 0..RESYNC_CHAIN {
         if i > 0 && p >= bytes.len() {
-            return true;
+            return Some(true);
         }
         let Some((block_type, len, be)) = block_frame(bytes, p, big_endian) else {
-            return false;
+            return if i == 0 && bytes.len() - p.min(bytes.len()) < MIN_BLOCK {
+                None
+            } else {
+                Some(false)
+            };
         };
         if !KNOWN_TYPES.contains(&block_type) || !framing_ok(len) {
-            return false;
+            return Some(false);
         }
         if p + len > bytes.len() {
-            return i > 0;
+            return (i > 0).then_some(true);
         }
         if word(bytes, p + len - 4, be) != Some(len as u32) {
-            return false;
+            return Some(false);
         }
         big_endian = be;
         p += len;
     }
-    true
+    Some(true)
+}
+
+fn chain_at(bytes: &[u8], p: usize, big_endian: bool) -> bool {
+    chain(bytes, p, big_endian) == Some(true)
+}
+
+/// In a window that more bytes follow: the first 4-byte-aligned offset from `from` on where a chain of
+/// blocks starts (`Ok`), or where one may start but the window ends before its first block does (`Err`:
+/// to be read again with the next window's bytes; the window's end when nothing can start).
+fn resync_in_window(bytes: &[u8], from: usize, big_endian: bool) -> Result<usize, usize> {
+    let mut p = from.next_multiple_of(4);
+    while p < bytes.len() {
+        match chain(bytes, p, big_endian) {
+            Some(true) => return Ok(p),
+            None => return Err(p),
+            Some(false) => p += 4,
+        }
+    }
+    Err(bytes.len())
 }
 
 /// First 4-byte-aligned offset in `[from, limit)` where a chain of valid blocks starts.
@@ -198,7 +294,7 @@ pub(crate) fn resync(bytes: &[u8], from: usize, limit: usize, big_endian: bool) 
         .find(|&p| chain_at(bytes, p, big_endian))
 }
 
-fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
+pub(crate) fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
     let units = (i128::from(high) << 32) | i128::from(low);
     let ns = units * 1_000_000_000 / i128::from(iface.ts_units_per_sec)
         + i128::from(iface.ts_offset_s) * 1_000_000_000;
@@ -207,6 +303,12 @@ fn timestamp(iface: &Interface, high: u32, low: u32) -> Timestamp {
 
 pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
     let bytes: &'a [u8] = r.bytes;
+    if r.section.unknown_version.is_some() {
+        // Nothing after a section of an unknown version is read: its bytes are passed over to the end
+        // (of the file, or of a stream's window, so that the next window starts past them).
+        r.pos = bytes.len().max(r.pos);
+        return None;
+    }
     loop {
         if r.pos >= r.end || r.pos >= bytes.len() {
             return None;
@@ -245,11 +347,28 @@ pub(crate) fn next_record<'a>(r: &mut RecordReader<'a>) -> Option<Record<'a>> {
         if !matches!(block_type, SHB_TYPE | 1 | 3 | 6) {
             continue;
         }
+        if block_type == SHB_TYPE {
+            if let Some((major, minor)) = unknown_version(bytes, at, be) {
+                r.damage.push(Damage {
+                    input: 0,
+                    offset: r.base + at as u64,
+                    kind: DamageKind::UnknownPcapngVersion { major, minor },
+                });
+                r.section = Arc::new(Section {
+                    big_endian: be,
+                    interfaces: Vec::new(),
+                    unknown_version: Some((major, minor)),
+                });
+                r.pos = bytes.len();
+                return None;
+            }
+        }
         match parse(raw, be) {
             Some(Block::SectionHeader(_)) => {
                 r.section = Arc::new(Section {
                     big_endian: be,
                     interfaces: Vec::new(),
+                    unknown_version: None,
                 });
             }
             Some(Block::InterfaceDescription(idb)) => {
@@ -342,7 +461,19 @@ fn truncated_tail(r: &mut RecordReader<'_>, at: usize, need: u64) {
 
 fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
     let bytes: &[u8] = r.bytes;
-    let next = resync(bytes, at + 1, bytes.len(), r.section.big_endian).unwrap_or(bytes.len());
+    let be = r.section.big_endian;
+    // In a window of a stream, a block that may begin before the window's end is read again with the
+    // next window's bytes, rather than passed over with the garbage before it.
+    let (next, wait) = match r.tail {
+        Tail::Final => (
+            resync(bytes, at + 1, bytes.len(), be).unwrap_or(bytes.len()),
+            false,
+        ),
+        Tail::More => match resync_in_window(bytes, at + 1, be) {
+            Ok(p) => (p, false),
+            Err(p) => (p, true),
+        },
+    };
     r.damage.push(Damage {
         input: 0,
         offset: r.base + at as u64,
@@ -351,5 +482,9 @@ fn corrupt(r: &mut RecordReader<'_>, at: usize, reason: String) {
             skipped: (next - at) as u64,
         },
     });
-    r.pos = next;
+    if wait {
+        r.stop_at(next);
+    } else {
+        r.pos = next;
+    }
 }

@@ -330,7 +330,7 @@ impl CaptureSet {
             }
         }
         progress(done_before, total);
-        Ok(damage)
+        Ok(Damage::coalesced(damage))
     }
 
     /// The first bytes of a capture holding records of any of the files (for writers): the first file's

@@ -83,6 +83,14 @@ const HEAD_BYTES: usize = 1 << 16;
 /// Room kept at the front of each buffer for the record the previous window ended inside.
 const HEADROOM: usize = 1 << 20;
 
+/// Reads the first [`HEAD_BYTES`] of `decoder` into `head`; what was read before an error stays there.
+fn read_head(decoder: &mut dyn Read, head: &mut Vec<u8>) -> io::Result<()> {
+    decoder
+        .take(HEAD_BYTES as u64)
+        .read_to_end(head)
+        .map(|_| ())
+}
+
 /// Counts the bytes read from the file, before decompression: progress through a compressed file.
 struct Counted<R> {
     inner: R,
@@ -122,6 +130,9 @@ pub struct Stream {
     /// The first bytes, read at opening; then the decoder, until the thread takes it.
     head: Vec<u8>,
     decoder: Option<Box<dyn Read + Send>>,
+    /// What ended the stream within its first bytes (a small file cut short, garbage after its last
+    /// member): the first window is then the last, and says it.
+    head_end: Option<io::Error>,
     ahead: Option<Ahead>,
     /// The stream ended (the last window was handed out).
     ended: bool,
@@ -205,7 +216,7 @@ impl Stream {
             source,
         };
         let (raw, id, stored_len): (Box<dyn Read + Send>, _, _) = if path.as_os_str() == "-" {
-            (Box::new(io::stdin()), None, None)
+            (Box::new(io::stdin()), FileId::of_stdin(), None)
         } else {
             let file = File::open(&path).map_err(open_error)?;
             let meta = file.metadata().map_err(open_error)?;
@@ -260,18 +271,18 @@ impl Stream {
         let raw: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic).chain(raw));
         let mut decoder = compression.decoder(raw).map_err(open_error)?;
         let mut head = Vec::with_capacity(HEAD_BYTES);
-        let read = (&mut decoder)
-            .take(HEAD_BYTES as u64)
-            .read_to_end(&mut head);
-        if let Err(e) = read {
-            return Err(CaptureError::Decompress {
-                path,
-                compression: compression.name(),
-                source: e,
-            });
-        }
+        // A stream that fails within its first bytes (a small file cut short, garbage after its last
+        // member) is read up to where it failed, as a larger one is: `read_to_end` keeps what it read.
+        let head_end = read_head(&mut decoder, &mut head).err();
         if head.is_empty() {
-            return Err(CaptureError::Empty { path });
+            return Err(match head_end {
+                Some(e) => CaptureError::Decompress {
+                    path,
+                    compression: compression.name(),
+                    source: e,
+                },
+                None => CaptureError::Empty { path },
+            });
         }
         let (format, initial) = read_header(&path, &head).map_err(|e| match compression {
             Compression::None => e,
@@ -300,7 +311,8 @@ impl Stream {
             stored_len,
             stored_read,
             head,
-            decoder: Some(decoder),
+            decoder: head_end.is_none().then_some(decoder),
+            head_end,
             ahead: None,
             ended: false,
             late_damage,
@@ -346,6 +358,14 @@ impl Stream {
     /// The bytes a copy of this capture starts with (see [`crate::Capture::preamble`]).
     pub fn preamble(&self) -> &[u8] {
         &self.preamble
+    }
+
+    /// The Decryption Secrets Blocks before the first packet of a pcapng (none for classic pcap).
+    pub fn decryption_secrets(&self) -> Vec<crate::DecryptionSecrets> {
+        match self.format {
+            Format::PcapNg => crate::pcapng::decryption_secrets(&self.preamble),
+            Format::Pcap(_) => Vec::new(),
+        }
     }
 
     /// Time of the first record, if the first bytes hold one.
@@ -422,11 +442,12 @@ impl Stream {
         }
         let filled = match self.ahead.as_ref().map(|a| a.filled.recv()) {
             Some(Ok(f)) => f,
-            // The thread could not start or died: the stream ends here.
+            // The stream ended within its first bytes, or the thread could not start or died: it ends
+            // here.
             _ => Filled {
                 buf: Vec::new(),
                 len: 0,
-                end: Some(None),
+                end: Some(self.head_end.take()),
             },
         };
         let Filled { mut buf, len, end } = filled;

@@ -4,7 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use pcapsleuth_capture::staging::{self, StagingDir};
 
 use crate::columns::DATASETS;
 use crate::ExportError;
@@ -140,18 +141,41 @@ impl Partition {
     }
 
     /// A capture's name from its first file: the file name without compression and capture extensions
-    /// (`db3-2026-11-22.pcap.gz` → `db3-2026-11-22`), other characters than letters, digits, `.`, `_`
-    /// and `-` as `_`; `stdin` for standard input.
+    /// (`db3-2026-11-22.pcap.gz` → `db3-2026-11-22`); `stdin` for standard input. Two different file
+    /// names never give the same name (else `--replace` of one capture would replace another's
+    /// partition): each byte of a character other than an ASCII letter, digit, `.`, `_` or `-` is
+    /// written `_xHH` (`ü` → `_xc3_xbc`, a space `_x20`), and so is a `_` followed by `x`, so that every
+    /// `_x` of a name starts an escape; `.` and `..` are escaped whole. A name longer than 128 characters
+    /// keeps its first 111 and ends with `-` and 16 hexadecimal digits of a hash of the whole name.
     pub fn capture_name_of(path: &Path) -> String {
-        let clean: String = pcapsleuth_capture::capture_stem(path)
-            .chars()
-            .map(|c| if value_char(c) { c } else { '_' })
-            .take(MAX_NAME)
-            .collect();
-        match clean.as_str() {
-            "" | "." | ".." => "capture".into(),
-            _ => clean,
+        let stem = pcapsleuth_capture::capture_stem(path);
+        let mut name = String::with_capacity(stem.len());
+        let mut chars = stem.chars().peekable();
+        while let Some(c) = chars.next() {
+            let escape = !value_char(c) || (c == '_' && chars.peek() == Some(&'x'));
+            if escape {
+                let mut utf8 = [0u8; 4];
+                for b in c.encode_utf8(&mut utf8).bytes() {
+                    name.push_str(&format!("_x{b:02x}"));
+                }
+            } else {
+                name.push(c);
+            }
         }
+        match name.as_str() {
+            "" => return "_x00".into(), // no file name is empty: a name of its own
+            "." | ".." => return name.replace('.', "_x2e"),
+            _ => {}
+        }
+        if name.len() > MAX_NAME {
+            // FNV-1a of the whole stem: names that share their first 111 characters stay apart.
+            let hash = stem.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+            name.truncate(MAX_NAME - 17);
+            name.push_str(&format!("-{hash:016x}"));
+        }
+        name
     }
 
     /// The capture's name.
@@ -186,32 +210,38 @@ pub enum Existing {
     Replace,
 }
 
-/// Numbers the staging directories of one process.
-static STAGINGS: AtomicU64 = AtomicU64::new(0);
-
-/// A hidden directory in the root (`.pcapsleuth-export-NAME-PID-N`) where the datasets are written;
-/// [`Staging::commit`] renames each dataset's partition into place, so a reader never sees a partition
-/// half written. Removed when dropped (after a commit only its emptied shell is left to remove).
-/// Readers of `ROOT/DATASET/...` never look into it.
+/// A hidden directory in the root (`.pcapsleuth-export-NAME-hHOST-PID-N`, a
+/// [`pcapsleuth_capture::staging::StagingDir`]) where the datasets are written; [`Staging::commit`]
+/// renames each dataset's partition into place, so a reader never sees a partition half written.
+/// Removed when dropped (after a commit only its emptied shell is left to remove), when the CLI is
+/// interrupted, and by the next export into the root if its process was killed. Readers of
+/// `ROOT/DATASET/...` never look into it.
 pub(crate) struct Staging {
     root: PathBuf,
     dir: PathBuf,
+    /// Owns the directory: removes it when dropped.
+    _staged: StagingDir,
 }
 
 impl Staging {
-    pub(crate) fn create(root: &Path, partition: &Partition) -> Result<Self, ExportError> {
+    /// Creates the staging directory in `root` (created if missing), after removing those that killed
+    /// exports of this host left there; returns them too, for the caller to say.
+    pub(crate) fn create(
+        root: &Path,
+        partition: &Partition,
+    ) -> Result<(Self, Vec<PathBuf>), ExportError> {
         std::fs::create_dir_all(root).map_err(|e| ExportError::io(root, e))?;
-        let dir = root.join(format!(
-            ".pcapsleuth-export-{}-{}-{}",
-            partition.capture,
-            std::process::id(),
-            STAGINGS.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir).map_err(|e| ExportError::io(&dir, e))?;
-        Ok(Staging {
-            root: root.to_path_buf(),
-            dir,
-        })
+        let swept = staging::remove_stale(root, "export");
+        let staged = StagingDir::create_in(root, "export", &partition.capture)
+            .map_err(|e| ExportError::io(root, e))?;
+        Ok((
+            Staging {
+                root: root.to_path_buf(),
+                dir: staged.path().to_path_buf(),
+                _staged: staged,
+            },
+            swept,
+        ))
     }
 
     /// Where a dataset's files are written before the commit.
@@ -247,13 +277,6 @@ impl Staging {
             std::fs::rename(&staged, target).map_err(|e| ExportError::io(target, e))?;
         }
         Ok(targets)
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        // What is left: nothing after a commit (or the partitions it replaced); a failed export's files.
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -317,11 +340,60 @@ mod tests {
         assert_eq!(n("/x/err1146-storm.pcap"), "err1146-storm");
         assert_eq!(n("db3.2026-11-22.pcapng.zst"), "db3.2026-11-22");
         assert_eq!(n("big.pcap3"), "big");
-        assert_eq!(n("eth0 capture (1).cap"), "eth0_capture__1_");
+        assert_eq!(n("eth0 capture (1).cap"), "eth0_x20capture_x20_x281_x29");
         assert_eq!(n("-"), "stdin");
         assert_eq!(n("dump"), "dump");
-        for name in ["x/err1146-storm.pcap", "a b.pcap", "-", ".pcap"] {
+        assert_eq!(n("db3_2026_11.pcap"), "db3_2026_11");
+        for name in [
+            "x/err1146-storm.pcap",
+            "a b.pcap",
+            "-",
+            ".pcap",
+            "..pcap",
+            "ü.pcap",
+        ] {
             assert!(Partition::new(&n(name), vec![]).is_ok(), "{name}");
         }
+    }
+
+    #[test]
+    fn different_file_names_give_different_capture_names() {
+        let n = |p: &str| Partition::capture_name_of(Path::new(p));
+        let long = "x".repeat(200);
+        let names = [
+            "ü.pcap",
+            "é.pcap",
+            "_.pcap",
+            "__.pcap",
+            "_xc3_xbc.pcap",
+            "_x.pcap",
+            "a b.pcap",
+            "a_b.pcap",
+            "a_x20b.pcap",
+            "..pcap",
+            "...pcap",
+            "_x2e.pcap",
+            "日本.pcap",
+            "капча.pcap",
+            "a\u{1b}b.pcap",
+            "capture.pcap",
+            "stdin.pcap",
+        ];
+        let mut seen = std::collections::HashMap::new();
+        for name in names
+            .iter()
+            .map(|s| s.to_string())
+            .chain([format!("{long}a.pcap"), format!("{long}b.pcap")])
+        {
+            let capture = n(&name);
+            assert!(
+                Partition::new(&capture, vec![]).is_ok(),
+                "{name} -> {capture}"
+            );
+            if let Some(other) = seen.insert(capture.clone(), name.clone()) {
+                panic!("{name} and {other} both give {capture}");
+            }
+        }
+        assert_eq!(n("ü.pcap"), "_xc3_xbc");
     }
 }

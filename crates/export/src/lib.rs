@@ -51,7 +51,9 @@ mod delta;
 mod layout;
 mod page;
 mod part;
+mod per_thread;
 mod plain;
+pub mod slowlog;
 mod tables;
 mod transactions;
 
@@ -61,6 +63,7 @@ use std::sync::Arc;
 use pcapsleuth_analysis::{Analysis, RateAggregate, Rates, Run};
 
 pub use layout::{Existing, Label, Partition};
+pub use slowlog::{SlowLog, SlowLogAnalysis, SlowLogCounts, SlowLogOptions, SlowLogSummary};
 pub use transactions::{EndpointNames, TransactionExport, TransactionsWritten};
 
 use layout::Staging;
@@ -99,6 +102,12 @@ pub enum ExportError {
     #[error("{}: not a directory", path.display())]
     RootNotADirectory {
         /// The root given.
+        path: PathBuf,
+    },
+    /// A file to write (the slow log) is a directory.
+    #[error("{}: is a directory", path.display())]
+    OutputIsADirectory {
+        /// The path given.
         path: PathBuf,
     },
     /// The partition of this capture and these labels is already there.
@@ -157,6 +166,7 @@ impl ExportError {
                 | ExportError::BadCapture { .. }
                 | ExportError::OutputIsInput { .. }
                 | ExportError::RootNotADirectory { .. }
+                | ExportError::OutputIsADirectory { .. }
                 | ExportError::PartitionExists { .. }
         )
     }
@@ -194,6 +204,8 @@ pub type ExportAnalysis = (TransactionExport, Rates);
 pub struct Export {
     options: ExportOptions,
     staging: Staging,
+    /// Staging directories that killed exports of this host had left in the root, removed.
+    swept: Vec<PathBuf>,
     transactions: Arc<PartPool>,
     /// The syncs of every file closed, waited for before the datasets are put in place.
     syncs: Arc<Syncs>,
@@ -241,6 +253,10 @@ impl Export {
             .iter()
             .map(|d| root_real.join(d.name))
             .collect();
+        let inputs: Vec<&Path> = inputs.into_iter().collect();
+        if options.existing == Existing::Replace {
+            refuse_replacing_an_input(root, &options.partition, &inputs)?;
+        }
         for input in inputs {
             // Standard input and paths that vanished have nothing to protect.
             let Ok(real) = input.canonicalize() else {
@@ -262,7 +278,7 @@ impl Export {
                 .collect();
             layout::refuse_existing(&targets)?;
         }
-        let staging = Staging::create(root, &options.partition)?;
+        let (staging, swept) = Staging::create(root, &options.partition)?;
         let dir = staging.dataset_dir(columns::TRANSACTIONS.name);
         std::fs::create_dir_all(&dir).map_err(|e| ExportError::io(&dir, e))?;
         let syncs = Arc::new(Syncs::default());
@@ -270,9 +286,16 @@ impl Export {
         Ok(Export {
             options,
             staging,
+            swept,
             transactions,
             syncs,
         })
+    }
+
+    /// The staging directories that exports of this host had left in the root when they were killed
+    /// (their process is gone), removed by [`Export::begin`].
+    pub fn removed_stale(&self) -> &[PathBuf] {
+        &self.swept
     }
 
     /// A [`TransactionExport`] instance: give the engine a function that calls this.
@@ -292,7 +315,17 @@ impl Export {
         self,
         run: &Run<<ExportAnalysis as Analysis>::Output>,
     ) -> Result<ExportSummary, ExportError> {
-        let (written, rates) = &run.output;
+        self.finish_with(run, &run.output)
+    }
+
+    /// [`Export::finish`] of a run of more analyses than the export's (a tuple of them): `output` is the
+    /// export's part of the run's output ([`Export::analysis`]'s).
+    pub fn finish_with<O>(
+        self,
+        run: &Run<O>,
+        output: &<ExportAnalysis as Analysis>::Output,
+    ) -> Result<ExportSummary, ExportError> {
+        let (written, rates) = output;
         if let Some(e) = self.transactions.take_failure() {
             return Err(e);
         }
@@ -344,6 +377,55 @@ impl Export {
             bytes,
         })
     }
+}
+
+/// Fails if a partition that [`Existing::Replace`] would remove holds one of `inputs` (by device and
+/// inode: a hard link, or the file standard input, `-`, is open on), which the paths alone cannot show.
+fn refuse_replacing_an_input(
+    root: &Path,
+    partition: &Partition,
+    inputs: &[&Path],
+) -> Result<(), ExportError> {
+    use pcapsleuth_capture::FileId;
+    let ids: Vec<(FileId, &Path)> = inputs
+        .iter()
+        .filter_map(|&p| {
+            let id = if p.as_os_str() == "-" {
+                FileId::of_stdin()
+            } else {
+                FileId::of_path(p)
+            };
+            id.map(|id| (id, p))
+        })
+        .collect();
+    for dataset in columns::DATASETS {
+        let mut dirs = vec![root.join(dataset.name).join(partition.relative_dir())];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                // Not following links: removing a symbolic link leaves what it points to.
+                let Ok(meta) = entry.path().symlink_metadata() else {
+                    continue;
+                };
+                if meta.is_dir() {
+                    dirs.push(entry.path());
+                } else if let Some((_, input)) = ids.iter().find(|(id, _)| *id == FileId::of(&meta))
+                {
+                    return Err(ExportError::OutputIsInput {
+                        output: entry.path(),
+                        input: if input.as_os_str() == "-" {
+                            PathBuf::from("- (standard input)")
+                        } else {
+                            input.to_path_buf()
+                        },
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `path` with its existing part resolved (symbolic links, `..`), the rest as given: where it is or

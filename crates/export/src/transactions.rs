@@ -1,7 +1,7 @@
 //! The `transactions` dataset, written as the engine completes transactions by [`TransactionExport`].
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use parquet::schema::types::TypePtr;
 use pcapsleuth_analysis::{
@@ -13,6 +13,7 @@ use pcapsleuth_mysql::{Command, Outcome};
 use crate::buffers::{int, ns, ColumnRows, Interned, Nullable, Statics, TextCache, Texts, Times};
 use crate::columns::TRANSACTIONS;
 use crate::part::{Part, Syncs};
+use crate::per_thread::{lock, PerThread};
 use crate::{ExportError, Partition};
 
 /// Rows a worker buffers before it writes them: few enough that the buffers (one per worker thread)
@@ -53,7 +54,7 @@ pub(crate) struct PartPool {
     /// calls from any other thread), made at the first row. Per thread rather than per instance: the
     /// engine runs many instances at once (eight per thread, made afresh every batch), and a buffer
     /// each held a batch of rows per instance (about 40 MB on the bench capture, two threads).
-    buffers: OnceLock<Box<[Mutex<Buffer>]>>,
+    buffers: PerThread<Buffer>,
     /// Rows and files of the files already closed (see [`FILE_ROW_GROUPS`]).
     closed: Mutex<TransactionsWritten>,
     /// The first write that failed: later batches are dropped, and the export fails with it.
@@ -73,11 +74,6 @@ struct Files {
 struct Buffer {
     rows: Rows,
     fingerprints: StatementFingerprinter,
-}
-
-/// Locks `m`, whose data stays consistent if a holder panicked (every holder only moves buffers).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl PartPool {
@@ -108,7 +104,7 @@ impl PartPool {
             file_row_groups: FILE_ROW_GROUPS,
             #[cfg(test)]
             row_group_rows: None,
-            buffers: OnceLock::new(),
+            buffers: PerThread::new(),
             closed: Mutex::new(TransactionsWritten { rows: 0, files: 0 }),
             failed: Mutex::new(None),
             syncs,
@@ -121,20 +117,6 @@ impl PartPool {
 
     fn has_failed(&self) -> bool {
         lock(&self.failed).is_some()
-    }
-
-    /// The buffer of the calling thread: its own when it is one of the engine's workers (no other
-    /// thread takes its lock), else the last one, shared.
-    fn buffer(&self) -> &Mutex<Buffer> {
-        let buffers = self.buffers.get_or_init(|| {
-            // Made by a worker of the engine's pool, whose size this is.
-            (0..=rayon::current_num_threads())
-                .map(|_| Mutex::new(Buffer::default()))
-                .collect()
-        });
-        let last = buffers.len() - 1;
-        let i = rayon::current_thread_index().map_or(last, |i| i.min(last));
-        &buffers[i]
     }
 
     /// A new file, `part-N.parquet` with the next N.
@@ -151,9 +133,7 @@ impl PartPool {
 
     /// The threads of the engine's pool that wrote rows (1 before any row).
     pub(crate) fn threads(&self) -> usize {
-        self.buffers
-            .get()
-            .map_or(1, |b| b.len().saturating_sub(1).max(1))
+        self.buffers.all().len().saturating_sub(1).max(1)
     }
 
     /// An idle file; else a new one if fewer than [`PartPool::max_open`] are open; else the first
@@ -239,12 +219,10 @@ impl PartPool {
     /// none written, one empty file still gives the partition its schema. A failure is kept for
     /// [`PartPool::take_failure`].
     fn close(&self) -> TransactionsWritten {
-        if let Some(buffers) = self.buffers.get() {
-            for b in buffers.iter() {
-                let mut b = lock(b);
-                self.write(&mut b.rows);
-                *b = Buffer::default();
-            }
+        for b in self.buffers.all() {
+            let mut b = lock(b);
+            self.write(&mut b.rows);
+            *b = Buffer::default();
         }
         let mut written = *lock(&self.closed);
         if self.has_failed() {
@@ -621,7 +599,7 @@ impl Analysis for TransactionExport {
         t: &TransactionView<'_>,
     ) {
         names.update(t.client, t.server);
-        let mut buffer = lock(self.pool.buffer());
+        let mut buffer = lock(self.pool.buffers.get());
         let Buffer { rows, fingerprints } = &mut *buffer;
         if rows.request_frame.capacity() == 0 {
             *rows = Rows::with_capacity();

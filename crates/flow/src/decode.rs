@@ -7,7 +7,7 @@ use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use pcapsleuth_capture::LinkType;
 
 use crate::fields::{be16, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
-use crate::{tunnel, Endpoint};
+use crate::{fragments, tunnel, Endpoint, IpFragment};
 
 /// TCP header flag bits, as on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
@@ -69,6 +69,10 @@ pub struct TcpSegment<'a> {
     pub payload: &'a [u8],
     /// Payload length on the wire, from the IP header.
     pub payload_len: u32,
+    /// The IP header's TTL (IPv6: its hop limit) as the packet reached the capture point (of the
+    /// innermost packet, for a tunnelled one): what tells a packet forged by a device on the path from its
+    /// endpoint's own.
+    pub ttl: u8,
 }
 
 impl TcpSegment<'_> {
@@ -94,8 +98,10 @@ impl TcpSegment<'_> {
 pub enum Decoded<'a> {
     /// A TCP segment, in an IP packet that is not fragmented.
     Tcp(TcpSegment<'a>),
-    /// IP but not TCP (UDP, ICMP, ...), or any fragment of a fragmented IP packet (IP fragments are not
-    /// reassembled).
+    /// A fragment of an IP datagram (of the innermost packet, for a tunnelled one), to be put back
+    /// together with the others by an [`crate::IpReassembler`]: what it carries is known only then.
+    Fragment(IpFragment<'a>),
+    /// IP but not TCP (UDP, ICMP, ...).
     OtherIp,
     /// Not IP (ARP, LLDP, ...).
     NotIp,
@@ -120,6 +126,8 @@ pub fn decode(link: LinkType, data: &[u8]) -> Decoded<'_> {
 /// A packet [`decode_segment`] found no TCP segment in: the other answers of [`decode`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotTcp {
+    /// As [`Decoded::Fragment`]: [`decode`] gives the fragment itself.
+    Fragment,
     /// As [`Decoded::OtherIp`].
     OtherIp,
     /// As [`Decoded::NotIp`].
@@ -139,6 +147,7 @@ pub fn decode_segment(link: LinkType, data: &[u8]) -> Result<TcpSegment<'_>, Not
         Some(seg) => Ok(seg),
         None => match general_at(link, data, 0) {
             Decoded::Tcp(seg) => Ok(seg),
+            Decoded::Fragment(_) => Err(NotTcp::Fragment),
             Decoded::OtherIp => Err(NotTcp::OtherIp),
             Decoded::NotIp => Err(NotTcp::NotIp),
             Decoded::UnsupportedLink => Err(NotTcp::UnsupportedLink),
@@ -155,15 +164,15 @@ fn decode_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
     }
 }
 
-/// Decodes what a tunnel carried: a TCP segment, or else the outer packet counts as IP of another
-/// protocol (a tunnel's own control traffic, or a port that only looked like a tunnel's).
+/// Decodes what a tunnel carried: a TCP segment or an IP fragment, or else the outer packet counts as IP of
+/// another protocol (a tunnel's own control traffic, or a port that only looked like a tunnel's).
 fn carried<'a>(inner: Option<(LinkType, &'a [u8])>, depth: u8) -> Option<Decoded<'a>> {
     let (link, bytes) = inner?;
     if depth >= tunnel::MAX_DEPTH {
         return Some(Decoded::OtherIp);
     }
     Some(match decode_at(link, bytes, depth + 1) {
-        tcp @ Decoded::Tcp(_) => tcp,
+        found @ (Decoded::Tcp(_) | Decoded::Fragment(_)) => found,
         _ => Decoded::OtherIp,
     })
 }
@@ -182,7 +191,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
         6 => ETHERTYPE_IPV6,
         _ => return None,
     });
-    let (src, dst, tcp_at, ip_payload) = match (et, version) {
+    let (src, dst, tcp_at, ip_payload, ttl) = match (et, version) {
         (ETHERTYPE_IPV4, 4) => {
             // The fixed header's 20 bytes checked once, then read at constant offsets.
             let h: &[u8; 20] = d.get(off..off + 20)?.try_into().ok()?;
@@ -194,7 +203,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
             }
             let src = IpAddr::V4(u32::from_be_bytes([h[12], h[13], h[14], h[15]]).into());
             let dst = IpAddr::V4(u32::from_be_bytes([h[16], h[17], h[18], h[19]]).into());
-            (src, dst, off + ihl, total - ihl)
+            (src, dst, off + ihl, total - ihl, h[8])
         }
         (ETHERTYPE_IPV6, 6) => {
             let h = d.get(off..off + 40)?;
@@ -209,6 +218,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
                 IpAddr::V6(dst.into()),
                 off + 40,
                 payload,
+                h[7],
             )
         }
         _ => return None,
@@ -232,6 +242,7 @@ fn fast_tcp(link: LinkType, d: &[u8]) -> Option<TcpSegment<'_>> {
         options: &d[tcp_at + 20..tcp_at + header_len],
         payload,
         payload_len: ((ip_payload - header_len) as u32).max(payload.len() as u32),
+        ttl,
     })
 }
 
@@ -257,18 +268,23 @@ fn link_header(link: LinkType, d: &[u8]) -> Option<(Option<u16>, usize)> {
     })
 }
 
-/// Decodes any packet with etherparse's lax slicing (VLAN, IPv6 extension headers, fragments, ...),
-/// and follows tunnels to the packet they carry.
+/// Decodes any packet with etherparse's lax slicing (VLAN, IPv6 extension headers, ...), and follows
+/// tunnels to the packet they carry; IP fragments are told as such ([`Decoded::Fragment`]).
 pub fn decode_general(link: LinkType, data: &[u8]) -> Decoded<'_> {
     general_at(link, data, 0)
 }
 
 fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
-    // MPLS is not sliced by etherparse: its label stack is popped here.
-    if let Some((Some(et), off)) = link_header(link, data) {
-        if tunnel::is_mpls(et) {
+    if let Some((et, off)) = link_header(link, data) {
+        // MPLS is not sliced by etherparse: its label stack is popped here.
+        if let Some(et) = et.filter(|&et| tunnel::is_mpls(et)) {
             let inner = data.get(off..).and_then(|b| tunnel::by_ether_type(et, b));
             return carried(inner, depth).unwrap_or(Decoded::Undecodable);
+        }
+        // Fragments are read here rather than from etherparse's slices, which parse a later fragment's
+        // data as if it began with the transport header.
+        if let Some(f) = data.get(off..).and_then(|ip| fragments::parse(et, ip)) {
+            return Decoded::Fragment(f);
         }
     }
     let sliced = match link {
@@ -306,14 +322,16 @@ fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
             }
         }
     };
-    let (src, dst) = match &p.net {
+    let (src, dst, ttl) = match &p.net {
         Some(LaxNetSlice::Ipv4(v4)) => (
             IpAddr::V4(v4.header().source_addr()),
             IpAddr::V4(v4.header().destination_addr()),
+            v4.header().ttl(),
         ),
         Some(LaxNetSlice::Ipv6(v6)) => (
             IpAddr::V6(v6.header().source_addr()),
             IpAddr::V6(v6.header().destination_addr()),
+            v6.header().hop_limit(),
         ),
         _ => return Decoded::Undecodable,
     };
@@ -336,6 +354,7 @@ fn general_at(link: LinkType, data: &[u8], depth: u8) -> Decoded<'_> {
                 options: tcp.header_slice().get(20..).unwrap_or(&[]),
                 payload: tcp.payload(),
                 payload_len: wire.max(tcp.payload().len() as u32),
+                ttl,
             })
         }
         Some(TransportSlice::Udp(udp)) if !fragmented => {

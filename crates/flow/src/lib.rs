@@ -6,7 +6,8 @@
 //! [`ConnectionTracker`] follows one 4-tuple through its connections and concludes each into a
 //! [`Connection`]: roles, handshake RTT, per-direction counters, and how it closed.
 //! [`StreamReassembler`] turns one direction's segments into ordered bytes, with gaps where the capture
-//! lost some, for a protocol decoder.
+//! lost some, for a protocol decoder. [`IpReassembler`] puts IP fragments ([`Decoded::Fragment`]) back
+//! together into the datagrams they were cut from, as the receiving host's stack does.
 //!
 //! Following every connection of a capture, as the engine of `pcapsleuth-analysis` does in parallel:
 //!
@@ -47,6 +48,7 @@
 
 mod decode;
 mod fields;
+mod fragments;
 mod frame;
 mod handshake;
 mod key;
@@ -56,6 +58,10 @@ mod tcp;
 mod tunnel;
 
 pub use decode::{decode, decode_general, decode_segment, Decoded, NotTcp, TcpFlags, TcpSegment};
+pub use fragments::{
+    IpFragment, IpReassembler, NotReassembled, Reassembled, ReassemblyFacts, ReassemblyFailure,
+    UnreassembledDatagram, IPV4_TIMEOUT_NS, IPV6_TIMEOUT_NS, REASSEMBLY_MEMORY,
+};
 pub use frame::FrameRef;
 pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
@@ -66,5 +72,5 @@ pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,
     ConnectionState, ConnectionTracker, DirectionStats, Fed, Role, RoleBasis, SegmentClass,
-    ZeroWindowSpell,
+    TtlRange, ZeroWindowSpell, TTL_SAMPLES,
 };

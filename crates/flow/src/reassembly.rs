@@ -105,6 +105,11 @@ impl<M: Copy> StreamReassembler<M> {
         true
     }
 
+    /// The sequence number of the next byte expected in order, once a segment was seen.
+    pub fn next_seq(&self) -> Option<u32> {
+        self.next
+    }
+
     /// Whether bytes are held after a hole (an acknowledgment may release them).
     #[inline]
     pub fn holds(&self) -> bool {

@@ -95,6 +95,54 @@ pub struct DirectionStats {
     pub truncated: u64,
     /// The first packet carrying payload (for a server that speaks first, its greeting).
     pub first_data: Option<FrameRef>,
+    /// The IP TTLs (IPv6 hop limits) of the side's first [`TTL_SAMPLES`] segments of new data: what its
+    /// host's packets look like at the capture point, against which a FIN or RST bearing its address is
+    /// judged (a device on the path that forges one sends it with its own TTL, and no data).
+    pub ttl: TtlRange,
+    /// The TTL of the side's first SYN (or SYN-ACK), judged apart for the same reason.
+    pub syn_ttl: Option<u8>,
+}
+
+/// The lowest and highest IP TTL (IPv6 hop limit) of some packets, and how many they were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TtlRange {
+    /// The lowest TTL (meaningless while `packets` is 0).
+    pub min: u8,
+    /// The highest TTL.
+    pub max: u8,
+    /// The packets seen.
+    pub packets: u64,
+}
+
+impl TtlRange {
+    /// One more packet, sent with `ttl`.
+    pub fn note(&mut self, ttl: u8) {
+        if self.packets == 0 {
+            (self.min, self.max) = (ttl, ttl);
+        } else {
+            self.min = self.min.min(ttl);
+            self.max = self.max.max(ttl);
+        }
+        self.packets += 1;
+    }
+
+    /// The packets of both ranges.
+    pub fn merge(&mut self, o: &TtlRange) {
+        match (self.packets, o.packets) {
+            (_, 0) => {}
+            (0, _) => *self = *o,
+            _ => {
+                self.min = self.min.min(o.min);
+                self.max = self.max.max(o.max);
+                self.packets += o.packets;
+            }
+        }
+    }
+
+    /// Whether a packet sent with `ttl` fits these (no packets: it fits, as nothing says otherwise).
+    pub fn holds(&self, ttl: u8) -> bool {
+        self.packets == 0 || (self.min..=self.max).contains(&ttl)
+    }
 }
 
 /// The first FIN or RST a side sent, and what the other side was waiting for at that moment.
@@ -118,6 +166,11 @@ pub struct CloseEvent {
     pub resent_in_a_row: u32,
     /// The peer's last segment carrying payload before the close.
     pub peer_last_data: Option<FrameRef>,
+    /// The closing side's own last segment carrying new data before the close (not a resend): when its
+    /// writes last made progress.
+    pub last_data: Option<FrameRef>,
+    /// The IP TTL (IPv6 hop limit) the FIN or RST came with.
+    pub ttl: u8,
 }
 
 /// A side advertising a zero receive window, from its first such segment to the segment that opened the
@@ -237,7 +290,20 @@ struct SideState {
     resent_until: Option<u32>,
     /// This side's last segment carrying payload.
     last_data: Option<FrameRef>,
+    /// This side's last segment carrying new data (not a resend).
+    last_new_data: Option<FrameRef>,
+    /// The lowest and highest IP TTL of this side's first [`TTL_SAMPLES`] segments of new data (`u8::MAX`
+    /// and 0 before the first), and how many those were: [`DirectionStats::ttl`] when the connection is
+    /// concluded.
+    ttl_min: u8,
+    ttl_max: u8,
+    ttl_packets: u64,
 }
+
+/// A side's TTL is learned from its first this many segments of new data: a host sends every packet of
+/// a connection with one initial TTL, and its path takes the same hops off each, so a few show it; the
+/// rest of a long connection would only cost a comparison each.
+pub const TTL_SAMPLES: u64 = 16;
 
 /// Sequence-space comparison (RFC 1982 serial arithmetic).
 fn seq_before(a: u32, b: u32) -> bool {
@@ -274,7 +340,10 @@ impl ConnectionState {
     fn new(key: FlowKey, at: FrameRef) -> Self {
         ConnectionState {
             key,
-            sides: [SideState::default(); 2],
+            sides: [SideState {
+                ttl_min: u8::MAX,
+                ..SideState::default()
+            }; 2],
             first: at,
             last: at,
             handshake_ack: None,
@@ -367,6 +436,11 @@ impl ConnectionState {
             CloseFlag::Fin => s.first_fin,
             CloseFlag::Rst => s.first_rst,
         }
+    }
+
+    /// The latest acknowledgment number `side` sent.
+    pub fn last_ack(&self, side: Side) -> Option<u32> {
+        self.sides[side.index()].last_ack
     }
 
     /// The first packet carrying payload that `side` sent.
@@ -502,6 +576,7 @@ impl ConnectionState {
             s.last_ack = Some(seg.ack);
         }
         if flags.syn() {
+            s.stats.syn_ttl.get_or_insert(seg.ttl);
             let slot = if flags.ack() {
                 &mut s.syn_ack
             } else {
@@ -536,6 +611,8 @@ impl ConnectionState {
                 peer_zero_window: peer.zero_window,
                 resent_in_a_row: s.resent_in_a_row,
                 peer_last_data: peer.last_data,
+                last_data: s.last_new_data,
+                ttl: seg.ttl,
             };
             let slot = if flags.rst() {
                 &mut s.first_rst
@@ -551,6 +628,15 @@ impl ConnectionState {
                     s.resent_in_a_row = 0;
                     s.resent_until = None;
                     s.last_data = Some(at);
+                    s.last_new_data = Some(at);
+                    // The host's TTL, learned from the new data it sent (what a device on the path that
+                    // forges a FIN or RST does not send), from its first few segments: one host on one
+                    // path gives them one TTL, and the rest of a long connection says no more.
+                    if s.ttl_packets < TTL_SAMPLES {
+                        s.ttl_min = s.ttl_min.min(seg.ttl);
+                        s.ttl_max = s.ttl_max.max(seg.ttl);
+                        s.ttl_packets += 1;
+                    }
                 }
                 SegmentClass::Retransmission => {
                     if s.resent_until != Some(seg.seq) {
@@ -582,6 +668,18 @@ impl ConnectionState {
         };
         let c = &self.sides[client_side.index()];
         let sv = &self.sides[client_side.other().index()];
+        let stats = |s: &SideState| DirectionStats {
+            ttl: if s.ttl_packets == 0 {
+                TtlRange::default()
+            } else {
+                TtlRange {
+                    min: s.ttl_min,
+                    max: s.ttl_max,
+                    packets: s.ttl_packets,
+                }
+            },
+            ..s.stats
+        };
         let first_of = |a: Option<CloseEvent>, b: Option<CloseEvent>| match (a, b) {
             (Some(x), Some(y)) => Some(if y.at.frame < x.at.frame { y } else { x }),
             (x, y) => x.or(y),
@@ -610,8 +708,8 @@ impl ConnectionState {
             first: self.first,
             last: self.last,
             handshake_rtt_ns: self.initial_rtt(),
-            to_server: c.stats,
-            to_client: sv.stats,
+            to_server: stats(c),
+            to_client: stats(sv),
             first_fin,
             first_rst,
             end,
@@ -642,7 +740,8 @@ impl CloseEvent {
                 | bit(2, self.peer_awaiting_reply)
                 | bit(3, self.peer_zero_window.is_some())
                 | bit(4, self.peer_zero_window.is_some_and(|z| z.until.is_some()))
-                | bit(5, self.peer_last_data.is_some()),
+                | bit(5, self.peer_last_data.is_some())
+                | bit(6, self.last_data.is_some()),
         );
         p.frame(self.at);
         p.u64(self.peer_unacked_bytes);
@@ -651,6 +750,8 @@ impl CloseEvent {
         }
         p.u32(self.resent_in_a_row);
         p.opt_frame(self.peer_last_data);
+        p.opt_frame(self.last_data);
+        p.u32(u32::from(self.ttl));
     }
 
     fn unpack(u: &mut Unpacker<'_>) -> CloseEvent {
@@ -668,6 +769,8 @@ impl CloseEvent {
             peer_zero_window: has(b, 3).then(|| ZeroWindowSpell::unpack(u, has(b, 4))),
             resent_in_a_row: u.u32(),
             peer_last_data: u.opt_frame(has(b, 5)),
+            last_data: u.opt_frame(has(b, 6)),
+            ttl: u.u32() as u8,
         }
     }
 }
@@ -688,7 +791,14 @@ impl SideState {
                 | bit(9, self.zero_window.is_some())
                 | bit(10, self.zero_window.is_some_and(|z| z.until.is_some()))
                 | bit(11, self.resent_until.is_some())
-                | bit(12, self.last_data.is_some()),
+                | bit(12, self.last_data.is_some())
+                | bit(13, st.ttl != TtlRange::default())
+                | bit(14, st.syn_ttl.is_some())
+                | bit(15, self.last_new_data.is_some())
+                | bit(
+                    16,
+                    self.ttl_packets != 0 || (self.ttl_min, self.ttl_max) != (u8::MAX, 0),
+                ),
         );
         if let Some(n) = self.next_seq {
             p.u32(n);
@@ -729,6 +839,20 @@ impl SideState {
             p.u32(r);
         }
         p.opt_frame(self.last_data);
+        if st.ttl != TtlRange::default() {
+            p.u32(u32::from(st.ttl.min));
+            p.u32(u32::from(st.ttl.max));
+            p.u64(st.ttl.packets);
+        }
+        if let Some(t) = st.syn_ttl {
+            p.u32(u32::from(t));
+        }
+        p.opt_frame(self.last_new_data);
+        if self.ttl_packets != 0 || (self.ttl_min, self.ttl_max) != (u8::MAX, 0) {
+            p.u32(u32::from(self.ttl_min));
+            p.u32(u32::from(self.ttl_max));
+            p.u64(self.ttl_packets);
+        }
     }
 
     fn unpack(u: &mut Unpacker<'_>) -> SideState {
@@ -756,8 +880,10 @@ impl SideState {
             zero_windows: u.u64(),
             truncated: u.u64(),
             first_data: u.opt_frame(has(b, 4)),
+            ttl: TtlRange::default(),
+            syn_ttl: None,
         };
-        SideState {
+        let mut side = SideState {
             next_seq,
             next_seq_at,
             last_ack,
@@ -773,7 +899,26 @@ impl SideState {
             resent_in_a_row: u.u32(),
             resent_until: has(b, 11).then(|| u.u32()),
             last_data: u.opt_frame(has(b, 12)),
+            last_new_data: None,
+            ttl_min: u8::MAX,
+            ttl_max: 0,
+            ttl_packets: 0,
+        };
+        if has(b, 13) {
+            side.stats.ttl = TtlRange {
+                min: u.u32() as u8,
+                max: u.u32() as u8,
+                packets: u.u64(),
+            };
         }
+        side.stats.syn_ttl = has(b, 14).then(|| u.u32() as u8);
+        side.last_new_data = u.opt_frame(has(b, 15));
+        if has(b, 16) {
+            side.ttl_min = u.u32() as u8;
+            side.ttl_max = u.u32() as u8;
+            side.ttl_packets = u.u64();
+        }
+        side
     }
 }
 
@@ -990,6 +1135,7 @@ mod tests {
                 options: &[],
                 payload,
                 payload_len: payload.len() as u32,
+                ttl: 64,
             };
             let at = FrameRef {
                 frame: self.frame,
@@ -1192,6 +1338,8 @@ mod tests {
                 peer_zero_window: self.spell(base),
                 resent_in_a_row: self.value() as u32,
                 peer_last_data: self.opt_frame(base),
+                last_data: self.opt_frame(base),
+                ttl: self.next() as u8,
             })
         }
 
@@ -1213,6 +1361,16 @@ mod tests {
                     zero_windows: self.value(),
                     truncated: self.value(),
                     first_data: self.opt_frame(base),
+                    ttl: if self.some() {
+                        TtlRange {
+                            min: self.next() as u8,
+                            max: self.next() as u8,
+                            packets: self.value(),
+                        }
+                    } else {
+                        TtlRange::default()
+                    },
+                    syn_ttl: self.some().then(|| self.next() as u8),
                 },
                 first_fin: self.close(base),
                 first_rst: self.close(base),
@@ -1222,6 +1380,14 @@ mod tests {
                 resent_in_a_row: self.value() as u32,
                 resent_until: self.some().then(|| self.next() as u32),
                 last_data: self.opt_frame(base),
+                last_new_data: self.opt_frame(base),
+                ttl_min: if self.some() {
+                    self.next() as u8
+                } else {
+                    u8::MAX
+                },
+                ttl_max: if self.some() { self.next() as u8 } else { 0 },
+                ttl_packets: if self.some() { self.value() } else { 0 },
             }
         }
 

@@ -475,6 +475,41 @@ pub fn client_command_verdict(client_bytes: &[u8], extent: Extent) -> Verdict {
     extent.settle(v, || looks_like_client_command(b))
 }
 
+/// Packets in a run that [`packet_run_verdict`] takes for MySQL's: 16 headers in a row, each where the
+/// previous packet ends and with the next sequence id, happen by chance about once in 2^120 offsets of
+/// other bytes.
+pub const PACKET_RUN: usize = 16;
+
+/// The bytes a run of [`PACKET_RUN`] packets must fit in to be taken for one: rows are short, and a
+/// search that waited for a header's length (up to 16 MiB, 16 times) would hold that much of a stream
+/// that is not MySQL before it could say no.
+pub const PACKET_RUN_BYTES: usize = 1 << 16;
+
+/// Do these bytes start with a run of [`PACKET_RUN`] MySQL packets in sequence: each packet's header
+/// (3-byte length, not empty, not continued; sequence id one more than the previous one's, modulo 256)
+/// where the previous packet ends, all within `PACKET_RUN_BYTES`? The rows of a resultset, joined mid-stream (a capture that began in
+/// the middle of one, the last file of a rotated set), show nothing else until the client's next
+/// command.
+pub fn packet_run_verdict(bytes: &[u8], extent: Extent) -> Verdict {
+    let mut at = 0usize;
+    let mut seq: Option<u8> = None;
+    for _ in 0..PACKET_RUN {
+        let w = bytes.get(at..).unwrap_or(&[]);
+        let (Some(len), Some(&s)) = (le_u24(w), w.get(3)) else {
+            return extent.settle(Verdict::NeedMore, || false);
+        };
+        if len == 0 || len == MAX_PAYLOAD || seq.is_some_and(|p| s != p.wrapping_add(1)) {
+            return Verdict::No;
+        }
+        seq = Some(s);
+        at += 4 + len as usize;
+        if at > PACKET_RUN_BYTES {
+            return Verdict::No;
+        }
+    }
+    Verdict::Yes
+}
+
 /// Do these server bytes start like a response to a command (sequence id 1) or a login (2): a packet
 /// header with that sequence id and a non-empty payload? Together with a client command or login just
 /// before it, this recognises MySQL on a connection whose handshake the capture missed.

@@ -120,6 +120,12 @@ impl Framer {
         self.started.then_some(self.start)
     }
 
+    /// The packet being read, as far as it came, while its framing goes on (the rest is still to come, or
+    /// will never be sent): not damaged, its kept bytes in [`Framer::prefix`], its length the header's.
+    pub(crate) fn partial(&self, end: Meta) -> Option<PacketEnd> {
+        self.started.then(|| self.packet_end(end))
+    }
+
     /// A partial packet whose header was read, as a damaged packet (the rest lost).
     pub(crate) fn take_partial(&mut self, end: Meta) -> Option<PacketEnd> {
         if !self.started {

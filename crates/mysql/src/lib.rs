@@ -61,6 +61,7 @@ mod detect;
 mod exchange;
 mod fingerprint;
 mod framing;
+pub mod prepared;
 pub mod replication;
 mod session;
 pub mod wire;
@@ -70,15 +71,17 @@ use serde::{Deserialize, Serialize};
 pub use command::Command;
 pub use detect::{
     client_command_verdict, greeting_verdict, login_verdict, looks_like_client_command,
-    looks_like_greeting, looks_like_login, response_verdict, Extent, Verdict,
+    looks_like_greeting, looks_like_login, packet_run_verdict, response_verdict, Extent, Verdict,
+    PACKET_RUN,
 };
 pub use exchange::{ExchangeShape, PieceShape, PlainExchange};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};
+pub use prepared::ExecuteBytes;
 pub use replication::{
     binlog_event_verdict, looks_like_binlog_events, looks_like_semi_sync_acks,
     semi_sync_acks_verdict, ReplicationAtClose, ReplicationSample, ReplicationSummary,
 };
-pub use session::Session;
+pub use session::{Session, TlsBytes, TLS_BYTES_KEPT};
 
 /// Statement text longer than this is cut (at a character boundary) and marked
 /// with a trailing `/* truncated: N bytes */` comment.
@@ -114,6 +117,10 @@ pub enum StartMode {
     /// The capture began between the greeting and the login: the client's first bytes are its login
     /// (what the greeting said is not known).
     Login,
+    /// The capture began in the middle of the server's answer, whose packets are plain (a run of them
+    /// showed it, [`packet_run_verdict`]): as [`StartMode::MidStream`], the compressed protocol known not
+    /// to be in force.
+    MidAnswer,
 }
 
 /// How a direction was closed.
@@ -203,6 +210,30 @@ pub enum Outcome {
     Unparsed,
 }
 
+/// The server status flags (`SERVER_*`, [`wire::status`]) and the warning count of the OK or EOF
+/// packet that ended a response: whether the query used an index, how many warnings it raised (what
+/// pt-query-digest reports as `No_index_used`, `No_good_index_used` and `Warning_count`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStatus {
+    /// The status flags; of a response of several resultsets, those of every terminator together
+    /// (`SERVER_MORE_RESULTS_EXISTS` aside).
+    pub flags: u16,
+    /// The warning count of the last terminator.
+    pub warnings: u16,
+}
+
+impl ServerStatus {
+    /// `SERVER_QUERY_NO_INDEX_USED`: the query read a table without an index (a full scan).
+    pub fn no_index_used(&self) -> bool {
+        self.flags & wire::status::SERVER_QUERY_NO_INDEX_USED != 0
+    }
+
+    /// `SERVER_QUERY_NO_GOOD_INDEX_USED`: no good index was found (a range checked per record).
+    pub fn no_good_index_used(&self) -> bool {
+        self.flags & wire::status::SERVER_QUERY_NO_GOOD_INDEX_USED != 0
+    }
+}
+
 /// One client request and its response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Transaction {
@@ -236,6 +267,9 @@ pub struct Transaction {
     /// Rows returned, summed over every resultset of the response; those that arrived before a close
     /// when it was cut off (see [`Outcome::ResultSet`]). 0 for responses without rows.
     pub rows: u64,
+    /// The server status flags and warning count the response ended with (its OK packet, or the EOF
+    /// or OK that ended its resultsets); `None` when it ended otherwise (ERR, cut off, none).
+    pub server_status: Option<ServerStatus>,
     /// Response bytes on the wire (payloads and packet headers).
     pub response_bytes: u64,
     /// Request bytes on the wire (command, LOCAL INFILE data, auth data).
@@ -245,6 +279,10 @@ pub struct Transaction {
     pub gap_bytes: u64,
     /// How it ended: the server's answer (OK, ERR, rows, ...), or why there is none.
     pub outcome: Outcome,
+    /// A `COM_STMT_EXECUTE`'s bytes after the statement id, which hold the values it ran the
+    /// statement with (read them with [`prepared::Execute::read`]); empty for other commands.
+    #[serde(skip)]
+    pub execute: ExecuteBytes,
 }
 
 /// What a request that is still open looks like (see [`CloseContext`]).
@@ -311,6 +349,32 @@ pub struct CloseContext {
     pub phase: SessionPhase,
     /// The oldest request sent and not yet fully answered; `None` when none was open.
     pub pending: Option<PendingRequest>,
+    /// The client was in the middle of sending a packet (a request not yet whole) that the server had not
+    /// answered.
+    pub request_cut: bool,
+    /// The server was in the middle of sending a packet: its byte stream ended inside a MySQL packet.
+    pub response_cut: bool,
+    /// The last thing the server said, when it was an error and no command came after it: the ERR that
+    /// answered the last request (or the login), or one it sent unasked (MySQL's 4031 before an idle
+    /// disconnect).
+    pub error: Option<ErrorAt>,
+}
+
+/// An error the server sent, where, and the request it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorAt {
+    /// The error.
+    pub error: ServerError,
+    /// The ERR packet's last byte.
+    pub at: Meta,
+    /// The request it answered (its command and first byte; `Command::Connect` for a login); `None` for
+    /// an error sent unasked.
+    pub request: Option<(Command, Meta)>,
+    /// The start of that request's statement (its first 160 bytes), when it has one.
+    pub statement: Option<String>,
+    /// The ERR came in place of the server's greeting, before any login (the request is then the
+    /// connection itself, `Command::Connect` at the ERR's first byte).
+    pub in_place_of_greeting: bool,
 }
 
 /// Whether the connection is readable.
@@ -322,6 +386,9 @@ pub enum Encryption {
     /// The client sent an SSLRequest (CLIENT_SSL): TLS follows and decoding
     /// stopped cleanly there; later bytes are counted as `undecoded_bytes`.
     Tls,
+    /// TLS followed an SSLRequest, and a TLS layer decrypts it: the session is decoded from the
+    /// plaintext ([`Session::resume_decrypted`]).
+    TlsDecrypted,
 }
 
 /// The compressed protocol in force after authentication.
@@ -485,6 +552,8 @@ pub struct SessionInfo {
     pub compression: Compression,
     /// The last ERR_Packet that arrived with no request outstanding.
     pub last_unsolicited_error: Option<ServerError>,
+    /// Where it arrived (its last byte).
+    pub last_unsolicited_error_at: Option<Meta>,
     /// What the decoder skipped or found malformed, and the gaps it was told about.
     pub counters: Counters,
 }

@@ -649,10 +649,12 @@ impl Replication {
             last_response_ts_ns: None,
             last_response_frame: None,
             rows: 0,
+            server_status: None,
             response_bytes: 0,
             request_bytes: d.request_bytes,
             gap_bytes: 0,
             outcome: Outcome::ReplicationStream,
+            execute: crate::ExecuteBytes::default(),
         };
         if let Some((pkt, outcome)) = answer {
             t.first_response_ts_ns = Some(pkt.start.ts_ns);

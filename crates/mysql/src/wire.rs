@@ -45,6 +45,10 @@ pub mod capability {
 pub mod status {
     /// `SERVER_MORE_RESULTS_EXISTS`: another resultset / OK follows.
     pub const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
+    /// `SERVER_QUERY_NO_GOOD_INDEX_USED`: the query found no good index.
+    pub const SERVER_QUERY_NO_GOOD_INDEX_USED: u16 = 0x0010;
+    /// `SERVER_QUERY_NO_INDEX_USED`: the query used no index.
+    pub const SERVER_QUERY_NO_INDEX_USED: u16 = 0x0020;
     /// `SERVER_STATUS_CURSOR_EXISTS`: COM_STMT_EXECUTE opened a cursor; rows come via COM_STMT_FETCH.
     pub const SERVER_STATUS_CURSOR_EXISTS: u16 = 0x0040;
     /// `SERVER_STATUS_LAST_ROW_SENT`: a cursor is exhausted.

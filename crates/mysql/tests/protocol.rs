@@ -3,8 +3,8 @@
 use crate::common;
 use common::*;
 use pcapsleuth_mysql::{
-    CloseFlag, Command, Compression, ExchangeShape, Outcome, PieceShape, Session, SessionPhase,
-    SqlState, StartMode,
+    CloseFlag, Command, Compression, ExchangeShape, Outcome, PieceShape, ServerStatus, Session,
+    SessionPhase, SqlState, StartMode,
 };
 
 const MORE: u16 = 0x0008;
@@ -157,6 +157,48 @@ fn multiple_resultsets_are_one_transaction_with_rows_summed() {
     assert_eq!(t.len(), 1);
     assert_eq!(t[0].outcome, Outcome::ResultSet { rows: 3 });
     assert_eq!(s.info().counters.sequence_anomalies, 0);
+}
+
+/// The flags of a response's terminators are kept (those of several resultsets together): what
+/// says a statement used no index (`SERVER_QUERY_NO_INDEX_USED`, 0x20) or no good one (0x10); an OK's
+/// own flags and warnings; nothing for an ERR.
+#[test]
+fn responses_keep_the_status_flags_they_ended_with() {
+    let mut server = classic_resultset(1, &["a"], &[&["1"]], 2 | 0x20 | MORE);
+    // 1 + (1 + 1 + 1 + 1 + 1) = 6: the second resultset's first sequence id.
+    server.extend(classic_resultset(6, &["b"], &[&["x"]], 2 | MORE));
+    server.extend(packet(11, &ok(0, 2 | 0x10)));
+    let mut warned = ok(1, 2);
+    warned[5] = 3; // the warning count's low byte
+    let evs = vec![
+        query("call p()"),
+        Ev::Data(S, server),
+        query("insert into t values (1)"),
+        Ev::Data(S, packet(1, &warned)),
+        query("select * from nosuch"),
+        Ev::Data(
+            S,
+            packet(1, &err(1146, "42S02", "Table 'nosuch' doesn't exist")),
+        ),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    let call = t[0].server_status.unwrap();
+    assert_eq!(
+        call,
+        ServerStatus {
+            flags: 2 | 0x20 | 0x10,
+            warnings: 0
+        }
+    );
+    assert!(call.no_index_used() && call.no_good_index_used());
+    assert_eq!(
+        t[1].server_status,
+        Some(ServerStatus {
+            flags: 2,
+            warnings: 3
+        })
+    );
+    assert_eq!(t[2].server_status, None);
 }
 
 #[test]

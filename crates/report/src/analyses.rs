@@ -2,13 +2,14 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{FullReport, IntervalKind, RateReport, RtReport, RtSource};
+use pcapsleuth_analysis::{FindingKind, FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
 use crate::style::{
     column_width, command_lines, count, counted, direction_words, duration, duration_or_none,
-    instant, instant_ns, list, percent, rate, seconds, span, times, variation, width, Measure,
-    NONE,
+    instant, instant_ns, list, percent, rate, seconds, span, stats, times, variation, width,
+    Measure, NONE,
 };
+use crate::visible::{visible, visible_lines_owned};
 
 /// What `pcapsleuth rate` prints: each ceiling found (a direction's packets/s or bits/s held flat at a
 /// cap while load waited behind it: where, from when, for how many seconds, how flat), or a line saying
@@ -40,7 +41,7 @@ pub fn render_rate(r: &RateReport) -> String {
             count(c.mean_packet_bytes.round() as u64)
         );
         for e in &c.evidence {
-            let _ = writeln!(out, "  evidence: {e}");
+            let _ = writeln!(out, "  evidence: {}", visible(e));
         }
     }
     let _ = writeln!(
@@ -85,7 +86,7 @@ pub fn render_rate(r: &RateReport) -> String {
             list(&servers, width() - "servers: ".len())
         }
     );
-    out
+    visible_lines_owned(out)
 }
 
 /// What `pcapsleuth rt` prints: the response-time percentiles (µs and ms as fits), of MySQL requests or,
@@ -109,12 +110,26 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         }
     };
     let _ = writeln!(out, "response time of {}", source(p.count));
+    // Beside the distribution, never in it: these exchanges were timed from TLS records, not decoded.
+    let estimated = |out: &mut String| {
+        let e = &r.estimated_from_tls_records;
+        if e.sessions > 0 {
+            let _ = writeln!(
+                out,
+                "response time estimated from TLS records, not decoded ({} not decrypted; not in the \
+                 figures above): {}",
+                counted(e.sessions, "MySQL session", "MySQL sessions"),
+                stats(&e.rt_us, "exchange", "exchanges")
+            );
+        }
+    };
     if p.count == 0 {
         let _ = writeln!(
             out,
             "  {NONE} (no request was answered in the capture: no distribution, no humps)"
         );
-        return out;
+        estimated(&mut out);
+        return visible_lines_owned(out);
     }
     let _ = writeln!(
         out,
@@ -137,6 +152,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             duration(c.max)
         );
     }
+    estimated(&mut out);
     if r.multimodal {
         let _ = writeln!(out, "\nMULTIMODAL: {} humps", r.modes.len());
     } else {
@@ -154,25 +170,19 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             times(m.spread)
         );
     }
+    let first_s = r.timeline.body_first.map(|t| t.0 as f64 / 1e9);
     for s in &r.slow_modes {
-        let _ = writeln!(out, "  the hump at ~{}:", duration(s.center_us));
         let _ = writeln!(
             out,
-            "    {} of its requests saw a retransmission, {} were errors",
-            percent(s.retransmitted_share),
-            percent(s.error_share)
+            "  the hump at ~{} ({}):",
+            duration(s.center_us),
+            counted(s.count, "request", "requests")
         );
-        for (fp, share) in &s.statements {
-            let columns = format!("    {}: ", percent(*share));
-            let _ = writeln!(out, "{}", crate::style::row(&columns, fp));
+        if let Some(c) = &s.cause {
+            let _ = writeln!(out, "    cause ({}): {}", c.confidence.name(), c.summary);
         }
-        for (t, share) in &s.time_windows {
-            let _ = writeln!(
-                out,
-                "    {} in the interval from {}",
-                percent(*share),
-                instant(*t)
-            );
+        for line in pcapsleuth_analysis::hump_lines(s, first_s) {
+            let _ = writeln!(out, "    {line}");
         }
     }
     // A log-scale histogram as text: 10% bins, bars scaled to the largest.
@@ -202,22 +212,23 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
     if per_interval {
         let _ = writeln!(
             out,
-            "\nper interval ({}) and server port:",
+            "\nper interval ({}) and server:",
             seconds(r.interval_s)
         );
         let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
         let start_w = column_width("interval start", &starts);
+        let server_w = column_width("server", r.per_interval.iter().map(|i| &i.server));
         let _ = writeln!(
             out,
-            "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
-            "interval start", "port", "what", "count", "mean", "p95", "p99", "errors"
+            "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+            "interval start", "server", "what", "count", "mean", "p95", "p99", "errors"
         );
         for (i, start) in r.per_interval.iter().zip(&starts) {
             let _ = writeln!(
                 out,
-                "{:<start_w$} {:>6} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+                "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
                 start,
-                i.port,
+                i.server,
                 match i.kind {
                     IntervalKind::Requests => "requests",
                     IntervalKind::Connect => "connect",
@@ -230,7 +241,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
             );
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// The report's counts and response time in one line: "4 TCP connections, 4 MySQL sessions, 2,004 MySQL
@@ -266,15 +277,24 @@ pub fn render_report(r: &FullReport) -> String {
         let _ = writeln!(out, "Nothing abnormal found.");
     }
     for (i, f) in r.findings.iter().enumerate() {
-        let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, f.summary);
+        let _ = writeln!(out, "{}. [{}] {}", i + 1, f.kind, visible(&f.summary));
+        if let Some(c) = &f.cause {
+            // The first abnormal close with the facts its cause rests on, as `first-reset` gives them,
+            // and a slow hump's with its (the error's frames, why its wait is a timer's).
+            let evidence = matches!(
+                f.kind,
+                FindingKind::FirstAbnormalClose | FindingKind::SlowHump
+            );
+            crate::text::describe_cause(&mut out, "     ", c, evidence);
+        }
         for e in &f.evidence {
-            let _ = writeln!(out, "     {e}");
+            let _ = writeln!(out, "     {}", visible(e));
         }
         if let Some(filter) = &f.wireshark_filter {
-            let _ = writeln!(out, "     Wireshark: {filter}");
+            let _ = writeln!(out, "     Wireshark: {}", visible(filter));
         }
         if let Some(command) = &f.extract_command {
-            out.push_str(&command_lines("     extract: ", command, 9));
+            out.push_str(&command_lines("     extract: ", &visible(command), 9));
         }
     }
     if let (Some(first), Some(last)) = (r.timeline.body_first, r.timeline.body_last) {
@@ -296,6 +316,7 @@ pub fn render_report(r: &FullReport) -> String {
     }
     let m = &r.mysql;
     let _ = writeln!(out, "\n{}", counts_line(r));
+    crate::text::write_servers(&mut out, &m.servers);
     crate::replication::write_streams(&mut out, &m.replication);
     if let Some(longest) = m
         .unanswered
@@ -312,5 +333,5 @@ pub fn render_report(r: &FullReport) -> String {
             longest.server
         );
     }
-    out
+    visible_lines_owned(out)
 }

@@ -4,11 +4,15 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{CaptureFacts, CapturedAs, ClockBasis, Comparison, RtSummary, Unknowns};
+use pcapsleuth_analysis::{
+    CaptureFacts, CapturedAs, ClockBasis, Comparison, EndingAt, EndingsComparison, RtSummary,
+    Unknowns,
+};
 use serde_json::Value;
 
 use crate::located::locate_frames_json;
 use crate::style::{count, counted, duration, instant, percent, NONE};
+use crate::visible::{visible, visible_lines_owned};
 
 /// One capture point of a comparison: what was read, and what it could not show.
 pub struct ComparedCapture<'a> {
@@ -28,7 +32,9 @@ fn cell(us: Option<f64>) -> String {
 /// `842` in a capture of one file, `842 (big.pcap2 #42)` in a set.
 fn frame_in(capture: &CaptureFacts, frame: u64) -> String {
     match capture.locate(frame) {
-        Some((file, n)) if capture.files.len() > 1 => format!("{frame} ({} #{n})", file.path),
+        Some((file, n)) if capture.files.len() > 1 => {
+            format!("{frame} ({} #{n})", visible(&file.path))
+        }
         _ => frame.to_string(),
     }
 }
@@ -45,12 +51,12 @@ fn frames_of(capture: &CaptureFacts, seen: &CapturedAs) -> String {
 /// The files a capture point was read from, for the header.
 fn files_of(capture: &CaptureFacts) -> String {
     match &capture.files[..] {
-        [one] => one.path.clone(),
+        [one] => visible(&one.path).into_owned(),
         many => format!(
             "{} files ({} ... {})",
             many.len(),
-            many[0].path,
-            many[many.len() - 1].path
+            visible(&many[0].path),
+            visible(&many[many.len() - 1].path)
         ),
     }
 }
@@ -58,6 +64,7 @@ fn files_of(capture: &CaptureFacts) -> String {
 /// `pcapsleuth compare` for people.
 pub fn render_compare(
     cmp: &Comparison,
+    endings: &EndingsComparison,
     client: &ComparedCapture<'_>,
     server: &ComparedCapture<'_>,
     per_interval: bool,
@@ -75,7 +82,11 @@ pub fn render_compare(
             out.push('\n');
         }
     }
-    let _ = writeln!(out, "{}\n", cmp.verdict);
+    let _ = writeln!(out, "{}", cmp.verdict);
+    if let Some(line) = endings_headline(endings) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
     let _ = writeln!(
         out,
         "client capture: {} ({})\nserver capture: {} ({})",
@@ -224,6 +235,8 @@ pub fn render_compare(
         }
     }
 
+    render_endings(&mut out, endings, client, server);
+
     let n = &cmp.notable_counts;
     let total =
         n.response_retransmitted + n.response_late + n.response_never_seen + n.request_never_seen;
@@ -258,16 +271,17 @@ pub fn render_compare(
             );
             let what = t.statement.clone().unwrap_or_else(|| t.command.to_string());
             let _ = writeln!(out, "     `{}`", crate::text::statement(&what));
-            let _ = writeln!(out, "     {}", t.detail);
+            let _ = writeln!(out, "     {}", visible(&t.detail));
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// `compare --json`: the comparison, with what each capture was and could not show, and each notable
 /// transaction's frames also named in their files when a capture point was read from several.
 pub fn compare_json(
     cmp: &Comparison,
+    endings: &EndingsComparison,
     client: &ComparedCapture<'_>,
     server: &ComparedCapture<'_>,
 ) -> Value {
@@ -290,9 +304,127 @@ pub fn compare_json(
             }
         }
     }
+    let mut ends = serde_json::to_value(endings).unwrap_or(Value::Null);
+    if let Some(notable) = ends.get_mut("notable").and_then(Value::as_array_mut) {
+        for n in notable {
+            if let Some(c) = n.get_mut("client_capture").filter(|c| !c.is_null()) {
+                locate_frames_json(c, client.capture);
+            }
+            if let Some(s) = n.get_mut("server_capture").filter(|s| !s.is_null()) {
+                locate_frames_json(s, server.capture);
+            }
+        }
+    }
     if let Some(o) = v.as_object_mut() {
+        o.insert("endings".into(), ends);
         o.insert("client_capture".into(), side(client));
         o.insert("server_capture".into(), side(server));
     }
     v
+}
+
+/// The line under the verdict when the two points tell a connection's end differently: what a reader must
+/// not miss (a device that closed both sides, a packet one end never sent).
+fn endings_headline(e: &EndingsComparison) -> Option<String> {
+    let c = &e.counts;
+    let mut said = Vec::new();
+    if c.device_closed_both > 0 {
+        said.push(format!(
+            "neither end closed {}: a device in between closed both sides",
+            if c.device_closed_both == 1 {
+                "one connection".to_string()
+            } else {
+                format!("{} connections", count(c.device_closed_both))
+            }
+        ));
+    }
+    if c.close_not_sent > 0 {
+        said.push(format!(
+            "{} arrived in the name of a side that never sent {} (a device on the path did)",
+            counted(c.close_not_sent, "FIN or RST", "FINs or RSTs"),
+            if c.close_not_sent == 1 { "it" } else { "them" }
+        ));
+    }
+    if c.answered_at_neither > 0 {
+        said.push(format!(
+            "{} answered at neither point",
+            counted(c.answered_at_neither, "request", "requests")
+        ));
+    }
+    (!said.is_empty()).then(|| format!("Closes: {}.", said.join("; ")))
+}
+
+/// `frames 1489, 1490` at one point, or "(nothing)" when it has none of it.
+fn ending_frames(capture: &CaptureFacts, at: &Option<EndingAt>) -> String {
+    match at {
+        Some(a) if !a.frames.is_empty() => format!(
+            "{} -> {}, {} {}",
+            a.client,
+            a.server,
+            if a.frames.len() == 1 {
+                "frame"
+            } else {
+                "frames"
+            },
+            a.frames
+                .iter()
+                .map(|&f| frame_in(capture, f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Some(a) => format!("{} -> {}, nothing of it", a.client, a.server),
+        None => "nothing of it".into(),
+    }
+}
+
+/// The section on how the paired connections ended at the two points.
+fn render_endings(
+    out: &mut String,
+    e: &EndingsComparison,
+    client: &ComparedCapture<'_>,
+    server: &ComparedCapture<'_>,
+) {
+    if e.compared == 0 {
+        return;
+    }
+    let c = &e.counts;
+    let _ = writeln!(
+        out,
+        "\nCloses and unanswered requests at both points: {} compared, {} seen at both ends{}",
+        counted(e.compared, "pair of connections", "pairs of connections"),
+        counted(e.closes_matched, "close", "closes"),
+        if e.notable.is_empty() {
+            "; nothing the two points tell differently".to_string()
+        } else {
+            format!(
+                "; {} device closed both sides, {} not sent by the side named, {} never arrived, {} answered at neither point:",
+                c.device_closed_both, c.close_not_sent, c.close_not_received, c.answered_at_neither
+            )
+        }
+    );
+    for (i, n) in e.notable.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{:>3}. {} at {}: client {}; server {}",
+            i + 1,
+            n.kind.name(),
+            instant(n.at),
+            ending_frames(client.capture, &n.client_capture),
+            ending_frames(server.capture, &n.server_capture),
+        );
+        if let Some(r) = &n.request {
+            let _ = writeln!(out, "     `{}`", crate::text::statement(r));
+        }
+        match &n.cause {
+            Some(c) => {
+                if c.summary != n.detail {
+                    let _ = writeln!(out, "     {}", n.detail);
+                }
+                crate::text::describe_cause(out, "     ", c, true);
+            }
+            None => {
+                let _ = writeln!(out, "     {}", n.detail);
+            }
+        }
+    }
 }

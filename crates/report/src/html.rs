@@ -6,13 +6,16 @@
 //! scripts, and prints (`@media print`).
 //!
 //! Every string that comes from the capture (statements, error messages, addresses, the file's name) is
-//! escaped: a statement holding `<script>` is text on the page, never markup.
+//! escaped: a statement holding `<script>` is text on the page, never markup, and a control or
+//! bidirectional character in it is shown as an escape (`\x1b`, `\u202e`), as in the text reports.
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, NONE};
+use pcapsleuth_analysis::cause::Cause;
+use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, significant, NONE};
 use pcapsleuth_analysis::{
-    CloseReport, Finding, FindingKind, FullReport, RtSource, RtSummary, Unknowns,
+    CloseReport, Diff, Finding, FindingKind, FullReport, RtSource, RtSummary, StatusCounts,
+    Unknowns,
 };
 
 use crate::plots::{svg_plots, PlotError};
@@ -73,6 +76,7 @@ pre { background: var(--code); padding: 8px 10px; border-radius: 4px; margin: 4p
 .answer h2 { border: 0; margin: 0 0 6px; padding: 0; color: var(--accent); }
 .answer.calm h2 { color: #2e7d32; }
 .answer .reason { font-size: 17px; margin: 4px 0 8px; }
+.cause { margin: 4px 0; }
 .handoff { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; align-items: baseline; }
 .handoff .label { color: var(--muted); font-size: 13px; }
 .partial { border-left: 4px solid #e6a700; background: #fff8e1; padding: 6px 12px; margin: 12px 0; }
@@ -108,8 +112,11 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 }
 "#;
 
-/// `s` with the five characters that mean something in HTML (text or a quoted attribute) escaped.
+/// `s` with the five characters that mean something in HTML (text or a quoted attribute) escaped, and
+/// every control or bidirectional character shown as the text reports show it (`\x1b`, `\u202e`: see
+/// [`crate::visible()`]); line breaks are kept, as white space.
 pub fn escape_html(s: &str) -> String {
+    let s = crate::visible::visible_lines(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -131,6 +138,18 @@ pub fn render_html(
     r: &FullReport,
     unknowns: &Unknowns,
     capture: &str,
+) -> Result<String, PlotError> {
+    render_html_against(r, unknowns, capture, None)
+}
+
+/// [`render_html`] with, when `baseline` is given (`report --html --baseline A`), a section that
+/// compares the capture (run B) with that baseline (run A, named by the second string): the diff's
+/// verdict, what was matched, and the statement groups that changed.
+pub fn render_html_against(
+    r: &FullReport,
+    unknowns: &Unknowns,
+    capture: &str,
+    baseline: Option<(&Diff, &str)>,
 ) -> Result<String, PlotError> {
     let (plots, skipped) = svg_plots(r)?;
     let mut out =
@@ -156,6 +175,9 @@ pub fn render_html(
     );
     partial_data(&mut out, unknowns);
     answer(&mut out, r);
+    if let Some((d, name)) = baseline {
+        against_baseline(&mut out, d, name);
+    }
     findings(&mut out, &r.findings);
     mysql_tables(&mut out, r);
     let _ = writeln!(out, "<section id=\"plots\">\n<h2>Plots</h2>");
@@ -210,9 +232,9 @@ fn answer(out: &mut String, r: &FullReport) {
     let fr = &r.first_reset;
     let Some(c) = &fr.first_abnormal else {
         let text = if fr.connections == 0 {
-            "No TCP connection in the capture: nothing was closed."
+            "No TCP connection in the capture: nothing was closed.".to_string()
         } else {
-            "No abnormal close: every connection ended normally or is still open."
+            escape_html(&crate::text::no_abnormal_close(fr))
         };
         let _ = writeln!(
             out,
@@ -231,6 +253,9 @@ fn answer(out: &mut String, r: &FullReport) {
         trim_rel(c.rel_time)
     );
     let _ = writeln!(out, "<p class=\"reason\">{}</p>", escape_html(&c.reason));
+    if let Some(cause) = &c.cause {
+        cause_html(out, cause, true);
+    }
     let _ = writeln!(out, "<p>{}</p>", close_facts(c));
     // The rest of its finding, which the findings list does not repeat: the closes like it.
     if let Some(f) = finding {
@@ -258,6 +283,23 @@ fn answer(out: &mut String, r: &FullReport) {
     let _ = writeln!(out, "<div class=\"handoff\">");
     handoff_rows(out, finding);
     let _ = writeln!(out, "</div>\n</section>");
+}
+
+/// A cause as the page shows it: "Cause (likely): ...", with its evidence (with `evidence`), escaped.
+fn cause_html(out: &mut String, c: &Cause, evidence: bool) {
+    let _ = writeln!(
+        out,
+        "<p class=\"cause\"><strong>Cause ({}):</strong> {}</p>",
+        c.confidence.name(),
+        escape_html(&c.summary)
+    );
+    if evidence && !c.evidence.is_empty() {
+        let _ = writeln!(out, "<ul class=\"evidence\">");
+        for e in &c.evidence {
+            let _ = writeln!(out, "<li>{}</li>", escape_html(&e.fact));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
 }
 
 /// "RST sent by the server at 2026-… UTC; client 10.0.0.2:5000, server 10.0.0.1:3306", escaped.
@@ -340,6 +382,10 @@ fn findings(out: &mut String, findings: &[Finding]) {
             f.kind,
             escape_html(&f.summary)
         );
+        if let Some(cause) = &f.cause {
+            // A slow hump's cause with its facts: the error's frames and why its wait is a timer's.
+            cause_html(out, cause, f.kind == FindingKind::SlowHump);
+        }
         if !f.evidence.is_empty() {
             let _ = writeln!(out, "<ul class=\"evidence\">");
             for e in &f.evidence {
@@ -434,6 +480,34 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
     }
     let _ = writeln!(out, "</tbody></table>");
 
+    if m.servers.len() > 1 {
+        let _ = writeln!(
+            out,
+            "<h3>Servers</h3>\n<table class=\"sortable\" id=\"servers\"><thead><tr><th>server</th>\
+             <th class=\"n\">requests</th><th class=\"n\">per second</th><th class=\"n\">p50</th>\
+             <th class=\"n\">p99</th><th class=\"n\">errors</th><th class=\"n\">sessions reset</th>\
+             <th class=\"n\">bytes sent</th><th class=\"n\">bytes received</th></tr></thead><tbody>"
+        );
+        for s in &m.servers {
+            let n = s.rt_us.count;
+            let per_s = s.requests_per_s.unwrap_or(0.0);
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td>{}{}{}{}{}{}{}{}</tr>",
+                escape_html(&s.server),
+                num_count(s.requests),
+                num(per_s, &significant(per_s, 3)),
+                num_us(n, s.rt_us.p50),
+                num_us(n, s.rt_us.p99),
+                num_count(s.errors),
+                num_count(s.resets),
+                num_count(s.request_bytes),
+                num_count(s.response_bytes)
+            );
+        }
+        let _ = writeln!(out, "</tbody></table>");
+    }
+
     let _ = writeln!(out, "<h3>Errors</h3>");
     if m.error_details.is_empty() {
         let _ = writeln!(out, "<p>No error responses.</p>");
@@ -464,20 +538,26 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         let _ = writeln!(
             out,
             "<h3>Statements by total time</h3>\n<table class=\"sortable\" id=\"statements\"><thead><tr>\
-             <th>fingerprint</th><th class=\"n\">requests</th><th class=\"n\">answered</th>\
+             <th>command</th><th>fingerprint</th><th class=\"n\">requests</th><th class=\"n\">answered</th>\
              <th class=\"n\">total</th><th class=\"n\">mean</th><th class=\"n\">p50</th><th class=\"n\">p95</th>\
              <th class=\"n\">p99</th><th class=\"n\">max</th><th class=\"n\">errors</th><th class=\"n\">rows</th>\
-             </tr></thead><tbody>"
+             <th class=\"n\">no index</th><th class=\"n\">warnings</th></tr></thead><tbody>"
         );
         for s in &m.statements {
-            let name = format!("<code>{}</code>", escape_html(&s.fingerprint));
+            let cells = [
+                escape_html(&s.command),
+                format!("<code>{}</code>", escape_html(&s.fingerprint)),
+            ];
             let counts = [s.count, s.requests.answered, s.errors, s.rows];
-            statement_row(out, &name, counts, s.total_us, &s.rt_us);
+            statement_row(out, &cells, counts, (s.total_us, &s.rt_us), &s.status);
         }
         if let Some(o) = &m.other_statements {
-            let name = format!("(other statements: about {} groups)", count(o.groups_about));
+            let cells = [
+                String::new(),
+                format!("(other statements: about {} groups)", count(o.groups_about)),
+            ];
             let counts = [o.count, o.requests.answered, o.errors, o.rows];
-            statement_row(out, &name, counts, o.total_us, &o.rt_us);
+            statement_row(out, &cells, counts, (o.total_us, &o.rt_us), &o.status);
         }
         let _ = writeln!(
             out,
@@ -488,7 +568,7 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
             let _ = writeln!(
                 out,
                 "<p class=\"meta\">The capture holds more statement groups than the {} kept one by one: \
-                 those kept are chosen by a hash of their fingerprint, not by time; the others are counted \
+                 those kept are chosen by a hash of their command and fingerprint, not by time; the others are counted \
                  together as <i>other statements</i>.</p>",
                 count(o.groups_kept)
             );
@@ -497,14 +577,23 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
     let _ = writeln!(out, "</section>");
 }
 
-/// A row of the statements table: `name` (HTML), then requests, answered, total and the answered's
-/// times, errors and rows (`counts`: requests, answered, errors, rows).
-fn statement_row(out: &mut String, name: &str, counts: [u64; 4], total_us: f64, rt: &RtSummary) {
+/// A row of the statements table: `cells` (HTML: the command, the statement), then requests, answered,
+/// total and the answered's times, errors, rows, responses without an index and warnings (`counts`:
+/// requests, answered, errors, rows).
+fn statement_row(
+    out: &mut String,
+    cells: &[String; 2],
+    counts: [u64; 4],
+    (total_us, rt): (f64, &RtSummary),
+    status: &StatusCounts,
+) {
     let [requests, answered, errors, rows] = counts;
     let n = rt.count;
     let _ = writeln!(
         out,
-        "<tr><td class=\"stmt\">{name}</td>{}{}{}{}{}{}{}{}{}{}</tr>",
+        "<tr><td>{}</td><td class=\"stmt\">{}</td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>",
+        cells[0],
+        cells[1],
         num_count(requests),
         num_count(answered),
         num_us(n, total_us),
@@ -514,7 +603,56 @@ fn statement_row(out: &mut String, name: &str, counts: [u64; 4], total_us: f64, 
         num_us(n, rt.p99),
         num_us(n, rt.max),
         num_count(errors),
-        num_count(rows)
+        num_count(rows),
+        num_count(status.no_index_used),
+        num_count(status.warnings)
+    );
+}
+
+/// The section comparing the capture with its baseline (`report --html --baseline A`).
+fn against_baseline(out: &mut String, d: &Diff, baseline: &str) {
+    let _ = writeln!(
+        out,
+        "<section id=\"baseline\">\n<h2>Against the baseline</h2>\n<p class=\"meta\">A: {} (the baseline); B: \
+         this capture.</p>\n<p>{}</p>\n<p class=\"meta\">Matched: {}.</p>",
+        escape_html(baseline),
+        escape_html(&d.verdict),
+        escape_html(&d.matched.notes.join("; "))
+    );
+    let _ = writeln!(
+        out,
+        "<table class=\"sortable\" id=\"diff-statements\"><thead><tr><th>change</th><th>command</th>\
+         <th>fingerprint</th><th class=\"n\">count A</th><th class=\"n\">count B</th>\
+         <th class=\"n\">p50 A</th><th class=\"n\">p50 B</th><th class=\"n\">p99 A</th>\
+         <th class=\"n\">p99 B</th><th class=\"n\">added</th></tr></thead><tbody>"
+    );
+    for s in &d.statements {
+        let (a, b) = (s.a.as_ref(), s.b.as_ref());
+        let n = |x: Option<&pcapsleuth_analysis::StatementSide>| x.map_or(0, |x| x.count);
+        let t = |x: Option<&pcapsleuth_analysis::StatementSide>, p50: bool| match x {
+            Some(x) => num_us(x.rt_us.count, if p50 { x.rt_us.p50 } else { x.rt_us.p99 }),
+            None => num_us(0, 0.0),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}</tr>",
+            s.change.name(),
+            escape_html(&s.command),
+            escape_html(&s.fingerprint),
+            num_count(n(a)),
+            num_count(n(b)),
+            t(a, true),
+            t(b, true),
+            t(a, false),
+            t(b, false),
+            num(s.added_us, &us(s.added_us))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "</tbody></table>\n<p class=\"meta\">Added: the time B's answered requests of a statement took \
+         beyond A's mean for it, where the rank test of its response times calls the difference \
+         (pcapsleuth diff --json has every figure).</p>\n</section>"
     );
 }
 

@@ -32,6 +32,7 @@
 
 mod analyses;
 mod compare;
+mod diff;
 #[cfg(feature = "plots")]
 mod html;
 mod located;
@@ -40,11 +41,13 @@ pub mod plots;
 mod replication;
 pub mod style;
 mod text;
+pub mod visible;
 
 pub use analyses::{render_rate, render_report, render_rt};
 pub use compare::{compare_json, render_compare, ComparedCapture};
+pub use diff::render_diff;
 #[cfg(feature = "plots")]
-pub use html::{escape_html, render_html};
+pub use html::{escape_html, render_html, render_html_against};
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
 pub use plots::{svg_plots, write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot, SvgPlot};
@@ -52,6 +55,7 @@ pub use text::{
     flow_order, render_first_reset, render_flows, render_mysql, render_unknowns, sorted,
     write_flows, FlowSort,
 };
+pub use visible::{visible, visible_lines, write_json};
 
 use serde::Serialize;
 
@@ -73,10 +77,22 @@ pub fn to_json_located<T: Serialize>(
     }
 }
 
-/// Pretty JSON of any result, with a trailing newline.
+/// Pretty JSON of any result, with a trailing newline; no control or bidirectional character is written
+/// raw, inside strings either (see [`visible`](mod@visible)): they are `\uXXXX` escapes, which decode to the
+/// same values.
 pub fn to_json<T: Serialize>(value: &T) -> String {
-    let mut s =
-        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    s.push('\n');
-    s
+    let mut out = Vec::with_capacity(4096);
+    match write_json(&mut out, value) {
+        Ok(()) => {
+            // serde_json writes UTF-8 only.
+            let mut s = String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            s.push('\n');
+            s
+        }
+        Err(e) => format!(
+            "{{\"error\":{}}}\n",
+            serde_json::Value::String(visible(&e.to_string()).into_owned())
+        ),
+    }
 }

@@ -12,6 +12,8 @@
 use pcapsleuth_analysis::CaptureFacts;
 use serde_json::{Map, Value};
 
+use crate::visible::visible;
+
 /// Adds each frame's file and number in it to a JSON report (nothing for a capture of one file).
 pub fn locate_frames_json(value: &mut Value, capture: &CaptureFacts) {
     if capture.files.len() < 2 {
@@ -78,7 +80,7 @@ pub fn locate_frames_text(text: &str, capture: &CaptureFacts) -> String {
             if let Some((file, in_file)) =
                 after[..digits].parse().ok().and_then(|f| capture.locate(f))
             {
-                out.push_str(&format!(" ({} #{in_file})", file.path));
+                out.push_str(&format!(" ({} #{in_file})", visible(&file.path)));
             }
         }
         rest = &after[digits..];
@@ -93,12 +95,16 @@ pub fn locate_frames_text(text: &str, capture: &CaptureFacts) -> String {
     ));
     for f in &capture.files {
         match f.frames {
-            0 => out.push_str(&format!("  {:>12}        {}\n", "no frames", f.path)),
+            0 => out.push_str(&format!(
+                "  {:>12}        {}\n",
+                "no frames",
+                visible(&f.path)
+            )),
             n => out.push_str(&format!(
                 "  {:>12}-{:<12} {}\n",
                 f.first_frame,
                 f.first_frame + n - 1,
-                f.path
+                visible(&f.path)
             )),
         }
     }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::style::{bytes, count, counted, seconds, stats};
+use crate::visible::visible;
 use pcapsleuth_analysis::ReplicationStream;
 
 /// One paragraph per stream: who, from where, what it carried, its ACKs and lag, how it ended.
@@ -19,9 +20,9 @@ pub(crate) fn write_streams(out: &mut String, streams: &[ReplicationStream]) {
             (Some(frame), Some(file), Some(pos)) => format!(
                 "dump frame {frame} from {}:{pos}{}",
                 if file.is_empty() {
-                    "(first file)"
+                    "(first file)".into()
                 } else {
-                    file
+                    visible(file)
                 },
                 if r.gtid == Some(true) { " (GTID)" } else { "" }
             ),
@@ -73,7 +74,7 @@ pub(crate) fn write_streams(out: &mut String, streams: &[ReplicationStream]) {
             out,
             "    end: {}{}",
             if r.end.abnormal { "ABNORMAL: " } else { "" },
-            r.end.reason
+            visible(&r.end.reason)
         );
         if let Some(a) = &r.awaiting_ack_at_end {
             let _ = writeln!(
@@ -85,7 +86,7 @@ pub(crate) fn write_streams(out: &mut String, streams: &[ReplicationStream]) {
             );
         }
         for n in &r.notes {
-            let _ = writeln!(out, "    note: {n}");
+            let _ = writeln!(out, "    note: {}", visible(n));
         }
     }
 }

@@ -178,9 +178,12 @@ pub fn column_width<S: AsRef<str>>(header: &str, cells: impl IntoIterator<Item =
         .max(header.chars().count())
 }
 
-/// Text on one line (runs of white space, new lines among them, become one space).
+/// Text on one line (runs of white space, new lines among them, become one space), any other control
+/// or bidirectional character shown as an escape ([`crate::visible()`]): how a statement or a message from
+/// a capture is written in a sentence or a table.
 pub fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::visible::visible(&joined).into_owned()
 }
 
 /// `s` cut to at most `max` characters, ending in "…" when it was cut.
@@ -223,13 +226,52 @@ pub fn list(items: &[String], room: usize) -> String {
     out
 }
 
+/// The words of a shell command: split at spaces outside quotes (`'a b'`, `$'a\'b'`, `"a b"`), so that
+/// a quoted file name holding a space stays one word.
+fn shell_words(command: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    let (mut start, mut quote, mut escaped) = (None::<usize>, None::<&str>, false);
+    let mut chars = command.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if start.is_none() && c != ' ' {
+            start = Some(i);
+        }
+        match (quote, c) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some("$'" | "\""), '\\') => escaped = true,
+            (Some("'" | "$'"), '\'') | (Some("\""), '"') => quote = None,
+            (Some(_), _) => {}
+            (None, '$') if chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+                quote = Some("$'");
+            }
+            (None, '\'') => quote = Some("'"),
+            (None, '"') => quote = Some("\""),
+            (None, '\\') => {
+                chars.next();
+            }
+            (None, ' ') => {
+                if let Some(s) = start.take() {
+                    words.push(&command[s..i]);
+                }
+            }
+            (None, _) => {}
+        }
+    }
+    if let Some(s) = start {
+        words.push(&command[s..]);
+    }
+    words
+}
+
 /// A shell command as lines of at most [`width`] characters, each but the last ending in " \", so that a
 /// copy of the lines still runs; the first line begins with `lead`, the others with `indent` spaces. A
-/// word longer than a line (a very long path) is left whole: a command cut inside a word would not run.
+/// word longer than a line (a very long path) is left whole, and so is a quoted one holding spaces: a
+/// command cut inside a word would not run.
 pub fn command_lines(lead: &str, command: &str, indent: usize) -> String {
     let limit = width().saturating_sub(2);
     let mut lines: Vec<String> = vec![lead.to_string()];
-    for word in command.split(' ').filter(|w| !w.is_empty()) {
+    for word in shell_words(command) {
         let last = lines.last_mut().expect("one line at least");
         let blank = last.trim().is_empty() || last.ends_with(' ');
         if blank || last.chars().count() + 1 + word.chars().count() <= limit {
@@ -433,5 +475,26 @@ mod tests {
         assert!(lines.lines().count() > 1, "{lines}");
         let joined = lines.replace(" \\\n", " ");
         assert_eq!(one_line(&joined), one_line(&format!("extract: {cmd}")));
+
+        // A quoted name with spaces is never cut inside its quotes.
+        let quoted = format!(
+            "pcapsleuth extract '{} it'\\''s.pcap' $'a b\\'c \\x1b' \"d e\" --frames 7",
+            "dir with spaces/".repeat(6)
+        );
+        assert_eq!(
+            shell_words(&quoted)[3..],
+            [r"$'a b\'c \x1b'", "\"d e\"", "--frames", "7"]
+        );
+        let lines = command_lines("     extract: ", &quoted, 9);
+        assert!(lines.lines().count() > 1, "{lines}");
+        let words = shell_words(&quoted);
+        for l in lines.lines().skip(1) {
+            let body = l.trim_end_matches(" \\").trim_start();
+            assert!(shell_words(body).iter().all(|w| words.contains(w)), "{l}");
+        }
+        assert_eq!(
+            lines.replace(" \\\n         ", " "),
+            format!("     extract: {quoted}\n")
+        );
     }
 }

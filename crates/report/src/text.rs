@@ -4,17 +4,69 @@ use std::fmt::Write;
 
 use crate::style::{
     bytes, column_width, command_lines, count, counted, duration, duration_or_none, elide, instant,
-    offset, one_line, percent, row, seconds, significant, stats, width, NONE,
+    offset, one_line, percent, row, seconds, significant, size, stats, width, NONE,
 };
+use crate::visible::{visible, visible_lines_owned};
+use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    CaptureFacts, CloseReport, FinJudgement, FirstReset, MysqlReport, RequestCounts, RtSummary,
-    Unknowns,
+    statement_label, CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose,
+    FlowRow, MysqlReport, RequestCounts, RtSummary, ServerRow, TlsReport, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, ConnectionTable};
 use serde::Serialize;
 
-fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
+/// A cause in the text reports: `cause (likely): ...`, then its evidence one fact a line (with
+/// `evidence`), each line indented by `indent`.
+pub(crate) fn describe_cause(out: &mut String, indent: &str, c: &Cause, evidence: bool) {
+    let _ = writeln!(
+        out,
+        "{indent}cause ({}): {}",
+        c.confidence.name(),
+        visible(&c.summary)
+    );
+    if evidence {
+        for e in &c.evidence {
+            let _ = writeln!(out, "{indent}  - {}", visible(&e.fact));
+        }
+    }
+}
+
+/// "; 1 could not be judged (1 whose MySQL state was not known ...)": what the closes' verdicts leave
+/// out, for a headline.
+fn not_judged(r: &FirstReset) -> String {
+    let j = &r.judgements;
+    if j.not_judged == 0 {
+        return String::new();
+    }
+    let why: Vec<String> = j
+        .not_judged_why
+        .iter()
+        .map(|(w, n)| format!("{} {}", count(*n as u64), w.words()))
+        .collect();
+    format!(
+        "{} could not be judged ({})",
+        count(j.not_judged as u64),
+        why.join(", ")
+    )
+}
+
+/// The headline when no close was abnormal: "No abnormal close: every connection ended normally or is
+/// still open.", or, when some closes could not be judged, "No abnormal close among 40 judged closes; 1
+/// could not be judged (...)." (the text and the HTML page).
+pub(crate) fn no_abnormal_close(r: &FirstReset) -> String {
+    if r.judgements.not_judged == 0 {
+        "No abnormal close: every connection ended normally or is still open.".into()
+    } else {
+        format!(
+            "No abnormal close among {} judged; {}.",
+            count(r.judgements.judged as u64),
+            not_judged(r)
+        )
+    }
+}
+
+fn describe_close(out: &mut String, title: &str, c: &CloseReport, evidence: bool) {
     let _ = writeln!(
         out,
         "{title}: frame {} at {} ({})",
@@ -35,7 +87,10 @@ fn describe_close(out: &mut String, title: &str, c: &CloseReport) {
         c.client,
         c.server
     );
-    let _ = writeln!(out, "  {}", c.reason);
+    let _ = writeln!(out, "  {}", visible(&c.reason));
+    if let Some(cause) = &c.cause {
+        describe_cause(out, "  ", cause, evidence);
+    }
 }
 
 /// `2026-11-22 09:17:42.123456 UTC` from seconds since the epoch, always with six decimals: the HTML page's
@@ -59,13 +114,13 @@ pub fn render_first_reset(r: &FirstReset) -> String {
     }
     match (&r.first_abnormal, r.fins) {
         (Some(c), _) => {
-            describe_close(&mut out, "First abnormal close", c);
+            describe_close(&mut out, "First abnormal close", c, true);
             if let Some((filter, command)) = &r.first_abnormal_hand_off {
                 if let Some(filter) = filter {
-                    let _ = writeln!(out, "  Wireshark: {filter}");
+                    let _ = writeln!(out, "  Wireshark: {}", visible(filter));
                 }
                 if let Some(command) = command {
-                    out.push_str(&command_lines("  extract: ", command, 6));
+                    out.push_str(&command_lines("  extract: ", &visible(command), 6));
                 }
             }
         }
@@ -74,13 +129,10 @@ pub fn render_first_reset(r: &FirstReset) -> String {
                 out,
                 "No TCP connection found in the capture: nothing was closed."
             );
-            return out;
+            return visible_lines_owned(out);
         }
         (None, FinJudgement::Judged) => {
-            let _ = writeln!(
-                out,
-                "No abnormal close: every connection ended normally or is still open."
-            );
+            let _ = writeln!(out, "{}", no_abnormal_close(r));
         }
         (None, FinJudgement::NotJudged) => {
             let _ = writeln!(out, "No RST in the capture (FINs not judged).");
@@ -99,13 +151,13 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             // In the order they happened: the first of the two is the one to look at.
             let fin_first = matches!((rst, fin), (Some(r), Some(f)) if f.frame < r.frame);
             let say_rst = |out: &mut String| match rst {
-                Some(c) => describe_close(out, "First RST", c),
+                Some(c) => describe_close(out, "First RST", c, false),
                 None => {
                     let _ = writeln!(out, "No RST in the capture.");
                 }
             };
             let say_fin = |out: &mut String| match fin {
-                Some(c) => describe_close(out, "First FIN", c),
+                Some(c) => describe_close(out, "First FIN", c, false),
                 None => {
                     let _ = writeln!(out, "No FIN in the capture.");
                 }
@@ -183,7 +235,7 @@ pub fn render_first_reset(r: &FirstReset) -> String {
             "  ! = an abnormal close; time = seconds after the capture's first packet; reasons in full: --json"
         );
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// The connection attempts, when any could not get in (or waited for a greeting that did not come).
@@ -204,15 +256,15 @@ fn connects(out: &mut String, r: &FirstReset) {
         counted(c.retransmitted_syns, "SYN resent", "SYNs resent")
     );
     for f in findings {
-        let _ = writeln!(out, "  {}", f.summary);
+        let _ = writeln!(out, "  {}", visible(&f.summary));
         for e in &f.evidence {
-            let _ = writeln!(out, "    {e}");
+            let _ = writeln!(out, "    {}", visible(e));
         }
         if let Some(filter) = &f.wireshark_filter {
-            let _ = writeln!(out, "    Wireshark: {filter}");
+            let _ = writeln!(out, "    Wireshark: {}", visible(filter));
         }
         if let Some(command) = &f.extract_command {
-            out.push_str(&command_lines("    extract: ", command, 8));
+            out.push_str(&command_lines("    extract: ", &visible(command), 8));
         }
     }
 }
@@ -226,9 +278,159 @@ fn rt_line(r: &RtSummary) -> String {
     stats(r, "request", "requests")
 }
 
+/// The ranked per-server table of `mysql` and `report`, when the capture holds more than one server:
+/// requests (and per second), p50 and p99, errors, sessions reset and bytes each way, the busiest first,
+/// so that the hot shard or the broken instance is one glance. At most 20 rows (`--json` has them all).
+pub(crate) fn write_servers(out: &mut String, servers: &[ServerRow]) {
+    const SHOWN: usize = 20;
+    if servers.len() < 2 {
+        return;
+    }
+    let names: Vec<&str> = servers
+        .iter()
+        .take(SHOWN)
+        .map(|s| s.server.as_str())
+        .collect();
+    let w = column_width("server", &names);
+    let _ = writeln!(out, "\nservers, by requests:");
+    let _ = writeln!(
+        out,
+        "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6} {:>10} {:>10}",
+        "server", "requests", "per s", "p50", "p99", "errors", "resets", "sent", "received"
+    );
+    for s in servers.iter().take(SHOWN) {
+        let n = s.rt_us.count;
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6} {:>10} {:>10}",
+            s.server,
+            count(s.requests),
+            s.requests_per_s
+                .map_or_else(|| NONE.to_string(), |r| significant(r, 3)),
+            duration_or_none(n, s.rt_us.p50),
+            duration_or_none(n, s.rt_us.p99),
+            count(s.errors),
+            count(s.resets),
+            size(s.request_bytes),
+            size(s.response_bytes)
+        );
+    }
+    if servers.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "  … and {} more servers (see --json)",
+            count((servers.len() - SHOWN) as u64)
+        );
+    }
+}
+
+/// TLS sessions the text lists one by one.
+const TLS_SESSIONS_SHOWN: usize = 5;
+
+/// The MySQL sessions in TLS: versions and suites, how many were decrypted (and why not the others), and
+/// the response times estimated from the records of those not decrypted, said to be estimates.
+fn render_tls(out: &mut String, t: &TlsReport) {
+    if t.sessions == 0 {
+        return;
+    }
+    let each = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {}", count(*v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "\nTLS: {} ({}; {})",
+        counted(t.sessions, "session", "sessions"),
+        each(&t.versions),
+        each(&t.cipher_suites)
+    );
+    let not: Vec<String> = t
+        .not_decrypted
+        .iter()
+        .map(|(why, n)| format!("{}: {}", why.why_not(), count(*n)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  decrypted with the key log: {}; not decrypted: {}{}",
+        count(t.decrypted),
+        count(t.sessions - t.decrypted),
+        if not.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", not.join("; "))
+        }
+    );
+    if t.records_failed > 0 {
+        let _ = writeln!(
+            out,
+            "  {} ({}) did not authenticate with the key log's secrets: not decoded",
+            counted(t.records_failed, "record", "records"),
+            bytes(t.failed_bytes)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  handshake {}",
+        stats(&t.handshake_us, "session", "sessions")
+    );
+    for s in t.listed.iter().take(TLS_SESSIONS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    {} -> {} (frame {}): {} {}, {}{}",
+            s.client,
+            s.server,
+            s.frame,
+            s.tls.version.as_deref().unwrap_or("version unknown"),
+            s.tls.cipher_suite.as_deref().unwrap_or("suite unknown"),
+            if s.tls.decrypted {
+                "decrypted".to_string()
+            } else {
+                format!("not decrypted ({})", s.tls.keys.why_not())
+            },
+            s.tls
+                .handshake_us
+                .map(|us| format!(", handshake {}", duration(us)))
+                .unwrap_or_default()
+        );
+    }
+    if t.listed.len() > TLS_SESSIONS_SHOWN {
+        let _ = writeln!(
+            out,
+            "    and {} more (`--json` lists the first {})",
+            count(t.sessions - TLS_SESSIONS_SHOWN as u64),
+            t.listed.len()
+        );
+    }
+    let e = &t.estimated_from_tls_records;
+    if e.sessions > 0 {
+        let _ = writeln!(
+            out,
+            "  response time estimated from TLS records, not decoded ({} not decrypted; a burst of client \
+             records, then the server's, is one exchange; the login left out):",
+            counted(e.sessions, "session", "sessions")
+        );
+        let _ = writeln!(
+            out,
+            "    {}{}",
+            stats(&e.rt_us, "exchange", "exchanges"),
+            if e.unfinished > 0 {
+                format!(
+                    "; {} not timed (cut off, or open at the end)",
+                    count(e.unfinished)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
 /// What `pcapsleuth mysql` prints: sessions, requests and how they ended, requests per command, the
-/// response-time distribution, errors by code with their own response times, the `limit` statements
-/// with the most total time (by fingerprint), incidents, and up to `limit` requests left unanswered.
+/// response-time distribution, the servers (when there are several), errors by code with their own
+/// response times, the `limit` statement groups (command and fingerprint) with the most total time,
+/// incidents, and up to `limit` requests left unanswered.
 pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -281,7 +483,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         );
     }
     let c = &r.connect;
-    if c.login_us.count > 0 {
+    if c.login_us.count > 0 || c.greeting_us.count > 0 {
         let _ = writeln!(out, "connect, from the client's first SYN to:");
         let _ = writeln!(
             out,
@@ -298,23 +500,34 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "  login     {}",
             stats(&c.login_us, "connection", "connections")
         );
+        if c.tls_handshake_us.count > 0 {
+            let _ = writeln!(
+                out,
+                "  TLS handshake (ClientHello to the last Finished) {}",
+                stats(&c.tls_handshake_us, "session", "sessions")
+            );
+        }
     }
+    write_servers(&mut out, &r.servers);
+    render_tls(&mut out, &r.tls);
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
     } else {
         let total: u64 = r.error_details.iter().map(|e| e.count).sum();
+        // Logins answered by an error are among the errors, so they count among what was answered.
+        let logins = r.commands.get("COM_CONNECT").copied().unwrap_or(0);
         let _ = writeln!(
             out,
-            "\nerror responses: {} ({} of requests)",
+            "\nerror responses: {} ({} of requests and logins)",
             count(total),
-            percent(total as f64 / r.queries.max(1) as f64)
+            percent(total as f64 / (r.queries + logins).max(1) as f64)
         );
         for e in &r.error_details {
             let _ = writeln!(
                 out,
                 "  ERR {} ({}): {}, answered in mean {}  p95 {}",
                 e.code,
-                e.sql_state,
+                visible(&e.sql_state),
                 counted(e.count, "response", "responses"),
                 duration_or_none(e.rt_us.count, e.rt_us.mean),
                 duration_or_none(e.rt_us.count, e.rt_us.p95)
@@ -357,7 +570,29 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 timed(s.rt_us.p99),
                 count(s.errors),
             );
-            let _ = writeln!(out, "{}", row(&columns, &s.fingerprint));
+            let _ = writeln!(
+                out,
+                "{}",
+                row(&columns, &statement_label(&s.command, &s.fingerprint))
+            );
+            let st = &s.status;
+            let mut said = Vec::new();
+            if st.no_index_used > 0 {
+                said.push(format!("no index used by {}", count(st.no_index_used)));
+            }
+            if st.no_good_index_used > 0 {
+                said.push(format!("no good index by {}", count(st.no_good_index_used)));
+            }
+            if st.with_warnings > 0 {
+                said.push(format!(
+                    "{} with {}",
+                    count(st.with_warnings),
+                    counted(st.warnings, "warning", "warnings")
+                ));
+            }
+            if !said.is_empty() {
+                let _ = writeln!(out, "  {:>9}   server status: {}", "", said.join(", "));
+            }
             if s.count > s.requests.answered {
                 let others = RequestCounts {
                     answered: 0,
@@ -414,7 +649,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         if let Some(o) = &r.other_statements {
             let _ = writeln!(
                 out,
-                "  more statement groups than the {} kept one by one: those kept (and listed) are chosen by a hash of their fingerprint, not by time; the {} requests of the others are counted in `other statements`",
+                "  more statement groups than the {} kept one by one: those kept (and listed) are chosen by a hash of their command and fingerprint, not by time; the {} requests of the others are counted in `other statements`",
                 count(o.groups_kept),
                 count(o.count)
             );
@@ -452,9 +687,12 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 bytes(i.bytes),
                 i.preceded_by
                     .iter()
-                    .map(|w| format!("; {w}"))
+                    .map(|w| format!("; {}", visible(w)))
                     .collect::<String>()
             );
+            if let Some(c) = &i.cause {
+                describe_cause(&mut out, "      ", c, false);
+            }
         }
     }
     crate::replication::write_streams(&mut out, &r.replication);
@@ -502,7 +740,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             );
         }
     }
-    out
+    visible_lines_owned(out)
 }
 
 /// Orders for `pcapsleuth flows --sort`.
@@ -522,6 +760,23 @@ fn end_text(e: ConnectionEnd) -> String {
         ConnectionEnd::Reset(r) => format!("RST by {}", r.name()),
         ConnectionEnd::HalfClosed(r) => format!("half-closed by {}", r.name()),
         ConnectionEnd::Open => "open".into(),
+    }
+}
+
+/// How a connection's close was judged, after its end in `flows`: "; abnormal: net_write_timeout", "; not
+/// judged" (nothing for a normal one).
+fn close_words(c: Option<&FlowClose>) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    match (c.verdict, &c.cause) {
+        (CloseVerdict::Normal, _) => String::new(),
+        (CloseVerdict::NotJudged, _) => "; not judged".into(),
+        (CloseVerdict::Abnormal, Some(cause)) => format!(
+            "; abnormal: {}",
+            cause.setting.map_or(cause.kind.name(), |s| s.name())
+        ),
+        (CloseVerdict::Abnormal, None) => "; abnormal".into(),
     }
 }
 
@@ -553,46 +808,44 @@ pub fn sorted(conns: &ConnectionTable, by: FlowSort) -> Vec<Connection> {
         .collect()
 }
 
-/// What `pcapsleuth flows` prints: one row per connection, in the order of `conns` (see [`sorted`]):
+/// What `pcapsleuth flows` prints: one row per connection, in the order of `rows` (see [`flow_order`]):
 /// client, server, first frame, start (seconds after the capture's first packet), duration (s), SYNs
-/// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended; then
-/// the number of connections.
-pub fn render_flows(capture: &CaptureFacts, conns: &[Connection]) -> String {
+/// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended (and how
+/// its close was judged); then the number of connections.
+pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow]) -> String {
     let mut out = String::new();
     flow_lines(
         capture,
-        || conns.iter().copied(),
-        conns.len(),
+        || rows.iter().cloned(),
+        rows.len(),
         |line| {
             out.push_str(line);
             Ok(())
         },
     )
     .unwrap_or_default();
-    out
+    visible_lines_owned(out)
 }
 
-/// [`render_flows`] of the connections of `conns` in `order` ([`flow_order`]), handed to `line` one
-/// line (with its newline) at a time, so that a table of a million connections is never held as text.
-pub fn write_flows(
+/// [`render_flows`] of the `n` rows `rows` gives (each time it is called: the rows are walked twice, once
+/// for the columns' widths, once for the lines), handed to `line` one line (with its newline) at a
+/// time, so that a table of a million connections is never held as text. Each line is shown as
+/// [`crate::visible_lines`] shows it.
+pub fn write_flows<I: Iterator<Item = FlowRow>>(
     capture: &CaptureFacts,
-    conns: &ConnectionTable,
-    order: &[usize],
-    line: impl FnMut(&str) -> std::io::Result<()>,
+    rows: impl Fn() -> I,
+    n: usize,
+    mut line: impl FnMut(&str) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    flow_lines(
-        capture,
-        || order.iter().filter_map(|&i| conns.get(i)),
-        order.len(),
-        line,
-    )
+    flow_lines(capture, rows, n, |l| line(&crate::visible_lines(l)))
 }
 
 /// The cells of a connection's row in `pcapsleuth flows`, written into `cells`.
-fn flow_cells(c: &Connection, first: i64, cells: &mut [String; 13]) {
+fn flow_cells(r: &FlowRow, first: i64, cells: &mut [String; 13]) {
     for cell in cells.iter_mut() {
         cell.clear();
     }
+    let c = &r.connection;
     let h = &c.handshake;
     let _ = write!(cells[0], "{}", c.client);
     let _ = write!(cells[1], "{}", c.server);
@@ -617,11 +870,12 @@ fn flow_cells(c: &Connection, first: i64, cells: &mut [String; 13]) {
     if !c.roles_known {
         cells[12].push_str(" (roles unknown)");
     }
+    cells[12].push_str(&close_words(r.close.as_ref()));
 }
 
-/// The lines of `pcapsleuth flows` for the `n` connections `rows` gives (it is walked twice: once for the
+/// The lines of `pcapsleuth flows` for the `n` rows `rows` gives (it is walked twice: once for the
 /// columns' widths, once for the lines).
-fn flow_lines<I: Iterator<Item = Connection>>(
+fn flow_lines<I: Iterator<Item = FlowRow>>(
     capture: &CaptureFacts,
     rows: impl Fn() -> I,
     n: usize,
@@ -634,8 +888,8 @@ fn flow_lines<I: Iterator<Item = Connection>>(
     ];
     let mut cells: [String; 13] = Default::default();
     let mut widths = HEADERS.map(str::len);
-    for c in rows() {
-        flow_cells(&c, first, &mut cells);
+    for r in rows() {
+        flow_cells(&r, first, &mut cells);
         for (w, cell) in widths.iter_mut().zip(&cells) {
             *w = (*w).max(cell.chars().count());
         }
@@ -656,8 +910,8 @@ fn flow_lines<I: Iterator<Item = Connection>>(
         line
     };
     line(&format!("{}\n", row(&columns(HEADERS), HEADERS[12])))?;
-    for c in rows() {
-        flow_cells(&c, first, &mut cells);
+    for r in rows() {
+        flow_cells(&r, first, &mut cells);
         let cells: [&str; 13] = std::array::from_fn(|i| cells[i].as_str());
         line(&format!("{}\n", row(&columns(cells), cells[12])))?;
     }
@@ -678,10 +932,10 @@ pub fn render_unknowns(u: &Unknowns) -> String {
     }
     let _ = writeln!(out, "Partial data (figures below are qualified by it):");
     for n in &u.notes {
-        let _ = writeln!(out, "  * {n}");
+        let _ = writeln!(out, "  * {}", visible(n));
     }
     out.push('\n');
-    out
+    visible_lines_owned(out)
 }
 
 #[cfg(test)]

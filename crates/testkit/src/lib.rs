@@ -70,6 +70,7 @@
 #![deny(missing_docs)]
 
 pub mod oracle;
+pub mod shared;
 pub mod skips;
 pub mod suite;
 

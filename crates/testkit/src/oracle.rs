@@ -19,8 +19,11 @@ pub enum Oracle {
     Mergecap,
     /// tcpdump, whose `-x` output pt-query-digest reads.
     Tcpdump,
-    /// pt-query-digest from Percona Toolkit: MySQL response times from tcpdump output.
+    /// pt-query-digest from Percona Toolkit: MySQL response times from tcpdump output, reports of slow
+    /// logs.
     PtQueryDigest,
+    /// pt-fingerprint from Percona Toolkit: pt-query-digest's fingerprint of a statement.
+    PtFingerprint,
     /// Python 3 (standard library only), which runs the oracle scripts of `tests/oracle/` (e.g. the
     /// binlog stream walk).
     Python3,
@@ -45,12 +48,13 @@ pub enum Install {
 
 impl Oracle {
     /// Every oracle, for `.ci/run`'s install list and the summary.
-    pub const ALL: [Oracle; 10] = [
+    pub const ALL: [Oracle; 11] = [
         Oracle::Tshark,
         Oracle::Editcap,
         Oracle::Mergecap,
         Oracle::Tcpdump,
         Oracle::PtQueryDigest,
+        Oracle::PtFingerprint,
         Oracle::Python3,
         Oracle::DuckDb,
         Oracle::PySpark,
@@ -66,6 +70,7 @@ impl Oracle {
             Oracle::Mergecap => "mergecap",
             Oracle::Tcpdump => "tcpdump",
             Oracle::PtQueryDigest => "pt-query-digest",
+            Oracle::PtFingerprint => "pt-fingerprint",
             Oracle::Python3 | Oracle::DuckDb | Oracle::PySpark => "python3",
             Oracle::Java => "java",
             Oracle::Chromium => "chromium",
@@ -86,7 +91,7 @@ impl Oracle {
         match self {
             Oracle::Tshark | Oracle::Editcap | Oracle::Mergecap => Install::Apt("tshark"),
             Oracle::Tcpdump => Install::Apt("tcpdump"),
-            Oracle::PtQueryDigest => Install::Apt("percona-toolkit"),
+            Oracle::PtQueryDigest | Oracle::PtFingerprint => Install::Apt("percona-toolkit"),
             Oracle::Python3 => Install::Apt("python3"),
             Oracle::DuckDb => Install::Pip("duckdb"),
             Oracle::PySpark => Install::Pip("pyspark"),

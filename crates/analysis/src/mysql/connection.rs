@@ -3,6 +3,7 @@
 //! analyses as it completes, each close read in MySQL terms, and the session summarised when it ends.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use pcapsleuth_flow::{
     CloseFlag as TcpCloseFlag, ClosedBy, ConnectionState, Endpoint, FlowKey, FrameRef, Role, Side,
@@ -10,11 +11,13 @@ use pcapsleuth_flow::{
 };
 use pcapsleuth_mysql::{
     CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
-    PieceShape, PlainExchange, Session, SessionPhase, Transaction,
+    PieceShape, PlainExchange, Session, SessionInfo, SessionPhase, Transaction,
 };
+use pcapsleuth_tls::KeyLog;
 use serde::Serialize;
 
 use super::recognition::{Recognised, RecognisedBy, Recogniser, Recognition};
+use super::tls::{EstimatedExchangeView, TlsSessionFacts, TlsTrack, Told};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
 use crate::timeline::plausible_response_time;
 
@@ -268,6 +271,20 @@ fn feed_event(session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta) 
     }
 }
 
+/// Feeds one event of a direction's reassembled bytes to a TLS session: through its TLS layer.
+fn tls_event(
+    track: &mut TlsTrack,
+    session: &mut Session,
+    d: Direction,
+    e: StreamEvent<'_>,
+    m: Meta,
+) {
+    match e {
+        StreamEvent::Data(b) => track.data(session, d, b, m, false),
+        StreamEvent::Gap(n) => track.gap(session, d, n, m),
+    }
+}
+
 /// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
 /// requests [`Fate::Answered`]: the others' last response byte is not the end of their response. `None`
 /// when unanswered, or when the two timestamps cannot both be right ([`crate::plausible_response_time`]).
@@ -360,6 +377,8 @@ impl UnansweredRequest {
 enum Detect {
     Undecided(Box<Recogniser>),
     Mysql,
+    /// MySQL, in TLS after its SSLRequest: its bytes go through its TLS layer.
+    MysqlTls,
     NotMysql,
 }
 
@@ -384,10 +403,13 @@ pub struct MysqlSessionFacts {
     pub user: Option<String>,
     /// The default schema from the login, `COM_INIT_DB` or `COM_CHANGE_USER`, when captured.
     pub schema: Option<String>,
-    /// Whether the session went on in TLS (its requests cannot be read).
+    /// Whether the session went on in TLS and was not decrypted (its requests cannot be read).
     pub encrypted: bool,
-    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read.
+    /// Bytes after TLS began (or of a compression that cannot be decoded): fed, not read. Of a TLS
+    /// session decrypted, none (the records that failed are in `tls`).
     pub unread_bytes: u64,
+    /// The TLS the session went on in after its SSLRequest; null for a session in the clear.
+    pub tls: Option<TlsSessionFacts>,
     /// Requests decoded on the connection, each with what became of it (answered or not).
     pub transactions: u64,
     /// Of them, those answered by an error response.
@@ -416,13 +438,28 @@ pub struct MysqlSessionFacts {
 /// A [`CloseSeen`] reduced to what reports print.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CloseSeenFacts {
+    /// The FIN's or RST's frame.
     pub frame: u64,
+    /// What the session was doing.
     pub phase: SessionPhase,
+    /// The open request's command, when one was open.
     pub command: Option<Command>,
+    /// Its statement.
     pub statement: Option<String>,
+    /// Its first frame.
     pub request_frame: Option<u64>,
+    /// When it was sent (its first byte), ns since the epoch.
+    pub request_ts_ns: Option<u64>,
+    /// Rows delivered before the close.
     pub rows: u64,
+    /// Response bytes delivered before the close.
     pub bytes: u64,
+    /// The client was in the middle of sending a request packet.
+    pub request_cut: bool,
+    /// The server's byte stream ended inside a MySQL packet.
+    pub response_cut: bool,
+    /// The server's last word before the close, when it was an error with no command after it.
+    pub error: Option<pcapsleuth_mysql::ErrorAt>,
 }
 
 /// Per-connection MySQL state during tracking.
@@ -451,7 +488,17 @@ pub(crate) struct MysqlTrack {
     closes_only: bool,
     /// The exchange kept undecoded, once the connection is MySQL and `closes_only`.
     tail: Option<Box<Tail>>,
+    /// The TLS layer, after the session's SSLRequest: the reassembled bytes go through it, decrypted where
+    /// the key log allows, timed from their records where not.
+    tls: Option<Box<TlsTrack>>,
+    /// The TLS key log, when one was given: the SSLRequest's login then waits for the TLS layer to say
+    /// whether the session is decrypted.
+    keys: Option<Arc<KeyLog>>,
 }
+
+/// An acknowledgment at most this far (1 GiB) past the bytes captured is of bytes the capture lost; one
+/// farther (or behind, wrapped) is no acknowledgment of this stream's bytes (a garbled or stale ACK).
+const TRAILING_GAP_MAX: u32 = 1 << 30;
 
 /// Retransmission times kept per connection: enough to cover the requests in flight, bounded.
 const RETRANSMISSIONS_KEPT: usize = 256;
@@ -464,7 +511,7 @@ fn meta(at: FrameRef) -> Meta {
 }
 
 impl MysqlTrack {
-    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth) -> Self {
+    pub(crate) fn new(mode: MysqlDetection, depth: MysqlDepth, keys: Option<&Arc<KeyLog>>) -> Self {
         MysqlTrack {
             detect: match mode {
                 MysqlDetection::Off => Detect::NotMysql,
@@ -487,6 +534,8 @@ impl MysqlTrack {
             unanswered: Vec::new(),
             closes_only: depth == MysqlDepth::Closes,
             tail: None,
+            tls: None,
+            keys: keys.cloned(),
         }
     }
 
@@ -501,7 +550,7 @@ impl MysqlTrack {
     /// Whether [`MysqlTrack::untouched`] may find it untouched (a quick check first: a session never is).
     #[inline]
     pub(crate) fn may_be_untouched(&self) -> bool {
-        !matches!(self.detect, Detect::Mysql)
+        !matches!(self.detect, Detect::Mysql | Detect::MysqlTls)
     }
 
     /// The retransmission times this track was told, when that is all it was told since
@@ -529,17 +578,19 @@ impl MysqlTrack {
             && self.replication.is_none()
             && self.last_ts_ns == 0
             && self.unanswered.is_empty()
-            && self.tail.is_none())
+            && self.tail.is_none()
+            && self.tls.is_none())
         .then_some(&self.retransmissions)
     }
 
     /// The client side, once MySQL told it (greeting, or request/response shape).
     pub(crate) fn client(&self) -> Option<Side> {
-        self.client.filter(|_| self.is_mysql())
+        // Set only when the connection is recognised as MySQL, which it then stays (in TLS or not).
+        self.client
     }
 
     pub(crate) fn is_mysql(&self) -> bool {
-        matches!(self.detect, Detect::Mysql)
+        self.client.is_some()
     }
 
     /// Feeds one segment of the connection (after the TCP tracker saw it).
@@ -554,8 +605,8 @@ impl MysqlTrack {
         home: Home<'_>,
     ) {
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
-        // recogniser's registers and stack to set up.
-        if self.is_mysql() {
+        // recogniser's registers and stack to set up (nor a TLS layer's).
+        if matches!(self.detect, Detect::Mysql) {
             if self.tail.is_some() && self.pass_over(side, seg, shape, at, home) {
                 return;
             }
@@ -607,7 +658,7 @@ impl MysqlTrack {
         true
     }
 
-    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL.
+    /// [`MysqlTrack::segment`] on a connection not (yet) recognised as MySQL, or in TLS.
     #[inline(never)]
     fn segment_not_yet_mysql(
         &mut self,
@@ -617,15 +668,17 @@ impl MysqlTrack {
         at: FrameRef,
         home: Home<'_>,
     ) {
-        if let Detect::Undecided(r) = &mut self.detect {
-            match r.segment(conn, side, seg, at) {
+        match &mut self.detect {
+            Detect::MysqlTls => return self.feed_tls(side, seg, at),
+            Detect::Undecided(r) => match r.segment(conn, side, seg, at) {
                 Recognition::Undecided => return,
                 Recognition::NotMysql => {
                     self.detect = Detect::NotMysql;
                     return;
                 }
                 Recognition::Mysql(m) => self.start(m, conn, home),
-            }
+            },
+            Detect::Mysql | Detect::NotMysql => {}
         }
         if self.is_mysql() {
             self.feed(side, seg, at, home);
@@ -658,6 +711,8 @@ impl MysqlTrack {
                 options: &[],
                 payload,
                 payload_len,
+                // The session reads bytes only.
+                ttl: 0,
             };
             self.feed(side, &replay, at, home);
         });
@@ -753,16 +808,20 @@ impl MysqlTrack {
         }
     }
 
-    /// Hands the transactions the session completed to `tell`, counting them. Called after every
-    /// segment: most complete none.
+    /// Hands the transactions the session completed to `tell`, counting them, and what a TLS session's
+    /// records told (estimated exchanges; the SSLRequest's login once the session is known not to be
+    /// decrypted). Called after every segment: most complete none.
     #[inline]
-    pub(crate) fn drain(&mut self, conn: &ConnectionState, tell: impl FnMut(&TransactionView<'_>)) {
+    pub(crate) fn drain(&mut self, conn: &ConnectionState, mut tell: impl FnMut(Told<'_>)) {
         if self
             .session
             .as_ref()
             .is_some_and(|s| !s.completed().is_empty())
         {
-            self.drain_completed(conn, tell);
+            self.drain_completed(conn, &mut tell);
+        }
+        if self.tls.is_some() {
+            self.after_tls(conn, &mut tell);
         }
     }
 
@@ -780,19 +839,21 @@ impl MysqlTrack {
 
     /// (Inlined where the segment's transactions are told: a call per transaction saved.)
     #[inline]
-    fn drain_completed(
-        &mut self,
-        conn: &ConnectionState,
-        mut tell: impl FnMut(&TransactionView<'_>),
-    ) {
+    fn drain_completed(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
         let key = conn.key();
+        let mut tls_begins = false;
         for t in session.completed() {
-            self.transactions += 1;
-            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
-            let view = TransactionView::new(t, client, key, &self.closes, &self.retransmissions);
+            let view = TransactionView::new(
+                t,
+                client,
+                key,
+                &self.closes,
+                &self.retransmissions,
+                session.info(),
+            );
             let fate = view.fate();
             // Logins are not requests; commands the server never answers expect nothing.
             if fate != Fate::NoResponse && t.command != Command::Connect {
@@ -802,15 +863,204 @@ impl MysqlTrack {
                         .as_deref()
                         .is_some_and(|s| cut_text(s).is_some()),
                 );
+            } else if matches!(t.outcome, Outcome::Encrypted) {
+                // The SSLRequest: TLS begins; its login is told (or held) by `begin_tls`.
+                tls_begins = true;
+                continue;
             }
+            self.transactions += 1;
+            self.errors += u64::from(matches!(t.outcome, Outcome::Err { .. }));
             if fate == Fate::Unanswered {
                 // Rare (the end of the capture only), and wanted by `first-reset` too.
                 self.unanswered
                     .push(UnansweredRequest::new(t, view.client, view.server));
             }
-            tell(&view);
+            tell(Told::Transaction(&view));
         }
+        if tls_begins {
+            self.begin_tls(conn, tell);
+        } else {
+            session.clear_completed();
+        }
+    }
+
+    /// After the session's SSLRequest: a TLS layer takes the connection's bytes over, from those the
+    /// session kept since the SSLRequest on.
+    #[cold]
+    #[inline(never)]
+    fn begin_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
+        let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
+            return;
+        };
+        // The SSLRequest's login, the last transaction completed: with a key log it waits for the TLS
+        // layer, as the login inside TLS replaces it if the session is decrypted.
+        let login = session
+            .completed()
+            .iter()
+            .rfind(|t| matches!(t.outcome, Outcome::Encrypted))
+            .cloned();
         session.clear_completed();
+        let mut track = Box::new(TlsTrack::new(self.keys.clone()));
+        self.detect = Detect::MysqlTls;
+        // No exchange is passed over from here: the bytes are the TLS layer's.
+        self.tail = None;
+        match login {
+            Some(t) if self.keys.is_some() => track.held = Some(t),
+            Some(t) => {
+                self.transactions += 1;
+                let view = TransactionView::new(
+                    &t,
+                    client,
+                    conn.key(),
+                    &self.closes,
+                    &self.retransmissions,
+                    session.info(),
+                );
+                tell(Told::Transaction(&view));
+            }
+            None => {}
+        }
+        if let Some(kept) = session.take_tls_bytes() {
+            let mut last = None;
+            for (d, m, bytes) in &kept.pieces {
+                track.data(session, *d, bytes, *m, true);
+                last = Some(*m);
+            }
+            for (d, n) in [
+                (Direction::ClientToServer, kept.dropped[0]),
+                (Direction::ServerToClient, kept.dropped[1]),
+            ] {
+                if let (true, Some(m)) = (n > 0, last) {
+                    track.gap(session, d, n, m);
+                }
+            }
+        }
+        self.tls = Some(track);
+        self.after_tls(conn, tell);
+        // What the TLS layer decrypted from the bytes the session kept since its SSLRequest may have
+        // completed more (a whole login, replayed after recognition).
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.completed().is_empty())
+        {
+            self.drain_completed(conn, tell);
+        }
+    }
+
+    /// What a TLS session's records told since the last call: exchanges estimated (while it is not
+    /// decrypted), and the SSLRequest's login once the session is known not to be decrypted.
+    #[cold]
+    #[inline(never)]
+    fn after_tls(&mut self, conn: &ConnectionState, tell: &mut impl FnMut(Told<'_>)) {
+        let (Some(track), Some(client)) = (self.tls.as_deref_mut(), self.client) else {
+            return;
+        };
+        let key = conn.key();
+        if track.login_undecryptable() {
+            if let Some(t) = track.held.take() {
+                self.transactions += 1;
+                let info = self
+                    .session
+                    .as_ref()
+                    .map(|s| s.info().clone())
+                    .unwrap_or_default();
+                let view = TransactionView::new(
+                    &t,
+                    client,
+                    key,
+                    &self.closes,
+                    &self.retransmissions,
+                    &info,
+                );
+                tell(Told::Transaction(&view));
+            }
+        }
+        if track.conn.has_exchanges() {
+            let exchanges: Vec<_> = track.conn.take_exchanges().collect();
+            if track.resumed {
+                return;
+            }
+            let f = track.conn.facts();
+            let (version, cipher_suite) = (f.version, f.cipher_suite);
+            for x in &exchanges {
+                track.estimated += 1;
+                tell(Told::Estimated(&EstimatedExchangeView {
+                    exchange: x,
+                    client: key.endpoint(client),
+                    server: key.endpoint(client.other()),
+                    version,
+                    cipher_suite,
+                    client_side: client,
+                }));
+            }
+        }
+    }
+
+    /// [`MysqlTrack::feed`] of a connection in TLS: the reassembled bytes go through its TLS layer.
+    #[cold]
+    #[inline(never)]
+    fn feed_tls(&mut self, side: Side, seg: &TcpSegment<'_>, at: FrameRef) {
+        let (Some(client), Some(session), Some(track)) =
+            (self.client, self.session.as_mut(), self.tls.as_deref_mut())
+        else {
+            return;
+        };
+        let dir = |s: Side| {
+            if s == client {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            }
+        };
+        let d = dir(side);
+        self.last_ts_ns = meta(at).ts_ns;
+        // As in `feed_via`: the acknowledgment first.
+        if seg.flags.ack() {
+            let od = dir(side.other());
+            let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, od, e, m);
+            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
+        }
+        let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+        self.streams[side.index()].segment(
+            seg.seq,
+            seg.flags.syn(),
+            seg.payload,
+            seg.payload_len,
+            meta(at),
+            &mut out,
+        );
+        let flag = if seg.flags.rst() {
+            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
+        } else if seg.flags.fin() {
+            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
+        } else {
+            None
+        };
+        if let Some((tcp_flag, flag)) = flag {
+            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
+            if !*slot {
+                *slot = true;
+                let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+                self.streams[side.index()].flush(&mut out);
+                track.closed();
+                let context = session.close(d, flag, meta(at));
+                self.closes.push(CloseSeen {
+                    frame: at.frame,
+                    ts_ns: meta(at).ts_ns,
+                    side,
+                    flag: tcp_flag,
+                    context,
+                });
+            }
+        }
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.drain_replication();
+        }
     }
 
     /// What the session was doing when `side` sent the close `flag` at `frame`, if it was seen.
@@ -832,7 +1082,7 @@ impl MysqlTrack {
         mut self,
         conn: &ConnectionState,
         files: &[&[u8]],
-        tell: impl FnMut(&TransactionView<'_>),
+        mut tell: impl FnMut(Told<'_>),
     ) -> Option<MysqlSessionFacts> {
         if let Detect::Undecided(r) = &mut self.detect {
             // The last turn is judged on what the capture holds of it; a whole command that looked like
@@ -845,6 +1095,8 @@ impl MysqlTrack {
             return None;
         }
         let client = self.client?;
+        // What the replay completed (an SSLRequest: its TLS layer takes over before the flush).
+        self.drain(conn, &mut tell);
         if let (Some(mut t), Some(session)) = (self.tail.take(), self.session.as_mut()) {
             t.decode_kept(session, files);
             // Plain exchanges passed over were answered (counted as the decoder would have).
@@ -859,12 +1111,51 @@ impl MysqlTrack {
                 } else {
                     Direction::ServerToClient
                 };
-                let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
-                self.streams[side.index()].flush(&mut out);
+                match self.tls.as_deref_mut() {
+                    Some(track) => {
+                        let mut out =
+                            |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
+                        self.streams[side.index()].flush(&mut out);
+                    }
+                    None => {
+                        let mut out = |e: StreamEvent<'_>, m: Meta| feed_event(session, d, e, m);
+                        self.streams[side.index()].flush(&mut out);
+                        // Bytes the peer acknowledged that the capture does not hold (its last segments,
+                        // lost to the capture): a gap at the end of the stream, where an answer may
+                        // have been.
+                        let stream = &self.streams[side.index()];
+                        if let (Some(next), Some(ack)) =
+                            (stream.next_seq(), conn.last_ack(side.other()))
+                        {
+                            let fin =
+                                u32::from(conn.first_close(side, TcpCloseFlag::Fin).is_some());
+                            let beyond = ack.wrapping_sub(next).wrapping_sub(fin);
+                            if beyond > 0 && beyond < TRAILING_GAP_MAX {
+                                let at = Meta {
+                                    ts_ns: self.last_ts_ns,
+                                    frame: conn.last().frame,
+                                };
+                                session.gap(d, u64::from(beyond), at);
+                            }
+                        }
+                    }
+                }
             }
+            if let Some(track) = self.tls.as_deref_mut() {
+                track.conn.finish();
+            }
+        }
+        if let Some(track) = self.tls.as_deref_mut() {
+            // Not decrypted by the end: the SSLRequest's login is the session's.
+            if !track.resumed {
+                track.force_undecryptable();
+            }
+        }
+        self.after_tls(conn, &mut tell);
+        if let Some(session) = self.session.as_mut() {
             session.finish();
         }
-        self.drain(conn, tell);
+        self.drain(conn, &mut tell);
         if self
             .session
             .as_ref()
@@ -925,6 +1216,7 @@ impl MysqlTrack {
             }
         }
         let info = self.session.as_ref().map(|s| s.info().clone());
+        let tls = self.tls.as_ref().map(|track| track.facts());
         Some(MysqlSessionFacts {
             recognised_by: self.recognised_by?,
             server_version: info.as_ref().and_then(|i| i.server_version.clone()),
@@ -934,6 +1226,7 @@ impl MysqlTrack {
                 .as_ref()
                 .is_some_and(|i| i.encryption == Encryption::Tls),
             unread_bytes: info.as_ref().map_or(0, |i| i.counters.undecoded_bytes),
+            tls,
             transactions: self.transactions,
             errors: self.errors,
             unanswered: std::mem::take(&mut self.unanswered),
@@ -957,8 +1250,12 @@ impl MysqlTrack {
                         command: p.map(|p| p.command),
                         statement: p.and_then(|p| p.statement.clone()),
                         request_frame: p.map(|p| p.request_frame),
+                        request_ts_ns: p.map(|p| p.request_ts_ns),
                         rows,
                         bytes,
+                        request_cut: c.context.request_cut,
+                        response_cut: c.context.response_cut,
+                        error: c.context.error.clone(),
                     }
                 })
                 .collect(),
@@ -1048,6 +1345,8 @@ pub struct Incident {
     /// What preceded the close on the connection, in TCP facts (a zero window, resends, silence), as
     /// `first-reset` words it; empty when nothing did.
     pub preceded_by: Vec<String>,
+    /// Why, as a hypothesis with its evidence, in the words `first-reset` gives the same close.
+    pub cause: Option<crate::cause::Cause>,
 }
 
 impl Incident {
@@ -1098,6 +1397,7 @@ impl Incident {
                 .first_close(seen.side, seen.flag)
                 .map(|event| crate::reasons::why(&ClosedBy { event, by }))
                 .unwrap_or_default(),
+            cause: None,
         })
     }
 }
@@ -1120,6 +1420,8 @@ pub struct TransactionView<'a> {
     retransmissions: &'a VecDeque<i64>,
     /// What became of the request (read once from its outcome: the analyses each ask).
     fate: Fate,
+    /// What the session knew when the transaction was told.
+    session: &'a SessionInfo,
 }
 
 impl<'a> TransactionView<'a> {
@@ -1129,6 +1431,7 @@ impl<'a> TransactionView<'a> {
         key: FlowKey,
         closes: &'a [CloseSeen],
         retransmissions: &'a VecDeque<i64>,
+        session: &'a SessionInfo,
     ) -> Self {
         TransactionView {
             transaction,
@@ -1138,7 +1441,15 @@ impl<'a> TransactionView<'a> {
             closes,
             retransmissions,
             fate: Fate::of(&transaction.outcome),
+            session,
         }
+    }
+
+    /// What the session knew when the transaction was told (after the segment that completed it): the
+    /// login's user and schema, as `COM_CHANGE_USER` and `COM_INIT_DB` changed them (a `USE` statement
+    /// is not followed), the server's thread id and version from its greeting, the capabilities.
+    pub fn session(&self) -> &'a SessionInfo {
+        self.session
     }
 
     /// The client's side of the connection.

@@ -4,6 +4,7 @@
 mod connection;
 mod recognition;
 mod statistics;
+mod tls;
 
 pub use connection::{
     response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDepth,
@@ -13,7 +14,13 @@ pub(crate) use connection::{Home, MysqlTrack};
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
-    ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate, MysqlFilter, MysqlReport,
-    MysqlStatistics, OtherStatements, SecondCounts, StatementFingerprinter, StatementGroup,
-    CUT_MARK, ERROR_EXAMPLES, STATEMENT_GROUPS_KEPT,
+    command_word, statement_label, ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate,
+    MysqlFilter, MysqlReport, MysqlStatistics, OtherStatements, SecondCounts, ServerRow,
+    StatementFingerprinter, StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
+    STATEMENT_GROUPS_KEPT,
+};
+pub(crate) use tls::Told;
+pub use tls::{
+    EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
+    TlsSession, TlsSessionFacts,
 };

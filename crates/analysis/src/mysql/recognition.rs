@@ -11,10 +11,10 @@
 
 use std::collections::VecDeque;
 
-use pcapsleuth_flow::{ConnectionState, FrameRef, Side, TcpSegment};
+use pcapsleuth_flow::{server_side_by_port, ConnectionState, FrameRef, Side, TcpSegment};
 use pcapsleuth_mysql::{
     binlog_event_verdict, client_command_verdict, greeting_verdict, login_verdict,
-    response_verdict, semi_sync_acks_verdict, Extent, StartMode, Verdict,
+    packet_run_verdict, response_verdict, semi_sync_acks_verdict, Extent, StartMode, Verdict,
 };
 
 /// How a connection was recognised as MySQL.
@@ -31,6 +31,9 @@ pub enum RecognisedBy {
     Port,
     /// Binlog event packets or semi-sync ACKs: a replication stream joined after its dump.
     BinlogEvents,
+    /// A run of packets in sequence (a resultset's rows) on a connection joined in the middle of an
+    /// answer.
+    PacketRun,
 }
 
 /// How many turns a connection may show before it is judged not to be MySQL. Turns, not segments: a
@@ -513,7 +516,7 @@ impl Recogniser {
             }
             Start::Request { .. } => Recognition::Undecided,
             Start::Searching if t.number > DETECTION_TURNS => Recognition::NotMysql,
-            Start::Searching => self.search_binlog_events(),
+            Start::Searching => self.search_binlog_events(conn),
         }
     }
 
@@ -651,10 +654,13 @@ impl Recogniser {
         }
     }
 
-    /// Looks for a binlog event at each offset of the turn at hand not looked at yet, as far as its
-    /// bytes allow: a replication stream joined after its dump shows nothing else. The side sending
-    /// events is the primary, the server.
-    fn search_binlog_events(&mut self) -> Recognition {
+    /// Looks for a binlog event, or a run of packets in sequence ([`packet_run_verdict`]: a resultset's
+    /// rows), at each offset of the turn at hand not looked at yet, as far as its bytes allow: a
+    /// replication stream joined after its dump, or a connection joined in the middle of a long answer,
+    /// shows nothing else. The side sending events is the primary, the server; the side sending a run
+    /// of packets is the server too, unless the handshake or the ports say it is the client (a LOAD DATA
+    /// LOCAL INFILE's file).
+    fn search_binlog_events(&mut self, conn: &ConnectionState) -> Recognition {
         let Some(t) = self.turn.as_mut() else {
             return Recognition::Undecided;
         };
@@ -664,8 +670,9 @@ impl Recogniser {
             if w.is_empty() {
                 break;
             }
-            match binlog_event_verdict(w, extent) {
-                Verdict::Yes => {
+            let run = || packet_run_verdict(w, extent);
+            match (binlog_event_verdict(w, extent), run) {
+                (Verdict::Yes, _) => {
                     let (client, from) = (t.side.other(), t.search);
                     return self.recognised(
                         client,
@@ -674,8 +681,29 @@ impl Recogniser {
                         from,
                     );
                 }
-                Verdict::No => t.search += 1,
-                Verdict::NeedMore => break,
+                (Verdict::No, run) => match run() {
+                    Verdict::Yes => {
+                        let server = match conn.handshake_client() {
+                            Some((client, _)) => client.other(),
+                            None => server_side_by_port(&conn.key()),
+                        };
+                        let (sender, from) = (t.side, t.search);
+                        let client = if sender == server {
+                            sender.other()
+                        } else {
+                            sender
+                        };
+                        return self.recognised(
+                            client,
+                            RecognisedBy::PacketRun,
+                            StartMode::MidAnswer,
+                            from,
+                        );
+                    }
+                    Verdict::No => t.search += 1,
+                    Verdict::NeedMore => break,
+                },
+                (Verdict::NeedMore, _) => break,
             }
         }
         let search = t.search;
@@ -749,6 +777,7 @@ mod tests {
                 options: &[],
                 payload,
                 payload_len: payload.len() as u32,
+                ttl: 64,
             };
             self.seq[side.index()] = self.seq[side.index()].wrapping_add(payload.len() as u32);
             self.tracker.feed(side, &seg, payload.len() as u32 + 54, at);

@@ -4,14 +4,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use pcapsleuth_flow::{Endpoint, FlowBuildHasher, FrameRef};
+use pcapsleuth_flow::{CloseFlag, Endpoint, FlowBuildHasher, FrameRef, Side};
 use pcapsleuth_mysql::{Command, Fingerprinter, Outcome, SqlState, Transaction};
 use serde::Serialize;
 
 use super::connection::{
     cut_text, response_time_ns, Fate, Incident, RequestCounts, UnansweredRequest,
 };
-use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
+use super::tls::{TlsAggregate, TlsReport};
+use crate::events::{Analysis, ConnectionView, EndView, EstimatedExchangeView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, Histogram, RtSummary};
 use crate::replication::ReplicationStream;
@@ -32,14 +33,15 @@ pub struct MysqlFilter {
 }
 
 impl MysqlFilter {
-    fn connection(&self, client: Endpoint, server: Endpoint) -> bool {
+    /// Whether a connection between `client` and `server` is counted.
+    pub fn connection(&self, client: Endpoint, server: Endpoint) -> bool {
         self.port
             .is_none_or(|p| client.port == p || server.port == p)
             && self.server.is_none_or(|s| s == server)
     }
 
     /// Whether `t` is counted; `waited_ns` is how long a request cut off by a close had waited.
-    fn transaction(&self, t: &Transaction, waited_ns: Option<u64>) -> bool {
+    pub fn transaction(&self, t: &Transaction, waited_ns: Option<u64>) -> bool {
         (!self.errors_only || matches!(t.outcome, Outcome::Err { .. }))
             && self.slower_than_ns.is_none_or(|min| {
                 response_time_ns(t)
@@ -220,6 +222,14 @@ impl StatementAgg {
         self.requests.count(fate);
         self.errors += u64::from(is_err);
         self.rows += t.rows;
+        self.request_bytes += t.request_bytes;
+        self.response_bytes += t.response_bytes;
+        if let Outcome::Err { code, .. } = &t.outcome {
+            note_code(&mut self.error_codes, *code, 1);
+        }
+        if let Some(st) = t.server_status {
+            self.status.count(st);
+        }
         if let Some(rt) = rt {
             self.rt.add_binned(rt);
         }
@@ -236,6 +246,12 @@ impl StatementAgg {
         self.requests.merge(&o.requests);
         self.errors += o.errors;
         self.rows += o.rows;
+        self.request_bytes += o.request_bytes;
+        self.response_bytes += o.response_bytes;
+        self.status.merge(&o.status);
+        for (code, n) in o.error_codes {
+            note_code(&mut self.error_codes, code, n);
+        }
         self.rt.merge(&o.rt);
         self.waited.merge(&o.waited);
         if o.sample.0 < self.sample.0 {
@@ -249,6 +265,13 @@ struct StatementAgg {
     requests: RequestCounts,
     errors: u64,
     rows: u64,
+    /// MySQL bytes of the requests and of their responses (packets with their headers).
+    request_bytes: u64,
+    response_bytes: u64,
+    /// The error responses by code, in code order: a group meets one or two codes, so a short vector.
+    error_codes: Vec<(u16, u64)>,
+    /// What the responses' status flags and warning counts said.
+    status: StatusCounts,
     /// Response times of the answered requests.
     rt: Histogram,
     /// How long the requests cut off by a close had waited.
@@ -259,12 +282,51 @@ struct StatementAgg {
     text_cut: bool,
 }
 
-/// A 64-bit hash of a fingerprint that is the same in every process (FNV-1a, then MurmurHash3's
-/// finaliser to spread it over the 64 bits): what decides which statement groups are kept one by one
+/// What the OK and EOF packets that ended a group's responses said (pt-query-digest's
+/// `No_index_used`, `No_good_index_used`, `Warning_count`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct StatusCounts {
+    /// Responses flagged `SERVER_QUERY_NO_INDEX_USED` (a table read without an index).
+    pub no_index_used: u64,
+    /// Responses flagged `SERVER_QUERY_NO_GOOD_INDEX_USED`.
+    pub no_good_index_used: u64,
+    /// Responses with at least one warning.
+    pub with_warnings: u64,
+    /// Their warnings, summed.
+    pub warnings: u64,
+}
+
+impl StatusCounts {
+    #[inline]
+    fn count(&mut self, st: pcapsleuth_mysql::ServerStatus) {
+        self.no_index_used += u64::from(st.no_index_used());
+        self.no_good_index_used += u64::from(st.no_good_index_used());
+        self.with_warnings += u64::from(st.warnings > 0);
+        self.warnings += u64::from(st.warnings);
+    }
+
+    fn merge(&mut self, o: &StatusCounts) {
+        self.no_index_used += o.no_index_used;
+        self.no_good_index_used += o.no_good_index_used;
+        self.with_warnings += o.with_warnings;
+        self.warnings += o.warnings;
+    }
+}
+
+/// Adds `n` error responses of `code` to `codes`, kept in code order.
+fn note_code(codes: &mut Vec<(u16, u64)>, code: u16, n: u64) {
+    match codes.binary_search_by_key(&code, |&(c, _)| c) {
+        Ok(i) => codes[i].1 += n,
+        Err(i) => codes.insert(i, (code, n)),
+    }
+}
+
+/// A 64-bit hash of a statement group's key (its command byte, then its fingerprint) that is the same
+/// in every process (FNV-1a, then MurmurHash3's finaliser to spread it over the 64 bits): what decides which statement groups are kept one by one
 /// ([`STATEMENT_GROUPS_KEPT`]), and, from the highest kept, about how many there were.
-pub(crate) fn fingerprint_hash(fp: &str) -> u64 {
+pub(crate) fn fingerprint_hash(key: &StatementKey) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in fp.bytes() {
+    for b in std::iter::once(key.command).chain(key.fingerprint.bytes()) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -275,12 +337,12 @@ pub(crate) fn fingerprint_hash(fp: &str) -> u64 {
     h ^ h >> 33
 }
 
-/// Statement groups by fingerprint, at most [`STATEMENT_GROUPS_KEPT`] one by one once finished (twice
+/// Statement groups by command and fingerprint, at most [`STATEMENT_GROUPS_KEPT`] one by one once finished (twice
 /// that while counting, so that folding is done once per that many new groups), and the rest folded
 /// into one group.
 #[derive(Debug, Clone, PartialEq)]
 struct Statements {
-    groups: HashMap<String, StatementAgg, FlowBuildHasher>,
+    groups: HashMap<StatementKey, StatementAgg, FlowBuildHasher>,
     /// The groups folded, counted as one; `None` while none was.
     other: Option<Box<StatementAgg>>,
     /// How many groups are kept one by one ([`STATEMENT_GROUPS_KEPT`] unless told otherwise).
@@ -297,12 +359,23 @@ impl Default for Statements {
     }
 }
 
+/// What a statement group gathers: the requests of one command with one fingerprint. A prepare and
+/// the executions of the statement it prepared are apart (their times have nothing in common), as
+/// are the same text sent as `COM_QUERY` and prepared.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct StatementKey {
+    /// The command byte ([`Command::byte`]).
+    pub(crate) command: u8,
+    /// The fingerprint ([`StatementFingerprinter`]).
+    pub(crate) fingerprint: String,
+}
+
 impl Statements {
-    /// Adds the group `s` of fingerprint `fp`.
-    fn add(&mut self, fp: String, s: StatementAgg) {
-        match self.groups.get_mut(&fp) {
+    /// Adds the group `s` of `key`.
+    fn add(&mut self, key: StatementKey, s: StatementAgg) {
+        match self.groups.get_mut(&key) {
             None => {
-                self.groups.insert(fp, s);
+                self.groups.insert(key, s);
             }
             Some(agg) => agg.merge(s),
         }
@@ -335,8 +408,8 @@ impl Statements {
         }
     }
 
-    /// Folds all but the `keep` groups whose fingerprints hash lowest (ties, which only equal hashes of
-    /// different fingerprints make, by fingerprint). A group that is folded has `keep` groups of lower
+    /// Folds all but the `keep` groups whose keys hash lowest (ties, which only equal hashes of
+    /// different keys make, by key). A group that is folded has `keep` groups of lower
     /// hashes beside it, so it is not among the lowest of the whole capture either: folding early folds
     /// only groups the end would fold.
     fn bound(&mut self) {
@@ -344,10 +417,10 @@ impl Statements {
         if self.groups.len() <= keep {
             return;
         }
-        let mut by_hash: Vec<(u64, String)> = self
+        let mut by_hash: Vec<(u64, StatementKey)> = self
             .groups
             .keys()
-            .map(|fp| (fingerprint_hash(fp), fp.clone()))
+            .map(|k| (fingerprint_hash(k), k.clone()))
             .collect();
         by_hash.select_nth_unstable(keep);
         for (_, fp) in &by_hash[keep..] {
@@ -366,56 +439,69 @@ impl Statements {
 /// read ([`MysqlStatistics::merge`], [`MysqlStatistics::finish`]).
 #[derive(Default)]
 struct Groups {
-    /// Group numbers by fingerprint.
+    /// Group numbers by command and fingerprint: the command byte as the key's first character, then
+    /// the fingerprint ([`whole`]), so that a key is looked up by a `&str` built in a reused buffer.
     numbers: HashMap<String, u32, FlowBuildHasher>,
     groups: Vec<StatementAgg>,
-    /// By head id: up to [`Groups::PER_HEAD`] groups of the fingerprints that start with that head,
-    /// as (the fingerprint after the head's output, group number).
-    by_head: Vec<Vec<(Box<[u8]>, u32)>>,
-    /// A whole fingerprint, put together from its parts.
+    /// By head id: up to [`Groups::PER_HEAD`] groups of the fingerprints that start with that head.
+    by_head: Vec<Vec<HeadGroup>>,
+    /// A whole key, put together from its parts.
     whole: String,
 }
+
+/// A group remembered by its fingerprint's head: the fingerprint after the head's output, the command
+/// byte, the group's number.
+type HeadGroup = (Box<[u8]>, u8, u32);
 
 impl Groups {
     /// Groups remembered per head: a head with more costs a map lookup for the others, as without
     /// heads.
     const PER_HEAD: usize = 4;
 
-    /// The number of the group of the fingerprint in `parts` (see
+    /// The number of the group of command byte `command` and the fingerprint in `parts` (see
     /// [`StatementFingerprinter::fingerprint_parts`]), if it has one.
     #[inline(always)]
-    fn find(&mut self, parts: (Option<(usize, &str)>, &str)) -> Option<u32> {
+    fn find(&mut self, command: u8, parts: (Option<(usize, &str)>, &str)) -> Option<u32> {
         if let (Some((id, _)), rest) = parts {
             let rest = rest.as_bytes();
-            for (r, n) in self.by_head.get(id).map_or(&[][..], |g| &g[..]) {
-                if Fingerprinter::same_rest(r, rest) {
+            for (r, c, n) in self.by_head.get(id).map_or(&[][..], |g| &g[..]) {
+                if *c == command && Fingerprinter::same_rest(r, rest) {
                     return Some(*n);
                 }
             }
         }
-        self.find_by_fingerprint(parts)
+        self.find_by_fingerprint(command, parts)
     }
 
     #[inline(never)]
-    fn find_by_fingerprint(&mut self, parts: (Option<(usize, &str)>, &str)) -> Option<u32> {
-        let n = *self.numbers.get(whole(&mut self.whole, parts))?;
-        self.remember(parts, n);
+    fn find_by_fingerprint(
+        &mut self,
+        command: u8,
+        parts: (Option<(usize, &str)>, &str),
+    ) -> Option<u32> {
+        let n = *self.numbers.get(whole(&mut self.whole, command, parts))?;
+        self.remember(command, parts, n);
         Some(n)
     }
 
-    /// Adds `agg`, the new group of the fingerprint in `parts`; its number.
+    /// Adds `agg`, the new group of `command` and the fingerprint in `parts`; its number.
     #[inline(never)]
-    fn insert(&mut self, parts: (Option<(usize, &str)>, &str), agg: StatementAgg) -> u32 {
+    fn insert(
+        &mut self,
+        command: u8,
+        parts: (Option<(usize, &str)>, &str),
+        agg: StatementAgg,
+    ) -> u32 {
         // Fewer groups than requests, which are counted in `u64`s; never near `u32::MAX` in memory.
         let n = self.groups.len() as u32;
         self.groups.push(agg);
-        let fp = whole(&mut self.whole, parts).to_string();
-        self.numbers.insert(fp, n);
-        self.remember(parts, n);
+        let key = whole(&mut self.whole, command, parts).to_string();
+        self.numbers.insert(key, n);
+        self.remember(command, parts, n);
         n
     }
 
-    fn remember(&mut self, parts: (Option<(usize, &str)>, &str), n: u32) {
+    fn remember(&mut self, command: u8, parts: (Option<(usize, &str)>, &str), n: u32) {
         let (Some((id, _)), rest) = parts else {
             return;
         };
@@ -427,7 +513,7 @@ impl Groups {
             .get_mut(id)
             .filter(|g| g.len() < Self::PER_HEAD)
         {
-            g.push((rest.as_bytes().into(), n));
+            g.push((rest.as_bytes().into(), command, n));
         }
     }
 
@@ -439,9 +525,16 @@ impl Groups {
     /// Adds every group to `statements`, and forgets them.
     fn flush(&mut self, statements: &mut Statements) {
         self.by_head.clear();
-        for (fp, n) in self.numbers.drain() {
+        for (key, n) in self.numbers.drain() {
+            let mut chars = key.chars();
+            // The first character is the command byte (`whole`): below 256.
+            let command = chars.next().map_or(0, |c| u8::try_from(c).unwrap_or(0));
+            let key = StatementKey {
+                command,
+                fingerprint: chars.as_str().to_string(),
+            };
             if let Some(agg) = self.groups.get_mut(n as usize) {
-                statements.add(fp, std::mem::take(agg));
+                statements.add(key, std::mem::take(agg));
             }
         }
         self.groups.clear();
@@ -449,18 +542,17 @@ impl Groups {
     }
 }
 
-/// The whole fingerprint of `parts` ([`StatementFingerprinter::fingerprint_parts`]), put together
-/// in `buf` if it has a head.
-fn whole<'a>(buf: &'a mut String, parts: (Option<(usize, &str)>, &'a str)) -> &'a str {
-    match parts {
-        (None, fp) => fp,
-        (Some((_, head)), rest) => {
-            buf.clear();
-            buf.push_str(head);
-            buf.push_str(rest);
-            buf
-        }
+/// The whole key of `command` and the fingerprint in `parts`
+/// ([`StatementFingerprinter::fingerprint_parts`]), put together in `buf`: the command byte as one
+/// character, then the fingerprint.
+fn whole<'a>(buf: &'a mut String, command: u8, parts: (Option<(usize, &str)>, &str)) -> &'a str {
+    buf.clear();
+    buf.push(char::from(command));
+    if let (Some((_, head)), _) = parts {
+        buf.push_str(head);
     }
+    buf.push_str(parts.1);
+    buf
 }
 
 /// The MySQL statistics of a run (`pcapsleuth mysql`): requests by command and fate, errors by code
@@ -485,12 +577,80 @@ struct Pending {
     second: PendingSecond,
     /// Statement groups not yet in the aggregate's.
     groups: Groups,
+    /// Per-server counts not yet in the aggregate's.
+    servers: PendingServers,
 }
 
 impl Pending {
     fn flush(&mut self, aggregate: &mut MysqlAggregate) {
         self.second.flush(&mut aggregate.per_second);
         self.groups.flush(&mut aggregate.statements);
+        self.servers.flush(&mut aggregate.servers);
+    }
+}
+
+/// The servers' counts of one [`MysqlStatistics`] not yet added to its aggregate: found by the server
+/// of the previous request (consecutive requests nearly always go to one server), else by a short
+/// scan, else by a map; added to the aggregate's map (so the same as counting into it) before it is
+/// read. A map lookup per request cost 4% of `mysql`.
+#[derive(Default)]
+struct PendingServers {
+    servers: Vec<(Endpoint, ServerAgg)>,
+    /// Where each server is in `servers`, once there are more than [`PendingServers::SCANNED`].
+    index: HashMap<Endpoint, usize, FlowBuildHasher>,
+    last: usize,
+}
+
+impl PendingServers {
+    /// Up to this many servers are found by comparing endpoints one by one.
+    const SCANNED: usize = 8;
+
+    #[inline(always)]
+    fn get(&mut self, server: Endpoint) -> &mut ServerAgg {
+        if self
+            .servers
+            .get(self.last)
+            .is_some_and(|(e, _)| *e == server)
+        {
+            return &mut self.servers[self.last].1;
+        }
+        self.find(server)
+    }
+
+    #[inline(never)]
+    fn find(&mut self, server: Endpoint) -> &mut ServerAgg {
+        let found = if self.servers.len() <= Self::SCANNED {
+            self.servers.iter().position(|(e, _)| *e == server)
+        } else {
+            self.index.get(&server).copied()
+        };
+        let i = match found {
+            Some(i) => i,
+            None => {
+                self.servers.push((server, ServerAgg::default()));
+                let i = self.servers.len() - 1;
+                if self.servers.len() > Self::SCANNED {
+                    if self.index.is_empty() {
+                        for (j, (e, _)) in self.servers.iter().enumerate() {
+                            self.index.insert(*e, j);
+                        }
+                    } else {
+                        self.index.insert(server, i);
+                    }
+                }
+                i
+            }
+        };
+        self.last = i;
+        &mut self.servers[i].1
+    }
+
+    fn flush(&mut self, servers: &mut HashMap<Endpoint, ServerAgg, FlowBuildHasher>) {
+        for (e, s) in self.servers.drain(..) {
+            servers.entry(e).or_default().merge(&s);
+        }
+        self.index.clear();
+        self.last = 0;
     }
 }
 
@@ -579,7 +739,19 @@ impl Analysis for MysqlStatistics {
                     tcp.connect_ns(),
                     tcp.first_data(conn.client_side().other())
                         .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
-                    login,
+                    Some(login),
+                );
+            }
+        } else if t.command == Command::Connect && matches!(t.outcome, Outcome::Encrypted) {
+            // A login that went on in TLS, not decrypted: its answer cannot be read, the SYN-ACK and
+            // the greeting can.
+            let tcp = conn.tcp();
+            if let (Some(syn), true) = (tcp.first_syn(), filter.transaction(t, None)) {
+                self.aggregate.connect.add(
+                    tcp.connect_ns(),
+                    tcp.first_data(conn.client_side().other())
+                        .and_then(|g| plausible_response_time(syn.ts.0, g.ts.0)),
+                    None,
                 );
             }
         }
@@ -607,9 +779,34 @@ impl Analysis for MysqlStatistics {
             m.replication.push((**stream).clone());
         }
         m.sessions += 1;
+        let server = m.servers.entry(conn.server()).or_default();
+        server.sessions += 1;
+        let tcp = conn.tcp();
+        let reset = [Side::Lo, Side::Hi]
+            .into_iter()
+            .any(|side| tcp.first_close(side, CloseFlag::Rst).is_some());
+        server.resets += u64::from(reset);
+        if let Some(tls) = &facts.tls {
+            m.tls
+                .session(tls, conn.client(), conn.server(), conn.tcp().first().frame);
+            if let Some(ns) = tls.handshake_ns {
+                m.connect.tls_handshake.add(ns);
+            }
+        }
         m.incidents.extend(facts.incidents.iter().cloned());
         if !self.filter.errors_only {
             m.unanswered.extend(facts.unanswered.iter().cloned());
+        }
+    }
+
+    fn estimated_exchange(
+        &mut self,
+        _: &mut (),
+        _: &ConnectionView<'_>,
+        x: &EstimatedExchangeView<'_>,
+    ) {
+        if self.filter.connection(x.client, x.server) {
+            self.aggregate.tls.exchange(x);
         }
     }
 
@@ -652,9 +849,13 @@ pub struct MysqlAggregate {
     rt_ok: Histogram,
     rt_err: Histogram,
     statements: Statements,
+    /// By server endpoint (looked up once per request; a capture holds few servers).
+    servers: HashMap<Endpoint, ServerAgg, FlowBuildHasher>,
     per_second: PerSecond,
     incidents: Vec<Incident>,
     connect: ConnectTimes,
+    /// MySQL sessions in TLS.
+    pub tls: TlsAggregate,
     /// One per replication stream.
     replication: Vec<ReplicationStream>,
     pub(crate) unanswered: Vec<UnansweredRequest>,
@@ -664,29 +865,74 @@ pub struct MysqlAggregate {
     span: Option<(i64, i64)>,
 }
 
+/// What one server endpoint was asked and how it answered: the per-server table of `mysql` and
+/// `report`.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ServerAgg {
+    /// MySQL sessions with this server.
+    sessions: u64,
+    /// Of them, those a RST ended (either side's).
+    resets: u64,
+    /// Requests expecting a response (logins aside), by fate.
+    requests: RequestCounts,
+    /// Of them, those answered by an error response.
+    errors: u64,
+    /// MySQL bytes of the requests and of their responses.
+    request_bytes: u64,
+    response_bytes: u64,
+    /// Response times of the answered requests.
+    rt: Histogram,
+}
+
+impl ServerAgg {
+    fn merge(&mut self, o: &ServerAgg) {
+        self.sessions += o.sessions;
+        self.resets += o.resets;
+        self.requests.merge(&o.requests);
+        self.errors += o.errors;
+        self.request_bytes += o.request_bytes;
+        self.response_bytes += o.response_bytes;
+        self.rt.merge(&o.rt);
+    }
+}
+
+/// Servers in the order of the per-server table: the most requests first, then by endpoint.
+fn sort_servers(servers: &mut [(&Endpoint, &ServerAgg)]) {
+    servers.sort_by(|a, b| {
+        b.1.requests
+            .total()
+            .cmp(&a.1.requests.total())
+            .then(a.0.cmp(b.0))
+    });
+}
+
 /// What MySQL clients seen from their first SYN waited for before their first command.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct ConnectTimes {
     syn_ack: Histogram,
     greeting: Histogram,
     login: Histogram,
+    tls_handshake: Histogram,
 }
 
 impl ConnectTimes {
-    fn add(&mut self, syn_ack: Option<u64>, greeting: Option<u64>, login: u64) {
+    fn add(&mut self, syn_ack: Option<u64>, greeting: Option<u64>, login: Option<u64>) {
         if let Some(ns) = syn_ack {
             self.syn_ack.add(ns);
         }
         if let Some(ns) = greeting {
             self.greeting.add(ns);
         }
-        self.login.add(login);
+        if let Some(ns) = login {
+            self.login.add(ns);
+        }
     }
 
     fn merge(&mut self, o: &ConnectTimes) {
         self.syn_ack.merge(&o.syn_ack);
         self.greeting.merge(&o.greeting);
         self.login.merge(&o.login);
+        self.tls_handshake.merge(&o.tls_handshake);
     }
 }
 
@@ -697,8 +943,11 @@ pub struct ConnectSummary {
     pub syn_ack_us: RtSummary,
     /// To the server's greeting.
     pub greeting_us: RtSummary,
-    /// To the answer to the login (OK or ERR): all the client waited for before its first command.
+    /// To the answer to the login (OK or ERR): all the client waited for before its first command (a
+    /// login in TLS only when its session was decrypted).
     pub login_us: RtSummary,
+    /// TLS handshakes of the sessions in TLS, from the ClientHello to the last Finished.
+    pub tls_handshake_us: RtSummary,
 }
 
 /// The earliest [`MESSAGE_SAMPLES`] distinct messages of one error code, each with the first request
@@ -768,6 +1017,7 @@ impl MysqlAggregate {
             fingerprints,
             second,
             groups,
+            servers,
         } = pending;
         self.commands.resize(256, 0);
         if let Some(n) = self.commands.get_mut(usize::from(t.command.byte())) {
@@ -783,6 +1033,14 @@ impl MysqlAggregate {
         let request = fate != Fate::NoResponse && t.command != Command::Connect;
         if request {
             self.requests.count(fate);
+            let s = servers.get(server);
+            s.requests.count(fate);
+            s.errors += u64::from(is_err);
+            s.request_bytes += t.request_bytes;
+            s.response_bytes += t.response_bytes;
+            if let Some(rt) = rt {
+                s.rt.add_binned(rt);
+            }
             let sec = (t.request_ts_ns / 1_000_000_000) as i64;
             second.count(sec, is_err, &mut self.per_second);
             if let Some(rt) = rt {
@@ -822,7 +1080,8 @@ impl MysqlAggregate {
             // a `String` is allocated once per statement group, not once per request.
             let (head, rest, cut) = fingerprints.fingerprint_parts(sql);
             self.statements_cut += u64::from(cut);
-            let n = match groups.find((head, rest)) {
+            let command = t.command.byte();
+            let n = match groups.find(command, (head, rest)) {
                 Some(n) => n,
                 None => {
                     // The groups not yet added are bounded too (the heads remembered stay valid).
@@ -830,6 +1089,7 @@ impl MysqlAggregate {
                         groups.flush(&mut self.statements);
                     }
                     groups.insert(
+                        command,
                         (head, rest),
                         StatementAgg {
                             sample: (t.request_frame, sql.clone()),
@@ -891,6 +1151,9 @@ impl MysqlAggregate {
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
         self.statements.merge(o.statements);
+        for (server, s) in o.servers {
+            self.servers.entry(server).or_default().merge(&s);
+        }
         for (sec, (q, e)) in o.per_second {
             let slot = self.per_second.entry(sec).or_insert((0, 0));
             slot.0 += q;
@@ -898,6 +1161,7 @@ impl MysqlAggregate {
         }
         self.incidents.extend(o.incidents);
         self.connect.merge(&o.connect);
+        self.tls.merge(&o.tls);
         self.replication.extend(o.replication);
         sort_streams(&mut self.replication);
         // Kept in one order whatever the merge order (batches, buckets): frame, then kind.
@@ -915,9 +1179,83 @@ impl MysqlAggregate {
         });
     }
 
-    /// Response-time distribution of each statement group kept one by one.
-    pub(crate) fn statement_histograms(&self) -> impl Iterator<Item = (&String, &Histogram)> {
-        self.statements.groups.iter().map(|(fp, s)| (fp, &s.rt))
+    /// Response-time distribution of each statement group kept one by one, with the group's name
+    /// ([`statement_label`]).
+    pub(crate) fn statement_histograms(&self) -> impl Iterator<Item = (String, &Histogram)> {
+        self.statements.groups.iter().map(|(k, s)| {
+            let command = Command::from_byte(k.command).name();
+            (statement_label(command, &k.fingerprint), &s.rt)
+        })
+    }
+
+    /// Every statement group kept one by one (see [`STATEMENT_GROUPS_KEPT`]), as the diff of two runs
+    /// reads them.
+    pub(crate) fn statement_groups(&self) -> impl Iterator<Item = StatementView<'_>> {
+        self.statements.groups.iter().map(|(k, s)| StatementView {
+            command: Command::from_byte(k.command),
+            fingerprint: &k.fingerprint,
+            requests: s.requests,
+            errors: s.errors,
+            error_codes: &s.error_codes,
+            rows: s.rows,
+            request_bytes: s.request_bytes,
+            response_bytes: s.response_bytes,
+            rt: &s.rt,
+        })
+    }
+
+    /// Every error code, as the diff of two runs reads them: the code, its count, the report's detail.
+    pub(crate) fn error_codes(&self) -> impl Iterator<Item = (u16, &Histogram, ErrorDetail)> {
+        self.errors.iter().map(|(code, e)| {
+            (
+                *code,
+                &e.rt,
+                ErrorDetail {
+                    code: *code,
+                    sql_state: e
+                        .sql_state
+                        .map_or_else(String::new, |(_, state)| state.to_string()),
+                    count: e.count,
+                    messages: e.messages.messages(),
+                    rt_us: e.rt.summary_us(),
+                    examples: e.examples.clone(),
+                },
+            )
+        })
+    }
+
+    /// Every server endpoint with its row and its response times, the busiest first.
+    pub(crate) fn servers_with_rt(&self) -> Vec<(Endpoint, ServerRow, Histogram)> {
+        let rows = self.server_rows();
+        let mut sorted: Vec<(&Endpoint, &ServerAgg)> = self.servers.iter().collect();
+        sort_servers(&mut sorted);
+        sorted
+            .into_iter()
+            .zip(rows)
+            .map(|((e, s), row)| (*e, row, s.rt.clone()))
+            .collect()
+    }
+
+    /// Every server endpoint with its requests, errors, resets and response times.
+    pub(crate) fn server_rows(&self) -> Vec<ServerRow> {
+        let span_s = self.span.map_or(0.0, |(a, b)| (b - a).max(0) as f64 / 1e9);
+        let mut servers: Vec<(&Endpoint, &ServerAgg)> = self.servers.iter().collect();
+        sort_servers(&mut servers);
+        servers
+            .into_iter()
+            .map(|(endpoint, s)| ServerRow {
+                server: endpoint.to_string(),
+                sessions: s.sessions,
+                resets: s.resets,
+                requests: s.requests.total(),
+                requests_per_s: (span_s > 0.0).then(|| s.requests.total() as f64 / span_s),
+                answered: s.requests.answered,
+                errors: s.errors,
+                request_bytes: s.request_bytes,
+                response_bytes: s.response_bytes,
+                rt_us: s.rt.summary_us(),
+            })
+            .collect()
     }
 
     /// The finished report, in an order that does not depend on how the work was split.
@@ -933,7 +1271,7 @@ impl MysqlAggregate {
                 .statements
                 .groups
                 .keys()
-                .map(|fp| fingerprint_hash(fp))
+                .map(fingerprint_hash)
                 .max()
                 .unwrap_or(u64::MAX)
                 .max(1);
@@ -945,23 +1283,41 @@ impl MysqlAggregate {
                 count: o.requests.total(),
                 requests: o.requests,
                 errors: o.errors,
+                error_codes: o
+                    .error_codes
+                    .iter()
+                    .map(|(code, n)| (code.to_string(), *n))
+                    .collect(),
                 rows: o.rows,
+                request_bytes: o.request_bytes,
+                response_bytes: o.response_bytes,
+                status: o.status,
                 total_us: o.rt.sum_ns() as f64 / 1e3,
                 rt_us: o.rt.summary_us(),
                 cut_off_waited_us: o.waited.summary_us(),
             }
         });
+        let servers = self.server_rows();
         let mut statements: Vec<StatementGroup> = self
             .statements
             .groups
             .into_iter()
-            .map(|(fp, s)| StatementGroup {
-                fingerprint: fp,
+            .map(|(key, s)| StatementGroup {
+                command: Command::from_byte(key.command).name().to_string(),
+                fingerprint: key.fingerprint,
                 sample: s.sample.1,
                 count: s.requests.total(),
                 requests: s.requests,
                 errors: s.errors,
+                error_codes: s
+                    .error_codes
+                    .iter()
+                    .map(|(code, n)| (code.to_string(), *n))
+                    .collect(),
                 rows: s.rows,
+                request_bytes: s.request_bytes,
+                response_bytes: s.response_bytes,
+                status: s.status,
                 total_us: s.rt.sum_ns() as f64 / 1e3,
                 rt_us: s.rt.summary_us(),
                 cut_off_waited_us: s.waited.summary_us(),
@@ -973,6 +1329,7 @@ impl MysqlAggregate {
                 .total_cmp(&a.total_us)
                 .then(b.count.cmp(&a.count))
                 .then(a.fingerprint.cmp(&b.fingerprint))
+                .then(a.command.cmp(&b.command))
         });
         MysqlReport {
             sessions: self.sessions,
@@ -1021,6 +1378,7 @@ impl MysqlAggregate {
             rt_error_us: self.rt_err.summary_us(),
             statements,
             other_statements,
+            servers,
             per_second: self
                 .per_second
                 .iter()
@@ -1037,7 +1395,9 @@ impl MysqlAggregate {
                 syn_ack_us: self.connect.syn_ack.summary_us(),
                 greeting_us: self.connect.greeting.summary_us(),
                 login_us: self.connect.login.summary_us(),
+                tls_handshake_us: self.connect.tls_handshake.summary_us(),
             },
+            tls: self.tls.report(),
             replication: self.replication,
         }
     }
@@ -1071,13 +1431,15 @@ pub struct MysqlReport {
     pub rt_ok_us: RtSummary,
     /// Response times of the requests answered by an error response, microseconds.
     pub rt_error_us: RtSummary,
-    /// Statements grouped by fingerprint, by total time: every group, unless the capture held more than
-    /// [`STATEMENT_GROUPS_KEPT`] (then `other_statements` says what the others were).
+    /// Statements grouped by command and fingerprint, by total time: every group, unless the capture
+    /// held more than [`STATEMENT_GROUPS_KEPT`] (then `other_statements` says what the others were).
     pub statements: Vec<StatementGroup>,
     /// The statement groups beyond the [`STATEMENT_GROUPS_KEPT`] kept one by one, folded into one and
     /// counted exactly; absent (in JSON too) when every group is in `statements`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_statements: Option<OtherStatements>,
+    /// Per server endpoint, the busiest (most requests) first: what it was asked and how it answered.
+    pub servers: Vec<ServerRow>,
     /// Requests and error responses per second, for every second with requests (by the second each request
     /// was sent), in time order.
     pub per_second: Vec<SecondCounts>,
@@ -1086,6 +1448,9 @@ pub struct MysqlReport {
     pub incidents: Vec<Incident>,
     /// Logins seen from the client's first SYN: what the client waited for before its first command.
     pub connect: ConnectSummary,
+    /// MySQL sessions in TLS: decrypted or not, versions, suites, and response times estimated from the
+    /// records of those not decrypted.
+    pub tls: TlsReport,
     /// Replication streams (a replica's binlog dump and what followed); their events and ACKs are not
     /// among the requests and response times above.
     pub replication: Vec<ReplicationStream>,
@@ -1169,9 +1534,12 @@ fn elided(sql: &str) -> String {
     out
 }
 
-/// The requests of one statement fingerprint.
+/// The requests of one command with one statement fingerprint.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StatementGroup {
+    /// The requests' command (`COM_QUERY`, `COM_STMT_PREPARE`, `COM_STMT_EXECUTE`, ...): a prepare and
+    /// the executions of what it prepared are groups apart.
+    pub command: String,
     /// The statement normalised ([`pcapsleuth_mysql::fingerprint`]): lower-cased, comments dropped,
     /// literals replaced by `?`, `IN (...)` and `VALUES` lists folded to `(?)`.
     pub fingerprint: String,
@@ -1185,8 +1553,18 @@ pub struct StatementGroup {
     pub requests: RequestCounts,
     /// Of them, those answered by an error response.
     pub errors: u64,
+    /// Those error responses by code (`"1146"` -> count).
+    pub error_codes: BTreeMap<String, u64>,
     /// Rows of the resultsets returned to them.
     pub rows: u64,
+    /// MySQL bytes of the requests (packets with their headers).
+    pub request_bytes: u64,
+    /// MySQL bytes of their responses.
+    pub response_bytes: u64,
+    /// What the OK and EOF packets that ended the responses said: indexes not used, warnings
+    /// (flattened in JSON: `no_index_used`, `no_good_index_used`, `with_warnings`, `warnings`).
+    #[serde(flatten)]
+    pub status: StatusCounts,
     /// Sum and distribution of the response times of the answered requests.
     pub total_us: f64,
     /// Response times of the answered requests, microseconds.
@@ -1217,14 +1595,86 @@ pub struct OtherStatements {
     pub requests: RequestCounts,
     /// Of them, those answered by an error response.
     pub errors: u64,
+    /// Those error responses by code (`"1146"` -> count).
+    pub error_codes: BTreeMap<String, u64>,
     /// Rows of the resultsets returned to them.
     pub rows: u64,
+    /// MySQL bytes of the requests (packets with their headers).
+    pub request_bytes: u64,
+    /// MySQL bytes of their responses.
+    pub response_bytes: u64,
+    /// What the OK and EOF packets that ended the responses said (flattened in JSON, as a group's).
+    #[serde(flatten)]
+    pub status: StatusCounts,
     /// Sum of the response times of the answered requests, microseconds.
     pub total_us: f64,
     /// Response times of the answered requests, microseconds.
     pub rt_us: RtSummary,
     /// How long the requests cut off by a close had waited.
     pub cut_off_waited_us: RtSummary,
+}
+
+/// A statement group's name in text where only one string fits: its fingerprint, after its command
+/// (`COM_QUERY`, `COM_STMT_EXECUTE`, ...) in brackets when that is not `COM_QUERY`:
+/// `[execute] select c from sbtest3 where id=?`.
+///
+/// ```
+/// use pcapsleuth_analysis::statement_label;
+/// assert_eq!(statement_label("COM_QUERY", "begin"), "begin");
+/// assert_eq!(statement_label("COM_STMT_PREPARE", "select ?"), "[prepare] select ?");
+/// ```
+pub fn statement_label(command: &str, fingerprint: &str) -> String {
+    if command == Command::Query.name() {
+        return fingerprint.to_string();
+    }
+    format!("[{}] {fingerprint}", command_word(command))
+}
+
+/// A command's short name: `COM_STMT_EXECUTE` -> `execute`, `COM_INIT_DB` -> `init_db`.
+pub fn command_word(command: &str) -> String {
+    command
+        .strip_prefix("COM_STMT_")
+        .or_else(|| command.strip_prefix("COM_"))
+        .unwrap_or(command)
+        .to_ascii_lowercase()
+}
+
+/// One statement group as the diff of two runs reads it.
+pub(crate) struct StatementView<'a> {
+    pub(crate) command: Command,
+    pub(crate) fingerprint: &'a str,
+    pub(crate) requests: RequestCounts,
+    pub(crate) errors: u64,
+    pub(crate) error_codes: &'a [(u16, u64)],
+    pub(crate) rows: u64,
+    pub(crate) request_bytes: u64,
+    pub(crate) response_bytes: u64,
+    pub(crate) rt: &'a Histogram,
+}
+
+/// What one server endpoint was asked and how it answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerRow {
+    /// The server's `ip:port` (IPv6 as `[addr]:port`).
+    pub server: String,
+    /// MySQL sessions with it.
+    pub sessions: u64,
+    /// Of them, those a RST ended (sent by either side).
+    pub resets: u64,
+    /// Requests sent to it that expect a response (logins aside).
+    pub requests: u64,
+    /// `requests` over the capture's span; `None` when the span is 0.
+    pub requests_per_s: Option<f64>,
+    /// Of them, those answered (the response times are theirs).
+    pub answered: u64,
+    /// Of them, those answered by an error response.
+    pub errors: u64,
+    /// MySQL bytes of the requests.
+    pub request_bytes: u64,
+    /// MySQL bytes of the responses.
+    pub response_bytes: u64,
+    /// Response times of the answered requests, µs.
+    pub rt_us: RtSummary,
 }
 
 /// Requests sent in one second.
@@ -1343,9 +1793,9 @@ mod tests {
                     }
                     let whole = f.fingerprint(&sql).0.to_string();
                     let (head, rest, _) = f.fingerprint_parts(&sql);
-                    let n = match groups.find((head, rest)) {
+                    let n = match groups.find(3, (head, rest)) {
                         Some(n) => n,
-                        None => groups.insert((head, rest), StatementAgg::default()),
+                        None => groups.insert(3, (head, rest), StatementAgg::default()),
                     };
                     assert_eq!(*numbers.entry(whole).or_insert(n), n, "{sql:?}");
                 }

@@ -25,9 +25,9 @@ use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
 use crate::wire::{self, capability as cap, status, OkPacket};
 use crate::{
-    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, Meta, Outcome,
-    PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState, StartMode, Transaction,
-    STATEMENT_CAP,
+    CachingSha2Auth, CloseContext, CloseFlag, Compression, Direction, Encryption, ErrorAt,
+    ExecuteBytes, Meta, Outcome, PendingRequest, ServerError, SessionInfo, SessionPhase, SqlState,
+    StartMode, Transaction, STATEMENT_CAP,
 };
 
 /// Kept prefix of a client packet: statement text plus room for query attributes.
@@ -62,7 +62,26 @@ pub struct Session {
     client: DirStream,
     server: DirStream,
     core: Core,
+    /// After an SSLRequest: the TLS bytes fed since, until a TLS layer takes them.
+    tls: Option<Box<TlsBytes>>,
 }
+
+/// The bytes a session was fed after its SSLRequest, kept until a TLS layer takes them
+/// ([`Session::take_tls_bytes`]): where decoding stopped, the TLS records begin.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TlsBytes {
+    /// Each feed's bytes after the SSLRequest, in order, with its direction and segment.
+    pub pieces: Vec<(Direction, Meta, Vec<u8>)>,
+    /// Bytes not kept (past [`TLS_BYTES_KEPT`]): the TLS layer is told of them as a gap.
+    pub dropped: [u64; 2],
+    /// The bytes were taken: later ones are not kept.
+    taken: bool,
+}
+
+/// The TLS bytes a session keeps for a TLS layer at most: the handshake's first flights (a caller takes
+/// them after the segment that carried the SSLRequest, or after the segments held while the connection
+/// was being recognised).
+pub const TLS_BYTES_KEPT: usize = 64 * 1024;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,12 +99,13 @@ impl Session {
     pub fn new(mode: StartMode) -> Self {
         let initial = match mode {
             StartMode::Handshake | StartMode::Login => StreamMode::Framed,
-            StartMode::MidStream => StreamMode::Hunting,
+            StartMode::MidStream | StartMode::MidAnswer => StreamMode::Hunting,
         };
         Session {
             client: DirStream::new(CLIENT_PREFIX_CAP, CLIENT_HUNT_WINDOW, initial),
             server: DirStream::new(SERVER_PREFIX_CAP, SERVER_HUNT_WINDOW, initial),
             core: Core::new(mode),
+            tls: None,
         }
     }
 
@@ -129,6 +149,9 @@ impl Session {
             match cur.mode {
                 StreamMode::Stopped => {
                     core.info.counters.undecoded_bytes += input.len() as u64;
+                    if core.info.encryption == Encryption::Tls {
+                        self.keep_tls_bytes(dir, input, meta);
+                    }
                     return;
                 }
                 StreamMode::Hunting => {
@@ -305,10 +328,20 @@ impl Session {
                 // through `dispatch`: each packet then saves a call, its frame and the packet's copy
                 // (-17 M instructions on the 60 MB slice for the server side alone).
                 let fx = match dir {
+                    // The rest of a request the server answered before it was whole.
+                    Direction::ClientToServer if cur.taken_early => {
+                        cur.taken_early = false;
+                        Effects::default()
+                    }
                     Direction::ClientToServer => {
                         core.on_client_packet_here(pkt, body, server_hunting)
                     }
-                    Direction::ServerToClient => core.on_server_packet_here(pkt, body),
+                    Direction::ServerToClient => {
+                        if core.queue.is_empty() && other.framer.started_at().is_some() {
+                            Self::take_early(other, core, pkt.start);
+                        }
+                        core.on_server_packet_here(pkt, body)
+                    }
                 };
                 Self::apply(cur, other, core, dir, fx);
             }
@@ -345,6 +378,16 @@ impl Session {
                     let (k, pkt) = cur.framer.push(out, meta);
                     out = out.get(k..).unwrap_or(&[]);
                     if let Some((pkt, body)) = pkt {
+                        if dir == Direction::ClientToServer && cur.taken_early {
+                            cur.taken_early = false;
+                            continue;
+                        }
+                        if dir == Direction::ServerToClient
+                            && core.queue.is_empty()
+                            && other.framer.started_at().is_some()
+                        {
+                            Self::take_early(other, core, pkt.start);
+                        }
                         let fx = Self::dispatch(core, dir, pkt, body, server_hunting);
                         Self::apply(cur, other, core, dir, fx);
                     }
@@ -360,6 +403,29 @@ impl Session {
             return consumed;
         }
         0
+    }
+
+    /// The server sent a packet while nothing was open and the client was in the middle of a command's
+    /// packet: the server answered that command before it was whole (an ERR such as 1153, for a request
+    /// larger than its max_allowed_packet, read no further). The command is taken as a request now, as
+    /// far as it came (its text marked truncated at the length its header gives: the bytes the server did
+    /// not read are no loss of the capture's), so that the packet answers it; the rest of its bytes, when
+    /// they come, are not a new request.
+    #[cold]
+    #[inline(never)]
+    fn take_early(client: &mut DirStream, core: &mut Core, at: Meta) {
+        if client.mode != StreamMode::Framed
+            || client.taken_early
+            || core.phase != Phase::Command
+            || core.replication.is_some()
+        {
+            return;
+        }
+        if let Some(pkt) = client.framer.partial(at) {
+            // A command's effects are on the server's stream, which is framed and between packets here.
+            let _ = core.on_client_packet(pkt, client.framer.prefix(), false);
+            client.taken_early = !core.queue.is_empty();
+        }
     }
 
     fn server_hunting(dir: Direction, cur: &DirStream, other: &DirStream) -> bool {
@@ -440,6 +506,59 @@ impl Session {
         }
     }
 
+    /// Keeps the TLS bytes fed after the SSLRequest for a TLS layer ([`Session::take_tls_bytes`]).
+    #[cold]
+    #[inline(never)]
+    fn keep_tls_bytes(&mut self, dir: Direction, bytes: &[u8], meta: Meta) {
+        let kept = self.tls.get_or_insert_with(Box::default);
+        if kept.taken {
+            return;
+        }
+        let held: usize = kept.pieces.iter().map(|(_, _, b)| b.len()).sum();
+        let room = TLS_BYTES_KEPT.saturating_sub(held);
+        let keep = bytes.len().min(room);
+        if keep > 0 {
+            kept.pieces.push((dir, meta, bytes[..keep].to_vec()));
+        }
+        let side = usize::from(dir == Direction::ServerToClient);
+        kept.dropped[side] += (bytes.len() - keep) as u64;
+    }
+
+    /// After an SSLRequest, the bytes fed since (the TLS handshake's first records), for a TLS layer to
+    /// take over the connection; `None` before an SSLRequest or once taken. From this call on, bytes fed
+    /// to the stopped session are only counted (`undecoded_bytes`), as before the hand-off existed.
+    pub fn take_tls_bytes(&mut self) -> Option<TlsBytes> {
+        if self.core.info.encryption != Encryption::Tls {
+            return None;
+        }
+        let kept = self.tls.get_or_insert_with(Box::default);
+        if kept.taken {
+            return None;
+        }
+        let out = std::mem::take(&mut **kept);
+        kept.taken = true;
+        Some(out)
+    }
+
+    /// The TLS after the SSLRequest is decrypted: what follows is fed as plaintext, from the login
+    /// (HandshakeResponse) on, and decoded as a plain session is. The bytes counted as undecoded so far
+    /// were the TLS handshake's, read by the TLS layer: the count starts again. Nothing happens unless the
+    /// session stopped at an SSLRequest.
+    pub fn resume_decrypted(&mut self) {
+        if self.core.phase != Phase::Stopped || self.core.info.encryption != Encryption::Tls {
+            return;
+        }
+        self.core.phase = Phase::AwaitHandshakeResponse;
+        self.core.info.encryption = Encryption::TlsDecrypted;
+        self.core.info.counters.undecoded_bytes = 0;
+        for d in [&mut self.client, &mut self.server] {
+            d.mode = StreamMode::Framed;
+            d.framer.reset();
+            d.window.clear();
+            d.replay.clear();
+        }
+    }
+
     /// `len` bytes of this direction are missing (loss or snaplen truncation).
     /// Within a packet payload the framing is kept; otherwise the direction
     /// hunts: the client side for its next command packet, the server side for
@@ -455,6 +574,10 @@ impl Session {
                 // The window is no longer contiguous.
                 core.info.counters.skipped_bytes += cur.window.len() as u64;
                 cur.window.clear();
+                if dir == Direction::ServerToClient {
+                    // What the server sent after the open requests is lost, their answers with it.
+                    core.lose_answers(len);
+                }
                 return;
             }
             StreamMode::Framed => {}
@@ -462,6 +585,10 @@ impl Session {
         if cur.inflater.is_none() {
             match cur.framer.gap(len, meta) {
                 (GapEffect::Absorbed, _) => return,
+                (GapEffect::Completed, Some(_)) if cur.taken_early => {
+                    cur.taken_early = false;
+                    return;
+                }
                 (GapEffect::Completed, Some(pkt)) => {
                     let fx = Self::dispatch(core, dir, pkt, cur.framer.prefix(), server_hunting);
                     Self::apply(cur, other, core, dir, fx);
@@ -502,8 +629,10 @@ impl Session {
             Direction::ClientToServer => {
                 // A command whose start we saw still gets paired with its response.
                 if let Some(pkt) = cur.framer.take_partial(meta) {
-                    let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
-                    Self::apply(cur, other, core, dir, fx);
+                    if !cur.taken_early {
+                        let fx = core.on_client_packet(pkt, cur.framer.prefix(), server_hunting);
+                        Self::apply(cur, other, core, dir, fx);
+                    }
                 }
                 cur.start_hunting();
             }
@@ -542,18 +671,15 @@ impl Session {
                         });
                     }
                 }
-                for p in core.queue.iter_mut() {
-                    p.lost = true;
-                    p.gap_bytes += len;
-                }
                 if let Some(head) = core.queue.front_mut() {
-                    if head.stage != Stage::NoResponse {
-                        if at_boundary && head.first_response.is_none() {
-                            *head.gap_before_response.get_or_insert(0) += len;
-                        }
-                        head.stage = Stage::Lost;
+                    if head.stage != Stage::NoResponse
+                        && at_boundary
+                        && head.first_response.is_none()
+                    {
+                        *head.gap_before_response.get_or_insert(0) += len;
                     }
                 }
+                core.lose_answers(len);
                 cur.start_hunting();
             }
         }
@@ -569,8 +695,16 @@ impl Session {
     /// server's close, a RST or the end of the capture end as closed by the
     /// client's FIN.
     pub fn close(&mut self, by: Direction, kind: CloseFlag, _meta: Meta) -> CloseContext {
+        let request_cut = self.client.mode == StreamMode::Framed
+            && self.client.framer.started_at().is_some()
+            && !self.client.taken_early;
+        let response_cut =
+            self.server.mode == StreamMode::Framed && !self.server.framer.at_boundary();
         self.take_partial_command();
         let ctx = CloseContext {
+            request_cut,
+            response_cut,
+            error: self.core.recent_error().cloned(),
             phase: self.phase(),
             pending: self
                 .core
@@ -610,6 +744,12 @@ impl Session {
         let Some(start) = self.client.framer.started_at() else {
             return;
         };
+        if self.client.taken_early {
+            // Its request is answered already: the bytes never sent are nobody's loss.
+            self.client.taken_early = false;
+            self.client.framer.reset();
+            return;
+        }
         let server_hunting = self.server.mode == StreamMode::Hunting;
         let (cur, other, core) = self.streams(Direction::ClientToServer);
         if let Some(pkt) = cur.framer.take_partial(start) {
@@ -648,7 +788,14 @@ impl Session {
                 Self::closed_outcome(p, Direction::ClientToServer, CloseFlag::Fin)
             });
         } else {
-            self.core.complete_all(|_| Outcome::CaptureEnded);
+            // An answer that fell into bytes the capture lost is not one the capture ended before.
+            self.core.complete_all(|p| {
+                if p.lost {
+                    Outcome::GapLost
+                } else {
+                    Outcome::CaptureEnded
+                }
+            });
         }
         let dropped = self.client.framer.reset() + self.server.framer.reset();
         self.core.info.counters.truncated_bytes += dropped;
@@ -676,7 +823,7 @@ impl Session {
     /// Whether the session is at rest between exchanges, so that the next client packet begins a request
     /// and its exchange decodes the same whatever came before it: logged in and in the command phase, no
     /// request open or completed undrained, both directions at a packet boundary with their framing
-    /// known, neither compressed nor encrypted, no replication stream, and the EOF convention known.
+    /// known, neither compressed nor in TLS (decrypted or not), no replication stream, and the EOF convention known.
     /// A caller may then pass over a plain exchange ([`crate::ExchangeShape`]) and tell the session with
     /// [`Session::passed_over`].
     pub fn at_rest(&self) -> bool {
@@ -697,7 +844,7 @@ impl Session {
             && !c.compression_unknown
             && c.eof_mode != EofMode::Unknown
             && c.info.compression == Compression::None
-            && c.info.encryption != Encryption::Tls
+            && c.info.encryption == Encryption::Plain
             && quiet(&self.client)
             && quiet(&self.server)
     }
@@ -716,6 +863,8 @@ impl Session {
     /// The caller passed over a plain exchange of `client_bytes` and `server_bytes` (see
     /// [`Session::at_rest`]): the byte counters count them; the session stays at rest.
     pub fn passed_over(&mut self, client_bytes: u64, server_bytes: u64) {
+        // A command came after any error the server had sent.
+        self.core.recent_error_live = false;
         self.core.info.counters.client_bytes += client_bytes;
         self.core.info.counters.server_bytes += server_bytes;
     }

@@ -277,6 +277,12 @@ pub(super) struct Core {
     pub(super) replica_hints: ReplicaHints,
     /// Where the login began, while the server waits for it.
     pub(super) login_from: Option<LoginStart>,
+    /// The last error the server sent, while no command came after it ([`crate::CloseContext::error`]);
+    /// kept when it lapses (`None` in its place is [`Core::recent_error_live`] false), so that its message's
+    /// string is written again rather than allocated for every error.
+    pub(super) recent_error: Option<Box<ErrorAt>>,
+    /// Whether [`Core::recent_error`] still stands.
+    pub(super) recent_error_live: bool,
 }
 
 /// Where a login the server is waiting for began.
@@ -301,7 +307,7 @@ impl Core {
         Core {
             phase: match mode {
                 StartMode::Handshake => Phase::AwaitGreeting,
-                StartMode::MidStream => Phase::Unknown,
+                StartMode::MidStream | StartMode::MidAnswer => Phase::Unknown,
                 StartMode::Login => Phase::AwaitHandshakeResponse,
             },
             info: SessionInfo::default(),
@@ -317,6 +323,8 @@ impl Core {
             replication: None,
             replica_hints: ReplicaHints::default(),
             login_from: None,
+            recent_error: None,
+            recent_error_live: false,
         }
     }
 
@@ -342,6 +350,13 @@ impl Core {
     /// [`Core::complete_head`], inlined where a response completes its request (most do).
     #[inline(always)]
     pub(super) fn complete_head_here(&mut self, outcome: Outcome) {
+        if matches!(outcome, Outcome::Err { .. }) {
+            if let Some(p) = self.queue.front() {
+                let at = p.last_response.unwrap_or(p.request);
+                Self::note_error_in(&mut self.recent_error, &outcome, at, Some(p));
+                self.recent_error_live = true;
+            }
+        }
         match self.queue.front_mut() {
             // The common case, with nothing to record in the session info: the transaction is
             // built from the request where it lies rather than from a copy of it.
@@ -363,6 +378,75 @@ impl Core {
             None => {}
         }
         self.flush_no_response();
+    }
+
+    /// The error `outcome` (an [`Outcome::Err`]) came at `at`, answering `request`: the session's last
+    /// word until a command comes. (Apart, and never inlined: errors are the rare answer.)
+    #[cold]
+    #[inline(never)]
+    pub(super) fn note_error(&mut self, outcome: &Outcome, at: Meta, request: Option<&Pending>) {
+        Self::note_error_in(&mut self.recent_error, outcome, at, request);
+        self.recent_error_live = true;
+    }
+
+    /// [`Core::note_error`] into `slot` (the caller marks it live).
+    #[cold]
+    #[inline(never)]
+    fn note_error_in(
+        slot: &mut Option<Box<ErrorAt>>,
+        outcome: &Outcome,
+        at: Meta,
+        request: Option<&Pending>,
+    ) {
+        let Outcome::Err {
+            code,
+            sql_state,
+            message,
+        } = outcome
+        else {
+            return;
+        };
+        let e = slot.get_or_insert_with(|| {
+            Box::new(ErrorAt {
+                error: ServerError {
+                    code: 0,
+                    sql_state: SqlState::default(),
+                    message: String::new(),
+                },
+                at,
+                request: None,
+                statement: None,
+                in_place_of_greeting: false,
+            })
+        });
+        e.error.code = *code;
+        e.error.sql_state = *sql_state;
+        e.error.message.clear();
+        e.error.message.push_str(message);
+        e.at = at;
+        e.request = request.map(|p| (p.command, p.request));
+        e.in_place_of_greeting = request
+            .is_some_and(|p| p.command == Command::Connect && p.first_response == Some(p.request));
+        // Its start names it; an error storm's statements are not copied whole.
+        let head = request.and_then(|p| p.statement.as_deref()).map(|text| {
+            text.get(..floor_char_boundary(text, ERROR_STATEMENT_CAP))
+                .unwrap_or("")
+        });
+        match (head, &mut e.statement) {
+            (Some(text), Some(kept)) => {
+                kept.clear();
+                kept.push_str(text);
+            }
+            (Some(text), kept) => *kept = Some(text.to_owned()),
+            (None, kept) => *kept = None,
+        }
+    }
+
+    /// The last error the server sent, if no command came after it.
+    pub(super) fn recent_error(&self) -> Option<&ErrorAt> {
+        self.recent_error
+            .as_deref()
+            .filter(|_| self.recent_error_live)
     }
 
     /// A request's box, for the next request.
@@ -393,6 +477,10 @@ impl Core {
     }
 
     pub(super) fn finish_request(&mut self, mut p: Box<Pending>, outcome: Outcome) {
+        if matches!(outcome, Outcome::Err { .. }) {
+            let at = p.last_response.unwrap_or(p.request);
+            self.note_error(&outcome, at, Some(&p));
+        }
         if matches!(outcome, Outcome::Ok { .. }) {
             if let Some(s) = &p.new_schema {
                 self.info.schema = Some(s.clone());
@@ -448,6 +536,21 @@ impl Core {
                     bytes: p.response_bytes,
                 },
             },
+        }
+    }
+
+    /// `len` bytes the server sent are lost: the open requests' answers may be among them, and cannot be
+    /// read (each ends [`Outcome::GapLost`] when it ends unanswered; the head reads on only where its
+    /// answer is seen to begin after the gap).
+    pub(super) fn lose_answers(&mut self, len: u64) {
+        for p in self.queue.iter_mut() {
+            p.lost = true;
+            p.gap_bytes += len;
+        }
+        if let Some(head) = self.queue.front_mut() {
+            if head.stage != Stage::NoResponse {
+                head.stage = Stage::Lost;
+            }
         }
     }
 
@@ -550,7 +653,11 @@ impl Core {
             Some(hr) => {
                 self.info.client_capabilities = Some(hr.capabilities);
                 self.info.character_set = hr.character_set.or(self.info.character_set);
-                if hr.capabilities & cap::CLIENT_SSL != 0 {
+                // The login inside a decrypted TLS keeps CLIENT_SSL among its capabilities: only the
+                // first login, in the clear, is an SSLRequest.
+                if hr.capabilities & cap::CLIENT_SSL != 0
+                    && self.info.encryption == Encryption::Plain
+                {
                     // SSLRequest: TLS starts with the next byte in both directions. The login goes
                     // on inside it: it happened, and how it ended cannot be read.
                     self.info.encryption = Encryption::Tls;
@@ -603,6 +710,7 @@ impl Core {
         if pkt.seq != 0 {
             self.info.counters.sequence_anomalies += 1;
         }
+        self.recent_error_live = false;
         // The server resynchronises at this point: whatever it was answering in
         // the dark is lost.
         if server_hunting {
@@ -747,7 +855,10 @@ impl Core {
                     }
                     // flags: CURSOR_TYPE_READ_ONLY and friends open a cursor.
                     if command == Command::StmtExecute {
+                        let rest = r.rest();
                         p.cursor = r.u8().is_some_and(|f| f & 0x07 != 0);
+                        let whole = !pkt.damaged && rest.len() as u64 + 4 == body_total;
+                        p.execute.set(rest, whole);
                     }
                 } else {
                     info.counters.malformed_packets += 1;
@@ -865,7 +976,7 @@ impl Core {
             return;
         }
         self.info.counters.unsolicited_server_packets += 1;
-        self.note_unsolicited_error(prefix);
+        self.note_unsolicited_error(prefix, pkt.end);
     }
 
     /// A server packet of the command phase, answering the request at the head of the queue.
@@ -873,7 +984,7 @@ impl Core {
     fn on_response_packet(&mut self, pkt: PacketEnd, prefix: &[u8], mut fx: Effects) -> Effects {
         let Some(head) = self.queue.front_mut() else {
             self.info.counters.unsolicited_server_packets += 1;
-            self.note_unsolicited_error(prefix);
+            self.note_unsolicited_error(prefix, pkt.end);
             return fx;
         };
         if head.stage == Stage::NoResponse {
@@ -927,7 +1038,7 @@ impl Core {
 
     #[cold]
     #[inline(never)]
-    pub(super) fn note_unsolicited_error(&mut self, prefix: &[u8]) {
+    pub(super) fn note_unsolicited_error(&mut self, prefix: &[u8], at: Meta) {
         if let Some(Outcome::Err {
             code,
             sql_state,
@@ -935,11 +1046,25 @@ impl Core {
         }) = err_outcome(prefix)
         {
             self.info.counters.unsolicited_errors += 1;
-            self.info.last_unsolicited_error = Some(ServerError {
+            let outcome = Outcome::Err {
                 code,
                 sql_state,
                 message,
-            });
+            };
+            self.note_error(&outcome, at, None);
+            if let Outcome::Err {
+                code,
+                sql_state,
+                message,
+            } = outcome
+            {
+                self.info.last_unsolicited_error = Some(ServerError {
+                    code,
+                    sql_state,
+                    message,
+                });
+            }
+            self.info.last_unsolicited_error_at = Some(at);
         }
     }
 
@@ -976,8 +1101,9 @@ impl Core {
     }
 
     /// The end of one resultset (terminator or cursor EOF): another may follow.
-    pub(super) fn end_of_result(head: &mut Pending, status_flags: u16) -> Step {
-        if status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
+    pub(super) fn end_of_result(head: &mut Pending, st: OkPacket) -> Step {
+        head.note_status(st.status_flags, st.warnings);
+        if st.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
             head.stage = Stage::First;
             Step::Continue
         } else {
@@ -1061,6 +1187,7 @@ impl Core {
                                 affected_rows: ok.affected_rows,
                             })
                         } else if head.saw_resultset {
+                            head.note_status(ok.status_flags, ok.warnings);
                             Step::Done(Outcome::ResultSet { rows: head.rows })
                         } else {
                             Step::Done(ok_outcome(ok))
@@ -1080,7 +1207,7 @@ impl Core {
                 Some(0xFE) => {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
                     if head.saw_resultset {
-                        Self::end_of_result(head, st.status_flags)
+                        Self::end_of_result(head, st)
                     } else {
                         Step::Done(ok_outcome(st))
                     }
@@ -1130,7 +1257,7 @@ impl Core {
                     if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0
                         || head.cursor && len < 5
                     {
-                        return Self::end_of_result(head, st.status_flags);
+                        return Self::end_of_result(head, st);
                     }
                     head.stage = Stage::Rows;
                     return Step::Continue;
@@ -1140,7 +1267,7 @@ impl Core {
                 }
                 if wire::is_terminator(p, len) {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    return Self::end_of_result(head, st.status_flags);
+                    return Self::end_of_result(head, st);
                 }
                 if first == Some(0xFF) {
                     return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
@@ -1152,7 +1279,7 @@ impl Core {
             Stage::Rows => {
                 if wire::is_terminator(p, len) {
                     let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    return Self::end_of_result(head, st.status_flags);
+                    return Self::end_of_result(head, st);
                 }
                 if first == Some(0xFF) {
                     // 0xFF is no valid start of a text row (nor of a binary row, 0x00).
@@ -1329,6 +1456,18 @@ impl Core {
             },
         }
     }
+}
+
+/// Bytes of a request's statement kept with the error that answered it ([`crate::ErrorAt::statement`]):
+/// enough to name it in a sentence.
+const ERROR_STATEMENT_CAP: usize = 160;
+
+/// The largest index at most `at` that is a character boundary of `s`.
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
 }
 
 /// The text of the prepared statement `id`, as a `COM_STMT_EXECUTE` of it shows it (also what

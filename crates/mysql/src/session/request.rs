@@ -3,6 +3,7 @@
 //! response packets that become a transaction's outcome.
 
 use super::*;
+use crate::ServerStatus;
 
 /// How the server is expected to answer, given what it sent so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +48,9 @@ pub(super) struct Pending {
     pub(super) first_response: Option<Meta>,
     pub(super) last_response: Option<Meta>,
     pub(super) rows: u64,
+    /// The status flags and warnings of the terminators seen so far (see
+    /// [`Transaction::server_status`]).
+    pub(super) server_status: Option<ServerStatus>,
     pub(super) response_bytes: u64,
     pub(super) request_bytes: u64,
     pub(super) gap_bytes: u64,
@@ -67,6 +71,8 @@ pub(super) struct Pending {
     /// COM_INIT_DB / COM_CHANGE_USER: what to record in the session info on OK.
     pub(super) new_schema: Option<String>,
     pub(super) new_user: Option<String>,
+    /// COM_STMT_EXECUTE: its bytes after the statement id (see [`Transaction::execute`]).
+    pub(super) execute: ExecuteBytes,
 }
 
 impl Pending {
@@ -79,6 +85,7 @@ impl Pending {
             first_response: None,
             last_response: None,
             rows: 0,
+            server_status: None,
             response_bytes: 0,
             request_bytes: 0,
             gap_bytes: 0,
@@ -93,6 +100,7 @@ impl Pending {
             prepared: None,
             new_schema: None,
             new_user: None,
+            execute: ExecuteBytes::default(),
         }
     }
 
@@ -107,6 +115,7 @@ impl Pending {
             first_response,
             last_response,
             rows,
+            server_status,
             response_bytes,
             request_bytes,
             gap_bytes,
@@ -121,6 +130,7 @@ impl Pending {
             prepared,
             new_schema,
             new_user,
+            execute,
         } = self;
         *c = command;
         *statement = None;
@@ -129,6 +139,7 @@ impl Pending {
         *first_response = None;
         *last_response = None;
         *rows = 0;
+        *server_status = None;
         *response_bytes = 0;
         *request_bytes = 0;
         *gap_bytes = 0;
@@ -143,6 +154,7 @@ impl Pending {
         *prepared = None;
         *new_schema = None;
         *new_user = None;
+        execute.clear();
     }
 
     /// Writes this request's transaction, ended by `outcome`, over `t` (as [`Pending::to_transaction`]
@@ -161,10 +173,12 @@ impl Pending {
             last_response_ts_ns,
             last_response_frame,
             rows,
+            server_status,
             response_bytes,
             request_bytes,
             gap_bytes,
             outcome: o,
+            execute,
         } = t;
         *command = self.command;
         // The old texts are moved, not dropped: a free saved now and an allocation later.
@@ -182,10 +196,14 @@ impl Pending {
         *last_response_ts_ns = self.last_response.map(|m| m.ts_ns);
         *last_response_frame = self.last_response.map(|m| m.frame);
         *rows = self.rows;
+        *server_status = ended_with(&outcome, self.server_status);
         *response_bytes = self.response_bytes;
         *request_bytes = self.request_bytes;
         *gap_bytes = self.gap_bytes;
         *o = outcome;
+        // The bytes move, and the old ones' allocation stays with the request for its next execute.
+        std::mem::swap(execute, &mut self.execute);
+        self.execute.clear();
     }
 
     pub(super) fn to_transaction(
@@ -204,11 +222,24 @@ impl Pending {
             last_response_ts_ns: self.last_response.map(|m| m.ts_ns),
             last_response_frame: self.last_response.map(|m| m.frame),
             rows: self.rows,
+            server_status: ended_with(&outcome, self.server_status),
             response_bytes: self.response_bytes,
             request_bytes: self.request_bytes,
             gap_bytes: self.gap_bytes,
             outcome,
+            execute: self.execute.clone(),
         }
+    }
+
+    /// Notes a terminator's status flags and warnings (`SERVER_MORE_RESULTS_EXISTS` aside): flags
+    /// of several resultsets together, the last warning count.
+    pub(super) fn note_status(&mut self, flags: u16, warnings: u16) {
+        let flags = flags & !crate::wire::status::SERVER_MORE_RESULTS_EXISTS;
+        let before = self.server_status.map_or(0, |s| s.flags);
+        self.server_status = Some(ServerStatus {
+            flags: before | flags,
+            warnings,
+        });
     }
 
     pub(super) fn snapshot(&self) -> PendingRequest {
@@ -273,6 +304,23 @@ pub(super) fn err_outcome_here(p: &[u8], spares: &mut TextSpares) -> Option<Outc
         sql_state,
         message: wire::text_in(spares.messages.take(), msg),
     })
+}
+
+/// The status a response ended with: an OK's own, else the terminators' noted while its resultsets
+/// came; none for any other ending.
+fn ended_with(outcome: &Outcome, noted: Option<ServerStatus>) -> Option<ServerStatus> {
+    match outcome {
+        Outcome::Ok {
+            status_flags,
+            warnings,
+            ..
+        } => Some(ServerStatus {
+            flags: *status_flags,
+            warnings: *warnings,
+        }),
+        Outcome::ResultSet { .. } | Outcome::LocalInfile { .. } | Outcome::Prepared { .. } => noted,
+        _ => None,
+    }
 }
 
 pub(super) fn ok_outcome(ok: OkPacket) -> Outcome {

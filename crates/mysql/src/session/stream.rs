@@ -22,6 +22,10 @@ pub(super) struct DirStream {
     pub(super) window: Vec<u8>,
     pub(super) window_cap: usize,
     pub(super) replay: Vec<u8>,
+    /// The packet being framed (the client's) was taken as its request before it was whole, because
+    /// the server answered it already (an ERR such as 1153 for a request larger than its
+    /// max_allowed_packet): when it completes, it is not a new request.
+    pub(super) taken_early: bool,
 }
 
 impl DirStream {
@@ -33,12 +37,14 @@ impl DirStream {
             window: Vec::new(),
             window_cap,
             replay: Vec::new(),
+            taken_early: false,
         }
     }
 
     /// Drop the hunt and restart framing at the current byte; returns bytes dropped.
     pub(super) fn resync_here(&mut self) -> u64 {
         let dropped = self.window.len() as u64 + self.framer.reset();
+        self.taken_early = false;
         self.window.clear();
         if let Some(d) = self.inflater.as_mut() {
             d.reset();
@@ -54,6 +60,7 @@ impl DirStream {
             self.mode = StreamMode::Hunting;
             self.window.clear();
             self.framer.reset();
+            self.taken_early = false;
             if let Some(d) = self.inflater.as_mut() {
                 d.reset();
             }

@@ -69,7 +69,8 @@ pub(super) fn render(
         writer.write_image_data(&rgb).map_err(encode)?;
         writer.finish().map_err(encode)?;
     }
-    fs::write(&png_path, bytes).map_err(|source| PlotError::Write {
+    // Each file appears whole or not at all (a full disk leaves no cut plot).
+    pcapsleuth_capture::write_file(&png_path, &bytes).map_err(|source| PlotError::Write {
         file: png_path.clone(),
         source,
     })?;
@@ -77,9 +78,11 @@ pub(super) fn render(
 
     let svg_path = dir.join(format!("{name}.svg"));
     let svg = svg_of(plot).map_err(|e| draw_err(&svg_path, e))?;
-    fs::write(&svg_path, svg).map_err(|source| PlotError::Write {
-        file: svg_path.clone(),
-        source,
+    pcapsleuth_capture::write_file(&svg_path, svg.as_bytes()).map_err(|source| {
+        PlotError::Write {
+            file: svg_path.clone(),
+            source,
+        }
     })?;
     written.push(svg_path);
     Ok(())

@@ -1,0 +1,771 @@
+//! The verdict of a diff, in words: what changed from A to B, where the added time went, and the
+//! direction of cause.
+//!
+//! The order of its reasoning matters, because one cause shows in several figures:
+//!
+//! 1. **The path, seen at a server.** A capture at the server does not see the path in its response
+//!    times; it sees it in the fastest think times (a response, then the client's next request at
+//!    once: the round trip plus the client's turnaround) and in the handshakes' SYN-ACK to ACK. When
+//!    those grew by much more than the server's own time, the path (or the clients) got slower.
+//! 2. **The load.** Response times that improve while the request rate drops and the clients wait
+//!    longer between a response and their next request are the server working less, not a faster
+//!    server; times that grow while the rate rises and the clients wait less are the server working
+//!    more.
+//! 3. **Where the time went.** Otherwise the statements that changed say it: the same time added to
+//!    every statement whatever its work (a delay outside query execution: the path), the time in one or
+//!    a few statements (the server's work on them), or every statement by a similar factor (the server
+//!    as a whole).
+//! 4. **Errors, rates, connections, ceilings** that changed follow, each said when beyond the noise.
+
+use crate::histogram::RtSummary;
+use crate::mysql::statement_label;
+use crate::thresholds::{
+    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_PATH_FACTOR, DIFF_RT_CHANGE_SHARE,
+    DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD,
+};
+use crate::units::{count, duration_us as dur, percent, significant};
+
+use super::model::{CapturePoint, Change, Diff, StatementDiff};
+
+/// The longest statement text a verdict quotes (the tables and JSON give it whole).
+const QUOTED_CHARS: usize = 90;
+
+/// Which way response times moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Slower,
+    Faster,
+}
+
+impl Direction {
+    fn change(self) -> Change {
+        match self {
+            Direction::Slower => Change::Slower,
+            Direction::Faster => Change::Faster,
+        }
+    }
+
+    fn word(self) -> &'static str {
+        match self {
+            Direction::Slower => "slower",
+            Direction::Faster => "faster",
+        }
+    }
+}
+
+/// The verdict of `d` (every figure it reads is in `d`, so the JSON holds its evidence).
+pub(crate) fn verdict(d: &Diff) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let direction = rt_direction(d);
+    let mut rate_said = false;
+    let mut path_said = false;
+    if let Some(s) = path_at_server(d) {
+        said.push(s);
+        rate_said = true;
+        path_said = true;
+    } else if let Some((s, rate)) = load_changed(d, direction) {
+        said.push(s);
+        rate_said = rate;
+    } else if let Some(dir) = direction {
+        let (s, used_path) = where_the_time_went(d, dir);
+        said.push(s);
+        path_said = used_path;
+    }
+    said.extend(errors(d));
+    said.extend(new_and_gone(d));
+    if !rate_said {
+        said.extend(rate(d));
+    }
+    if direction.is_none() && !said.is_empty() {
+        said.push(format!(
+            "Response times unchanged within the runs' noise ({}).",
+            p50_and_mean(&d.rt_us.a, &d.rt_us.b)
+        ));
+    }
+    if !path_said {
+        said.extend(handshakes(d));
+    }
+    said.extend(connections(d));
+    said.extend(ceilings(d));
+    if said.is_empty() {
+        if d.rt_us.a.count == 0 && d.rt_us.b.count == 0 {
+            return "No answered MySQL request in either run: only connections and rates compared; \
+                    none differs beyond the runs' noise."
+                .to_string();
+        }
+        return format!(
+            "No difference beyond the runs' noise: response times ({}), requests per second ({} -> \
+             {}/s), errors and connections alike.",
+            p50_and_mean(&d.rt_us.a, &d.rt_us.b),
+            significant(d.load.requests_per_s.a, 3),
+            significant(d.load.requests_per_s.b, 3)
+        );
+    }
+    said.join(" ")
+}
+
+/// "p50 56.1 µs -> 2.31 ms, mean 115 µs -> 2.47 ms".
+fn p50_and_mean(a: &RtSummary, b: &RtSummary) -> String {
+    format!(
+        "p50 {} -> {}, mean {} -> {}",
+        dur(a.p50),
+        dur(b.p50),
+        dur(a.mean),
+        dur(b.mean)
+    )
+}
+
+/// `` `select c from sbtest1 where id=?` ``, `` `[execute] select ...` ``, cut to [`QUOTED_CHARS`].
+fn quoted(s: &StatementDiff) -> String {
+    format!("`{}`", elide(&statement_label(&s.command, &s.fingerprint)))
+}
+
+/// Whether response times changed, and which way: the time B's requests spent beyond A's speed over
+/// the statements that changed significantly, when it is a large enough share of B's time; else the
+/// overall rank test.
+fn rt_direction(d: &Diff) -> Option<Direction> {
+    let added: f64 = d.statements.iter().map(|s| s.added_us).sum();
+    let b_time = d.rt_us.b.mean * d.rt_us.b.count as f64;
+    if b_time > 0.0 && added.abs() >= DIFF_RT_CHANGE_SHARE * b_time {
+        return Some(if added > 0.0 {
+            Direction::Slower
+        } else {
+            Direction::Faster
+        });
+    }
+    match d.rt_us.test {
+        Some(t) if t.significant && t.effect > 0.5 => Some(Direction::Slower),
+        Some(t) if t.significant => Some(Direction::Faster),
+        _ => None,
+    }
+}
+
+/// "B is 41.2× slower at p50 (56.1 µs -> 2.31 ms; mean 115 µs -> 2.47 ms)", or by the mean when the
+/// medians did not move the same way.
+fn rt_headline(d: &Diff, dir: Direction) -> String {
+    let (a, b) = (&d.rt_us.a, &d.rt_us.b);
+    let ratio = |x: f64, y: f64| if x > 0.0 { y / x } else { f64::INFINITY };
+    let p50 = ratio(a.p50, b.p50);
+    let by_median = d.rt_us.test.is_some_and(|t| t.significant)
+        && match dir {
+            Direction::Slower => p50 >= 1.1,
+            Direction::Faster => p50 <= 1.0 / 1.1,
+        };
+    if by_median {
+        let k = if dir == Direction::Slower {
+            p50
+        } else {
+            1.0 / p50
+        };
+        format!(
+            "B is {}× {} at p50 ({} -> {}; mean {} -> {})",
+            significant(k, 3),
+            dir.word(),
+            dur(a.p50),
+            dur(b.p50),
+            dur(a.mean),
+            dur(b.mean)
+        )
+    } else {
+        let mean = ratio(a.mean, b.mean);
+        let how = if mean >= 1.0 {
+            format!("{}× as long", significant(mean, 3))
+        } else {
+            format!("{} less time", percent(1.0 - mean))
+        };
+        format!(
+            "B is {}: its requests took {how} on average (mean {} -> {}; p50 {} -> {})",
+            dir.word(),
+            dur(a.mean),
+            dur(b.mean),
+            dur(a.p50),
+            dur(b.p50)
+        )
+    }
+}
+
+/// A path that got slower, seen at a server: the fastest think times grew far more than the server's
+/// own response time.
+fn path_at_server(d: &Diff) -> Option<String> {
+    let think = &d.load.think_time_us;
+    if !think.test.is_some_and(|t| t.significant && t.effect > 0.5) {
+        return None;
+    }
+    let floor = d.load.think_p10_us.b - d.load.think_p10_us.a;
+    let own = d.rt_us.b.mean - d.rt_us.a.mean;
+    if floor <= 0.0 || floor < DIFF_PATH_FACTOR * own.abs() {
+        return None;
+    }
+    let ack = &d.path.synack_to_ack_us;
+    let handshakes_grew = grew(&ack.a, &ack.b);
+    let who = if handshakes_grew {
+        "The path between the server and its clients got slower"
+    } else {
+        "The clients (or the path to them) got slower to send their next request"
+    };
+    let mut s = format!(
+        "{who}: seen at the server, the fastest tenth of the clients' next requests came {} later after a \
+         response (p10 {} -> {})",
+        dur(floor),
+        dur(d.load.think_p10_us.a),
+        dur(d.load.think_p10_us.b)
+    );
+    if handshakes_grew {
+        s.push_str(&format!(
+            " and the TCP handshakes' SYN-ACK to ACK took {} instead of {} ({})",
+            dur(ack.b.p50),
+            dur(ack.a.p50),
+            medians_of(ack.a.count, ack.b.count)
+        ));
+    }
+    s.push_str(&format!(
+        ", while the server's own response time changed by {} at p50 ({} -> {}): each answer reached the \
+         clients about {} later, which a capture at the server does not see in its response times.",
+        dur(d.rt_us.b.p50 - d.rt_us.a.p50),
+        dur(d.rt_us.a.p50),
+        dur(d.rt_us.b.p50),
+        dur(floor)
+    ));
+    s.push(' ');
+    s.push_str(&requests_per_second(d));
+    Some(s)
+}
+
+/// Whether every value of `b` is above every value of `a`, and its median at least twice A's: a
+/// handful of handshakes says little more, and this much it says for sure.
+fn grew(a: &RtSummary, b: &RtSummary) -> bool {
+    a.count > 0 && b.count > 0 && b.min > a.max && b.p50 >= 2.0 * a.p50
+}
+
+/// "Requests per second unchanged within the noise (810 -> 840/s)." or how they changed.
+fn requests_per_second(d: &Diff) -> String {
+    let r = &d.load.requests_per_s;
+    match d.load.rate_test {
+        Some(t) if t.significant => format!(
+            "B sent {} {} requests per second ({} -> {}/s).",
+            percent((t.ratio - 1.0).abs()),
+            if t.ratio > 1.0 { "more" } else { "fewer" },
+            significant(r.a, 3),
+            significant(r.b, 3)
+        ),
+        _ => format!(
+            "Requests per second unchanged within the noise ({} -> {}/s).",
+            significant(r.a, 3),
+            significant(r.b, 3)
+        ),
+    }
+}
+
+/// The clients offered less (or more) load and the response times followed: the headline, and whether
+/// it said the rate.
+fn load_changed(d: &Diff, dir: Option<Direction>) -> Option<(String, bool)> {
+    let dir = dir?;
+    let t = d.load.rate_test.filter(|t| t.significant)?;
+    let think = &d.load.think_time_us;
+    let think_ratio = if think.a.mean > 0.0 {
+        think.b.mean / think.a.mean
+    } else {
+        1.0
+    };
+    let conns = &d.load.active_connections;
+    let (less, more) = (
+        t.ratio < 1.0 && (think_ratio >= DIFF_THINK_FACTOR || conns.b < conns.a),
+        t.ratio > 1.0 && (think_ratio <= 1.0 / DIFF_THINK_FACTOR || conns.b > conns.a),
+    );
+    let r = &d.load.requests_per_s;
+    let inflight = &d.load.in_flight;
+    let connections = if conns.a == conns.b {
+        format!(
+            "over the same {}",
+            plural(conns.b, "connection", "connections")
+        )
+    } else {
+        format!(
+            "over {} (A: {})",
+            plural(conns.b, "connection", "connections"),
+            count(conns.a)
+        )
+    };
+    let think_words = format!(
+        "mean think time {} -> {}",
+        dur(think.a.mean),
+        dur(think.b.mean)
+    );
+    match (dir, less, more) {
+        (Direction::Faster, true, _) => Some((
+            format!(
+                "The clients offered less load, and the server's response times improved with it: B's \
+                 clients sent {} requests/s instead of {} ({}) {connections}, waiting longer between a response \
+                 and their next request ({think_words}), so {} requests were in flight on average instead \
+                 of {}. The server answered faster ({}) because it was less busy, not because it got \
+                 faster: the change is on the clients' side.",
+                significant(r.b, 3),
+                significant(r.a, 3),
+                signed_percent(t.ratio - 1.0),
+                significant(inflight.b, 3),
+                significant(inflight.a, 3),
+                p50_and_mean(&d.rt_us.a, &d.rt_us.b)
+            ),
+            true,
+        )),
+        (Direction::Slower, _, true) => Some((
+            format!(
+                "The clients offered more load, and the server's response times grew with it: B's clients \
+                 sent {} requests/s instead of {} ({}) {connections}, waiting less between a response and their \
+                 next request ({think_words}), so {} requests were in flight on average instead of {}; \
+                 the server answered slower ({}).",
+                significant(r.b, 3),
+                significant(r.a, 3),
+                signed_percent(t.ratio - 1.0),
+                significant(inflight.b, 3),
+                significant(inflight.a, 3),
+                p50_and_mean(&d.rt_us.a, &d.rt_us.b)
+            ),
+            true,
+        )),
+        _ => None,
+    }
+}
+
+/// "median of 4 in each run", "median of 4 in A and 6 in B".
+fn medians_of(a: u64, b: u64) -> String {
+    if a == b {
+        format!("median of {} in each run", count(a))
+    } else {
+        format!("median of {} in A and {} in B", count(a), count(b))
+    }
+}
+
+/// "2.12 ms to 2.29 ms", or one duration when both read the same.
+fn range(lo: f64, hi: f64) -> String {
+    if dur(lo) == dur(hi) {
+        dur(lo)
+    } else {
+        format!("{} to {}", dur(lo), dur(hi))
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    crate::units::counted(n, one, many)
+}
+
+/// "+61%", "-94%".
+fn signed_percent(change: f64) -> String {
+    format!(
+        "{}{}",
+        if change >= 0.0 { "+" } else { "-" },
+        percent(change.abs())
+    )
+}
+
+/// Where B's added (or saved) time went: the headline and the statements; and whether it named the
+/// path's handshakes.
+fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
+    let mut s = rt_headline(d, dir);
+    let changed: Vec<&StatementDiff> = d
+        .statements
+        .iter()
+        .filter(|x| x.change == dir.change())
+        .collect();
+    let tested: Vec<&StatementDiff> = d
+        .statements
+        .iter()
+        .filter(|x| {
+            matches!(
+                x.change,
+                Change::Slower | Change::Faster | Change::Unchanged
+            )
+        })
+        .collect();
+    let answered_b = |x: &&StatementDiff| x.b.as_ref().map_or(0, |b| b.answered);
+    let tested_b: u64 = tested.iter().map(answered_b).sum();
+    let changed_b: u64 = changed.iter().map(answered_b).sum();
+    let deltas: Vec<(f64, f64)> = changed
+        .iter()
+        .filter_map(|x| {
+            let (a, b) = (x.a.as_ref()?, x.b.as_ref()?);
+            Some((
+                b.rt_us.p50 - a.rt_us.p50,
+                b.rt_us.p50 / a.rt_us.p50.max(1e-3),
+            ))
+        })
+        .collect();
+    let spread = |v: &mut dyn Iterator<Item = f64>| {
+        let (lo, hi) = v.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+            (lo.min(x.abs()), hi.max(x.abs()))
+        });
+        (lo, hi)
+    };
+    let (dlo, dhi) = spread(&mut deltas.iter().map(|x| x.0));
+    let (rlo, rhi) = spread(&mut deltas.iter().map(|x| x.1));
+    let broad = changed.len() >= 2 && tested_b > 0 && changed_b as f64 >= 0.8 * tested_b as f64;
+    let additive = broad && dlo > 0.0 && dhi / dlo <= DIFF_UNIFORM_SPREAD;
+    let multiplicative = broad && rlo > 0.0 && rhi / rlo <= DIFF_UNIFORM_SPREAD;
+    let unchanged = tested
+        .iter()
+        .filter(|x| x.change == Change::Unchanged)
+        .count();
+    let mut path_said = false;
+    if additive && !multiplicative {
+        let fastest = changed
+            .iter()
+            .filter_map(|x| Some((x, x.a.as_ref()?.rt_us.p50, x.b.as_ref()?.rt_us.p50)))
+            .min_by(|x, y| x.1.total_cmp(&y.1));
+        s.push_str(&format!(
+            ": every statement got {} by about the same time, {} at p50 ({} of {} compared",
+            dir.word(),
+            range(dlo, dhi),
+            count(changed.len() as u64),
+            count(tested.len() as u64)
+        ));
+        if let Some((x, a, b)) = fastest {
+            s.push_str(&format!("; {} {} -> {}", quoted(x), dur(a), dur(b)));
+        }
+        s.push(')');
+        let m = &d.load.connection_medians_us;
+        let everywhere = m.a.count > 0
+            && m.b.count > 0
+            && match dir {
+                Direction::Slower => m.b.min > m.a.max,
+                Direction::Faster => m.b.max < m.a.min,
+            };
+        if everywhere {
+            s.push_str(&format!(
+                ", on every connection (the medians of B's {}: {}; of A's: {})",
+                plural(m.b.count, "connection", "connections"),
+                range(m.b.min, m.b.max),
+                range(m.a.min, m.a.max)
+            ));
+        }
+        let hs = &d.path.handshake_rtt_us;
+        let client = d.runs.b.capture_point == CapturePoint::Client;
+        if dir == Direction::Slower && grew(&hs.a, &hs.b) {
+            path_said = true;
+            s.push_str(&format!(
+                ". The same time added to every request whatever its work is not the server's query time: \
+                 the path's round trip grew from {} to {} (TCP handshakes, SYN to ACK, {}{}).",
+                dur(hs.a.p50),
+                dur(hs.b.p50),
+                medians_of(hs.a.count, hs.b.count),
+                if client { "; captured at the client" } else { "" }
+            ));
+        } else if dir == Direction::Slower {
+            s.push_str(
+                ". The same time added to every request whatever its work lies outside the server's \
+                 query execution (the path, a proxy, or the server's network stack)",
+            );
+            if hs.a.count > 0 && hs.b.count > 0 {
+                path_said = true;
+                s.push_str(&format!(
+                    "; the TCP handshakes did not show it ({} -> {})",
+                    dur(hs.a.p50),
+                    dur(hs.b.p50)
+                ));
+            }
+            s.push('.');
+        } else {
+            s.push('.');
+        }
+    } else if multiplicative {
+        s.push_str(&format!(
+            ": {} of {} statements compared got {} by a similar factor ({}-{}× at p50): the server as a \
+             whole answered {}, where a change on the path would have added the same time to each.",
+            count(changed.len() as u64),
+            count(tested.len() as u64),
+            dir.word(),
+            significant(rlo, 3),
+            significant(rhi, 3),
+            dir.word()
+        ));
+    } else if !changed.is_empty() {
+        let mut ranked = changed.clone();
+        ranked.sort_by(|x, y| y.added_share.total_cmp(&x.added_share));
+        let mut held = 0.0;
+        let mut named = Vec::new();
+        for x in ranked.iter().take(DIFF_CONCENTRATED_GROUPS) {
+            named.push(*x);
+            held += x.added_share;
+            if held >= DIFF_CONCENTRATED_SHARE {
+                break;
+            }
+        }
+        let what = if dir == Direction::Slower {
+            "added"
+        } else {
+            "saved"
+        };
+        let each: Vec<String> = named
+            .iter()
+            .map(|x| {
+                let (a, b) = (x.a.as_ref(), x.b.as_ref());
+                format!(
+                    "{} (p50 {} -> {}, mean {} -> {})",
+                    quoted(x),
+                    dur(a.map_or(0.0, |a| a.rt_us.p50)),
+                    dur(b.map_or(0.0, |b| b.rt_us.p50)),
+                    dur(a.map_or(0.0, |a| a.rt_us.mean)),
+                    dur(b.map_or(0.0, |b| b.rt_us.mean))
+                )
+            })
+            .collect();
+        let shares: Vec<String> = named.iter().map(|x| percent(x.added_share)).collect();
+        s.push_str(&format!(
+            "; {} of the {what} time is in {}",
+            shares.join(" and "),
+            each.join(" and ")
+        ));
+        let other_way = tested
+            .iter()
+            .filter(|x| !matches!(x.change, Change::Unchanged) && x.change != dir.change())
+            .count();
+        let opposite = if dir == Direction::Slower {
+            "faster"
+        } else {
+            "slower"
+        };
+        s.push_str(&format!(
+            " ({} of {} statements compared got {}, {} unchanged{})",
+            count(changed.len() as u64),
+            count(tested.len() as u64),
+            dir.word(),
+            count(unchanged as u64),
+            if other_way > 0 {
+                format!(", {} {opposite}", count(other_way as u64))
+            } else {
+                String::new()
+            }
+        ));
+        if held >= DIFF_CONCENTRATED_SHARE {
+            s.push_str(&format!(
+                ". The server's work on {} changed (data no longer in memory, a plan, locks): a change on \
+                 the path would have {} every statement alike.",
+                if named.len() == 1 { "it" } else { "them" },
+                if dir == Direction::Slower {
+                    "slowed"
+                } else {
+                    "sped up"
+                }
+            ));
+        } else {
+            s.push('.');
+        }
+    } else {
+        s.push('.');
+    }
+    s.push(' ');
+    s.push_str(&requests_per_second(d));
+    (s, path_said)
+}
+
+/// Error codes new in B, gone, or more or fewer per second beyond the noise.
+fn errors(d: &Diff) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in &d.errors {
+        let significant_change = e.rate_test.is_some_and(|t| t.significant);
+        if !significant_change {
+            continue;
+        }
+        let message = e
+            .messages
+            .first()
+            .map_or_else(String::new, |m| format!(": {}", one_line(m)));
+        let answering: Vec<String> = e
+            .statements
+            .iter()
+            .take(3)
+            .map(|s| {
+                let label = statement_label(&s.command, &s.fingerprint);
+                let n = match e.change {
+                    "gone" => s.count.a,
+                    _ => s.count.b,
+                };
+                format!("`{}` ({})", elide(&label), count(n))
+            })
+            .collect();
+        let answering = if answering.is_empty() {
+            String::new()
+        } else {
+            format!(", answering {}", answering.join(", "))
+        };
+        let code = if e.sql_state.is_empty() {
+            format!("ERR {}", e.code)
+        } else {
+            format!("ERR {} ({})", e.code, e.sql_state)
+        };
+        out.push(match e.change {
+            "new" => format!(
+                "New in B: {code} × {}{message}{answering}.",
+                count(e.count.b)
+            ),
+            "gone" => format!("Gone in B: {code} × {} in A{message}.", count(e.count.a)),
+            change => {
+                let r = e.rate_test.map_or((0.0, 0.0), |t| (t.a_per_s, t.b_per_s));
+                format!(
+                    "{} {code} in B: {} -> {} ({} -> {}/s){message}{answering}.",
+                    if change == "more" { "More" } else { "Fewer" },
+                    count(e.count.a),
+                    count(e.count.b),
+                    significant(r.0, 3),
+                    significant(r.1, 3)
+                )
+            }
+        });
+    }
+    out
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn elide(s: &str) -> String {
+    if s.chars().count() <= QUOTED_CHARS {
+        return s.to_string();
+    }
+    let mut c: String = s.chars().take(QUOTED_CHARS - 1).collect();
+    c.push('…');
+    c
+}
+
+/// Statement groups only in one run, with a rate beyond the noise: the three largest each way.
+fn new_and_gone(d: &Diff) -> Vec<String> {
+    let mut out = Vec::new();
+    for (change, lead, of) in [
+        (Change::New, "New statements in B", "B's"),
+        (Change::Gone, "Statements gone in B", "A's"),
+    ] {
+        let mut found: Vec<&StatementDiff> = d
+            .statements
+            .iter()
+            .filter(|s| s.change == change && s.rate_test.is_some_and(|t| t.significant))
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        let total = if change == Change::New {
+            d.runs.b.requests
+        } else {
+            d.runs.a.requests
+        };
+        let n = |s: &StatementDiff| {
+            if change == Change::New {
+                s.b.as_ref().map_or(0, |x| x.count)
+            } else {
+                s.a.as_ref().map_or(0, |x| x.count)
+            }
+        };
+        found.sort_by_key(|x| std::cmp::Reverse(n(x)));
+        let each: Vec<String> = found
+            .iter()
+            .take(3)
+            .map(|s| {
+                format!(
+                    "{} ({}, {} of {of} requests)",
+                    quoted(s),
+                    count(n(s)),
+                    percent(n(s) as f64 / total.max(1) as f64)
+                )
+            })
+            .collect();
+        let more = if found.len() > 3 {
+            format!(" and {} more", count(found.len() as u64 - 3))
+        } else {
+            String::new()
+        };
+        out.push(format!("{lead}: {}{more}.", each.join(", ")));
+    }
+    out
+}
+
+/// The request rate, when it changed beyond the noise and no headline said it: with the statements
+/// whose rates moved most.
+fn rate(d: &Diff) -> Option<String> {
+    let t = d.load.rate_test.filter(|t| t.significant)?;
+    let mut movers: Vec<(&StatementDiff, f64)> = d
+        .statements
+        .iter()
+        .map(|s| {
+            let a = s.a.as_ref().map_or(0.0, |x| x.per_s);
+            let b = s.b.as_ref().map_or(0.0, |x| x.per_s);
+            (s, b - a)
+        })
+        .filter(|(s, delta)| {
+            s.rate_test.is_some_and(|r| r.significant) && (*delta > 0.0) == (t.ratio > 1.0)
+        })
+        .collect();
+    movers.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()));
+    let mut s = requests_per_second(d);
+    if !movers.is_empty() {
+        s.pop();
+        let each: Vec<String> = movers
+            .iter()
+            .take(2)
+            .map(|(x, _)| {
+                format!(
+                    "{} ({} -> {}/s)",
+                    quoted(x),
+                    significant(x.a.as_ref().map_or(0.0, |v| v.per_s), 3),
+                    significant(x.b.as_ref().map_or(0.0, |v| v.per_s), 3)
+                )
+            })
+            .collect();
+        s.push_str(&format!(", most of the change in {}.", each.join(" and ")));
+    }
+    Some(s)
+}
+
+/// The TCP handshakes' round trip, when it grew or shrank clearly and nothing above said it.
+fn handshakes(d: &Diff) -> Option<String> {
+    let hs = &d.path.handshake_rtt_us;
+    let changed = grew(&hs.a, &hs.b) || grew(&hs.b, &hs.a);
+    changed.then(|| {
+        format!(
+            "The TCP handshakes' round trip (SYN to ACK) went from {} to {} ({}).",
+            dur(hs.a.p50),
+            dur(hs.b.p50),
+            medians_of(hs.a.count, hs.b.count)
+        )
+    })
+}
+
+/// Connections reset, abnormal closes, refused connects that differ.
+fn connections(d: &Diff) -> Option<String> {
+    let (a, b) = (&d.connections.a, &d.connections.b);
+    let mut parts = Vec::new();
+    for (what, x, y) in [
+        ("abnormal closes", a.abnormal_closes, b.abnormal_closes),
+        ("connections reset", a.resets, b.resets),
+        ("connects refused", a.refused, b.refused),
+        ("connects never answered", a.unanswered, b.unanswered),
+        (
+            "connects answered only after a resent SYN",
+            a.delayed,
+            b.delayed,
+        ),
+    ] {
+        if x != y {
+            parts.push(format!("{what} {} -> {}", count(x), count(y)));
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let first = b
+        .first_abnormal
+        .as_ref()
+        .filter(|_| b.abnormal_closes > a.abnormal_closes)
+        .map_or_else(String::new, |f| format!(" (B's first: {f})"));
+    Some(format!("Connections: {}{first}.", parts.join(", ")))
+}
+
+/// Ceilings in one run only.
+fn ceilings(d: &Diff) -> Option<String> {
+    let (a, b) = (d.ceilings.a.len(), d.ceilings.b.len());
+    (a != b).then(|| {
+        format!(
+            "Ceilings (a rate held flat at a cap with load waiting): {} in A, {} in B.",
+            count(a as u64),
+            count(b as u64)
+        )
+    })
+}

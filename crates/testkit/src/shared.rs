@@ -1,0 +1,35 @@
+//! Inputs kept beside the repository in `../shared` rather than in it: the captures that adversarial
+//! testing found breaking a promise (`../shared/adversary-findings`, never copied into the repository).
+//! A test that needs one asks for it first, as for an oracle; where `../shared` is absent it prints
+//! `skipped: needs ../shared/adversary-findings/NAME ...`, records the skip for the run's summary and
+//! returns; under `PCAPSLEUTH_REQUIRE_ORACLES=1` (CI) it fails instead.
+//!
+//! ```no_run
+//! # let root = std::path::Path::new(".");
+//! let Some(capture) = pcapsleuth_testkit::shared::adversary_finding(root, "ipfrag_silently_dropped.pcap")
+//! else {
+//!     return;
+//! };
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// `../shared/adversary-findings/NAME` beside the workspace root `root` (the root package's
+/// `CARGO_MANIFEST_DIR`), if it is there; else the skip is said and recorded, and `None` returned.
+#[track_caller]
+pub fn adversary_finding(root: &Path, name: &str) -> Option<PathBuf> {
+    let path = root.join("../shared/adversary-findings").join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    let reason = format!(
+        "needs ../shared/adversary-findings/{name} (beside the repository; {} not found)",
+        path.display()
+    );
+    assert!(
+        !crate::oracle::required(),
+        "{reason}: PCAPSLEUTH_REQUIRE_ORACLES is set, so a missing input is a failure"
+    );
+    crate::skips::record(&reason);
+    None
+}

@@ -1,0 +1,527 @@
+//! Why a connection closed, named on real captures of everyday MySQL failures: a proxy's timeout, a
+//! server that went away, too many connections, a request larger than max_allowed_packet, a reset forged
+//! on the path, the server's write timeout, the last file of a rotated set alone. Each test reads the
+//! capture's facts from tshark where tshark sees them, and asserts the cause pcapsleuth names, in its JSON
+//! (`cause`: kind, setting, confidence, sender, the wait) and in the words of its text; the same close
+//! reads the same in `first-reset`, `mysql`'s incidents, `report` and `flows`.
+
+use crate::common;
+
+use std::path::Path;
+
+use pcapsleuth_testkit::oracle::{self, Tshark};
+use serde_json::Value;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `first-reset --json` of `file`, every close listed.
+fn first_reset(file: &Path) -> Value {
+    common::json(&["first-reset", "--json", "--limit", "100000", s(file)])
+}
+
+/// The close at `frame` among `first-reset --json`'s closes.
+fn close_at(fr: &Value, frame: u64) -> &Value {
+    fr["closes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["frame"] == frame)
+        .unwrap_or_else(|| panic!("no close at frame {frame}"))
+}
+
+/// The first frame tshark selects with `filter` in `file`, and its time (epoch seconds).
+fn first(tshark: &Tshark, file: &Path, filter: &str) -> (u64, f64) {
+    let lines = tshark.lines([
+        "-r",
+        s(file),
+        "-d",
+        "tcp.port==3306,mysql",
+        "-Y",
+        filter,
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-e",
+        "frame.time_epoch",
+    ]);
+    let line = lines
+        .first()
+        .unwrap_or_else(|| panic!("tshark finds no {filter} in {file:?}"));
+    let (frame, time) = line.split_once('\t').unwrap();
+    (frame.parse().unwrap(), time.parse().unwrap())
+}
+
+/// A cause's wait, seconds.
+fn wait_s(cause: &Value) -> f64 {
+    cause["wait_s"].as_f64().unwrap()
+}
+
+#[test]
+fn a_proxy_that_times_out_a_request_is_named_with_the_wait_at_the_client() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("proxy-timeout.client.pcap");
+    let (query, sent) = first(&tshark, &f, "mysql.query contains \"sleep(5)\"");
+    let (fin, closed) = first(&tshark, &f, "tcp.flags.fin==1 && tcp.srcport==3306");
+    let fr = first_reset(&f);
+    let c = &fr["first_abnormal"];
+    assert_eq!(
+        (c["frame"].as_u64(), &c["initiator"]),
+        (Some(fin), &"server".into())
+    );
+    let cause = &c["cause"];
+    assert_eq!(cause["kind"], "request_timeout");
+    assert_eq!(cause["setting"], "proxy_timeout");
+    assert_eq!(cause["confidence"], "likely");
+    assert_eq!(cause["sender"], "server");
+    assert!((wait_s(cause) - (closed - sent)).abs() < 1e-5, "{cause}");
+    assert!(cause["evidence"][0]["frames"]
+        .as_array()
+        .unwrap()
+        .contains(&query.into()));
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    assert!(
+        text.contains("cause (likely): a timeout: the server side closed after `select sleep(5)` had waited 3.002 s")
+            && text.contains("a close at a round wait is a timer's")
+            && text.contains("HAProxy's `timeout server`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_same_proxy_timeout_seen_at_the_server_is_the_client_sides_timeout() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("proxy-timeout.server.pcap");
+    let (_, sent) = first(&tshark, &f, "mysql.query contains \"sleep(5)\"");
+    let (fin, closed) = first(&tshark, &f, "tcp.flags.fin==1 && tcp.dstport==3306");
+    let fr = first_reset(&f);
+    let c = &fr["first_abnormal"];
+    assert_eq!(c["frame"].as_u64(), Some(fin));
+    assert_eq!(c["initiator"], "client");
+    let cause = &c["cause"];
+    assert_eq!(
+        (&cause["kind"], &cause["setting"]),
+        (&"request_timeout".into(), &"client_read_timeout".into())
+    );
+    assert!((wait_s(cause) - (closed - sent)).abs() < 1e-5, "{cause}");
+}
+
+#[test]
+fn a_client_read_timeout_then_the_late_answer_reset_by_the_clients_kernel() {
+    let f = common::fixture("client-read-timeout.pcap");
+    let fr = first_reset(&f);
+    let c = &fr["first_abnormal"];
+    assert_eq!((c["frame"].as_u64(), &c["flag"]), (Some(13), &"FIN".into()));
+    assert_eq!(c["cause"]["kind"], "request_timeout");
+    assert_eq!(c["cause"]["setting"], "client_read_timeout");
+    // The server's answer came after the client's FIN: its kernel reset it. The session was not idle.
+    let rst = &fr["first_rst"];
+    assert_eq!(rst["frame"], 16);
+    assert_eq!(rst["cause"]["kind"], "peer_gone");
+    assert_eq!(rst["cause"]["confidence"], "certain");
+    assert_eq!(
+        rst["cause"]["evidence"][0]["frames"],
+        serde_json::json!([13, 15, 16])
+    );
+}
+
+#[test]
+fn a_request_on_a_connection_the_server_had_closed_is_a_stale_connection() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("server-gone-away.pcap");
+    let (fin, fin_at) = first(&tshark, &f, "tcp.flags.fin==1 && tcp.srcport==3306");
+    let (query, sent) = first(&tshark, &f, "mysql.query contains \"after kill\"");
+    let (rst, _) = first(
+        &tshark,
+        &f,
+        &format!("tcp.flags.reset==1 && tcp.srcport==3306 && frame.number > {query}"),
+    );
+    // In `mysql`, the request the RST cut off is a stale connection's.
+    let m = common::json(&["mysql", "--json", s(&f)]);
+    let incident = m["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["frame"] == rst)
+        .expect("the RST cut a request off");
+    let cause = &incident["cause"];
+    assert_eq!(
+        (&cause["kind"], &cause["confidence"]),
+        (&"stale_connection".into(), &"certain".into())
+    );
+    assert!((wait_s(cause) - (sent - fin_at)).abs() < 1e-5, "{cause}");
+    assert_eq!(
+        cause["evidence"][0]["frames"],
+        serde_json::json!([fin, query, rst])
+    );
+    let text = common::flat(&common::text(&["mysql", s(&f)]));
+    assert!(
+        text.contains(&format!(
+            "a stale connection: the client sent `select 'after kill'` (frame {query}) 2.07 s after the server had \
+             closed the connection (FIN, frame {fin})"
+        )) && text.contains("MySQL server has gone away"),
+        "{text}"
+    );
+    // `first-reset` says it of the server's FIN too, and `report` of the incident in the same words.
+    let fr = first_reset(&f);
+    let fin_close = close_at(&fr, fin);
+    let facts: Vec<&str> = fin_close["cause"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["fact"].as_str().unwrap())
+        .collect();
+    assert!(
+        facts.iter().any(|f| f.contains("stale connection")),
+        "{facts:?}"
+    );
+    let report = common::json(&["report", "--json", s(&f)]);
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "mid_response_close")
+        .unwrap();
+    assert_eq!(&finding["cause"], cause);
+}
+
+#[test]
+fn a_server_that_resets_an_idle_session_at_its_wait_timeout() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("server-gone-away.pcap");
+    let (rst, _) = first(&tshark, &f, "tcp.flags.reset==1 && tcp.srcport==3306");
+    let fr = first_reset(&f);
+    let c = &fr["first_rst"];
+    assert_eq!(c["frame"].as_u64(), Some(rst));
+    let cause = &c["cause"];
+    assert_eq!(
+        (&cause["kind"], &cause["setting"], &cause["confidence"]),
+        (
+            &"idle_timeout".into(),
+            &"wait_timeout".into(),
+            &"likely".into()
+        )
+    );
+    // 2.0018 s after the server's last answer (the lab set wait_timeout=2).
+    assert!((wait_s(cause) - 2.0).abs() < 0.005, "{cause}");
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    assert!(text.contains("wait_timeout (interactive_timeout for interactive clients): 2 s here"));
+}
+
+#[test]
+fn refused_logins_name_the_error_that_refused_them() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("too-many-connections.pcap");
+    // Every server FIN that follows an ERR 1040 on its connection.
+    let fins = tshark.lines([
+        "-r",
+        s(&f),
+        "-Y",
+        "tcp.flags.fin==1 && tcp.srcport==3306",
+        "-T",
+        "fields",
+        "-e",
+        "tcp.stream",
+    ]);
+    let refused = tshark.lines([
+        "-r",
+        s(&f),
+        "-Y",
+        "tcp.srcport==3306 && tcp.payload contains \"Too many connections\"",
+        "-T",
+        "fields",
+        "-e",
+        "tcp.stream",
+    ]);
+    assert_eq!(refused.len(), 20, "the lab's 20 refusals");
+    let fr = first_reset(&f);
+    let named: Vec<&Value> = fr["closes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["cause"]["error"]["code"] == 1040)
+        .collect();
+    assert_eq!(named.len(), refused.len());
+    assert!(fins.len() >= named.len());
+    for c in &named {
+        assert_eq!(c["initiator"], "server");
+        assert_eq!(c["cause"]["kind"], "server_error");
+        assert_eq!(c["cause"]["setting"], "max_connections");
+        assert_eq!(c["cause"]["confidence"], "certain");
+        assert_eq!(c["cause"]["error"]["name"], "ER_CON_COUNT_ERROR");
+    }
+    // Four were refused in place of the greeting, before any login.
+    let in_place = named
+        .iter()
+        .filter(|c| {
+            c["cause"]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("in place of its greeting")
+        })
+        .count();
+    assert_eq!(in_place, 4);
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    assert!(
+        text.contains("cause (certain): the server sent ERR 1040 (08004) `Too many connections` answering the login")
+            && text.contains("the server had max_connections connections already"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_error_before_the_request_is_whole_is_its_answer() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("max-allowed-packet.pcap");
+    // tshark cannot dissect the 20 MB request (it never completes): its first segment is found by its bytes.
+    let (request, sent) = first(
+        &tshark,
+        &f,
+        "tcp.dstport==3306 && tcp.payload contains \"INSERT INTO\"",
+    );
+    let (err, answered) = first(
+        &tshark,
+        &f,
+        "tcp.srcport==3306 && tcp.payload contains \"Got a packet bigger\"",
+    );
+    let (rst, _) = first(&tshark, &f, "tcp.flags.reset==1");
+    let m = common::json(&["mysql", "--json", s(&f)]);
+    assert_eq!(m["errors"]["1153"], 1, "{}", m["errors"]);
+    assert_eq!(m["requests"]["cut_off"], 0);
+    assert_eq!(m["requests"]["unanswered"], 0);
+    assert_eq!(m["requests"]["answered"], m["queries"]);
+    assert!(m["incidents"].as_array().unwrap().is_empty());
+    let e = &m["error_details"][0];
+    assert_eq!(e["examples"][0]["request_frame"].as_u64(), Some(request));
+    assert_eq!(e["examples"][0]["response_frame"].as_u64(), Some(err));
+    // Timed from the request's first byte.
+    let rt_us = (answered - sent) * 1e6;
+    assert!(
+        (e["rt_us"]["max"].as_f64().unwrap() - rt_us).abs() < rt_us * 0.011,
+        "{e}"
+    );
+    // The bytes the server did not read are no loss of the capture's.
+    assert!(
+        m["unknowns"]["notes"].as_array().unwrap().is_empty(),
+        "{}",
+        m["unknowns"]
+    );
+    let text = common::text(&["mysql", s(&f)]);
+    assert!(
+        !text.contains("no error responses") && !text.contains("Partial data"),
+        "{text}"
+    );
+    // The reset that followed is named by that error.
+    let fr = first_reset(&f);
+    let c = &fr["first_abnormal"];
+    assert_eq!(c["frame"].as_u64(), Some(rst));
+    assert_eq!(c["cause"]["kind"], "server_error");
+    assert_eq!(c["cause"]["setting"], "max_allowed_packet");
+    assert_eq!(c["cause"]["error"]["frame"].as_u64(), Some(err));
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    assert!(
+        text.contains("cause (certain): the server sent ERR 1153 (08S01) `Got a packet bigger than 'max_allowed_packet' bytes` answering `INSERT INTO sbtest1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_reset_forged_on_the_path_is_told_by_its_ttl() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("forged-rst.client.pcap");
+    let (rst, _) = first(&tshark, &f, "tcp.flags.reset==1");
+    let ttl = |filter: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = tshark
+            .lines(["-r", s(&f), "-Y", filter, "-T", "fields", "-e", "ip.ttl"])
+            .iter()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let forged = ttl("tcp.flags.reset==1");
+    let usual =
+        ttl("ip.src==10.77.0.1 && tcp.flags.reset==0 && tcp.flags.fin==0 && tcp.flags.syn==0");
+    assert_eq!((forged.len(), usual.len()), (1, 1));
+    assert_ne!(forged, usual);
+    let fr = first_reset(&f);
+    let c = &fr["first_abnormal"];
+    assert_eq!(c["frame"].as_u64(), Some(rst));
+    let cause = &c["cause"];
+    assert_eq!(cause["kind"], "path_device");
+    assert_eq!(cause["sender"], "path");
+    assert_eq!(cause["ttl"]["ttl"].as_u64(), Some(forged[0]));
+    assert_eq!(
+        cause["ttl"]["usual"],
+        serde_json::json!([usual[0], usual[0]])
+    );
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    assert!(
+        text.contains(&format!(
+            "this RST was likely sent by a device on the path (a firewall, a load balancer, a NAT), not by \
+             10.77.0.1: its IP TTL is {}, where the data 10.77.0.1 sent came with",
+            forged[0]
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_other_close_of_a_real_capture_is_said_to_come_from_the_path() {
+    // A host sends every packet with one TTL: only the forged reset may be called a path device's.
+    common::each_in_parallel(common::real_captures(), |f| {
+        let fr = first_reset(&f);
+        for c in fr["closes"].as_array().unwrap() {
+            let forged = c["cause"]["sender"] == "path";
+            let expected = f.ends_with("forged-rst.client.pcap") && c["flag"] == "RST";
+            assert_eq!(
+                forged, expected,
+                "{f:?} frame {}: {}",
+                c["frame"], c["cause"]
+            );
+        }
+    });
+}
+
+#[test]
+fn the_servers_write_timeout_is_named_where_the_reader_stopped_reading() {
+    for (name, setting_s) in [("stream-stall.pcap", 2), ("path-lost.pcap", 2)] {
+        let f = common::fixture(name);
+        let fr = first_reset(&f);
+        let cause = &fr["first_abnormal"]["cause"];
+        assert_eq!(cause["kind"], "write_timeout", "{name}");
+        assert_eq!(cause["setting"], "net_write_timeout", "{name}");
+        assert_eq!(cause["confidence"], "likely", "{name}");
+        assert!(
+            (wait_s(cause) - setting_s as f64).abs() < 0.02,
+            "{name}: {cause}"
+        );
+        let text = common::flat(&common::text(&["first-reset", s(&f)]));
+        assert!(
+            text.contains(&format!(
+                "net_write_timeout ({setting_s} s here; default 60 s)"
+            )),
+            "{name}: {text}"
+        );
+    }
+}
+
+#[test]
+fn no_idle_timeout_is_guessed_while_a_response_flows_or_the_peer_reads() {
+    // A proxy's child killed while a slow reader drained its resultset; a primary's dump thread killed
+    // while the replica stalled; a query KILLed while its reader was slow (the whole rotated set).
+    for name in ["proxy-6033.pcap", "repl-stall.pcap", "rotated-cut"] {
+        let f = common::fixture(name);
+        let fr = first_reset(&f);
+        let c = &fr["first_abnormal"];
+        assert_ne!(c["cause"]["kind"], "idle_timeout", "{name}");
+        assert_ne!(c["cause"]["setting"], "wait_timeout", "{name}");
+        for cmd in ["first-reset", "mysql", "report", "flows"] {
+            let text = common::text(&[cmd, s(&f)]);
+            assert!(!text.contains("wait_timeout"), "{name} {cmd}: {text}");
+        }
+    }
+}
+
+#[test]
+fn the_last_file_of_a_rotated_set_alone_is_not_a_normal_end() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("rotated-cut/rotated-cut.pcap2");
+    let (fin, _) = first(&tshark, &f, "tcp.flags.fin==1 && tcp.srcport==3306");
+    let fr = first_reset(&f);
+    let c = &fr["first_abnormal"];
+    assert_eq!(c["frame"].as_u64(), Some(fin));
+    assert_eq!(c["verdict"], "abnormal");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("server FIN mid-resultset, inside one of its packets"),
+        "{c}"
+    );
+    let text = common::text(&["first-reset", s(&f)]);
+    assert!(!text.contains("ended normally"), "{text}");
+}
+
+#[test]
+fn a_session_whose_state_is_unknown_is_never_called_normal() {
+    // A TLS session's FIN could end it after COM_QUIT or cut a query off: the capture cannot tell.
+    let f = common::fixture("tls.pcap");
+    let fr = first_reset(&f);
+    assert_eq!(fr["judgements"]["not_judged"], 1);
+    assert_eq!(
+        fr["judgements"]["not_judged_why"],
+        serde_json::json!([["encrypted", 1]])
+    );
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    if fr["first_abnormal"].is_null() {
+        assert!(
+            text.contains("; 1 could not be judged (1 encrypted (TLS))")
+                && !text.contains("ended normally"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_compressed_answer_that_the_capture_holds_only_the_start_of_is_not_unanswered() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/external/peers/percona-toolkit/tcpdump014.pcap");
+    if !f.exists() {
+        eprintln!("skipped: needs ../shared/external/peers (the peers' captures)");
+        return;
+    }
+    let m = common::json(&["mysql", "--json", s(&f)]);
+    assert_eq!(m["queries"], 1);
+    assert_eq!(m["requests"]["unanswered"], 0);
+    assert_eq!(m["requests"]["unreadable"], 1);
+    assert!(m["unanswered"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn flows_and_report_give_each_close_the_cause_first_reset_gives_it() {
+    for name in [
+        "stream-stall.pcap",
+        "forged-rst.client.pcap",
+        "server-gone-away.pcap",
+    ] {
+        let f = common::fixture(name);
+        let fr = first_reset(&f);
+        let flows = common::json(&["flows", "--json", s(&f)]);
+        for row in flows["connections"].as_array().unwrap() {
+            let Some(close) = row["close"].as_object() else {
+                continue;
+            };
+            let c = close_at(&fr, close["frame"].as_u64().unwrap());
+            assert_eq!(close["cause"], c["cause"], "{name}");
+            assert_eq!(close["verdict"], c["verdict"], "{name}");
+        }
+        let report = common::json(&["report", "--json", s(&f)]);
+        let head = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["kind"] == "first_abnormal_close")
+            .unwrap();
+        assert_eq!(head["cause"], fr["first_abnormal"]["cause"], "{name}");
+    }
+}

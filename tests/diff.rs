@@ -1,0 +1,320 @@
+//! `pcapsleuth diff A B` on the lab's pairs of runs (fixtures/README.md, *Two runs to diff*): each pair
+//! is one sysbench workload recorded before (a) and after (b) one change, and the verdict must name that
+//! change, including its direction of cause.
+
+use crate::common;
+
+use pcapsleuth_testkit::oracle;
+use serde_json::Value;
+
+fn pair(name: &str) -> (String, String) {
+    let f = |side: &str| {
+        common::fixture(&format!("diff-{name}.{side}.pcap"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    (f("a"), f("b"))
+}
+
+fn diff_json(name: &str) -> Value {
+    let (a, b) = pair(name);
+    common::json(&["diff", "--json", &a, &b])
+}
+
+fn verdict(d: &Value) -> &str {
+    d["verdict"].as_str().unwrap()
+}
+
+/// The statement group of `fingerprint` sent as `COM_QUERY`.
+fn statement<'a>(d: &'a Value, fingerprint: &str) -> &'a Value {
+    d["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["fingerprint"] == fingerprint && s["command"] == "COM_QUERY")
+        .unwrap_or_else(|| panic!("no statement {fingerprint}"))
+}
+
+fn changes(d: &Value) -> Vec<&str> {
+    d["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["change"].as_str().unwrap())
+        .collect()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+/// At the client, a 2 ms delay on server->client: every statement slower by the same ~2.2 ms, on
+/// every connection, the handshakes' round trip grown: the path, not the server.
+#[test]
+fn a_delay_on_the_path_is_named_at_the_client() {
+    let d = diff_json("path-delay");
+    let v = verdict(&d);
+    assert!(
+        v.starts_with("B is 41.2× slower at p50 (56.1 µs -> 2.31 ms"),
+        "{v}"
+    );
+    assert!(
+        v.contains("every statement got slower by about the same time"),
+        "{v}"
+    );
+    assert!(v.contains("on every connection"), "{v}");
+    assert!(v.contains("the path's round trip grew from"), "{v}");
+    assert!(v.contains("Requests per second unchanged"), "{v}");
+    // The lab's truth: every kind +2.2-2.3 ms at p50; each group tested is slower, none otherwise.
+    assert!(
+        changes(&d).iter().all(|c| *c == "slower"),
+        "{:?}",
+        changes(&d)
+    );
+    for s in d["statements"].as_array().unwrap() {
+        let delta = f(&s["b"]["rt_us"]["p50"]) - f(&s["a"]["rt_us"]["p50"]);
+        assert!(
+            (2000.0..2400.0).contains(&delta),
+            "{}: {delta}",
+            s["fingerprint"]
+        );
+    }
+    assert_eq!(d["runs"]["b"]["capture_point"], "client");
+    assert!(d["rt_us"]["test"]["significant"].as_bool().unwrap());
+    assert!(!d["load"]["rate_test"]["significant"].as_bool().unwrap());
+    // The handshakes: SYN to SYN-ACK 0.012-0.033 ms in a, 6.98-11.55 ms in b (tshark, fixtures/README).
+    let hs = &d["path"]["syn_to_synack_us"];
+    assert!(
+        f(&hs["a"]["max"]) < 40.0 && f(&hs["b"]["min"]) > 6900.0,
+        "{hs}"
+    );
+}
+
+/// The same runs captured at the server: its own response times grew a little (the delay line shared
+/// the CPUs), but the round trip it sees (a response, then the client's next request; SYN-ACK to ACK)
+/// grew by the delay: the verdict names the path, not a slower server.
+#[test]
+fn a_delay_on_the_path_is_named_at_the_server() {
+    let d = diff_json("path-delay-server");
+    let v = verdict(&d);
+    assert!(
+        v.starts_with("The path between the server and its clients got slower: seen at the server"),
+        "{v}"
+    );
+    assert!(
+        v.contains("changed by 71.2 µs at p50 (50.2 µs -> 121 µs)"),
+        "{v}"
+    );
+    assert_eq!(d["runs"]["b"]["capture_point"], "server");
+    let floor = f(&d["load"]["think_p10_us"]["b"]) - f(&d["load"]["think_p10_us"]["a"]);
+    assert!((2000.0..2400.0).contains(&floor), "{floor}");
+    assert!(f(&d["path"]["synack_to_ack_us"]["b"]["min"]) > 6900.0);
+    assert!(!d["load"]["rate_test"]["significant"].as_bool().unwrap());
+}
+
+/// A table renamed away: 305 x ERR 1146 in b only, on the statements of sbtest8, response times
+/// unchanged; b sends more requests (sysbench restarts a failed transaction).
+#[test]
+fn a_missing_table_is_named_by_its_errors() {
+    let d = diff_json("missing-table");
+    let v = verdict(&d);
+    assert!(
+        v.starts_with(
+            "New in B: ERR 1146 (42S02) × 305: Table 'sbtest.sbtest8' doesn't exist, answering \
+             `select c from sbtest8 where id=?` (255), `select id, k from sbtest8 where id between ? and ?` (50)."
+        ),
+        "{v}"
+    );
+    assert!(
+        v.contains("Response times unchanged within the runs' noise"),
+        "{v}"
+    );
+    let e = &d["errors"][0];
+    assert_eq!(
+        (e["code"].as_u64(), e["change"].as_str()),
+        (Some(1146), Some("new"))
+    );
+    assert_eq!(
+        (e["count"]["a"].as_u64(), e["count"]["b"].as_u64()),
+        (Some(0), Some(305))
+    );
+    // No statement got slower; the point selects of the tables still there did not change. (The
+    // range select of sbtest8 is answered faster by its error than by rows, and b's BEGINs include
+    // the restarts after an error: both faster, both true.)
+    assert!(!changes(&d).contains(&"slower"), "{:?}", changes(&d));
+    for n in 1..=7 {
+        let s = statement(&d, &format!("select c from sbtest{n} where id=?"));
+        assert_eq!(s["change"], "unchanged", "{s}");
+    }
+    let range8 = statement(&d, "select id, k from sbtest8 where id between ? and ?");
+    assert_eq!(range8["change"], "faster", "{range8}");
+    if let Some(tshark) = oracle::tshark() {
+        let (a, b) = pair("missing-table");
+        let count = |f: &str| tshark.count(std::path::Path::new(f), "mysql.error_code==1146");
+        assert_eq!((count(&a), count(&b)), (0, 305));
+    }
+}
+
+/// A smaller buffer pool: only the big.sbtest1 point select got slower (p50 0.045 -> 0.405 ms): the
+/// verdict puts the added time there and says the server's work on it changed.
+#[test]
+fn a_smaller_buffer_pool_is_named_by_its_one_statement() {
+    let d = diff_json("small-buffer-pool");
+    let v = verdict(&d);
+    assert!(
+        v.contains(
+            "of the added time is in `select c from big.sbtest1 where id=?` (p50 45.1 µs -> 406 µs"
+        ),
+        "{v}"
+    );
+    assert!(v.contains("The server's work on it changed"), "{v}");
+    let big = statement(&d, "select c from big.sbtest1 where id=?");
+    assert_eq!(big["change"], "slower");
+    assert!(f(&big["added_share"]) > 0.95, "{big}");
+    // The point selects of the small tables, which fit the smaller pool, did not change.
+    for n in 1..=8 {
+        let s = statement(&d, &format!("select c from sbtest{n} where id=?"));
+        assert_eq!(s["change"], "unchanged", "{s}");
+    }
+}
+
+/// The clients paced to 150 tx/s: the server's own times improve (p50 0.108 -> 0.068 ms) because it is
+/// offered less; the verdict must say that, not that the server got faster.
+#[test]
+fn clients_that_slowed_down_are_not_a_faster_server() {
+    let d = diff_json("clients-slower");
+    let v = verdict(&d);
+    assert!(
+        v.starts_with(
+            "The clients offered less load, and the server's response times improved with it"
+        ),
+        "{v}"
+    );
+    assert!(
+        v.contains("not because it got faster: the change is on the clients' side"),
+        "{v}"
+    );
+    assert!(!v.contains("B is"), "{v}");
+    let t = &d["rt_us"]["test"];
+    assert!(t["significant"].as_bool().unwrap() && f(&t["effect"]) < 0.5);
+    let rate = &d["load"]["rate_test"];
+    assert!(
+        rate["significant"].as_bool().unwrap() && f(&rate["ratio"]) < 0.1,
+        "{rate}"
+    );
+    assert!(
+        f(&d["load"]["think_time_us"]["b"]["mean"])
+            > 10.0 * f(&d["load"]["think_time_us"]["a"]["mean"])
+    );
+    assert_eq!(d["load"]["active_connections"]["a"], 8);
+    assert_eq!(d["load"]["active_connections"]["b"], 8);
+}
+
+/// The other way round, the clients speeding up make the server slower: the load, again, is the cause.
+#[test]
+fn clients_that_sped_up_are_not_a_slower_server() {
+    let (a, b) = pair("clients-slower");
+    let d = common::json(&["diff", "--json", &b, &a]);
+    let v = verdict(&d);
+    assert!(
+        v.starts_with(
+            "The clients offered more load, and the server's response times grew with it"
+        ),
+        "{v}"
+    );
+}
+
+/// A run against itself: nothing beyond the noise, every statement unchanged.
+#[test]
+fn a_run_against_itself_differs_in_nothing() {
+    let (a, _) = pair("small-buffer-pool");
+    let d = common::json(&["diff", "--json", &a, &a]);
+    let v = verdict(&d);
+    assert!(v.starts_with("No difference beyond the runs' noise"), "{v}");
+    assert!(changes(&d)
+        .iter()
+        .all(|c| *c == "unchanged" || *c == "too_few"));
+    assert_eq!(d["method"]["distributions"], "mann_whitney_u");
+    assert_eq!(d["method"]["random"], false);
+}
+
+/// Each run may be a set of files, as every command takes them: `--a FILE... --b FILE...` reads the
+/// same runs the positional form does; one run missing is refused as bad input.
+#[test]
+fn runs_are_given_as_sets_of_files() {
+    let (a, b) = pair("missing-table");
+    let positional = common::text(&["diff", &a, &b]);
+    let named = common::text(&["diff", "--a", &a, "--b", &b]);
+    assert_eq!(positional, named);
+    assert!(positional.contains("Matched: A's server 10.77.0.1:3306 with B's (the same endpoint)"));
+    let o = std::process::Command::new(common::bin())
+        .args(["diff", &a])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// The output says what was matched with what: the server, by its endpoint, and the statement groups.
+#[test]
+fn the_output_says_what_was_matched_with_what() {
+    let d = diff_json("path-delay");
+    let notes: Vec<&str> = d["matched"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        notes[0],
+        "A's server 10.77.0.1:3306 with B's (the same endpoint)"
+    );
+    assert_eq!(d["matched"]["statements_in_both"], 19);
+    assert_eq!(d["servers"][0]["matched"]["basis"], "same_endpoint");
+    // Two runs against different servers (the VLAN lab's 10.78.0.1, the main lab's 10.77.0.1, each
+    // the only server of its capture) are paired, and the output says so; their spans differ, so
+    // counts are compared per second.
+    let (a, b) = (
+        common::fixture("vlan.pcap"),
+        common::fixture("any-cooked-v2.pcap"),
+    );
+    let d = common::json(&["diff", "--json", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(
+        d["matched"]["notes"][0],
+        "A's server 10.78.0.1:3306 with B's 10.77.0.1:3306 (the only server of each run not matched by endpoint)"
+    );
+    assert_eq!(d["servers"][0]["matched"]["basis"], "only_one_left");
+}
+
+/// `report --html OUT --baseline A`: the page of the capture (run B) holds its diff against A, the
+/// verdict and the statements that changed, escaped as the rest of the page; `--baseline` without
+/// `--html` is refused as bad input.
+#[test]
+fn the_report_page_compares_with_a_baseline() {
+    let (a, b) = pair("small-buffer-pool");
+    let out = common::scratch("diff", "baseline.html");
+    let o = std::process::Command::new(common::bin())
+        .args([
+            "report",
+            &b,
+            "--html",
+            out.to_str().unwrap(),
+            "--baseline",
+            &a,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        page.contains("<section id=\"baseline\">"),
+        "no baseline section"
+    );
+    assert!(page.contains("The server&#39;s work on it changed"));
+    assert!(page.contains("<td>slower</td><td>COM_QUERY</td><td class=\"stmt\"><code>select c from big.sbtest1 where id=?</code>"));
+    let o = std::process::Command::new(common::bin())
+        .args(["report", &b, "--baseline", &a])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
