@@ -59,7 +59,7 @@ pub struct EngineOptions {
     /// TLS secrets to decrypt MySQL sessions in TLS with (a key log, `--tls-keylog`); the secrets of the
     /// inputs' pcapng Decryption Secrets Blocks are added to them for the run. `None`, and no secrets in
     /// the inputs: TLS sessions are timed from their records, not decrypted.
-    pub tls_keys: Option<std::sync::Arc<pcapsleuth_tls::KeyLog>>,
+    pub tls_keys: Option<std::sync::Arc<pcapsleuth_ssl::KeyLog>>,
 }
 
 /// Splits are at most this size, so that a batch is small with few threads: two 4 MiB splits per

@@ -199,7 +199,7 @@ pub(crate) fn read_preamble(path: &Path, bytes: &[u8]) -> Result<(Section, u64),
 
 /// The content of a pcapng Decryption Secrets Block (block type 0x0A): what `editcap --inject-secrets`
 /// and Wireshark write to make a capture decryptable on its own. Opaque here: a TLS key log
-/// ([`DecryptionSecrets::TLS_KEY_LOG`]) is read by pcapsleuth-tls.
+/// ([`DecryptionSecrets::TLS_KEY_LOG`]) is read by pcapsleuth-ssl.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecryptionSecrets {
     /// The secrets' type: `TLSK` (0x544c534b) for an NSS key log, `WGKL` for WireGuard, ...

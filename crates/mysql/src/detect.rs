@@ -487,7 +487,7 @@ pub const PACKET_RUN_BYTES: usize = 1 << 16;
 
 /// Do these bytes start with a run of [`PACKET_RUN`] MySQL packets in sequence: each packet's header
 /// (3-byte length, not empty, not continued; sequence id one more than the previous one's, modulo 256)
-/// where the previous packet ends, all within `PACKET_RUN_BYTES`? The rows of a resultset, joined mid-stream (a capture that began in
+/// where the previous packet ends, all within `PACKET_RUN_BYTES` (64 KiB)? The rows of a resultset, joined mid-stream (a capture that began in
 /// the middle of one, the last file of a rotated set), show nothing else until the client's next
 /// command.
 pub fn packet_run_verdict(bytes: &[u8], extent: Extent) -> Verdict {

@@ -111,7 +111,7 @@ pub use pcapsleuth_export as export;
 pub use pcapsleuth_flow as flow;
 pub use pcapsleuth_mysql as mysql;
 pub use pcapsleuth_report as report;
-pub use pcapsleuth_tls as tls;
+pub use pcapsleuth_ssl as tls;
 
 // The README's Rust examples compile (`cargo test --doc`).
 #[cfg(doctest)]

@@ -14,7 +14,7 @@
 //! `sha1`, `sha2`); this crate only builds nonces, additional data and labels as the RFCs say.
 //!
 //! ```
-//! use pcapsleuth_tls::{At, KeyLog, Plaintext, Sender, TlsConnection};
+//! use pcapsleuth_ssl::{At, KeyLog, Plaintext, Sender, TlsConnection};
 //!
 //! let keys = KeyLog::parse(b"# a key log, as SSLKEYLOGFILE writes it\n");
 //! let mut tls = TlsConnection::new();

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use crate::rfc8448::{key_log, trace};
-use pcapsleuth_tls::{Plaintext, Sender, TlsConnection};
+use pcapsleuth_ssl::{Plaintext, Sender, TlsConnection};
 
 fn side(s: Sender) -> usize {
     usize::from(s == Sender::Server)

@@ -2,7 +2,7 @@
 //! its four traffic secrets as a key log would give them: every protected record opens, the application
 //! data is the trace's, and bytes that do not authenticate are never handed on.
 
-use pcapsleuth_tls::{
+use pcapsleuth_ssl::{
     At, CipherSuite, ExchangeEnd, KeyLog, KeyStatus, Plaintext, ProtocolVersion, Sender,
     TlsConnection,
 };

@@ -13,7 +13,7 @@ use pcapsleuth_mysql::{
     CloseContext, CloseFlag, Command, Direction, Encryption, ExchangeShape, Meta, Outcome,
     PieceShape, PlainExchange, Session, SessionInfo, SessionPhase, Transaction,
 };
-use pcapsleuth_tls::KeyLog;
+use pcapsleuth_ssl::KeyLog;
 use serde::Serialize;
 
 use super::recognition::{Recognised, RecognisedBy, Recogniser, Recognition};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pcapsleuth_flow::{Endpoint, Side};
 use pcapsleuth_mysql::{Direction, Meta, Session, Transaction};
-use pcapsleuth_tls::{
+use pcapsleuth_ssl::{
     At, CipherSuite, EstimatedExchange, KeyLog, KeyStatus, Plaintext, ProtocolVersion, Resumption,
     Sender, TlsConnection, TlsFacts,
 };

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pcapsleuth_tls::{At, KeyLog, Plaintext, Sender, TlsConnection};
+use pcapsleuth_ssl::{At, KeyLog, Plaintext, Sender, TlsConnection};
 
 const CLIENT_RANDOM: &str = "cb34ecb1e78163ba1c38c6dacb196a6dffa21a8d9912ec18a2ef6283024dece7";
 
