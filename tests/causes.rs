@@ -484,12 +484,9 @@ fn a_session_whose_state_is_unknown_is_never_called_normal() {
 
 #[test]
 fn a_compressed_answer_that_the_capture_holds_only_the_start_of_is_not_unanswered() {
-    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/external/peers/percona-toolkit/tcpdump014.pcap");
-    if !f.exists() {
-        eprintln!("skipped: needs ../shared/external/peers (the peers' captures)");
+    let Some(f) = common::shared("external/peers/percona-toolkit/tcpdump014.pcap") else {
         return;
-    }
+    };
     let m = common::json(&["mysql", "--json", s(&f)]);
     assert_eq!(m["queries"], 1);
     assert_eq!(m["requests"]["unanswered"], 0);

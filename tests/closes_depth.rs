@@ -57,11 +57,15 @@ fn every_capture() -> Vec<PathBuf> {
         tls.map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "pcapng")),
     );
-    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fuzz-findings");
-    for dir in ["captures-that-abort-report", "segmentation"] {
-        let entries = std::fs::read_dir(fuzz.join(dir))
-            .unwrap_or_else(|e| panic!("{}: {e}", fuzz.join(dir).display()));
-        files.extend(entries.map(|e| e.unwrap().path()));
+    for dir in [
+        "fuzz-findings/captures-that-abort-report",
+        "fuzz-findings/segmentation",
+    ] {
+        if let Some(dir) = common::shared(dir) {
+            let entries =
+                std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            files.extend(entries.map(|e| e.unwrap().path()));
+        }
     }
     files
 }

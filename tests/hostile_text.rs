@@ -18,30 +18,11 @@ use std::process::{Command, Output};
 
 use pcapsleuth::report::visible::is_hazard;
 
-/// The directory of the inputs that broke a promise, beside the repository.
-fn adversary_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/adversary-findings")
-}
-
 /// An adversary capture, or `None` (having said so on stderr, past the harness's capture) when
 /// `../shared` is not beside the repository; a failure instead under `PCAPSLEUTH_REQUIRE_ORACLES=1`, as
 /// CI sets, where it always is.
 pub fn adversary(name: &str) -> Option<PathBuf> {
-    let path = adversary_dir().join(name);
-    if path.exists() {
-        return Some(path);
-    }
-    let reason = format!("needs {} (../shared beside the repository)", path.display());
-    assert!(
-        !pcapsleuth_testkit::oracle::required(),
-        "{reason}: PCAPSLEUTH_REQUIRE_ORACLES is set"
-    );
-    let test = std::thread::current().name().unwrap_or("?").to_owned();
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("skipped: {reason} [e2e::{test}]\n").as_bytes(),
-    );
-    None
+    common::shared(&format!("adversary-findings/{name}"))
 }
 
 /// The strings `markup.pcap` was recorded with, each in a statement (and the second in an error

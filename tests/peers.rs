@@ -119,19 +119,19 @@ struct Disagreement {
     diff: String,
 }
 
-fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers")
-}
-
-fn manifest() -> Manifest {
-    let path = peers_dir().join("manifest.json");
+/// The peers' manifest and the directory of their captures, or `None` (the skip said) without
+/// `../shared`.
+fn manifest() -> Option<(PathBuf, Manifest)> {
+    let dir = common::shared("external/peers")?;
+    let path = dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (the peers' captures sit beside the repo)",
             path.display()
         )
     });
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let m = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Some((dir, m))
 }
 
 /// Python's repr of a {key: 'ours/theirs'} map, as the manifest writes differences.
@@ -648,7 +648,9 @@ fn every_peer_expectation_and_tshark_check_holds() {
     let Some(tool) = oracle::tshark() else {
         return;
     };
-    let m = manifest();
+    let Some((peers_dir, m)) = manifest() else {
+        return;
+    };
     assert_eq!(m.captures.len(), 72, "the manifest lists 72 captures");
     // tshark spends much of its start-up waiting rather than computing: more runs than cores at once.
     let pool = rayon::ThreadPoolBuilder::new()
@@ -659,7 +661,7 @@ fn every_peer_expectation_and_tshark_check_holds() {
         m.captures
             .par_iter()
             .map(|entry| {
-                let file = peers_dir().join(&entry.file);
+                let file = peers_dir.join(&entry.file);
                 let o = ours(&file, &entry.expect);
                 let t = tshark(&tool, &file, &entry.mysql_ports);
                 let mut all = against_peer(&entry.expect, &o);

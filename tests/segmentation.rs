@@ -19,7 +19,9 @@ use serde_json::Value;
 /// decoding, however the stream was cut; both give the COM_PING that follows it and nothing else.
 #[test]
 fn the_fuzz_findings_segmentation_pair_gives_identical_reports() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fuzz-findings/segmentation");
+    let Some(dir) = common::shared("fuzz-findings/segmentation") else {
+        return;
+    };
     let outputs: Vec<(String, serde_json::Value)> = ["one-segment.pcap", "two-segments.pcap"]
         .iter()
         .map(|f| {
@@ -71,9 +73,8 @@ const NOT_RECUT: &[(&str, &str)] = &[
 /// The captures the property re-segments: the classic pcap files of at most [`RECUT_MAX_BYTES`] among
 /// fixtures/, `../shared/external/zeek-mysql` and `../shared/external/peers`.
 fn recut_captures() -> Vec<PathBuf> {
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers");
     let mut out = common::real_captures();
-    let mut dirs = vec![peers];
+    let mut dirs: Vec<PathBuf> = common::shared("external/peers").into_iter().collect();
     while let Some(dir) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;

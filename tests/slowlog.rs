@@ -63,13 +63,10 @@ fn captures() -> Vec<PathBuf> {
     .iter()
     .map(|f| common::fixture(f))
     .collect();
-    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers");
-    let Ok(manifest) = std::fs::read(peers.join("manifest.json")) else {
-        eprintln!(
-            "skipped the peers' captures: ../shared/external/peers is not beside the repository"
-        );
+    let Some(peers) = common::shared("external/peers") else {
         return out;
     };
+    let manifest = std::fs::read(peers.join("manifest.json")).unwrap();
     let manifest: Value = serde_json::from_slice(&manifest).unwrap();
     for c in manifest["captures"].as_array().unwrap() {
         let commands = &c["expect"]["commands"];
@@ -517,8 +514,8 @@ fn pt_query_digest_reads_the_same_from_the_capture_and_from_its_slow_log() {
     let Some(tools) = oracle::require_all([Oracle::Tcpdump, Oracle::PtQueryDigest]) else {
         return;
     };
-    let peers =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers/percona-toolkit");
+    // Without ../shared, the fixtures alone (the skip said).
+    let peers = common::shared("external/peers/percona-toolkit").unwrap_or_default();
     // (err1146-storm.pcap, read by `pt_query_digest.rs` as `mysql` reads it, is left out: its 6 MB of
     // tcpdump text cost pt-query-digest a second.)
     let mut captures: Vec<(PathBuf, bool)> = vec![
@@ -816,14 +813,9 @@ fn runs_of_prepared_statements_carry_their_values() {
     );
     assert!(!statements.iter().any(|q| q.contains('?')), "a marker left");
     assert!(!said.contains("? markers"), "{said}");
-    let peers =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers/pcap2mysql-log");
-    if !peers.exists() {
-        eprintln!(
-            "skipped the peers' captures: ../shared/external/peers is not beside the repository"
-        );
+    let Some(peers) = common::shared("external/peers/pcap2mysql-log") else {
         return;
-    }
+    };
     let (log, _, _) = export(&peers.join("numeric-types.pcap"), &[]);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(

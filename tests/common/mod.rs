@@ -18,11 +18,13 @@ fn captures_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The captures recorded for this project (fixtures/) and the external ones others recorded
-/// (../shared/external/zeek-mysql, present beside every checkout and in CI).
+/// (../shared/external/zeek-mysql, beside the checkout in CI; their absence is a skip said once per test).
 pub fn real_captures() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = captures_in(&root.join("fixtures"));
-    out.extend(captures_in(&root.join("../shared/external/zeek-mysql")));
+    if let Some(zeek) = shared("external/zeek-mysql") {
+        out.extend(captures_in(&zeek));
+    }
     out.sort();
     assert!(
         out.len() >= 5,
@@ -32,13 +34,22 @@ pub fn real_captures() -> Vec<PathBuf> {
 }
 
 /// The peers' captures (`../shared/external/peers/*/`: pcap2mysql-log, packetbeat, DeepFlow, Arkime, nDPI,
-/// Peafowl, Percona Toolkit), sorted; none when `../shared` is not beside the repository.
+/// Peafowl, Percona Toolkit), sorted; none when `../shared` is not beside the repository (a skip, said).
 pub fn peer_captures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/external/peers");
+    let Some(root) = shared("external/peers") else {
+        return Vec::new();
+    };
     let dirs = std::fs::read_dir(root).into_iter().flatten().flatten();
     let mut out: Vec<PathBuf> = dirs.flat_map(|d| captures_in(&d.path())).collect();
     out.sort();
     out
+}
+
+/// `../shared/REL` beside the repository, or `None` with the skip said and recorded (a failure in CI):
+/// see [`pcapsleuth_testkit::shared::input`].
+#[track_caller]
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    pcapsleuth_testkit::shared::input(Path::new(env!("CARGO_MANIFEST_DIR")), rel)
 }
 
 pub fn fixture(name: &str) -> PathBuf {
