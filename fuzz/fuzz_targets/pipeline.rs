@@ -63,7 +63,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let pick = data.last().copied().unwrap_or(0);
     let splits = [2, 3, 7, 64][usize::from(pick & 3)];
-    let interval_ns = if pick & 4 != 0 { 100_000_000 } else { 1_000_000_000 };
+    let interval_ns = if pick & 4 != 0 {
+        100_000_000
+    } else {
+        1_000_000_000
+    };
     let mysql = if pick & 8 != 0 {
         MysqlDetection::Port(3306)
     } else {
@@ -73,9 +77,14 @@ fuzz_target!(|data: &[u8]| {
     let split = run(&cap, splits, interval_ns, mysql);
     assert_eq!(whole, split, "the analysis differs with {splits} splits");
     let text = reports(&whole);
-    assert_eq!(text, reports(&split), "a report differs with {splits} splits");
+    assert_eq!(
+        text,
+        reports(&split),
+        "a report differs with {splits} splits"
+    );
     if pick == 0xFF {
-        let dir = std::env::temp_dir().join(format!("pcapsleuth-fuzz-plots-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("pcapsleuth-fuzz-plots-{}", std::process::id()));
         let _ = report::write_plot_set(&dir, &full_report(&whole));
         let _ = std::fs::remove_dir_all(&dir);
     }

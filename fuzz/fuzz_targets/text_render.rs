@@ -20,7 +20,10 @@ use pcapsleuth::report::{self, visible::is_hazard, FlowSort};
 
 /// Fails on the first hazard in `text` other than a line break, showing where.
 fn assert_shown(what: &str, text: &str) {
-    if let Some((i, c)) = text.char_indices().find(|&(_, c)| is_hazard(c) && c != '\n') {
+    if let Some((i, c)) = text
+        .char_indices()
+        .find(|&(_, c)| is_hazard(c) && c != '\n')
+    {
         let from = text[..i].char_indices().rev().nth(40).map_or(0, |(j, _)| j);
         panic!(
             "{what}: U+{:04X} written raw after {:?}",

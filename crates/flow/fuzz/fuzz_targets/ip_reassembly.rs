@@ -54,6 +54,7 @@ fuzz_target!(|input: &[u8]| {
     let mut r = IpReassembler::default();
     let mut ms: i64 = 0;
     let mut fed = 0u64;
+    let mut out = Vec::new();
     for (i, f) in rest.chunks_exact(6).enumerate() {
         let id = u32::from(f[0] & 3);
         let more = f[0] & 4 != 0;
@@ -71,7 +72,8 @@ fuzz_target!(|input: &[u8]| {
             frame: i as u64 + 1,
             ts: Timestamp(ms * 1_000_000),
         };
-        if let Some(d) = r.add(&frag, at, p.len() as u32) {
+        out.clear();
+        if let Some(d) = r.add(&frag, at, p.len() as u32, &mut out) {
             assert!(d.wire_len > 0 && d.first.frame <= at.frame);
             if !conflicting {
                 // The datagram this fragment completed: every byte is its fragments' byte at that offset.
