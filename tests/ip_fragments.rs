@@ -121,7 +121,7 @@ fn mysql_in_fragments_reads_as_tshark_reassembles_it() {
         let conv = tshark.lines(["-r", path.to_str().unwrap(), "-q", "-z", "conv,tcp"]);
         let row = conv.iter().find(|l| l.contains("<->")).unwrap();
         let cols: Vec<&str> = row.split_whitespace().collect();
-        let c = &a.connections[0];
+        let c = &a.connections.at(0);
         let (to_client, to_server) = (
             cols[3].parse::<u64>().unwrap(),
             cols[6].parse::<u64>().unwrap(),

@@ -44,8 +44,8 @@ fn reports_with(
         .map(|f| &f.frame_notes)
         .collect();
     // `flows`' rows, each with its close and cause.
-    let conns: Vec<_> = a.connections.iter().collect();
-    let rows = pcapsleuth::analysis::flow_rows(&a, &conns);
+    let order: Vec<usize> = (0..a.connections.len()).collect();
+    let rows = pcapsleuth::analysis::flow_rows(&a, &order);
     let json = to_json(&fr)
         + &to_json(&full)
         + &to_json(&rows)
@@ -138,6 +138,85 @@ fn mysql_statistics_alone_give_the_full_runs_mysql_report() {
             );
         }
     }
+}
+
+/// The statement groups beyond the bound are folded into one, the same whatever the splits: on every real
+/// capture with more than a few groups, keeping 3 (the bound is 10,000 in use) lists 3 groups exactly as the
+/// unbounded run does, and `other_statements` holds exactly what the others add up to.
+#[test]
+fn statement_groups_beyond_the_bound_fold_the_same_with_1_2_3_7_and_64_splits() {
+    const KEEP: usize = 3;
+    let mut folded = 0;
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let run = |splits: usize, keep: Option<usize>| {
+            analyze(
+                &cap,
+                &EngineOptions {
+                    threads: 2,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || match keep {
+                    Some(n) => MysqlStatistics::default().keeping_statement_groups(n),
+                    None => MysqlStatistics::default(),
+                },
+            )
+            .output
+            .report()
+        };
+        let all = run(1, None);
+        if all.statements.len() <= KEEP {
+            continue;
+        }
+        assert!(all.other_statements.is_none(), "{path:?}");
+        let bounded = run(1, Some(KEEP));
+        for splits in [2, 3, 7, 64] {
+            assert_eq!(
+                to_json(&bounded),
+                to_json(&run(splits, Some(KEEP))),
+                "{path:?}: the bounded statements differ with {splits} splits"
+            );
+        }
+        assert_eq!(bounded.statements.len(), KEEP, "{path:?}");
+        for s in &bounded.statements {
+            assert!(all.statements.contains(s), "{path:?}: {s:?} kept otherwise");
+        }
+        let others: Vec<_> = all
+            .statements
+            .iter()
+            .filter(|s| !bounded.statements.contains(s))
+            .collect();
+        let o = bounded.other_statements.as_ref().expect("folded groups");
+        assert_eq!(o.groups_kept, KEEP as u64);
+        assert_eq!(
+            o.count,
+            others.iter().map(|s| s.count).sum::<u64>(),
+            "{path:?}"
+        );
+        assert_eq!(o.errors, others.iter().map(|s| s.errors).sum::<u64>());
+        assert_eq!(o.rows, others.iter().map(|s| s.rows).sum::<u64>());
+        assert_eq!(
+            o.requests.answered,
+            others.iter().map(|s| s.requests.answered).sum::<u64>()
+        );
+        let total: f64 = others.iter().map(|s| s.total_us).sum();
+        assert!(
+            (o.total_us - total).abs() <= 1e-6 * total.max(1.0),
+            "{path:?}"
+        );
+        // Everything but the statements is what the unbounded run says.
+        let (mut a, mut b) = (all.clone(), bounded.clone());
+        a.statements.clear();
+        b.statements.clear();
+        b.other_statements = None;
+        assert_eq!(to_json(&a), to_json(&b), "{path:?}");
+        folded += 1;
+    }
+    assert!(
+        folded >= 5,
+        "only {folded} captures with more than {KEEP} statement groups"
+    );
 }
 
 /// The records `compare` lines up (every request with its sequence number, payload hash, response

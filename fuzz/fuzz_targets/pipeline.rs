@@ -32,8 +32,10 @@ fn run(cap: &Capture, splits: usize, interval_ns: i64, mysql: MysqlDetection) ->
 fn reports(a: &Run<Statistics>) -> String {
     let full = full_report(a);
     let fr = first_reset(a, 20);
-    let flows =
-        pcapsleuth::analysis::flow_rows(a, &report::sorted(&a.connections, FlowSort::Duration));
+    let flows = pcapsleuth::analysis::flow_rows(
+        a,
+        &report::flow_order(&a.connections, FlowSort::Duration),
+    );
     let unknowns = pcapsleuth::analysis::unknowns(a);
     let mut out = report::to_json(&full) + &report::to_json(&fr);
     out += &report::to_json(&unknowns);

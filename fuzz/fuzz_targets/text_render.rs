@@ -74,8 +74,10 @@ fuzz_target!(|data: &[u8]| {
     );
     let full = full_report(&run);
     let fr = first_reset(&run, 20);
-    let flows =
-        pcapsleuth::analysis::flow_rows(&run, &report::sorted(&run.connections, FlowSort::Start));
+    let flows = pcapsleuth::analysis::flow_rows(
+        &run,
+        &report::flow_order(&run.connections, FlowSort::Start),
+    );
     let unknown = unknowns(&run);
     let texts = [
         ("report", report::render_report(&full)),

@@ -646,13 +646,13 @@ impl Judge {
         };
         // Each abnormal close's cause as it reads alone: the waits that tell a timer's from chance.
         for (i, conn) in a.connections.iter().enumerate() {
-            let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
+            let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
             for ev in [conn.first_fin, conn.first_rst].into_iter().flatten() {
-                let j = classify(conn, &ev, mysql, &judge.speaks_first, FinJudgement::of(a));
+                let j = classify(&conn, &ev, mysql, &judge.speaks_first, FinJudgement::of(a));
                 if j.verdict != CloseVerdict::Abnormal {
                     continue;
                 }
-                let facts = judge.facts(conn, &ev, mysql, &j, &[]);
+                let facts = judge.facts(&conn, &ev, mysql, &j, &[]);
                 if let Some((kind, wait)) = cause::of_close(&facts).timed_wait() {
                     let key = (ev.by, ev.event.flag, conn.server, kind);
                     judge.waits.entry(key).or_default().push((
@@ -726,8 +726,8 @@ fn verdict<O>(
     ev: &ClosedBy,
     judge: &Judge,
 ) -> (CloseVerdict, Option<NotJudged>) {
-    let conn = &a.connections[i];
-    let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
+    let conn = &a.connections.at(i);
+    let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
     let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
     if judge.forged(conn, ev) {
         (CloseVerdict::Abnormal, None)
@@ -737,9 +737,9 @@ fn verdict<O>(
 }
 
 pub(crate) fn report<O>(a: &Run<O>, i: usize, ev: &ClosedBy, judge: &Judge) -> CloseReport {
-    let conn = &a.connections[i];
+    let conn = &a.connections.at(i);
     let first = a.capture.first_ts.map_or(0, |t| t.0);
-    let mysql = a.mysql_sessions.get(i).and_then(Option::as_ref);
+    let mysql = a.mysql_sessions.get(i).and_then(Option::as_deref);
     let j = classify(conn, ev, mysql, &judge.speaks_first, FinJudgement::of(a));
     let alike = judge.alike_waits(ev);
     let facts = judge.facts(conn, ev, mysql, &j, &alike);
@@ -787,7 +787,7 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
         a.connections
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| pick(c).map(|ev| (i, ev)))
+            .filter_map(|(i, c)| pick(&c).map(|ev| (i, ev)))
             .min_by_key(|(_, ev)| order(ev))
             .map(|(i, ev)| report(a, i, &ev))
     };
@@ -931,8 +931,8 @@ fn greeting_waits<O>(
 ) -> GreetingWaits {
     let mut w = GreetingWaits::default();
     for (i, ev) in closes {
-        let conn = &a.connections[*i];
-        let mysql = a.mysql_sessions.get(*i).and_then(Option::as_ref);
+        let conn = &a.connections.at(*i);
+        let mysql = a.mysql_sessions.get(*i).and_then(Option::as_deref);
         let Some(g) = greeting_wait(conn, ev, mysql, speaks_first) else {
             continue;
         };
@@ -1033,10 +1033,10 @@ pub fn mysql_report<O>(a: &Run<O>, m: &crate::mysql::MysqlAggregate) -> crate::m
 
 /// One connection as `flows` lists it: the connection, and how it closed as `first-reset` judges it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlowRow<'a> {
+pub struct FlowRow {
     /// The connection (its fields are the row's, in JSON).
     #[serde(flatten)]
-    pub connection: &'a Connection,
+    pub connection: Connection,
     /// Its close (the earlier of its first FIN and first RST) as `first-reset` judges it; null while it
     /// was open.
     pub close: Option<FlowClose>,
@@ -1057,32 +1057,41 @@ pub struct FlowClose {
     pub cause: Option<Cause>,
 }
 
-/// The rows of `flows` for `connections` (connections of `a`, in the order to list them), each with its
-/// close.
-pub fn flow_rows<'a, O>(a: &Run<O>, connections: &[&'a Connection]) -> Vec<FlowRow<'a>> {
-    let mut closes: BTreeMap<u64, FlowClose> = a
-        .connections
-        .iter()
-        .zip(connection_closes(a))
-        .filter_map(|(c, close)| {
-            let r = close?;
-            Some((
-                c.first.frame,
-                FlowClose {
-                    frame: r.frame,
-                    verdict: r.verdict,
-                    not_judged: r.not_judged,
-                    reason: r.reason,
-                    cause: r.cause,
-                },
-            ))
-        })
-        .collect();
-    connections
-        .iter()
-        .map(|c| FlowRow {
-            connection: c,
-            close: closes.remove(&c.first.frame),
-        })
-        .collect()
+/// The rows of `flows` for the connections of `a` at `order` (their positions in `a.connections`, in
+/// the order to list them), each with its close.
+pub fn flow_rows<O>(a: &Run<O>, order: &[usize]) -> Vec<FlowRow> {
+    let closes = FlowCloses::of(a);
+    order.iter().filter_map(|&i| closes.row(a, i)).collect()
+}
+
+/// The closes of `flows`, judged one connection at a time as its row is written (a capture of a million
+/// connections is never held as a million rows): what [`flow_rows`] gives, row by row.
+pub struct FlowCloses {
+    judge: Judge,
+}
+
+impl FlowCloses {
+    /// Ready to judge the closes of `a`'s connections.
+    pub fn of<O>(a: &Run<O>) -> FlowCloses {
+        FlowCloses {
+            judge: Judge::of(a),
+        }
+    }
+
+    /// The row of the connection at position `i` of `a.connections` (`None` past the end), with its
+    /// close as `first-reset` judges it. `a` is the run [`FlowCloses::of`] was given.
+    pub fn row<O>(&self, a: &Run<O>, i: usize) -> Option<FlowRow> {
+        let connection = a.connections.get(i)?;
+        let close = connection.close().map(|ev| {
+            let r = report(a, i, &ev, &self.judge);
+            FlowClose {
+                frame: r.frame,
+                verdict: r.verdict,
+                not_judged: r.not_judged,
+                reason: r.reason,
+                cause: r.cause,
+            }
+        });
+        Some(FlowRow { connection, close })
+    }
 }

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use pcapsleuth_flow::{AttemptOutcome, Connection, Endpoint, FrameRef};
+use pcapsleuth_flow::{AttemptOutcome, Endpoint, FrameRef};
 use serde::Serialize;
 
 use crate::engine::Run;
@@ -169,27 +169,31 @@ pub struct LateGreetings {
     pub filter: String,
 }
 
-/// A connection's attempt facts the report needs, taken once.
-struct Attempt<'a> {
-    conn: &'a Connection,
+/// A connection's attempt facts the report needs. The report reads the connections twice (the causes of
+/// drops need every attempt to the endpoint first), keeping per attempt only the time of its first SYN:
+/// memory follows the servers, not the attempts.
+struct Attempt {
+    server: Endpoint,
     outcome: AttemptOutcome,
     first_syn: FrameRef,
+    retransmitted_syn: Option<FrameRef>,
+    /// The SYN-ACK the client answered, or the RST that refused the attempt.
+    answer: Option<FrameRef>,
+    ack_to_syn: bool,
+    syn_count: u32,
+    synack_count: u32,
+    syns_before_answer: u32,
+    connect_ns: Option<u64>,
     /// The answered SYN was a retransmitted one, or none was answered.
     dropped: bool,
     timestamps_backwards: bool,
-    /// Why the first SYN went unanswered, for dropped attempts.
-    cause: Option<DropCause>,
 }
 
-impl Attempt<'_> {
+impl Attempt {
     /// When the first SYN went unanswered: until its first resend (or itself, when never resent).
     fn drop_window(&self) -> (i64, i64) {
         let from = self.first_syn.ts.0;
-        let to = self
-            .conn
-            .handshake
-            .retransmitted_syn
-            .map_or(from, |f| f.ts.0);
+        let to = self.retransmitted_syn.map_or(from, |f| f.ts.0);
         (from, to)
     }
 
@@ -203,65 +207,51 @@ fn ts_before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
-fn attempts<O>(a: &Run<O>) -> Vec<Attempt<'_>> {
+/// Calls `each` with every connection attempt of `a`, in capture order.
+fn each_attempt<O>(a: &Run<O>, mut each: impl FnMut(&Attempt)) {
     // The SYN timestamp of the previous attempt on each 4-tuple, in capture order (connections are
-    // sorted by their first frame).
-    let mut previous_ts: BTreeMap<(Endpoint, Endpoint), (u32, Option<u32>)> = BTreeMap::new();
-    let mut out = Vec::new();
+    // sorted by their first frame); only 4-tuples that carried more than one connection have one.
+    let mut previous_ts: HashMap<(Endpoint, Endpoint), (u32, Option<u32>)> = HashMap::new();
     for conn in &a.connections {
         let h = &conn.handshake;
         let key = (conn.client, conn.server);
         let ts = h.syn_options.and_then(|o| o.timestamp);
-        let backwards = match (previous_ts.get(&key), h.isn, ts) {
-            (Some(&(isn, Some(prev))), Some(this_isn), Some(ts)) => {
-                isn != this_isn && ts_before(ts, prev)
+        let mut backwards = false;
+        if a.connections.reused(conn.client, conn.server) {
+            backwards = match (previous_ts.get(&key), h.isn, ts) {
+                (Some(&(isn, Some(prev))), Some(this_isn), Some(ts)) => {
+                    isn != this_isn && ts_before(ts, prev)
+                }
+                _ => false,
+            };
+            if let Some(isn) = h.isn {
+                previous_ts.insert(key, (isn, ts));
             }
-            _ => false,
-        };
-        if let Some(isn) = h.isn {
-            previous_ts.insert(key, (isn, ts));
         }
         let (Some(outcome), Some(first_syn)) = (h.outcome, h.first_syn) else {
             continue;
         };
-        out.push(Attempt {
-            conn,
+        each(&Attempt {
+            server: conn.server,
             outcome,
             first_syn,
+            retransmitted_syn: h.retransmitted_syn,
+            answer: h.answer,
+            ack_to_syn: h.ack_to_syn.is_some(),
+            syn_count: h.syn_count,
+            synack_count: h.synack_count,
+            syns_before_answer: h.syns_before_answer,
+            connect_ns: h.connect_ns,
             dropped: h.syns_before_answer > 1 || outcome == AttemptOutcome::Unanswered,
             timestamps_backwards: backwards,
-            cause: None,
         });
     }
-    // Each dropped attempt's cause, from the other attempts to the same listening endpoint: per
-    // endpoint, its attempts' first SYNs in time order with a running count of those answered at once,
-    // so that the attempts within a drop window are counted by two binary searches rather than a walk
-    // over every other attempt (a SYN flood has every attempt dropped: that walk was quadratic).
-    let mut by_endpoint: HashMap<Endpoint, Listener> = HashMap::new();
-    for t in &out {
-        let l = by_endpoint.entry(t.conn.server).or_default();
-        l.syns.push((t.first_syn.ts.0, t.answered_at_once()));
-        l.established |= t.outcome == AttemptOutcome::Established;
-    }
-    for l in by_endpoint.values_mut() {
-        l.syns.sort_unstable();
-        l.prompt_before.reserve(l.syns.len() + 1);
-        l.prompt_before.push(0);
-        let mut prompt = 0u64;
-        for &(_, at_once) in &l.syns {
-            prompt += u64::from(at_once);
-            l.prompt_before.push(prompt);
-        }
-    }
-    for t in &mut out {
-        if t.dropped {
-            t.cause = Some(cause(t, &by_endpoint[&t.conn.server]));
-        }
-    }
-    out
 }
 
-/// The attempts to one listening endpoint, as the causes of its drops are read from them.
+/// The attempts to one listening endpoint, as the causes of its drops are read from them: per endpoint,
+/// its attempts' first SYNs in time order with a running count of those answered at once, so that the
+/// attempts within a drop window are counted by two binary searches (a SYN flood has every attempt
+/// dropped: walking every other attempt for each would be quadratic).
 #[derive(Default)]
 struct Listener {
     /// Every attempt's first SYN time, and whether it was answered at its first SYN, in time order.
@@ -273,6 +263,18 @@ struct Listener {
 }
 
 impl Listener {
+    /// Ready to count: the first SYNs in time order, and the running count.
+    fn sorted(&mut self) {
+        self.syns.sort_unstable();
+        self.prompt_before = Vec::with_capacity(self.syns.len() + 1);
+        self.prompt_before.push(0);
+        let mut prompt = 0u64;
+        for &(_, at_once) in &self.syns {
+            prompt += u64::from(at_once);
+            self.prompt_before.push(prompt);
+        }
+    }
+
     /// Of the attempts whose first SYN was sent from `from` to `to` (both included): how many were
     /// answered at their first SYN, and how many were not.
     fn within(&self, from: i64, to: i64) -> (u64, u64) {
@@ -286,22 +288,27 @@ impl Listener {
     }
 }
 
-fn rounds<'a>(attempts: impl Iterator<Item = &'a Attempt<'a>>) -> Vec<SynRound> {
-    let mut by: BTreeMap<u32, Histogram> = BTreeMap::new();
-    for t in attempts {
-        if let Some(ns) = t.conn.handshake.connect_ns {
-            by.entry(t.conn.handshake.syns_before_answer)
-                .or_default()
-                .add(ns);
+/// Connect times by the SYN that was answered.
+#[derive(Default)]
+struct Rounds(BTreeMap<u32, Histogram>);
+
+impl Rounds {
+    fn add(&mut self, t: &Attempt) {
+        if let Some(ns) = t.connect_ns {
+            self.0.entry(t.syns_before_answer).or_default().add(ns);
         }
     }
-    by.into_iter()
-        .map(|(syn, h)| SynRound {
-            syn,
-            count: h.count(),
-            connect_us: h.summary_us(),
-        })
-        .collect()
+
+    fn report(self) -> Vec<SynRound> {
+        self.0
+            .into_iter()
+            .map(|(syn, h)| SynRound {
+                syn,
+                count: h.count(),
+                connect_us: h.summary_us(),
+            })
+            .collect()
+    }
 }
 
 /// A display filter naming packets to or from `e` (`to`: as destination).
@@ -313,8 +320,8 @@ fn host_filter(e: &Endpoint, to: bool) -> String {
 
 /// Why `t`'s SYN went unanswered, from what happened to the other attempts to its server endpoint
 /// (`listener`, which holds `t` too) meanwhile.
-fn cause(t: &Attempt<'_>, listener: &Listener) -> DropCause {
-    if t.conn.handshake.ack_to_syn.is_some() || t.timestamps_backwards {
+fn cause(t: &Attempt, listener: &Listener) -> DropCause {
+    if t.ack_to_syn || t.timestamps_backwards {
         return DropCause::TimeWait;
     }
     let (from, to) = t.drop_window();
@@ -337,8 +344,7 @@ fn cause(t: &Attempt<'_>, listener: &Listener) -> DropCause {
 
 /// How a server host is named in reports: `ip:port` when the attempts went to one port, else the
 /// address and how many ports (a port scan), with a display filter for its packets.
-fn server_name(ip: IpAddr, list: &[&Attempt<'_>], to: bool) -> (String, String) {
-    let ports: BTreeSet<u16> = list.iter().map(|t| t.conn.server.port).collect();
+fn server_name(ip: IpAddr, ports: &BTreeSet<u16>, to: bool) -> (String, String) {
     match ports.iter().next() {
         Some(&port) if ports.len() == 1 => {
             let e = Endpoint { ip, port };
@@ -355,87 +361,126 @@ fn server_name(ip: IpAddr, list: &[&Attempt<'_>], to: bool) -> (String, String) 
     }
 }
 
-fn drops(ip: IpAddr, list: &[&Attempt<'_>]) -> Option<SynDrops> {
-    let dropped: Vec<&Attempt<'_>> = list.iter().copied().filter(|t| t.dropped).collect();
-    let first = dropped.first()?;
-    let mut causes: BTreeMap<DropCause, u64> = BTreeMap::new();
-    for t in &dropped {
-        *causes
-            .entry(t.cause.unwrap_or(DropCause::Unknown))
-            .or_default() += 1;
-    }
-    let mut causes: Vec<(DropCause, u64)> = causes.into_iter().collect();
-    causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    // The span of the drops: from the first dropped SYN to the last answer (or last SYN) of a dropped
-    // attempt.
-    let end = dropped
-        .iter()
-        .filter_map(|t| {
-            let h = &t.conn.handshake;
-            h.answer.or(h.retransmitted_syn).or(h.first_syn)
-        })
-        .max_by_key(|f| (f.ts, f.frame))
-        .unwrap_or(first.first_syn);
-    let began: Vec<&&Attempt<'_>> = list
-        .iter()
-        .filter(|t| t.first_syn.ts >= first.first_syn.ts && t.first_syn.ts <= end.ts)
-        .collect();
-    let (server, filter) = server_name(ip, list, true);
-    Some(SynDrops {
-        server,
-        attempts: list.len() as u64,
-        delayed: dropped
-            .iter()
-            .filter(|t| t.outcome == AttemptOutcome::Established)
-            .count() as u64,
-        unanswered: dropped
-            .iter()
-            .filter(|t| t.outcome == AttemptOutcome::Unanswered)
-            .count() as u64,
-        causes,
-        rounds: rounds(dropped.iter().copied()),
-        duplicate_synacks: list
-            .iter()
-            .map(|t| u64::from(t.conn.handshake.synack_count.saturating_sub(1)))
-            .sum(),
-        acks_to_syn: dropped
-            .iter()
-            .filter(|t| t.conn.handshake.ack_to_syn.is_some())
-            .count() as u64,
-        timestamps_backwards: dropped.iter().filter(|t| t.timestamps_backwards).count() as u64,
-        during: Some(DropSpan {
-            from: first.first_syn,
-            to: end,
-            attempts: began.len() as u64,
-            answered_at_once: began.iter().filter(|t| t.answered_at_once()).count() as u64,
-        }),
-        first_syn_frame: first.first_syn.frame,
-        first_retransmission_frame: first.conn.handshake.retransmitted_syn.map(|f| f.frame),
-        filter: if dropped.iter().any(|t| t.conn.handshake.syn_count > 1) {
-            format!(
-                "tcp.flags.syn==1 && tcp.flags.ack==0 && tcp.analysis.retransmission && {filter}"
-            )
-        } else {
-            format!("tcp.flags.syn==1 && tcp.flags.ack==0 && {filter}")
-        },
-    })
+/// What the report says of one server host's attempts, gathered attempt by attempt.
+#[derive(Default)]
+struct ServerAttempts {
+    attempts: u64,
+    /// The ports of every attempt, and of the refused ones.
+    ports: BTreeSet<u16>,
+    refused_ports: BTreeSet<u16>,
+    duplicate_synacks: u64,
+    /// The first dropped attempt (in capture order): its first SYN and that SYN's first resend.
+    first_dropped: Option<(FrameRef, Option<FrameRef>)>,
+    /// The last answer (or, when none came, the last SYN) of an attempt whose SYN was dropped.
+    drops_end: Option<FrameRef>,
+    delayed: u64,
+    unanswered: u64,
+    acks_to_syn: u64,
+    timestamps_backwards: u64,
+    /// A dropped attempt's SYN was resent.
+    resent: bool,
+    rounds: Rounds,
+    /// Of the dropped attempts, by cause (the second reading).
+    causes: BTreeMap<DropCause, u64>,
+    /// Attempts that began within the drops' span, and of them those answered at once (the second
+    /// reading).
+    began: u64,
+    began_at_once: u64,
+    refused: u64,
+    /// The first refused attempt: its SYN's frame and the RST's.
+    first_refused: Option<(u64, u64)>,
 }
 
-fn refusals(ip: IpAddr, list: &[&Attempt<'_>]) -> Option<Refusals> {
-    let refused: Vec<&Attempt<'_>> = list
-        .iter()
-        .copied()
-        .filter(|t| t.outcome == AttemptOutcome::Refused)
-        .collect();
-    let first = *refused.first()?;
-    let (server, filter) = server_name(ip, &refused, false);
-    Some(Refusals {
-        server,
-        count: refused.len() as u64,
-        first_syn_frame: first.first_syn.frame,
-        first_rst_frame: first.conn.handshake.answer.map_or(0, |f| f.frame),
-        filter: format!("tcp.flags.reset==1 && {filter}"),
-    })
+impl ServerAttempts {
+    /// The first reading: counts, and the span of the drops.
+    fn add(&mut self, t: &Attempt) {
+        self.attempts += 1;
+        self.ports.insert(t.server.port);
+        self.duplicate_synacks += u64::from(t.synack_count.saturating_sub(1));
+        if t.outcome == AttemptOutcome::Refused {
+            self.refused += 1;
+            self.refused_ports.insert(t.server.port);
+            self.first_refused
+                .get_or_insert((t.first_syn.frame, t.answer.map_or(0, |f| f.frame)));
+        }
+        if !t.dropped {
+            return;
+        }
+        self.first_dropped
+            .get_or_insert((t.first_syn, t.retransmitted_syn));
+        let end = t.answer.or(t.retransmitted_syn).unwrap_or(t.first_syn);
+        if self
+            .drops_end
+            .is_none_or(|e| (end.ts, end.frame) >= (e.ts, e.frame))
+        {
+            self.drops_end = Some(end);
+        }
+        self.delayed += u64::from(t.outcome == AttemptOutcome::Established);
+        self.unanswered += u64::from(t.outcome == AttemptOutcome::Unanswered);
+        self.acks_to_syn += u64::from(t.ack_to_syn);
+        self.timestamps_backwards += u64::from(t.timestamps_backwards);
+        self.resent |= t.syn_count > 1;
+        self.rounds.add(t);
+    }
+
+    /// The second reading: the cause of each drop, and the attempts within the drops' span.
+    fn add_again(&mut self, t: &Attempt, listener: &Listener) {
+        if let (Some((first, _)), Some(end)) = (self.first_dropped, self.drops_end) {
+            if t.first_syn.ts >= first.ts && t.first_syn.ts <= end.ts {
+                self.began += 1;
+                self.began_at_once += u64::from(t.answered_at_once());
+            }
+        }
+        if t.dropped {
+            *self.causes.entry(cause(t, listener)).or_default() += 1;
+        }
+    }
+
+    fn drops(&mut self, ip: IpAddr) -> Option<SynDrops> {
+        let (first, first_resent) = self.first_dropped?;
+        let mut causes: Vec<(DropCause, u64)> =
+            std::mem::take(&mut self.causes).into_iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let (server, filter) = server_name(ip, &self.ports, true);
+        Some(SynDrops {
+            server,
+            attempts: self.attempts,
+            delayed: self.delayed,
+            unanswered: self.unanswered,
+            causes,
+            rounds: std::mem::take(&mut self.rounds).report(),
+            duplicate_synacks: self.duplicate_synacks,
+            acks_to_syn: self.acks_to_syn,
+            timestamps_backwards: self.timestamps_backwards,
+            during: Some(DropSpan {
+                from: first,
+                to: self.drops_end.unwrap_or(first),
+                attempts: self.began,
+                answered_at_once: self.began_at_once,
+            }),
+            first_syn_frame: first.frame,
+            first_retransmission_frame: first_resent.map(|f| f.frame),
+            filter: if self.resent {
+                format!(
+                    "tcp.flags.syn==1 && tcp.flags.ack==0 && tcp.analysis.retransmission && {filter}"
+                )
+            } else {
+                format!("tcp.flags.syn==1 && tcp.flags.ack==0 && {filter}")
+            },
+        })
+    }
+
+    fn refusals(&self, ip: IpAddr) -> Option<Refusals> {
+        let (first_syn_frame, first_rst_frame) = self.first_refused?;
+        let (server, filter) = server_name(ip, &self.refused_ports, false);
+        Some(Refusals {
+            server,
+            count: self.refused,
+            first_syn_frame,
+            first_rst_frame,
+            filter: format!("tcp.flags.reset==1 && {filter}"),
+        })
+    }
 }
 
 /// MySQL greetings long after the handshake, per server.
@@ -444,7 +489,7 @@ fn late_greetings<O>(a: &Run<O>) -> Vec<LateGreetings> {
     for (conn, facts) in a.connections.iter().zip(&a.mysql_sessions) {
         let (Some(_), Some(answer), Some(greeting)) = (
             facts
-                .as_ref()
+                .as_deref()
                 .filter(|f| f.recognised_by == RecognisedBy::Greeting),
             conn.handshake
                 .answer
@@ -479,54 +524,68 @@ fn late_greetings<O>(a: &Run<O>) -> Vec<LateGreetings> {
 
 /// Builds the report of every connection attempt in `a`.
 pub fn connect_report<O>(a: &Run<O>) -> ConnectReport {
-    let all = attempts(a);
-    let count = |o: AttemptOutcome| all.iter().filter(|t| t.outcome == o).count() as u64;
+    let mut r = ConnectReport {
+        attempts: 0,
+        established: 0,
+        refused: 0,
+        unanswered: 0,
+        syns: 0,
+        retransmitted_syns: 0,
+        delayed: 0,
+        duplicate_synacks: 0,
+        connect_us: RtSummary::default(),
+        multimodal: false,
+        modes: Vec::new(),
+        answered_at_syn: Vec::new(),
+        drops: Vec::new(),
+        refusals: Vec::new(),
+        late_greetings: late_greetings(a),
+    };
     let mut connect = Histogram::default();
-    for t in &all {
-        if let Some(ns) = t.conn.handshake.connect_ns {
+    let mut rounds = Rounds::default();
+    let mut servers: BTreeMap<IpAddr, ServerAttempts> = BTreeMap::new();
+    let mut listeners: HashMap<Endpoint, Listener> = HashMap::new();
+    each_attempt(a, |t| {
+        r.attempts += 1;
+        match t.outcome {
+            AttemptOutcome::Established => r.established += 1,
+            AttemptOutcome::Refused => r.refused += 1,
+            AttemptOutcome::Unanswered => r.unanswered += 1,
+        }
+        r.syns += u64::from(t.syn_count);
+        r.retransmitted_syns += u64::from(t.syn_count.saturating_sub(1));
+        r.delayed += u64::from(t.dropped && t.outcome == AttemptOutcome::Established);
+        r.duplicate_synacks += u64::from(t.synack_count.saturating_sub(1));
+        if let Some(ns) = t.connect_ns {
             connect.add(ns);
         }
-    }
+        rounds.add(t);
+        servers.entry(t.server.ip).or_default().add(t);
+        let l = listeners.entry(t.server).or_default();
+        l.syns.push((t.first_syn.ts.0, t.answered_at_once()));
+        l.established |= t.outcome == AttemptOutcome::Established;
+    });
+    // Each dropped attempt's cause, from the other attempts to the same listening endpoint.
+    listeners.values_mut().for_each(Listener::sorted);
+    each_attempt(a, |t| {
+        if let (Some(s), Some(l)) = (servers.get_mut(&t.server.ip), listeners.get(&t.server)) {
+            s.add_again(t, l);
+        }
+    });
     let modes = detect_modes(&connect);
-    let mut by_server: BTreeMap<IpAddr, Vec<&Attempt<'_>>> = BTreeMap::new();
-    for t in &all {
-        by_server.entry(t.conn.server.ip).or_default().push(t);
-    }
-    ConnectReport {
-        attempts: all.len() as u64,
-        established: count(AttemptOutcome::Established),
-        refused: count(AttemptOutcome::Refused),
-        unanswered: count(AttemptOutcome::Unanswered),
-        syns: all
-            .iter()
-            .map(|t| u64::from(t.conn.handshake.syn_count))
-            .sum(),
-        retransmitted_syns: all
-            .iter()
-            .map(|t| u64::from(t.conn.handshake.syn_count.saturating_sub(1)))
-            .sum(),
-        delayed: all
-            .iter()
-            .filter(|t| t.dropped && t.outcome == AttemptOutcome::Established)
-            .count() as u64,
-        duplicate_synacks: all
-            .iter()
-            .map(|t| u64::from(t.conn.handshake.synack_count.saturating_sub(1)))
-            .sum(),
-        connect_us: connect.summary_us(),
-        multimodal: modes.multimodal,
-        modes: modes.modes,
-        answered_at_syn: rounds(all.iter()),
-        drops: by_server
-            .iter()
-            .filter_map(|(&ip, list)| drops(ip, list))
-            .collect(),
-        refusals: by_server
-            .iter()
-            .filter_map(|(&ip, list)| refusals(ip, list))
-            .collect(),
-        late_greetings: late_greetings(a),
-    }
+    r.connect_us = connect.summary_us();
+    r.multimodal = modes.multimodal;
+    r.modes = modes.modes;
+    r.answered_at_syn = rounds.report();
+    r.refusals = servers
+        .iter()
+        .filter_map(|(&ip, s)| s.refusals(ip))
+        .collect();
+    r.drops = servers
+        .iter_mut()
+        .filter_map(|(&ip, s)| s.drops(ip))
+        .collect();
+    r
 }
 
 impl DropCause {

@@ -22,14 +22,15 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use hashbrown::HashTable;
 use pcapsleuth_capture::{
     Capture, CaptureSet, Chunk, Damage, Input, LinkType, Order, ReaderState, Record, RecordReader,
     Split, Stream, Timestamp,
 };
 use pcapsleuth_flow::{
-    decode, decode_segment, server_side_by_port, CloseFlag, Connection, ConnectionState,
+    decode, decode_segment, server_side_by_port, CloseFlag, ConnectionState, ConnectionTable,
     ConnectionTracker, Decoded, Endpoint, FlowBuildHasher, FlowKey, FrameRef, IpReassembler,
-    NotTcp, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
+    NotTcp, PackedState, RoleBasis, SegmentClass, Side, TcpFlags, TcpSegment,
 };
 use pcapsleuth_mysql::PieceShape;
 use rayon::prelude::*;
@@ -97,10 +98,11 @@ pub struct Run<O> {
     /// What the capture was: format and files, packets by kind, time span, damage met.
     pub capture: CaptureFacts,
     /// Every TCP connection, in order of its first packet, with its roles decided from the whole
-    /// capture (its own handshake, else a server that accepted a handshake elsewhere, else the ports).
-    pub connections: Vec<Connection>,
+    /// capture (its own handshake, else a server that accepted a handshake elsewhere, else the ports);
+    /// kept packed, each read back as a [`pcapsleuth_flow::Connection`] when asked for.
+    pub connections: ConnectionTable,
     /// MySQL facts of each connection (same index as `connections`; `None` when it is not MySQL).
-    pub mysql_sessions: Vec<Option<MysqlSessionFacts>>,
+    pub mysql_sessions: Vec<Option<Box<MysqlSessionFacts>>>,
     /// Which connections were decoded as MySQL: with [`MysqlDetection::Off`] no close can be read in
     /// MySQL terms.
     pub mysql_detection: MysqlDetection,
@@ -572,27 +574,149 @@ fn reassembled_event(
     (key, event)
 }
 
-/// One flow's state in phase 2.
+/// One flow's state in phase 2: its current connection, followed or at rest, and the analysis' state
+/// for it.
 struct FlowSlot<C> {
-    tracker: ConnectionTracker,
-    mysql: MysqlTrack,
-    /// MySQL facts of the current connection, concluded as soon as it finished so that its decoder state
-    /// is freed: memory follows open connections, not all connections ever seen.
-    concluded: Option<Option<MysqlSessionFacts>>,
-    /// The client side MySQL named, kept when its decoder is concluded.
-    mysql_client: Option<Side>,
+    flow: Flow,
     /// The analysis' state for the current connection.
     state: C,
 }
 
-impl<C> FlowSlot<C> {
-    /// The analysis' state of the current connection, and the connection as the analysis sees it.
+/// A flow's current connection, as phase 2 keeps it between its packets.
+enum Flow {
+    /// Followed packet by packet: its TCP tracker and MySQL decoder in full.
+    Live(Box<LiveFlow>),
+    /// At rest in few bytes: a connection whose MySQL decoder was told nothing yet (seen only in its
+    /// handshake and ACKs, as every attempt of a SYN flood) or is concluded (the connection ended). Its
+    /// next packet makes it live again, exactly as it was: memory follows the connections that are
+    /// followed, not every connection the capture began.
+    Resting(RestingFlow),
+}
+
+/// A connection followed packet by packet.
+struct LiveFlow {
+    tracker: ConnectionTracker,
+    mysql: MysqlTrack,
+    /// MySQL facts of the current connection, concluded as soon as it finished so that its decoder state
+    /// is freed: memory follows open connections, not all connections ever seen.
+    concluded: Option<Option<Box<MysqlSessionFacts>>>,
+    /// The client side MySQL named, kept when its decoder is concluded.
+    mysql_client: Option<Side>,
+}
+
+/// A connection at rest ([`Flow::Resting`]).
+struct RestingFlow {
+    tcp: PackedState,
+    mysql: RestingMysql,
+}
+
+/// The MySQL decoder of a connection at rest.
+enum RestingMysql {
+    /// As [`MysqlTrack::new`] made it, told only these retransmission times (in order).
+    Untouched(Option<Box<[i64]>>),
+    /// Concluded: the session's facts (`None`: not MySQL), and the client side MySQL named.
+    Concluded(Option<Box<MysqlSessionFacts>>, Option<Side>),
+}
+
+impl Flow {
+    /// A new flow's first connection, from its first packet `at`.
+    fn new(key: FlowKey, at: FrameRef, opts: &EngineOptions) -> Flow {
+        Flow::Live(Box::new(LiveFlow {
+            tracker: ConnectionTracker::new(key, at),
+            mysql: MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
+            concluded: None,
+            mysql_client: None,
+        }))
+    }
+
+    /// The flow's 4-tuple.
+    fn key(&self) -> FlowKey {
+        match self {
+            Flow::Live(live) => live.tracker.current().key(),
+            Flow::Resting(rest) => rest.tcp.key(),
+        }
+    }
+
+    /// The connection followed, made live if it was at rest (in `spare`'s allocation, if there is one).
     #[inline]
-    fn view(&mut self) -> (&mut C, ConnectionView<'_>) {
-        (
-            &mut self.state,
-            view_of(self.tracker.current(), &self.mysql, self.mysql_client),
-        )
+    fn live(&mut self, opts: &EngineOptions, spare: &mut Option<Box<LiveFlow>>) -> &mut LiveFlow {
+        if let Flow::Resting(_) = self {
+            self.wake(opts, spare);
+        }
+        match self {
+            Flow::Live(live) => live,
+            Flow::Resting(_) => unreachable!("woken above"),
+        }
+    }
+
+    #[inline(never)]
+    fn wake(&mut self, opts: &EngineOptions, spare: &mut Option<Box<LiveFlow>>) {
+        let Flow::Resting(rest) = self else { return };
+        let tracker = ConnectionTracker::resume(rest.tcp.unpack());
+        let (mysql, concluded, mysql_client) = match &mut rest.mysql {
+            RestingMysql::Untouched(retransmissions) => {
+                let mut mysql =
+                    MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref());
+                for &ts in retransmissions.iter().flat_map(|r| r.iter()) {
+                    mysql.retransmission(ts);
+                }
+                (mysql, None, None)
+            }
+            RestingMysql::Concluded(facts, client) => (
+                MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full, None),
+                Some(facts.take()),
+                *client,
+            ),
+        };
+        let live = LiveFlow {
+            tracker,
+            mysql,
+            concluded,
+            mysql_client,
+        };
+        *self = Flow::Live(match spare.take() {
+            Some(mut b) => {
+                *b = live;
+                b
+            }
+            None => Box::new(live),
+        });
+    }
+
+    /// Puts the connection at rest if nothing it holds is lost by it (see [`Flow::Resting`]), keeping
+    /// its allocation in `spare`. A concluded decoder is not kept: after its conclusion it is one that
+    /// decodes nothing, whose retransmission times nothing reads.
+    #[inline(never)]
+    fn rest(&mut self, opts: &EngineOptions, spare: &mut Option<Box<LiveFlow>>) {
+        let Flow::Live(live) = self else { return };
+        let mysql = match &mut live.concluded {
+            Some(facts) => RestingMysql::Concluded(facts.take(), live.mysql_client),
+            None => match live.mysql.untouched(opts.mysql) {
+                Some(r) if r.is_empty() => RestingMysql::Untouched(None),
+                Some(r) => RestingMysql::Untouched(Some(r.iter().copied().collect())),
+                None => return,
+            },
+        };
+        let tcp = live.tracker.current().packed();
+        // Every test run checks the packing on every connection of every capture it reads.
+        debug_assert!(tcp.unpack() == *live.tracker.current());
+        let resting = Flow::Resting(RestingFlow { tcp, mysql });
+        if let Flow::Live(b) = std::mem::replace(self, resting) {
+            if spare.is_none() {
+                *spare = Some(b);
+            }
+        }
+    }
+
+    /// The connection, live, for its end.
+    fn into_live(self, opts: &EngineOptions) -> LiveFlow {
+        let mut flow = self;
+        let mut spare = None;
+        flow.live(opts, &mut spare);
+        match flow {
+            Flow::Live(live) => *live,
+            Flow::Resting(_) => unreachable!("made live above"),
+        }
     }
 }
 
@@ -616,10 +740,39 @@ const PREFETCH_DISTANCE: usize = 8;
 
 /// Phase 2 state of one bucket: the flows whose 4-tuple hashes to it, across the whole run.
 struct Bucket<A: Analysis> {
-    index: HashMap<FlowKey, usize, FlowBuildHasher>,
+    /// Each flow's slot number, by the [`FlowKey::stable_hash`] of its 4-tuple (the key itself is the
+    /// slot's: a table of numbers takes a tenth of the memory of one of keys, for a lookup per flow and
+    /// split, not per packet).
+    index: HashTable<u32>,
     slots: Vec<FlowSlot<A::PerConnection>>,
     /// Connections ended by port reuse, concluded at the end with the rest.
-    replaced: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
+    replaced: Vec<Concluded>,
+    /// The allocation of the last flow put at rest, for the next one made live.
+    spare: Option<Box<LiveFlow>>,
+}
+
+/// A connection the engine is done with, as the run's table takes it.
+struct Concluded {
+    tcp: PackedState,
+    /// Its first packet's frame: connections are listed in this order (no two share a first packet).
+    first_frame: u64,
+    /// The client side its own handshake names, if it does.
+    handshake_client: Option<(Side, RoleBasis)>,
+    mysql: Option<Box<MysqlSessionFacts>>,
+    /// It ended because a new connection began on its 4-tuple.
+    replaced: bool,
+}
+
+impl Concluded {
+    fn of(tcp: &ConnectionState, mysql: Option<Box<MysqlSessionFacts>>, end: EndedBy) -> Concluded {
+        Concluded {
+            tcp: tcp.packed(),
+            first_frame: tcp.first().frame,
+            handshake_client: tcp.handshake_client(),
+            mysql,
+            replaced: end == EndedBy::PortReuse,
+        }
+    }
 }
 
 /// Tells `analysis` what the MySQL glue tells of the connection `tcp`.
@@ -662,16 +815,19 @@ fn conclude_mysql<A: Analysis>(
     files: &[&[u8]],
     analysis: &mut A,
     state: &mut A::PerConnection,
-) -> Option<MysqlSessionFacts> {
-    mysql.conclude(tcp, files, |told| tell(analysis, state, tcp, told))
+) -> Option<Box<MysqlSessionFacts>> {
+    mysql
+        .conclude(tcp, files, |told| tell(analysis, state, tcp, told))
+        .map(Box::new)
 }
 
 impl<A: Analysis> Bucket<A> {
     fn new() -> Self {
         Bucket {
-            index: HashMap::default(),
+            index: HashTable::new(),
             slots: Vec::new(),
             replaced: Vec::new(),
+            spare: None,
         }
     }
 
@@ -690,6 +846,7 @@ impl<A: Analysis> Bucket<A> {
             index,
             slots,
             replaced,
+            spare,
         } = self;
         // Split-local flow id -> slot, resolved once per flow per split rather than hashed per packet. One
         // table for the batch, whose entries this bucket set are put back after each split: a table made
@@ -739,24 +896,10 @@ impl<A: Analysis> Bucket<A> {
                     };
                     let (slot, opened) = match slot_of[ev.flow as usize] {
                         u32::MAX => {
-                            let next = slots.len();
-                            let i = *index.entry(*key).or_insert(next);
-                            if i == next {
-                                slots.push(FlowSlot {
-                                    tracker: ConnectionTracker::new(*key, at),
-                                    mysql: MysqlTrack::new(
-                                        opts.mysql,
-                                        opts.mysql_depth,
-                                        opts.tls_keys.as_ref(),
-                                    ),
-                                    concluded: None,
-                                    mysql_client: None,
-                                    state: A::PerConnection::default(),
-                                });
-                            }
+                            let (i, new) = slot_of_key(index, slots, key, at, opts);
                             slot_of[ev.flow as usize] = i as u32;
                             resolved.push(ev.flow);
-                            (i, i == next)
+                            (i, new)
                         }
                         i => (i as usize, false),
                     };
@@ -783,7 +926,11 @@ impl<A: Analysis> Bucket<A> {
                         payload_len: ev.payload_len,
                         ttl: ev.ttl(),
                     };
-                    let flow = &mut slots[slot];
+                    let FlowSlot {
+                        flow: resting,
+                        state: flow_state,
+                    } = &mut slots[slot];
+                    let flow = resting.live(opts, spare);
                     let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
                     let mut opened = opened;
                     if let Some(old) = fed.replaced.map(|b| *b) {
@@ -791,7 +938,7 @@ impl<A: Analysis> Bucket<A> {
                             &mut flow.mysql,
                             MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
                         );
-                        let mut state = std::mem::take(&mut flow.state);
+                        let mut state = std::mem::take(flow_state);
                         let view = view_of(&old, &track, flow.mysql_client);
                         let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
                         let facts = match flow.concluded.take() {
@@ -803,10 +950,10 @@ impl<A: Analysis> Bucket<A> {
                             &ConnectionView::new(&old, client, is_mysql),
                             &EndView {
                                 by: EndedBy::PortReuse,
-                                mysql: facts.as_ref(),
+                                mysql: facts.as_deref(),
                             },
                         );
-                        replaced.push((old, facts));
+                        replaced.push(Concluded::of(&old, facts, EndedBy::PortReuse));
                         flow.mysql_client = None;
                         opened = true;
                     }
@@ -827,15 +974,15 @@ impl<A: Analysis> Bucket<A> {
                         );
                     }
                     if opened {
-                        let (state, view) = flow.view();
-                        analysis.connection_opened(state, &view);
+                        let view = view_of(flow.tracker.current(), &flow.mysql, flow.mysql_client);
+                        analysis.connection_opened(flow_state, &view);
                     }
                     if flow.concluded.is_none() {
                         tell_transactions(
                             &mut flow.mysql,
                             flow.tracker.current(),
                             analysis,
-                            &mut flow.state,
+                            flow_state,
                         );
                     }
                     if seg.flags.fin() || seg.flags.rst() {
@@ -848,17 +995,16 @@ impl<A: Analysis> Bucket<A> {
                             else {
                                 continue;
                             };
-                            let FlowSlot {
+                            let LiveFlow {
                                 tracker,
                                 mysql,
                                 mysql_client,
-                                state,
                                 ..
                             } = &mut *flow;
                             let view = view_of(tracker.current(), mysql, *mysql_client);
                             let context = mysql.close_context(at.frame, side, flag);
                             analysis.close(
-                                state,
+                                flow_state,
                                 &view,
                                 &CloseView {
                                     tcp: &close,
@@ -878,13 +1024,13 @@ impl<A: Analysis> Bucket<A> {
                             flow.tracker.current(),
                             files,
                             analysis,
-                            &mut flow.state,
+                            flow_state,
                         ));
                         flow.mysql_client = client;
                     }
-                    let (state, view) = flow.view();
+                    let view = view_of(flow.tracker.current(), &flow.mysql, flow.mysql_client);
                     analysis.segment(
-                        state,
+                        flow_state,
                         &view,
                         &SegmentView {
                             at,
@@ -894,25 +1040,35 @@ impl<A: Analysis> Bucket<A> {
                             class: fed.class,
                         },
                     );
+                    // Only a connection that ended, or one that carried no payload or close to a
+                    // decoder that is not yet sure it is MySQL, can rest: the check is two loads on
+                    // the path of every packet.
+                    if flow.concluded.is_some()
+                        || (seg.payload_len == 0 && flow.mysql.may_be_untouched())
+                    {
+                        resting.rest(opts, spare);
+                    }
                 }
             }
         }
     }
 
     /// The run is over: every connection still open ends with the capture, told to `analysis`.
-    fn conclude(
-        self,
-        files: &[&[u8]],
-        analysis: &mut A,
-    ) -> Vec<(ConnectionState, Option<MysqlSessionFacts>)> {
+    fn conclude(self, files: &[&[u8]], opts: &EngineOptions, analysis: &mut A) -> Vec<Concluded> {
         let Bucket {
-            slots, replaced, ..
+            index,
+            slots,
+            replaced,
+            ..
         } = self;
+        drop(index);
         let mut out = replaced;
-        for slot in slots {
+        out.reserve(slots.len());
+        for FlowSlot { flow, state } in slots {
+            let slot = flow.into_live(opts);
             let view = view_of(slot.tracker.current(), &slot.mysql, slot.mysql_client);
             let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
-            let mut state = slot.state;
+            let mut state = state;
             let tcp = slot.tracker.into_current();
             let facts = match slot.concluded {
                 Some(facts) => facts,
@@ -923,10 +1079,10 @@ impl<A: Analysis> Bucket<A> {
                 &ConnectionView::new(&tcp, client, is_mysql),
                 &EndView {
                     by: EndedBy::CaptureEnd,
-                    mysql: facts.as_ref(),
+                    mysql: facts.as_deref(),
                 },
             );
-            out.push((tcp, facts));
+            out.push(Concluded::of(&tcp, facts, EndedBy::CaptureEnd));
         }
         out
     }
@@ -1626,7 +1782,7 @@ fn run_engine<A: Analysis>(
                 .fold(
                     || (analyses(), Vec::new()),
                     |(mut analysis, mut states), b| {
-                        states.extend(end_tasks.time(|| b.conclude(&mapped, &mut analysis)));
+                        states.extend(end_tasks.time(|| b.conclude(&mapped, opts, &mut analysis)));
                         (analysis, states)
                     },
                 )
@@ -1691,36 +1847,68 @@ fn run_engine<A: Analysis>(
     }
 }
 
-/// Concludes every connection, deciding roles: from its own handshake; else from an endpoint that
-/// accepted a handshake elsewhere in the capture; else from ports.
-fn conclude(
-    states: Vec<(ConnectionState, Option<MysqlSessionFacts>)>,
-) -> (Vec<Connection>, Vec<Option<MysqlSessionFacts>>) {
+/// Concludes every connection into the run's table, in order of first packet, deciding roles: from its
+/// own handshake; else from an endpoint that accepted a handshake elsewhere in the capture; else from
+/// ports.
+fn conclude(mut states: Vec<Concluded>) -> (ConnectionTable, Vec<Option<Box<MysqlSessionFacts>>>) {
     let listeners: std::collections::HashSet<Endpoint> = states
         .iter()
-        .filter_map(|(s, _)| {
-            s.handshake_client()
-                .map(|(client, _)| s.key().endpoint(client.other()))
+        .filter_map(|c| {
+            c.handshake_client
+                .map(|(client, _)| c.tcp.key().endpoint(client.other()))
         })
         .collect();
-    let mut out: Vec<(Connection, Option<MysqlSessionFacts>)> = states
-        .into_iter()
-        .map(|(s, facts)| {
-            let key = s.key();
-            let client = s.handshake_client().or_else(|| {
-                let lo_listens = listeners.contains(&key.lo);
-                let hi_listens = listeners.contains(&key.hi);
-                match (lo_listens, hi_listens) {
-                    (true, false) => Some((Side::Hi, RoleBasis::KnownListener)),
-                    (false, true) => Some((Side::Lo, RoleBasis::KnownListener)),
-                    _ => Some((server_side_by_port(&key).other(), RoleBasis::Port)),
-                }
-            });
-            (s.finish(client), facts)
-        })
-        .collect();
-    out.sort_by_key(|(c, _)| (c.first.frame, c.client, c.server));
-    out.into_iter().unzip()
+    // Every packet belongs to one connection, so first frames are distinct and the order is total.
+    states.sort_unstable_by_key(|c| c.first_frame);
+    debug_assert!(states
+        .windows(2)
+        .all(|w| w[0].first_frame < w[1].first_frame));
+    let mut table = ConnectionTable::with_capacity(states.len());
+    let mut sessions = Vec::with_capacity(states.len());
+    for c in states.iter().filter(|c| c.replaced) {
+        table.note_reused(c.tcp.key());
+    }
+    for c in states {
+        let key = c.tcp.key();
+        let client = c.handshake_client.or_else(|| {
+            let lo_listens = listeners.contains(&key.lo);
+            let hi_listens = listeners.contains(&key.hi);
+            match (lo_listens, hi_listens) {
+                (true, false) => Some((Side::Hi, RoleBasis::KnownListener)),
+                (false, true) => Some((Side::Lo, RoleBasis::KnownListener)),
+                _ => Some((server_side_by_port(&key).other(), RoleBasis::Port)),
+            }
+        });
+        table.push(c.tcp, client);
+        sessions.push(c.mysql);
+    }
+    (table, sessions)
+}
+
+/// The slot of the flow `key` (made for it, from its first packet `at`, if it has none), and whether it
+/// was made now.
+#[inline(never)]
+fn slot_of_key<C: Default>(
+    index: &mut HashTable<u32>,
+    slots: &mut Vec<FlowSlot<C>>,
+    key: &FlowKey,
+    at: FrameRef,
+    opts: &EngineOptions,
+) -> (usize, bool) {
+    let hash = key.stable_hash();
+    if let Some(&i) = index.find(hash, |&i| slots[i as usize].flow.key() == *key) {
+        return (i as usize, false);
+    }
+    let i = slots.len();
+    slots.push(FlowSlot {
+        flow: Flow::new(*key, at, opts),
+        state: C::default(),
+    });
+    // Fewer flows than packets, whose frame numbers are u64: never near u32::MAX in memory.
+    index.insert_unique(hash, i as u32, |&j| {
+        slots[j as usize].flow.key().stable_hash()
+    });
+    (i, true)
 }
 
 #[cfg(test)]

@@ -178,18 +178,21 @@ fn seen(frame: Option<u64>, ts_ns: Option<u64>) -> Option<Seen> {
 }
 
 impl Analysis for Exchanges {
-    type PerConnection = ExchangeTrack;
+    /// Made when the connection first carries payload: a connection that never does (an attempt of a
+    /// SYN flood) costs a pointer, not the track's ~180 bytes.
+    type PerConnection = Option<Box<ExchangeTrack>>;
     type Output = Vec<Exchange>;
 
     fn segment(
         &mut self,
-        state: &mut ExchangeTrack,
+        state: &mut Option<Box<ExchangeTrack>>,
         _conn: &ConnectionView<'_>,
         segment: &SegmentView<'_>,
     ) {
         if segment.tcp.payload_len == 0 {
             return;
         }
+        let state = state.get_or_insert_with(Box::default);
         let side = &mut state.sides[segment.side.index()];
         let sent = Sent {
             frame: segment.at.frame,
@@ -217,10 +220,11 @@ impl Analysis for Exchanges {
 
     fn transaction(
         &mut self,
-        state: &mut ExchangeTrack,
+        state: &mut Option<Box<ExchangeTrack>>,
         conn: &ConnectionView<'_>,
         t: &TransactionView<'_>,
     ) {
+        let state = state.get_or_insert_with(Box::default);
         let tx: &Transaction = t.transaction;
         // A login is matched by nothing: its scramble differs through a proxy, and it is not a request
         // the server answers in the command phase.
@@ -266,11 +270,13 @@ impl Analysis for Exchanges {
 
     fn connection_ended(
         &mut self,
-        mut state: ExchangeTrack,
+        state: Option<Box<ExchangeTrack>>,
         _conn: &ConnectionView<'_>,
         _end: &EndView<'_>,
     ) {
-        state.finish_told(None, &mut self.exchanges);
+        if let Some(mut state) = state {
+            state.finish_told(None, &mut self.exchanges);
+        }
     }
 
     fn merge(&mut self, other: Self) {

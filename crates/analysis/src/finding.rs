@@ -177,23 +177,14 @@ impl NamedConnection {
 /// Names the connections of `conns` for findings ([`NamedConnection`]): marked `reused` when another
 /// connection of `conns` used the same 4-tuple.
 pub(crate) fn connection_namer(
-    conns: &[pcapsleuth_flow::Connection],
-) -> impl Fn(&pcapsleuth_flow::Connection) -> NamedConnection {
-    let mut tuples: std::collections::HashMap<(Endpoint, Endpoint), u32> =
-        std::collections::HashMap::new();
-    for c in conns {
-        *tuples
-            .entry((c.client.min(c.server), c.client.max(c.server)))
-            .or_default() += 1;
-    }
+    conns: &pcapsleuth_flow::ConnectionTable,
+) -> impl Fn(pcapsleuth_flow::Connection) -> NamedConnection + '_ {
     move |c| NamedConnection {
         client: c.client,
         server: c.server,
         first_frame: c.first.frame,
         last_frame: c.last.frame,
-        reused: tuples
-            .get(&(c.client.min(c.server), c.client.max(c.server)))
-            .is_some_and(|&n| n > 1),
+        reused: conns.reused(c.client, c.server),
     }
 }
 

@@ -724,7 +724,7 @@ fn error_notes(details: &[ErrorDetail]) -> BTreeMap<u64, String> {
 /// Comments for `extract --annotate` on where the stall that led to a close began (the first segment of
 /// the peer's zero window, or its last data before a silence), for the closes the close findings point
 /// at; each note goes to the finding that points at the close, a group's member rather than its head.
-fn stall_notes(f: &mut [Finding], conns: &[Connection]) {
+fn stall_notes(f: &mut [Finding], conns: &pcapsleuth_flow::ConnectionTable) {
     let is_close = |k: FindingKind| {
         matches!(
             k,

@@ -87,8 +87,8 @@ mod unknowns;
 
 pub use closes::{
     connection_closes, every_close, explain_incidents, first_reset, flow_rows, mysql_report,
-    CloseRecord, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowRow,
-    Judgements, NotJudged, SessionState,
+    CloseRecord, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose, FlowCloses,
+    FlowRow, Judgements, NotJudged, SessionState,
 };
 pub use compare::{
     compare, CaptureSpan, CapturedAs, ClientHump, ClockAlignment, ClockBasis, ClockPolicy,
@@ -128,9 +128,9 @@ pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     command_word, response_time_ns, statement_label, ConnectSummary, CutOff, ErrorDetail,
     ErrorExample, Fate, Incident, IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection,
-    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, RecognisedBy, RequestCounts,
-    SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
-    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES,
+    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, OtherStatements, RecognisedBy,
+    RequestCounts, SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
+    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES, STATEMENT_GROUPS_KEPT,
 };
 pub use mysql::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,

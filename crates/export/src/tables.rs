@@ -344,16 +344,17 @@ pub(crate) fn write_connections<O>(
 ) -> Result<Written, ExportError> {
     let mut t = Table::create(&CONNECTIONS, &dir(CONNECTIONS.name), partition)?;
     for (i, c) in run.connections.iter().enumerate() {
-        let m = run.mysql_sessions.get(i).and_then(Option::as_ref);
-        t.row(&connection_row(c, m))?;
+        let m = run.mysql_sessions.get(i).and_then(Option::as_deref);
+        t.row(&connection_row(&c, m))?;
     }
     let connections = t.finish(syncs)?;
     // Each close's own timestamp, from its connection (the report carries it as float seconds).
-    let by_first_frame: std::collections::HashMap<u64, &Connection> =
-        run.connections.iter().map(|c| (c.first.frame, c)).collect();
     let mut t = Table::create(&CLOSES, &dir(CLOSES.name), partition)?;
     for r in every_close(run) {
-        let Some(conn) = by_first_frame.get(&r.close.connection_first_frame) else {
+        let Some(conn) = run
+            .connections
+            .by_first_frame(r.close.connection_first_frame)
+        else {
             continue;
         };
         let at = [conn.first_fin, conn.first_rst]
@@ -361,7 +362,7 @@ pub(crate) fn write_connections<O>(
             .flatten()
             .find(|e| e.event.at.frame == r.close.frame)
             .map(|e| e.event.at.ts);
-        let mut row = close_row(&r, conn);
+        let mut row = close_row(&r, &conn);
         row[3] = Cell::opt(at, time);
         t.row(&row)?;
     }

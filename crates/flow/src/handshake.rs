@@ -13,6 +13,7 @@ use serde::{Serialize, Serializer};
 use crate::decode::TcpSegment;
 use crate::frame::FrameRef;
 use crate::key::Side;
+use crate::packed::{bit, has, Packer, Unpacker};
 
 /// What a SYN or SYN-ACK offered in its TCP options: maximum segment size (RFC 9293), window scale and
 /// timestamps (RFC 7323), SACK (RFC 2018).
@@ -146,24 +147,24 @@ fn ns_as_us<S: Serializer>(ns: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// The attempt while packets arrive.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct AttemptState {
     /// The side that sent the first SYN, and its ISN.
-    opener: Option<(Side, u32)>,
-    first_syn: Option<FrameRef>,
-    syns: u32,
-    retransmitted_syn: Option<FrameRef>,
-    syn_options: Option<SynOptions>,
-    synacks: u32,
+    pub(crate) opener: Option<(Side, u32)>,
+    pub(crate) first_syn: Option<FrameRef>,
+    pub(crate) syns: u32,
+    pub(crate) retransmitted_syn: Option<FrameRef>,
+    pub(crate) syn_options: Option<SynOptions>,
+    pub(crate) synacks: u32,
     /// The latest SYN-ACK answering the ISN before the client's first other packet after one, with
     /// how many SYNs had been sent (before any SYN: the first SYN-ACK, with its acknowledgment number).
-    synack: Option<(FrameRef, u32, SynOptions)>,
+    pub(crate) synack: Option<(FrameRef, u32, SynOptions)>,
     /// The client sent a packet after a SYN-ACK: the answer it acted on is settled.
-    settled: bool,
-    refused: Option<FrameRef>,
-    ack_to_syn: Option<FrameRef>,
+    pub(crate) settled: bool,
+    pub(crate) refused: Option<FrameRef>,
+    pub(crate) ack_to_syn: Option<FrameRef>,
     /// The SYN that resumed this attempt on the next connection of the 4-tuple.
-    resumed_by: Option<FrameRef>,
+    pub(crate) resumed_by: Option<FrameRef>,
 }
 
 impl AttemptState {
@@ -298,6 +299,95 @@ impl AttemptState {
             syn_options: self.syn_options,
             synack_options: synack.map(|(_, _, o)| o),
             resumed_by: self.resumed_by,
+        }
+    }
+}
+
+impl SynOptions {
+    fn pack(&self, p: &mut Packer<'_>) {
+        p.bits(
+            bit(0, self.mss.is_some())
+                | bit(1, self.window_scale.is_some())
+                | bit(2, self.sack_permitted)
+                | bit(3, self.timestamp.is_some()),
+        );
+        if let Some(m) = self.mss {
+            p.u32(u32::from(m));
+        }
+        if let Some(w) = self.window_scale {
+            p.u32(u32::from(w));
+        }
+        if let Some(t) = self.timestamp {
+            p.u32(t);
+        }
+    }
+
+    fn unpack(u: &mut Unpacker<'_>) -> SynOptions {
+        let b = u.bits();
+        SynOptions {
+            mss: has(b, 0).then(|| u.u32() as u16),
+            window_scale: has(b, 1).then(|| u.u32() as u8),
+            sack_permitted: has(b, 2),
+            timestamp: has(b, 3).then(|| u.u32()),
+        }
+    }
+}
+
+impl AttemptState {
+    pub(crate) fn pack(&self, p: &mut Packer<'_>) {
+        p.bits(
+            bit(0, self.opener.is_some())
+                | bit(1, self.opener.is_some_and(|(s, _)| s == Side::Hi))
+                | bit(2, self.first_syn.is_some())
+                | bit(3, self.retransmitted_syn.is_some())
+                | bit(4, self.syn_options.is_some())
+                | bit(5, self.synack.is_some())
+                | bit(6, self.settled)
+                | bit(7, self.refused.is_some())
+                | bit(8, self.ack_to_syn.is_some())
+                | bit(9, self.resumed_by.is_some()),
+        );
+        if let Some((_, isn)) = self.opener {
+            p.u32(isn);
+        }
+        p.opt_frame(self.first_syn);
+        p.u32(self.syns);
+        p.opt_frame(self.retransmitted_syn);
+        if let Some(o) = &self.syn_options {
+            o.pack(p);
+        }
+        p.u32(self.synacks);
+        if let Some((at, n, o)) = &self.synack {
+            p.frame(*at);
+            p.u32(*n);
+            o.pack(p);
+        }
+        p.opt_frame(self.refused);
+        p.opt_frame(self.ack_to_syn);
+        p.opt_frame(self.resumed_by);
+    }
+
+    pub(crate) fn unpack(u: &mut Unpacker<'_>) -> AttemptState {
+        let b = u.bits();
+        let opener = has(b, 0).then(|| (if has(b, 1) { Side::Hi } else { Side::Lo }, u.u32()));
+        let first_syn = u.opt_frame(has(b, 2));
+        let syns = u.u32();
+        let retransmitted_syn = u.opt_frame(has(b, 3));
+        let syn_options = has(b, 4).then(|| SynOptions::unpack(u));
+        let synacks = u.u32();
+        let synack = has(b, 5).then(|| (u.frame(), u.u32(), SynOptions::unpack(u)));
+        AttemptState {
+            opener,
+            first_syn,
+            syns,
+            retransmitted_syn,
+            syn_options,
+            synacks,
+            synack,
+            settled: has(b, 6),
+            refused: u.opt_frame(has(b, 7)),
+            ack_to_syn: u.opt_frame(has(b, 8)),
+            resumed_by: u.opt_frame(has(b, 9)),
         }
     }
 }

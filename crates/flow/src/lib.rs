@@ -52,6 +52,7 @@ mod fragments;
 mod frame;
 mod handshake;
 mod key;
+mod packed;
 mod reassembly;
 mod tcp;
 mod tunnel;
@@ -64,6 +65,9 @@ pub use fragments::{
 pub use frame::FrameRef;
 pub use handshake::{AttemptOutcome, Handshake, SynOptions};
 pub use key::{Endpoint, FlowBuildHasher, FlowHasher, FlowKey, Side};
+pub use packed::{
+    ConnectionTable, Iter as ConnectionTableIter, PackedState, CONNECTIONS_KEPT_UNPACKED,
+};
 pub use reassembly::{StreamEvent, StreamReassembler, MAX_HELD_BYTES};
 pub use tcp::{
     server_side_by_port, CloseEvent, CloseFlag, ClosedBy, Connection, ConnectionEnd,

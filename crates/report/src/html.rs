@@ -14,7 +14,8 @@ use std::fmt::Write;
 use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, significant, NONE};
 use pcapsleuth_analysis::{
-    CloseReport, Diff, Finding, FindingKind, FullReport, RtSource, RtSummary, Unknowns,
+    CloseReport, Diff, Finding, FindingKind, FullReport, RtSource, RtSummary, StatusCounts,
+    Unknowns,
 };
 
 use crate::plots::{svg_plots, PlotError};
@@ -543,33 +544,69 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
              <th class=\"n\">no index</th><th class=\"n\">warnings</th></tr></thead><tbody>"
         );
         for s in &m.statements {
-            let n = s.rt_us.count;
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>",
+            let cells = [
                 escape_html(&s.command),
-                escape_html(&s.fingerprint),
-                num_count(s.count),
-                num_count(s.requests.answered),
-                num_us(n, s.total_us),
-                num_us(n, s.rt_us.mean),
-                num_us(n, s.rt_us.p50),
-                num_us(n, s.rt_us.p95),
-                num_us(n, s.rt_us.p99),
-                num_us(n, s.rt_us.max),
-                num_count(s.errors),
-                num_count(s.rows),
-                num_count(s.status.no_index_used),
-                num_count(s.status.warnings)
-            );
+                format!("<code>{}</code>", escape_html(&s.fingerprint)),
+            ];
+            let counts = [s.count, s.requests.answered, s.errors, s.rows];
+            statement_row(out, &cells, counts, (s.total_us, &s.rt_us), &s.status);
+        }
+        if let Some(o) = &m.other_statements {
+            let cells = [
+                String::new(),
+                format!("(other statements: about {} groups)", count(o.groups_about)),
+            ];
+            let counts = [o.count, o.requests.answered, o.errors, o.rows];
+            statement_row(out, &cells, counts, (o.total_us, &o.rt_us), &o.status);
         }
         let _ = writeln!(
             out,
             "</tbody></table>\n<p class=\"meta\">Times are over the answered requests of each fingerprint \
              (literals replaced by <code>?</code>).</p>"
         );
+        if let Some(o) = &m.other_statements {
+            let _ = writeln!(
+                out,
+                "<p class=\"meta\">The capture holds more statement groups than the {} kept one by one: \
+                 those kept are chosen by a hash of their command and fingerprint, not by time; the others are counted \
+                 together as <i>other statements</i>.</p>",
+                count(o.groups_kept)
+            );
+        }
     }
     let _ = writeln!(out, "</section>");
+}
+
+/// A row of the statements table: `cells` (HTML: the command, the statement), then requests, answered,
+/// total and the answered's times, errors, rows, responses without an index and warnings (`counts`:
+/// requests, answered, errors, rows).
+fn statement_row(
+    out: &mut String,
+    cells: &[String; 2],
+    counts: [u64; 4],
+    (total_us, rt): (f64, &RtSummary),
+    status: &StatusCounts,
+) {
+    let [requests, answered, errors, rows] = counts;
+    let n = rt.count;
+    let _ = writeln!(
+        out,
+        "<tr><td>{}</td><td class=\"stmt\">{}</td>{}{}{}{}{}{}{}{}{}{}{}{}</tr>",
+        cells[0],
+        cells[1],
+        num_count(requests),
+        num_count(answered),
+        num_us(n, total_us),
+        num_us(n, rt.mean),
+        num_us(n, rt.p50),
+        num_us(n, rt.p95),
+        num_us(n, rt.p99),
+        num_us(n, rt.max),
+        num_count(errors),
+        num_count(rows),
+        num_count(status.no_index_used),
+        num_count(status.warnings)
+    );
 }
 
 /// The section comparing the capture with its baseline (`report --html --baseline A`).

@@ -13,7 +13,7 @@ use pcapsleuth_analysis::{
     statement_label, CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose,
     FlowRow, MysqlReport, RequestCounts, RtSummary, ServerRow, TlsReport, Unknowns,
 };
-use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd};
+use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, ConnectionTable};
 use serde::Serialize;
 
 /// A cause in the text reports: `cause (likely): ...`, then its evidence one fact a line (with
@@ -609,6 +609,51 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 let _ = writeln!(out, "  {:>9}   and {}{waited}", "", others.describe());
             }
         }
+        let unlisted = r.statements.get(limit..).unwrap_or(&[]);
+        if !unlisted.is_empty() || r.other_statements.is_some() {
+            // The groups not listed, as one row: counts and times add up; percentiles do not, so
+            // they are not shown.
+            let (mut answered, mut total_us, mut errors) = (0u64, 0f64, 0u64);
+            for s in unlisted {
+                answered += s.requests.answered;
+                total_us += s.total_us;
+                errors += s.errors;
+            }
+            let mut groups = counted(unlisted.len() as u64, "group", "groups");
+            if let Some(o) = &r.other_statements {
+                answered += o.requests.answered;
+                total_us += o.total_us;
+                errors += o.errors;
+                groups = format!(
+                    "about {}",
+                    counted(unlisted.len() as u64 + o.groups_about, "group", "groups")
+                );
+            }
+            let timed = |us: f64| duration_or_none(answered, us);
+            let columns = format!(
+                "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
+                count(answered),
+                timed(total_us),
+                timed(total_us / answered.max(1) as f64),
+                NONE,
+                NONE,
+                NONE,
+                count(errors),
+            );
+            let _ = writeln!(
+                out,
+                "{}",
+                row(&columns, &format!("(other statements: {groups})"))
+            );
+        }
+        if let Some(o) = &r.other_statements {
+            let _ = writeln!(
+                out,
+                "  more statement groups than the {} kept one by one: those kept (and listed) are chosen by a hash of their command and fingerprint, not by time; the {} requests of the others are counted in `other statements`",
+                count(o.groups_kept),
+                count(o.count)
+            );
+        }
         if r.statements.iter().take(limit).any(|s| s.text_cut) {
             let _ = writeln!(
                 out,
@@ -735,69 +780,117 @@ fn close_words(c: Option<&FlowClose>) -> String {
     }
 }
 
-/// Sorts connections for display: by start (frame), bytes or duration (largest first).
-pub fn sorted(conns: &[Connection], by: FlowSort) -> Vec<&Connection> {
-    let mut v: Vec<&Connection> = conns.iter().collect();
-    match by {
-        FlowSort::Start => {}
-        FlowSort::Bytes => v.sort_by_key(|c| std::cmp::Reverse(c.total_bytes())),
-        FlowSort::Duration => v.sort_by_key(|c| std::cmp::Reverse(c.duration_ns())),
+/// The order `pcapsleuth flows --sort` lists the connections of `conns` in, as their positions in it: by
+/// start (as kept), or largest first by bytes or duration (ties in order of start).
+pub fn flow_order(conns: &ConnectionTable, by: FlowSort) -> Vec<usize> {
+    let key = |c: Connection| match by {
+        FlowSort::Start => 0,
+        FlowSort::Bytes => i128::from(c.total_bytes()),
+        FlowSort::Duration => i128::from(c.duration_ns()),
+    };
+    if by == FlowSort::Start {
+        return (0..conns.len()).collect();
     }
-    v
+    let mut keyed: Vec<(std::cmp::Reverse<i128>, usize)> = conns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (std::cmp::Reverse(key(c)), i))
+        .collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
-/// What `pcapsleuth flows` prints: one row per connection, in the order of `conns` (see [`sorted`]):
+/// Sorts connections for display: by start (frame), bytes or duration (largest first).
+pub fn sorted(conns: &ConnectionTable, by: FlowSort) -> Vec<Connection> {
+    flow_order(conns, by)
+        .into_iter()
+        .map(|i| conns.at(i))
+        .collect()
+}
+
+/// What `pcapsleuth flows` prints: one row per connection, in the order of `rows` (see [`flow_order`]):
 /// client, server, first frame, start (seconds after the capture's first packet), duration (s), SYNs
-/// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended; then
-/// the number of connections.
-pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow<'_>]) -> String {
-    let first = capture.first_ts.map_or(0, |t| t.0);
+/// sent, connect time, packets each way, retransmissions, zero windows, bytes, and how it ended (and how
+/// its close was judged); then the number of connections.
+pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow]) -> String {
     let mut out = String::new();
+    flow_lines(
+        capture,
+        || rows.iter().cloned(),
+        rows.len(),
+        |line| {
+            out.push_str(line);
+            Ok(())
+        },
+    )
+    .unwrap_or_default();
+    visible_lines_owned(out)
+}
+
+/// [`render_flows`] of the `n` rows `rows` gives (each time it is called: the rows are walked twice, once
+/// for the columns' widths, once for the lines), handed to `line` one line (with its newline) at a
+/// time, so that a table of a million connections is never held as text. Each line is shown as
+/// [`crate::visible_lines`] shows it.
+pub fn write_flows<I: Iterator<Item = FlowRow>>(
+    capture: &CaptureFacts,
+    rows: impl Fn() -> I,
+    n: usize,
+    mut line: impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    flow_lines(capture, rows, n, |l| line(&crate::visible_lines(l)))
+}
+
+/// The cells of a connection's row in `pcapsleuth flows`, written into `cells`.
+fn flow_cells(r: &FlowRow, first: i64, cells: &mut [String; 13]) {
+    for cell in cells.iter_mut() {
+        cell.clear();
+    }
+    let c = &r.connection;
+    let h = &c.handshake;
+    let _ = write!(cells[0], "{}", c.client);
+    let _ = write!(cells[1], "{}", c.server);
+    let _ = write!(cells[2], "{}", c.first.frame);
+    let _ = write!(cells[3], "{:.3}", (c.first.ts.0 - first) as f64 / 1e9);
+    let _ = write!(cells[4], "{:.3}", c.duration_ns() as f64 / 1e9);
+    let _ = write!(cells[5], "{}", h.syn_count);
+    cells[6].push_str(&match (h.outcome, h.connect_ns) {
+        (_, Some(ns)) => duration(ns as f64 / 1e3),
+        (Some(AttemptOutcome::Refused), None) => "refused".into(),
+        (Some(AttemptOutcome::Unanswered), None) => "no answer".into(),
+        _ => NONE.into(),
+    });
+    cells[7].push_str(&count(c.to_server.packets));
+    cells[8].push_str(&count(c.to_client.packets));
+    cells[9].push_str(&count(
+        c.to_server.retransmissions + c.to_client.retransmissions,
+    ));
+    cells[10].push_str(&count(c.to_server.zero_windows + c.to_client.zero_windows));
+    cells[11].push_str(&count(c.total_bytes()));
+    cells[12].push_str(&end_text(c.end));
+    if !c.roles_known {
+        cells[12].push_str(" (roles unknown)");
+    }
+    cells[12].push_str(&close_words(r.close.as_ref()));
+}
+
+/// The lines of `pcapsleuth flows` for the `n` rows `rows` gives (it is walked twice: once for the
+/// columns' widths, once for the lines).
+fn flow_lines<I: Iterator<Item = FlowRow>>(
+    capture: &CaptureFacts,
+    rows: impl Fn() -> I,
+    n: usize,
+    mut line: impl FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let first = capture.first_ts.map_or(0, |t| t.0);
     const HEADERS: [&str; 13] = [
         "client", "server", "frame", "start", "dur", "SYNs", "connect", "pkts>s", "pkts>c",
         "resent", "0-win", "bytes", "end",
     ];
-    let conns = rows;
-    let rows: Vec<[String; 13]> = rows
-        .iter()
-        .map(|row| {
-            let c = row.connection;
-            let h = &c.handshake;
-            let connect = match (h.outcome, h.connect_ns) {
-                (_, Some(ns)) => duration(ns as f64 / 1e3),
-                (Some(AttemptOutcome::Refused), None) => "refused".into(),
-                (Some(AttemptOutcome::Unanswered), None) => "no answer".into(),
-                _ => NONE.into(),
-            };
-            [
-                c.client.to_string(),
-                c.server.to_string(),
-                c.first.frame.to_string(),
-                format!("{:.3}", (c.first.ts.0 - first) as f64 / 1e9),
-                format!("{:.3}", c.duration_ns() as f64 / 1e9),
-                h.syn_count.to_string(),
-                connect,
-                count(c.to_server.packets),
-                count(c.to_client.packets),
-                count(c.to_server.retransmissions + c.to_client.retransmissions),
-                count(c.to_server.zero_windows + c.to_client.zero_windows),
-                count(c.total_bytes()),
-                format!(
-                    "{}{}{}",
-                    end_text(c.end),
-                    if c.roles_known {
-                        ""
-                    } else {
-                        " (roles unknown)"
-                    },
-                    close_words(row.close.as_ref())
-                ),
-            ]
-        })
-        .collect();
+    let mut cells: [String; 13] = Default::default();
     let mut widths = HEADERS.map(str::len);
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
+    for r in rows() {
+        flow_cells(&r, first, &mut cells);
+        for (w, cell) in widths.iter_mut().zip(&cells) {
             *w = (*w).max(cell.chars().count());
         }
     }
@@ -816,20 +909,19 @@ pub fn render_flows(capture: &CaptureFacts, rows: &[FlowRow<'_>]) -> String {
         line.push_str("  ");
         line
     };
-    let _ = writeln!(out, "{}", row(&columns(HEADERS), HEADERS[12]));
-    for r in &rows {
-        let cells: [&str; 13] = std::array::from_fn(|i| r[i].as_str());
-        let _ = writeln!(out, "{}", row(&columns(cells), cells[12]));
+    line(&format!("{}\n", row(&columns(HEADERS), HEADERS[12])))?;
+    for r in rows() {
+        flow_cells(&r, first, &mut cells);
+        let cells: [&str; 13] = std::array::from_fn(|i| cells[i].as_str());
+        line(&format!("{}\n", row(&columns(cells), cells[12])))?;
     }
-    let _ = writeln!(
-        out,
+    line(&format!(
         "{}\n(frame: the first of the connection; start: seconds after the capture's first packet; dur: seconds, \
          first packet to last; SYNs: the client's; connect: first SYN to SYN-ACK; pkts>s, pkts>c: packets to the \
          server, to the client; resent: retransmitted packets; 0-win: zero-window advertisements; bytes: on the \
-         wire, both ways)",
-        counted(conns.len() as u64, "connection", "connections")
-    );
-    visible_lines_owned(out)
+         wire, both ways)\n",
+        counted(n as u64, "connection", "connections")
+    ))
 }
 
 /// What the capture could not show, before any command's text: empty when it showed everything.

@@ -547,6 +547,42 @@ impl MysqlTrack {
         self.retransmissions.push_back(ts_ns);
     }
 
+    /// Whether [`MysqlTrack::untouched`] may find it untouched (a quick check first: a session never is).
+    #[inline]
+    pub(crate) fn may_be_untouched(&self) -> bool {
+        !matches!(self.detect, Detect::Mysql | Detect::MysqlTls)
+    }
+
+    /// The retransmission times this track was told, when that is all it was told since
+    /// `MysqlTrack::new(mode, _)` made it: the same track is then made again by `new` and those times
+    /// told in order. (A segment without payload that closes nothing leaves the recogniser as it was, so
+    /// a connection seen only in its handshake packets and ACKs keeps its track untouched.)
+    pub(crate) fn untouched(&self, mode: MysqlDetection) -> Option<&VecDeque<i64>> {
+        let fresh = match (&self.detect, mode) {
+            (Detect::Undecided(r), MysqlDetection::Auto | MysqlDetection::Port(_)) => r.is_fresh(),
+            (Detect::NotMysql, MysqlDetection::Off) => true,
+            _ => false,
+        };
+        // The rest is filled only once the connection is MySQL (a decided recogniser, above), but is
+        // checked all the same: a track that is not as made is never taken for one.
+        (fresh
+            && self.recognised_by.is_none()
+            && self.client.is_none()
+            && self.session.is_none()
+            && self.closes.is_empty()
+            && self.closed == [[false; 2]; 2]
+            && self.transactions == 0
+            && self.errors == 0
+            && self.requests == RequestCounts::default()
+            && self.statements_cut == 0
+            && self.replication.is_none()
+            && self.last_ts_ns == 0
+            && self.unanswered.is_empty()
+            && self.tail.is_none()
+            && self.tls.is_none())
+        .then_some(&self.retransmissions)
+    }
+
     /// The client side, once MySQL told it (greeting, or request/response shape).
     pub(crate) fn client(&self) -> Option<Side> {
         // Set only when the connection is recognised as MySQL, which it then stays (in TLS or not).

@@ -15,8 +15,9 @@ pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
     command_word, statement_label, ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate,
-    MysqlFilter, MysqlReport, MysqlStatistics, SecondCounts, ServerRow, StatementFingerprinter,
-    StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
+    MysqlFilter, MysqlReport, MysqlStatistics, OtherStatements, SecondCounts, ServerRow,
+    StatementFingerprinter, StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
+    STATEMENT_GROUPS_KEPT,
 };
 pub(crate) use tls::Told;
 pub use tls::{

@@ -310,6 +310,15 @@ impl Recogniser {
         }
     }
 
+    /// Whether it has judged nothing yet: as `new` made it.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.bytes == 0
+            && self.turns == 0
+            && self.last_side.is_none()
+            && self.turn.is_none()
+            && self.candidate.is_none()
+    }
+
     /// Judges one more segment of the connection.
     pub(crate) fn segment(
         &mut self,

@@ -139,6 +139,14 @@ impl StatementFingerprinter {
 /// complete statements it may be the start of.
 pub const CUT_MARK: &str = "…";
 
+/// Statement groups (distinct fingerprints) the MySQL statistics keep one by one: beyond them, the
+/// groups whose fingerprints hash highest are folded into one "other statements" group, counted exactly.
+/// Which groups are kept depends on their fingerprints alone, so it is the same however the capture was
+/// split: the [`STATEMENT_GROUPS_KEPT`] whose fingerprints' hashes (a 64-bit hash, the same in every
+/// process) are lowest. Real workloads have
+/// hundreds to a few thousand; a capture of hostile or generated SQL can have one per request.
+pub const STATEMENT_GROUPS_KEPT: usize = 10_000;
+
 /// Up to this many distinct messages are kept per error code (those seen first).
 const MESSAGE_SAMPLES: usize = 3;
 
@@ -313,13 +321,41 @@ fn note_code(codes: &mut Vec<(u16, u64)>, code: u16, n: u64) {
     }
 }
 
-/// Adds the group `s` of `key` to `statements`.
-fn merge_statement(statements: &mut Statements, key: StatementKey, s: StatementAgg) {
-    match statements.get_mut(&key) {
-        None => {
-            statements.insert(key, s);
+/// A 64-bit hash of a statement group's key (its command byte, then its fingerprint) that is the same
+/// in every process (FNV-1a, then MurmurHash3's finaliser to spread it over the 64 bits): what decides which statement groups are kept one by one
+/// ([`STATEMENT_GROUPS_KEPT`]), and, from the highest kept, about how many there were.
+pub(crate) fn fingerprint_hash(key: &StatementKey) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in std::iter::once(key.command).chain(key.fingerprint.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ h >> 33
+}
+
+/// Statement groups by command and fingerprint, at most [`STATEMENT_GROUPS_KEPT`] one by one once finished (twice
+/// that while counting, so that folding is done once per that many new groups), and the rest folded
+/// into one group.
+#[derive(Debug, Clone, PartialEq)]
+struct Statements {
+    groups: HashMap<StatementKey, StatementAgg, FlowBuildHasher>,
+    /// The groups folded, counted as one; `None` while none was.
+    other: Option<Box<StatementAgg>>,
+    /// How many groups are kept one by one ([`STATEMENT_GROUPS_KEPT`] unless told otherwise).
+    keep: usize,
+}
+
+impl Default for Statements {
+    fn default() -> Self {
+        Statements {
+            groups: HashMap::default(),
+            other: None,
+            keep: STATEMENT_GROUPS_KEPT,
         }
-        Some(agg) => agg.merge(s),
     }
 }
 
@@ -334,8 +370,66 @@ pub(crate) struct StatementKey {
     pub(crate) fingerprint: String,
 }
 
-/// Statement groups by command and fingerprint.
-type Statements = HashMap<StatementKey, StatementAgg, FlowBuildHasher>;
+impl Statements {
+    /// Adds the group `s` of `key`.
+    fn add(&mut self, key: StatementKey, s: StatementAgg) {
+        match self.groups.get_mut(&key) {
+            None => {
+                self.groups.insert(key, s);
+            }
+            Some(agg) => agg.merge(s),
+        }
+    }
+
+    /// Adds every group of `o`.
+    fn merge(&mut self, o: Statements) {
+        for (fp, s) in o.groups {
+            self.add(fp, s);
+        }
+        if let Some(other) = o.other {
+            self.fold_in(*other);
+        }
+        self.keep = self.keep.min(o.keep);
+        self.bound_loosely();
+    }
+
+    /// Folds down to the groups kept once there are twice as many: folding is then done once per that
+    /// many new groups.
+    fn bound_loosely(&mut self) {
+        if self.groups.len() > self.keep.saturating_mul(2) {
+            self.bound();
+        }
+    }
+
+    fn fold_in(&mut self, s: StatementAgg) {
+        match &mut self.other {
+            Some(other) => other.merge(s),
+            None => self.other = Some(Box::new(s)),
+        }
+    }
+
+    /// Folds all but the `keep` groups whose keys hash lowest (ties, which only equal hashes of
+    /// different keys make, by key). A group that is folded has `keep` groups of lower
+    /// hashes beside it, so it is not among the lowest of the whole capture either: folding early folds
+    /// only groups the end would fold.
+    fn bound(&mut self) {
+        let keep = self.keep;
+        if self.groups.len() <= keep {
+            return;
+        }
+        let mut by_hash: Vec<(u64, StatementKey)> = self
+            .groups
+            .keys()
+            .map(|k| (fingerprint_hash(k), k.clone()))
+            .collect();
+        by_hash.select_nth_unstable(keep);
+        for (_, fp) in &by_hash[keep..] {
+            if let Some(s) = self.groups.remove(fp) {
+                self.fold_in(s);
+            }
+        }
+    }
+}
 
 /// The statement groups counted by one [`MysqlStatistics`] and not yet added to its aggregate,
 /// numbered, so that a statement whose fingerprint starts with a remembered head of the
@@ -440,10 +534,11 @@ impl Groups {
                 fingerprint: chars.as_str().to_string(),
             };
             if let Some(agg) = self.groups.get_mut(n as usize) {
-                merge_statement(statements, key, std::mem::take(agg));
+                statements.add(key, std::mem::take(agg));
             }
         }
         self.groups.clear();
+        statements.bound_loosely();
     }
 }
 
@@ -604,6 +699,13 @@ impl MysqlStatistics {
             ..MysqlStatistics::default()
         }
     }
+
+    /// Keeps `n` statement groups one by one instead of [`STATEMENT_GROUPS_KEPT`] (the others are
+    /// folded into `other_statements`). Every instance of a run must be told the same.
+    pub fn keeping_statement_groups(mut self, n: usize) -> Self {
+        self.aggregate.statements.keep = n;
+        self
+    }
 }
 
 /// A login seen from the client's first SYN: the SYN, and the time from it to the answer to the login.
@@ -716,6 +818,8 @@ impl Analysis for MysqlStatistics {
 
     fn finish(mut self, capture: &CaptureFacts) -> MysqlAggregate {
         self.pending.flush(&mut self.aggregate);
+        // The groups kept one by one, the same however the work was split.
+        self.aggregate.statements.bound();
         let timeline = &capture.timeline;
         self.aggregate.keep_within(timeline);
         // The MySQL span and the waits of requests open at the end run to the body's last packet, not to
@@ -979,15 +1083,21 @@ impl MysqlAggregate {
             let command = t.command.byte();
             let n = match groups.find(command, (head, rest)) {
                 Some(n) => n,
-                None => groups.insert(
-                    command,
-                    (head, rest),
-                    StatementAgg {
-                        sample: (t.request_frame, sql.clone()),
-                        text_cut: cut,
-                        ..StatementAgg::default()
-                    },
-                ),
+                None => {
+                    // The groups not yet added are bounded too (the heads remembered stay valid).
+                    if groups.groups.len() >= self.statements.keep.max(1) {
+                        groups.flush(&mut self.statements);
+                    }
+                    groups.insert(
+                        command,
+                        (head, rest),
+                        StatementAgg {
+                            sample: (t.request_frame, sql.clone()),
+                            text_cut: cut,
+                            ..StatementAgg::default()
+                        },
+                    )
+                }
             };
             if let Some(agg) = groups.group(n) {
                 agg.count(t, sql, (fate, is_err), rt, waited_ns);
@@ -1040,9 +1150,7 @@ impl MysqlAggregate {
         }
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
-        for (key, s) in o.statements {
-            merge_statement(&mut self.statements, key, s);
-        }
+        self.statements.merge(o.statements);
         for (server, s) in o.servers {
             self.servers.entry(server).or_default().merge(&s);
         }
@@ -1071,18 +1179,19 @@ impl MysqlAggregate {
         });
     }
 
-    /// Response-time distribution of each statement group, with the group's name
+    /// Response-time distribution of each statement group kept one by one, with the group's name
     /// ([`statement_label`]).
     pub(crate) fn statement_histograms(&self) -> impl Iterator<Item = (String, &Histogram)> {
-        self.statements.iter().map(|(k, s)| {
+        self.statements.groups.iter().map(|(k, s)| {
             let command = Command::from_byte(k.command).name();
             (statement_label(command, &k.fingerprint), &s.rt)
         })
     }
 
-    /// Every statement group, as the diff of two runs reads them.
+    /// Every statement group kept one by one (see [`STATEMENT_GROUPS_KEPT`]), as the diff of two runs
+    /// reads them.
     pub(crate) fn statement_groups(&self) -> impl Iterator<Item = StatementView<'_>> {
-        self.statements.iter().map(|(k, s)| StatementView {
+        self.statements.groups.iter().map(|(k, s)| StatementView {
             command: Command::from_byte(k.command),
             fingerprint: &k.fingerprint,
             requests: s.requests,
@@ -1154,9 +1263,44 @@ impl MysqlAggregate {
         self.incidents
             .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
         sort_streams(&mut self.replication);
+        self.statements.bound();
+        let other_statements = self.statements.other.take().map(|o| {
+            // About how many groups there were: the highest kept hash is about the kept groups'
+            // share of the 64-bit range (k minimum values: within about 1% for 10,000).
+            let highest = self
+                .statements
+                .groups
+                .keys()
+                .map(fingerprint_hash)
+                .max()
+                .unwrap_or(u64::MAX)
+                .max(1);
+            let kept = self.statements.groups.len() as u64;
+            let all = ((kept.saturating_sub(1)) as f64 * (u64::MAX as f64 / highest as f64)) as u64;
+            OtherStatements {
+                groups_about: all.saturating_sub(kept).max(1),
+                groups_kept: kept,
+                count: o.requests.total(),
+                requests: o.requests,
+                errors: o.errors,
+                error_codes: o
+                    .error_codes
+                    .iter()
+                    .map(|(code, n)| (code.to_string(), *n))
+                    .collect(),
+                rows: o.rows,
+                request_bytes: o.request_bytes,
+                response_bytes: o.response_bytes,
+                status: o.status,
+                total_us: o.rt.sum_ns() as f64 / 1e3,
+                rt_us: o.rt.summary_us(),
+                cut_off_waited_us: o.waited.summary_us(),
+            }
+        });
         let servers = self.server_rows();
         let mut statements: Vec<StatementGroup> = self
             .statements
+            .groups
             .into_iter()
             .map(|(key, s)| StatementGroup {
                 command: Command::from_byte(key.command).name().to_string(),
@@ -1233,6 +1377,7 @@ impl MysqlAggregate {
             rt_ok_us: self.rt_ok.summary_us(),
             rt_error_us: self.rt_err.summary_us(),
             statements,
+            other_statements,
             servers,
             per_second: self
                 .per_second
@@ -1286,8 +1431,13 @@ pub struct MysqlReport {
     pub rt_ok_us: RtSummary,
     /// Response times of the requests answered by an error response, microseconds.
     pub rt_error_us: RtSummary,
-    /// Statements grouped by command and fingerprint, by total time.
+    /// Statements grouped by command and fingerprint, by total time: every group, unless the capture
+    /// held more than [`STATEMENT_GROUPS_KEPT`] (then `other_statements` says what the others were).
     pub statements: Vec<StatementGroup>,
+    /// The statement groups beyond the [`STATEMENT_GROUPS_KEPT`] kept one by one, folded into one and
+    /// counted exactly; absent (in JSON too) when every group is in `statements`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_statements: Option<OtherStatements>,
     /// Per server endpoint, the busiest (most requests) first: what it was asked and how it answered.
     pub servers: Vec<ServerRow>,
     /// Requests and error responses per second, for every second with requests (by the second each request
@@ -1424,6 +1574,44 @@ pub struct StatementGroup {
     /// The capture holds these statements only in part (snap length, loss): the fingerprint is of their
     /// start and ends in [`CUT_MARK`].
     pub text_cut: bool,
+}
+
+/// The statement groups a report does not list one by one, counted as one: the requests of the groups
+/// beyond the [`STATEMENT_GROUPS_KEPT`] kept, which are those whose fingerprints hash lowest (not the
+/// groups with the most time: a group is kept or not by its fingerprint alone, so that the report is the
+/// same however the capture was split and read).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OtherStatements {
+    /// About how many groups are folded here: estimated from the hashes of the groups kept (k minimum
+    /// values), within about 1%.
+    pub groups_about: u64,
+    /// The groups listed one by one in `statements`.
+    pub groups_kept: u64,
+    /// Requests of these groups that expect a response (`answered`, `cut_off`, `unanswered`,
+    /// `unreadable` say what became of them).
+    pub count: u64,
+    /// What became of them (flattened in JSON).
+    #[serde(flatten)]
+    pub requests: RequestCounts,
+    /// Of them, those answered by an error response.
+    pub errors: u64,
+    /// Those error responses by code (`"1146"` -> count).
+    pub error_codes: BTreeMap<String, u64>,
+    /// Rows of the resultsets returned to them.
+    pub rows: u64,
+    /// MySQL bytes of the requests (packets with their headers).
+    pub request_bytes: u64,
+    /// MySQL bytes of their responses.
+    pub response_bytes: u64,
+    /// What the OK and EOF packets that ended the responses said (flattened in JSON, as a group's).
+    #[serde(flatten)]
+    pub status: StatusCounts,
+    /// Sum of the response times of the answered requests, microseconds.
+    pub total_us: f64,
+    /// Response times of the answered requests, microseconds.
+    pub rt_us: RtSummary,
+    /// How long the requests cut off by a close had waited.
+    pub cut_off_waited_us: RtSummary,
 }
 
 /// A statement group's name in text where only one string fits: its fingerprint, after its command
