@@ -360,6 +360,20 @@ mod tests {
     }
 
     #[test]
+    fn a_match_reaching_before_its_payload_is_counted_not_filled_in() {
+        // A fixed-Huffman block whose first symbol copies 3 bytes from distance 1: there is nothing
+        // before it, as each payload is a zlib stream of its own (zlib: "invalid distance too far
+        // back"). Its output is not made up from whatever a window last held.
+        let z = [0x78, 0x9c, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+        let mut s = vec![z.len() as u8, 0, 0, 0, 3, 0, 0];
+        s.extend_from_slice(&z);
+        s.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, b'x']);
+        let mut d = Decompressor::new();
+        assert_eq!(drain(&mut d, &s), b"x");
+        assert_eq!(d.errors, 1);
+    }
+
+    #[test]
     fn garbage_payload_is_counted_and_skipped() {
         let mut s = vec![4, 0, 0, 0, 100, 0, 0, 1, 2, 3, 4];
         s.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, b'x']);
