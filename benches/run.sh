@@ -8,6 +8,8 @@
 #
 # usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1; RUNS=5 rounds;
 #        PCAPSLEUTH=path/to/pcapsleuth measures that binary instead of building this checkout's)
+# Shapes: the default (many connections at a time); one compressed-protocol connection at a time:
+#        benches/run.sh fixtures/compressed.pcap 1.7
 set -euo pipefail
 . "$(dirname "$0")/big-capture.sh"
 cat "$BIG" > /dev/null   # all runs read from the page cache

@@ -8,17 +8,55 @@
 //! uncompressed length, so a deflate bomb costs time proportional to its
 //! declared size (at most 16 MiB per compressed packet), never memory.
 //!
-//! The inflater works in its own 32 KiB window and hands out at most one
-//! buffer at a time, so it may still hold output after it has read the last
-//! byte of a payload: the payload ends only once that output is out
-//! ([`Decompressor::has_pending_output`] tells the caller to call again).
+//! Every deflated payload is a zlib stream of its own. One inflater serves a
+//! direction for its whole life: it is reset between payloads (which keeps its
+//! window and tables allocated), and its output buffer is allocated once and
+//! never cleared, as only the bytes the inflater wrote are handed out. Each
+//! payload byte is inflated once, as it comes.
+//!
+//! The inflater hands out at most one buffer at a time, so it may still hold
+//! output after it has read the last byte of a payload: the payload ends only
+//! once that output is out ([`Decompressor::has_pending_output`] tells the
+//! caller to call again).
 
-use miniz_oxide::inflate::stream::{inflate, InflateState};
-use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
+use std::cell::RefCell;
+
+use flate2::{Decompress, FlushDecompress, Status};
 
 use crate::wire::le_u24;
 
 const OUT_CHUNK: usize = 16 * 1024;
+
+/// A zlib inflater and its output buffer: what a direction needs to inflate, allocated once.
+struct Inflater {
+    /// The current payload's zlib stream (reset at each deflated payload).
+    state: Decompress,
+    out: Box<[u8]>,
+}
+
+/// Inflaters a thread keeps from directions that ended, for the next ones it starts: setting one up
+/// (its state, its window, its output buffer: some 60 KB) costs more than inflating a short
+/// connection's payloads, and a capture of short compressed connections starts one per direction.
+const SPARE_MAX: usize = 8;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Inflater>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Inflater {
+    /// One of the thread's spare inflaters, else a new one. Its state is reset before every payload
+    /// and only the bytes it writes are read from its buffer, so what it held before cannot show.
+    fn take() -> Self {
+        let spare = SPARE
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+            .ok()
+            .flatten();
+        spare.unwrap_or_else(|| Inflater {
+            state: Decompress::new(true),
+            out: vec![0u8; OUT_CHUNK].into_boxed_slice(),
+        })
+    }
+}
 
 pub(crate) struct Decompressor {
     hdr: [u8; 7],
@@ -33,8 +71,8 @@ pub(crate) struct Decompressor {
     finished: bool,
     /// The last call filled the output buffer: the inflater may hold more.
     pending: bool,
-    state: Box<InflateState>,
-    out: Box<[u8]>,
+    /// Taken at the first deflated payload (stored payloads need none).
+    inflater: Option<Inflater>,
     /// Payloads that failed to inflate or inflated past their declared length.
     pub(crate) errors: u64,
 }
@@ -52,8 +90,7 @@ impl Decompressor {
             broken: false,
             finished: false,
             pending: false,
-            state: InflateState::new_boxed(DataFormat::Zlib),
-            out: vec![0u8; OUT_CHUNK].into_boxed_slice(),
+            inflater: None,
             errors: 0,
         }
     }
@@ -103,7 +140,10 @@ impl Decompressor {
             self.finished = false;
             self.pending = false;
             if self.deflated {
-                self.state.reset(DataFormat::Zlib);
+                self.inflater
+                    .get_or_insert_with(Inflater::take)
+                    .state
+                    .reset(true);
             }
             self.in_payload = self.remaining > 0;
             return (i, &[]);
@@ -116,13 +156,24 @@ impl Decompressor {
             self.finish_bytes(avail);
             return (avail, chunk);
         }
-        if self.broken || self.finished {
+        let Some(inflater) = self
+            .inflater
+            .as_mut()
+            .filter(|_| !self.broken && !self.finished)
+        else {
             self.finish_bytes(avail);
             return (avail, &[]);
-        }
-        let res = inflate(&mut self.state, chunk, &mut self.out, MZFlush::None);
-        let consumed = res.bytes_consumed.min(avail);
-        let mut written = res.bytes_written.min(self.out.len());
+        };
+        let (in_before, out_before) = (inflater.state.total_in(), inflater.state.total_out());
+        let status = inflater
+            .state
+            .decompress(chunk, &mut inflater.out, FlushDecompress::None);
+        let consumed = usize::try_from(inflater.state.total_in().wrapping_sub(in_before))
+            .unwrap_or(avail)
+            .min(avail);
+        let mut written = usize::try_from(inflater.state.total_out().wrapping_sub(out_before))
+            .unwrap_or(0)
+            .min(inflater.out.len());
         let room = (self.uncompressed_len - self.produced) as usize;
         if written > room {
             // More output than declared: deliver what was promised, drop the rest.
@@ -131,19 +182,19 @@ impl Decompressor {
             self.errors += 1;
         }
         self.produced += written as u32;
-        match res.status {
-            Ok(MZStatus::StreamEnd) => self.finished = true,
-            Ok(_) => {}
+        match status {
+            Ok(Status::StreamEnd) => self.finished = true,
+            Ok(Status::Ok) => {}
             // Asked for what it still held and it held nothing: not an error.
-            Err(MZError::Buf) if chunk.is_empty() => {}
-            Err(_) => {
+            Ok(Status::BufError) if chunk.is_empty() => {}
+            Ok(Status::BufError) | Err(_) => {
                 if !self.broken {
                     self.errors += 1;
                 }
                 self.broken = true;
             }
         }
-        self.pending = written == self.out.len()
+        self.pending = written == inflater.out.len()
             && self.produced < self.uncompressed_len
             && !self.broken
             && !self.finished;
@@ -153,7 +204,8 @@ impl Decompressor {
             self.errors += 1;
         }
         self.finish_bytes(consumed);
-        (consumed, self.out.get(..written).unwrap_or(&[]))
+        let out = self.inflater.as_ref().and_then(|i| i.out.get(..written));
+        (consumed, out.unwrap_or(&[]))
     }
 
     fn finish_bytes(&mut self, n: usize) {
@@ -164,13 +216,29 @@ impl Decompressor {
     }
 }
 
+impl Drop for Decompressor {
+    /// The inflater goes to the thread's spares (unless it has enough, or is being torn down).
+    fn drop(&mut self) {
+        let Some(spare) = self.inflater.take() else {
+            return;
+        };
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < SPARE_MAX {
+                    s.push(spare);
+                }
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn drain(d: &mut Decompressor, mut input: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        while !input.is_empty() {
+        while !input.is_empty() || d.has_pending_output() {
             let (n, o) = d.push(input);
             out.extend_from_slice(o);
             input = &input[n..];
@@ -267,6 +335,42 @@ mod tests {
             );
             assert_eq!(d.errors, 0, "{size}");
         }
+    }
+
+    #[test]
+    fn a_spare_inflater_left_mid_payload_decodes_the_next_stream_as_a_new_one() {
+        let (big, next) = (rows(40_000), rows(300));
+        let s = deflated_packets(&[&big, &next]);
+        let fresh = {
+            let mut d = Decompressor::new();
+            drain(&mut d, &s)
+        };
+        let mut want = big.clone();
+        want.extend_from_slice(&next);
+        assert!(fresh == want);
+        // A direction that ended in the middle of a deflated payload, its inflater full of that
+        // payload's window, leaves it to the next one on this thread.
+        let mut d = Decompressor::new();
+        let _ = d.push(&s[..s.len() / 3]);
+        assert!(d.inflater.is_some());
+        drop(d);
+        let mut d = Decompressor::new();
+        assert!(drain(&mut d, &s) == fresh);
+        assert_eq!(d.errors, 0);
+    }
+
+    #[test]
+    fn a_match_reaching_before_its_payload_is_counted_not_filled_in() {
+        // A fixed-Huffman block whose first symbol copies 3 bytes from distance 1: there is nothing
+        // before it, as each payload is a zlib stream of its own (zlib: "invalid distance too far
+        // back"). Its output is not made up from whatever a window last held.
+        let z = [0x78, 0x9c, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+        let mut s = vec![z.len() as u8, 0, 0, 0, 3, 0, 0];
+        s.extend_from_slice(&z);
+        s.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, b'x']);
+        let mut d = Decompressor::new();
+        assert_eq!(drain(&mut d, &s), b"x");
+        assert_eq!(d.errors, 1);
     }
 
     #[test]
