@@ -366,7 +366,7 @@ fn duckdb_over_the_export_says_what_the_json_reports_say() {
         "SELECT capture, count(rt_us), avg(rt_us), min(rt_us), max(rt_us),
                 quantile_disc(rt_us, 0.5), quantile_disc(rt_us, 0.95), quantile_disc(rt_us, 0.99)
          FROM transactions WHERE state = 'answered' GROUP BY capture",
-        "SELECT capture, fingerprint, count(*), count(*) FILTER (state = 'answered'),
+        "SELECT capture, command || ' ' || fingerprint, count(*), count(*) FILTER (state = 'answered'),
                 count(error_code), sum(rows), bool_or(text_cut),
                 quantile_disc(rt_us, 0.5), quantile_disc(rt_us, 0.99)
          FROM transactions WHERE is_query AND fingerprint IS NOT NULL GROUP BY ALL",
@@ -437,7 +437,7 @@ fn duckdb_over_the_export_says_what_the_json_reports_say() {
                 }
             }
         }
-        // Statements, by fingerprint.
+        // Statements, by command and fingerprint (as mysql groups them).
         let got: BTreeMap<String, Vec<Value>> = at(&statements)
             .into_iter()
             .map(|r| (r[0].as_str().unwrap().to_string(), r[1..].to_vec()))
@@ -445,7 +445,11 @@ fn duckdb_over_the_export_says_what_the_json_reports_say() {
         let want = mysql["statements"].as_array().unwrap();
         assert_eq!(got.len(), want.len(), "{name}: statement groups");
         for st in want {
-            let fp = st["fingerprint"].as_str().unwrap();
+            let fp = &format!(
+                "{} {}",
+                st["command"].as_str().unwrap(),
+                st["fingerprint"].as_str().unwrap()
+            );
             let row = &got[fp];
             assert_eq!(u(&row[0]), u(&st["count"]), "{name}: {fp}: count");
             assert_eq!(u(&row[1]), u(&st["answered"]), "{name}: {fp}: answered");
