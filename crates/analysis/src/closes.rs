@@ -430,6 +430,15 @@ fn mysql_reason(
             ),
             Abnormal,
         ),
+        // The server's last word was an error (a refusal, a request it would not read): not idle.
+        SessionPhase::Idle if seen.error.is_some() => (
+            format!(
+                "{by} {flag} after ERR {} (frame {}), without COM_QUIT",
+                seen.error.as_ref().map_or(0, |e| e.error.code),
+                seen.error.as_ref().map_or(0, |e| e.at.frame)
+            ),
+            verdict(rst || ev.by == Role::Server),
+        ),
         SessionPhase::Idle => (
             format!("{by} {flag} while the session was idle, without COM_QUIT"),
             verdict(rst || ev.by == Role::Server),
