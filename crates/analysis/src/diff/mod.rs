@@ -167,7 +167,12 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
             b: b.summary.clone(),
         },
         matched: Matching {
-            notes: matching_notes(&server_diffs, (in_both, only_a, only_b), (ta, tb)),
+            notes: matching_notes(
+                &server_diffs,
+                (in_both, only_a, only_b),
+                (a.statements_folded, b.statements_folded),
+                (ta, tb),
+            ),
             servers: server_diffs.iter().map(|s| s.matched.clone()).collect(),
             statements_in_both: in_both,
             statements_only_a: only_a,
@@ -402,6 +407,7 @@ fn error_diffs(a: &DiffSide, b: &DiffSide, (ta, tb): (f64, f64)) -> Vec<ErrorDif
 fn matching_notes(
     servers: &[ServerDiff],
     (in_both, only_a, only_b): (usize, usize, usize),
+    (folded_a, folded_b): (u64, u64),
     (ta, tb): (f64, f64),
 ) -> Vec<String> {
     let mut notes = Vec::new();
@@ -425,6 +431,16 @@ fn matching_notes(
         count(only_a as u64),
         count(only_b as u64)
     ));
+    // A run with more groups than are kept one by one: the rest is one sum, compared in the totals only.
+    for (run, folded) in [("A", folded_a), ("B", folded_b)] {
+        if folded > 0 {
+            notes.push(format!(
+                "{run} had more statement groups than the {} kept one by one: {} of its requests are in                  groups folded together, in the totals but not compared group by group",
+                count(crate::STATEMENT_GROUPS_KEPT as u64),
+                count(folded)
+            ));
+        }
+    }
     if ta > 0.0 && tb > 0.0 && ((ta - tb).abs() / ta.max(tb)) > 0.05 {
         notes.push(format!(
             "the runs' requests span {} and {}: counts are compared per second, times as \
@@ -438,4 +454,23 @@ fn matching_notes(
         );
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matching_notes;
+
+    #[test]
+    fn a_run_whose_statement_groups_were_folded_says_so() {
+        let notes = matching_notes(&[], (3, 0, 0), (0, 42), (1.0, 1.0));
+        assert!(
+            notes.iter().any(|n| n.starts_with(
+                "B had more statement groups than the 10,000 kept one by one: 42 of its requests"
+            )),
+            "{notes:?}"
+        );
+        assert!(!notes.iter().any(|n| n.starts_with("A had")), "{notes:?}");
+        let none = matching_notes(&[], (3, 0, 0), (0, 0), (1.0, 1.0));
+        assert!(!none.iter().any(|n| n.contains("folded")), "{none:?}");
+    }
 }

@@ -24,6 +24,8 @@ pub struct DiffSide {
     pub(crate) summary: RunSummary,
     pub(crate) profile: LoadProfile,
     pub(crate) statements: Vec<SideStatement>,
+    /// Requests of statement groups folded past the groups kept one by one: not compared group by group.
+    pub(crate) statements_folded: u64,
     pub(crate) errors: Vec<(ErrorDetail, Histogram)>,
     pub(crate) servers: Vec<(Endpoint, ServerRow, Histogram)>,
     pub(crate) modes: ModeAnalysis,
@@ -143,6 +145,7 @@ impl DiffSide {
             },
             profile: profile.clone(),
             statements,
+            statements_folded: mysql.statement_requests_folded(),
             errors,
             servers,
             modes: detect_modes(&profile.rt),

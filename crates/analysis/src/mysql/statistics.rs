@@ -1204,6 +1204,16 @@ impl MysqlAggregate {
         })
     }
 
+    /// Requests of the statement groups folded into one past the groups kept one by one (see
+    /// [`STATEMENT_GROUPS_KEPT`]): the diff of two runs cannot compare them group by group. 0 when
+    /// none was folded.
+    pub(crate) fn statement_requests_folded(&self) -> u64 {
+        self.statements
+            .other
+            .as_ref()
+            .map_or(0, |o| o.requests.total())
+    }
+
     /// Every error code, as the diff of two runs reads them: the code, its count, the report's detail.
     pub(crate) fn error_codes(&self) -> impl Iterator<Item = (u16, &Histogram, ErrorDetail)> {
         self.errors.iter().map(|(code, e)| {
