@@ -8,8 +8,9 @@
 #
 # usage: benches/run.sh [FIXTURE] [SIZE_GB]     (defaults: fixtures/err1146-storm.pcap 2.1; RUNS=5 rounds;
 #        PCAPSLEUTH=path/to/pcapsleuth measures that binary instead of building this checkout's)
-# Shapes: the default (many connections at a time); one compressed-protocol connection at a time:
-#        benches/run.sh fixtures/compressed.pcap 1.7
+# TSHARK=0 leaves out tshark's timing on the first 200 MB.
+# ONLY: a regular expression on the command names: only those rows run (tcpdump's always does, it is the
+#        yardstick). benches/shapes.sh runs the script on every shape of capture and joins the tables.
 set -euo pipefail
 . "$(dirname "$0")/big-capture.sh"
 cat "$BIG" > /dev/null   # all runs read from the page cache
@@ -18,7 +19,12 @@ RUNS=${RUNS:-5}
 EXPORT_DIR="$DIR/export-out"
 # Each row: its name, its target as a ratio to tcpdump's time ("-" for none), and its command.
 names=() targets=() cmds=()
-row() { names+=("$1"); targets+=("$2"); cmds+=("$3"); }
+row() {
+  if [ "${#names[@]}" -gt 0 ] && [ -n "${ONLY:-}" ] && ! grep -qE -- "$ONLY" <<<"$1"; then
+    return
+  fi
+  names+=("$1"); targets+=("$2"); cmds+=("$3")
+}
 row "tcpdump -n 'tcp[tcpflags] & (fin|rst) != 0'" - "tcpdump -n -r $BIG 'tcp[tcpflags] & (tcp-fin|tcp-rst) != 0'"
 row "pcapsleuth first-reset" 0.6 "$P first-reset $BIG"
 row "pcapsleuth first-reset --no-mysql" - "$P first-reset --no-mysql $BIG"
@@ -42,7 +48,7 @@ base=$(awk '$1==0{print $2}' "$times" | median)
 # "cores busy": CPU seconds (user + system) over wall seconds x cores, the median run's: what is left idle
 # between phases and batches, or by a command that cannot use every core.
 cores=$(nproc)
-printf '\n%-38s %8s %9s %7s %9s %10s %9s %6s\n' command median "x tcpdump" target GB/s "Mpkt/s" "peak RSS" busy
+printf '\n%-38s %8s %8s %9s %7s %9s %10s %9s %6s\n' command median "CPU s" "x tcpdump" target GB/s "Mpkt/s" "peak RSS" busy
 for i in "${!cmds[@]}"; do
   name=${names[$i]} target=${targets[$i]}
   med=$(awk -v i="$i" '$1==i{print $2}' "$times" | median)
@@ -54,10 +60,11 @@ for i in "${!cmds[@]}"; do
       ratio = s / base
       verdict = (t == "-") ? "" : (ratio <= t ? " met" : " NOT met")
       busy = (c > 0 && s > 0) ? sprintf("%5.0f%%", 100 * c / (s * k)) : "    -"
-      printf "%-38s %7.2fs %8.2fx %7s %9.2f %10.1f %6d MB %s%s\n", n, s, ratio, (t == "-" ? "-" : "<=" t "x"), b/s/1e9, p/s/1e6, r/1024, busy, verdict
+      printf "%-38s %7.2fs %8.2f %8.2fx %7s %9.2f %10.1f %6d MB %s%s\n", n, s, c, ratio, (t == "-" ? "-" : "<=" t "x"), b/s/1e9, p/s/1e6, r/1024, busy, verdict
     }'
 done
 rm -rf "$EXPORT_DIR"
+[ "${TSHARK:-1}" = 0 ] && exit 0
 # tshark is too slow for the whole file: time it once on the first 200 MB and report its rate.
 rm -rf "$DIR/pieces"
 $P split "$BIG" --megabytes 200 -o "$DIR/pieces" 2> /dev/null
