@@ -483,15 +483,40 @@ fn a_session_whose_state_is_unknown_is_never_called_normal() {
 }
 
 #[test]
-fn a_compressed_answer_that_the_capture_holds_only_the_start_of_is_not_unanswered() {
+fn a_compressed_answer_that_the_capture_holds_only_the_start_of_is_answered_without_an_end() {
     let Some(f) = common::shared("external/peers/percona-toolkit/tcpdump014.pcap") else {
         return;
     };
     let m = common::json(&["mysql", "--json", s(&f)]);
     assert_eq!(m["queries"], 1);
+    // Frame 3 begins the server's compressed answer (12 of its 633 bytes): answered, its end not in the
+    // capture, so timed to its first byte (frame 1 at .586310, frame 3 at .587685: pt-query-digest's
+    // 1,375 µs) and to no last byte.
+    assert_eq!(m["requests"]["answered"], 1);
+    assert_eq!(m["requests"]["answered_end_unknown"], 1);
     assert_eq!(m["requests"]["unanswered"], 0);
-    assert_eq!(m["requests"]["unreadable"], 1);
+    assert_eq!(m["requests"]["unreadable"], 0);
     assert!(m["unanswered"].as_array().unwrap().is_empty());
+    assert_eq!(m["rt_us"]["count"], 0);
+    assert_eq!(m["first_byte_us"]["count"], 1);
+    assert_eq!(m["first_byte_us"]["max"], 1375.0);
+    assert_eq!(m["phases"]["requests"], 1);
+    assert_eq!(m["phases"]["upload_us"], 0.0);
+    assert_eq!(m["phases"]["server_us"], 1375.0);
+    assert_eq!(m["phases"]["downloads"], 0);
+    let g = &m["statements"][0];
+    assert_eq!(g["fingerprint"], "show databases");
+    assert_eq!(g["answered"], 1);
+    assert_eq!(g["answered_end_unknown"], 1);
+    let text = common::text(&["mysql", s(&f)]);
+    assert!(
+        text.contains("1 answered (1 whose response's end is not in the capture)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("to first response byte, every answered request: 1 request: mean 1.38 ms"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -41,6 +41,7 @@ mod mysql_stories;
 mod never_harm;
 mod peers;
 mod per_server;
+mod phases;
 mod pt_query_digest;
 mod replication;
 mod segmentation;

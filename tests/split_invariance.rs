@@ -140,6 +140,40 @@ fn mysql_statistics_alone_give_the_full_runs_mysql_report() {
     }
 }
 
+/// `mysql --slower-than` lists the slowest requests with their phases: the same list whatever the splits
+/// (every request of the real captures slower than 0 s is a candidate, so the bound of 100 is met and
+/// the ties at equal times are broken the same way).
+#[test]
+fn slow_requests_and_their_phases_are_the_same_with_1_2_3_7_and_64_splits() {
+    use pcapsleuth::analysis::MysqlFilter;
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let filter = MysqlFilter {
+            slower_than_ns: Some(0),
+            ..MysqlFilter::default()
+        };
+        let mut first: Option<String> = None;
+        for splits in [1, 2, 3, 7, 64] {
+            let run = analyze(
+                &cap,
+                &EngineOptions {
+                    threads: 2,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || MysqlStatistics::new(filter.clone()),
+            );
+            let report = run.output.clone().report();
+            assert!(report.slow_requests.is_some(), "{path:?}");
+            let json = to_json(&report);
+            match &first {
+                None => first = Some(json),
+                Some(one) => assert_eq!(one, &json, "{path:?}: {splits} splits"),
+            }
+        }
+    }
+}
+
 /// The statement groups beyond the bound are folded into one, the same whatever the splits: on every real
 /// capture with more than a few groups, keeping 3 (the bound is 10,000 in use) lists 3 groups exactly as the
 /// unbounded run does, and `other_statements` holds exactly what the others add up to.
@@ -325,13 +359,17 @@ impl pcapsleuth::analysis::Analysis for Trace {
         let tx = t.transaction;
         let frame = tx.last_response_frame.unwrap_or(tx.request_frame);
         let event = format!(
-            "transaction {} {:?} {:?} {:?} rt {:?} waited {:?}",
+            "transaction {} {:?} {:?} {:?} rt {:?} waited {:?} last request {} {} first byte {:?} phases {:?}",
             tx.request_frame,
             tx.command,
             t.fate(),
             t.error_code(),
             t.response_time_ns(),
-            t.waited_ns()
+            t.waited_ns(),
+            tx.last_request_frame,
+            tx.last_request_ts_ns,
+            pcapsleuth::analysis::first_byte_ns(tx),
+            pcapsleuth::analysis::RequestPhases::of(tx),
         );
         s.events.push(event);
         s.last_frame = s.last_frame.max(frame);

@@ -126,11 +126,12 @@ pub use histogram::{Histogram, RtSummary};
 pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
-    command_word, response_time_ns, statement_label, ConnectSummary, CutOff, ErrorDetail,
-    ErrorExample, Fate, Incident, IncidentKind, MysqlAggregate, MysqlDepth, MysqlDetection,
-    MysqlFilter, MysqlReport, MysqlSessionFacts, MysqlStatistics, OtherStatements, RecognisedBy,
-    RequestCounts, SecondCounts, ServerRow, StatementFingerprinter, StatementGroup, StatusCounts,
-    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES, STATEMENT_GROUPS_KEPT,
+    command_word, first_byte_ns, response_end_known, response_time_ns, statement_label,
+    ConnectSummary, CutOff, ErrorDetail, ErrorExample, Fate, Incident, IncidentKind, ListedPhases,
+    MysqlAggregate, MysqlDepth, MysqlDetection, MysqlFilter, MysqlReport, MysqlSessionFacts,
+    MysqlStatistics, OtherStatements, PhaseSummary, RecognisedBy, RequestCounts, RequestPhases,
+    SecondCounts, ServerRow, SlowRequest, StatementFingerprinter, StatementGroup, StatusCounts,
+    UnansweredRequest, CUT_MARK, ERROR_EXAMPLES, SLOW_REQUESTS_LISTED, STATEMENT_GROUPS_KEPT,
 };
 pub use mysql::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,

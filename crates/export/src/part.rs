@@ -74,6 +74,11 @@ const NO_STATISTICS: &[&str] = &[
     "response_bytes",
     "waited_us",
     "retransmitted",
+    "last_request_frame",
+    "last_request_time",
+    "upload_us",
+    "server_us",
+    "download_us",
 ];
 
 /// zstd, at a level per kind of column ([`TEXT_LEVEL`], [`NUMBER_LEVEL`]; a file does not record the

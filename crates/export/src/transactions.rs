@@ -5,7 +5,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use parquet::schema::types::TypePtr;
 use pcapsleuth_analysis::{
-    Analysis, CaptureFacts, ConnectionView, Fate, StatementFingerprinter, TransactionView,
+    Analysis, CaptureFacts, ConnectionView, Fate, RequestPhases, StatementFingerprinter,
+    TransactionView,
 };
 use pcapsleuth_flow::Endpoint;
 use pcapsleuth_mysql::{Command, Outcome};
@@ -318,6 +319,12 @@ struct Rows {
     rt_us: Nullable<f64>,
     waited_us: Nullable<f64>,
     retransmitted: Vec<bool>,
+    last_request_frame: Vec<i64>,
+    /// Never null, as `request_time`.
+    last_request_time: Vec<i64>,
+    upload_us: Nullable<f64>,
+    server_us: Nullable<f64>,
+    download_us: Nullable<f64>,
     /// The copies `fingerprint`, `sql_state` and `error_message` share (these texts repeat across
     /// connections). Kept with the buffer when it is recycled.
     fingerprints: TextCache,
@@ -336,6 +343,8 @@ impl Rows {
             &mut r.request_frame,
             &mut r.request_time,
             &mut r.rows,
+            &mut r.last_request_frame,
+            &mut r.last_request_time,
         ] {
             v.reserve(n);
         }
@@ -360,8 +369,15 @@ impl Rows {
             v.reserve(n);
         }
         r.error_code.reserve(n);
-        r.rt_us.reserve(n);
-        r.waited_us.reserve(n);
+        for v in [
+            &mut r.rt_us,
+            &mut r.waited_us,
+            &mut r.upload_us,
+            &mut r.server_us,
+            &mut r.download_us,
+        ] {
+            v.reserve(n);
+        }
         // Texts: a row index each (endpoints, fingerprints), a pointer (commands, states), and
         // statements of about 100 bytes.
         let interned = [
@@ -469,6 +485,18 @@ impl Rows {
             .push(v.response_time_ns().map(|n| n as f64 / 1e3));
         self.waited_us.push(v.waited_ns().map(|n| n as f64 / 1e3));
         self.retransmitted.push(v.retransmitted());
+        self.last_request_frame.push(int(t.last_request_frame));
+        self.last_request_time.push(ns(t.last_request_ts_ns));
+        let phases = if fate == Fate::Answered {
+            RequestPhases::of(t)
+        } else {
+            None
+        };
+        let us = |n: u64| n as f64 / 1e3;
+        self.upload_us.push(phases.map(|p| us(p.upload_ns)));
+        self.server_us.push(phases.map(|p| us(p.server_ns)));
+        self.download_us
+            .push(phases.and_then(|p| p.download_ns).map(us));
     }
 
     /// Every column's buffer, in [`TRANSACTIONS`]'s order.
@@ -504,13 +532,18 @@ impl Rows {
             &mut self.rt_us,
             &mut self.waited_us,
             &mut self.retransmitted,
+            &mut self.last_request_frame,
+            &mut self.last_request_time,
+            &mut self.upload_us,
+            &mut self.server_us,
+            &mut self.download_us,
         ]
     }
 }
 
 /// The columns of [`TRANSACTIONS`], one buffer each in [`Rows`]: a column added to one and not the
 /// other fails to compile.
-const TRANSACTION_COLUMNS: usize = 30;
+const TRANSACTION_COLUMNS: usize = 35;
 const _: () = assert!(TRANSACTIONS.columns.len() == TRANSACTION_COLUMNS);
 
 /// `state`'s values. A login's are its own (`login_...`), so that `state = 'answered'` counts what
@@ -668,6 +701,11 @@ mod tests {
             r.rt_us.push(Some(5.0));
             r.waited_us.push(None);
             r.retransmitted.push(false);
+            r.last_request_frame.push(f);
+            r.last_request_time.push(f * 1000);
+            r.upload_us.push(Some(0.0));
+            r.server_us.push(Some(4.0));
+            r.download_us.push(Some(1.0));
         }
     }
 

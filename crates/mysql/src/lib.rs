@@ -253,8 +253,20 @@ pub struct Transaction {
     pub request_ts_ns: u64,
     /// Frame of the segment carrying the first byte of the request.
     pub request_frame: u64,
+    /// Capture time of the segment carrying the last byte of the request (ns since the Unix epoch):
+    /// the end of its command packet (over every 16 MB continuation packet), or of the last LOCAL
+    /// INFILE data or authentication packet the client sent for it. A request the server answered
+    /// before it was whole (an early ERR such as 1153) ends where that answer began; one the capture
+    /// holds only the start of ends where its bytes stopped. Under the compressed protocol or in TLS,
+    /// the segment whose bytes, inflated or decrypted, completed it. A binlog dump's is its first
+    /// byte's.
+    pub last_request_ts_ns: u64,
+    /// Frame of the segment carrying the last byte of the request (see `last_request_ts_ns`).
+    pub last_request_frame: u64,
     /// Capture time of the segment carrying the first response byte (ns since the Unix epoch); `None`
     /// when no response byte was seen (unanswered, cut off before the response, no response expected).
+    /// Under the compressed protocol, where the server's compressed packet began, even when the capture
+    /// holds too little of it to inflate.
     pub first_response_ts_ns: Option<u64>,
     /// Frame of the segment carrying the first response byte; `None` as for `first_response_ts_ns`.
     pub first_response_frame: Option<u64>,
@@ -297,12 +309,21 @@ pub struct PendingRequest {
     pub request_ts_ns: u64,
     /// Frame of the segment carrying the request's first byte.
     pub request_frame: u64,
+    /// Capture time of the segment carrying the request's last byte so far (as
+    /// [`Transaction::last_request_ts_ns`]).
+    pub last_request_ts_ns: u64,
+    /// Request bytes sent so far.
+    pub request_bytes: u64,
     /// Resultset rows delivered so far (0 until a row arrives).
     pub rows: u64,
     /// Response bytes delivered so far.
     pub response_bytes: u64,
+    /// Capture time of the first response byte, if any came.
+    pub first_response_ts_ns: Option<u64>,
     /// Frame of the first response byte, if any came.
     pub first_response_frame: Option<u64>,
+    /// Capture time of the last response byte so far.
+    pub last_response_ts_ns: Option<u64>,
     /// Frame of the last response byte so far.
     pub last_response_frame: Option<u64>,
 }

@@ -644,6 +644,8 @@ impl Replication {
             statement_id: None,
             request_ts_ns: d.at.ts_ns,
             request_frame: d.at.frame,
+            last_request_ts_ns: d.at.ts_ns,
+            last_request_frame: d.at.frame,
             first_response_ts_ns: None,
             first_response_frame: None,
             last_response_ts_ns: None,

@@ -10,8 +10,9 @@ use crate::visible::{visible, visible_lines_owned};
 use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    statement_label, CaptureFacts, CloseReport, CloseVerdict, FinJudgement, FirstReset, FlowClose,
-    FlowRow, MysqlReport, RequestCounts, RtSummary, ServerRow, TlsReport, Unknowns,
+    statement_label, CaptureFacts, CloseReport, CloseVerdict, Fate, FinJudgement, FirstReset,
+    FlowClose, FlowRow, ListedPhases, MysqlReport, RequestCounts, RtSummary, ServerRow,
+    SlowRequest, TlsReport, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, ConnectionTable};
 use serde::Serialize;
@@ -278,6 +279,26 @@ fn rt_line(r: &RtSummary) -> String {
     stats(r, "request", "requests")
 }
 
+/// Where a listed request's time went: "upload 27.1 s (6.50 MiB) + server 612 ms + download 98 ms
+/// (1.20 KiB)", the download said to be partial when it did not run to the response's end.
+pub(crate) fn phases_text(p: &ListedPhases) -> String {
+    let upload = format!(
+        "upload {} ({})",
+        duration(p.upload_us),
+        size(p.request_bytes)
+    );
+    match (p.server_us, p.download_us) {
+        (Some(server), Some(download)) => format!(
+            "{upload} + server {} + download {} ({}){}",
+            duration(server),
+            duration(download),
+            size(p.response_bytes),
+            if p.download_complete { "" } else { " so far" }
+        ),
+        _ => format!("{upload}, no response byte"),
+    }
+}
+
 /// The ranked per-server table of `mysql` and `report`, when the capture holds more than one server:
 /// requests (and per second), p50 and p99, errors, sessions reset and bytes each way, the busiest first,
 /// so that the hot shard or the broken instance is one glance. At most 20 rows (`--json` has them all).
@@ -473,6 +494,18 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let _ = writeln!(out, "  all       {}", rt_line(&r.rt_us));
     let _ = writeln!(out, "  success   {}", rt_line(&r.rt_ok_us));
     let _ = writeln!(out, "  errors    {}", rt_line(&r.rt_error_us));
+    if r.requests.answered_end_unknown > 0 {
+        let _ = writeln!(
+            out,
+            "  {} answered without the end of the response in the capture: not timed above",
+            count(r.requests.answered_end_unknown)
+        );
+        let _ = writeln!(
+            out,
+            "  to first response byte, every answered request: {}",
+            rt_line(&r.first_byte_us)
+        );
+    }
     if r.requests.cut_off > 0 {
         let _ = writeln!(
             out,
@@ -559,7 +592,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             "answered", "total", "mean", "p50", "p95", "p99", "errors"
         );
         for s in r.statements.iter().take(limit) {
-            let timed = |us: f64| duration_or_none(s.requests.answered, us);
+            let timed = |us: f64| duration_or_none(s.rt_us.count, us);
             let columns = format!(
                 "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
                 count(s.requests.answered),
@@ -608,6 +641,14 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 };
                 let _ = writeln!(out, "  {:>9}   and {}{waited}", "", others.describe());
             }
+            if s.requests.answered_end_unknown > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {:>9}   of the answered, {} without the end of the response in the capture (not timed)",
+                    "",
+                    count(s.requests.answered_end_unknown)
+                );
+            }
         }
         let unlisted = r.statements.get(limit..).unwrap_or(&[]);
         if !unlisted.is_empty() || r.other_statements.is_some() {
@@ -615,13 +656,13 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             // they are not shown.
             let (mut answered, mut total_us, mut errors) = (0u64, 0f64, 0u64);
             for s in unlisted {
-                answered += s.requests.answered;
+                answered += s.rt_us.count;
                 total_us += s.total_us;
                 errors += s.errors;
             }
             let mut groups = counted(unlisted.len() as u64, "group", "groups");
             if let Some(o) = &r.other_statements {
-                answered += o.requests.answered;
+                answered += o.rt_us.count;
                 total_us += o.total_us;
                 errors += o.errors;
                 groups = format!(
@@ -690,10 +731,16 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                     .map(|w| format!("; {}", visible(w)))
                     .collect::<String>()
             );
+            if let Some(p) = &i.phases {
+                let _ = writeln!(out, "      phases: {}", phases_text(p));
+            }
             if let Some(c) = &i.cause {
                 describe_cause(&mut out, "      ", c, false);
             }
         }
+    }
+    if let Some(slow) = &r.slow_requests {
+        write_slow(&mut out, slow, limit);
     }
     crate::replication::write_streams(&mut out, &r.replication);
     if !r.unanswered.is_empty() {
@@ -741,6 +788,48 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         }
     }
     visible_lines_owned(out)
+}
+
+/// The requests `mysql --slower-than` matched, slowest first, each with where its time went.
+fn write_slow(out: &mut String, slow: &[SlowRequest], limit: usize) {
+    if slow.is_empty() {
+        let _ = writeln!(out, "\nno request as slow as --slower-than");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nslowest requests (--slower-than; response time = upload + server + download):"
+    );
+    for q in slow.iter().take(limit) {
+        let what = match q.fate {
+            Fate::CutOff => "waited until a close",
+            _ => "answered in",
+        };
+        let _ = writeln!(
+            out,
+            "  frame {}: `{}` ({} -> {}), {what} {}{}",
+            q.request_frame,
+            statement(q.statement.as_deref().unwrap_or(&q.command)),
+            q.client,
+            q.server,
+            seconds(q.time_s),
+            q.phases.as_ref().map_or_else(String::new, |p| {
+                let sum = if p.download_complete {
+                    " ="
+                } else {
+                    "; phases:"
+                };
+                format!("{sum} {}", phases_text(p))
+            })
+        );
+    }
+    if slow.len() > limit {
+        let _ = writeln!(
+            out,
+            "  … and {} more (see --json)",
+            count((slow.len() - limit) as u64)
+        );
+    }
 }
 
 /// Orders for `pcapsleuth flows --sort`.

@@ -289,8 +289,143 @@ fn tls_event(
 /// requests [`Fate::Answered`]: the others' last response byte is not the end of their response. `None`
 /// when unanswered, or when the two timestamps cannot both be right ([`crate::plausible_response_time`]).
 pub fn response_time_ns(t: &Transaction) -> Option<u64> {
+    if !response_end_known(t) {
+        return None;
+    }
     t.last_response_ts_ns
         .and_then(|end| plausible_response_time(t.request_ts_ns as i64, end as i64))
+}
+
+/// Whether the last response byte `t` records is the end of its response: not when the capture ended
+/// first, or when the rest of the response fell into bytes the capture does not hold.
+#[inline]
+pub fn response_end_known(t: &Transaction) -> bool {
+    !matches!(t.outcome, Outcome::CaptureEnded | Outcome::GapLost)
+}
+
+/// Request (first byte) to the first response byte: the time to first byte, which every answered
+/// request has, its response's end in the capture or not (what pt-query-digest calls a query's time).
+/// `None` when no response byte came, or when the two timestamps cannot both be right.
+pub fn first_byte_ns(t: &Transaction) -> Option<u64> {
+    t.first_response_ts_ns
+        .and_then(|first| plausible_response_time(t.request_ts_ns as i64, first as i64))
+}
+
+/// Where a request's time went: the upload (first to last request byte), the server (last request
+/// byte to first response byte) and the download (first to last response byte).
+///
+/// The three add up to the response time. When the server began to answer before the request's last
+/// byte (LOCAL INFILE asks for the file before it comes; an early ERR such as 1153 answers a request
+/// still being sent), they would overlap, and are cut: the upload ends at the response's last byte at
+/// the latest, the time after it is the server's, and the download is 0 (what the server sent came
+/// while the client was still sending).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestPhases {
+    /// First to last request byte, ns.
+    pub upload_ns: u64,
+    /// Last request byte to first response byte, ns.
+    pub server_ns: u64,
+    /// First to last response byte, ns; `None` when the response's end is not in the capture (the
+    /// capture ended first, or the rest fell into bytes it does not hold).
+    pub download_ns: Option<u64>,
+}
+
+impl RequestPhases {
+    /// The phases of a request some of whose response came (`None` when none did, or when its
+    /// timestamps cannot all be right). Timestamps a little out of order (interfaces timestamped
+    /// apart) count as simultaneous.
+    pub fn of(t: &Transaction) -> Option<RequestPhases> {
+        let first = t.first_response_ts_ns?;
+        let (upload_ns, server_ns, download_ns) = split_phases(
+            t.request_ts_ns,
+            t.last_request_ts_ns,
+            first,
+            t.last_response_ts_ns.unwrap_or(first),
+        )?;
+        Some(RequestPhases {
+            upload_ns,
+            server_ns,
+            download_ns: response_end_known(t).then_some(download_ns),
+        })
+    }
+}
+
+/// Upload, server and download of a request sent from `r0` to `r1` and answered from `s0` to `s1`
+/// (ns since the epoch), as [`RequestPhases`] defines them; `None` when the request and the response
+/// cannot both be right ([`plausible_response_time`]).
+fn split_phases(r0: u64, r1: u64, s0: u64, s1: u64) -> Option<(u64, u64, u64)> {
+    plausible_response_time(r0 as i64, s1.max(s0) as i64)?;
+    let s0 = s0.max(r0);
+    let s1 = s1.max(s0);
+    let r1 = r1.max(r0);
+    let upload_end = r1.min(s1);
+    let (server, download) = if s0 >= r1 {
+        (s0 - r1, s1 - s0)
+    } else {
+        (s1 - upload_end, 0)
+    };
+    Some((upload_end - r0, server, download))
+}
+
+/// One listed request's phases ([`RequestPhases`]) and bytes, microseconds: the `phases` of an
+/// incident or of a slow request in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ListedPhases {
+    /// First to last request byte (those sent, for a request cut off while it was being sent).
+    pub upload_us: f64,
+    /// Last request byte to first response byte; `None` when no response byte came.
+    pub server_us: Option<f64>,
+    /// First to last response byte seen; `None` when no response byte came.
+    pub download_us: Option<f64>,
+    /// Whether the download ran to the response's end; `false` when a close cut it off or the capture
+    /// holds no end of it (the download is then what came before).
+    pub download_complete: bool,
+    /// Request bytes on the wire (MySQL packets, headers included).
+    pub request_bytes: u64,
+    /// Response bytes on the wire (as far as they came).
+    pub response_bytes: u64,
+}
+
+impl ListedPhases {
+    /// The phases of a request sent from `r0` to `r1`, answered from `s` (first and last response
+    /// byte) when any of its response came; `None` when its timestamps cannot all be right.
+    fn new(
+        (r0, r1): (u64, u64),
+        s: Option<(u64, u64)>,
+        download_complete: bool,
+        (request_bytes, response_bytes): (u64, u64),
+    ) -> Option<ListedPhases> {
+        let us = |ns: u64| ns as f64 / 1e3;
+        let (upload_us, server_us, download_us) = match s {
+            Some((s0, s1)) => {
+                let (u, sv, d) = split_phases(r0, r1, s0, s1)?;
+                (us(u), Some(us(sv)), Some(us(d)))
+            }
+            None => (us(r1.saturating_sub(r0)), None, None),
+        };
+        Some(ListedPhases {
+            upload_us,
+            server_us,
+            download_us,
+            download_complete: download_complete && s.is_some(),
+            request_bytes,
+            response_bytes,
+        })
+    }
+
+    /// The phases of a request the decoder completed.
+    pub fn of(t: &Transaction) -> Option<ListedPhases> {
+        let s = t
+            .first_response_ts_ns
+            .map(|f| (f, t.last_response_ts_ns.unwrap_or(f)));
+        let complete = response_end_known(t) && Fate::of(&t.outcome) == Fate::Answered;
+        ListedPhases::new(
+            (t.request_ts_ns, t.last_request_ts_ns),
+            s,
+            complete,
+            (t.request_bytes, t.response_bytes),
+        )
+    }
 }
 
 /// What became of a request. Every count of the MySQL report (requests, statements, response times) sorts
@@ -315,6 +450,20 @@ pub enum Fate {
 
 impl Fate {
     /// The fate an outcome tells.
+    /// The fate of `t`: its outcome's ([`Fate::of`]), but a request whose response began in the capture
+    /// was answered, even where the capture holds no end of that response (it ended first, or the rest
+    /// fell into bytes it does not hold): its time to first byte is known, its response time is not
+    /// ([`response_end_known`]).
+    pub fn of_transaction(t: &Transaction) -> Fate {
+        match t.outcome {
+            Outcome::CaptureEnded | Outcome::GapLost if t.first_response_ts_ns.is_some() => {
+                Fate::Answered
+            }
+            ref o => Fate::of(o),
+        }
+    }
+
+    /// The fate an outcome tells, whether or not any of the response came.
     pub fn of(o: &Outcome) -> Fate {
         match o {
             Outcome::Ok { .. }
@@ -857,7 +1006,7 @@ impl MysqlTrack {
             let fate = view.fate();
             // Logins are not requests; commands the server never answers expect nothing.
             if fate != Fate::NoResponse && t.command != Command::Connect {
-                self.requests.count(fate);
+                self.requests.count(fate, t);
                 self.statements_cut += u64::from(
                     t.statement
                         .as_deref()
@@ -1342,6 +1491,10 @@ pub struct Incident {
     pub bytes: u64,
     /// From the request to the close, seconds: how long the client waited before it was cut off.
     pub waited_s: f64,
+    /// Where that wait went: the request's upload, the server's time to its first response byte, and
+    /// the download of what came before the close (never complete); `None` when the timestamps cannot
+    /// all be right.
+    pub phases: Option<ListedPhases>,
     /// What preceded the close on the connection, in TCP facts (a zero window, resends, silence), as
     /// `first-reset` words it; empty when nothing did.
     pub preceded_by: Vec<String>,
@@ -1393,6 +1546,14 @@ impl Incident {
             rows,
             bytes,
             waited_s: seen.ts_ns.saturating_sub(pending.request_ts_ns) as f64 / 1e9,
+            phases: ListedPhases::new(
+                (pending.request_ts_ns, pending.last_request_ts_ns),
+                pending
+                    .first_response_ts_ns
+                    .map(|f| (f, pending.last_response_ts_ns.unwrap_or(f))),
+                false,
+                (pending.request_bytes, bytes),
+            ),
             preceded_by: conn
                 .first_close(seen.side, seen.flag)
                 .map(|event| crate::reasons::why(&ClosedBy { event, by }))
@@ -1440,7 +1601,7 @@ impl<'a> TransactionView<'a> {
             client_side,
             closes,
             retransmissions,
-            fate: Fate::of(&transaction.outcome),
+            fate: Fate::of_transaction(transaction),
             session,
         }
     }
@@ -1514,8 +1675,12 @@ impl<'a> TransactionView<'a> {
 /// statement group.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct RequestCounts {
-    /// Answered: these, and only these, have response times.
+    /// Answered: the response began in the capture. These, and only these, have a time to first byte;
+    /// those whose response's end is also in the capture have a response time.
     pub answered: u64,
+    /// Of the answered, those whose response's end is not in the capture (it ended first, or the rest
+    /// fell into bytes it does not hold): they have a time to first byte and no response time.
+    pub answered_end_unknown: u64,
     /// Cut off by a close (FIN or RST) before their response was complete.
     pub cut_off: u64,
     /// Still waiting when the capture ended.
@@ -1526,9 +1691,12 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
-    pub(crate) fn count(&mut self, fate: Fate) {
+    pub(crate) fn count(&mut self, fate: Fate, t: &Transaction) {
         match fate {
-            Fate::Answered => self.answered += 1,
+            Fate::Answered => {
+                self.answered += 1;
+                self.answered_end_unknown += u64::from(!response_end_known(t));
+            }
             Fate::CutOff => self.cut_off += 1,
             Fate::Unanswered => self.unanswered += 1,
             Fate::Unreadable => self.unreadable += 1,
@@ -1538,6 +1706,7 @@ impl RequestCounts {
 
     pub(crate) fn merge(&mut self, o: &RequestCounts) {
         self.answered += o.answered;
+        self.answered_end_unknown += o.answered_end_unknown;
         self.cut_off += o.cut_off;
         self.unanswered += o.unanswered;
         self.unreadable += o.unreadable;
@@ -1560,11 +1729,19 @@ impl RequestCounts {
                 "whose response could not be read to its end",
             ),
         ];
-        let said: Vec<String> = parts
+        let mut said: Vec<String> = parts
             .iter()
             .filter(|(n, _)| *n > 0)
             .map(|(n, what)| format!("{} {what}", crate::units::count(*n)))
             .collect();
+        if let (Some(first), n @ 1..) = (said.first_mut(), self.answered_end_unknown) {
+            if self.answered > 0 {
+                first.push_str(&format!(
+                    " ({} whose response's end is not in the capture)",
+                    crate::units::count(n)
+                ));
+            }
+        }
         if said.is_empty() {
             "none".into()
         } else {

@@ -7,17 +7,18 @@ mod statistics;
 mod tls;
 
 pub use connection::{
-    response_time_ns, CloseSeenFacts, CutOff, Fate, Incident, IncidentKind, MysqlDepth,
-    MysqlDetection, MysqlSessionFacts, RequestCounts, TransactionView, UnansweredRequest,
+    first_byte_ns, response_end_known, response_time_ns, CloseSeenFacts, CutOff, Fate, Incident,
+    IncidentKind, ListedPhases, MysqlDepth, MysqlDetection, MysqlSessionFacts, RequestCounts,
+    RequestPhases, TransactionView, UnansweredRequest,
 };
 pub(crate) use connection::{Home, MysqlTrack};
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
     command_word, statement_label, ConnectSummary, ErrorDetail, ErrorExample, MysqlAggregate,
-    MysqlFilter, MysqlReport, MysqlStatistics, OtherStatements, SecondCounts, ServerRow,
-    StatementFingerprinter, StatementGroup, StatusCounts, CUT_MARK, ERROR_EXAMPLES,
-    STATEMENT_GROUPS_KEPT,
+    MysqlFilter, MysqlReport, MysqlStatistics, OtherStatements, PhaseSummary, SecondCounts,
+    ServerRow, SlowRequest, StatementFingerprinter, StatementGroup, StatusCounts, CUT_MARK,
+    ERROR_EXAMPLES, SLOW_REQUESTS_LISTED, STATEMENT_GROUPS_KEPT,
 };
 pub(crate) use tls::Told;
 pub use tls::{

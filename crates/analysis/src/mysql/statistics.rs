@@ -9,7 +9,8 @@ use pcapsleuth_mysql::{Command, Fingerprinter, Outcome, SqlState, Transaction};
 use serde::Serialize;
 
 use super::connection::{
-    cut_text, response_time_ns, Fate, Incident, RequestCounts, UnansweredRequest,
+    cut_text, first_byte_ns, response_time_ns, Fate, Incident, ListedPhases, RequestCounts,
+    RequestPhases, UnansweredRequest,
 };
 use super::tls::{TlsAggregate, TlsReport};
 use crate::events::{Analysis, ConnectionView, EndView, EstimatedExchangeView, TransactionView};
@@ -216,10 +217,13 @@ impl StatementAgg {
         t: &Transaction,
         sql: &str,
         (fate, is_err): (Fate, bool),
-        rt: Option<Binned>,
+        (rt, phases): (Option<Binned>, Option<RequestPhases>),
         waited_ns: Option<u64>,
     ) {
-        self.requests.count(fate);
+        self.requests.count(fate, t);
+        if let Some(p) = phases {
+            self.phases.add(p);
+        }
         self.errors += u64::from(is_err);
         self.rows += t.rows;
         self.request_bytes += t.request_bytes;
@@ -253,6 +257,7 @@ impl StatementAgg {
             note_code(&mut self.error_codes, code, n);
         }
         self.rt.merge(&o.rt);
+        self.phases.merge(&o.phases);
         self.waited.merge(&o.waited);
         if o.sample.0 < self.sample.0 {
             self.sample = o.sample;
@@ -274,12 +279,88 @@ struct StatementAgg {
     status: StatusCounts,
     /// Response times of the answered requests.
     rt: Histogram,
+    /// The answered requests' phases, summed.
+    phases: PhaseSums,
     /// How long the requests cut off by a close had waited.
     waited: Histogram,
     /// The earliest statement of the group, and its frame.
     sample: (u64, String),
     /// The group's statements are held only in part by the capture.
     text_cut: bool,
+}
+
+/// The phases of answered requests ([`RequestPhases`]), summed: where a group's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PhaseSums {
+    timed: u64,
+    upload_ns: u64,
+    server_ns: u64,
+    downloads: u64,
+    download_ns: u64,
+}
+
+impl PhaseSums {
+    #[inline]
+    fn add(&mut self, p: RequestPhases) {
+        self.timed += 1;
+        self.upload_ns += p.upload_ns;
+        self.server_ns += p.server_ns;
+        if let Some(d) = p.download_ns {
+            self.downloads += 1;
+            self.download_ns += d;
+        }
+    }
+
+    fn merge(&mut self, o: &PhaseSums) {
+        self.timed += o.timed;
+        self.upload_ns += o.upload_ns;
+        self.server_ns += o.server_ns;
+        self.downloads += o.downloads;
+        self.download_ns += o.download_ns;
+    }
+
+    fn summary(&self) -> PhaseSummary {
+        let mean = |sum: u64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                sum as f64 / n as f64 / 1e3
+            }
+        };
+        PhaseSummary {
+            requests: self.timed,
+            upload_us: self.upload_ns as f64 / 1e3,
+            upload_mean_us: mean(self.upload_ns, self.timed),
+            server_us: self.server_ns as f64 / 1e3,
+            server_mean_us: mean(self.server_ns, self.timed),
+            downloads: self.downloads,
+            download_us: self.download_ns as f64 / 1e3,
+            download_mean_us: mean(self.download_ns, self.downloads),
+        }
+    }
+}
+
+/// Where answered requests' time went, phase by phase ([`RequestPhases`]): sums and means, in
+/// microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PhaseSummary {
+    /// Answered requests timed phase by phase (every answered request whose timestamps can all be
+    /// right).
+    pub requests: u64,
+    /// Their uploads (first to last request byte), summed.
+    pub upload_us: f64,
+    /// Their mean upload.
+    pub upload_mean_us: f64,
+    /// Their server times (last request byte to first response byte), summed.
+    pub server_us: f64,
+    /// Their mean server time.
+    pub server_mean_us: f64,
+    /// Of them, those whose download is timed: their response's end is in the capture.
+    pub downloads: u64,
+    /// Those downloads (first to last response byte), summed.
+    pub download_us: f64,
+    /// Their mean download.
+    pub download_mean_us: f64,
 }
 
 /// What the OK and EOF packets that ended a group's responses said (pt-query-digest's
@@ -757,6 +838,9 @@ impl Analysis for MysqlStatistics {
         }
         let waited_ns = view.waited_ns();
         if filter.transaction(t, waited_ns) {
+            if filter.slower_than_ns.is_some() && t.command != Command::Connect {
+                self.aggregate.note_slow(view, waited_ns);
+            }
             self.aggregate.add(
                 t,
                 view.fate(),
@@ -818,6 +902,7 @@ impl Analysis for MysqlStatistics {
 
     fn finish(mut self, capture: &CaptureFacts) -> MysqlAggregate {
         self.pending.flush(&mut self.aggregate);
+        self.aggregate.lists_slow = self.filter.slower_than_ns.is_some();
         // The groups kept one by one, the same however the work was split.
         self.aggregate.statements.bound();
         let timeline = &capture.timeline;
@@ -848,6 +933,10 @@ pub struct MysqlAggregate {
     /// Response times of answered requests, split by outcome (all of them: their sum, at report time).
     rt_ok: Histogram,
     rt_err: Histogram,
+    /// Times to first byte of every answered request.
+    first_byte: Histogram,
+    /// The answered requests' phases, summed.
+    phases: PhaseSums,
     statements: Statements,
     /// By server endpoint (looked up once per request; a capture holds few servers).
     servers: HashMap<Endpoint, ServerAgg, FlowBuildHasher>,
@@ -859,6 +948,11 @@ pub struct MysqlAggregate {
     /// One per replication stream.
     replication: Vec<ReplicationStream>,
     pub(crate) unanswered: Vec<UnansweredRequest>,
+    /// With `--slower-than`: the slowest requests it kept, slowest first (at most
+    /// [`SLOW_REQUESTS_LISTED`] once bounded).
+    slow: Vec<SlowRequest>,
+    /// `--slower-than` was given: the report lists `slow`.
+    lists_slow: bool,
     /// Requests whose statement text the capture holds only in part.
     statements_cut: u64,
     /// The capture's first and last packet times (ns since the epoch), once the run is over.
@@ -1031,10 +1125,20 @@ impl MysqlAggregate {
         // Logins (COM_CONNECT) count among errors (1045 access denied, 1130 host not allowed, ...) but not
         // among requests and their response times.
         let request = fate != Fate::NoResponse && t.command != Command::Connect;
+        let mut phases = None;
         if request {
-            self.requests.count(fate);
+            self.requests.count(fate, t);
+            if fate == Fate::Answered {
+                phases = RequestPhases::of(t);
+                if let Some(p) = phases {
+                    self.phases.add(p);
+                }
+                if let Some(ns) = first_byte_ns(t) {
+                    self.first_byte.add(ns);
+                }
+            }
             let s = servers.get(server);
-            s.requests.count(fate);
+            s.requests.count(fate, t);
             s.errors += u64::from(is_err);
             s.request_bytes += t.request_bytes;
             s.response_bytes += t.response_bytes;
@@ -1100,8 +1204,31 @@ impl MysqlAggregate {
                 }
             };
             if let Some(agg) = groups.group(n) {
-                agg.count(t, sql, (fate, is_err), rt, waited_ns);
+                agg.count(t, sql, (fate, is_err), (rt, phases), waited_ns);
             }
+        }
+    }
+
+    /// Keeps `view`, a request `--slower-than` matched, among the slowest (`waited_ns`: how long it
+    /// waited when a close cut it off).
+    fn note_slow(&mut self, view: &TransactionView<'_>, waited_ns: Option<u64>) {
+        let t = view.transaction;
+        let Some(ns) = view.response_time_ns().or(waited_ns) else {
+            return;
+        };
+        self.slow.push(SlowRequest {
+            request_frame: t.request_frame,
+            request_time: t.request_ts_ns as f64 / 1e9,
+            client: view.client.to_string(),
+            server: view.server.to_string(),
+            command: t.command.name().to_string(),
+            statement: t.statement.as_deref().map(elided),
+            fate: view.fate(),
+            time_s: ns as f64 / 1e9,
+            phases: ListedPhases::of(t),
+        });
+        if self.slow.len() >= 2 * SLOW_REQUESTS_LISTED {
+            bound_slow(&mut self.slow);
         }
     }
 
@@ -1150,6 +1277,11 @@ impl MysqlAggregate {
         }
         self.rt_ok.merge(&o.rt_ok);
         self.rt_err.merge(&o.rt_err);
+        self.first_byte.merge(&o.first_byte);
+        self.phases.merge(&o.phases);
+        self.slow.extend(o.slow);
+        self.lists_slow |= o.lists_slow;
+        bound_slow(&mut self.slow);
         self.statements.merge(o.statements);
         for (server, s) in o.servers {
             self.servers.entry(server).or_default().merge(&s);
@@ -1304,6 +1436,7 @@ impl MysqlAggregate {
                 status: o.status,
                 total_us: o.rt.sum_ns() as f64 / 1e3,
                 rt_us: o.rt.summary_us(),
+                phases: o.phases.summary(),
                 cut_off_waited_us: o.waited.summary_us(),
             }
         });
@@ -1330,6 +1463,7 @@ impl MysqlAggregate {
                 status: s.status,
                 total_us: s.rt.sum_ns() as f64 / 1e3,
                 rt_us: s.rt.summary_us(),
+                phases: s.phases.summary(),
                 cut_off_waited_us: s.waited.summary_us(),
                 text_cut: s.text_cut,
             })
@@ -1348,6 +1482,10 @@ impl MysqlAggregate {
             span_s: self.span.map_or(0.0, |(a, b)| (b - a).max(0) as f64 / 1e9),
             cut_off_waited_us: self.waited.summary_us(),
             unanswered: self.unanswered,
+            slow_requests: self.lists_slow.then(|| {
+                bound_slow(&mut self.slow);
+                std::mem::take(&mut self.slow)
+            }),
             commands: (0..=u8::MAX)
                 .zip(&self.commands)
                 .filter(|&(_, &n)| n > 0)
@@ -1386,6 +1524,8 @@ impl MysqlAggregate {
             },
             rt_ok_us: self.rt_ok.summary_us(),
             rt_error_us: self.rt_err.summary_us(),
+            first_byte_us: self.first_byte.summary_us(),
+            phases: self.phases.summary(),
             statements,
             other_statements,
             servers,
@@ -1413,6 +1553,47 @@ impl MysqlAggregate {
     }
 }
 
+/// The slow requests `mysql --slower-than` lists (the slowest, in JSON).
+pub const SLOW_REQUESTS_LISTED: usize = 100;
+
+/// The slowest [`SLOW_REQUESTS_LISTED`] of `slow`, slowest first (then by request frame and client:
+/// one order however the work was split).
+fn bound_slow(slow: &mut Vec<SlowRequest>) {
+    slow.sort_by(|a, b| {
+        b.time_s
+            .total_cmp(&a.time_s)
+            .then(a.request_frame.cmp(&b.request_frame))
+            .then_with(|| a.client.cmp(&b.client))
+    });
+    slow.truncate(SLOW_REQUESTS_LISTED);
+}
+
+/// A request `mysql --slower-than` matched: answered in at least that long, or cut off by a close after
+/// waiting that long.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowRequest {
+    /// Frame of the request's first packet.
+    pub request_frame: u64,
+    /// When the request was sent, seconds since the epoch.
+    pub request_time: f64,
+    /// The client's `ip:port`.
+    pub client: String,
+    /// The server's `ip:port`.
+    pub server: String,
+    /// The request's command name.
+    pub command: String,
+    /// Its statement on one line, cut after 120 characters (with `…`); `None` when it has none.
+    pub statement: Option<String>,
+    /// What became of it: `answered` or `cut_off`.
+    pub fate: Fate,
+    /// Its response time (request to last response byte), or for one cut off by a close how long it
+    /// waited until the close, seconds.
+    pub time_s: f64,
+    /// Where that time went: upload, server, download, with the bytes each way; `None` when its
+    /// timestamps cannot all be right.
+    pub phases: Option<ListedPhases>,
+}
+
 /// `pcapsleuth mysql --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MysqlReport {
@@ -1429,6 +1610,10 @@ pub struct MysqlReport {
     pub cut_off_waited_us: RtSummary,
     /// Requests still waiting for their response when the capture ended, in request order.
     pub unanswered: Vec<UnansweredRequest>,
+    /// With `--slower-than`: the slowest requests it matched (up to [`SLOW_REQUESTS_LISTED`]), slowest
+    /// first, each with its phases; absent (in JSON too) without `--slower-than`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_requests: Option<Vec<SlowRequest>>,
     /// Every request by command name ("COM_QUERY", "COM_STMT_EXECUTE", ..., "COM_CONNECT" for logins).
     pub commands: BTreeMap<String, u64>,
     /// Error responses by code.
@@ -1441,6 +1626,11 @@ pub struct MysqlReport {
     pub rt_ok_us: RtSummary,
     /// Response times of the requests answered by an error response, microseconds.
     pub rt_error_us: RtSummary,
+    /// Times to first byte (request's first byte to the response's first) of every answered request,
+    /// those whose response's end is not in the capture included, microseconds.
+    pub first_byte_us: RtSummary,
+    /// Where the answered requests' time went: upload, server, download.
+    pub phases: PhaseSummary,
     /// Statements grouped by command and fingerprint, by total time: every group, unless the capture
     /// held more than [`STATEMENT_GROUPS_KEPT`] (then `other_statements` says what the others were).
     pub statements: Vec<StatementGroup>,
@@ -1579,6 +1769,8 @@ pub struct StatementGroup {
     pub total_us: f64,
     /// Response times of the answered requests, microseconds.
     pub rt_us: RtSummary,
+    /// Where the answered requests' time went: upload, server, download, summed and averaged.
+    pub phases: PhaseSummary,
     /// How long the requests cut off by a close had waited.
     pub cut_off_waited_us: RtSummary,
     /// The capture holds these statements only in part (snap length, loss): the fingerprint is of their
@@ -1620,6 +1812,8 @@ pub struct OtherStatements {
     pub total_us: f64,
     /// Response times of the answered requests, microseconds.
     pub rt_us: RtSummary,
+    /// Where the answered requests' time went (as a group's).
+    pub phases: PhaseSummary,
     /// How long the requests cut off by a close had waited.
     pub cut_off_waited_us: RtSummary,
 }

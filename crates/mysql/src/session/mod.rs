@@ -367,6 +367,9 @@ impl Session {
         meta: Meta,
     ) -> usize {
         if let Some(mut inflater) = cur.inflater.take() {
+            if dir == Direction::ServerToClient && !input.is_empty() && inflater.at_boundary() {
+                Self::compressed_answer_begins(core, meta);
+            }
             let mut consumed = 0;
             // Output the inflater still holds belongs to this segment, even after its last byte.
             while consumed < input.len() || inflater.has_pending_output() {
@@ -403,6 +406,23 @@ impl Session {
             return consumed;
         }
         0
+    }
+
+    /// A compressed packet of the server begins at `at` while a request waits for its answer: that is
+    /// where its answer's first byte is on the wire, even when the capture holds too little of the
+    /// packet to inflate any of it (a sample that kept only the first segment of a large answer).
+    #[cold]
+    #[inline(never)]
+    fn compressed_answer_begins(core: &mut Core, at: Meta) {
+        if let Some(head) = core.queue.front_mut() {
+            if head.first_response.is_none()
+                && !head.lost
+                && !matches!(head.stage, Stage::NoResponse | Stage::Lost)
+            {
+                head.first_response = Some(at);
+                head.last_response.get_or_insert(at);
+            }
+        }
     }
 
     /// The server sent a packet while nothing was open and the client was in the middle of a command's

@@ -595,6 +595,7 @@ impl Core {
             Phase::Authenticating => {
                 if let Some(head) = self.queue.front_mut() {
                     head.request_bytes += wire_len(pkt.len);
+                    head.last_request = pkt.end;
                     head.gap_bytes += pkt.gap_bytes;
                     head.next_seq = pkt.seq.wrapping_add(1);
                 } else {
@@ -620,6 +621,7 @@ impl Core {
                 if let Some(head) = self.queue.front_mut() {
                     if head.stage == Stage::InfileData {
                         head.request_bytes += wire_len(pkt.len);
+                        head.last_request = pkt.end;
                         head.gap_bytes += pkt.gap_bytes;
                         head.next_seq = pkt.seq.wrapping_add(1);
                         if pkt.len == 0 {
@@ -631,6 +633,7 @@ impl Core {
                     }
                     if head.stage == Stage::Auth && pkt.seq != 0 {
                         head.request_bytes += wire_len(pkt.len);
+                        head.last_request = pkt.end;
                         head.next_seq = pkt.seq.wrapping_add(1);
                         return fx;
                     }
@@ -647,6 +650,7 @@ impl Core {
         let mut fx = Effects::default();
         let mut pending = Box::new(Pending::new(Command::Connect, pkt.start, Stage::Auth));
         pending.request_bytes = wire_len(pkt.len);
+        pending.last_request = pkt.end;
         pending.next_seq = pkt.seq.wrapping_add(1);
         // A response cut by a gap still gives the capabilities (first 4 bytes).
         match wire::parse_handshake_response(prefix, !pkt.damaged) {
@@ -748,6 +752,7 @@ impl Core {
         // would cost a copy per command.
         let p = Self::open(&mut self.queue, &mut self.free, command, pkt.start, stage);
         p.request_bytes = wire_len(pkt.len);
+        p.last_request = pkt.end;
         p.gap_bytes = pkt.gap_bytes;
         p.next_seq = pkt.seq.wrapping_add(1);
         let spares = &mut self.spares;

@@ -45,6 +45,9 @@ pub(super) struct Pending {
     pub(super) statement: Option<String>,
     pub(super) statement_id: Option<u32>,
     pub(super) request: Meta,
+    /// Where the request's last byte seen so far came (its command packet's end, then each LOCAL
+    /// INFILE or authentication packet's it sent after it).
+    pub(super) last_request: Meta,
     pub(super) first_response: Option<Meta>,
     pub(super) last_response: Option<Meta>,
     pub(super) rows: u64,
@@ -82,6 +85,7 @@ impl Pending {
             statement: None,
             statement_id: None,
             request,
+            last_request: request,
             first_response: None,
             last_response: None,
             rows: 0,
@@ -112,6 +116,7 @@ impl Pending {
             statement,
             statement_id,
             request: r,
+            last_request,
             first_response,
             last_response,
             rows,
@@ -136,6 +141,7 @@ impl Pending {
         *statement = None;
         *statement_id = None;
         *r = request;
+        *last_request = request;
         *first_response = None;
         *last_response = None;
         *rows = 0;
@@ -168,6 +174,8 @@ impl Pending {
             statement_id,
             request_ts_ns,
             request_frame,
+            last_request_ts_ns,
+            last_request_frame,
             first_response_ts_ns,
             first_response_frame,
             last_response_ts_ns,
@@ -191,6 +199,8 @@ impl Pending {
         *statement_id = self.statement_id;
         *request_ts_ns = self.request.ts_ns;
         *request_frame = self.request.frame;
+        *last_request_ts_ns = self.last_request.ts_ns;
+        *last_request_frame = self.last_request.frame;
         *first_response_ts_ns = self.first_response.map(|m| m.ts_ns);
         *first_response_frame = self.first_response.map(|m| m.frame);
         *last_response_ts_ns = self.last_response.map(|m| m.ts_ns);
@@ -217,6 +227,8 @@ impl Pending {
             statement_id: self.statement_id,
             request_ts_ns: self.request.ts_ns,
             request_frame: self.request.frame,
+            last_request_ts_ns: self.last_request.ts_ns,
+            last_request_frame: self.last_request.frame,
             first_response_ts_ns: self.first_response.map(|m| m.ts_ns),
             first_response_frame: self.first_response.map(|m| m.frame),
             last_response_ts_ns: self.last_response.map(|m| m.ts_ns),
@@ -248,9 +260,13 @@ impl Pending {
             statement: self.statement.clone(),
             request_ts_ns: self.request.ts_ns,
             request_frame: self.request.frame,
+            last_request_ts_ns: self.last_request.ts_ns,
+            request_bytes: self.request_bytes,
             rows: self.rows,
             response_bytes: self.response_bytes,
+            first_response_ts_ns: self.first_response.map(|m| m.ts_ns),
             first_response_frame: self.first_response.map(|m| m.frame),
+            last_response_ts_ns: self.last_response.map(|m| m.ts_ns),
             last_response_frame: self.last_response.map(|m| m.frame),
         }
     }
