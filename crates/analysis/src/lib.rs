@@ -126,8 +126,8 @@ pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use load::{
-    ConnectionRow, Connections, IdleGap, InFlight, LoadConnection, LoadInterval, LoadReport, LoadTest,
-    TransactionCounts, Transactions, LOAD_WORST_CONNECTIONS,
+    ConnectionRow, Connections, IdleGap, InFlight, LoadConnection, LoadInterval, LoadReport,
+    LoadTest, TransactionCounts, Transactions, LOAD_WORST_CONNECTIONS,
 };
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{

@@ -26,9 +26,12 @@ use serde::Serialize;
 
 use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::facts::CaptureFacts;
+use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
 use crate::mysql::Fate;
+use crate::thresholds::{IDLE_IN_TRANSACTION_MIN_S, IDLE_IN_TRANSACTION_SHARE};
 use crate::timeline::plausible_response_time;
+use crate::units;
 
 /// `SERVER_STATUS_IN_TRANS`: a transaction is open after this response.
 const SERVER_STATUS_IN_TRANS: u16 = 0x0001;
@@ -567,7 +570,8 @@ impl Analysis for LoadTest {
                         // before what the capture holds; with autocommit off, this statement opened
                         // it (known when the session was followed from its login, or from a request
                         // before).
-                        let autocommit_on = flags.is_some_and(|f| f & SERVER_STATUS_AUTOCOMMIT != 0);
+                        let autocommit_on =
+                            flags.is_some_and(|f| f & SERVER_STATUS_AUTOCOMMIT != 0);
                         let start_known = !autocommit_on && (c.login_seen || c.requests > 1);
                         c.open = Some(OpenTransaction {
                             start_ns: start,
@@ -588,7 +592,12 @@ impl Analysis for LoadTest {
         };
     }
 
-    fn connection_ended(&mut self, c: LoadConnection, conn: &ConnectionView<'_>, end: &EndView<'_>) {
+    fn connection_ended(
+        &mut self,
+        c: LoadConnection,
+        conn: &ConnectionView<'_>,
+        end: &EndView<'_>,
+    ) {
         if !conn.is_mysql() {
             return;
         }
@@ -702,6 +711,9 @@ pub struct LoadReport {
     pub worst_think_time: Vec<ConnectionRow>,
     /// What the figures could not know, in words.
     pub notes: Vec<String>,
+    /// The transactions' times, ns, for tests of their change (`diff`).
+    #[serde(skip)]
+    pub(crate) transaction_rt: Histogram,
 }
 
 /// Requests in flight over the run.
@@ -907,7 +919,11 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
             0.0
         },
         max: req_max,
-        max_at: if req_max > 0 { req_max_at as f64 / 1e9 } else { 0.0 },
+        max_at: if req_max > 0 {
+            req_max_at as f64 / 1e9
+        } else {
+            0.0
+        },
         littles_law: rate * rt.mean / 1e6,
         rt_mean_us: rt.mean,
     };
@@ -1041,7 +1057,90 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         worst_idle_in_transaction: l.worst_idle,
         worst_think_time: l.worst_think,
         notes,
+        transaction_rt: l.transaction_rt,
     }
+}
+
+/// `report`'s finding when transactions spent most of their time waiting for their clients' next
+/// statement ([`IDLE_IN_TRANSACTION_SHARE`] of it, at least [`IDLE_IN_TRANSACTION_MIN_S`] in all): how
+/// much, the worst connection and its longest silence with its frames. Look-first (severity 2) when one
+/// silence inside a transaction lasted a second or more: locks held that long stall everyone else.
+pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
+    let tx = &l.transactions;
+    if tx.idle_share < IDLE_IN_TRANSACTION_SHARE
+        || tx.idle_in_transaction_s < IDLE_IN_TRANSACTION_MIN_S
+    {
+        return None;
+    }
+    let worst = l.worst_idle_in_transaction.first()?;
+    let mut summary = format!(
+        "transactions spend {} of their time waiting for the client's next statement ({} idle in {} \
+         transactions, told by {}); worst connection {} -> {}: {} idle in {} transactions",
+        units::percent(tx.idle_share),
+        units::seconds(tx.idle_in_transaction_s),
+        units::count(tx.counts.ended()),
+        match tx.told_by {
+            "server_status" => "the server's SERVER_STATUS_IN_TRANS flag",
+            "statements" => "their statements",
+            _ => "the server's flag and the statements",
+        },
+        worst.client,
+        worst.server,
+        units::seconds(worst.idle_in_transaction_s),
+        units::count(worst.transactions)
+    );
+    let mut frames = Vec::new();
+    if let Some(g) = &worst.longest_idle {
+        summary.push_str(&format!(
+            ", the longest {} before `{}` (frame {})",
+            units::seconds(g.seconds),
+            g.statement,
+            g.request_frame
+        ));
+        frames.extend([g.after_frame, g.request_frame]);
+    }
+    let mut evidence = vec![format!(
+        "transaction time: p50 {}, p99 {}; each silence inside one: p50 {}, max {}; think time between \
+         any response and the next request: p50 {}",
+        units::duration_us(tx.rt_us.p50),
+        units::duration_us(tx.rt_us.p99),
+        units::duration_us(tx.idle_gaps_us.p50),
+        units::duration_us(tx.idle_gaps_us.max),
+        units::duration_us(l.think_time_us.p50)
+    )];
+    for w in &l.worst_idle_in_transaction {
+        let mut line = format!(
+            "{} -> {} (from frame {}): {} idle in {} transactions taking {}",
+            w.client,
+            w.server,
+            w.first_frame,
+            units::seconds(w.idle_in_transaction_s),
+            units::count(w.transactions),
+            units::seconds(w.transaction_s)
+        );
+        if let Some(g) = &w.longest_idle {
+            line.push_str(&format!(
+                "; longest {} from frame {} to `{}` (frame {})",
+                units::seconds(g.seconds),
+                g.after_frame,
+                g.statement,
+                g.request_frame
+            ));
+        }
+        evidence.push(line);
+    }
+    let long = worst
+        .longest_idle
+        .as_ref()
+        .is_some_and(|g| g.seconds >= 1.0);
+    Some(Finding {
+        severity: if long { 2 } else { 3 },
+        kind: FindingKind::IdleInTransaction,
+        summary,
+        evidence,
+        frames,
+        ..Finding::blank()
+    })
 }
 
 #[cfg(test)]

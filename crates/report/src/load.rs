@@ -78,9 +78,18 @@ pub fn render_load(r: &LoadReport) -> String {
         );
     }
     for (n, what) in [
-        (c.began_before_capture, "already open when the capture began (start unknown, not timed)"),
-        (c.open_at_end, "still open when the capture ended (not timed)"),
-        (c.abandoned, "open when their connection closed or quit (the server rolls them back)"),
+        (
+            c.began_before_capture,
+            "already open when the capture began (start unknown, not timed)",
+        ),
+        (
+            c.open_at_end,
+            "still open when the capture ended (not timed)",
+        ),
+        (
+            c.abandoned,
+            "open when their connection closed or quit (the server rolls them back)",
+        ),
     ] {
         if n > 0 {
             let _ = writeln!(out, "  {} {what}", count(n));
