@@ -1101,7 +1101,8 @@ pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
     }
     let mut evidence = vec![format!(
         "transaction time: p50 {}, p99 {}; each silence inside one: p50 {}, max {}; think time between \
-         any response and the next request: p50 {}",
+         any response and the next request: p50 {} (seen at a server, each silence holds the path's round \
+         trip too)",
         units::duration_us(tx.rt_us.p50),
         units::duration_us(tx.rt_us.p99),
         units::duration_us(tx.idle_gaps_us.p50),
