@@ -157,6 +157,20 @@ enum Command {
         #[command(flatten)]
         plots: PlotsArg,
     },
+    /// The load-test view: requests in flight (time-weighted mean and max, with Little's law beside it
+    /// as a check), connections open and active, transactions (explicit and autocommit=0: per second,
+    /// their time from first statement to the end's answer, statements, rollbacks), client think time,
+    /// and idle-in-transaction time with the worst connections named; per interval and for the run.
+    ///
+    /// Transactions are told by the server's SERVER_STATUS_IN_TRANS flag where its responses carry it,
+    /// by the statements (BEGIN, START TRANSACTION, COMMIT, ROLLBACK, SET autocommit) where not.
+    Load {
+        #[command(flatten)]
+        common: Common,
+        /// Interval of the per-interval table, at least 1ms (e.g. 1s, 100ms).
+        #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+        interval: Duration,
+    },
     /// Every analysis at once, as ranked findings with their evidence (frames, times, values).
     Report {
         #[command(flatten)]
@@ -608,6 +622,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })?;
             let (mysql, rt) = &a.output;
             output(common.engine.json, &a, &rt.report(mysql), render)?;
+            Ok(finish(&cap, &a))
+        }
+        Command::Load { common, interval } => {
+            let interval_ns = args::nanos(interval);
+            let (cap, a) = analyze(&common, || analysis::LoadTest::new(interval_ns))?;
+            output(common.engine.json, &a, &a.output, report::render_load)?;
             Ok(finish(&cap, &a))
         }
         Command::Report {

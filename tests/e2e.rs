@@ -37,6 +37,7 @@ mod hump_causes;
 mod inputs;
 mod ip_fragments;
 mod library;
+mod load;
 mod mysql_stories;
 mod never_harm;
 mod peers;

@@ -5,8 +5,8 @@ use crate::common;
 
 use pcapsleuth::analysis::{
     analyze, first_reset, CloseView, ConnectionView, EndView, Endings, EngineOptions,
-    EstimatedExchangeView, Everything, Exchanges, MysqlStatistics, Resends, Run, SegmentView,
-    Statistics, TransactionView,
+    EstimatedExchangeView, Everything, Exchanges, LoadTest, MysqlStatistics, Resends, Run,
+    SegmentView, Statistics, TransactionView,
 };
 use pcapsleuth::capture::Capture;
 use pcapsleuth::report::to_json;
@@ -251,6 +251,36 @@ fn statement_groups_beyond_the_bound_fold_the_same_with_1_2_3_7_and_64_splits() 
         folded >= 5,
         "only {folded} captures with more than {KEEP} statement groups"
     );
+}
+
+/// The load-test view (`load`): requests in flight and connections open (swept over every request and
+/// connection once merged), transactions followed per connection, the worst connections; at 10 ms
+/// intervals, so that requests and transactions straddle many interval edges.
+#[test]
+fn the_load_view_is_the_same_with_1_2_3_7_and_64_splits() {
+    for path in common::real_captures() {
+        let cap = Capture::open(&path).unwrap();
+        let with = |splits| {
+            let run = analyze(
+                &cap,
+                &EngineOptions {
+                    threads: 2,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || LoadTest::new(10_000_000),
+            );
+            to_json(&run.output)
+        };
+        let one = with(1);
+        for splits in [2, 3, 7, 64] {
+            assert_eq!(
+                one,
+                with(splits),
+                "{path:?}: load differs with {splits} splits"
+            );
+        }
+    }
 }
 
 /// The records `compare` lines up (every request with its sequence number, payload hash, response

@@ -5,13 +5,14 @@ use crate::events::{
     TransactionView,
 };
 use crate::facts::CaptureFacts;
+use crate::load::{LoadReport, LoadTest};
 use crate::mysql::{MysqlAggregate, MysqlStatistics};
 use crate::rate::{RateAggregate, Rates};
 use crate::rt::{ResponseTimes, RtAggregate};
 
-/// [`MysqlStatistics`] (unfiltered), [`ResponseTimes`] and [`Rates`] in one run.
+/// [`MysqlStatistics`] (unfiltered), [`ResponseTimes`], [`Rates`] and [`LoadTest`] in one run.
 pub struct Everything {
-    analyses: (MysqlStatistics, ResponseTimes, Rates),
+    analyses: Each,
 }
 
 impl Everything {
@@ -23,6 +24,7 @@ impl Everything {
                 MysqlStatistics::default(),
                 ResponseTimes::new(interval_ns),
                 Rates::new(interval_ns),
+                LoadTest::new(interval_ns),
             ),
         }
     }
@@ -51,9 +53,11 @@ pub struct Statistics {
     pub rt: RtAggregate,
     /// Packet and bit rates.
     pub rates: RateAggregate,
+    /// The load-test view: requests in flight, connections, transactions, think time.
+    pub load: LoadReport,
 }
 
-type Each = (MysqlStatistics, ResponseTimes, Rates);
+type Each = (MysqlStatistics, ResponseTimes, Rates, LoadTest);
 
 impl Analysis for Everything {
     type PerConnection = <Each as Analysis>::PerConnection;
@@ -104,7 +108,12 @@ impl Analysis for Everything {
         self.analyses.merge(o.analyses);
     }
     fn finish(self, capture: &CaptureFacts) -> Statistics {
-        let (mysql, rt, rates) = self.analyses.finish(capture);
-        Statistics { mysql, rt, rates }
+        let (mysql, rt, rates, load) = self.analyses.finish(capture);
+        Statistics {
+            mysql,
+            rt,
+            rates,
+            load,
+        }
     }
 }

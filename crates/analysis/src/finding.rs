@@ -89,6 +89,8 @@ pub enum FindingKind {
     SlowHump,
     /// A semi-sync primary waiting for its replica's ACKs.
     SemiSyncAckStalls,
+    /// Transactions that spent most of their time waiting for their clients' next statement.
+    IdleInTransaction,
     /// Retransmissions.
     Retransmissions,
     /// Damage in the capture: corrupt records, wild timestamps.
@@ -97,7 +99,7 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FindingKind; 14] = [
+    pub const ALL: [FindingKind; 15] = [
         FindingKind::FirstAbnormalClose,
         FindingKind::GreetingWait,
         FindingKind::SynDrops,
@@ -110,6 +112,7 @@ impl FindingKind {
         FindingKind::RtMultimodal,
         FindingKind::SlowHump,
         FindingKind::SemiSyncAckStalls,
+        FindingKind::IdleInTransaction,
         FindingKind::Retransmissions,
         FindingKind::CaptureDamage,
     ];
@@ -123,6 +126,7 @@ impl FindingKind {
             FindingKind::Errors => "errors",
             FindingKind::FirstAbnormalClose => "first_abnormal_close",
             FindingKind::GreetingWait => "greeting_wait",
+            FindingKind::IdleInTransaction => "idle_in_transaction",
             FindingKind::LateAccept => "late_accept",
             FindingKind::MidResponseClose => "mid_response_close",
             FindingKind::Retransmissions => "retransmissions",

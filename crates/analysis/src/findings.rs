@@ -328,6 +328,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         });
     }
     f.extend(semi_sync_finding(&mysql));
+    f.extend(crate::load::idle_in_transaction_finding(&stats.load));
     let (pk, re) = a.connections.iter().fold((0u64, 0u64), |(p, r), c| {
         (
             p + c.to_server.packets + c.to_client.packets,
@@ -905,6 +906,15 @@ fn hand_off(
                         .collect(),
                 )
             }
+            FindingKind::IdleInTransaction => connections(
+                a.output
+                    .load
+                    .worst_idle_in_transaction
+                    .iter()
+                    .take(1)
+                    .filter_map(|w| holding(&w.client, &w.server, w.first_frame))
+                    .collect(),
+            ),
             FindingKind::Retransmissions => connections(
                 conns
                     .iter()

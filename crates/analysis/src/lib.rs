@@ -72,6 +72,7 @@ mod finding;
 mod findings;
 mod histogram;
 mod humps;
+mod load;
 mod modes;
 mod mysql;
 mod phases;
@@ -124,6 +125,10 @@ pub use finding::{
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
 pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
+pub use load::{
+    ConnectionRow, Connections, IdleGap, InFlight, LoadConnection, LoadInterval, LoadReport,
+    LoadTest, TransactionCounts, Transactions, LOAD_WORST_CONNECTIONS,
+};
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{
     command_word, first_byte_ns, response_end_known, response_time_ns, statement_label,

@@ -380,3 +380,12 @@ pub const DIFF_PATH_FACTOR: f64 = 2.0;
 /// SYN-ACK to ACK) holds at least this share of their round trip (medians): the half that crossed the
 /// path. On a local network both halves are microseconds and the point is not told.
 pub const DIFF_HANDSHAKE_HALF: f64 = 0.8;
+
+/// `report` says that transactions wait for their clients when the ended transactions spent at least this
+/// share of their time idle (a response given, the client's next statement not yet sent): beyond it the
+/// server holds locks and snapshots mostly for clients that are doing something else.
+pub const IDLE_IN_TRANSACTION_SHARE: f64 = 0.5;
+
+/// ... and the idle time adds up to at least this many seconds: a few transactions that waited a
+/// millisecond are no story.
+pub const IDLE_IN_TRANSACTION_MIN_S: f64 = 0.1;

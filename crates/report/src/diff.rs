@@ -224,6 +224,41 @@ fn side_by_side(out: &mut String, d: &Diff) {
         relative(f.a, f.b),
     );
     let pair = |p: &Pair<u64>| (count(p.a), count(p.b));
+    let (a, b) = pair(&d.load.in_flight_max);
+    line("in flight (max)", a, b, String::new());
+    let tps = &d.load.transactions_per_s;
+    if tps.a > 0.0 || tps.b > 0.0 {
+        line(
+            "transactions per second",
+            significant(tps.a, 3),
+            significant(tps.b, 3),
+            format!(
+                "{}{}",
+                relative(tps.a, tps.b),
+                match d.load.transaction_rate_test {
+                    Some(t) if t.significant => format!(" beyond noise (p {})", p_value(t.p)),
+                    Some(t) => format!(" within noise (p {})", p_value(t.p)),
+                    None => String::new(),
+                }
+            ),
+        );
+        let tx = &d.load.transaction_rt_us;
+        times(
+            &mut line,
+            "transaction time",
+            &tx.a,
+            &tx.b,
+            &tx.test,
+            ("slower", "faster"),
+        );
+        let idle = &d.load.idle_in_transaction_share;
+        line(
+            "idle in transaction",
+            percent(idle.a),
+            percent(idle.b),
+            String::new(),
+        );
+    }
     let (a, b) = pair(&d.load.active_connections);
     line("connections with requests", a, b, String::new());
     let m = &d.load.connection_medians_us;

@@ -35,6 +35,7 @@ mod compare;
 mod diff;
 #[cfg(feature = "plots")]
 mod html;
+mod load;
 mod located;
 #[cfg(feature = "plots")]
 pub mod plots;
@@ -48,6 +49,7 @@ pub use compare::{compare_json, render_compare, ComparedCapture};
 pub use diff::render_diff;
 #[cfg(feature = "plots")]
 pub use html::{escape_html, render_html, render_html_against};
+pub use load::render_load;
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
 pub use plots::{svg_plots, write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot, SvgPlot};

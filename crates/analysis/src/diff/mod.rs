@@ -202,6 +202,34 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
                 a: in_flight(a),
                 b: in_flight(b),
             },
+            in_flight_max: Pair {
+                a: a.load.in_flight.max,
+                b: b.load.in_flight.max,
+            },
+            transactions_per_s: Pair {
+                a: per_s(a.load.transactions.counts.ended(), ta),
+                b: per_s(b.load.transactions.counts.ended(), tb),
+            },
+            transaction_rate_test: match (
+                a.load.transactions.counts.ended(),
+                b.load.transactions.counts.ended(),
+            ) {
+                (0, 0) => None,
+                (na, nb) => rate_test(na, ta, nb, tb),
+            },
+            transaction_rt_us: Compared {
+                a: summary(&a.load.transaction_rt),
+                b: summary(&b.load.transaction_rt),
+                test: rank_test(&a.load.transaction_rt, &b.load.transaction_rt).map(|t| {
+                    let mut one = [t];
+                    holm(&mut one);
+                    one[0]
+                }),
+            },
+            idle_in_transaction_share: Pair {
+                a: a.load.transactions.idle_share,
+                b: b.load.transactions.idle_share,
+            },
             active_connections: Pair {
                 a: a.profile.active_connections,
                 b: b.profile.active_connections,

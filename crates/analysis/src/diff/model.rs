@@ -170,6 +170,19 @@ pub struct Load {
     pub think_p10_us: Pair<f64>,
     /// Requests in flight on average (Little's law: the response times summed over the span).
     pub in_flight: Pair<f64>,
+    /// The most requests in flight at once (measured: every request from its first byte to its
+    /// response's last).
+    pub in_flight_max: Pair<u64>,
+    /// Transactions ended (committed or rolled back) per second of each run's span of requests.
+    pub transactions_per_s: Pair<f64>,
+    /// The rate test of `transactions_per_s`.
+    pub transaction_rate_test: Option<RateTest>,
+    /// Transaction time (first statement to the answer to its COMMIT or ROLLBACK), µs, with the rank
+    /// test of its change: tested on its own (not in the Holm family of the response times), and said in
+    /// the verdict only when beyond the noise.
+    pub transaction_rt_us: Compared<RtSummary>,
+    /// Of the transactions' time, the share idle: waiting for the client's next statement.
+    pub idle_in_transaction_share: Pair<f64>,
     /// Connections that sent requests.
     pub active_connections: Pair<u64>,
     /// Each connection's median response time, µs, over the connections with at least 10 answered

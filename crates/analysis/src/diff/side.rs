@@ -38,6 +38,8 @@ pub struct DiffSide {
     pub(crate) packets: u64,
     pub(crate) ceilings: Vec<Ceiling>,
     pub(crate) throughput: Throughput,
+    /// The load-test view: requests in flight measured, transactions.
+    pub(crate) load: crate::load::LoadReport,
 }
 
 /// A statement group of one run.
@@ -131,6 +133,7 @@ impl DiffSide {
             None => profile.request_span_s(),
         };
         DiffSide {
+            load: stats.load.clone(),
             summary: RunSummary {
                 files,
                 packets: run.capture.counts.packets,

@@ -76,6 +76,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
     if !rate_said {
         said.extend(rate(d));
     }
+    said.extend(transactions(d));
     if direction.is_none() && !said.is_empty() {
         said.push(format!(
             "Response times unchanged within the runs' noise ({}).",
@@ -102,6 +103,25 @@ pub(crate) fn verdict(d: &Diff) -> String {
         );
     }
     said.join(" ")
+}
+
+/// Transactions whose time changed beyond the noise: how much, their rate, and the share of their time
+/// spent waiting for the client (which says whether the change is the server's or the clients').
+fn transactions(d: &Diff) -> Option<String> {
+    let tx = &d.load.transaction_rt_us;
+    let t = tx.test.filter(|t| t.significant)?;
+    let word = if t.effect > 0.5 { "slower" } else { "faster" };
+    let idle = &d.load.idle_in_transaction_share;
+    let tps = &d.load.transactions_per_s;
+    Some(format!(
+        "Transactions got {word} (first statement to the answer to their COMMIT or ROLLBACK: {}; {} -> \
+         {} per second), of which the client's silences between statements are {} -> {}.",
+        p50_and_mean(&tx.a, &tx.b),
+        significant(tps.a, 3),
+        significant(tps.b, 3),
+        percent(idle.a),
+        percent(idle.b)
+    ))
 }
 
 /// "p50 56.1 µs -> 2.31 ms, mean 115 µs -> 2.47 ms".

@@ -1,0 +1,1198 @@
+//! The load-test view (`pcapsleuth load`): how many requests were in flight, how many connections were
+//! open and active, how many transactions per second and how long they took, how long the clients
+//! thought between a response and their next request, and who sat idle inside an open transaction.
+//!
+//! * **Requests in flight** are measured, not derived: every request (logins aside) is in flight from
+//!   its first byte to its response's last (to the close that cut it off, or the capture's end), and the
+//!   step function of their number is integrated per interval (time-weighted mean) and its maximum kept.
+//!   Little's law (requests/s x mean response time) is given beside it as a check.
+//! * **Transactions** are told by the server where it says: the `SERVER_STATUS_IN_TRANS` flag of the
+//!   OK or EOF that ends a response is set while a transaction is open. Where a response carries no
+//!   status (an ERR, a cut-off response), the statements tell: `BEGIN` / `START TRANSACTION` open one,
+//!   `COMMIT` / `ROLLBACK` end it, and with autocommit off (`SET autocommit=0`) any statement opens one.
+//!   Each transaction says which was used.
+//! * **Think time** is a connection's silence from a response's last byte to its next request's first
+//!   byte; inside an open transaction the same silence is **idle in transaction**: the client held locks
+//!   and a snapshot while the server waited for it.
+//!
+//! Everything is kept per connection (the engine's per-connection state) and summed, or sorted at the
+//! end: the result is the same for any number of splits.
+
+use std::collections::BTreeMap;
+
+use pcapsleuth_flow::{CloseFlag, Side};
+use pcapsleuth_mysql::{Command, Transaction};
+use serde::Serialize;
+
+use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
+use crate::facts::CaptureFacts;
+use crate::finding::{Finding, FindingKind};
+use crate::histogram::{Histogram, RtSummary};
+use crate::mysql::Fate;
+use crate::thresholds::{IDLE_IN_TRANSACTION_MIN_S, IDLE_IN_TRANSACTION_SHARE};
+use crate::timeline::plausible_response_time;
+use crate::units;
+
+/// `SERVER_STATUS_IN_TRANS`: a transaction is open after this response.
+const SERVER_STATUS_IN_TRANS: u16 = 0x0001;
+/// `SERVER_STATUS_AUTOCOMMIT`: the session's autocommit is on.
+const SERVER_STATUS_AUTOCOMMIT: u16 = 0x0002;
+/// MySQL's deadlock error: the server rolled the whole transaction back.
+const ER_LOCK_DEADLOCK: u16 = 1213;
+/// Connections listed by name, the worst first.
+pub const LOAD_WORST_CONNECTIONS: usize = 5;
+/// Per-interval rows beyond which the table is left out (an interval far finer than the capture is
+/// long would write millions of rows); the whole-run figures are kept.
+const MAX_INTERVAL_ROWS: i64 = 200_000;
+
+/// The load-test analysis: one instance per worker, merged, finished into a [`LoadReport`].
+#[derive(Debug, Clone, Default)]
+pub struct LoadTest {
+    interval_ns: i64,
+    /// Each request's time in flight: (first request byte, end), ns; `i64::MAX` for one still in flight
+    /// when the capture ended.
+    requests: Vec<(i64, i64)>,
+    /// Each MySQL connection's first and last packet, ns.
+    connections: Vec<(i64, i64)>,
+    /// Per interval (bin of `interval_ns`): counts that add up.
+    bins: BTreeMap<i64, BinCounts>,
+    /// Response times of the answered requests (logins aside), ns.
+    rt: Histogram,
+    think: Histogram,
+    idle_gaps: Histogram,
+    transaction_rt: Histogram,
+    tx: TransactionCounts,
+    statements_in_transactions: u64,
+    statements_max: u64,
+    worst_idle: Vec<ConnectionRow>,
+    worst_think: Vec<ConnectionRow>,
+    /// MySQL connections that sent a request.
+    active_connections: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct BinCounts {
+    requests: u64,
+    answered: u64,
+    rt_sum_ns: u128,
+    active_connections: u64,
+    transactions: u64,
+    rollbacks: u64,
+    transaction_rt_sum_ns: u128,
+    idle_in_transaction_ns: u128,
+    think_ns: u128,
+    think_gaps: u64,
+}
+
+impl BinCounts {
+    fn add(&mut self, o: &BinCounts) {
+        self.requests += o.requests;
+        self.answered += o.answered;
+        self.rt_sum_ns += o.rt_sum_ns;
+        self.active_connections += o.active_connections;
+        self.transactions += o.transactions;
+        self.rollbacks += o.rollbacks;
+        self.transaction_rt_sum_ns += o.transaction_rt_sum_ns;
+        self.idle_in_transaction_ns += o.idle_in_transaction_ns;
+        self.think_ns += o.think_ns;
+        self.think_gaps += o.think_gaps;
+    }
+}
+
+/// Transactions by how they ended and how they were told.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TransactionCounts {
+    /// Ended by `COMMIT` (or a statement that commits implicitly: a DDL, `SET autocommit=1`, a `BEGIN`
+    /// inside one), seen from start to end.
+    pub committed: u64,
+    /// Ended by `ROLLBACK`, or by a deadlock (ERR 1213) that rolled it back.
+    pub rolled_back: u64,
+    /// Of those, ended by a statement other than `COMMIT`/`ROLLBACK` (a DDL, `SET autocommit=1`, a new
+    /// `BEGIN`) that committed them implicitly.
+    pub implicit_commits: u64,
+    /// Of the ended ones, opened with `BEGIN` / `START TRANSACTION`.
+    pub explicit: u64,
+    /// Of the ended ones, opened by a statement with autocommit off.
+    pub autocommit_off: u64,
+    /// Of the ended ones, told from start to end by the server's `SERVER_STATUS_IN_TRANS` flag.
+    pub by_server_status: u64,
+    /// Of the ended ones, told (at their start or their end) by the statements alone: a response
+    /// without a status (an ERR) where the server's flag would have said.
+    pub by_statements: u64,
+    /// Already open when the capture (or the connection's part in it) began: their start is unknown,
+    /// they are counted here and in no time figure.
+    pub began_before_capture: u64,
+    /// Still open when the capture ended.
+    pub open_at_end: u64,
+    /// Open when their connection closed or sent `COMM_QUIT`: the server rolls them back.
+    pub abandoned: u64,
+}
+
+impl TransactionCounts {
+    fn add(&mut self, o: &TransactionCounts) {
+        self.committed += o.committed;
+        self.rolled_back += o.rolled_back;
+        self.implicit_commits += o.implicit_commits;
+        self.explicit += o.explicit;
+        self.autocommit_off += o.autocommit_off;
+        self.by_server_status += o.by_server_status;
+        self.by_statements += o.by_statements;
+        self.began_before_capture += o.began_before_capture;
+        self.open_at_end += o.open_at_end;
+        self.abandoned += o.abandoned;
+    }
+
+    /// Transactions seen from start to end.
+    pub fn ended(&self) -> u64 {
+        self.committed + self.rolled_back
+    }
+}
+
+/// One connection's load, for the lists of the worst.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectionRow {
+    /// The client, `ip:port`.
+    pub client: String,
+    /// The server, `ip:port`.
+    pub server: String,
+    /// The connection's first frame.
+    pub first_frame: u64,
+    /// Requests sent (logins aside).
+    pub requests: u64,
+    /// Transactions it ended.
+    pub transactions: u64,
+    /// Seconds it sat idle inside an open transaction.
+    pub idle_in_transaction_s: f64,
+    /// Seconds of think time (every silence between a response and the next request).
+    pub think_s: f64,
+    /// Seconds its transactions took, first statement to the end's answer.
+    pub transaction_s: f64,
+    /// Its longest silence inside a transaction, if any.
+    pub longest_idle: Option<IdleGap>,
+}
+
+/// A silence inside an open transaction: the response it followed and the request that ended it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdleGap {
+    /// Seconds.
+    pub seconds: f64,
+    /// Frame of the response's last byte the silence began after.
+    pub after_frame: u64,
+    /// Frame of the request that ended it.
+    pub request_frame: u64,
+    /// That request's statement (`COMMIT` when it was sent late).
+    pub statement: String,
+}
+
+/// What a connection keeps while the engine follows it.
+#[derive(Debug, Default)]
+pub struct LoadConnection {
+    /// The last response's last byte (ns, frame): the next request's think time starts there.
+    last_response: Option<(i64, u64)>,
+    /// The session's autocommit as last told (the server's flag, or `SET autocommit`).
+    autocommit: Option<bool>,
+    open: Option<OpenTransaction>,
+    login_seen: bool,
+    requests: u64,
+    transactions: u64,
+    last_active_bin: Option<i64>,
+    idle_ns: u64,
+    think_ns: u64,
+    transaction_ns: u64,
+    longest_idle: Option<IdleGap>,
+    quit: bool,
+}
+
+#[derive(Debug)]
+struct OpenTransaction {
+    start_ns: i64,
+    /// Whether its start was seen (it began inside the capture).
+    start_known: bool,
+    explicit: bool,
+    /// Whether the server's flag said it opened.
+    started_by_flag: bool,
+    statements: u64,
+}
+
+/// What a statement does to transactions, read from its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Begin,
+    Commit,
+    Rollback,
+    Autocommit(bool),
+    Other,
+}
+
+fn verb(t: &Transaction) -> Verb {
+    if t.command != Command::Query {
+        return Verb::Other;
+    }
+    let Some(text) = t.statement.as_deref() else {
+        return Verb::Other;
+    };
+    let text = skip_comments(text);
+    let mut words = text
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .filter(|w| !w.is_empty());
+    let first = words.next().unwrap_or("");
+    let is = |w: &str, s: &str| w.eq_ignore_ascii_case(s);
+    if is(first, "begin") {
+        // `BEGIN NOT ATOMIC` is a compound statement, not a transaction.
+        return match words.next() {
+            Some(w) if is(w, "not") => Verb::Other,
+            _ => Verb::Begin,
+        };
+    }
+    if is(first, "start") {
+        return match words.next() {
+            Some(w) if is(w, "transaction") => Verb::Begin,
+            _ => Verb::Other,
+        };
+    }
+    if is(first, "commit") {
+        return Verb::Commit;
+    }
+    if is(first, "rollback") {
+        // `ROLLBACK TO SAVEPOINT` keeps the transaction open.
+        return match words.next() {
+            Some(w) if is(w, "to") => Verb::Other,
+            _ => Verb::Rollback,
+        };
+    }
+    if is(first, "set") {
+        let squeezed: String = text
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '@' && *c != '`')
+            .flat_map(char::to_lowercase)
+            .collect();
+        for (pattern, on) in [
+            ("autocommit=0", false),
+            ("autocommit=off", false),
+            ("autocommit=false", false),
+            ("autocommit=1", true),
+            ("autocommit=on", true),
+            ("autocommit=true", true),
+        ] {
+            if let Some(at) = squeezed.find(pattern) {
+                // Not `autocommit=10` or a longer name ending in autocommit.
+                let after = squeezed[at + pattern.len()..].chars().next();
+                let before = squeezed[..at].chars().next_back();
+                let whole = after.is_none_or(|c| !c.is_ascii_alphanumeric())
+                    && before.is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
+                if whole {
+                    return Verb::Autocommit(on);
+                }
+            }
+        }
+    }
+    Verb::Other
+}
+
+/// A request's statement as lists name it: its text, shortened, or its command.
+fn short_statement(t: &Transaction) -> String {
+    match t.statement.as_deref() {
+        Some(text) if text.chars().count() > 80 => {
+            let mut s: String = text.chars().take(79).collect();
+            s.push('…');
+            s
+        }
+        Some(text) => text.to_string(),
+        None => t.command.name().to_string(),
+    }
+}
+
+/// The text after leading whitespace and `/* ... */` comments.
+fn skip_comments(mut s: &str) -> &str {
+    loop {
+        s = s.trim_start();
+        match s.strip_prefix("/*") {
+            Some(rest) => match rest.find("*/") {
+                Some(end) => s = &rest[end + 2..],
+                None => return "",
+            },
+            None => return s,
+        }
+    }
+}
+
+/// How an open transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    Commit,
+    Rollback,
+    /// A statement that commits implicitly.
+    Implicit,
+}
+
+impl LoadTest {
+    /// The analysis, with per-interval rows `interval_ns` wide (0: one second).
+    pub fn new(interval_ns: i64) -> Self {
+        LoadTest {
+            interval_ns: if interval_ns > 0 {
+                interval_ns
+            } else {
+                1_000_000_000
+            },
+            ..Default::default()
+        }
+    }
+
+    fn bin(&self, ts_ns: i64) -> i64 {
+        ts_ns.div_euclid(self.interval_ns)
+    }
+
+    fn end_transaction(
+        &mut self,
+        c: &mut LoadConnection,
+        end_ns: i64,
+        at_ns: i64,
+        ending: Ending,
+        told_by_flag: bool,
+    ) {
+        let Some(open) = c.open.take() else {
+            return;
+        };
+        if !open.start_known {
+            self.tx.began_before_capture += 1;
+            return;
+        }
+        match ending {
+            Ending::Rollback => self.tx.rolled_back += 1,
+            Ending::Commit => self.tx.committed += 1,
+            Ending::Implicit => {
+                self.tx.committed += 1;
+                self.tx.implicit_commits += 1;
+            }
+        }
+        if open.explicit {
+            self.tx.explicit += 1;
+        } else {
+            self.tx.autocommit_off += 1;
+        }
+        if open.started_by_flag && told_by_flag {
+            self.tx.by_server_status += 1;
+        } else {
+            self.tx.by_statements += 1;
+        }
+        self.statements_in_transactions += open.statements;
+        self.statements_max = self.statements_max.max(open.statements);
+        c.transactions += 1;
+        let bin = self.bin(at_ns);
+        let b = self.bins.entry(bin).or_default();
+        b.transactions += 1;
+        b.rollbacks += u64::from(ending == Ending::Rollback);
+        if let Some(rt) = plausible_response_time(open.start_ns, end_ns) {
+            self.transaction_rt.add(rt);
+            b.transaction_rt_sum_ns += u128::from(rt);
+            c.transaction_ns += rt;
+        }
+    }
+}
+
+impl Analysis for LoadTest {
+    type PerConnection = LoadConnection;
+    type Output = LoadReport;
+
+    fn transaction(
+        &mut self,
+        c: &mut LoadConnection,
+        _: &ConnectionView<'_>,
+        view: &TransactionView<'_>,
+    ) {
+        let t = view.transaction;
+        let fate = view.fate();
+        if t.command == Command::Connect {
+            c.login_seen = true;
+            c.last_response = match (fate, t.last_response_ts_ns, t.last_response_frame) {
+                (Fate::Answered, Some(ts), Some(f)) => Some((ts as i64, f)),
+                _ => None,
+            };
+            if let Some(s) = t.server_status {
+                c.autocommit = Some(s.flags & SERVER_STATUS_AUTOCOMMIT != 0);
+            }
+            return;
+        }
+        if fate == Fate::NoResponse {
+            if t.command == Command::Quit {
+                c.quit = true;
+            }
+            return;
+        }
+        let start = t.request_ts_ns as i64;
+        let bin = self.bin(start);
+
+        // The silence before this request: think time, and idle in transaction when one is open.
+        if let Some((end, frame)) = c.last_response {
+            if let Some(gap) = plausible_response_time(end, start) {
+                self.think.add(gap);
+                c.think_ns += gap;
+                let b = self.bins.entry(bin).or_default();
+                b.think_ns += u128::from(gap);
+                b.think_gaps += 1;
+                if c.open.as_ref().is_some_and(|o| o.start_known) {
+                    self.idle_gaps.add(gap);
+                    c.idle_ns += gap;
+                    b.idle_in_transaction_ns += u128::from(gap);
+                    let longer = c
+                        .longest_idle
+                        .as_ref()
+                        .is_none_or(|l| gap as f64 / 1e9 > l.seconds);
+                    if longer {
+                        c.longest_idle = Some(IdleGap {
+                            seconds: gap as f64 / 1e9,
+                            after_frame: frame,
+                            request_frame: t.request_frame,
+                            statement: short_statement(t),
+                        });
+                    }
+                }
+            }
+        }
+
+        // In flight from the first request byte to the end of what became of it.
+        let end = match fate {
+            Fate::Answered | Fate::Unreadable => t.last_response_ts_ns.map(|e| e as i64),
+            Fate::CutOff => view.waited_ns().map(|w| start.saturating_add(w as i64)),
+            Fate::Unanswered => Some(i64::MAX),
+            Fate::NoResponse => None,
+        };
+        if let Some(end) = end {
+            if end == i64::MAX || plausible_response_time(start, end).is_some() {
+                self.requests.push((start, end.max(start)));
+            }
+        }
+        c.requests += 1;
+        let first_in_bin = c.last_active_bin != Some(bin);
+        c.last_active_bin = Some(bin);
+        let rt = view.response_time_ns();
+        {
+            let b = self.bins.entry(bin).or_default();
+            b.requests += 1;
+            b.active_connections += u64::from(first_in_bin);
+            if let Some(rt) = rt {
+                b.answered += 1;
+                b.rt_sum_ns += u128::from(rt);
+            }
+        }
+        if let Some(rt) = rt {
+            self.rt.add(rt);
+        }
+
+        // Transactions.
+        let flags = t.server_status.map(|s| s.flags);
+        if let Some(f) = flags {
+            c.autocommit = Some(f & SERVER_STATUS_AUTOCOMMIT != 0);
+        }
+        let in_trans_after = flags.map(|f| f & SERVER_STATUS_IN_TRANS != 0);
+        let answered_end = t.last_response_ts_ns.map(|e| e as i64).unwrap_or(start);
+        let v = verb(t);
+        match v {
+            Verb::Begin => {
+                // A BEGIN inside a transaction commits it first.
+                if c.open.is_some() {
+                    self.end_transaction(c, start, start, Ending::Implicit, false);
+                }
+                if fate == Fate::Answered && view.error_code().is_none() {
+                    c.open = Some(OpenTransaction {
+                        start_ns: start,
+                        start_known: true,
+                        explicit: true,
+                        started_by_flag: in_trans_after == Some(true),
+                        statements: 0,
+                    });
+                }
+            }
+            Verb::Commit | Verb::Rollback => {
+                if c.open.is_some() {
+                    let ending = if v == Verb::Commit {
+                        Ending::Commit
+                    } else {
+                        Ending::Rollback
+                    };
+                    if fate == Fate::Answered {
+                        self.end_transaction(
+                            c,
+                            answered_end,
+                            answered_end,
+                            ending,
+                            in_trans_after == Some(false),
+                        );
+                    } else {
+                        // Its end was not seen: the transaction is left open, and counted as such
+                        // when its connection ends.
+                    }
+                }
+            }
+            Verb::Autocommit(on) => {
+                if on && c.open.is_some() && fate == Fate::Answered {
+                    self.end_transaction(
+                        c,
+                        answered_end,
+                        answered_end,
+                        Ending::Implicit,
+                        in_trans_after == Some(false),
+                    );
+                }
+                if fate == Fate::Answered && view.error_code().is_none() {
+                    c.autocommit = Some(on);
+                }
+            }
+            Verb::Other => {
+                if let Some(open) = c.open.as_mut() {
+                    open.statements += 1;
+                    match (in_trans_after, view.error_code()) {
+                        // The server says the transaction is over: a statement that commits implicitly.
+                        (Some(false), _) => self.end_transaction(
+                            c,
+                            answered_end,
+                            answered_end,
+                            Ending::Implicit,
+                            true,
+                        ),
+                        (_, Some(ER_LOCK_DEADLOCK)) => self.end_transaction(
+                            c,
+                            answered_end,
+                            answered_end,
+                            Ending::Rollback,
+                            false,
+                        ),
+                        _ => {}
+                    }
+                } else {
+                    let by_flag = in_trans_after == Some(true);
+                    let by_statement = in_trans_after.is_none()
+                        && c.autocommit == Some(false)
+                        && fate == Fate::Answered
+                        && view.error_code().is_none();
+                    if by_flag || by_statement {
+                        // With autocommit on the server opened a transaction only if a BEGIN came
+                        // before what the capture holds; with autocommit off, this statement opened
+                        // it (known when the session was followed from its login, or from a request
+                        // before).
+                        let autocommit_on =
+                            flags.is_some_and(|f| f & SERVER_STATUS_AUTOCOMMIT != 0);
+                        let start_known = !autocommit_on && (c.login_seen || c.requests > 1);
+                        c.open = Some(OpenTransaction {
+                            start_ns: start,
+                            start_known,
+                            explicit: autocommit_on,
+                            started_by_flag: by_flag,
+                            statements: 1,
+                        });
+                    }
+                }
+            }
+        }
+
+        c.last_response = match (fate, t.last_response_ts_ns, t.last_response_frame) {
+            (Fate::Answered, Some(ts), Some(f)) => Some((ts as i64, f)),
+            // A request not answered leaves no response for the next one to follow.
+            _ => None,
+        };
+    }
+
+    fn connection_ended(
+        &mut self,
+        c: LoadConnection,
+        conn: &ConnectionView<'_>,
+        end: &EndView<'_>,
+    ) {
+        if !conn.is_mysql() {
+            return;
+        }
+        let tcp = conn.tcp();
+        let (first, last) = (tcp.first(), tcp.last());
+        if plausible_response_time(first.ts.0, last.ts.0).is_some() {
+            self.connections.push((first.ts.0, last.ts.0));
+        }
+        if let Some(open) = &c.open {
+            let closed = c.quit
+                || [Side::Lo, Side::Hi].into_iter().any(|side| {
+                    [CloseFlag::Fin, CloseFlag::Rst]
+                        .into_iter()
+                        .any(|flag| tcp.first_close(side, flag).is_some())
+                });
+            if !open.start_known {
+                self.tx.began_before_capture += 1;
+            } else if closed || end.by == crate::events::EndedBy::PortReuse {
+                self.tx.abandoned += 1;
+            } else {
+                self.tx.open_at_end += 1;
+            }
+        }
+        if c.requests == 0 {
+            return;
+        }
+        self.active_connections += 1;
+        let row = ConnectionRow {
+            client: conn.client().to_string(),
+            server: conn.server().to_string(),
+            first_frame: first.frame,
+            requests: c.requests,
+            transactions: c.transactions,
+            idle_in_transaction_s: c.idle_ns as f64 / 1e9,
+            think_s: c.think_ns as f64 / 1e9,
+            transaction_s: c.transaction_ns as f64 / 1e9,
+            longest_idle: c.longest_idle,
+        };
+        if c.idle_ns > 0 {
+            self.worst_idle.push(row.clone());
+            keep_worst(&mut self.worst_idle, |r| r.idle_in_transaction_s);
+        }
+        if c.think_ns > 0 {
+            self.worst_think.push(row);
+            keep_worst(&mut self.worst_think, |r| r.think_s);
+        }
+    }
+
+    fn merge(&mut self, o: Self) {
+        self.requests.extend(o.requests);
+        self.connections.extend(o.connections);
+        for (k, v) in o.bins {
+            self.bins.entry(k).or_default().add(&v);
+        }
+        self.rt.merge(&o.rt);
+        self.think.merge(&o.think);
+        self.idle_gaps.merge(&o.idle_gaps);
+        self.transaction_rt.merge(&o.transaction_rt);
+        self.tx.add(&o.tx);
+        self.statements_in_transactions += o.statements_in_transactions;
+        self.statements_max = self.statements_max.max(o.statements_max);
+        self.active_connections += o.active_connections;
+        self.worst_idle.extend(o.worst_idle);
+        keep_worst(&mut self.worst_idle, |r| r.idle_in_transaction_s);
+        self.worst_think.extend(o.worst_think);
+        keep_worst(&mut self.worst_think, |r| r.think_s);
+    }
+
+    fn finish(self, capture: &CaptureFacts) -> LoadReport {
+        report(self, capture)
+    }
+}
+
+/// Sorts the rows worst first (ties by client and frame: the same order for any merge) and keeps
+/// [`LOAD_WORST_CONNECTIONS`].
+fn keep_worst(rows: &mut Vec<ConnectionRow>, by: impl Fn(&ConnectionRow) -> f64) {
+    rows.sort_by(|x, y| {
+        by(y)
+            .total_cmp(&by(x))
+            .then_with(|| x.first_frame.cmp(&y.first_frame))
+            .then_with(|| x.client.cmp(&y.client))
+    });
+    rows.truncate(LOAD_WORST_CONNECTIONS);
+}
+
+/// What `pcapsleuth load` reports: the whole run, and per interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadReport {
+    /// Width of the per-interval rows, seconds.
+    pub interval_s: f64,
+    /// Seconds the capture covers (its body, first to last packet): every whole-run rate is per second
+    /// of it.
+    pub span_s: f64,
+    /// Requests (logins aside) that expected a response.
+    pub requests: u64,
+    /// Requests per second of the span.
+    pub requests_per_s: f64,
+    /// Requests in flight.
+    pub in_flight: InFlight,
+    /// MySQL connections.
+    pub connections: Connections,
+    /// Transactions.
+    pub transactions: Transactions,
+    /// Think time, µs: on each connection, a response's last byte to the next request's first byte.
+    pub think_time_us: RtSummary,
+    /// One row per interval with requests, transactions or connections open.
+    pub per_interval: Vec<LoadInterval>,
+    /// The connections that sat idle inside a transaction longest (at most 5), the worst first.
+    pub worst_idle_in_transaction: Vec<ConnectionRow>,
+    /// The connections with the most think time (at most 5), the worst first.
+    pub worst_think_time: Vec<ConnectionRow>,
+    /// What the figures could not know, in words.
+    pub notes: Vec<String>,
+    /// The transactions' times, ns, for tests of their change (`diff`).
+    #[serde(skip)]
+    pub(crate) transaction_rt: Histogram,
+}
+
+/// Requests in flight over the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct InFlight {
+    /// Time-weighted mean over the span.
+    pub mean: f64,
+    /// The most at once.
+    pub max: u64,
+    /// When it was first reached, seconds since the epoch (0 with no request).
+    pub max_at: f64,
+    /// Little's law as a check: requests per second x mean response time (answered requests).
+    pub littles_law: f64,
+    /// Mean response time of the answered requests, µs.
+    pub rt_mean_us: f64,
+}
+
+/// MySQL connections over the run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Connections {
+    /// Connections seen.
+    pub seen: u64,
+    /// Time-weighted mean of those open (first to last packet) over the span.
+    pub open_mean: f64,
+    /// The most open at once.
+    pub open_max: u64,
+    /// Connections that sent at least one request.
+    pub active: u64,
+}
+
+/// Transactions over the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transactions {
+    /// Counts by how they ended and how they were told.
+    pub counts: TransactionCounts,
+    /// Transactions ended (committed or rolled back) per second of the span.
+    pub per_s: f64,
+    /// From the first statement's first byte (the `BEGIN`'s, or the statement that opened it) to the
+    /// last byte of the answer to the statement that ended it, µs.
+    pub rt_us: RtSummary,
+    /// Statements per transaction (the `BEGIN`, `COMMIT` and `ROLLBACK` not counted): mean.
+    pub statements_mean: f64,
+    /// The most statements in one.
+    pub statements_max: u64,
+    /// Seconds connections sat idle inside an open transaction (between a response and their next
+    /// request).
+    pub idle_in_transaction_s: f64,
+    /// Of the time the ended transactions took, the share idle: waiting for the client's next statement.
+    pub idle_share: f64,
+    /// Each silence inside a transaction, µs.
+    pub idle_gaps_us: RtSummary,
+    /// How transactions were told: `server_status` (every one by the server's flag), `statements` (every
+    /// one by its statements), `both` (some each way), `none` (no transaction).
+    pub told_by: &'static str,
+}
+
+/// One interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LoadInterval {
+    /// Start, seconds since the epoch.
+    pub start: f64,
+    /// Seconds of the interval the capture covers: less than the interval at the capture's edges, and
+    /// every rate of the row is per second of it.
+    pub covered_s: f64,
+    /// Whether the capture covers only part of the interval (`covered_s` below the interval).
+    pub partial: bool,
+    /// Requests that began in it.
+    pub requests: u64,
+    /// Of them, per covered second.
+    pub requests_per_s: f64,
+    /// Requests in flight, time-weighted mean over the covered seconds.
+    pub in_flight_mean: f64,
+    /// The most in flight at once.
+    pub in_flight_max: u64,
+    /// Little's law for the requests that began in it: requests/s x their mean response time.
+    pub littles_law: f64,
+    /// Connections open, time-weighted mean.
+    pub connections_open_mean: f64,
+    /// The most open at once.
+    pub connections_open_max: u64,
+    /// Connections that sent a request in it.
+    pub connections_active: u64,
+    /// Transactions that ended in it.
+    pub transactions: u64,
+    /// Of them, rolled back.
+    pub rollbacks: u64,
+    /// Transactions ended per covered second.
+    pub tps: f64,
+    /// Mean time of the transactions that ended in it, µs (0 with none).
+    pub transaction_rt_mean_us: f64,
+    /// Mean think time of the requests that began in it, µs (0 with none).
+    pub think_mean_us: f64,
+    /// Idle-in-transaction seconds of the silences that ended in it.
+    pub idle_in_transaction_s: f64,
+}
+
+/// Per-interval integral and maximum of a count of things each present over `[start, end)`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Level {
+    /// Integral over the bin, ns x count.
+    area: u128,
+    max: u64,
+}
+
+/// Sweeps intervals `[start, end)`: per bin of `interval_ns` the integral and maximum of how many were
+/// present, and the overall maximum with when it was first reached. Ends are clamped to `[first, last]`.
+fn sweep(
+    spans: &[(i64, i64)],
+    interval_ns: i64,
+    first: i64,
+    last: i64,
+    with_bins: bool,
+) -> (BTreeMap<i64, Level>, u128, u64, i64) {
+    // (time, kind): at one instant ends (0) come first, then starts (1), then the ends of spans that
+    // last an instant (2), so that back-to-back requests on a connection do not add up while a request
+    // of no measurable length still counts in the maximum.
+    let mut events: Vec<(i64, u8)> = Vec::with_capacity(spans.len() * 2);
+    for &(s, e) in spans {
+        let (s, e) = (s.clamp(first, last), e.clamp(first, last));
+        events.push((s, 1));
+        events.push(if e > s { (e, 0) } else { (s, 2) });
+    }
+    events.sort_unstable();
+    let mut bins: BTreeMap<i64, Level> = BTreeMap::new();
+    let (mut level, mut area, mut max, mut max_at) = (0u64, 0u128, 0u64, 0i64);
+    let mut prev = first;
+    let mut i = 0;
+    while i < events.len() {
+        let t = events[i].0;
+        if level > 0 && t > prev {
+            area += u128::from(level) * (t - prev) as u128;
+            if with_bins {
+                let mut a = prev;
+                while a < t {
+                    let bin = a.div_euclid(interval_ns);
+                    let b_end = (bin + 1).saturating_mul(interval_ns).min(t);
+                    let cell = bins.entry(bin).or_default();
+                    cell.area += u128::from(level) * (b_end - a) as u128;
+                    cell.max = cell.max.max(level);
+                    a = b_end;
+                }
+            }
+        }
+        let mut j = i;
+        while j < events.len() && events[j] == (t, 0) {
+            level = level.saturating_sub(1);
+            j += 1;
+        }
+        while j < events.len() && events[j] == (t, 1) {
+            level += 1;
+            j += 1;
+        }
+        let peak = level;
+        while j < events.len() && events[j] == (t, 2) {
+            level = level.saturating_sub(1);
+            j += 1;
+        }
+        if peak > max {
+            max = peak;
+            max_at = t;
+        }
+        if with_bins && peak > 0 {
+            let cell = bins.entry(t.div_euclid(interval_ns)).or_default();
+            cell.max = cell.max.max(peak);
+        }
+        prev = t;
+        i = j;
+    }
+    (bins, area, max, max_at)
+}
+
+fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
+    let tl = &capture.timeline;
+    let (first, last) = match (tl.body_first, tl.body_last) {
+        (Some(a), Some(b)) => (a.0, b.0),
+        _ => (0, 0),
+    };
+    let span_ns = (last - first).max(0);
+    let span_s = span_ns as f64 / 1e9;
+    let per_span = |n: f64| if span_s > 0.0 { n / span_s } else { 0.0 };
+    let interval = l.interval_ns;
+    let rows_needed = last.div_euclid(interval) - first.div_euclid(interval) + 1;
+    let with_bins = rows_needed <= MAX_INTERVAL_ROWS;
+    let mut notes = Vec::new();
+    if !with_bins {
+        notes.push(format!(
+            "no per-interval rows: {rows_needed} intervals of {} would be more than {MAX_INTERVAL_ROWS}",
+            crate::units::seconds(interval as f64 / 1e9)
+        ));
+    }
+    let (req_bins, req_area, req_max, req_max_at) =
+        sweep(&l.requests, interval, first, last, with_bins);
+    let (conn_bins, conn_area, conn_max, _) =
+        sweep(&l.connections, interval, first, last, with_bins);
+
+    let requests: u64 = l.bins.values().map(|b| b.requests).sum();
+    let rt = l.rt.summary_us();
+    let rate = per_span(requests as f64);
+    let in_flight = InFlight {
+        mean: if span_ns > 0 {
+            req_area as f64 / span_ns as f64
+        } else {
+            0.0
+        },
+        max: req_max,
+        max_at: if req_max > 0 {
+            req_max_at as f64 / 1e9
+        } else {
+            0.0
+        },
+        littles_law: rate * rt.mean / 1e6,
+        rt_mean_us: rt.mean,
+    };
+
+    let tx = l.tx;
+    let ended = tx.ended();
+    let tx_rt = l.transaction_rt.summary_us();
+    let idle_s = l.idle_gaps.sum_ns() as f64 / 1e9;
+    let tx_total_s = l.transaction_rt.sum_ns() as f64 / 1e9;
+    let told_by = match (tx.by_server_status, tx.by_statements) {
+        (0, 0) => "none",
+        (_, 0) => "server_status",
+        (0, _) => "statements",
+        _ => "both",
+    };
+    if tx.began_before_capture > 0 {
+        notes.push(format!(
+            "{} transactions were already open when the capture began: counted apart, their time unknown",
+            tx.began_before_capture
+        ));
+    }
+    if tx.open_at_end > 0 {
+        notes.push(format!(
+            "{} transactions were still open when the capture ended: not in the transaction figures",
+            tx.open_at_end
+        ));
+    }
+    if l.requests.iter().any(|&(_, e)| e == i64::MAX) {
+        notes.push(
+            "requests still unanswered at the capture's end are counted in flight up to its last packet"
+                .to_string(),
+        );
+    }
+
+    let secs = interval as f64 / 1e9;
+    let covered = |bin: i64| -> f64 {
+        let start = bin.saturating_mul(interval);
+        let end = start.saturating_add(interval);
+        let c = end.min(last.saturating_add(1)) - start.max(first);
+        (c.max(1) as f64 / 1e9).min(secs)
+    };
+    let mut per_interval = Vec::new();
+    if with_bins && span_ns >= 0 && (tl.body_first.is_some()) {
+        let mut keys: Vec<i64> = l
+            .bins
+            .keys()
+            .chain(req_bins.keys())
+            .chain(conn_bins.keys())
+            .copied()
+            .filter(|b| (first.div_euclid(interval)..=last.div_euclid(interval)).contains(b))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for bin in keys {
+            let c = l.bins.get(&bin).copied().unwrap_or_default();
+            let r = req_bins.get(&bin).copied().unwrap_or_default();
+            let k = conn_bins.get(&bin).copied().unwrap_or_default();
+            let cov = covered(bin);
+            let cov_ns = cov * 1e9;
+            let mean_rt_s = if c.answered > 0 {
+                c.rt_sum_ns as f64 / c.answered as f64 / 1e9
+            } else {
+                0.0
+            };
+            per_interval.push(LoadInterval {
+                start: bin as f64 * secs,
+                covered_s: cov,
+                partial: cov < secs,
+                requests: c.requests,
+                requests_per_s: c.requests as f64 / cov,
+                in_flight_mean: r.area as f64 / cov_ns,
+                in_flight_max: r.max,
+                littles_law: c.requests as f64 / cov * mean_rt_s,
+                connections_open_mean: k.area as f64 / cov_ns,
+                connections_open_max: k.max,
+                connections_active: c.active_connections,
+                transactions: c.transactions,
+                rollbacks: c.rollbacks,
+                tps: c.transactions as f64 / cov,
+                transaction_rt_mean_us: if c.transactions > 0 {
+                    c.transaction_rt_sum_ns as f64 / c.transactions as f64 / 1e3
+                } else {
+                    0.0
+                },
+                think_mean_us: if c.think_gaps > 0 {
+                    c.think_ns as f64 / c.think_gaps as f64 / 1e3
+                } else {
+                    0.0
+                },
+                idle_in_transaction_s: c.idle_in_transaction_ns as f64 / 1e9,
+            });
+        }
+    }
+    LoadReport {
+        interval_s: secs,
+        span_s,
+        requests,
+        requests_per_s: rate,
+        in_flight,
+        connections: Connections {
+            seen: l.connections.len() as u64,
+            open_mean: if span_ns > 0 {
+                conn_area as f64 / span_ns as f64
+            } else {
+                0.0
+            },
+            open_max: conn_max,
+            active: l.active_connections,
+        },
+        transactions: Transactions {
+            counts: tx,
+            per_s: per_span(ended as f64),
+            rt_us: tx_rt,
+            statements_mean: if ended > 0 {
+                l.statements_in_transactions as f64 / ended as f64
+            } else {
+                0.0
+            },
+            statements_max: l.statements_max,
+            idle_in_transaction_s: idle_s,
+            idle_share: if tx_total_s > 0.0 {
+                idle_s / tx_total_s
+            } else {
+                0.0
+            },
+            idle_gaps_us: l.idle_gaps.summary_us(),
+            told_by,
+        },
+        think_time_us: l.think.summary_us(),
+        per_interval,
+        worst_idle_in_transaction: l.worst_idle,
+        worst_think_time: l.worst_think,
+        notes,
+        transaction_rt: l.transaction_rt,
+    }
+}
+
+/// `report`'s finding when transactions spent most of their time waiting for their clients' next
+/// statement ([`IDLE_IN_TRANSACTION_SHARE`] of it, at least [`IDLE_IN_TRANSACTION_MIN_S`] in all): how
+/// much, the worst connection and its longest silence with its frames. Look-first (severity 2) when one
+/// silence inside a transaction lasted a second or more: locks held that long stall everyone else.
+pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
+    let tx = &l.transactions;
+    if tx.idle_share < IDLE_IN_TRANSACTION_SHARE
+        || tx.idle_in_transaction_s < IDLE_IN_TRANSACTION_MIN_S
+    {
+        return None;
+    }
+    let worst = l.worst_idle_in_transaction.first()?;
+    let mut summary = format!(
+        "transactions spend {} of their time waiting for the client's next statement ({} idle in {} \
+         transactions, told by {}); worst connection {} -> {}: {} idle in {} transactions",
+        units::percent(tx.idle_share),
+        units::seconds(tx.idle_in_transaction_s),
+        units::count(tx.counts.ended()),
+        match tx.told_by {
+            "server_status" => "the server's SERVER_STATUS_IN_TRANS flag",
+            "statements" => "their statements",
+            _ => "the server's flag and the statements",
+        },
+        worst.client,
+        worst.server,
+        units::seconds(worst.idle_in_transaction_s),
+        units::count(worst.transactions)
+    );
+    let mut frames = Vec::new();
+    if let Some(g) = &worst.longest_idle {
+        summary.push_str(&format!(
+            ", the longest {} before `{}` (frame {})",
+            units::seconds(g.seconds),
+            g.statement,
+            g.request_frame
+        ));
+        frames.extend([g.after_frame, g.request_frame]);
+    }
+    let mut evidence = vec![format!(
+        "transaction time: p50 {}, p99 {}; each silence inside one: p50 {}, max {}; think time between \
+         any response and the next request: p50 {} (seen at a server, each silence holds the path's round \
+         trip too)",
+        units::duration_us(tx.rt_us.p50),
+        units::duration_us(tx.rt_us.p99),
+        units::duration_us(tx.idle_gaps_us.p50),
+        units::duration_us(tx.idle_gaps_us.max),
+        units::duration_us(l.think_time_us.p50)
+    )];
+    for w in &l.worst_idle_in_transaction {
+        let mut line = format!(
+            "{} -> {} (from frame {}): {} idle in {} transactions taking {}",
+            w.client,
+            w.server,
+            w.first_frame,
+            units::seconds(w.idle_in_transaction_s),
+            units::count(w.transactions),
+            units::seconds(w.transaction_s)
+        );
+        if let Some(g) = &w.longest_idle {
+            line.push_str(&format!(
+                "; longest {} from frame {} to `{}` (frame {})",
+                units::seconds(g.seconds),
+                g.after_frame,
+                g.statement,
+                g.request_frame
+            ));
+        }
+        evidence.push(line);
+    }
+    let long = worst
+        .longest_idle
+        .as_ref()
+        .is_some_and(|g| g.seconds >= 1.0);
+    Some(Finding {
+        severity: if long { 2 } else { 3 },
+        kind: FindingKind::IdleInTransaction,
+        summary,
+        evidence,
+        frames,
+        ..Finding::blank()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str) -> Transaction {
+        serde_json::from_value(serde_json::json!({
+            "command": "Query", "statement": text, "statement_id": null, "request_ts_ns": 0,
+            "request_frame": 1, "first_response_ts_ns": null, "first_response_frame": null,
+            "last_response_ts_ns": null, "last_response_frame": null, "rows": 0, "server_status": null,
+            "response_bytes": 0, "request_bytes": 0, "gap_bytes": 0, "outcome": "NoResponse"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn statements_that_open_and_end_transactions() {
+        for (text, want) in [
+            ("BEGIN", Verb::Begin),
+            ("begin work", Verb::Begin),
+            ("  /* app */ START TRANSACTION READ ONLY", Verb::Begin),
+            ("BEGIN NOT ATOMIC SELECT 1; END", Verb::Other),
+            ("COMMIT", Verb::Commit),
+            ("commit;", Verb::Commit),
+            ("ROLLBACK", Verb::Rollback),
+            ("ROLLBACK TO SAVEPOINT a", Verb::Other),
+            ("SET AUTOCOMMIT = 0", Verb::Autocommit(false)),
+            ("set @@session.autocommit=1", Verb::Autocommit(true)),
+            ("SET autocommit=OFF, sql_mode=''", Verb::Autocommit(false)),
+            ("SET my_autocommit=0", Verb::Other),
+            ("SET autocommit=10", Verb::Other),
+            ("SELECT 1", Verb::Other),
+            ("/* unterminated", Verb::Other),
+        ] {
+            assert_eq!(verb(&q(text)), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn sweep_counts_overlaps_and_back_to_back() {
+        // Two overlapping spans, then one that starts as the second ends: at most 2 at once.
+        let spans = [(0, 10), (5, 20), (20, 30)];
+        let (bins, area, max, at) = sweep(&spans, 10, 0, 30, true);
+        assert_eq!((area, max, at), (35, 2, 5));
+        assert_eq!(bins[&0].area, 15);
+        assert_eq!(bins[&0].max, 2);
+        assert_eq!(bins[&1].area, 10);
+        assert_eq!(bins[&1].max, 1);
+        // An instant's span counts in the maximum.
+        let (_, area, max, _) = sweep(&[(3, 3)], 10, 0, 30, true);
+        assert_eq!((area, max), (0, 1));
+    }
+}

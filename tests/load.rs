@@ -1,0 +1,305 @@
+//! `pcapsleuth load` on the lab's load captures: transactions counted as tshark counts their COMMITs
+//! and ROLLBACKs, the connection that sent its COMMIT late named with its frames, requests in flight as
+//! an independent sweep over tshark's frames measures them, Little's law beside it, partial intervals
+//! marked.
+
+use crate::common;
+
+use pcapsleuth_testkit::oracle;
+use serde_json::Value;
+
+fn load(name: &str) -> Value {
+    common::json(&["load", "--json", common::fixture(name).to_str().unwrap()])
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// COM_QUERY statements of `file` whose text is `text` exactly, as tshark counts them.
+fn statements(tshark: &oracle::Tshark, file: &str, text: &str) -> u64 {
+    tshark.count(
+        &common::fixture(file),
+        &format!("mysql.command == 3 && mysql.query == \"{text}\""),
+    ) as u64
+}
+
+/// The capture's span (first to last packet), seconds, from tshark's relative times.
+fn span_s(tshark: &oracle::Tshark, file: &str) -> f64 {
+    let path = common::fixture(file);
+    let times = tshark.lines([
+        "-r",
+        path.to_str().unwrap(),
+        "-T",
+        "fields",
+        "-e",
+        "frame.time_relative",
+    ]);
+    times
+        .iter()
+        .filter_map(|t| t.trim().parse::<f64>().ok())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn the_late_commit_is_named_with_its_connection_and_frames() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let file = "load-commit-late.pcap";
+    let r = load(file);
+    let tx = &r["transactions"];
+    let counts = &tx["counts"];
+    // Every COMMIT and ROLLBACK on the wire ends one transaction, each opened by a BEGIN.
+    let (commits, rollbacks, begins) = (
+        statements(&tshark, file, "COMMIT"),
+        statements(&tshark, file, "ROLLBACK"),
+        statements(&tshark, file, "BEGIN"),
+    );
+    assert_eq!((commits, rollbacks, begins), (311, 1, 312));
+    assert_eq!(u(&counts["committed"]), commits);
+    assert_eq!(u(&counts["rolled_back"]), rollbacks);
+    assert_eq!(u(&counts["explicit"]), begins);
+    assert_eq!(u(&counts["by_server_status"]), begins);
+    assert_eq!(tx["told_by"], "server_status");
+    let tps = f(&tx["per_s"]);
+    let want = (commits + rollbacks) as f64 / span_s(&tshark, file);
+    assert!((tps - want).abs() < 1e-6 * want, "tps {tps}, tshark {want}");
+
+    // The session that held its transactions open 1 s each before the COMMIT (commit-late.py's "late",
+    // port 59328 in its log) is the worst, with its longest silence ending in a COMMIT.
+    let worst = &r["worst_idle_in_transaction"][0];
+    assert_eq!(worst["client"], "10.77.1.2:59328");
+    assert_eq!(u(&worst["transactions"]), 4);
+    let idle = f(&worst["idle_in_transaction_s"]);
+    // 3 x 1.0 s before a COMMIT and 0.3 s before the ROLLBACK, plus the milliseconds between statements.
+    assert!((3.3..3.4).contains(&idle), "idle {idle}");
+    let gap = &worst["longest_idle"];
+    assert_eq!(gap["statement"], "COMMIT");
+    assert!((1.0..1.01).contains(&f(&gap["seconds"])), "{gap}");
+    // tshark: the request frame is a COMMIT from that port, and the frame the silence began after is the
+    // server's last answer on the connection before it.
+    let path = common::fixture(file);
+    let at = |frame: u64, field: &str| {
+        tshark
+            .lines([
+                "-r",
+                path.to_str().unwrap(),
+                "-Y",
+                &format!("frame.number == {frame}"),
+                "-T",
+                "fields",
+                "-e",
+                field,
+            ])
+            .join("\n")
+    };
+    let commit = u(&gap["request_frame"]);
+    assert_eq!(at(commit, "mysql.query").trim(), "COMMIT");
+    assert_eq!(at(commit, "tcp.srcport").trim(), "59328");
+    let after = u(&gap["after_frame"]);
+    let between = tshark.count(
+        &path,
+        &format!(
+            "tcp.dstport == 59328 && tcp.len > 0 && frame.number > {after} && frame.number < {commit}"
+        ),
+    );
+    assert_eq!(at(after, "tcp.dstport").trim(), "59328");
+    assert_eq!(
+        between, 0,
+        "server data between frames {after} and {commit}"
+    );
+    // Most of the transactions' time is the client's silence.
+    assert!(f(&tx["idle_share"]) > 0.8, "{tx}");
+
+    let text = common::text(&["load", path.to_str().unwrap()]);
+    assert!(
+        text.contains(
+            "idle in transaction, the worst connections:\n  10.77.1.2:59328 -> 10.77.0.1:3306"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("to `COMMIT` (frame "), "{text}");
+}
+
+#[test]
+fn sysbench_read_write_transactions_are_counted_with_their_statements() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let file = "load-oltp-rw.pcap";
+    let r = load(file);
+    let tx = &r["transactions"];
+    let commits = statements(&tshark, file, "COMMIT");
+    let begins = statements(&tshark, file, "BEGIN");
+    // sysbench's own count (fixtures/lab/load-oltp-rw.client.log): 67 transactions.
+    assert_eq!((commits, begins), (67, 67));
+    assert_eq!(u(&tx["counts"]["committed"]), commits);
+    assert_eq!(u(&tx["counts"]["explicit"]), begins);
+    assert_eq!(u(&tx["counts"]["rolled_back"]), 0);
+    assert_eq!(u(&tx["counts"]["open_at_end"]), 0);
+    // oltp_read_write: 10 point selects, 4 ranges, 2 updates, a delete and an insert between BEGIN and
+    // COMMIT; tshark's COM_QUERY count less the BEGINs and COMMITs, per transaction.
+    let queries = tshark.count(&common::fixture(file), "mysql.command == 3") as u64;
+    assert_eq!(queries, 1340);
+    assert_eq!(
+        f(&tx["statements_mean"]),
+        (queries - 2 * commits) as f64 / commits as f64
+    );
+    assert_eq!(u(&tx["statements_max"]), 18);
+    let tps = f(&tx["per_s"]);
+    let want = commits as f64 / span_s(&tshark, file);
+    assert!((tps - want).abs() < 1e-6 * want, "tps {tps}, tshark {want}");
+    // A transaction's time is at least the sum of its statements': p50 above 18 of the median RT.
+    let p50 = f(&tx["rt_us"]["p50"]);
+    assert!(p50 > 18.0 * f(&r["in_flight"]["rt_mean_us"]) * 0.3, "{tx}");
+}
+
+#[test]
+fn autocommit_off_transactions_are_told_by_the_server_flag() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let file = "load-autocommit-off.pcap";
+    let r = load(file);
+    let c = &r["transactions"]["counts"];
+    let (commits, rollbacks) = (
+        statements(&tshark, file, "COMMIT"),
+        statements(&tshark, file, "ROLLBACK"),
+    );
+    // autocommit-off.py's log: 48 + 49 + 8 commits, 12 + 12 + 1 rollbacks; no BEGIN on the wire.
+    assert_eq!((commits, rollbacks), (105, 25));
+    assert_eq!(statements(&tshark, file, "BEGIN"), 0);
+    assert_eq!(statements(&tshark, file, "SET AUTOCOMMIT = 0"), 3);
+    assert_eq!(
+        (u(&c["committed"]), u(&c["rolled_back"])),
+        (commits, rollbacks)
+    );
+    assert_eq!(
+        (u(&c["autocommit_off"]), u(&c["explicit"])),
+        (commits + rollbacks, 0)
+    );
+    assert_eq!(r["transactions"]["told_by"], "server_status");
+    assert_eq!(u(&r["transactions"]["statements_max"]), 2);
+    // The session that waits 0.2 s inside each transaction ("ac0-slow", port 50074 in the log).
+    let worst = &r["worst_idle_in_transaction"][0];
+    assert_eq!(worst["client"], "10.77.1.2:50074");
+    let gap = f(&worst["longest_idle"]["seconds"]);
+    assert!((0.2..0.21).contains(&gap), "{worst}");
+    assert!(worst["longest_idle"]["statement"]
+        .as_str()
+        .unwrap()
+        .starts_with("UPDATE sbtest3"));
+}
+
+/// Requests in flight measured independently from tshark's frames: on each connection a request is in
+/// flight from its first frame to the last server data before the next request (or the end). The
+/// maximum must be the same and the time-weighted mean within 0.5% (tshark prints times to the ns,
+/// pcapsleuth reads µs; a request's end is the segment with its last byte in both).
+#[test]
+fn requests_in_flight_match_a_sweep_over_tsharks_frames() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    for file in [
+        "load-oltp-rw.pcap",
+        "load-commit-late.pcap",
+        "load-autocommit-off.pcap",
+    ] {
+        let path = common::fixture(file);
+        let pass = common::tshark_pass(&tshark, &path);
+        let col = common::TsharkPass::col;
+        let (t, sport, dport, len, cmd) = (
+            col("frame.time_epoch"),
+            col("tcp.srcport"),
+            col("tcp.dstport"),
+            col("tcp.len"),
+            col("mysql.command"),
+        );
+        // Per client port: (start, end) of each request.
+        let mut open: std::collections::BTreeMap<String, (f64, Option<f64>)> = Default::default();
+        let mut spans: Vec<(f64, f64)> = Vec::new();
+        let (mut first, mut last) = (f64::MAX, 0.0f64);
+        for row in pass.rows() {
+            let ts: f64 = row[t].parse().unwrap();
+            first = first.min(ts);
+            last = last.max(ts);
+            let data = row[len].parse::<u64>().unwrap_or(0) > 0;
+            if row[dport] == "3306" && !row[cmd].is_empty() {
+                let c = row[cmd].split(',').next().unwrap();
+                if let Some((s, Some(e))) = open.remove(row[sport]) {
+                    spans.push((s, e));
+                }
+                if c != "1" {
+                    open.insert(row[sport].to_string(), (ts, None));
+                }
+            } else if row[sport] == "3306" && data {
+                if let Some(o) = open.get_mut(row[dport]) {
+                    o.1 = Some(ts);
+                }
+            }
+        }
+        spans.extend(open.into_values().filter_map(|(s, e)| Some((s, e?))));
+        let mut events: Vec<(f64, i32)> =
+            spans.iter().flat_map(|&(s, e)| [(s, 1), (e, -1)]).collect();
+        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let (mut level, mut max, mut area, mut prev) = (0i32, 0i32, 0.0, first);
+        for (ts, d) in events {
+            area += f64::from(level) * (ts - prev);
+            prev = ts;
+            level += d;
+            max = max.max(level);
+        }
+        let mean = area / (last - first);
+
+        let r = load(file);
+        let inf = &r["in_flight"];
+        assert_eq!(u(&inf["max"]), max as u64, "{file}");
+        let got = f(&inf["mean"]);
+        assert!(
+            (got - mean).abs() <= 0.005 * mean,
+            "{file}: {got} vs tshark {mean}"
+        );
+        // Little's law on the whole run: requests/s x mean RT sums the same response times over the same
+        // span; it may differ only by what the capture's edges cut (none here: every request answered).
+        let little = f(&inf["littles_law"]);
+        assert!(
+            (little - got).abs() <= 0.01 * got,
+            "{file}: {little} vs {got}"
+        );
+    }
+}
+
+/// Per interval, Little's law counts each request in the interval it began in while the measured mean
+/// spreads it over the intervals it lasted: on full intervals of 1 s with requests of at most tens of ms
+/// they agree within 10%; the edges are marked partial with the seconds they cover.
+#[test]
+fn intervals_mark_the_edges_and_agree_with_littles_law() {
+    for file in ["load-oltp-rw.pcap", "load-commit-late.pcap"] {
+        let r = load(file);
+        let rows = r["per_interval"].as_array().unwrap();
+        assert!(rows.len() >= 3, "{file}");
+        let (head, tail) = (&rows[0], &rows[rows.len() - 1]);
+        for edge in [head, tail] {
+            assert_eq!(edge["partial"], true, "{file}: {edge}");
+            assert!(f(&edge["covered_s"]) < 1.0, "{file}: {edge}");
+        }
+        let mut ended = 0;
+        for row in rows {
+            ended += u(&row["transactions"]);
+            let cov = f(&row["covered_s"]);
+            assert!((f(&row["tps"]) - u(&row["transactions"]) as f64 / cov).abs() < 1e-9);
+            if row["partial"] == false {
+                assert_eq!(cov, 1.0);
+                let (m, l) = (f(&row["in_flight_mean"]), f(&row["littles_law"]));
+                assert!((m - l).abs() <= 0.1 * m, "{file}: {row}");
+            }
+        }
+        let c = &r["transactions"]["counts"];
+        assert_eq!(ended, u(&c["committed"]) + u(&c["rolled_back"]), "{file}");
+    }
+}
