@@ -90,6 +90,8 @@ pub fn analyze_opened<A: Analysis>(
         },
         mysql_depth,
         tls_keys: read_key_logs(&common.engine.tls_keylog)?,
+        interrupt: Some(crate::signals::interrupt_flag()),
+        phase_log: analysis::PhaseLog::from_env(),
         ..EngineOptions::default()
     };
     let total: u64 = set.inputs.iter().filter_map(|i| i.stored_len()).sum();

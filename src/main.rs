@@ -138,7 +138,7 @@ enum Command {
 
 fn main() -> ExitCode {
     signals::keep_standard_streams_open();
-    signals::remove_staging_when_interrupted();
+    signals::take_interrupts();
     let cli = Cli::parse();
     if let Some(columns) = shell::terminal_columns() {
         report::style::set_width(columns);

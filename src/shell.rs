@@ -177,7 +177,8 @@ impl Progress {
     }
 }
 
-/// [`finish_pass`] for an analysis, and warnings for the timestamps outside the capture's body.
+/// [`finish_pass`] for an analysis, and warnings for the timestamps outside the capture's body; exit code
+/// 1 for a run interrupted before the capture's end, whose results are partial.
 pub fn finish<O>(set: &CaptureSet, a: &Run<O>) -> ExitCode {
     let code = finish_pass(set, &a.capture.damage);
     let name = match &set.inputs[..] {
@@ -188,7 +189,20 @@ pub fn finish<O>(set: &CaptureSet, a: &Run<O>) -> ExitCode {
         let line = report::locate_frames_text(&line, &a.capture);
         sayln!("pcapsleuth: warning: {name}: {line}");
     }
-    code
+    match a.capture.stopped {
+        Some(stopped) => {
+            sayln!(
+                "pcapsleuth: interrupted: the results cover frames 1 to {} only",
+                stopped.frames_read
+            );
+            if code == ExitCode::SUCCESS {
+                ExitCode::FAILURE
+            } else {
+                code
+            }
+        }
+        None => code,
+    }
 }
 
 pub fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {

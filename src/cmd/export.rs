@@ -162,23 +162,38 @@ fn export_files(
         (Some(job), Some(log)) => {
             let (set, run) =
                 analyze_opened(common, set, full, || (job.analysis(), log.analysis()))?;
+            whole(&run)?;
             say_parquet(&job.finish_with(&run, &run.output.0).map_err(usage)?);
             say_slowlog(&log.finish(&run.output.1).map_err(usage)?, &run);
             Ok(finish(&set, &run))
         }
         (Some(job), None) => {
             let (set, run) = analyze_opened(common, set, full, || job.analysis())?;
+            whole(&run)?;
             say_parquet(&job.finish(&run).map_err(usage)?);
             Ok(finish(&set, &run))
         }
         (None, Some(log)) => {
             let (set, run) = analyze_opened(common, set, full, || log.analysis())?;
+            whole(&run)?;
             say_slowlog(&log.finish(&run.output).map_err(usage)?, &run);
             Ok(finish(&set, &run))
         }
         (None, None) => bail!(InputError(
             "export needs --parquet DIR or --slowlog OUT.log".into()
         )),
+    }
+}
+
+/// Refuses to write the datasets of a run interrupted before the capture's end: an export is of the
+/// whole capture or nothing (the job and the log, dropped, remove what they had staged).
+fn whole<O>(run: &Run<O>) -> anyhow::Result<()> {
+    match run.capture.stopped {
+        Some(s) => bail!(
+            "interrupted after frame {} of the capture: nothing written",
+            s.frames_read
+        ),
+        None => Ok(()),
     }
 }
 
