@@ -20,7 +20,8 @@
 //! connection's decoder is freed when the connection ends.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use hashbrown::HashTable;
 use pcapsleuth_capture::{
@@ -36,9 +37,9 @@ use pcapsleuth_mysql::PieceShape;
 use rayon::prelude::*;
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
-use crate::facts::{CaptureFacts, FileFacts, PacketCounts};
+use crate::facts::{CaptureFacts, FileFacts, PacketCounts, Stopped};
 use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack, Told};
-use crate::phases::{Batch, Phases};
+use crate::phases::{Batch, PhaseLog, Phases};
 use crate::timeline::{SplitTimes, TimeTally};
 
 /// How the engine reads a capture. What is computed from it is the [`Analysis`] the run is given.
@@ -60,6 +61,22 @@ pub struct EngineOptions {
     /// inputs' pcapng Decryption Secrets Blocks are added to them for the run. `None`, and no secrets in
     /// the inputs: TLS sessions are timed from their records, not decrypted.
     pub tls_keys: Option<std::sync::Arc<pcapsleuth_ssl::KeyLog>>,
+    /// Set it (from another thread, a signal handler's thread, a sink) to stop the run early: no batch
+    /// starts after it is set, the connections tracked so far are concluded as at the capture's end, and
+    /// the analyses are finished on what was read. The run says so ([`CaptureFacts::stopped`]), and
+    /// every figure of it covers only the frames read. `None`: the run always reads the whole capture.
+    pub interrupt: Option<Arc<AtomicBool>>,
+    /// Whether the run prints its phase log on stderr (a diagnostic of the engine's parallelism).
+    pub phase_log: PhaseLog,
+}
+
+impl EngineOptions {
+    /// Whether the run was asked to stop ([`EngineOptions::interrupt`]).
+    pub fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
 }
 
 /// Splits are at most this size, so that a batch is small with few threads: two 4 MiB splits per
@@ -1129,8 +1146,30 @@ fn prefetch_line(bytes: &[u8], at: usize) {
     let _ = (bytes, at);
 }
 
-/// Reads one capture file, tracks every TCP connection in it, and runs the analysis `analyses` makes
-/// (called once per worker and batch: see [`Analysis`]) on them.
+/// What a run reads: one capture file, or a set of files read as one capture ([`CaptureSet`]: a rotated
+/// set, compressed files, a pipe).
+pub enum Inputs<'a> {
+    /// One capture file, mapped.
+    File(&'a Capture),
+    /// A set of files read as one capture, in time order.
+    Set(&'a mut CaptureSet),
+}
+
+impl<'a> From<&'a Capture> for Inputs<'a> {
+    fn from(cap: &'a Capture) -> Self {
+        Inputs::File(cap)
+    }
+}
+
+impl<'a> From<&'a mut CaptureSet> for Inputs<'a> {
+    fn from(set: &'a mut CaptureSet) -> Self {
+        Inputs::Set(set)
+    }
+}
+
+/// Reads a capture (a file, or a set of files read as one: see [`Inputs`]), tracks every TCP connection
+/// in it, and runs the analysis `analyses` makes (called once per worker and batch: see [`Analysis`]) on
+/// them. [`analyze_set`] does the same for a set and tells how far it is.
 ///
 /// ```no_run
 /// use pcapsleuth_analysis::{analyze, first_reset, EngineOptions, MysqlStatistics};
@@ -1139,12 +1178,16 @@ fn prefetch_line(bytes: &[u8], at: usize) {
 /// println!("{} requests", run.output.requests().total());
 /// # Ok::<(), pcapsleuth_capture::CaptureError>(())
 /// ```
-pub fn analyze<A: Analysis>(
-    cap: &Capture,
+pub fn analyze<'a, A: Analysis>(
+    inputs: impl Into<Inputs<'a>>,
     opts: &EngineOptions,
     analyses: impl Fn() -> A + Sync,
 ) -> Run<A::Output> {
-    let phases = Phases::from_env();
+    let cap = match inputs.into() {
+        Inputs::File(cap) => cap,
+        Inputs::Set(set) => return analyze_set(set, opts, analyses, |_, _| {}),
+    };
+    let phases = Phases::new(opts.phase_log);
     let (run, threads, pool) = in_pool(opts, &phases, |threads| {
         run_engine(
             &mut [Source::Mapped(cap)],
@@ -1190,7 +1233,7 @@ pub fn analyze_set<A: Analysis>(
             Input::Streamed(s) => Source::Streamed(s),
         })
         .collect();
-    let phases = Phases::from_env();
+    let phases = Phases::new(opts.phase_log);
     let (mut run, threads, pool) = in_pool(opts, &phases, |threads| {
         run_engine(&mut sources, opts, threads, &analyses, &progress, &phases)
     });
@@ -1282,6 +1325,11 @@ fn flush<'a, A: Analysis>(
     if pending.is_empty() {
         return;
     }
+    if run.opts.interrupted() {
+        run.stopped = true;
+        pending.clear();
+        return;
+    }
     let release = std::mem::take(read);
     run.batch(pending, &release);
     read.extend(
@@ -1343,6 +1391,8 @@ struct Pass<'o, A: Analysis> {
     phases: &'o Phases,
     /// IP fragments of datagrams not yet whole, across splits, batches and files.
     fragments: IpReassembler,
+    /// Whether a batch was left unread because the run was interrupted.
+    stopped: bool,
 }
 
 impl<A: Analysis> Pass<'_, A> {
@@ -1661,7 +1711,21 @@ fn run_engine<A: Analysis>(
         nbuckets,
         phases,
         fragments: IpReassembler::default(),
+        stopped: false,
     };
+    let release = read_sources(&mut run, sources, threads, progress);
+    conclude_run(run, release, sources)
+}
+
+/// Reads every batch of `sources` (until the run is interrupted), telling `progress` after each. Returns
+/// the pages of the last batch, not yet released.
+fn read_sources<'x, A: Analysis>(
+    run: &mut Pass<'_, A>,
+    sources: &mut [Source<'x>],
+    threads: usize,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Vec<(&'x Capture, u64, u64)> {
+    let (opts, phases) = (run.opts, run.phases);
     let total: u64 = run.files.iter().map(|f| f.bytes).sum();
     let total_mapped: u64 = sources
         .iter()
@@ -1676,11 +1740,11 @@ fn run_engine<A: Analysis>(
     let mut pending: Vec<Piece<'_>> = Vec::new();
     // Pages of the batch tracked last, released while the next batch is scanned: dropping page-table
     // entries is kernel work that would otherwise hold up every thread between batches.
-    let mut read: Vec<(&Capture, u64, u64)> = Vec::new();
+    let mut read: Vec<(&'x Capture, u64, u64)> = Vec::new();
     for (input, source) in sources.iter_mut().enumerate() {
         match source {
             Source::Mapped(cap) => {
-                let cap: &Capture = cap;
+                let cap: &'x Capture = cap;
                 let auto = (run.batch_len as u64)
                     .max(cap.len().div_ceil(split_target(run.batch_len)))
                     as usize;
@@ -1697,6 +1761,9 @@ fn run_engine<A: Analysis>(
                 // mapped 281 MB at 8 threads, with the page cache's large folios).
                 let n = cap.split_count(n.max(1));
                 for i in 0..n {
+                    if run.stopped {
+                        break;
+                    }
                     let planning = phases.task();
                     let split = cap.plan_split(n, i);
                     phases.planned(planning.seconds());
@@ -1709,16 +1776,16 @@ fn run_engine<A: Analysis>(
                         mapped: Some(cap),
                     });
                     if pending.len() == run.batch_len {
-                        flush(&mut run, &mut pending, &mut read);
+                        flush(run, &mut pending, &mut read);
                         progress(done_before + split_end, total);
                     }
                 }
-                flush(&mut run, &mut pending, &mut read);
+                flush(run, &mut pending, &mut read);
                 done_before += cap.len();
                 progress(done_before, total);
             }
             Source::Streamed(stream) => {
-                flush(&mut run, &mut pending, &mut read);
+                flush(run, &mut pending, &mut read);
                 let window_len = match opts.stream_window {
                     0 => {
                         (STREAM_WINDOW_PER_THREAD * threads.max(1)).min(BATCH_TARGET_BYTES as usize)
@@ -1726,35 +1793,55 @@ fn run_engine<A: Analysis>(
                     n => n,
                 };
                 let n = opts.splits.unwrap_or(run.batch_len).max(1);
-                stream
-                    .read_windows(window_len, |w| {
-                        let pieces: Vec<Piece<'_>> = w
-                            .chunk
-                            .plan_splits(&w.start, n)
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, split)| Piece {
-                                input,
-                                chunk: w.chunk,
-                                proven: i == 0,
-                                split,
-                                mapped: None,
-                            })
-                            .collect();
-                        let end = run.batch(&pieces, &std::mem::take(&mut read));
-                        run.damage
-                            .extend(w.damage.iter().map(|d| d.clone().in_input(input)));
-                        progress(done_before + w.stored_read, total);
-                        Ok::<_, std::convert::Infallible>(end)
-                    })
-                    .unwrap_or_else(|never| match never {});
+                let read_all = stream.read_windows(window_len, |w| {
+                    if run.opts.interrupted() {
+                        return Err(Stopped {
+                            frames_read: run.frames,
+                        });
+                    }
+                    let pieces: Vec<Piece<'_>> = w
+                        .chunk
+                        .plan_splits(&w.start, n)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, split)| Piece {
+                            input,
+                            chunk: w.chunk,
+                            proven: i == 0,
+                            split,
+                            mapped: None,
+                        })
+                        .collect();
+                    let end = run.batch(&pieces, &std::mem::take(&mut read));
+                    run.damage
+                        .extend(w.damage.iter().map(|d| d.clone().in_input(input)));
+                    progress(done_before + w.stored_read, total);
+                    Ok(end)
+                });
+                run.stopped |= read_all.is_err();
                 done_before += stream.stored_len().unwrap_or(0);
             }
         }
+        if run.stopped {
+            break;
+        }
     }
+    read
+}
+
+/// Concludes the connections still open (as at the capture's end) and gathers the run: the capture's
+/// facts, its connections, the analysis instances merged.
+fn conclude_run<A: Analysis>(
+    run: Pass<'_, A>,
+    release: Vec<(&Capture, u64, u64)>,
+    sources: &[Source<'_>],
+) -> Run<A> {
+    let (opts, phases) = (run.opts, run.phases);
     let end_clock = phases.start();
     let end_tasks = phases.tasks();
-    let release = std::mem::take(&mut read);
+    let stopped = run.stopped.then_some(Stopped {
+        frames_read: run.frames,
+    });
     let Pass {
         buckets,
         mapped,
@@ -1839,6 +1926,7 @@ fn run_engine<A: Analysis>(
             damage,
             order: Order::Single,
             files,
+            stopped,
         },
         connections,
         mysql_sessions,

@@ -78,6 +78,17 @@ pub struct CaptureFacts {
     /// Every file read, in reading order, with the frames it holds: frame `first_frame + k` of the
     /// capture is frame `k + 1` of the file.
     pub files: Vec<FileFacts>,
+    /// Where the run stopped before the capture's end ([`crate::EngineOptions::interrupt`], a sink that
+    /// stopped): every figure of the run covers only the frames read. `None`: the whole capture was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// A run that stopped before the capture's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Stopped {
+    /// Frames read (frames 1 to this one); the rest of the capture was not read.
+    pub frames_read: u64,
 }
 
 fn is_single(order: &Order) -> bool {

@@ -81,6 +81,7 @@ mod reasons;
 mod replication;
 mod resends;
 mod rt;
+pub mod sinks;
 mod thresholds;
 mod timeline;
 pub mod units;
@@ -110,14 +111,14 @@ pub use diff::{
     StatementDiff, StatementSide, Throughput,
 };
 pub use engine::{
-    analyze, analyze_set, EngineOptions, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,
+    analyze, analyze_set, EngineOptions, Inputs, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,
 };
 pub use events::{
     Analysis, CloseView, ConnectionView, EndView, EndedBy, RolesFrom, SegmentView, TransactionView,
 };
 pub use everything::{Everything, Statistics};
 pub use exchanges::{request_hash, ExchangeTrack, Exchanges};
-pub use facts::{CaptureFacts, FileFacts, PacketCounts};
+pub use facts::{CaptureFacts, FileFacts, PacketCounts, Stopped};
 pub use finding::{
     connection_filter, endpoint_filter, Finding, FindingKind, NamedConnection, Scope, Span,
     FILTER_MAX_CONNECTIONS,
@@ -142,7 +143,7 @@ pub use mysql::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
     TlsSession, TlsSessionFacts,
 };
-pub use phases::PHASES_ENV;
+pub use phases::{PhaseLog, PHASES_ENV};
 pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
 pub use reasons::{stall_start, tcp_reason};
 pub use replication::{

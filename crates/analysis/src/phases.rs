@@ -1,5 +1,6 @@
 //! Where a run's wall time goes, phase by phase, and what that predicts on more cores: a developer's
-//! diagnostic, off unless the environment sets `PCAPSLEUTH_PHASES` (see DEVELOPMENT.md).
+//! diagnostic, off unless [`crate::EngineOptions::phase_log`] asks for it (the command-line tool does
+//! when the environment sets `PCAPSLEUTH_PHASES`: see DEVELOPMENT.md).
 //!
 //! Each batch is timed as the engine runs it: the scan phase (every split's scan, and the release of the
 //! previous batch's pages beside them), the serial part between the phases (boundaries proven, counts
@@ -18,8 +19,33 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Set to anything to have each run print its phase log on stderr.
+/// Set to anything to have each run of the command-line tool print its phase log on stderr
+/// ([`PhaseLog::from_env`]).
 pub const PHASES_ENV: &str = "PCAPSLEUTH_PHASES";
+
+/// Whether a run prints its phase log (each batch's phases and tasks timed, in their threads' CPU time)
+/// on stderr when it ends: a diagnostic of the engine's parallelism. The log caps the pool at the cores,
+/// so that its tasks' times hold no wait for a core.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PhaseLog {
+    /// No log (the default).
+    #[default]
+    Off,
+    /// The log on stderr.
+    Stderr,
+}
+
+impl PhaseLog {
+    /// [`PhaseLog::Stderr`] when the environment sets [`PHASES_ENV`] (what the command-line tool does),
+    /// else [`PhaseLog::Off`].
+    pub fn from_env() -> Self {
+        if std::env::var_os(PHASES_ENV).is_some() {
+            PhaseLog::Stderr
+        } else {
+            PhaseLog::Off
+        }
+    }
+}
 
 /// One batch's times, in seconds.
 #[derive(Debug, Default)]
@@ -133,9 +159,9 @@ fn thread_cpu_seconds() -> f64 {
 
 impl Phases {
     /// On when the environment asks for it.
-    pub(crate) fn from_env() -> Self {
+    pub(crate) fn new(log: PhaseLog) -> Self {
         Phases {
-            on: std::env::var_os(PHASES_ENV).is_some(),
+            on: log == PhaseLog::Stderr,
             started: Instant::now(),
             log: Mutex::new(Log::default()),
         }

@@ -144,6 +144,12 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
     }
     let partial = partial.join("; ");
     let mut notes = Vec::new();
+    if let Some(stopped) = &a.capture.stopped {
+        notes.push(format!(
+            "the run was stopped before the capture's end: every figure covers frames 1 to {} only, the rest was not read",
+            count(stopped.frames_read)
+        ));
+    }
     match (&snap_length, partial.is_empty()) {
         (Some(s), _) => notes.push(format!(
             "{} of {} packets were cut by the snap length ({} bytes){}{partial}",

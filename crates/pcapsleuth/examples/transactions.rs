@@ -1,57 +1,28 @@
-//! Every MySQL transaction of a capture, one JSON object per line, as the parallel engine completes them:
-//! `cargo run --release -p pcapsleuth --example transactions -- CAPTURE...`
-//!
-//! Lines of one connection come in capture order; connections interleave (sort by `request_frame`).
+//! Every MySQL transaction of a capture as a JSON line, as the parallel engine completes them (one
+//! connection's in capture order, connections interleaved), stopping after N when given:
+//! `cargo run --release -p pcapsleuth --example transactions -- CAPTURE [N]`
 use std::io::Write;
+use std::ops::ControlFlow::{Break, Continue};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use pcapsleuth::analysis::{self, Analysis, CaptureFacts, ConnectionView, TransactionView};
-use pcapsleuth::capture::CaptureSet;
+use pcapsleuth::analysis::{sinks, EngineOptions};
 
-/// Writes each transaction as it completes: nothing is kept, so memory stays flat.
-struct Transactions;
-
-impl Analysis for Transactions {
-    type PerConnection = ();
-    type Output = ();
-
-    fn transaction(&mut self, _: &mut (), _: &ConnectionView<'_>, t: &TransactionView<'_>) {
-        let tx = t.transaction;
-        let line = serde_json::json!({
-            "request_frame": tx.request_frame,
-            "response_frame": tx.last_response_frame,
-            "time": tx.request_ts_ns as f64 / 1e9,
-            "client": t.client.to_string(),
-            "server": t.server.to_string(),
-            "command": tx.command.name(),
-            "statement": tx.statement,
-            "fate": t.fate(),
-            "rt_us": t.response_time_ns().map(|ns| ns as f64 / 1e3),
-            "error_code": t.error_code(),
-            "rows": tx.rows,
-        });
-        // One write per line: lines from different threads never mix.
-        let _ = writeln!(std::io::stdout().lock(), "{line}");
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let cap = pcapsleuth::capture::Capture::open(args.next().ok_or("usage: CAPTURE [N]")?)?;
+    let limit: usize = args.next().map_or(Ok(usize::MAX), |n| n.parse())?;
+    let written = AtomicUsize::new(0);
+    let sink = sinks::transactions(|_, t| {
+        let (tx, rt_ns) = (t.transaction, t.response_time_ns());
+        let line = serde_json::json!({ "request_frame": tx.request_frame, "server": t.server.to_string(),
+            "statement": tx.statement, "fate": t.fate(), "rt_ns": rt_ns, "error_code": t.error_code() });
+        writeln!(std::io::stdout().lock(), "{line}")?; // one write per line: threads never mix lines
+        let more = written.fetch_add(1, Relaxed) + 1 < limit;
+        Ok::<_, std::io::Error>(if more { Continue(()) } else { Break(()) })
+    });
+    let run = sinks::stream(&cap, &EngineOptions::default(), &sink)?;
+    if run.output == sinks::Streamed::StoppedBySink {
+        eprintln!("stopped after {limit} transactions");
     }
-
-    fn merge(&mut self, _: Self) {}
-
-    fn finish(self, _: &CaptureFacts) {}
-}
-
-fn main() -> std::process::ExitCode {
-    let files: Vec<std::path::PathBuf> = std::env::args_os().skip(1).map(Into::into).collect();
-    if files.is_empty() {
-        eprintln!("usage: transactions CAPTURE...");
-        return std::process::ExitCode::from(2);
-    }
-    let mut set = match CaptureSet::open(&files) {
-        Ok(set) => set,
-        Err(e) => {
-            eprintln!("transactions: {e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let opts = analysis::EngineOptions::default();
-    analysis::analyze_set(&mut set, &opts, || Transactions, |_, _| {});
-    std::process::ExitCode::SUCCESS
+    Ok(())
 }

@@ -108,6 +108,9 @@ pub use pcapsleuth_capture as capture;
 /// Parquet datasets of a capture (feature `export`).
 #[cfg(feature = "export")]
 pub use pcapsleuth_export as export;
+/// New captures cut from a capture: [`extract()`] and [`split()`], their options and summaries.
+pub use pcapsleuth_extract as extract;
+pub use pcapsleuth_extract::{extract, split};
 pub use pcapsleuth_flow as flow;
 pub use pcapsleuth_mysql as mysql;
 pub use pcapsleuth_report as report;

@@ -1,0 +1,139 @@
+//! `pcapsleuth compare`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use pcapsleuth::analysis::{self};
+use pcapsleuth::report::{self};
+
+use crate::args;
+use crate::common::{analyze, Common, EngineArgs};
+use crate::shell::{emit, finish, fitted, InputError};
+
+// The help text is the doc comment of `Command::Compare` (src/main.rs).
+#[derive(clap::Args)]
+pub struct Args {
+    /// The client capture and the server capture, one file each.
+    #[arg(value_names = ["CLIENT_CAPTURE", "SERVER_CAPTURE"], num_args = 2, conflicts_with_all = ["client", "server"])]
+    pub pair: Vec<PathBuf>,
+    /// The capture taken at the client (or on its side of the path): files read as one capture, as
+    /// the analyses read them.
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "server")]
+    pub client: Vec<PathBuf>,
+    /// The capture taken at the server.
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "client")]
+    pub server: Vec<PathBuf>,
+    /// The server's clock minus the client's, when known (`0` for two captures taken on one host or by
+    /// hosts synchronised by PTP; `-2.5ms`, `12s`); by default it is estimated from the matched requests.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        value_parser = args::signed_duration
+    )]
+    pub clock_offset: Option<i64>,
+    /// Interval of the per-interval rows (`per_interval` in JSON), at least 1ms (e.g. 1s, 100ms).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::interval)]
+    pub interval: Duration,
+    /// Also print the per-interval table.
+    #[arg(long)]
+    pub per_interval: bool,
+    /// How many notable transactions to list (the earliest; all are counted).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub notable: usize,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+pub fn run(given: Args) -> anyhow::Result<ExitCode> {
+    let Args {
+        pair,
+        client,
+        server,
+        clock_offset,
+        interval,
+        per_interval,
+        notable,
+        engine,
+    } = given;
+    let (client, server) = match (&pair[..], client.is_empty()) {
+        ([c, s], true) => (vec![c.clone()], vec![s.clone()]),
+        (_, false) => (client, server),
+        _ => bail!(InputError(
+            "compare needs the client capture and the server capture: CLIENT_CAPTURE SERVER_CAPTURE, or --client FILE... --server FILE...".into()
+        )),
+    };
+    let interval_ns = args::nanos(interval);
+    let clock = match clock_offset {
+        None => analysis::ClockPolicy::Estimate,
+        Some(offset_ns) => analysis::ClockPolicy::Known { offset_ns },
+    };
+    let side = |files: Vec<PathBuf>| Common {
+        files,
+        engine: engine.clone(),
+        no_mysql: false,
+    };
+    let both = || (analysis::Exchanges::default(), analysis::Endings::default());
+    let (client_set, client_run) = analyze(&side(client), both)?;
+    let (server_set, server_run) = analyze(&side(server), both)?;
+    let ((client_exchanges, client_endings), (server_exchanges, server_endings)) =
+        (&client_run.output, &server_run.output);
+    let span = |t: &analysis::Timeline| {
+        Some(analysis::CaptureSpan {
+            first_ns: t.body_first?.0,
+            last_ns: t.body_last?.0,
+        })
+    };
+    let opts = analysis::CompareOptions {
+        interval_ns,
+        clock,
+        client_span: span(&client_run.capture.timeline),
+        server_span: span(&server_run.capture.timeline),
+        notable_limit: notable,
+    };
+    let cmp = analysis::compare(client_exchanges, server_exchanges, &opts);
+    let endings = analysis::compare_endings(
+        (client_exchanges, client_endings),
+        (server_exchanges, server_endings),
+        &cmp,
+        opts.spans(client_exchanges, server_exchanges),
+    );
+    let (client_unknowns, server_unknowns) = (
+        analysis::unknowns(&client_run),
+        analysis::unknowns(&server_run),
+    );
+    let sides = (
+        report::ComparedCapture {
+            capture: &client_run.capture,
+            unknowns: &client_unknowns,
+            requests: client_exchanges.len(),
+        },
+        report::ComparedCapture {
+            capture: &server_run.capture,
+            unknowns: &server_unknowns,
+            requests: server_exchanges.len(),
+        },
+    );
+    emit(if engine.json {
+        report::to_json(&report::compare_json(&cmp, &endings, &sides.0, &sides.1))
+    } else {
+        fitted(report::render_compare(
+            &cmp,
+            &endings,
+            &sides.0,
+            &sides.1,
+            per_interval,
+        ))
+    })?;
+    let codes = [
+        finish(&client_set, &client_run),
+        finish(&server_set, &server_run),
+    ];
+    Ok(if codes.contains(&ExitCode::from(2)) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

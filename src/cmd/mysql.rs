@@ -1,0 +1,75 @@
+//! `pcapsleuth mysql`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use pcapsleuth::analysis::{self, Everything, MysqlStatistics, Run};
+use pcapsleuth::report::{self};
+
+use crate::args;
+use crate::common::{analyze, mysql_filter, Common, PlotsArg};
+use crate::shell::{finish, output, plot_report};
+
+// The help text is the doc comment of `Command::Mysql` (src/main.rs).
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: Common,
+    /// Only connections with this port (client or server side).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// Only connections to this server (IP:PORT or [IPv6]:PORT).
+    #[arg(long, value_name = "IP:PORT")]
+    pub server: Option<String>,
+    /// Only requests answered with an error.
+    #[arg(long)]
+    pub errors_only: bool,
+    /// Only requests whose response took at least this long (with its unit: 10ms, 1.5s, 250us).
+    #[arg(long, value_name = "DURATION", value_parser = args::duration)]
+    pub slower_than: Option<Duration>,
+    /// How many statement groups to print.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    #[command(flatten)]
+    pub plots: PlotsArg,
+}
+
+pub fn run(given: Args) -> anyhow::Result<ExitCode> {
+    let Args {
+        common,
+        port,
+        server,
+        errors_only,
+        slower_than,
+        limit,
+        plots,
+    } = given;
+    let filter = mysql_filter(port, server, errors_only, slower_than)?;
+    // Rate series and response-time distributions are only drawn, never printed, by `mysql`.
+    match plots.dir.as_deref() {
+        Some(dir) => {
+            let (cap, a) = analyze(&common, || {
+                Everything::default().mysql_filter(filter.clone())
+            })?;
+            print_mysql(common.engine.json, &a, &a.output.mysql, limit)?;
+            plot_report(dir, &analysis::full_report(&a))?;
+            Ok(finish(&cap, &a))
+        }
+        None => {
+            let (cap, a) = analyze(&common, || MysqlStatistics::new(filter.clone()))?;
+            print_mysql(common.engine.json, &a, &a.output, limit)?;
+            Ok(finish(&cap, &a))
+        }
+    }
+}
+/// `pcapsleuth mysql`'s report of `m`, computed in the run `a`.
+fn print_mysql<O>(
+    json: bool,
+    a: &Run<O>,
+    m: &analysis::MysqlAggregate,
+    limit: usize,
+) -> anyhow::Result<()> {
+    output(json, a, &analysis::mysql_report(a, m), |r| {
+        report::render_mysql(r, limit)
+    })
+}
