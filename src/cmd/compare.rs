@@ -76,8 +76,18 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
         no_mysql: false,
     };
     let both = || (analysis::Exchanges::default(), analysis::Endings::default());
-    let (client_set, client_run) = analyze(&side(client), both)?;
-    let (server_set, server_run) = analyze(&side(server), both)?;
+    // Each side keeps, once read, only what the comparison needs: its per-connection tables are
+    // summed into its unknowns and dropped, so that the second side's run does not stack on the first's
+    // (a capture of a million connection attempts holds ~80 MB of them).
+    let read = |files: Vec<PathBuf>| -> anyhow::Result<_> {
+        let (set, mut run) = analyze(&side(files), both)?;
+        let unknowns = analysis::unknowns(&run);
+        run.connections = Default::default();
+        run.mysql_sessions = Vec::new();
+        Ok((set, run, unknowns))
+    };
+    let (client_set, client_run, client_unknowns) = read(client)?;
+    let (server_set, server_run, server_unknowns) = read(server)?;
     let ((client_exchanges, client_endings), (server_exchanges, server_endings)) =
         (&client_run.output, &server_run.output);
     let span = |t: &analysis::Timeline| {
@@ -99,10 +109,6 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
         (server_exchanges, server_endings),
         &cmp,
         opts.spans(client_exchanges, server_exchanges),
-    );
-    let (client_unknowns, server_unknowns) = (
-        analysis::unknowns(&client_run),
-        analysis::unknowns(&server_run),
     );
     let sides = (
         report::ComparedCapture {
