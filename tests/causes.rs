@@ -510,7 +510,7 @@ fn a_compressed_answer_that_the_capture_holds_only_the_start_of_is_answered_with
     assert_eq!(g["answered_end_unknown"], 1);
     let text = common::text(&["mysql", s(&f)]);
     assert!(
-        text.contains("1 answered (1 whose response's end is not in the capture)"),
+        text.contains("1 answered, of which 1 without its response's end in the capture"),
         "{text}"
     );
     assert!(

@@ -19,7 +19,8 @@ pub struct Unknowns {
     /// Packets the snap length cut short; null when none was.
     pub snap_length: Option<SnapCut>,
     /// MySQL requests whose response could not be read to its end (its bytes were cut by the snap length
-    /// or lost): no response time, no rows.
+    /// or lost): no response time, no rows. The `unreadable` requests and the answered ones whose
+    /// response's end is not in the capture.
     pub unreadable_responses: u64,
     /// MySQL requests whose statement text the capture holds only in part: their fingerprints end in `…`.
     pub statements_cut: u64,
@@ -93,7 +94,7 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
         requests.merge(&m.requests);
         statements_cut += m.statements_cut;
     }
-    let unreadable_responses = requests.unreadable;
+    let unreadable_responses = requests.unreadable + requests.answered_end_unknown;
     let mut encrypted = EncryptedSessions {
         sessions: 0,
         bytes: 0,
@@ -131,9 +132,9 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
     let mut partial = Vec::new();
     if unreadable_responses > 0 {
         partial.push(format!(
-            "{} MySQL responses could not be read to their end (no response time, rows or error code for them; times are over the {} answered requests only)",
+            "{} MySQL responses could not be read to their end (no response time, rows or error code for them; times are over the {} requests answered to their end only)",
             count(unreadable_responses),
-            count(requests.answered)
+            count(requests.answered - requests.answered_end_unknown)
         ));
     }
     if statements_cut > 0 {

@@ -1441,3 +1441,80 @@ fn a_plain_exchange_decodes_to_one_answer_and_rest() {
     // (About one in six: the pieces often cut a packet the verdict needs whole.)
     assert!(plain * 10 > cases, "{plain} of {cases} judged plain");
 }
+
+/// The request's last byte: its command packet's end, or the last LOCAL INFILE packet the client sent
+/// after the server asked for the file (the response began before it: frame 2).
+#[test]
+fn a_local_infile_request_ends_with_the_files_last_packet() {
+    let mut file = packet(2, &[b'x'; 100]);
+    file.extend(packet(3, b""));
+    let evs = vec![
+        query("load data local infile '/tmp/f' into table t"),
+        Ev::Data(S, packet(1, b"\xfb/tmp/f")),
+        Ev::Data(C, file),
+        Ev::Data(S, packet(4, &ok(100, 2))),
+        query("select 1"),
+        Ev::Data(S, classic_resultset(1, &["1"], &[&["1"]], 2)),
+    ];
+    for chunk in [usize::MAX, 1, 7] {
+        let (t, _) = play_chunked(StartMode::MidStream, &evs, &mut |_| chunk);
+        let frames = |x: &pcapsleuth_mysql::Transaction| {
+            (
+                x.request_frame,
+                x.last_request_frame,
+                x.first_response_frame,
+                x.last_response_frame,
+            )
+        };
+        assert_eq!(frames(&t[0]), (1, 3, Some(2), Some(4)), "chunk {chunk}");
+        assert_eq!(t[0].last_request_ts_ns, meta(3).ts_ns);
+        assert_eq!(frames(&t[1]), (5, 5, Some(6), Some(6)), "chunk {chunk}");
+    }
+}
+
+/// A request of more than 16 MB is sent as a full packet and a continuation: it ends with the
+/// continuation's last byte.
+#[test]
+fn a_request_over_16_mib_ends_with_its_continuation_packet() {
+    let full = 0xFF_FFFF;
+    let mut first = vec![0xFF, 0xFF, 0xFF, 0, 0x03];
+    first.extend(b"insert into t values ('");
+    first.resize(4 + full, b'x');
+    let evs = vec![
+        Ev::Data(C, first),
+        Ev::Data(C, packet(1, b"')")),
+        Ev::Data(S, packet(2, &ok(1, 2))),
+    ];
+    let (t, _) = play(StartMode::MidStream, &evs);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].command, Command::Query);
+    assert_eq!((t[0].request_frame, t[0].last_request_frame), (1, 2));
+    assert_eq!(t[0].request_bytes, (full + 2 + 8) as u64);
+    assert_eq!(t[0].first_response_frame, Some(3));
+}
+
+/// Under the compressed protocol, a server packet whose start is all the capture holds (too little to
+/// inflate any of it) is where the answer began: the request was answered, its end not seen.
+#[test]
+fn a_compressed_answer_begins_at_its_compressed_packet_even_when_nothing_of_it_inflates() {
+    let mut evs = login(BASE_CAPS | COMPRESS);
+    evs.push(Ev::Data(
+        C,
+        compressed(0, &command(0x03, b"show databases"), false),
+    ));
+    let rs = classic_resultset(1, &["Database"], &[&["information_schema"], &["mysql"]], 2);
+    let answer = compressed(0, &rs, true);
+    // 12 bytes: the 7-byte header and the first 5 of the zlib stream.
+    evs.push(Ev::Data(S, answer[..12].to_vec()));
+    let (t, _) = play(StartMode::Handshake, &evs);
+    let q = &t[1];
+    assert_eq!(q.statement.as_deref(), Some("show databases"));
+    assert_eq!(q.first_response_frame, Some(5));
+    assert_eq!(q.outcome, Outcome::CaptureEnded);
+    // The whole answer: the same first byte, and the end.
+    evs.pop();
+    evs.push(Ev::Data(S, answer));
+    let (t, _) = play(StartMode::Handshake, &evs);
+    assert_eq!(t[1].first_response_frame, Some(5));
+    assert_eq!(t[1].outcome, Outcome::ResultSet { rows: 2 });
+}

@@ -451,14 +451,14 @@ pub enum Fate {
 impl Fate {
     /// The fate an outcome tells.
     /// The fate of `t`: its outcome's ([`Fate::of`]), but a request whose response began in the capture
-    /// was answered, even where the capture holds no end of that response (it ended first, or the rest
-    /// fell into bytes it does not hold): its time to first byte is known, its response time is not
-    /// ([`response_end_known`]).
+    /// and whose rest fell into bytes the capture does not hold (the snap length cut it, it was lost,
+    /// or the capture kept only the first segment of a compressed packet) was answered: its time to
+    /// first byte is known, its response time is not ([`response_end_known`]). A response still
+    /// arriving when the capture ended leaves its request unanswered: it was still waiting for the
+    /// rest.
     pub fn of_transaction(t: &Transaction) -> Fate {
         match t.outcome {
-            Outcome::CaptureEnded | Outcome::GapLost if t.first_response_ts_ns.is_some() => {
-                Fate::Answered
-            }
+            Outcome::GapLost if t.first_response_ts_ns.is_some() => Fate::Answered,
             ref o => Fate::of(o),
         }
     }
@@ -1675,11 +1675,12 @@ impl<'a> TransactionView<'a> {
 /// statement group.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct RequestCounts {
-    /// Answered: the response began in the capture. These, and only these, have a time to first byte;
-    /// those whose response's end is also in the capture have a response time.
+    /// Answered: the response began in the capture (and did not stop at its end). These, and only
+    /// these, have a time to first byte; those whose response's end is also in the capture have a
+    /// response time.
     pub answered: u64,
-    /// Of the answered, those whose response's end is not in the capture (it ended first, or the rest
-    /// fell into bytes it does not hold): they have a time to first byte and no response time.
+    /// Of the answered, those whose response's end is not in the capture (the rest fell into bytes it
+    /// does not hold): they have a time to first byte and no response time.
     pub answered_end_unknown: u64,
     /// Cut off by a close (FIN or RST) before their response was complete.
     pub cut_off: u64,
@@ -1737,7 +1738,7 @@ impl RequestCounts {
         if let (Some(first), n @ 1..) = (said.first_mut(), self.answered_end_unknown) {
             if self.answered > 0 {
                 first.push_str(&format!(
-                    " ({} whose response's end is not in the capture)",
+                    ", of which {} without its response's end in the capture",
                     crate::units::count(n)
                 ));
             }
