@@ -303,3 +303,66 @@ fn intervals_mark_the_edges_and_agree_with_littles_law() {
         assert_eq!(ended, u(&c["committed"]) + u(&c["rolled_back"]), "{file}");
     }
 }
+
+fn idle_finding(name: &str) -> Option<Value> {
+    let r = common::json(&["report", "--json", common::fixture(name).to_str().unwrap()]);
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "idle_in_transaction")
+        .cloned()
+}
+
+/// `report` raises `idle_in_transaction` on the lock holder of lock-wait-timeout.pcap (a session that
+/// held a row lock 6.5 s before its COMMIT, fixtures/lab/lock-waits.py), names the COMMIT's frame as
+/// tshark reads it, and does not blame the clients of a path made slow (diff-path-delay-server.b: the
+/// clients answered at once through a 2 ms delay line); none on sysbench's back-to-back statements.
+#[test]
+fn report_names_the_transaction_held_open_and_not_a_slow_path() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f =
+        idle_finding("lock-wait-timeout.pcap").expect("idle_in_transaction on lock-wait-timeout");
+    assert_eq!(f["severity"], 2, "{f}");
+    let summary = f["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "worst connection 10.77.1.2:60096 -> 10.77.0.1:3306: 6.5 s idle in 1 transaction"
+        ),
+        "{summary}"
+    );
+    let commit = u(&f["frames"][1]);
+    let path = common::fixture("lock-wait-timeout.pcap");
+    let at = tshark.lines([
+        "-r",
+        path.to_str().unwrap(),
+        "-Y",
+        &format!("frame.number == {commit}"),
+        "-T",
+        "fields",
+        "-e",
+        "mysql.query",
+        "-e",
+        "tcp.srcport",
+    ]);
+    assert_eq!(at, vec!["COMMIT\t60096".to_string()]);
+    assert!(
+        summary.ends_with(&format!("before `COMMIT` (frame {commit})")),
+        "{summary}"
+    );
+
+    let f =
+        idle_finding("diff-path-delay-server.b.pcap").expect("idle_in_transaction at the server");
+    assert_eq!(f["severity"], 3, "{f}");
+    assert!(
+        f["summary"]
+            .as_str()
+            .unwrap()
+            .contains("the clients answered at once, the path holds most of it"),
+        "{f}"
+    );
+    assert!(idle_finding("diff-path-delay-server.a.pcap").is_none());
+    assert!(idle_finding("load-oltp-rw.pcap").is_none());
+}

@@ -328,7 +328,20 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         });
     }
     f.extend(semi_sync_finding(&mysql));
-    f.extend(crate::load::idle_in_transaction_finding(&stats.load));
+    let handshakes = {
+        let mut h: crate::histogram::Histogram = Default::default();
+        for c in &a.connections {
+            if let Some(rtt) = c.handshake_rtt_ns.filter(|&r| r >= 0) {
+                h.add(rtt as u64);
+            }
+        }
+        h
+    };
+    let path_rtt_us = (handshakes.count() > 0).then(|| handshakes.quantile_ns(0.5) as f64 / 1e3);
+    f.extend(crate::load::idle_in_transaction_finding(
+        &stats.load,
+        path_rtt_us,
+    ));
     let (pk, re) = a.connections.iter().fold((0u64, 0u64), |(p, r), c| {
         (
             p + c.to_server.packets + c.to_client.packets,

@@ -29,7 +29,9 @@ use crate::facts::CaptureFacts;
 use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
 use crate::mysql::Fate;
-use crate::thresholds::{IDLE_IN_TRANSACTION_MIN_S, IDLE_IN_TRANSACTION_SHARE};
+use crate::thresholds::{
+    IDLE_IN_TRANSACTION_MIN_S, IDLE_IN_TRANSACTION_PATH_SHARE, IDLE_IN_TRANSACTION_SHARE,
+};
 use crate::timeline::plausible_response_time;
 use crate::units;
 
@@ -1064,8 +1066,13 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
 /// `report`'s finding when transactions spent most of their time waiting for their clients' next
 /// statement ([`IDLE_IN_TRANSACTION_SHARE`] of it, at least [`IDLE_IN_TRANSACTION_MIN_S`] in all): how
 /// much, the worst connection and its longest silence with its frames. Look-first (severity 2) when one
-/// silence inside a transaction lasted a second or more: locks held that long stall everyone else.
-pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
+/// silence inside a transaction lasted a second or more: locks held that long stall everyone else. When
+/// the median TCP handshake round trip (`path_rtt_us`) is most of the median silence, the path holds the
+/// idle time more than the client, and the finding says so (severity 3).
+pub(crate) fn idle_in_transaction_finding(
+    l: &LoadReport,
+    path_rtt_us: Option<f64>,
+) -> Option<Finding> {
     let tx = &l.transactions;
     if tx.idle_share < IDLE_IN_TRANSACTION_SHARE
         || tx.idle_in_transaction_s < IDLE_IN_TRANSACTION_MIN_S
@@ -1074,11 +1081,11 @@ pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
     }
     let worst = l.worst_idle_in_transaction.first()?;
     let mut summary = format!(
-        "transactions spend {} of their time waiting for the client's next statement ({} idle in {} \
-         transactions, told by {}); worst connection {} -> {}: {} idle in {} transactions",
+        "transactions spend {} of their time waiting for the client's next statement ({} idle in {}, told \
+         by {}); worst connection {} -> {}: {} idle in {}",
         units::percent(tx.idle_share),
         units::seconds(tx.idle_in_transaction_s),
-        units::count(tx.counts.ended()),
+        units::counted(tx.counts.ended(), "transaction", "transactions"),
         match tx.told_by {
             "server_status" => "the server's SERVER_STATUS_IN_TRANS flag",
             "statements" => "their statements",
@@ -1087,8 +1094,10 @@ pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
         worst.client,
         worst.server,
         units::seconds(worst.idle_in_transaction_s),
-        units::count(worst.transactions)
+        units::counted(worst.transactions, "transaction", "transactions")
     );
+    let path =
+        path_rtt_us.filter(|&rtt| rtt >= IDLE_IN_TRANSACTION_PATH_SHARE * tx.idle_gaps_us.p50);
     let mut frames = Vec::new();
     if let Some(g) = &worst.longest_idle {
         summary.push_str(&format!(
@@ -1098,6 +1107,14 @@ pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
             g.request_frame
         ));
         frames.extend([g.after_frame, g.request_frame]);
+    }
+    if let Some(rtt) = path {
+        summary.push_str(&format!(
+            "; but the path's round trip (median TCP handshake {}) is most of the median silence ({}) or \
+             more: the clients answered at once, the path holds most of it",
+            units::duration_us(rtt),
+            units::duration_us(tx.idle_gaps_us.p50)
+        ));
     }
     let mut evidence = vec![format!(
         "transaction time: p50 {}, p99 {}; each silence inside one: p50 {}, max {}; think time between \
@@ -1111,12 +1128,12 @@ pub(crate) fn idle_in_transaction_finding(l: &LoadReport) -> Option<Finding> {
     )];
     for w in &l.worst_idle_in_transaction {
         let mut line = format!(
-            "{} -> {} (from frame {}): {} idle in {} transactions taking {}",
+            "{} -> {} (from frame {}): {} idle in {} taking {}",
             w.client,
             w.server,
             w.first_frame,
             units::seconds(w.idle_in_transaction_s),
-            units::count(w.transactions),
+            units::counted(w.transactions, "transaction", "transactions"),
             units::seconds(w.transaction_s)
         );
         if let Some(g) = &w.longest_idle {

@@ -389,3 +389,8 @@ pub const IDLE_IN_TRANSACTION_SHARE: f64 = 0.5;
 /// ... and the idle time adds up to at least this many seconds: a few transactions that waited a
 /// millisecond are no story.
 pub const IDLE_IN_TRANSACTION_MIN_S: f64 = 0.1;
+
+/// The idle time inside transactions is the path's more than the client's when the median TCP handshake
+/// round trip is at least this share of the median silence: seen at a server, every silence holds a round
+/// trip, and a silence not much longer than one is a client that answered at once over a slow path.
+pub const IDLE_IN_TRANSACTION_PATH_SHARE: f64 = 0.8;

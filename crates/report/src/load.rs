@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use pcapsleuth_analysis::{ConnectionRow, LoadReport};
 
-use crate::style::{column_width, count, duration, instant, percent, seconds, stats};
+use crate::style::{column_width, count, counted, duration, instant, percent, seconds, stats};
 use crate::visible::visible;
 
 /// Rows of the per-interval table printed (the JSON has them all).
@@ -211,13 +211,13 @@ fn dur0(us: f64) -> String {
 
 fn connection_line(row: &ConnectionRow, s: f64) -> String {
     format!(
-        "{} -> {} (from frame {}): {} over {} requests, {} transactions taking {}",
+        "{} -> {} (from frame {}): {} over {}, {} taking {}",
         row.client,
         row.server,
         row.first_frame,
         seconds(s),
-        count(row.requests),
-        count(row.transactions),
+        counted(row.requests, "request", "requests"),
+        counted(row.transactions, "transaction", "transactions"),
         seconds(row.transaction_s)
     )
 }
