@@ -191,10 +191,12 @@ pub fn finish<O>(set: &CaptureSet, a: &Run<O>) -> ExitCode {
     }
     match a.capture.stopped {
         Some(stopped) => {
-            sayln!(
-                "pcapsleuth: interrupted: the results cover frames 1 to {} only",
-                stopped.frames_read
-            );
+            match stopped.frames_read {
+                0 => {
+                    sayln!("pcapsleuth: interrupted before a frame was read: the results are empty")
+                }
+                n => sayln!("pcapsleuth: interrupted: the results cover frames 1 to {n} only"),
+            }
             if code == ExitCode::SUCCESS {
                 ExitCode::FAILURE
             } else {

@@ -82,14 +82,14 @@ impl EngineOptions {
 /// Splits are at most this size, so that a batch is small with few threads: two 4 MiB splits per
 /// thread, a batch of 16 MiB on two cores, whose pages and events (a 70-byte record makes a 48-byte
 /// event) mostly stay in the caches between the scan that writes the events and the tracking that reads
-/// them with the payloads. Measured on the 2.1 GB bench capture at `-j 2` against 32 MiB splits (128 MiB
-/// batches): peak RSS 190 -> 45 MB, `first-reset`'s CPU time -8%; 2 MiB splits cost `mysql` more time.
+/// them with the payloads. Larger splits hold more memory and cost CPU time in cache misses; smaller ones
+/// cost `mysql` more time (DEVELOPMENT.md has the measurements).
 pub const SPLIT_TARGET_BYTES: u64 = 4 << 20;
 
 /// A batch reads about this many bytes of a mapped file (a stream's window at most this many), whatever
 /// the number of threads: memory holds one batch's pages and events, so it stays flat on a machine with
-/// many cores too. (Two 32 MiB splits per thread made a batch of 512 MB at 8 threads, 806 MB of peak
-/// RSS on the 2.1 GB bench capture, and of 4 GB at 64.) With many threads the splits are smaller.
+/// many cores too (two 32 MiB splits per thread would make a batch of 512 MB at 8 threads, of 4 GB at
+/// 64). With many threads the splits are smaller.
 pub const BATCH_TARGET_BYTES: u64 = 128 << 20;
 
 /// Splits are no smaller than this: below it, planning and proving boundaries would cost more than
@@ -1125,8 +1125,7 @@ fn prefetch_payload(bytes: &[u8], ev: &PacketEvent) {
 ///
 /// The scan reads the file in order, but the hardware's own prefetcher stops at every 4 KB page (and a
 /// record is ~160 bytes on small-packet traffic): without the hint the scan waited on memory for most
-/// lines it read. Measured on the 2.1 GB bench capture, interleaved against the build without it:
-/// `first-reset` 0.68 -> 0.60 s, `mysql` 1.12 -> 1.08 s; 1, 2, 4 and 8 KB ahead did alike (2 cores).
+/// lines it read. Anything from 1 to 8 KB ahead does alike (DEVELOPMENT.md has the measurements).
 const SCAN_READAHEAD: usize = 2048;
 
 /// Asks the CPU to start loading the cache line of `bytes[at]` (nothing if `at` is past the end).
@@ -1757,8 +1756,9 @@ fn read_sources<'x, A: Analysis>(
                     None => auto,
                 };
                 // Each split is planned just before its batch: planning touches the pages at its cut,
-                // which its batch then reads and releases (planning every cut of a 6 GB file at once
-                // mapped 281 MB at 8 threads, with the page cache's large folios).
+                // which its batch then reads and releases (planning every cut at once would map the
+                // pages at every cut of a large file, many times a page with the page cache's large
+                // folios).
                 let n = cap.split_count(n.max(1));
                 for i in 0..n {
                     if run.stopped {

@@ -146,10 +146,13 @@ pub fn unknowns<O>(a: &Run<O>) -> Unknowns {
     let partial = partial.join("; ");
     let mut notes = Vec::new();
     if let Some(stopped) = &a.capture.stopped {
-        notes.push(format!(
-            "the run was stopped before the capture's end: every figure covers frames 1 to {} only, the rest was not read",
-            count(stopped.frames_read)
-        ));
+        notes.push(match stopped.frames_read {
+            0 => "the run was stopped before it read a frame: every figure is empty".to_string(),
+            n => format!(
+                "the run was stopped before the capture's end: every figure covers frames 1 to {} only, the rest was not read",
+                count(n)
+            ),
+        });
     }
     match (&snap_length, partial.is_empty()) {
         (Some(s), _) => notes.push(format!(

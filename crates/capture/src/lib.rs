@@ -454,9 +454,31 @@ fn read_header(path: &Path, bytes: &[u8]) -> Result<(Format, ReaderState), Captu
     Ok((Format::Pcap(format), initial))
 }
 
+/// What a mapped capture does if its file shrinks while it is read (logrotate's `copytruncate`): reading
+/// a vanished page of a mapping raises SIGBUS, which kills the process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Truncation {
+    /// Survive it: the first guarded capture installs a process-wide SIGBUS handler that maps zeros over a
+    /// vanished page of a guarded mapping, and reading stops at the file's new end (said as damage); a
+    /// fault elsewhere goes to the handler installed before. The default, and what [`Capture::open`] and
+    /// [`CaptureSet::open`] do.
+    #[default]
+    Guarded,
+    /// Install no handler (for a program that owns its signal handling): a capture that shrinks while it
+    /// is read kills the process with SIGBUS.
+    Unguarded,
+}
+
 impl Capture {
-    /// Opens and memory-maps a capture, reading its header(s).
+    /// Opens and memory-maps a capture, reading its header(s). The mapping is guarded against the file
+    /// shrinking while it is read, with a process-wide SIGBUS handler ([`Truncation::Guarded`]);
+    /// [`Capture::open_with`] can leave the process's signal handlers alone.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CaptureError> {
+        Self::open_with(path, Truncation::Guarded)
+    }
+
+    /// [`Capture::open`], with the choice of what a file that shrinks while it is read does.
+    pub fn open_with(path: impl AsRef<Path>, truncation: Truncation) -> Result<Self, CaptureError> {
         let path = path.as_ref().to_path_buf();
         if path.as_os_str() == "-" {
             return Err(CaptureError::NotRegularFile {
@@ -486,12 +508,16 @@ impl Capture {
         })?;
         // SAFETY: the map is read-only; a capture being rewritten underneath us could change bytes
         // between reads, which every decoder tolerates (all lengths are re-checked against the slice),
-        // and a capture truncated underneath us is survived by the guard registered just below.
+        // and a capture truncated underneath us is survived by the guard registered just below (when
+        // guarded).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|source| CaptureError::Open {
             path: path.clone(),
             source,
         })?;
-        let guard = guard::Guard::register(map.as_ptr(), map.len());
+        let guard = match truncation {
+            Truncation::Guarded => guard::Guard::register(map.as_ptr(), map.len()),
+            Truncation::Unguarded => None,
+        };
         let mut cap = Self::from_bytes_inner(path, Bytes::Mapped(map))?;
         cap.file = Some((file, FileId::of(&meta)));
         cap.guard = guard;

@@ -13,9 +13,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let limit: usize = args.next().map_or(Ok(usize::MAX), |n| n.parse())?;
     let written = AtomicUsize::new(0);
     let sink = sinks::transactions(|_, t| {
-        let (tx, rt_ns) = (t.transaction, t.response_time_ns());
+        let tx = t.transaction;
         let line = serde_json::json!({ "request_frame": tx.request_frame, "server": t.server.to_string(),
-            "statement": tx.statement, "fate": t.fate(), "rt_ns": rt_ns, "error_code": t.error_code() });
+            "command": tx.command.name(), "statement": tx.statement, "fate": t.fate(),
+            "rt_ns": t.response_time_ns(), "error_code": t.error_code() });
         writeln!(std::io::stdout().lock(), "{line}")?; // one write per line: threads never mix lines
         let more = written.fetch_add(1, Relaxed) + 1 < limit;
         Ok::<_, std::io::Error>(if more { Continue(()) } else { Break(()) })

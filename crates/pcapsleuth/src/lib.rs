@@ -9,7 +9,10 @@
 //! * [`mysql`] decodes the MySQL protocol from the ordered bytes of a connection, with no pcap knowledge;
 //! * [`analysis`] is the parallel engine, the [`Analysis`](analysis::Analysis) trait it runs, and the
 //!   built-in analyses (MySQL statistics, response times, rates and ceilings, closes, findings);
-//! * [`report`] renders results as the command-line tool prints them: text, JSON, plots.
+//! * [`report`] renders results as the command-line tool prints them: text, JSON, plots;
+//! * [`extract`](mod@extract) cuts new captures from a capture: [`extract()`] the packets a selection keeps
+//!   (connections, frames, times, the findings' packets, with comments), [`split()`] pieces of N packets
+//!   or megabytes.
 //! * `export` (the feature `export`, off by default: it brings parquet and zstd) writes Parquet
 //!   datasets of every MySQL transaction, TCP connection, close and rate interval, for engines beyond one
 //!   machine.
@@ -96,10 +99,26 @@
 //! # Ok::<(), pcapsleuth::capture::CaptureError>(())
 //! ```
 //!
+//! # Streaming, stopping, failing
+//!
+//! Code that keeps no state needs no analysis: a [`Sink`](analysis::sinks::Sink) is told each
+//! transaction and each close as the engine completes them, and answers whether to go on
+//! (`ControlFlow`), or fails the run with its own error; [`analysis::sinks::transactions`] and
+//! [`analysis::sinks::closes`] make one of a closure, [`analysis::sinks::stream`] runs it. Any run stops
+//! early when [`EngineOptions::interrupt`](analysis::EngineOptions::interrupt) is set (from a Ctrl-C
+//! handler, another thread), and says so ([`CaptureFacts::stopped`](analysis::CaptureFacts::stopped)).
+//!
+//! # The process
+//!
+//! A mapped capture is guarded against its file shrinking while it is read with a process-wide SIGBUS
+//! handler; [`Capture::open_with`](capture::Capture::open_with) and
+//! [`Truncation::Unguarded`](capture::Truncation::Unguarded) leave the process's signal handlers alone.
+//! The engine prints nothing unless asked ([`EngineOptions::phase_log`](analysis::EngineOptions::phase_log)).
+//!
 //! The package's examples go further: `transactions` prints every MySQL transaction of a capture as a
-//! JSON line while the engine runs (`cargo run --release -p pcapsleuth --example transactions --
-//! CAPTURE...`), and `per_table` counts requests, errors and response time per table, merged across
-//! workers.
+//! JSON line while the engine runs, with a closure, and stops after N (`cargo run --release -p pcapsleuth
+//! --example transactions -- CAPTURE [N]`), and `per_table` counts requests, errors and response time per
+//! table, merged across workers.
 
 #![deny(missing_docs)]
 
