@@ -39,6 +39,7 @@ mod ip_fragments;
 mod library;
 mod mysql_stories;
 mod never_harm;
+mod path;
 mod peers;
 mod per_server;
 mod pt_query_digest;

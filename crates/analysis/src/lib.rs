@@ -62,6 +62,7 @@ mod closes;
 mod compare;
 mod compare_ends;
 mod connects;
+pub mod coverage;
 mod diff;
 mod engine;
 pub mod events;
@@ -74,6 +75,7 @@ mod histogram;
 mod humps;
 mod modes;
 mod mysql;
+mod path;
 mod phases;
 mod rate;
 mod reasons;
@@ -136,8 +138,11 @@ pub use mysql::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
     TlsSession, TlsSessionFacts,
 };
+pub use path::{PathPoint, ResendCounts};
 pub use phases::PHASES_ENV;
-pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
+pub use rate::{
+    Ceiling, PathTiming, RateAggregate, RateConnection, RatePoint, RateReport, Rates, ServerScope,
+};
 pub use reasons::{stall_start, tcp_reason};
 pub use replication::{
     AckStall, AwaitingAck, LagSummary, ReplicationRole, ReplicationStream, StreamEndReport,
