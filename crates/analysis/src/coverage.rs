@@ -1,7 +1,7 @@
 //! One meaning of "per second" for every time series: how much of an interval the capture covers.
 //!
-//! The capture's body (see [`crate::timeline`]) begins and ends inside an interval: the first and the
-//! last interval of a series are only partly covered. Every series says how much of each interval it
+//! The capture's body (`Timeline::body_first` to `body_last`) begins and ends inside an interval: the
+//! first and the last interval of a series are only partly covered. Every series says how much of each interval it
 //! covers (`covered_s` in JSON); counts stay counts (what was seen in that part), and rates divide by the
 //! covered seconds, never by the whole interval: dividing a count by the whole interval would draw a ramp
 //! at each end of the capture that never happened, and a count read as a rate would understate it.

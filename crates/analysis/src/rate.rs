@@ -113,8 +113,8 @@ pub struct Rates {
     path: PathTiming,
 }
 
-/// Whether [`Rates`] times the path from TCP's own timing ([`crate::path`]), which costs a little per
-/// packet: the `rate` command does; a run that only needs packet and bit rates need not.
+/// Whether [`Rates`] times the path from TCP's own timing ([`PathPoint`](crate::PathPoint)), which costs
+/// a little per packet: the `rate` command does; a run that only needs packet and bit rates need not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PathTiming {
     /// Round trips per interval and direction, duplicate ACKs, resends by kind, zero-window time.
@@ -843,7 +843,7 @@ fn flat_runs(segments: &[Vec<f64>], span_bins: usize) -> Vec<(usize, Run)> {
 /// as many as make it unlikelier than [`CEILING_CHANCE`] that Poisson noise at that level keeps every bin
 /// within [`CEILING_BAND`] of it, between [`CEILING_MIN_RUN_FLOOR_BINS`] and [`CEILING_MIN_RUN_BINS`].
 fn min_run_bins(packets_per_bin: f64) -> usize {
-    if !(packets_per_bin > 0.0) {
+    if packets_per_bin.is_nan() || packets_per_bin <= 0.0 {
         return CEILING_MIN_RUN_BINS;
     }
     // A Poisson count within the band of its mean, by the normal approximation with continuity
