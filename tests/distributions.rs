@@ -41,6 +41,43 @@ fn a_bit_rate_cap_on_bulk_transfer_is_named_with_its_value_and_direction() {
     assert!(c[0]["mean_packet_bytes"].as_f64().unwrap() > 1400.0);
 }
 
+/// A 2.03 s client capture behind a 1,000 packets/s shaper (`shape_path 12mbit 1500 24`): 19 whole
+/// 100 ms bins at 990-1,000 packets/s each with 18 resends is as plain a cap as a long capture's, at any
+/// printed interval; the server's capture of the same run (before the shaper) has none.
+#[test]
+fn a_cap_in_a_two_second_capture_is_found() {
+    for interval in ["1s", "100ms"] {
+        let f = common::fixture("two-point-path.client.pcap");
+        let r = json(&[
+            "rate",
+            "--json",
+            "--interval",
+            interval,
+            f.to_str().unwrap(),
+        ]);
+        let c = r["ceilings"].as_array().unwrap();
+        assert_eq!(c.len(), 1, "{interval}: {c:#?}");
+        assert_eq!(c[0]["kind"], "pps");
+        assert_eq!(c[0]["direction"], "server_to_client");
+        assert_eq!(c[0]["server"], "10.77.0.1:3306");
+        assert!(within(&c[0]["value"], 1000.0, 0.02), "{}", c[0]["value"]);
+        let held = c[0]["end"].as_f64().unwrap() - c[0]["start"].as_f64().unwrap();
+        assert!((1.8..=2.0).contains(&held), "{held}");
+        let evidence = c[0]["evidence"].as_array().unwrap();
+        assert!(evidence[0]
+            .as_str()
+            .unwrap()
+            .starts_with("18 retransmitted segments"));
+    }
+    assert_eq!(
+        rate("two-point-path.server.pcap")["ceilings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
+
 /// The same open-loop load without shaping (flat because the generator is steady), and captures of other
 /// kinds: no ceiling is claimed.
 #[test]
@@ -51,6 +88,9 @@ fn uncapped_traffic_gets_no_ceiling() {
         "rt-bimodal.pcap",
         "stream-stall.pcap",
         "snaplen80.pcap",
+        "two-point-slow-server.client.pcap",
+        "diff-path-delay.b.pcap",
+        "path-lost.pcap",
     ] {
         let r = rate(f);
         assert_eq!(

@@ -40,6 +40,7 @@ mod library;
 mod load;
 mod mysql_stories;
 mod never_harm;
+mod path;
 mod peers;
 mod per_server;
 mod phases;

@@ -109,6 +109,42 @@ fn tls_captures_give_the_same_reports_with_1_2_3_7_and_64_splits() {
     }
 }
 
+/// `rate`'s path over time (round trips, duplicate ACKs, resends by kind, zero-window time) at a fine
+/// interval, where a connection's ACKs and the data they cover fall into many intervals: the same series
+/// whatever the splits (every real capture also runs it at 100 ms through `Everything` above).
+#[test]
+fn the_path_over_time_is_the_same_with_1_2_3_7_and_64_splits() {
+    for name in [
+        "two-point-path.client.pcap",
+        "path-lost.pcap",
+        "stream-stall.pcap",
+        "diff-path-delay.b.pcap",
+    ] {
+        let cap = Capture::open(common::fixture(name)).unwrap();
+        let run = |splits: usize, threads: usize| {
+            let a = analyze(
+                &cap,
+                &EngineOptions {
+                    threads,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || pcapsleuth::analysis::Rates::new(10_000_000),
+            );
+            to_json(&a.output.report())
+        };
+        let one = run(1, 1);
+        assert!(one.contains("\"rtt_to_server_us\": {"), "{name}");
+        for splits in [2, 3, 7, 64] {
+            assert_eq!(
+                one,
+                run(splits, 2),
+                "{name}: the path differs with {splits} splits"
+            );
+        }
+    }
+}
+
 /// `pcapsleuth mysql` runs only the MySQL statistics (no rate series or RT distributions): its report and
 /// the closes must be what the full run gives, with any number of splits.
 #[test]

@@ -62,6 +62,7 @@ mod closes;
 mod compare;
 mod compare_ends;
 mod connects;
+pub mod coverage;
 mod diff;
 mod engine;
 pub mod events;
@@ -75,6 +76,7 @@ mod humps;
 mod load;
 mod modes;
 mod mysql;
+mod path;
 mod phases;
 mod rate;
 mod reasons;
@@ -143,8 +145,11 @@ pub use mysql::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
     TlsSession, TlsSessionFacts,
 };
+pub use path::{PathPoint, ResendCounts};
 pub use phases::{PhaseLog, PHASES_ENV};
-pub use rate::{Ceiling, RateAggregate, RatePoint, RateReport, Rates, ServerScope};
+pub use rate::{
+    Ceiling, PathTiming, RateAggregate, RateConnection, RatePoint, RateReport, Rates, ServerScope,
+};
 pub use reasons::{stall_start, tcp_reason};
 pub use replication::{
     AckStall, AwaitingAck, LagSummary, ReplicationRole, ReplicationStream, StreamEndReport,

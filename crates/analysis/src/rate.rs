@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::events::{Analysis, ConnectionView, EndView, SegmentView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::Histogram;
+use crate::path::{resend_index, PathCell, PathConnection, PathEvents, PathPoint};
 use crate::thresholds::*;
 use crate::timeline::Timeline;
 use crate::units::Measure;
@@ -108,6 +109,26 @@ pub struct Rates {
     pending: PendingPackets,
     /// Response times not yet counted into `rates` (see [`PendingResponseTimes`]).
     pending_rt: PendingResponseTimes,
+    /// Whether the path is timed (round trips, duplicate ACKs, resends by kind, zero windows).
+    path: PathTiming,
+}
+
+/// Whether [`Rates`] times the path from TCP's own timing ([`PathPoint`](crate::PathPoint)), which costs
+/// a little per packet: the `rate` command does; a run that only needs packet and bit rates need not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathTiming {
+    /// Round trips per interval and direction, duplicate ACKs, resends by kind, zero-window time.
+    Measured,
+    /// Packet and bit rates only.
+    #[default]
+    Skipped,
+}
+
+/// What [`Rates`] keeps per connection: its server scope and its path state.
+#[derive(Debug, Clone, Default)]
+pub struct RateConnection {
+    scope: ServerScope,
+    path: PathConnection,
 }
 
 /// The response times of requests to one scope sent in one fine bin, since the request before them was
@@ -136,23 +157,28 @@ struct PendingPackets {
     key: Option<(u32, i64, i64)>,
     /// Their packets, bytes and retransmissions (the response-time fields stay 0).
     cell: Cell,
-    /// Their earliest and latest times.
-    first_ns: i64,
-    last_ns: i64,
 }
 
 /// Numbers every [`Rates`] instance.
 static RATES_INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Rates {
-    /// Rates at `interval_ns` (0: one second).
+    /// Rates at `interval_ns` (0: one second), with the path timed ([`PathTiming::Measured`]).
     pub fn new(interval_ns: i64) -> Self {
+        Rates::with_path(interval_ns, PathTiming::Measured)
+    }
+
+    /// Rates at `interval_ns` (0: one second), timing the path or not.
+    pub fn with_path(interval_ns: i64, path: PathTiming) -> Self {
+        let mut rates = RateAggregate::new(if interval_ns > 0 {
+            interval_ns
+        } else {
+            1_000_000_000
+        });
+        rates.path_timing = path;
         Rates {
-            rates: RateAggregate::new(if interval_ns > 0 {
-                interval_ns
-            } else {
-                1_000_000_000
-            }),
+            path,
+            rates,
             instance: RATES_INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             pending: PendingPackets::default(),
             pending_rt: PendingResponseTimes::default(),
@@ -169,14 +195,7 @@ impl Rates {
     fn flush_packets(&mut self) {
         let pending = &mut self.pending;
         if let Some((scope, p, f)) = pending.key.take() {
-            self.rates.packets(
-                scope,
-                p,
-                f,
-                &pending.cell,
-                pending.first_ns,
-                pending.last_ns,
-            );
+            self.rates.packets(scope, p, f, &pending.cell);
             pending.cell = Cell::default();
         }
     }
@@ -221,16 +240,17 @@ impl ServerScope {
 }
 
 impl Analysis for Rates {
-    type PerConnection = ServerScope;
+    type PerConnection = RateConnection;
     type Output = RateAggregate;
 
     #[inline]
     fn segment(
         &mut self,
-        scope: &mut ServerScope,
+        state: &mut RateConnection,
         conn: &ConnectionView<'_>,
         seg: &SegmentView<'_>,
     ) {
+        let scope = &mut state.scope;
         // Roles as known at this packet: MySQL's word, the handshake, else the ports.
         let client = conn.client_side();
         let id = scope.id(self, client, || conn.key().endpoint(client.other()));
@@ -241,24 +261,33 @@ impl Analysis for Rates {
         if self.pending.key != key {
             self.flush_packets();
             self.pending.key = key;
-            self.pending.first_ns = ts_ns;
-            self.pending.last_ns = ts_ns;
         }
         let pending = &mut self.pending;
-        pending.first_ns = pending.first_ns.min(ts_ns);
-        pending.last_ns = pending.last_ns.max(ts_ns);
         let c = &mut pending.cell;
         c.packets[dir] += 1;
         c.bytes[dir] += u64::from(seg.wire_len);
         c.retrans[dir] += u64::from(seg.is_retransmission());
+        if self.path == PathTiming::Measured {
+            let ev = state.path.segment(
+                seg.side,
+                seg.tcp,
+                seg.class,
+                ts_ns,
+                conn.tcp().initial_rtt(),
+            );
+            if ev != PathEvents::default() {
+                self.rates.path_events(id, client, seg.side, &ev, ts_ns);
+            }
+        }
     }
 
     fn transaction(
         &mut self,
-        scope: &mut ServerScope,
+        state: &mut RateConnection,
         _: &ConnectionView<'_>,
         t: &TransactionView<'_>,
     ) {
+        let scope = &mut state.scope;
         if t.transaction.command == Command::Connect {
             return;
         }
@@ -280,7 +309,25 @@ impl Analysis for Rates {
         }
     }
 
-    fn connection_ended(&mut self, _: ServerScope, conn: &ConnectionView<'_>, _: &EndView<'_>) {
+    fn connection_ended(
+        &mut self,
+        mut state: RateConnection,
+        conn: &ConnectionView<'_>,
+        _: &EndView<'_>,
+    ) {
+        // A zero window still advertised when the connection ended lasted until its last packet.
+        if self.path == PathTiming::Measured {
+            let client = conn.client_side();
+            let last_ns = conn.tcp().last().ts.0;
+            let open: Vec<(Side, i64)> = state.path.open_zero_windows().collect();
+            for (side, since) in open {
+                let id = state
+                    .scope
+                    .id(self, client, || conn.key().endpoint(client.other()));
+                self.rates
+                    .zero_window(id, usize::from(side != client), since, last_ns);
+            }
+        }
         // A connection's handshake gives the path's round trip, the baseline for queueing evidence.
         let tcp = conn.tcp();
         if let (Some((client, _)), Some(rtt)) = (tcp.handshake_client(), tcp.initial_rtt()) {
@@ -311,9 +358,11 @@ pub struct RateAggregate {
     ids: HashMap<Endpoint, u32, FlowBuildHasher>,
     printed: Vec<Bins>,
     fine: Vec<Bins>,
+    /// The path's figures per printed bin, per scope (when timed).
+    path: Vec<HashMap<i64, PathCell, FlowBuildHasher>>,
+    /// Whether the path was timed.
+    path_timing: PathTiming,
     handshake_rtt: BTreeMap<Scope, Histogram>,
-    /// First and last packet times: the first and last intervals are only partly covered.
-    span: Option<(i64, i64)>,
     /// The capture's body, once the run is over.
     timeline: Timeline,
     /// `[from, to)` where the last packet's printed and fine bins both hold, and those bins
@@ -325,11 +374,12 @@ impl PartialEq for RateAggregate {
     /// Equal content, whatever order scopes and bins were first seen in.
     fn eq(&self, o: &Self) -> bool {
         self.interval_ns == o.interval_ns
-            && self.span == o.span
             && self.timeline == o.timeline
             && self.handshake_rtt == o.handshake_rtt
             && self.canonical(&self.printed) == o.canonical(&o.printed)
             && self.canonical(&self.fine) == o.canonical(&o.fine)
+            && self.path_timing == o.path_timing
+            && self.canonical_path() == o.canonical_path()
     }
 }
 
@@ -341,7 +391,62 @@ impl RateAggregate {
             scopes: vec![None],
             printed: vec![Bins::default()],
             fine: vec![Bins::default()],
+            path: vec![HashMap::default()],
             ..Default::default()
+        }
+    }
+
+    fn canonical_path(&self) -> BTreeMap<Scope, BTreeMap<i64, PathCell>> {
+        self.scopes
+            .iter()
+            .zip(&self.path)
+            .map(|(s, m)| (*s, m.iter().map(|(b, c)| (*b, c.clone())).collect()))
+            .filter(|(_, m): &(Scope, BTreeMap<i64, PathCell>)| !m.is_empty())
+            .collect()
+    }
+
+    /// What a segment of a connection to the server of scope `scope` told about the path (`client` is
+    /// the connection's client side, `side` the segment's sender).
+    fn path_events(&mut self, scope: u32, client: Side, side: Side, ev: &PathEvents, ts_ns: i64) {
+        let role = |s: Side| usize::from(s != client);
+        let bin = ts_ns.div_euclid(self.interval_ns);
+        for id in [0, scope as usize] {
+            let c = self.path[id].entry(bin).or_default();
+            if let Some((acker, rtt)) = ev.rtt {
+                // Acknowledged by the server: the round trip to the server (index 0).
+                c.rtt[1 - role(acker)].add(rtt);
+            }
+            c.dup_acks[role(side)] += u64::from(ev.dup_ack);
+            if let Some(k) = ev.resend {
+                c.resends[role(side)][resend_index(k)] += 1;
+            }
+            // A D-SACK reports the other side's resend as spurious.
+            c.spurious[role(side.other())] += u64::from(ev.spurious);
+        }
+        if let Some(since) = ev.zero_window_ended {
+            self.zero_window(scope, role(side), since, ts_ns);
+        }
+    }
+
+    /// `role` (0 the client, 1 the server) of a connection to the server of scope `scope` advertised a
+    /// zero window from `from_ns` to `to_ns`: its time, split over the printed intervals it spans (at
+    /// most [`ZERO_WINDOW_INTERVALS_KEPT`] of them, the first).
+    fn zero_window(&mut self, scope: u32, role: usize, from_ns: i64, to_ns: i64) {
+        if to_ns <= from_ns {
+            return;
+        }
+        let width = self.interval_ns;
+        let first = from_ns.div_euclid(width);
+        let last = (to_ns - 1).div_euclid(width);
+        let last = last.min(first.saturating_add(ZERO_WINDOW_INTERVALS_KEPT - 1));
+        for bin in first..=last {
+            let start = bin.saturating_mul(width);
+            let ns = to_ns.min(start.saturating_add(width)) - from_ns.max(start);
+            for id in [0, scope as usize] {
+                self.path[id].entry(bin).or_default().zero_window_ns[role] += ns;
+                // The interval is a row of the series even when no packet fell in it.
+                self.printed[id].cell(bin);
+            }
         }
     }
 
@@ -362,18 +467,15 @@ impl RateAggregate {
             self.scopes.push(Some(server));
             self.printed.push(Bins::default());
             self.fine.push(Bins::default());
+            self.path.push(HashMap::default());
         }
         id
     }
 
     /// Packets of connections to the server of scope `scope` (from [`RateAggregate::scope_id`]) that fell
-    /// in printed bin `p` and fine bin `f` ([`RateAggregate::bins_of`]), between `first_ns` and
-    /// `last_ns`: their packets, bytes and retransmissions are `counts`'.
-    fn packets(&mut self, scope: u32, p: i64, f: i64, counts: &Cell, first_ns: i64, last_ns: i64) {
-        self.span = Some(match self.span {
-            None => (first_ns, last_ns),
-            Some((a, b)) => (a.min(first_ns), b.max(last_ns)),
-        });
+    /// in printed bin `p` and fine bin `f` ([`RateAggregate::bins_of`]): their packets, bytes and
+    /// retransmissions are `counts`'.
+    fn packets(&mut self, scope: u32, p: i64, f: i64, counts: &Cell) {
         for id in [0, scope as usize] {
             self.printed[id].cell(p).add(counts);
             self.fine[id].cell(f).add(counts);
@@ -430,6 +532,9 @@ impl RateAggregate {
         if self.scopes.is_empty() {
             *self = RateAggregate::new(o.interval_ns);
         }
+        if o.path_timing == PathTiming::Measured {
+            self.path_timing = PathTiming::Measured;
+        }
         for (i, scope) in o.scopes.iter().enumerate() {
             let id = match scope {
                 None => 0,
@@ -440,14 +545,13 @@ impl RateAggregate {
                     mine[id].cell(*bin).add(cell);
                 }
             }
+            for (bin, cell) in &o.path[i] {
+                self.path[id].entry(*bin).or_default().add(cell);
+            }
         }
         for (scope, h) in o.handshake_rtt {
             self.handshake_rtt.entry(scope).or_default().merge(&h);
         }
-        self.span = match (self.span, o.span) {
-            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
-            (x, y) => x.or(y),
-        };
     }
 
     /// Leaves out the bins outside the capture's body; the first and last packets are the body's.
@@ -463,32 +567,33 @@ impl RateAggregate {
                 });
             }
         }
-        self.span = match (self.span, timeline.body_first, timeline.body_last) {
-            (Some((a, b)), Some(first), Some(last)) if a.max(first.0) <= b.min(last.0) => {
-                Some((a.max(first.0), b.min(last.0)))
-            }
-            _ => None,
-        };
+        let width = self.interval_ns;
+        for m in &mut self.path {
+            m.retain(|bin, _| {
+                let start = bin.saturating_mul(width);
+                timeline.overlaps_body(start, start.saturating_add(width))
+            });
+        }
         self.timeline = timeline.clone();
     }
 
     /// The finished report: series at the printed interval and the ceilings found.
     pub fn report(&self) -> RateReport {
         let secs = self.interval_ns as f64 / 1e9;
-        // Seconds of an interval the capture covers: the first and last are partial, and dividing their
-        // counts by the whole interval would draw a ramp that never happened.
+        // Seconds of an interval the capture covers (see [`crate::coverage`]).
         let covered = |bin: i64| -> f64 {
-            let start = bin.saturating_mul(self.interval_ns);
-            let end = start.saturating_add(self.interval_ns);
-            match self.span {
-                Some((first, last)) => {
-                    let c = end.min(last.saturating_add(1)) - start.max(first);
-                    (c.max(1) as f64 / 1e9).min(secs)
-                }
-                None => secs,
-            }
+            crate::coverage::covered_s(
+                &self.timeline,
+                bin.saturating_mul(self.interval_ns),
+                self.interval_ns,
+            )
         };
-        let rows = |series: &Series| -> Vec<RatePoint> {
+        let rows = |scope: &Scope, series: &Series| -> Vec<RatePoint> {
+            let path = match scope {
+                None => self.path.first(),
+                Some(e) => self.ids.get(e).and_then(|&i| self.path.get(i as usize)),
+            };
+            let measured = self.path_timing == PathTiming::Measured;
             let (Some(&first), Some(&last)) = (series.keys().next(), series.keys().next_back())
             else {
                 return Vec::new();
@@ -518,6 +623,11 @@ impl RateAggregate {
                         s2c_bps: c.bytes[S2C] as f64 * 8.0 / secs,
                         c2s_retrans: c.retrans[C2S],
                         s2c_retrans: c.retrans[S2C],
+                        path: measured.then(|| {
+                            path.and_then(|m| m.get(&bin))
+                                .map(PathCell::point)
+                                .unwrap_or_else(|| PathCell::default().point())
+                        }),
                     }
                 })
                 .collect()
@@ -558,10 +668,13 @@ impl RateAggregate {
             timeline: self.timeline.clone(),
             interval_s: secs,
             ceilings,
-            total: printed.get(&None).map(rows).unwrap_or_default(),
+            total: printed
+                .get(&None)
+                .map(|series| rows(&None, series))
+                .unwrap_or_default(),
             servers: printed
                 .iter()
-                .filter_map(|(s, series)| s.map(|e| (e.to_string(), rows(series))))
+                .filter_map(|(s, series)| s.map(|e| (e.to_string(), rows(s, series))))
                 .collect(),
         }
     }
@@ -587,6 +700,10 @@ pub struct RatePoint {
     pub c2s_retrans: u64,
     /// Retransmitted segments, server to client, in the interval.
     pub s2c_retrans: u64,
+    /// The path in the interval: round trips, duplicate ACKs, resends by kind, zero-window time (when
+    /// timed: [`PathTiming`]; its keys sit beside the others in JSON).
+    #[serde(flatten)]
+    pub path: Option<PathPoint>,
 }
 
 /// `pcapsleuth rate --json`.
@@ -660,22 +777,28 @@ fn cv(v: &[f64]) -> f64 {
 /// at least [`CEILING_LEVEL_WINDOW_BINS`] empty bins, which no window of the level and no run can cross
 /// with anything but zeros. So the answer is the one the whole series, silences filled in with zeros,
 /// would give, at a cost that follows the bins with packets and not the span. Runs are (segment, run).
+///
+/// A series shorter than the level window (a short capture) takes its level over windows as long as the
+/// series; runs shorter than [`CEILING_MIN_RUN_FLOOR_BINS`] are never returned ([`min_run_bins`] asks
+/// more of each run according to its rate).
 fn flat_runs(segments: &[Vec<f64>], span_bins: usize) -> Vec<(usize, Run)> {
-    if span_bins < CEILING_LEVEL_WINDOW_BINS {
+    if span_bins < CEILING_MIN_RUN_FLOOR_BINS {
         return Vec::new();
     }
+    let window = span_bins.min(CEILING_LEVEL_WINDOW_BINS);
     let pad = [0.0; CEILING_LEVEL_WINDOW_BINS - 1];
+    let pad = &pad[..window - 1];
     let last = segments.len().saturating_sub(1);
     let level = segments
         .iter()
         .enumerate()
         .map(|(i, seg)| {
             // Windows reaching into a silence see its zeros; the series' own ends have none beyond them.
-            let before = if i > 0 { &pad[..] } else { &[] };
-            let after = if i < last { &pad[..] } else { &[] };
+            let before = if i > 0 { pad } else { &[] };
+            let after = if i < last { pad } else { &[] };
             let padded: Vec<f64> = [before, &seg[..], after].concat();
             padded
-                .windows(CEILING_LEVEL_WINDOW_BINS)
+                .windows(window)
                 .map(|w| median(&mut w.to_vec()))
                 .fold(0.0, f64::max)
         })
@@ -707,13 +830,48 @@ fn flat_runs(segments: &[Vec<f64>], span_bins: usize) -> Vec<(usize, Run)> {
                 }
                 j += 1;
             }
-            if to + 1 - from >= CEILING_MIN_RUN_BINS {
+            if to + 1 - from >= CEILING_MIN_RUN_FLOOR_BINS {
                 runs.push((s, Run { from, to }));
             }
             i = to + 1;
         }
     }
     runs
+}
+
+/// The bins a flat run must span to be a cap when its direction carries `packets_per_bin` packets a bin:
+/// as many as make it unlikelier than [`CEILING_CHANCE`] that Poisson noise at that level keeps every bin
+/// within [`CEILING_BAND`] of it, between [`CEILING_MIN_RUN_FLOOR_BINS`] and [`CEILING_MIN_RUN_BINS`].
+fn min_run_bins(packets_per_bin: f64) -> usize {
+    if packets_per_bin.is_nan() || packets_per_bin <= 0.0 {
+        return CEILING_MIN_RUN_BINS;
+    }
+    // A Poisson count within the band of its mean, by the normal approximation with continuity
+    // correction (the band is at least one count wide: half a count each side).
+    let half_width = CEILING_BAND * packets_per_bin + 0.5;
+    let p_in_band = erf(half_width / (2.0 * packets_per_bin).sqrt());
+    if p_in_band >= 1.0 {
+        return CEILING_MIN_RUN_BINS;
+    }
+    let n = (CEILING_CHANCE.ln() / p_in_band.ln()).ceil();
+    if n.is_finite() {
+        (n as usize).clamp(CEILING_MIN_RUN_FLOOR_BINS, CEILING_MIN_RUN_BINS)
+    } else {
+        CEILING_MIN_RUN_FLOOR_BINS
+    }
+}
+
+/// The error function, to 1.5e-7 (Abramowitz and Stegun 7.1.26).
+fn erf(x: f64) -> f64 {
+    let sign = if x < 0.0 { -1.0 } else { 1.0 };
+    let x = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let y = 1.0
+        - (((((1.061_405_429 * t - 1.453_152_027) * t) + 1.421_413_741) * t - 0.284_496_736) * t
+            + 0.254_829_592)
+            * t
+            * (-x * x).exp();
+    sign * y
 }
 
 struct Candidate {
@@ -769,6 +927,10 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                     continue;
                 }
                 let packets: u64 = cells.iter().map(|(_, c)| c.packets[dir]).sum();
+                // Flat for long enough, at this rate, that chance cannot explain it.
+                if cells.len() < min_run_bins(packets as f64 / cells.len() as f64) {
+                    continue;
+                }
                 let bytes: u64 = cells.iter().map(|(_, c)| c.bytes[dir]).sum();
                 let retrans: u64 = cells.iter().map(|(_, c)| c.retrans[dir]).sum();
                 let (rt_sum, rt_n) = cells.iter().fold((0u64, 0u64), |(s, n), (_, c)| {
@@ -896,7 +1058,7 @@ mod tests {
         let mut r = RateAggregate::new(SEC);
         for s in [10, 11, 15, 40, 1_000_000_000] {
             let (p, f) = r.bins_of(s * SEC);
-            r.packets(0, p, f, &cell(1, 0), s * SEC, s * SEC);
+            r.packets(0, p, f, &cell(1, 0));
         }
         let starts: Vec<f64> = r.report().total.iter().map(|p| p.start).collect();
         assert_eq!(
@@ -915,6 +1077,18 @@ mod tests {
                 1e9
             ]
         );
+    }
+
+    /// The run a cap needs follows its rate: 11 bins at 100 packets a bin (a 1,000 packets/s shaper seen
+    /// in 100 ms bins), the 2 s cap at 1,000 and more, never under the 1 s floor.
+    #[test]
+    fn a_run_needs_fewer_bins_where_noise_would_show_more() {
+        assert_eq!(min_run_bins(100.0), 11);
+        assert_eq!(min_run_bins(1_000.0), CEILING_MIN_RUN_BINS);
+        assert_eq!(min_run_bins(100_000.0), CEILING_MIN_RUN_BINS);
+        assert_eq!(min_run_bins(5.0), CEILING_MIN_RUN_FLOOR_BINS);
+        assert_eq!(min_run_bins(0.0), CEILING_MIN_RUN_BINS);
+        assert!((erf(0.5) - 0.520_499_877_8).abs() < 1e-6);
     }
 
     fn cell(packets: u64, retrans: u64) -> Cell {

@@ -200,8 +200,18 @@ impl RtAggregate {
                 .map(|(s, h)| (s.to_string(), h.summary_us()))
                 .collect(),
             per_interval: {
-                let mut rows = intervals(side, secs, IntervalKind::Requests);
-                rows.extend(intervals(&self.connect, secs, IntervalKind::Connect));
+                let mut rows = intervals(
+                    side,
+                    self.interval_ns,
+                    &self.timeline,
+                    IntervalKind::Requests,
+                );
+                rows.extend(intervals(
+                    &self.connect,
+                    self.interval_ns,
+                    &self.timeline,
+                    IntervalKind::Connect,
+                ));
                 rows.sort_by(|a, b| {
                     (a.0, a.1, a.2.kind)
                         .partial_cmp(&(b.0, b.1, b.2.kind))
@@ -433,7 +443,13 @@ impl Analysis for ResponseTimes {
 }
 
 /// The per-interval rows of one distribution, each with its start and server to sort by.
-fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<(f64, Endpoint, IntervalRt)> {
+fn intervals(
+    side: &RtSide,
+    interval_ns: i64,
+    timeline: &Timeline,
+    kind: IntervalKind,
+) -> Vec<(f64, Endpoint, IntervalRt)> {
+    let secs = interval_ns as f64 / 1e9;
     side.per_interval
         .iter()
         .collect::<BTreeMap<_, _>>()
@@ -446,6 +462,11 @@ fn intervals(side: &RtSide, secs: f64, kind: IntervalKind) -> Vec<(f64, Endpoint
                 port: server.port,
                 kind,
                 start,
+                covered_s: crate::coverage::covered_s(
+                    timeline,
+                    bin.saturating_mul(interval_ns),
+                    interval_ns,
+                ),
                 count: h.count(),
                 mean_us: summary.mean,
                 p50_us: summary.p50,
@@ -605,6 +626,9 @@ pub struct IntervalRt {
     pub kind: IntervalKind,
     /// Seconds since the epoch.
     pub start: f64,
+    /// Seconds of the interval the capture covers (less than the interval at the capture's ends): the
+    /// count is what was seen in that part (see [`crate::coverage`]).
+    pub covered_s: f64,
     /// Responses timed in the interval (by the interval of the request, or of the SYN for logins).
     pub count: u64,
     /// Mean, µs.

@@ -14,8 +14,26 @@ pub const CEILING_BAND: f64 = 0.03;
 /// burst.
 pub const CEILING_LEVEL_WINDOW_BINS: usize = 20;
 
-/// A ceiling must hold at least this long (2 s): long enough that chance cannot explain it.
+/// A ceiling must hold at least this long (2 s) to be called one whatever its rate: at a high rate the
+/// Poisson noise of organic load (1% at 10,000 packets a bin) stays inside the band, so flatness alone
+/// says little, and only a long run does.
 pub const CEILING_MIN_RUN_BINS: usize = 20;
+
+/// ... but a run needs only as many bins as make its flatness unlikely by chance
+/// ([`CEILING_CHANCE`]), and no fewer than this (1 s): a short capture (a 2 s client capture of a
+/// 1,000 packets/s shaper: 19 whole bins) shows its cap as plainly as a long one, while a shaper's
+/// token-bucket burst or one RTO stall lasts well under a second.
+pub const CEILING_MIN_RUN_FLOOR_BINS: usize = 10;
+
+/// The chance that a run of bins is this flat by chance: every bin within [`CEILING_BAND`] of the level
+/// when the packets of a bin vary as a Poisson count at that level would (organic load of independent
+/// requests varies at least that much; a closed loop may vary less, which is why a ceiling also needs
+/// evidence that load waited behind it). One in a million: a capture offers the detector a few
+/// thousand runs (directions, measures, servers, positions), so noise is called a cap about once in a
+/// few hundred captures at most, where evidence is also demanded. At 100 packets a bin (1,000
+/// packets/s) a bin lands in the band with probability 0.27 and 11 bins are needed; at 1,000 a bin,
+/// 0.66 and 34 bins, so the 2 s of [`CEILING_MIN_RUN_BINS`] applies.
+pub const CEILING_CHANCE: f64 = 1e-6;
 
 /// Isolated bins off the level inside a run (a shaper's burst, a pause of the sender) are tolerated up to
 /// this share of the run.
@@ -394,3 +412,32 @@ pub const IDLE_IN_TRANSACTION_MIN_S: f64 = 0.1;
 /// round trip is at least this share of the median silence: seen at a server, every silence holds a round
 /// trip, and a silence not much longer than one is a client that answered at once over a slow path.
 pub const IDLE_IN_TRANSACTION_PATH_SHARE: f64 = 0.8;
+
+// ---- The path over time (crate::path) ----
+
+/// Segments kept per direction of a connection awaiting their ACK, to time the round trip (32, about
+/// half a kilobyte): a request/response connection has one or two in flight; a bulk transfer more, whose
+/// oldest are then forgotten (their ACKs give no sample, the newest still do).
+pub const OUTSTANDING_KEPT: usize = 32;
+
+/// The least retransmission timeout a sender uses (200 ms, Linux's `TCP_RTO_MIN`; RFC 6298 says 1 s,
+/// which most stacks lower): a resend after a silence this long, or the sender's own timeout from its
+/// round trips when that is longer, is a timeout's.
+pub const RTO_MIN_NS: i64 = 200_000_000;
+
+/// ... the silence needs only this share of the timeout (80%): the capture point sees the original and
+/// the resend a path's trip apart from where the timer ran, and the timeout estimated from the samples
+/// at the capture point is an estimate.
+pub const RTO_SILENCE_SHARE: f64 = 0.8;
+
+/// A tail loss probe (RFC 8985) is sent two smoothed round trips after the last segment when nothing was
+/// acknowledged ...
+pub const TLP_SILENCE_ROUND_TRIPS: f64 = 2.0;
+
+/// ... and never sooner than Linux's floor for it (10 ms) minus the capture point's uncertainty: 8 ms.
+pub const TLP_MIN_NS: i64 = 8_000_000;
+
+/// A zero-window spell counts its time in at most this many printed intervals, its first (10,000: hours
+/// at a second, ten seconds at a millisecond): a stall of days at a fine interval would otherwise cost a
+/// row per interval.
+pub const ZERO_WINDOW_INTERVALS_KEPT: i64 = 10_000;

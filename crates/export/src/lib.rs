@@ -60,7 +60,7 @@ mod transactions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pcapsleuth_analysis::{Analysis, RateAggregate, Rates, Run};
+use pcapsleuth_analysis::{Analysis, PathTiming, RateAggregate, Rates, Run};
 
 pub use layout::{Existing, Label, Partition};
 pub use slowlog::{SlowLog, SlowLogAnalysis, SlowLogCounts, SlowLogOptions, SlowLogSummary};
@@ -305,7 +305,10 @@ impl Export {
 
     /// The whole analysis of an export, for the engine's factory: `|| export.analysis()`.
     pub fn analysis(&self) -> ExportAnalysis {
-        (self.transactions(), Rates::new(self.options.interval_ns))
+        (
+            self.transactions(),
+            Rates::with_path(self.options.interval_ns, PathTiming::Skipped),
+        )
     }
 
     /// Writes the datasets computed at the end (`connections`, `closes`, `rates`, `ceilings`) from

@@ -5,9 +5,9 @@ use std::fmt::Write;
 use pcapsleuth_analysis::{FindingKind, FullReport, IntervalKind, RateReport, RtReport, RtSource};
 
 use crate::style::{
-    column_width, command_lines, count, counted, direction_words, duration, duration_or_none,
-    instant, instant_ns, list, percent, rate, seconds, span, stats, times, variation, width,
-    Measure, NONE,
+    column_width, command_lines, count, counted, covered_note, direction_words, duration,
+    duration_or_none, instant, instant_ns, list, percent, rate, seconds, span, stats, times,
+    variation, width, Measure, NONE,
 };
 use crate::visible::{visible, visible_lines_owned};
 
@@ -47,7 +47,8 @@ pub fn render_rate(r: &RateReport) -> String {
     let _ = writeln!(
         out,
         "\nall TCP traffic, per {} (c2s: client to server, s2c: server to client; resent: retransmitted \
-         packets, both ways):",
+         packets, both ways; rates per second of the capture in each interval: see \"Per second\" in the \
+         README):",
         seconds(r.interval_s)
     );
     let starts: Vec<String> = r.total.iter().take(600).map(|p| instant(p.start)).collect();
@@ -60,13 +61,14 @@ pub fn render_rate(r: &RateReport) -> String {
     for (p, start) in r.total.iter().zip(&starts) {
         let _ = writeln!(
             out,
-            "{:<start_w$} {:>11} {:>13} {:>11} {:>13} {:>7}",
+            "{:<start_w$} {:>11} {:>13} {:>11} {:>13} {:>7}{}",
             start,
             count(p.c2s_pps.round() as u64),
             rate(Measure::Bits, p.c2s_bps),
             count(p.s2c_pps.round() as u64),
             rate(Measure::Bits, p.s2c_bps),
-            count(p.c2s_retrans + p.s2c_retrans)
+            count(p.c2s_retrans + p.s2c_retrans),
+            covered_note(p.covered_s, r.interval_s)
         );
     }
     if r.total.len() > 600 {
@@ -76,6 +78,7 @@ pub fn render_rate(r: &RateReport) -> String {
             count((r.total.len() - 600) as u64)
         );
     }
+    render_path(&mut out, r, &starts, start_w);
     let servers: Vec<String> = r.servers.keys().cloned().collect();
     let _ = writeln!(
         out,
@@ -87,6 +90,72 @@ pub fn render_rate(r: &RateReport) -> String {
         }
     );
     visible_lines_owned(out)
+}
+
+/// The path per interval under `rate`'s table, when it was timed: the round trip each way (median and
+/// minimum), duplicate ACKs, retransmissions by kind and zero-window time.
+fn render_path(out: &mut String, r: &RateReport, starts: &[String], start_w: usize) {
+    if !r.total.iter().any(|p| p.path.is_some()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nthe path per {} (RTT: data to the ACK that first covers it, median (min), at the capture point: \
+         \"to server\" is client data the server acknowledged, \"to client\" server data the client \
+         acknowledged; an ACK riding on a response or the next request adds the server's or the client's \
+         turnaround; dup ACKs both ways; resent by the sender's reason: fast retransmit, timeout, tail \
+         loss probe, other; zero window: time the client / the server advertised none, summed over \
+         connections):",
+        seconds(r.interval_s)
+    );
+    let _ = writeln!(
+        out,
+        "{:<start_w$} {:>17} {:>17} {:>6} {:>4} {:>4} {:>4} {:>5} {:>8} {:>15}",
+        "interval start",
+        "RTT to server",
+        "RTT to client",
+        "dupACK",
+        "fast",
+        "RTO",
+        "TLP",
+        "other",
+        "spurious",
+        "zero window c/s"
+    );
+    let rtt = |s: &Option<pcapsleuth_analysis::RtSummary>| match s {
+        Some(s) if s.count > 0 => format!("{} ({})", duration(s.p50), duration(s.min)),
+        _ => NONE.to_string(),
+    };
+    let zero = |v: f64| {
+        if v > 0.0 {
+            seconds(v)
+        } else {
+            "0".to_string()
+        }
+    };
+    // The partial intervals are marked in the table above.
+    for (p, start) in r.total.iter().zip(starts) {
+        let Some(x) = &p.path else { continue };
+        let (c, s) = (&x.c2s_resends, &x.s2c_resends);
+        let _ = writeln!(
+            out,
+            "{:<start_w$} {:>17} {:>17} {:>6} {:>4} {:>4} {:>4} {:>5} {:>8} {:>15}",
+            start,
+            rtt(&x.rtt_to_server_us),
+            rtt(&x.rtt_to_client_us),
+            count(x.c2s_dup_acks + x.s2c_dup_acks),
+            count(c.fast_retransmit + s.fast_retransmit),
+            count(c.timeout + s.timeout),
+            count(c.tail_loss_probe + s.tail_loss_probe),
+            count(c.other + s.other),
+            count(c.spurious + s.spurious),
+            format!(
+                "{}/{}",
+                zero(x.client_zero_window_s),
+                zero(x.server_zero_window_s)
+            )
+        );
+    }
 }
 
 /// What `pcapsleuth rt` prints: the response-time percentiles (µs and ms as fits), of MySQL requests or,
@@ -226,7 +295,7 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         for (i, start) in r.per_interval.iter().zip(&starts) {
             let _ = writeln!(
                 out,
-                "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
+                "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}{}",
                 start,
                 i.server,
                 match i.kind {
@@ -237,7 +306,8 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
                 duration_or_none(i.count, i.mean_us),
                 duration_or_none(i.count, i.p95_us),
                 duration_or_none(i.count, i.p99_us),
-                count(i.errors)
+                count(i.errors),
+                covered_note(i.covered_s, r.interval_s)
             );
         }
     }

@@ -71,6 +71,17 @@ pub fn offset(s: f64) -> String {
     }
 }
 
+/// What a row of a time series says after its figures when the capture covers only part of its interval
+/// (its first and last): " (400 ms covered)"; nothing for a whole interval. Counts in such a row are what
+/// was seen in that part; rates divide by it (`pcapsleuth_analysis::coverage`).
+pub fn covered_note(covered_s: f64, interval_s: f64) -> String {
+    if covered_s >= interval_s * (1.0 - 1e-9) {
+        String::new()
+    } else {
+        format!(" ({} covered)", seconds(covered_s))
+    }
+}
+
 /// An instant given in seconds since the epoch, to the microsecond, to the millisecond when that is
 /// exact, and to the second when that is: "2026-11-23 08:39:32.710340 UTC", "2026-11-23 08:39:31.500 UTC",
 /// "2026-11-23 08:39:31 UTC".

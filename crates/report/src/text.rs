@@ -768,15 +768,20 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
         }
     }
     if r.per_second.len() > 1 {
-        let _ = writeln!(out, "\nper second:");
+        let _ = writeln!(
+            out,
+            "\nper second (requests sent in each second; the first and last are partly covered: see \"Per \
+             second\" in the README):"
+        );
         let _ = writeln!(out, "  {:<23}  {:>8} {:>8}", "second", "requests", "errors");
         for s in r.per_second.iter().take(120) {
             let _ = writeln!(
                 out,
-                "  {:<23}  {:>8} {:>8}",
+                "  {:<23}  {:>8} {:>8}{}",
                 instant(s.second as f64),
                 count(s.queries),
-                count(s.errors)
+                count(s.errors),
+                crate::style::covered_note(s.covered_s, 1.0)
             );
         }
         if r.per_second.len() > 120 {

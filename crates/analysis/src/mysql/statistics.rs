@@ -1536,6 +1536,12 @@ impl MysqlAggregate {
                 .into_iter()
                 .map(|(&s, &(q, e))| SecondCounts {
                     second: s,
+                    covered_s: crate::coverage::covered_ns(
+                        self.span,
+                        s.saturating_mul(1_000_000_000),
+                        1_000_000_000,
+                    ) as f64
+                        / 1e9,
                     queries: q,
                     errors: e,
                 })
@@ -1886,6 +1892,9 @@ pub struct ServerRow {
 pub struct SecondCounts {
     /// Seconds since the epoch.
     pub second: i64,
+    /// Seconds of it the capture covers (less than 1 at the capture's ends): the counts are what was
+    /// seen in that part, not scaled (see [`crate::coverage`]).
+    pub covered_s: f64,
     /// Requests sent in that second that expect a response (logins aside).
     pub queries: u64,
     /// Of them, those answered by an error response.

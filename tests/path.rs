@@ -1,0 +1,264 @@
+//! The path over time from TCP's own timing (`rate`'s per-interval round trips, duplicate ACKs,
+//! retransmissions by kind, zero-window time), checked against tshark's analysis of the same captures.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common;
+
+use pcapsleuth_testkit::oracle::{self, Tshark};
+use serde_json::Value;
+
+fn rate(file: &Path, interval: &str) -> Value {
+    common::json(&[
+        "rate",
+        "--json",
+        "--interval",
+        interval,
+        file.to_str().unwrap(),
+    ])
+}
+
+/// tshark's `tcp.analysis.ack_rtt` samples by whole second of the ACK and by who sent the ACK (`true`:
+/// the server, on `server_port`), in seconds.
+fn ack_rtts(tshark: &Tshark, file: &Path, server_port: &str) -> BTreeMap<(i64, bool), Vec<f64>> {
+    let mut out: BTreeMap<(i64, bool), Vec<f64>> = BTreeMap::new();
+    for line in tshark.lines([
+        "-r",
+        file.to_str().unwrap(),
+        "-Y",
+        "tcp.analysis.ack_rtt",
+        "-T",
+        "fields",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "tcp.analysis.ack_rtt",
+    ]) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let t: f64 = f[0].parse().unwrap();
+        out.entry((t.floor() as i64, f[1] == server_port))
+            .or_default()
+            .push(f[2].parse().unwrap());
+    }
+    for v in out.values_mut() {
+        v.sort_by(f64::total_cmp);
+    }
+    out
+}
+
+/// The round trip of an interval one way: samples, minimum and median (µs), or none.
+fn rtt(point: &Value, key: &str) -> Option<(u64, f64, f64)> {
+    let s = &point[key];
+    (!s.is_null()).then(|| {
+        (
+            s["count"].as_u64().unwrap(),
+            s["min"].as_f64().unwrap(),
+            s["p50"].as_f64().unwrap(),
+        )
+    })
+}
+
+/// Without retransmissions, every interval's round trips each way are tshark's `ack_rtt` samples of the
+/// ACKs in it: the same count, the same minimum, and a median at most one coarse bin (6.25%) above the
+/// exact one. At a client capture of a path with a 2 ms delay line on server->client, the round trip to
+/// the server carries it; at the server's capture of the same run, the round trip to the client does.
+#[test]
+fn round_trips_are_tsharks_ack_rtt_in_every_interval() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    for name in [
+        "diff-path-delay.a.pcap",
+        "diff-path-delay.b.pcap",
+        "diff-path-delay-server.b.pcap",
+    ] {
+        let f = common::fixture(name);
+        let expected = ack_rtts(&tshark, &f, "3306");
+        let r = rate(&f, "1s");
+        let mut intervals = 0;
+        for p in r["total"].as_array().unwrap() {
+            let second = p["start"].as_f64().unwrap() as i64;
+            for (key, by_server) in [("rtt_to_server_us", true), ("rtt_to_client_us", false)] {
+                let want = expected.get(&(second, by_server));
+                match (rtt(p, key), want) {
+                    (None, None) => {}
+                    (Some((n, min, p50)), Some(v)) => {
+                        assert_eq!(n as usize, v.len(), "{name} {second} {key}");
+                        assert!(
+                            (min - v[0] * 1e6).abs() < 1.0,
+                            "{name} {second} {key}: {min}"
+                        );
+                        let exact = v[v.len().div_ceil(2) - 1] * 1e6;
+                        assert!(
+                            p50 >= exact - 1.0 && p50 <= exact * 1.0625 + 1.0,
+                            "{name} {second} {key}: p50 {p50} against {exact}"
+                        );
+                        intervals += 1;
+                    }
+                    (got, want) => panic!("{name} {second} {key}: {got:?} against {want:?}"),
+                }
+            }
+        }
+        assert_eq!(intervals, 8, "{name}: four seconds, both ways");
+    }
+    // The delay line, seen from each end: ~0.06 ms without it, ~2.3 ms with it, in every whole second.
+    for (name, key, low) in [
+        ("diff-path-delay.a.pcap", "rtt_to_server_us", true),
+        ("diff-path-delay.b.pcap", "rtt_to_server_us", false),
+        ("diff-path-delay-server.a.pcap", "rtt_to_client_us", true),
+        ("diff-path-delay-server.b.pcap", "rtt_to_client_us", false),
+    ] {
+        let r = rate(&common::fixture(name), "1s");
+        for p in r["total"].as_array().unwrap() {
+            let (_, _, p50) = rtt(p, key).unwrap();
+            if low {
+                assert!(p50 < 200.0, "{name}: {p50}");
+            } else {
+                assert!((2_000.0..2_600.0).contains(&p50), "{name}: {p50}");
+            }
+        }
+    }
+}
+
+/// Where segments were resent, their ACKs give no round trip (Karn's algorithm: the ACK cannot say which
+/// copy it answers) where tshark still times them: fewer samples, by at most the resends; resends are
+/// classed, each kind counted, and the kinds add up to the interval's resends.
+#[test]
+fn resent_segments_give_no_round_trip_and_every_resend_has_a_kind() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    for name in [
+        "two-point-path.client.pcap",
+        "two-point-path.server.pcap",
+        "path-lost.pcap",
+        "stream-stall.pcap",
+    ] {
+        let f = common::fixture(name);
+        let expected: usize = ack_rtts(&tshark, &f, "3306").values().map(Vec::len).sum();
+        let resent = tshark.count(&f, "tcp.analysis.retransmission");
+        let r = rate(&f, "100ms");
+        let (mut samples, mut resends) = (0, 0);
+        for p in r["total"].as_array().unwrap() {
+            for key in ["rtt_to_server_us", "rtt_to_client_us"] {
+                samples += rtt(p, key).map_or(0, |(n, _, _)| n as usize);
+            }
+            for dir in ["c2s", "s2c"] {
+                let k = &p[format!("{dir}_resends")];
+                let kinds: u64 = ["fast_retransmit", "timeout", "tail_loss_probe", "other"]
+                    .iter()
+                    .map(|x| k[x].as_u64().unwrap())
+                    .sum();
+                assert_eq!(
+                    kinds,
+                    p[format!("{dir}_retrans")].as_u64().unwrap(),
+                    "{name} {p}"
+                );
+                resends += kinds as usize;
+            }
+        }
+        assert_eq!(resends, resent, "{name}");
+        assert!(
+            samples <= expected && samples + resent >= expected,
+            "{name}: {samples} samples, tshark {expected}, {resent} resent"
+        );
+    }
+    // path-lost: the path to the client dies as a resultset begins; the server's three resends come
+    // after silences of 200 ms and more (its retransmission timer doubling).
+    let r = rate(&common::fixture("path-lost.pcap"), "1s");
+    let timeouts: u64 = r["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["s2c_resends"]["timeout"].as_u64().unwrap())
+        .sum();
+    assert_eq!(timeouts, 3);
+}
+
+/// Duplicate ACKs are Wireshark's `tcp.analysis.duplicate_ack`, each way (a peer's capture with 22 each
+/// way), and no fixture's resends are fast retransmits where tshark finds none.
+#[test]
+fn duplicate_acks_are_tsharks() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let Some(f) = common::shared("external/peers/deepflow/mysql-statement.pcap") else {
+        return;
+    };
+    let r = rate(&f, "1s");
+    for (dir, filter) in [
+        ("c2s", "tcp.analysis.duplicate_ack && tcp.dstport == 30130"),
+        ("s2c", "tcp.analysis.duplicate_ack && tcp.srcport == 30130"),
+    ] {
+        let got: u64 = r["total"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[format!("{dir}_dup_acks")].as_u64().unwrap())
+            .sum();
+        assert_eq!(got as usize, tshark.count(&f, filter), "{dir}");
+        assert!(got > 0);
+    }
+}
+
+/// stream-stall: the stalled reader advertises a zero window from frame 1358 (1.6232 s) until the server
+/// resets it (3.5856 s), and the other reader's window closes and opens as it reads: the client's
+/// zero-window time is the spells tshark's window fields give (a spell still open when a connection
+/// ends lasts until its last packet), and the server never advertises one.
+#[test]
+fn zero_window_time_is_the_spells_tshark_shows() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("stream-stall.pcap");
+    let mut open: BTreeMap<String, f64> = BTreeMap::new();
+    let mut last: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total = 0.0;
+    for line in tshark.lines([
+        "-r",
+        f.to_str().unwrap(),
+        "-T",
+        "fields",
+        "-e",
+        "tcp.stream",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "tcp.window_size_value",
+        "-e",
+        "tcp.flags.str",
+    ]) {
+        let v: Vec<&str> = line.split('\t').collect();
+        let (stream, t) = (v[0].to_string(), v[1].parse::<f64>().unwrap());
+        last.insert(stream.clone(), t);
+        if v[2] == "3306" {
+            continue;
+        }
+        let control = v[4].contains('S') || v[4].contains('F') || v[4].contains('R');
+        if v[3] == "0" && !control {
+            open.entry(stream).or_insert(t);
+        } else if v[3] != "0" && !v[4].contains('R') {
+            if let Some(since) = open.remove(&stream) {
+                total += t - since;
+            }
+        }
+    }
+    for (stream, since) in open {
+        total += last[&stream] - since;
+    }
+    let r = rate(&f, "100ms");
+    let (mut client, mut server) = (0.0, 0.0);
+    for p in r["total"].as_array().unwrap() {
+        client += p["client_zero_window_s"].as_f64().unwrap();
+        server += p["server_zero_window_s"].as_f64().unwrap();
+    }
+    assert!((client - total).abs() < 1e-5, "{client} against {total}");
+    assert!(total > 1.96, "{total}");
+    assert_eq!(server, 0.0);
+    assert!(tshark.count(&f, "tcp.analysis.zero_window") > 0);
+}
