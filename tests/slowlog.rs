@@ -262,7 +262,8 @@ fn rows_say_what_mysql_says(capture: &Path, rows: &[Row], mysql: &Value) {
         if let Some(fp) = &r.fingerprint {
             let e = ours.entry(fp.clone()).or_default();
             e.0 += 1;
-            e.1 += r.rt_us.unwrap();
+            // An answered request whose response's end is not in the capture has no response time.
+            e.1 += r.rt_us.unwrap_or(0.0);
         }
     }
     // mysql groups by command and fingerprint (a prepare, its executions and the same text as a query
