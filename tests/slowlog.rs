@@ -96,7 +96,9 @@ impl Row {
     /// Whether the log has an entry for it: an answered `COM_QUERY`, or `COM_STMT_EXECUTE` of a
     /// statement whose text the capture holds.
     fn logged(&self) -> bool {
+        // Answered to the response's end: one whose end is not in the capture has no query time.
         self.state == "answered"
+            && self.rt_us.is_some()
             && (self.command == "COM_QUERY" || self.command == "COM_STMT_EXECUTE")
             && self.statement.is_some()
     }
