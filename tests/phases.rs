@@ -86,8 +86,7 @@ fn local_infile_uploads_its_file_after_the_server_asked_for_it_and_the_rest_is_t
         .unwrap();
     let ok = after
         .iter()
-        .filter(|x| x.2 == 3306 && x.0 < next_query.0)
-        .next_back()
+        .rfind(|x| x.2 == 3306 && x.0 < next_query.0)
         .unwrap();
     assert!(asked.0 < file.0 && file.0 < ok.0);
     let r = slow(&f)

@@ -96,7 +96,9 @@ impl Row {
     /// Whether the log has an entry for it: an answered `COM_QUERY`, or `COM_STMT_EXECUTE` of a
     /// statement whose text the capture holds.
     fn logged(&self) -> bool {
+        // Answered to the response's end: one whose end is not in the capture has no query time.
         self.state == "answered"
+            && self.rt_us.is_some()
             && (self.command == "COM_QUERY" || self.command == "COM_STMT_EXECUTE")
             && self.statement.is_some()
     }
@@ -262,7 +264,8 @@ fn rows_say_what_mysql_says(capture: &Path, rows: &[Row], mysql: &Value) {
         if let Some(fp) = &r.fingerprint {
             let e = ours.entry(fp.clone()).or_default();
             e.0 += 1;
-            e.1 += r.rt_us.unwrap();
+            // An answered request whose response's end is not in the capture has no response time.
+            e.1 += r.rt_us.unwrap_or(0.0);
         }
     }
     // mysql groups by command and fingerprint (a prepare, its executions and the same text as a query
