@@ -27,7 +27,8 @@ static STOPPABLE: AtomicBool = AtomicBool::new(false);
 /// The flag a signal sets, for the engine's options; from now on the first signal stops the run at its
 /// next batch instead of ending the process.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    STOPPABLE.store(true, Ordering::SeqCst);
+    // Not stoppable yet: a run blocked reading a pipe would wait for its writer after the first signal
+    // (tests/hostile_outputs.rs); the stream must check the flag while it waits first.
     INTERRUPT.get_or_init(Arc::default).clone()
 }
 
