@@ -1185,7 +1185,8 @@ mod tests {
     fn q(text: &str) -> Transaction {
         serde_json::from_value(serde_json::json!({
             "command": "Query", "statement": text, "statement_id": null, "request_ts_ns": 0,
-            "request_frame": 1, "first_response_ts_ns": null, "first_response_frame": null,
+            "request_frame": 1, "last_request_ts_ns": 0, "last_request_frame": 1,
+            "first_response_ts_ns": null, "first_response_frame": null,
             "last_response_ts_ns": null, "last_response_frame": null, "rows": 0, "server_status": null,
             "response_bytes": 0, "request_bytes": 0, "gap_bytes": 0, "outcome": "NoResponseExpected"
         }))

@@ -50,8 +50,9 @@ const DETECTION_BYTES: u64 = 6 << 20;
 /// a gap the decoder absorbs inside its payload (its statement text is capped well below this).
 const HELD_BYTES: usize = 1 << 16;
 
-/// Segments of a turn held apart. Past this (a turn of segments a few bytes long) the later ones are
-/// held as part of the last, replayed at its frame: memory stays bounded whatever the segments.
+/// Segments of a turn held apart. Past this (a turn of segments a few bytes long) each new one is held
+/// apart and the one before it joins the segment before that, replayed at that one's frame: memory
+/// stays bounded whatever the segments, and the turn's latest segment keeps its own frame.
 const HELD_SEGMENTS: usize = 1024;
 
 /// How a TLS record carrying a handshake (a ClientHello) begins: content type 22, major version 3.
@@ -114,21 +115,24 @@ impl Held {
         }
         let offset = self.wire_len;
         self.wire_len += u64::from(wire_len);
-        let kept = kept as u32;
-        let full = self.segments.len() >= HELD_SEGMENTS;
-        match self.segments.back_mut() {
-            Some(last) if full => {
+        if self.segments.len() >= HELD_SEGMENTS {
+            // The two latest segments become one, at the earlier's frame, and the new one keeps its own:
+            // the turn's last byte is always replayed at the frame that carried it (a request's end,
+            // whose time its upload ends at, however finely TCP cut it).
+            if let (Some(newest), Some(before)) =
+                (self.segments.pop_back(), self.segments.back_mut())
+            {
                 // Held bytes stay a prefix of each segment: once one was not held, none later is.
-                last.kept = last.kept.saturating_add(kept);
-                last.wire_len = last.wire_len.saturating_add(wire_len);
+                before.kept = before.kept.saturating_add(newest.kept);
+                before.wire_len = before.wire_len.saturating_add(newest.wire_len);
             }
-            _ => self.segments.push_back(HeldSegment {
-                offset,
-                kept,
-                wire_len,
-                at,
-            }),
         }
+        self.segments.push_back(HeldSegment {
+            offset,
+            kept: kept as u32,
+            wire_len,
+            at,
+        });
     }
 
     /// The bytes held from turn offset `from` on.
