@@ -384,13 +384,71 @@ fn a_reset_forged_on_the_path_is_told_by_its_ttl() {
 }
 
 #[test]
+fn connects_a_firewall_refused_are_not_blamed_on_the_server() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    let f = common::fixture("firewall-reject.client.pcap");
+    let ttls = |filter: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = tshark
+            .lines(["-r", s(&f), "-Y", filter, "-T", "fields", "-e", "ip.ttl"])
+            .iter()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let refusing = ttls("tcp.flags.reset==1");
+    let data = ttls("ip.src==10.77.0.1 && tcp.len>0");
+    assert_eq!((refusing.len(), data.len()), (1, 1));
+    assert_ne!(refusing, data);
+    let (first_syn, first_rst) = (
+        first(
+            &tshark,
+            &f,
+            "tcp.flags.syn==1 && tcp.flags.ack==0 && tcp.srcport!=49436",
+        )
+        .0,
+        first(&tshark, &f, "tcp.flags.reset==1").0,
+    );
+    let fr = first_reset(&f);
+    let refusals = fr["connects"]["refusals"].as_array().unwrap();
+    assert_eq!(refusals.len(), 1);
+    let r = &refusals[0];
+    assert_eq!(
+        r["count"].as_u64(),
+        Some(tshark.count(&f, "tcp.flags.reset==1") as u64)
+    );
+    assert_eq!(r["first_syn_frame"].as_u64(), Some(first_syn));
+    assert_eq!(r["first_rst_frame"].as_u64(), Some(first_rst));
+    assert_eq!(r["on_path"]["ttl"].as_u64(), Some(refusing[0]));
+    assert_eq!(r["on_path"]["usual"], serde_json::json!([data[0], data[0]]));
+    let text = common::flat(&common::text(&["first-reset", s(&f)]));
+    assert!(
+        text.contains("were refused (RST to the SYN), likely by a device on the path")
+            && !text.contains("nothing listened on the port (the server was down"),
+        "{text}"
+    );
+    // A port nothing listened on: the server's own kernel refuses, with the TTL of its other packets.
+    let fr = first_reset(&common::fixture("connect-refused.pcap"));
+    let refusals = fr["connects"]["refusals"].as_array().unwrap();
+    assert!(!refusals.is_empty());
+    for r in refusals {
+        assert!(r["on_path"].is_null(), "{r}");
+    }
+}
+
+#[test]
 fn no_other_close_of_a_real_capture_is_said_to_come_from_the_path() {
     // A host sends every packet with one TTL: only the forged reset may be called a path device's.
     common::each_in_parallel(common::real_captures(), |f| {
         let fr = first_reset(&f);
         for c in fr["closes"].as_array().unwrap() {
             let forged = c["cause"]["sender"] == "path";
-            let expected = f.ends_with("forged-rst.client.pcap") && c["flag"] == "RST";
+            let expected = (f.ends_with("forged-rst.client.pcap")
+                || f.ends_with("firewall-reject.client.pcap"))
+                && c["flag"] == "RST";
             assert_eq!(
                 forged, expected,
                 "{f:?} frame {}: {}",

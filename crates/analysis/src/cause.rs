@@ -286,6 +286,17 @@ pub struct TtlMismatch {
     pub packets: u64,
 }
 
+impl TtlMismatch {
+    /// The address's usual TTL in words: `63`, or `60-63` when its packets had several.
+    pub fn usual_words(&self) -> String {
+        if self.usual[0] == self.usual[1] {
+            self.usual[0].to_string()
+        } else {
+            format!("{}-{}", self.usual[0], self.usual[1])
+        }
+    }
+}
+
 /// What a known MySQL error code means, and the setting behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ErrorMeaning {
@@ -643,11 +654,7 @@ pub(crate) fn ttl_fits(ev: &ClosedBy, usual: TtlRange) -> Option<TtlMismatch> {
 /// `inner`, the cause as the close's address would have it, when a device on the path sent the close.
 fn on_path(inner: Cause, t: TtlMismatch, f: &CloseFacts<'_>) -> Cause {
     let addr = f.sender_addr();
-    let usual = if t.usual[0] == t.usual[1] {
-        t.usual[0].to_string()
-    } else {
-        format!("{}-{}", t.usual[0], t.usual[1])
-    };
+    let usual = t.usual_words();
     let mut c = Cause::new(
         CauseKind::PathDevice,
         Confidence::Likely,

@@ -16,15 +16,16 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
-use pcapsleuth_flow::{AttemptOutcome, Endpoint, FrameRef};
+use pcapsleuth_flow::{AttemptOutcome, Endpoint, FrameRef, Role, TtlRange};
 use serde::Serialize;
 
+use crate::cause::TtlMismatch;
 use crate::engine::Run;
 use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
 use crate::modes::{detect_modes, Mode};
 use crate::mysql::RecognisedBy;
-use crate::thresholds::LATE_GREETING_NS;
+use crate::thresholds::{LATE_GREETING_NS, TTL_MIN_PACKETS};
 use crate::units::{counted, duration_us};
 
 /// What every connection attempt of the capture came to.
@@ -150,6 +151,11 @@ pub struct Refusals {
     pub first_rst_frame: u64,
     /// A Wireshark display filter for the RSTs refusing attempts to this server.
     pub filter: String,
+    /// When every refusing RST came with an IP TTL that the data this host sent never had: likely
+    /// sent by a device on the path (a firewall's REJECT, a load balancer), not by the host; the TTL
+    /// of the first refusing RST and the host's usual ones. `None` when they fit, or too few of the
+    /// host's packets were seen to tell.
+    pub on_path: Option<TtlMismatch>,
 }
 
 /// A MySQL server that greeted connections late: the handshake completed, then the client waited.
@@ -187,6 +193,10 @@ struct Attempt {
     /// The answered SYN was a retransmitted one, or none was answered.
     dropped: bool,
     timestamps_backwards: bool,
+    /// The IP TTL of the RST that refused the attempt.
+    refusal_ttl: Option<u8>,
+    /// The IP TTLs of the data the server sent on this connection (none on a refused attempt).
+    server_data_ttl: TtlRange,
 }
 
 impl Attempt {
@@ -244,6 +254,11 @@ fn each_attempt<O>(a: &Run<O>, mut each: impl FnMut(&Attempt)) {
             connect_ns: h.connect_ns,
             dropped: h.syns_before_answer > 1 || outcome == AttemptOutcome::Unanswered,
             timestamps_backwards: backwards,
+            refusal_ttl: conn
+                .first_rst
+                .filter(|c| outcome == AttemptOutcome::Refused && c.by == Role::Server)
+                .map(|c| c.event.ttl),
+            server_data_ttl: conn.to_client.ttl,
         });
     }
 }
@@ -389,6 +404,10 @@ struct ServerAttempts {
     refused: u64,
     /// The first refused attempt: its SYN's frame and the RST's.
     first_refused: Option<(u64, u64)>,
+    /// The TTLs of the RSTs that refused attempts, and of the data the host sent.
+    refusal_ttl: TtlRange,
+    first_refusal_ttl: Option<u8>,
+    data_ttl: TtlRange,
 }
 
 impl ServerAttempts {
@@ -397,6 +416,11 @@ impl ServerAttempts {
         self.attempts += 1;
         self.ports.insert(t.server.port);
         self.duplicate_synacks += u64::from(t.synack_count.saturating_sub(1));
+        self.data_ttl.merge(&t.server_data_ttl);
+        if let Some(ttl) = t.refusal_ttl {
+            self.refusal_ttl.note(ttl);
+            self.first_refusal_ttl.get_or_insert(ttl);
+        }
         if t.outcome == AttemptOutcome::Refused {
             self.refused += 1;
             self.refused_ports.insert(t.server.port);
@@ -479,6 +503,19 @@ impl ServerAttempts {
             first_syn_frame,
             first_rst_frame,
             filter: format!("tcp.flags.reset==1 && {filter}"),
+            on_path: self.refusals_on_path(),
+        })
+    }
+
+    /// The refusing RSTs' TTL against the data the host sent: a host's kernel refuses with the TTL
+    /// its data has, a device closer to the capture point with its own.
+    fn refusals_on_path(&self) -> Option<TtlMismatch> {
+        let (usual, refusing) = (self.data_ttl, self.refusal_ttl);
+        let apart = refusing.max < usual.min || refusing.min > usual.max;
+        (usual.packets >= TTL_MIN_PACKETS && refusing.packets > 0 && apart).then_some(TtlMismatch {
+            ttl: self.first_refusal_ttl?,
+            usual: [usual.min, usual.max],
+            packets: usual.packets,
         })
     }
 }
@@ -731,18 +768,41 @@ impl ConnectReport {
             });
         }
         for r in &self.refusals {
-            f.push(Finding {
-                severity: 1,
-                kind: FindingKind::ConnectRefused,
-                summary: format!(
+            let mut evidence = vec![format!(
+                "first refused SYN frame {}, RST frame {}; Wireshark: {}",
+                r.first_syn_frame, r.first_rst_frame, r.filter
+            )];
+            let summary = match &r.on_path {
+                None => format!(
                     "{} connects to {} were refused (RST to the SYN): nothing listened on the port \
                      (the server was down or restarting, or the port is wrong)",
                     r.count, r.server
                 ),
-                evidence: vec![format!(
-                    "first refused SYN frame {}, RST frame {}; Wireshark: {}",
-                    r.first_syn_frame, r.first_rst_frame, r.filter
-                )],
+                Some(t) => {
+                    evidence.push(format!(
+                        "the refusing RSTs came with IP TTL {}; every segment of data from the \
+                         server came with {} ({} segments): a host sends its packets with one initial \
+                         TTL, and one path takes as many hops off each",
+                        t.ttl,
+                        t.usual_words(),
+                        t.packets
+                    ));
+                    format!(
+                        "{} connects to {} were refused (RST to the SYN), likely by a device on the \
+                         path (a firewall's REJECT, a load balancer), not by the server: the RSTs \
+                         came with TTL {}, where the data the server sent came with {}",
+                        r.count,
+                        r.server,
+                        t.ttl,
+                        t.usual_words()
+                    )
+                }
+            };
+            f.push(Finding {
+                severity: 1,
+                kind: FindingKind::ConnectRefused,
+                summary,
+                evidence,
                 frames: vec![r.first_syn_frame, r.first_rst_frame],
                 ..Finding::blank()
             });
