@@ -339,6 +339,18 @@ fn an_error_before_the_request_is_whole_is_its_answer() {
     );
 }
 
+/// The IP TTLs of the packets of `file` that `filter` shows, each once, in order (tshark's reading).
+fn distinct_ttls(tshark: &Tshark, file: &Path, filter: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = tshark
+        .lines(["-r", s(file), "-Y", filter, "-T", "fields", "-e", "ip.ttl"])
+        .iter()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 #[test]
 fn a_reset_forged_on_the_path_is_told_by_its_ttl() {
     let Some(tshark) = oracle::tshark() else {
@@ -346,16 +358,7 @@ fn a_reset_forged_on_the_path_is_told_by_its_ttl() {
     };
     let f = common::fixture("forged-rst.client.pcap");
     let (rst, _) = first(&tshark, &f, "tcp.flags.reset==1");
-    let ttl = |filter: &str| -> Vec<u64> {
-        let mut v: Vec<u64> = tshark
-            .lines(["-r", s(&f), "-Y", filter, "-T", "fields", "-e", "ip.ttl"])
-            .iter()
-            .map(|l| l.parse().unwrap())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
+    let ttl = |filter: &str| distinct_ttls(&tshark, &f, filter);
     let forged = ttl("tcp.flags.reset==1");
     let usual =
         ttl("ip.src==10.77.0.1 && tcp.flags.reset==0 && tcp.flags.fin==0 && tcp.flags.syn==0");
@@ -389,16 +392,7 @@ fn connects_a_firewall_refused_are_not_blamed_on_the_server() {
         return;
     };
     let f = common::fixture("firewall-reject.client.pcap");
-    let ttls = |filter: &str| -> Vec<u64> {
-        let mut v: Vec<u64> = tshark
-            .lines(["-r", s(&f), "-Y", filter, "-T", "fields", "-e", "ip.ttl"])
-            .iter()
-            .map(|l| l.parse().unwrap())
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
+    let ttls = |filter: &str| distinct_ttls(&tshark, &f, filter);
     let refusing = ttls("tcp.flags.reset==1");
     let data = ttls("ip.src==10.77.0.1 && tcp.len>0");
     assert_eq!((refusing.len(), data.len()), (1, 1));
