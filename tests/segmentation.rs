@@ -469,12 +469,14 @@ fn reports(cap: &Capture, mysql: MysqlDetection) -> Value {
 }
 
 /// Leaves out what counts segments, which re-cutting changes by design: the segments of data a TTL
-/// was learned from (`cause.ttl.packets`).
+/// was learned from (`cause.ttl.packets`, `connects.refusals[].on_path.packets`).
 fn forget_segment_counts(v: &mut Value) {
     match v {
         Value::Object(fields) => {
-            if let Some(Value::Object(ttl)) = fields.get_mut("ttl") {
-                ttl.remove("packets");
+            for key in ["ttl", "on_path"] {
+                if let Some(Value::Object(ttl)) = fields.get_mut(key) {
+                    ttl.remove("packets");
+                }
             }
             fields.values_mut().for_each(forget_segment_counts);
         }
