@@ -16,7 +16,7 @@ shapes=(
   "fixtures/no-cap.pcap 1.9 4 sysbench connections at a time"
   "fixtures/stream-stall.pcap 1.7 one bulk resultset at a time"
   "fixtures/prepared-full.pcap 1.7 2 prepared-statement connections at a time"
-  "fixtures/compressed.pcap 1.7 one compressed-protocol connection at a time"
+  "fixtures/compressed-busy.pcap 1.7 one busy compressed-protocol connection at a time"
 )
 for s in "${shapes[@]}"; do
   read -r fixture size shape <<<"$s"
