@@ -1,0 +1,238 @@
+//! Finding each request in both captures: by 4-tuple and sequence number where nothing rewrote the
+//! connection, by payload in time order where a NAT or proxy did.
+
+use std::collections::{BTreeMap, HashMap};
+
+use pcapsleuth_flow::Endpoint;
+
+use crate::thresholds::{COMPARE_CANDIDATE_CONNECTIONS, COMPARE_COMMON_PAYLOAD_CONNECTIONS};
+
+use super::clock::{align, alignment};
+use super::model::{ConnectionPairing, Exchange, MatchedBy};
+use super::{connection_of, ConnectionKey};
+
+/// Which exchange of the other capture each one was matched with.
+pub(super) struct Matches {
+    pub(super) of_client: Vec<Option<(usize, MatchedBy)>>,
+    pub(super) of_server: Vec<Option<usize>>,
+}
+
+impl Matches {
+    pub(super) fn new(clients: usize, servers: usize) -> Self {
+        Matches {
+            of_client: vec![None; clients],
+            of_server: vec![None; servers],
+        }
+    }
+
+    pub(super) fn pair(&mut self, c: usize, s: usize, by: MatchedBy) {
+        self.of_client[c] = Some((s, by));
+        self.of_server[s] = Some(c);
+    }
+}
+
+/// Same 4-tuple, same sequence number of the first byte, same payload: the same request, in capture
+/// order when a request was recorded twice.
+pub(super) fn match_by_sequence(
+    client: &[Exchange],
+    server: &[Exchange],
+    client_order: &[usize],
+    server_order: &[usize],
+    matches: &mut Matches,
+) {
+    let mut by_key: HashMap<(Endpoint, Endpoint, u32), Vec<usize>> = HashMap::new();
+    for &s in server_order {
+        if let Some(seq) = server[s].request_seq {
+            by_key
+                .entry((server[s].client, server[s].server, seq))
+                .or_default()
+                .push(s);
+        }
+    }
+    for &c in client_order {
+        let e = &client[c];
+        let Some(seq) = e.request_seq else { continue };
+        let Some(candidates) = by_key.get(&(e.client, e.server, seq)) else {
+            continue;
+        };
+        let found = candidates
+            .iter()
+            .copied()
+            .find(|&s| matches.of_server[s].is_none() && server[s].request_hash == e.request_hash);
+        if let Some(s) = found {
+            matches.pair(c, s, MatchedBy::Sequence);
+        }
+    }
+}
+
+/// Connections paired between the captures, and the counts for the report.
+pub(super) struct Pairing {
+    /// Client connection -> server connection.
+    pub(super) of_client: HashMap<ConnectionKey, ConnectionKey>,
+    pub(super) counts: ConnectionPairing,
+}
+
+/// Pairs connections by their requests and matches the requests left over, by payload in time order.
+///
+/// Connections already paired by sequence numbers keep their partner (the one most of their matched
+/// requests went to); the others are taken in the order of their first request, each pairing with the
+/// still unpaired server connection that carries the most of its requests' payloads in order (the
+/// earliest on a tie, so that identical sessions pair in the order they began).
+pub(super) fn match_by_payload(
+    client: &[Exchange],
+    server: &[Exchange],
+    client_order: &[usize],
+    server_order: &[usize],
+    matches: &mut Matches,
+) -> Pairing {
+    let client_conns = group_by_connection(client, client_order);
+    let server_conns = group_by_connection(server, server_order);
+
+    // Partners from the sequence matches: per client connection, the server connection with most of them.
+    let mut votes: BTreeMap<(ConnectionKey, ConnectionKey), u64> = BTreeMap::new();
+    for (c, m) in matches.of_client.iter().enumerate() {
+        if let Some((s, _)) = m {
+            *votes
+                .entry((connection_of(&client[c]), connection_of(&server[*s])))
+                .or_default() += 1;
+        }
+    }
+    let mut of_client: HashMap<ConnectionKey, ConnectionKey> = HashMap::new();
+    let mut taken: HashMap<ConnectionKey, ConnectionKey> = HashMap::new();
+    let mut ranked: Vec<_> = votes.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for ((cc, sc), _) in ranked {
+        if !of_client.contains_key(&cc) && !taken.contains_key(&sc) {
+            of_client.insert(cc, sc);
+            taken.insert(sc, cc);
+        }
+    }
+
+    // Server connections by the payloads of their unmatched requests, for finding partners.
+    let mut carriers: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (k, (_, members)) in server_conns.iter().enumerate() {
+        for &s in members {
+            if matches.of_server[s].is_none() {
+                let list = carriers.entry(server[s].request_hash).or_default();
+                if list.last() != Some(&k) {
+                    list.push(k);
+                }
+            }
+        }
+    }
+    let server_index: HashMap<ConnectionKey, usize> = server_conns
+        .iter()
+        .enumerate()
+        .map(|(k, (key, _))| (*key, k))
+        .collect();
+
+    for (cc, members) in &client_conns {
+        let left: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&c| matches.of_client[c].is_none())
+            .collect();
+        if left.is_empty() {
+            continue;
+        }
+        if let Some(sc) = of_client.get(cc) {
+            if let Some(&k) = server_index.get(sc) {
+                align(client, server, &left, &server_conns[k].1, matches);
+            }
+            continue;
+        }
+        let is_open = |k: &usize| !taken.contains_key(&server_conns[*k].0);
+        let candidates = candidates(client, &left, &carriers, is_open);
+        let mut best: Option<(usize, Vec<(usize, usize)>)> = None;
+        for k in candidates {
+            let found = alignment(client, server, &left, &server_conns[k].1, matches);
+            if found.len() > best.as_ref().map_or(0, |(_, f)| f.len()) {
+                best = Some((k, found));
+            }
+        }
+        if let Some((k, found)) = best {
+            for (c, s) in found {
+                matches.pair(c, s, MatchedBy::Payload);
+            }
+            let sc = server_conns[k].0;
+            of_client.insert(*cc, sc);
+            taken.insert(sc, *cc);
+        }
+    }
+
+    let paired = of_client.len() as u64;
+    Pairing {
+        counts: ConnectionPairing {
+            paired,
+            client_only: client_conns.len() as u64 - paired,
+            server_only: server_conns.len() as u64 - paired,
+        },
+        of_client,
+    }
+}
+
+/// The unpaired server connections worth aligning with a client connection's requests `left`: those that
+/// carry its rarer payloads, by how rare the payloads they share are (a payload every connection sends,
+/// `SELECT 1` or a ping, says little), the best few; when every payload is that common, the earliest few
+/// unpaired carriers of its first request's payload (identical sessions pair in the order they began).
+fn candidates(
+    client: &[Exchange],
+    left: &[usize],
+    carriers: &HashMap<u64, Vec<usize>>,
+    is_open: impl Fn(&usize) -> bool,
+) -> Vec<usize> {
+    let mut hashes: Vec<u64> = left.iter().map(|&c| client[c].request_hash).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    let mut score: BTreeMap<usize, f64> = BTreeMap::new();
+    for h in &hashes {
+        let Some(list) = carriers.get(h) else {
+            continue;
+        };
+        if list.len() <= COMPARE_COMMON_PAYLOAD_CONNECTIONS {
+            for k in list.iter().filter(|k| is_open(k)) {
+                *score.entry(*k).or_default() += 1.0 / list.len() as f64;
+            }
+        }
+    }
+    if score.is_empty() {
+        let first = left.first().map(|&c| client[c].request_hash);
+        return first
+            .and_then(|h| carriers.get(&h))
+            .map(|list| {
+                list.iter()
+                    .copied()
+                    .filter(|k| is_open(k))
+                    .take(COMPARE_CANDIDATE_CONNECTIONS)
+                    .collect()
+            })
+            .unwrap_or_default();
+    }
+    let mut ranked: Vec<(usize, f64)> = score.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut best: Vec<usize> = ranked
+        .into_iter()
+        .take(COMPARE_CANDIDATE_CONNECTIONS)
+        .map(|(k, _)| k)
+        .collect();
+    best.sort_unstable();
+    best
+}
+
+/// Connections in the order of their first request, each with its requests in time order.
+fn group_by_connection(
+    exchanges: &[Exchange],
+    order: &[usize],
+) -> Vec<(ConnectionKey, Vec<usize>)> {
+    let mut index: HashMap<ConnectionKey, usize> = HashMap::new();
+    let mut out: Vec<(ConnectionKey, Vec<usize>)> = Vec::new();
+    for &i in order {
+        let key = connection_of(&exchanges[i]);
+        let k = *index.entry(key).or_insert_with(|| {
+            out.push((key, Vec::new()));
+            out.len() - 1
+        });
+        out[k].1.push(i);
+    }
+    out
+}
