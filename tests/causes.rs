@@ -599,3 +599,66 @@ fn flows_and_report_give_each_close_the_cause_first_reset_gives_it() {
         assert_eq!(head["cause"], fr["first_abnormal"]["cause"], "{name}");
     }
 }
+
+/// `file` with every record cut to `snap` bytes, as `tcpdump -s SNAP` would have kept it (classic pcap,
+/// little-endian: the global header's snap length at 16, each record's kept length at 8 of its header).
+fn snap_cut(file: &Path, snap: u32) -> std::path::PathBuf {
+    let bytes = std::fs::read(file).unwrap();
+    assert_eq!(
+        bytes[..4],
+        [0xd4, 0xc3, 0xb2, 0xa1],
+        "{file:?}: little-endian pcap"
+    );
+    let mut out = bytes[..24].to_vec();
+    out[16..20].copy_from_slice(&snap.to_le_bytes());
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let kept = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap());
+        let cut = kept.min(snap);
+        let mut header = bytes[at..at + 16].to_vec();
+        header[8..12].copy_from_slice(&cut.to_le_bytes());
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&bytes[at + 16..at + 16 + cut as usize]);
+        at += 16 + kept as usize;
+    }
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let path = common::scratch("causes", &format!("s{snap}-{name}"));
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// A snap length of 96 bytes (tcpdump's old default) keeps 30 bytes of each segment's payload here: an
+/// ERR packet's code and SQLSTATE, not its whole message. The error that refused a login, and the one that
+/// answered a request the server refused unread (while the client was still sending it, and after the
+/// answer to the previous query had been cut), are named as in the whole capture, from the same frame,
+/// their message marked cut.
+#[test]
+fn a_snap_length_that_cuts_the_error_packet_still_names_the_error() {
+    for (name, setting) in [
+        ("max-allowed-packet.pcap", "max_allowed_packet"),
+        ("too-many-connections.pcap", "max_connections"),
+    ] {
+        let whole = common::fixture(name);
+        let cut = snap_cut(&whole, 96);
+        let (w, c) = (first_reset(&whole), first_reset(&cut));
+        let (w, c) = (&w["first_abnormal"], &c["first_abnormal"]);
+        assert_eq!(c["frame"], w["frame"], "{name}");
+        for key in ["kind", "setting", "confidence", "sender"] {
+            assert_eq!(c["cause"][key], w["cause"][key], "{name}: {key}");
+        }
+        assert_eq!(c["cause"]["setting"], setting, "{name}");
+        let (we, ce) = (&w["cause"]["error"], &c["cause"]["error"]);
+        for key in ["code", "sql_state", "frame"] {
+            assert_eq!(ce[key], we[key], "{name}: error {key}");
+        }
+        let whole_message = we["message"].as_str().unwrap();
+        let cut_message = ce["message"].as_str().unwrap();
+        let kept = cut_message
+            .strip_suffix('…')
+            .unwrap_or_else(|| panic!("{cut_message}"));
+        assert!(
+            !kept.is_empty() && whole_message.starts_with(kept) && kept.len() < whole_message.len(),
+            "{name}: {cut_message:?} of {whole_message:?}"
+        );
+    }
+}

@@ -181,8 +181,17 @@ impl Session {
     /// common path spill registers.)
     #[inline(never)]
     fn hunt_step(&mut self, dir: Direction, input: &[u8], meta: Meta) -> usize {
-        let (cur, _, core) = self.streams(dir);
-        let (n, found) = Self::hunt(cur, core, dir, input);
+        let (cur, other, core) = self.streams(dir);
+        // A request still being sent can be answered before it is whole only by an error (ERR 1153
+        // to a request over max_allowed_packet): the server side, lost in a gap, may find that answer.
+        let request_in_flight = dir == Direction::ServerToClient
+            && core.queue.is_empty()
+            && core.phase == Phase::Command
+            && core.replication.is_none()
+            && other.mode == StreamMode::Framed
+            && !other.taken_early
+            && other.framer.started_at().is_some();
+        let (n, found) = Self::hunt(cur, core, dir, input, request_in_flight);
         if let Some(carriage) = found {
             let (cur, other, core) = self.streams(dir);
             // (Binlog events found by the server side are plain too.)
@@ -229,6 +238,7 @@ impl Session {
         core: &mut Core,
         dir: Direction,
         input: &[u8],
+        request_in_flight: bool,
     ) -> (usize, Option<Carriage>) {
         let mut carriage = if cur.inflater.is_some() {
             Carriage::Compressed
@@ -253,7 +263,15 @@ impl Session {
                 seq == 1 && starts_response(command, payload, len, gap)
             }
         });
-        let answer = starts.as_ref().map(|f| f as AnswerStart<'_>);
+        let early_error =
+            |seq: u8, payload: &[u8], _len: u64| seq == 1 && payload.first() == Some(&0xFF);
+        let answer = match starts.as_ref() {
+            Some(f) => Some(f as AnswerStart<'_>),
+            None if request_in_flight && carriage == Carriage::Plain => {
+                Some(&early_error as AnswerStart<'_>)
+            }
+            None => None,
+        };
         let mut consumed = 0usize;
         loop {
             let space = cur.window_cap.saturating_sub(cur.window.len());
@@ -586,6 +604,16 @@ impl Session {
     pub fn gap(&mut self, dir: Direction, len: u64, meta: Meta) {
         self.core.info.counters.gaps += 1;
         self.core.info.counters.gap_bytes += len;
+        if dir == Direction::ServerToClient && self.error_cut_in_window(len) {
+            // Framed again from the cut ERR's first byte: the gap below ends it, and its kept bytes
+            // (the code, the state, the start of the message) answer the request.
+            let window = std::mem::take(&mut self.server.window);
+            self.server.mode = StreamMode::Framed;
+            self.server.framer.reset();
+            self.feed_bytes(dir, &window, meta, true);
+            self.server.window = window;
+            self.server.window.clear();
+        }
         let server_hunting = self.server.mode == StreamMode::Hunting;
         let (cur, other, core) = self.streams(dir);
         match cur.mode {
@@ -610,6 +638,14 @@ impl Session {
                     return;
                 }
                 (GapEffect::Completed, Some(pkt)) => {
+                    // A server packet cut by the snap length answers a request still being sent as
+                    // much as a whole one does (ERR 1153 to a request over max_allowed_packet).
+                    if dir == Direction::ServerToClient
+                        && core.answers_lost()
+                        && other.framer.started_at().is_some()
+                    {
+                        Self::take_early(other, core, pkt.start);
+                    }
                     let fx = Self::dispatch(core, dir, pkt, cur.framer.prefix(), server_hunting);
                     Self::apply(cur, other, core, dir, fx);
                     return;
@@ -670,6 +706,9 @@ impl Session {
                     } else {
                         // The packet's missing tail is part of this gap, counted below.
                         pkt.gap_bytes = pkt.gap_bytes.saturating_sub(remaining);
+                        if core.queue.is_empty() && other.framer.started_at().is_some() {
+                            Self::take_early(other, core, pkt.start);
+                        }
                         let fx = core.on_server_packet(pkt, prefix);
                         Self::apply(cur, other, core, dir, fx);
                         if cur.mode == StreamMode::Stopped {
@@ -703,6 +742,43 @@ impl Session {
                 cur.start_hunting();
             }
         }
+    }
+
+    /// The server side hunts, and the bytes it holds begin an ERR packet whose end this gap of `len`
+    /// bytes holds (a snap length that cut it): the answer a request waits for, or the one a request
+    /// still being sent gets when the server refuses it unread. An ERR's code is in its first bytes, so
+    /// the cut packet still says which error it was; anything else cut this way says too little to
+    /// resynchronise on.
+    fn error_cut_in_window(&self, len: u64) -> bool {
+        let w = &self.server.window;
+        let (Some(packet_len), Some(&seq)) = (wire::le_u24(w), w.get(3)) else {
+            return false;
+        };
+        let kept = w.len() as u64;
+        let end = 4 + u64::from(packet_len);
+        // An ERR packet: marker, code, and a message of at most 512 bytes.
+        let cut_err = seq == 1
+            && w.get(4) == Some(&0xFF)
+            && kept >= 7
+            && kept < end
+            && end <= 1024
+            && end - kept <= len;
+        let client = &self.client;
+        let awaited = match self.core.queue.front() {
+            Some(p) if p.first_response.is_none() => p.stage != Stage::NoResponse,
+            _ => {
+                self.core.answers_lost()
+                    && self.core.phase == Phase::Command
+                    && self.core.replication.is_none()
+                    && client.mode == StreamMode::Framed
+                    && !client.taken_early
+                    && client.framer.started_at().is_some()
+            }
+        };
+        self.server.mode == StreamMode::Hunting
+            && self.server.inflater.is_none()
+            && cut_err
+            && awaited
     }
 
     /// FIN or RST seen from `by`. Returns what the session was doing at that

@@ -542,6 +542,15 @@ impl Core {
     /// `len` bytes the server sent are lost: the open requests' answers may be among them, and cannot be
     /// read (each ends [`Outcome::GapLost`] when it ends unanswered; the head reads on only where its
     /// answer is seen to begin after the gap).
+    /// No open request waits for an answer the server stream could still carry: none is open, or each
+    /// one's answer began and was lost in a gap. A server packet now can only answer a request that is
+    /// still being sent (see [`Session::take_early`](super::Session)).
+    pub(super) fn answers_lost(&self) -> bool {
+        self.queue
+            .iter()
+            .all(|p| p.lost && p.first_response.is_some())
+    }
+
     pub(super) fn lose_answers(&mut self, len: u64) {
         for p in self.queue.iter_mut() {
             p.lost = true;
@@ -969,7 +978,8 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn on_server_before_login(&mut self, pkt: PacketEnd, prefix: &[u8]) {
-        if let (Some(0xFF), Some(outcome)) = (prefix.first(), err_outcome(prefix)) {
+        if let (Some(0xFF), Some(mut outcome)) = (prefix.first(), err_outcome(prefix)) {
+            mark_cut_message(&mut outcome, pkt);
             // The server refused what the client sent instead of a login (1156 "Got
             // packets out of order" for bytes that are no HandshakeResponse), or its
             // silence (1043 "Bad handshake"): the login attempt ends with that error.
@@ -1027,7 +1037,8 @@ impl Core {
             return fx;
         }
         let step = self.response_step(pkt, prefix, &mut fx);
-        if let Step::Done(outcome) = step {
+        if let Step::Done(mut outcome) = step {
+            mark_cut_message(&mut outcome, pkt);
             self.complete_head_here(outcome);
         }
         fx
@@ -1078,7 +1089,8 @@ impl Core {
     pub(super) fn on_greeting(&mut self, pkt: PacketEnd, prefix: &[u8]) {
         if prefix.first() == Some(&0xFF) {
             // The server refused the connection before any handshake.
-            if let Some(outcome) = err_outcome(prefix) {
+            if let Some(mut outcome) = err_outcome(prefix) {
+                mark_cut_message(&mut outcome, pkt);
                 self.refuse_login(pkt.start, pkt, outcome);
                 return;
             }
@@ -1496,5 +1508,15 @@ pub(super) fn start_compression(info: &mut SessionInfo) -> bool {
         false
     } else {
         false
+    }
+}
+
+/// An error message the capture holds only the start of (a snap length cut its packet) ends in `…`, as a
+/// statement cut mid-text does: the code and SQLSTATE before it are whole.
+fn mark_cut_message(outcome: &mut Outcome, pkt: PacketEnd) {
+    if let Outcome::Err { message, .. } = outcome {
+        if pkt.gap_bytes > 0 && !message.ends_with('…') {
+            message.push('…');
+        }
     }
 }
