@@ -27,7 +27,7 @@ mod common;
 mod shell;
 mod signals;
 
-use shell::InputError;
+use shell::{InputError, Interrupted};
 
 /// Offline forensics for MySQL traffic captures: who closed the connection first, and how.
 ///
@@ -158,6 +158,10 @@ fn main() -> ExitCode {
             if let Some(InputError(msg)) = e.downcast_ref::<InputError>() {
                 sayln!("pcapsleuth: {msg}");
                 return ExitCode::from(2);
+            }
+            if let Some(Interrupted(msg)) = e.downcast_ref::<Interrupted>() {
+                sayln!("pcapsleuth: {msg}");
+                return signals::stopped_exit_code();
             }
             if let Some(ce) = e.downcast_ref::<CaptureError>() {
                 sayln!("pcapsleuth: {ce}");

@@ -5,6 +5,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context};
@@ -166,6 +167,11 @@ impl Progress {
     }
 
     pub fn show(&self, done: u64, total: u64) {
+        // Once interrupted, the engine still reports the inputs it passes over as done.
+        if !crate::signals::interrupted() {
+            READ[0].store(done, Ordering::Relaxed);
+            READ[1].store(total, Ordering::Relaxed);
+        }
         if self.0.length() != Some(total) {
             self.0.set_length(total);
         }
@@ -177,8 +183,30 @@ impl Progress {
     }
 }
 
-/// [`finish_pass`] for an analysis, and warnings for the timestamps outside the capture's body; exit code
-/// 1 for a run interrupted before the capture's end, whose results are partial.
+/// Bytes read of the inputs, and their size (0 when unknown), as the last progress report before an
+/// interruption said: how far an interrupted run got (at least: the batch being read when the signal
+/// came is left out).
+static READ: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// How far an interrupted run got, in bytes: "read 12.3 MB of 2.1 GB".
+fn how_far() -> String {
+    let (done, total) = (
+        READ[0].load(Ordering::Relaxed),
+        READ[1].load(Ordering::Relaxed),
+    );
+    match total {
+        0 => format!("read {}", report::style::size(done)),
+        total => format!(
+            "read {} of {}",
+            report::style::size(done),
+            report::style::size(total)
+        ),
+    }
+}
+
+/// [`finish_pass`] for an analysis, and warnings for the timestamps outside the capture's body; for a
+/// run a signal stopped before the capture's end, whose results are partial, says so, with the exit
+/// code of the signal (130 for Ctrl-C).
 pub fn finish<O>(set: &CaptureSet, a: &Run<O>) -> ExitCode {
     let code = finish_pass(set, &a.capture.damage);
     let name = match &set.inputs[..] {
@@ -191,21 +219,39 @@ pub fn finish<O>(set: &CaptureSet, a: &Run<O>) -> ExitCode {
     }
     match a.capture.stopped {
         Some(stopped) => {
-            match stopped.frames_read {
-                0 => {
-                    sayln!("pcapsleuth: interrupted before a frame was read: the results are empty")
-                }
-                n => sayln!("pcapsleuth: interrupted: the results cover frames 1 to {n} only"),
-            }
-            if code == ExitCode::SUCCESS {
-                ExitCode::FAILURE
-            } else {
-                code
-            }
+            say_stopped(stopped.frames_read);
+            crate::signals::stopped_exit_code()
         }
         None => code,
     }
 }
+
+/// Says that a run was interrupted, how far it got, and what its results cover.
+pub fn say_stopped(frames_read: u64) {
+    let far = how_far();
+    match frames_read {
+        0 => sayln!(
+            "pcapsleuth: interrupted: {far}, before a frame was analysed: the results are empty"
+        ),
+        n => sayln!("pcapsleuth: interrupted: {far}; the results cover frames 1 to {n} only"),
+    }
+}
+
+/// A run a signal stopped whose output is of the whole capture or nothing (`export`): the exit code of
+/// the signal.
+pub struct Interrupted(pub String);
+
+impl std::fmt::Debug for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Interrupted {}
 
 pub fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {
     let mut fatal = false;

@@ -1,6 +1,7 @@
 //! The process around the command: its standard streams and the signals that stop or end it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Opens /dev/null on any of the standard streams the caller closed (`2>&-`): otherwise the next file
@@ -24,12 +25,32 @@ static INTERRUPT: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 /// Whether the command runs the engine with [`interrupt_flag`], so that a signal can stop it cleanly.
 static STOPPABLE: AtomicBool = AtomicBool::new(false);
 
+/// The signal that set [`INTERRUPT`] (0: none).
+static STOPPED_BY: AtomicI32 = AtomicI32::new(0);
+
 /// The flag a signal sets, for the engine's options; from now on the first signal stops the run at its
-/// next batch instead of ending the process.
+/// next batch instead of ending the process (a run waiting on a quiet pipe looks at it while it waits).
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    // Not stoppable yet: a run blocked reading a pipe would wait for its writer after the first signal
-    // (tests/hostile_outputs.rs); the stream must check the flag while it waits first.
-    INTERRUPT.get_or_init(Arc::default).clone()
+    let flag = INTERRUPT.get_or_init(Arc::default).clone();
+    STOPPABLE.store(true, Ordering::SeqCst);
+    flag
+}
+
+/// Whether a signal asked the run to stop.
+pub fn interrupted() -> bool {
+    INTERRUPT
+        .get()
+        .is_some_and(|flag| flag.load(Ordering::SeqCst))
+}
+
+/// The exit code of a command a signal stopped: 128 + the signal's number, as a shell reports a
+/// process the signal ended (130 for Ctrl-C), so that a script tells a stopped run from a finished one.
+pub fn stopped_exit_code() -> ExitCode {
+    let sig = match STOPPED_BY.load(Ordering::SeqCst) {
+        0 => libc::SIGINT,
+        sig => sig,
+    };
+    ExitCode::from(u8::try_from(128 + sig).unwrap_or(130))
 }
 
 /// On SIGINT (Ctrl-C), SIGTERM (`kill`, a scheduler's timeout) or SIGHUP (a closed terminal): while an
@@ -58,7 +79,9 @@ pub fn take_interrupts() {
                 let mut sig: libc::c_int = 0;
                 while libc::sigwait(&set, &mut sig) == 0 {
                     let flag = INTERRUPT.get_or_init(Arc::default);
-                    if STOPPABLE.load(Ordering::SeqCst) && !flag.swap(true, Ordering::SeqCst) {
+                    if STOPPABLE.load(Ordering::SeqCst) && !flag.load(Ordering::SeqCst) {
+                        STOPPED_BY.store(sig, Ordering::SeqCst);
+                        flag.store(true, Ordering::SeqCst);
                         sayln!("pcapsleuth: interrupted: stopping after the batch being read (again to stop at once)");
                         continue;
                     }

@@ -35,6 +35,7 @@ mod hostile_text;
 mod html;
 mod hump_causes;
 mod inputs;
+mod interrupt;
 mod ip_fragments;
 mod library;
 mod load;

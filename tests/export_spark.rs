@@ -6,8 +6,7 @@
 //! Spark starting its JVM dominates the test's time. The test runs it light, as one runs Spark for a
 //! small job (`PYSPARK_SUBMIT_ARGS`): no web UI, 2 shuffle partitions for the query's grouping instead
 //! of 200 tasks of nothing, and the driver's JVM with its quick JIT only and the serial collector (a
-//! JVM that lives seconds). The script and what the query answers are those of a real run; on the
-//! project's 2-core machine this took the test from ~25 s to ~17 s (issue 16).
+//! JVM that lives seconds). The script and what the query answers are those of a real run.
 
 use crate::common;
 

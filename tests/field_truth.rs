@@ -1,4 +1,4 @@
-//! Every answer either right or honestly qualified (issue 11): requests unanswered when the capture ended,
+//! Every answer either right or honestly qualified: requests unanswered when the capture ended,
 //! requests cut off by a close and how long they waited, and one set of counts in every command and table,
 //! on real captures.
 

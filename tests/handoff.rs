@@ -40,9 +40,9 @@ fn times(tshark: &Tshark, file: &Path, filter: &str) -> Vec<String> {
 }
 
 /// [`times`] for each of `filters` on `file`, in one tshark pass: a Lua tap per filter (`Listener`, whose
-/// filter is a display filter, compiled and matched as `-Y`'s is) prints each frame it selects. One pass
-/// per filter was most of the time of the test below: a capture has up to five findings, and each pass
-/// is tshark's start-up and a full dissection (issue 16). A tshark without Lua (the script's first line
+/// filter is a display filter, compiled and matched as `-Y`'s is) prints each frame it selects: a
+/// capture has up to five findings, and each pass is tshark's start-up and a full dissection. A tshark
+/// without Lua (the script's first line
 /// missing) gets the filters one pass each.
 fn times_of_each(tshark: &Tshark, file: &Path, filters: &[String], dir: &Path) -> Vec<Vec<String>> {
     const SCRIPT: &str = r#"
@@ -84,8 +84,7 @@ io.write("filters\t", n, "\n")
 /// [`times`] of every frame of each of `files`, in one tshark pass. The files are read as the sections of
 /// one pcapng stream, one after another (a pcap file first converted to pcapng by editcap, which reads it
 /// with tshark's own reader), and tshark numbers each frame's section (`frame.section_number`, from 1):
-/// only the files' bytes are put together, no packet is touched. One pass per file was 73 of the suite's
-/// tshark runs, each mostly tshark's start-up (issue 16).
+/// only the files' bytes are put together, no packet is touched; each tshark run is mostly its start-up.
 fn times_in_each(
     tshark: &Tshark,
     editcap: &Tool,

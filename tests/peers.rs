@@ -317,7 +317,27 @@ fn against_peer(e: &Expect, o: &Ours) -> Vec<Disagreement> {
             diff,
         })
     };
-    let m = &o.mysql;
+    commands_and_errors(e, &o.mysql, &mut differ);
+    sessions_and_connections(e, o, &mut differ);
+    statements_against(e, &o.mysql, &mut differ);
+    flows_against(e, o, &mut differ);
+    if let Some(want) = &e.rt {
+        // pt-query-digest times a query from its request to the first packet of its answer: our time to
+        // first byte, over every answered request (those whose answer's end is not in the capture too).
+        // On every other capture with an `rt`, each answer is one segment and the two are equal.
+        let got = rt_of(&o.mysql["first_byte_us"]);
+        if !rt_holds(got, want) {
+            differ("rt", rt_diff(got, want));
+        }
+    }
+    out
+}
+
+/// What a check found to differ: the `expect` key, and the difference in the manifest's words.
+type Differ<'a> = dyn FnMut(&'static str, String) + 'a;
+
+/// The peer's `commands`, `errors` and `error_messages` against `mysql --json`'s.
+fn commands_and_errors(e: &Expect, m: &Value, differ: &mut Differ<'_>) {
     if let Some(want) = &e.commands {
         let got = counts(&m["commands"]);
         for (name, &n) in want {
@@ -359,6 +379,11 @@ fn against_peer(e: &Expect, o: &Ours) -> Vec<Disagreement> {
         }
         None => {}
     }
+}
+
+/// The peer's `sessions`, `connections` and `connections_with_data`.
+fn sessions_and_connections(e: &Expect, o: &Ours, differ: &mut Differ<'_>) {
+    let m = &o.mysql;
     if let Some(n) = e.sessions {
         let ours = u(&m["sessions"]);
         if ours != n {
@@ -393,6 +418,11 @@ fn against_peer(e: &Expect, o: &Ours) -> Vec<Disagreement> {
             );
         }
     }
+}
+
+/// The peer's `rows_total(_min)`, `statements_contain` and `verbs(_min)` against `mysql --json`'s
+/// statement groups.
+fn statements_against(e: &Expect, m: &Value, differ: &mut Differ<'_>) {
     let statements = m["statements"].as_array().cloned().unwrap_or_default();
     let rows: u64 = statements.iter().map(|s| u(&s["rows"])).sum();
     if let Some(n) = e.rows_total {
@@ -442,6 +472,15 @@ fn against_peer(e: &Expect, o: &Ours) -> Vec<Disagreement> {
             }
         }
     }
+}
+
+/// The peer's per-flow counts (`flows`) against `flows --json`'s connections.
+fn flows_against(e: &Expect, o: &Ours, differ: &mut Differ<'_>) {
+    let flows: Vec<Value> = o
+        .flows
+        .as_ref()
+        .and_then(|f| f["connections"].as_array().cloned())
+        .unwrap_or_default();
     if let Some(f) = &e.flows {
         for want in f {
             let got = flows.iter().find(|c| {
@@ -519,16 +558,6 @@ fn against_peer(e: &Expect, o: &Ours) -> Vec<Disagreement> {
             }
         }
     }
-    if let Some(want) = &e.rt {
-        // pt-query-digest times a query from its request to the first packet of its answer: our time to
-        // first byte, over every answered request (those whose answer's end is not in the capture too).
-        // On every other capture with an `rt`, each answer is one segment and the two are equal.
-        let got = rt_of(&m["first_byte_us"]);
-        if !rt_holds(got, want) {
-            differ("rt", rt_diff(got, want));
-        }
-    }
-    out
 }
 
 fn rt_holds((count, sum, max): (u64, u64, u64), want: &Rt) -> bool {

@@ -742,13 +742,13 @@ fn recut_reports_differ(
     recut.segments_cut
 }
 
-/// The property's first finding after MySQL was recognised from whole turns (the seed is also in
-/// segmentation.proptest-regressions). two-point-path.client.pcap joined at frame 883: on connection
-/// 59668 the server's segment before frame 42 of the joined capture was lost; the answer to query A
-/// (frame 43) arrives after the hole (frame 50) and is held, until query B (frame 51) acknowledges it.
-/// The ACK says what the client had received before it sent B, so the bytes it releases come before
-/// B's own. They came after B when B was whole in its segment, and between B's pieces when B was cut:
-/// then B was queued before the hole or not, and one answer fewer was read (`unreadable` 2 -> 1).
+/// A finding of the property (its seed is also in segmentation.proptest-regressions).
+/// two-point-path.client.pcap joined at frame 883: on connection 59668 the server's segment before
+/// frame 42 of the joined capture was lost; the answer to query A (frame 43) arrives after the hole
+/// (frame 50) and is held, until query B (frame 51) acknowledges it. The ACK says what the client had
+/// received before it sent B, so the bytes it releases come before B's own, whether B is whole in its
+/// segment or cut: else B would be queued before the hole or not as it was cut, and one answer fewer
+/// read with B cut.
 #[test]
 fn an_ack_releases_held_answers_before_its_segments_own_bytes() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/two-point-path.client.pcap");

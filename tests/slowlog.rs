@@ -49,8 +49,8 @@ fn slug(capture: &Path) -> String {
     )
 }
 
-/// The captures with statements: the fixtures the issue names (and the other capture of `tcpdump -i
-/// any`), and the peers' whose projects' tests expect `COM_QUERY` or `COM_STMT_EXECUTE` requests.
+/// The captures with statements: the fixtures with the statement shapes a slow log must carry (and the
+/// other capture of `tcpdump -i any`), and the peers' whose projects' tests expect `COM_QUERY` or `COM_STMT_EXECUTE` requests.
 fn captures() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = [
         "err1146-storm.pcap",

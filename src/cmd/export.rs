@@ -11,7 +11,7 @@ use pcapsleuth::report;
 
 use crate::args;
 use crate::common::{analyze_opened, mysql_filter, open_set, Common};
-use crate::shell::{finish, InputError};
+use crate::shell::{finish, say_stopped, InputError, Interrupted};
 
 // The help text is the doc comment of `Command::Export` (src/main.rs).
 #[derive(clap::Args)]
@@ -189,10 +189,12 @@ fn export_files(
 /// whole capture or nothing (the job and the log, dropped, remove what they had staged).
 fn whole<O>(run: &Run<O>) -> anyhow::Result<()> {
     match run.capture.stopped {
-        Some(s) => bail!(
-            "interrupted after frame {} of the capture: nothing written",
-            s.frames_read
-        ),
+        Some(s) => {
+            say_stopped(s.frames_read);
+            bail!(Interrupted(
+                "an export is of the whole capture: nothing written".into()
+            ))
+        }
         None => Ok(()),
     }
 }

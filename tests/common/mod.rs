@@ -133,8 +133,8 @@ pub fn concatenated(files: &[PathBuf]) -> Vec<u8> {
 }
 
 /// A path for a test's scratch file `name`, in a directory of this test process under the target
-/// directory (`target/tmp/e2e-PID/AREA/`), never in the system's temporary directory, where every run
-/// used to leave ~100 MB. The first call of a process removes the directories of earlier processes that
+/// directory (`target/tmp/e2e-PID/AREA/`), never in the system's temporary directory, which a run would
+/// fill (~100 MB a run). The first call of a process removes the directories of earlier processes that
 /// are gone, so they do not pile up either.
 pub fn scratch(area: &str, name: &str) -> PathBuf {
     static SWEPT: std::sync::Once = std::sync::Once::new();
@@ -194,9 +194,8 @@ pub fn each_in_parallel<T: Send>(items: Vec<T>, check: impl Fn(T) + Sync) {
 }
 
 /// tshark's dissection of a real capture, one pass shared by the tests that compare every real capture
-/// with it (tshark_crosscheck's TCP facts, connects' handshakes, mysql_stories' MySQL counts): each
-/// dissected every capture itself, three passes where one does, and tshark's dissection is most of
-/// these tests' time (issue 16). The pass prints [`TsharkPass::FIELDS`] for every frame, port 6033
+/// with it (tshark_crosscheck's TCP facts, connects' handshakes, mysql_stories' MySQL counts): one pass
+/// where each would make its own, as tshark's dissection is most of these tests' time. The pass prints [`TsharkPass::FIELDS`] for every frame, port 6033
 /// and 3307 decoded as MySQL (the proxy and replica captures), then the TCP conversation table
 /// (`-z conv,tcp`). A test selects its frames from the rows as its display filter did.
 pub struct TsharkPass {

@@ -1793,6 +1793,7 @@ fn read_sources<'x, A: Analysis>(
                     n => n,
                 };
                 let n = opts.splits.unwrap_or(run.batch_len).max(1);
+                stream.interrupt_with(opts.interrupt.clone());
                 let read_all = stream.read_windows(window_len, |w| {
                     if run.opts.interrupted() {
                         return Err(Stopped {
@@ -1818,7 +1819,7 @@ fn read_sources<'x, A: Analysis>(
                     progress(done_before + w.stored_read, total);
                     Ok(end)
                 });
-                run.stopped |= read_all.is_err();
+                run.stopped |= read_all.is_err() || stream.interrupted();
                 done_before += stream.stored_len().unwrap_or(0);
             }
         }

@@ -6,13 +6,21 @@
 //! copy is written. A window ends wherever the buffer filled, usually inside a record: the reader of a
 //! window stops before that record ([`Tail::More`]), and the next window starts with the bytes from there
 //! (copied into room kept free at the front of each buffer), so windows hand over exactly like splits.
+//!
+//! A pipe or standard input that is not a file (a live `tcpdump -w -`) may go quiet for any time: the
+//! thread waits for it in steps, so that a run can be interrupted while it waits
+//! ([`Stream::interrupt_with`]), and hands over what it holds of an uncompressed capture when the source
+//! went quiet or the window has been filling for a second, so that what arrived is analysed before the
+//! window is full (windows of any size give the same results).
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::{
     read_header, CaptureError, Chunk, Damage, DamageKind, FileId, Format, ReaderState, Tail,
@@ -105,12 +113,77 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// How long the reading thread waits on a quiet pipe before it looks at the interrupt flag again: the
+/// most an interrupted run waits for it.
+const QUIET_STEP: Duration = Duration::from_millis(50);
+/// An uncompressed window of a pipe is handed over, not full, when the pipe has been quiet this long...
+const QUIET_AT_MOST: Duration = Duration::from_millis(250);
+/// ... or when it has been filling for this long: a live capture is analysed as it arrives, and an
+/// interrupted run has read all but the last second of it.
+const FILLING_AT_MOST: Duration = Duration::from_secs(1);
+
+/// Waits until `fd` has bytes to read (or its end, or an error, which the read then says) for at most
+/// `step`: whether it has.
+fn readable(fd: RawFd, step: Duration) -> bool {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(step.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, for the length given; the descriptor is owned by the reader the
+    // thread holds, so it stays open while polled.
+    let ready = unsafe { libc::poll(&mut poll, 1, ms) };
+    // An error of poll itself (EINTR) counts as readable: the read then blocks or says what is wrong.
+    ready != 0
+}
+
+/// The descriptor of `file` if reading it may block for any time (a pipe, a FIFO, a socket, a
+/// terminal): not a regular file or a block device.
+fn may_wait(file: &impl AsRawFd) -> Option<RawFd> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fstat fills a plain struct for a descriptor the caller holds open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    let kind = st.st_mode & libc::S_IFMT;
+    (kind != libc::S_IFREG && kind != libc::S_IFBLK).then_some(fd)
+}
+
+/// What the reading thread watches besides the bytes: the interrupt flag, and the descriptor of an
+/// uncompressed source that may go quiet.
+struct Watch {
+    interrupt: Option<Arc<AtomicBool>>,
+    /// A window of this source is handed over before it is full (see [`FILLING_AT_MOST`]): an
+    /// uncompressed source only, as a decoder may hold bytes it has not given yet.
+    quiet_fd: Option<RawFd>,
+}
+
+impl Watch {
+    fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
+/// Why the reading thread handed a buffer over.
+enum End {
+    /// The window is full, or it was filling for long enough: more follows.
+    More,
+    /// The stream ended, with the error that ended it, if any.
+    Ended(Option<io::Error>),
+    /// The run was interrupted: the stream ends here, unread.
+    Interrupted,
+}
+
 /// What the decompressing thread hands over: a buffer whose bytes `[HEADROOM, HEADROOM + len)` are
-/// fresh, and whether the stream ended after them (with the error that ended it, if any).
+/// fresh, and why it was handed over.
 struct Filled {
     buf: Vec<u8>,
     len: usize,
-    end: Option<Option<io::Error>>,
+    end: End,
 }
 
 /// A capture read as a stream; see the module documentation.
@@ -140,6 +213,13 @@ pub struct Stream {
     late_damage: Option<LateDamage>,
     /// How many files were merged by time into this stream (0: not a merge).
     merged: usize,
+    /// The source's descriptor, if reading it may wait for any time (a pipe, standard input that is not
+    /// a file).
+    waits_on: Option<RawFd>,
+    /// Set to end the reading early ([`Stream::interrupt_with`]).
+    interrupt: Option<Arc<AtomicBool>>,
+    /// The reading ended because the interrupt flag was set.
+    interrupted: bool,
 }
 
 /// Damage a stream's source records while it is read on the decompressing thread, for the last window.
@@ -215,15 +295,21 @@ impl Stream {
             path: path.clone(),
             source,
         };
-        let (raw, id, stored_len): (Box<dyn Read + Send>, _, _) = if path.as_os_str() == "-" {
-            (Box::new(io::stdin()), FileId::of_stdin(), None)
-        } else {
-            let file = File::open(&path).map_err(open_error)?;
-            let meta = file.metadata().map_err(open_error)?;
-            let len = meta.is_file().then_some(meta.len());
-            (Box::new(file), Some(FileId::of(&meta)), len)
-        };
-        Self::from_raw(path, raw, id, stored_len, None)
+        let (raw, id, stored_len, waits_on): (Box<dyn Read + Send>, _, _, _) =
+            if path.as_os_str() == "-" {
+                let stdin = io::stdin();
+                let waits_on = may_wait(&stdin);
+                (Box::new(stdin), FileId::of_stdin(), None, waits_on)
+            } else {
+                let file = File::open(&path).map_err(open_error)?;
+                let meta = file.metadata().map_err(open_error)?;
+                let len = meta.is_file().then_some(meta.len());
+                let waits_on = may_wait(&file);
+                (Box::new(file), Some(FileId::of(&meta)), len, waits_on)
+            };
+        let mut stream = Self::from_raw(path, raw, id, stored_len, None)?;
+        stream.waits_on = waits_on;
+        Ok(stream)
     }
 
     /// Several mapped captures merged by time into one stream, as `mergecap` merges files by default
@@ -317,7 +403,23 @@ impl Stream {
             ended: false,
             late_damage,
             merged: 0,
+            waits_on: None,
+            interrupt: None,
+            interrupted: false,
         })
+    }
+
+    /// Ends the reading early when `flag` is set (a run's interrupt flag): the window being read is not
+    /// handed over, and [`Stream::read_windows`] returns at once, even while a pipe is quiet (it is
+    /// looked at every 50 ms while the source is waited for). [`Stream::interrupted`] then says so.
+    pub fn interrupt_with(&mut self, flag: Option<Arc<AtomicBool>>) {
+        self.interrupt = flag;
+    }
+
+    /// Whether the reading ended because the flag of [`Stream::interrupt_with`] was set, before the
+    /// stream's end.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
     }
 
     /// The path it was opened from (`-` for standard input; a description for a merge of several files).
@@ -397,37 +499,20 @@ impl Stream {
     }
 
     fn start(&mut self, window: usize) {
-        let Some(mut decoder) = self.decoder.take() else {
+        let Some(decoder) = self.decoder.take() else {
             return;
         };
         let (filled_tx, filled) = sync_channel::<Filled>(1);
         let (free, free_rx) = sync_channel::<Vec<u8>>(2);
+        let watch = Watch {
+            interrupt: self.interrupt.clone(),
+            quiet_fd: self
+                .waits_on
+                .filter(|_| self.compression == Compression::None),
+        };
         let spawned = std::thread::Builder::new()
             .name("pcapsleuth-decompress".into())
-            .spawn(move || loop {
-                let mut buf = free_rx
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(HEADROOM + window));
-                buf.resize(HEADROOM + window, 0);
-                let mut len = 0;
-                let end = loop {
-                    match decoder.read(&mut buf[HEADROOM + len..]) {
-                        Ok(0) => break Some(None),
-                        Ok(n) => {
-                            len += n;
-                            if len == window {
-                                break None;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => break Some(Some(e)),
-                    }
-                };
-                let last = end.is_some();
-                if filled_tx.send(Filled { buf, len, end }).is_err() || last {
-                    return;
-                }
-            });
+            .spawn(move || fill_windows(decoder, &watch, window, &filled_tx, &free_rx));
         if spawned.is_ok() {
             self.ahead = Some(Ahead { filled, free });
         }
@@ -440,17 +525,26 @@ impl Stream {
         if self.ended {
             return None;
         }
-        let filled = match self.ahead.as_ref().map(|a| a.filled.recv()) {
+        let filled = match self.ahead.as_ref().map(|a| self.wait_for(&a.filled)) {
             Some(Ok(f)) => f,
             // The stream ended within its first bytes, or the thread could not start or died: it ends
             // here.
             _ => Filled {
                 buf: Vec::new(),
                 len: 0,
-                end: Some(self.head_end.take()),
+                end: End::Ended(self.head_end.take()),
             },
         };
         let Filled { mut buf, len, end } = filled;
+        let end = match end {
+            End::More => None,
+            End::Ended(error) => Some(error),
+            End::Interrupted => {
+                self.ended = true;
+                self.interrupted = true;
+                return None;
+            }
+        };
         let (start, buf) = if carry.len() <= HEADROOM && buf.len() >= HEADROOM {
             let start = HEADROOM - carry.len();
             buf[start..HEADROOM].copy_from_slice(carry);
@@ -536,10 +630,95 @@ impl Stream {
         Ok(())
     }
 
+    /// The next buffer the reading thread fills; while it waits (a quiet pipe, a slow decompression),
+    /// the interrupt flag is looked at every [`QUIET_STEP`]: once set, the thread is left to end on its
+    /// own (it may be blocked reading) and the stream ends as interrupted.
+    fn wait_for(&self, filled: &Receiver<Filled>) -> Result<Filled, RecvTimeoutError> {
+        loop {
+            match filled.recv_timeout(QUIET_STEP) {
+                Err(RecvTimeoutError::Timeout) if self.interrupt_set() => {
+                    return Ok(Filled {
+                        buf: Vec::new(),
+                        len: 0,
+                        end: End::Interrupted,
+                    })
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                got => return got,
+            }
+        }
+    }
+
+    fn interrupt_set(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
     /// Gives a window's buffer back for decompressing into again.
     fn recycle(&mut self, window: Window) {
         if let Some(a) = &self.ahead {
             let _ = a.free.try_send(window.buf);
+        }
+    }
+}
+
+/// The reading thread: fills buffers from `decoder` and hands them over until the stream ends, the run
+/// is interrupted, or the reader is gone.
+fn fill_windows(
+    mut decoder: Box<dyn Read + Send>,
+    watch: &Watch,
+    window: usize,
+    filled: &SyncSender<Filled>,
+    free: &Receiver<Vec<u8>>,
+) {
+    loop {
+        let mut buf = free
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(HEADROOM + window));
+        buf.resize(HEADROOM + window, 0);
+        let (len, end) = fill(&mut *decoder, watch, &mut buf[HEADROOM..]);
+        let last = !matches!(end, End::More);
+        if filled.send(Filled { buf, len, end }).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Reads into `room` until it is full (or, from a quiet pipe, until it was filling long enough), the
+/// stream ends, or the run is interrupted: how many bytes it read, and why it stopped.
+fn fill(decoder: &mut dyn Read, watch: &Watch, room: &mut [u8]) -> (usize, End) {
+    let mut len = 0;
+    let mut since: Option<Instant> = None;
+    let mut quiet = Duration::ZERO;
+    loop {
+        if watch.interrupted() {
+            return (len, End::Interrupted);
+        }
+        let long_enough = since.is_some_and(|t| t.elapsed() >= FILLING_AT_MOST);
+        let early = watch.quiet_fd.is_some();
+        if early && (long_enough || (len > 0 && quiet >= QUIET_AT_MOST)) {
+            return (len, End::More);
+        }
+        if let Some(fd) = watch.quiet_fd {
+            if !readable(fd, QUIET_STEP) {
+                quiet += QUIET_STEP;
+                continue;
+            }
+            quiet = Duration::ZERO;
+        }
+        match decoder.read(&mut room[len..]) {
+            Ok(0) => return (len, End::Ended(None)),
+            Ok(n) => {
+                len += n;
+                since.get_or_insert_with(Instant::now);
+                if len == room.len() {
+                    return (len, End::More);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) if watch.interrupted() => return (len, End::Interrupted),
+            Err(e) => return (len, End::Ended(Some(e))),
         }
     }
 }

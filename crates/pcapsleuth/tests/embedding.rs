@@ -68,7 +68,7 @@ fn the_transactions_example_streams_every_transaction_and_stops_early_when_asked
     assert!(few < lines.len());
     assert_eq!(
         String::from_utf8_lossy(&first.stderr),
-        "stopped after 3 transactions\n"
+        "stopped after the transactions asked for\n"
     );
 }
 

@@ -88,8 +88,9 @@ pub fn summary(skips: &[Skip]) -> String {
     let targets: std::collections::BTreeSet<&str> =
         skips.iter().map(|s| s.target.as_str()).collect();
     let mut out = format!(
-        "oracle checks: {} skipped in {} test targets, because a tool to compare with is missing \
-         (install them, or run .ci/run, for every cross-check):",
+        "oracle checks: {} skipped in {} test targets, because a tool to compare with or an input of \
+         ../shared is missing (install the tools and put ../shared beside the repository, or run \
+         .ci/run, for every cross-check):",
         skips.len(),
         targets.len()
     );
