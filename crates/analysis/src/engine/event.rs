@@ -2,9 +2,8 @@
 //! phase.
 
 use pcapsleuth_flow::{Side, TcpSegment};
-use pcapsleuth_mysql::PieceShape;
 
-use super::scan::Scan;
+use crate::mysql::PayloadHint;
 
 /// A decoded TCP packet, kept compact between the scan and the tracking phase.
 #[derive(Debug, Clone, Copy)]
@@ -24,14 +23,16 @@ pub(super) struct PacketEvent {
     pub(super) wire_len: u32,
     pub(super) window: u16,
     pub(super) flags: u8,
-    /// The sending [`Side`] (bit 7), the [`PieceShape`] of the payload when the scan tells it (bits
-    /// 4..=6; see [`EngineOptions::mysql_depth`]) and, for a SYN, the length of its TCP options in 32-bit
+    /// The sending [`Side`] (bit 7), the MySQL glue's [`PayloadHint`] when the scan tells one (bits
+    /// 4..=6; see [`EngineOptions::mysql_depth`](super::EngineOptions::mysql_depth)) and, for a SYN, the length of its TCP options in 32-bit
     /// words (bits 0..=3, at most 10): three facts in the byte a `Side` alone would take, so that an event
     /// stays 48 bytes.
     pub(super) side_options: u8,
 }
 
 const _: () = assert!(std::mem::size_of::<PacketEvent>() == 48);
+// The options' length, the hint and the side share `side_options` without overlapping.
+const _: () = assert!(PacketEvent::HINT_SHIFT + PayloadHint::BITS <= 7);
 
 impl PacketEvent {
     const SIDE_HI: u8 = 0x80;
@@ -71,21 +72,25 @@ impl PacketEvent {
         words | if side == Side::Hi { Self::SIDE_HI } else { 0 }
     }
 
-    pub(super) const SHAPE_SHIFT: u8 = 4;
-    const SHAPE_BITS: u8 = 0x70;
+    /// Where the MySQL glue's [`PayloadHint`] sits in `side_options`: between the options' length
+    /// (bits 0..=3) and the side (bit 7).
+    const HINT_SHIFT: u8 = 4;
+    const HINT_MASK: u8 = ((1 << PayloadHint::BITS) - 1) << Self::HINT_SHIFT;
 
-    /// Whether the scan told the payload's shape.
+    /// `side_options`' bits of a payload's hint.
     #[inline]
-    pub(super) fn shaped(&self) -> bool {
-        self.side_options & Self::SHAPE_BITS != 0
+    pub(super) fn hint_bits(hint: PayloadHint) -> u8 {
+        hint.bits() << Self::HINT_SHIFT
     }
 
-    /// What the payload is to a MySQL exchange, when the scan told it (else [`PieceShape::Unknown`]).
+    /// What the scan told the MySQL glue of the payload ([`PayloadHint::NONE`] when it told nothing).
     #[inline]
-    pub(super) fn piece_shape(&self) -> PieceShape {
-        PieceShape::from_bits(self.side_options >> Self::SHAPE_SHIFT)
+    pub(super) fn payload_hint(&self) -> PayloadHint {
+        PayloadHint::from_bits((self.side_options & Self::HINT_MASK) >> Self::HINT_SHIFT)
     }
 
+    /// The sending side.
+    #[inline]
     pub(super) fn side(&self) -> Side {
         if self.side_options & Self::SIDE_HI != 0 {
             Side::Hi
@@ -94,18 +99,9 @@ impl PacketEvent {
         }
     }
 
-    /// The TCP options kept (a SYN's), read from where the payload is: right before it, in the split's
-    /// bytes or in the datagrams reassembled from its IP fragments.
+    /// The length of the TCP options kept (a SYN's), in bytes: they lie right before the payload.
     #[inline]
-    pub(super) fn options<'a>(&self, scan: &'a Scan<'_>) -> &'a [u8] {
-        let len = usize::from(self.side_options & 0x0f) * 4;
-        if len == 0 {
-            return &[];
-        }
-        let end = usize::try_from(self.payload_at).unwrap_or(usize::MAX);
-        let from = end.saturating_sub(len);
-        scan.bytes
-            .get(from..end)
-            .unwrap_or_else(|| scan.in_reassembled(from, end))
+    pub(super) fn options_len(&self) -> usize {
+        usize::from(self.side_options & 0x0f) * 4
     }
 }

@@ -3,36 +3,25 @@
 
 use std::sync::Mutex;
 
-use pcapsleuth_capture::{Capture, Chunk, Damage, LinkType, ReaderState, Split, Stream, Timestamp};
+use pcapsleuth_capture::{Capture, Damage, LinkType, ReaderState, Stream, Timestamp};
 use pcapsleuth_flow::{decode, decode_segment, Decoded, FrameRef, IpReassembler, NotTcp};
 use rayon::prelude::*;
 
 use crate::events::Analysis;
 use crate::facts::{FileFacts, PacketCounts};
-use crate::mysql::{MysqlDepth, MysqlDetection};
-use crate::phases::{Batch, Phases};
+use crate::mysql::PayloadHint;
+use crate::phases::{Batch, Phases, Tasks};
 use crate::timeline::TimeTally;
 
 use super::event::PacketEvent;
 use super::options::EngineOptions;
-use super::scan::{reassembled_event, scan, EventLists, Scan};
+use super::scan::{reassembled_event, scan, EventLists, Piece, Scan};
 use super::track::Bucket;
 
 /// One input of a run.
 pub(super) enum Source<'a> {
     Mapped(&'a Capture),
     Streamed(&'a mut Stream),
-}
-
-/// A split to scan: which input, the bytes it lies in, and whether its start is proven already (the
-/// first split of a file or of a stream window starts where reading is known to stand).
-pub(super) struct Piece<'a> {
-    pub(super) input: usize,
-    pub(super) chunk: Chunk<'a>,
-    pub(super) split: Split,
-    pub(super) proven: bool,
-    /// The mapped file, to read again if it shrank.
-    pub(super) mapped: Option<&'a Capture>,
 }
 
 /// A window of a stream is this many bytes per thread (two splits per thread, as for mapped files), at
@@ -126,7 +115,7 @@ impl<A: Analysis> Pass<'_, A> {
     /// split count meets the same fragments in the same order. Apart, never inlined: most captures hold
     /// no fragment, and the batch's own code is the hot path's.
     #[inline(never)]
-    fn reassemble(&mut self, scans: &mut [Scan<'_>], bases: &[u64], shapes: bool) {
+    fn reassemble(&mut self, scans: &mut [Scan<'_>], bases: &[u64], hints: bool) {
         for (sc, &base) in scans.iter_mut().zip(bases) {
             let mut made: Vec<(usize, PacketEvent)> = Vec::new();
             for fr in std::mem::take(&mut sc.fragments) {
@@ -160,7 +149,7 @@ impl<A: Analysis> Pass<'_, A> {
                                 &seg,
                                 when,
                                 wire_len,
-                                shapes,
+                                hints,
                             );
                             // A flow seen in the split already gets a second id here, which tracking
                             // resolves to the same flow.
@@ -210,17 +199,62 @@ impl<A: Analysis> Pass<'_, A> {
         pieces: &[Piece<'_>],
         release: &[(&Capture, u64, u64)],
     ) -> ReaderState {
-        let nbuckets = self.nbuckets;
         let phases = self.phases;
-        // Payload shapes are told only where MySQL exchanges are followed undecoded.
-        let shapes =
-            self.opts.mysql_depth == MysqlDepth::Closes && self.opts.mysql != MysqlDetection::Off;
+        let hints = PayloadHint::wanted(self.opts.mysql, self.opts.mysql_depth);
         let scan_clock = phases.start();
+        let (releases, scan_tasks) = (phases.tasks(), phases.tasks());
+        let mut scans = self.scan_phase(pieces, release, hints, &releases, &scan_tasks);
+        let scan_wall = scan_clock.seconds();
+        let serial_clock = phases.task();
+        self.rescan_shrunk(pieces, &mut scans, hints);
+        let bases = self.prove_boundaries(pieces, &mut scans, hints);
+        if scans.iter().any(|sc| !sc.fragments.is_empty()) {
+            self.reassemble(&mut scans, &bases, hints);
+        }
+        let serial = serial_clock.seconds();
+        let track_clock = phases.start();
+        let (track_tasks, merges) = (phases.tasks(), phases.tasks());
+        let batch = self.track_phase(&scans, &bases, &track_tasks, &merges);
+        self.pool
+            .extend(scans.into_iter().map(|sc| sc.buckets.recycled()));
+        let track_wall = track_clock.seconds();
+        let fold_clock = phases.start();
+        let last_merge = phases.task();
+        if let Some(batch) = batch {
+            self.analysis.merge(batch);
+        }
+        let last_merge = last_merge.seconds();
+        phases.batch(Batch {
+            scan_wall,
+            scan_tasks: scan_tasks.into_times(),
+            releases: releases.into_times(),
+            serial,
+            track_wall,
+            track_tasks: track_tasks.into_times(),
+            fold_wall: fold_clock.seconds(),
+            fold_tasks: merges.into_times(),
+            last_merge,
+        });
+        self.expected
+            .clone()
+            .unwrap_or_else(|| pieces[0].split.start_state.clone())
+    }
+
+    /// Phase 1 of a batch: scans `pieces` in parallel, each into event lists of the pool, and releases
+    /// the pages of `release` meanwhile. Returns the scans in the pieces' order.
+    fn scan_phase<'a>(
+        &mut self,
+        pieces: &[Piece<'a>],
+        release: &[(&Capture, u64, u64)],
+        hints: bool,
+        releases: &Tasks,
+        scan_tasks: &Tasks,
+    ) -> Vec<Scan<'a>> {
+        let nbuckets = self.nbuckets;
         let lists: Vec<EventLists> = pieces
             .iter()
             .map(|_| self.pool.pop().unwrap_or_else(|| EventLists::new(nbuckets)))
             .collect();
-        let (releases, scan_tasks) = (phases.tasks(), phases.tasks());
         // One queue for the phase: each split followed by the release of one of the previous batch's
         // (split by split: one thread dropping a whole batch's page-table entries was the longest task
         // of a batch's scan once splits are small, with many cores). A thread takes the next task when
@@ -248,7 +282,7 @@ impl<A: Analysis> Pass<'_, A> {
                                 if let Some(cap) = p.mapped {
                                     cap.populate(p.split.cut, p.split.end);
                                 }
-                                scan(p, p.split.clone(), p.chunk.reader(&p.split), lists, shapes)
+                                scan(p, p.split.clone(), p.chunk.reader(&p.split), lists, hints)
                             }),
                         )),
                         ScanWork::Release((cap, from, to)) => {
@@ -260,9 +294,11 @@ impl<A: Analysis> Pass<'_, A> {
             })
             .collect();
         scanned.sort_unstable_by_key(|(i, _)| *i);
-        let mut scans: Vec<Scan<'_>> = scanned.into_iter().map(|(_, sc)| sc).collect();
-        let scan_wall = scan_clock.seconds();
-        let serial_clock = phases.task();
+        scanned.into_iter().map(|(_, sc)| sc).collect()
+    }
+
+    /// Reads again the splits of a mapped file that shrank while this batch was scanned.
+    fn rescan_shrunk<'a>(&mut self, pieces: &[Piece<'a>], scans: &mut [Scan<'a>], hints: bool) {
         // A mapped file that shrank while this batch was scanned (logrotate's copytruncate) was read as
         // zeros past its new end: read again up to the end, which readers now stop at.
         for (i, piece) in pieces.iter().enumerate() {
@@ -276,14 +312,25 @@ impl<A: Analysis> Pass<'_, A> {
                     if p.input == piece.input && sc.end.offset > shrank.offset {
                         let chunk = cap.chunk();
                         let lists = std::mem::take(&mut sc.buckets);
-                        *sc = scan(p, p.split.clone(), chunk.reader(&p.split), lists, shapes);
+                        *sc = scan(p, p.split.clone(), chunk.reader(&p.split), lists, hints);
                         sc.bytes = chunk.bytes;
                     }
                 }
                 self.damage.push(shrank.in_input(piece.input));
             }
         }
-        // Prove each boundary: a split is kept only if the previous one ended exactly where it began.
+    }
+
+    /// Proves each split's start against where the previous one ended (scanning it again from there
+    /// where the resync guessed wrong), and adds each split's counts and times to the run's. Returns
+    /// each split's first frame number less one.
+    fn prove_boundaries<'a>(
+        &mut self,
+        pieces: &[Piece<'a>],
+        scans: &mut [Scan<'a>],
+        hints: bool,
+    ) -> Vec<u64> {
+        // A split is kept only if the previous one ended exactly where it began.
         let mut bases = Vec::with_capacity(scans.len());
         for (piece, sc) in pieces.iter().zip(scans.iter_mut()) {
             match &self.expected {
@@ -295,7 +342,7 @@ impl<A: Analysis> Pass<'_, A> {
                     };
                     let reader = chunk.reader_after(expected.clone(), split.end);
                     let lists = std::mem::take(&mut sc.buckets);
-                    *sc = scan(piece, split, reader, lists, shapes);
+                    *sc = scan(piece, split, reader, lists, hints);
                     sc.bytes = chunk.bytes;
                 }
                 _ => {}
@@ -317,25 +364,29 @@ impl<A: Analysis> Pass<'_, A> {
             self.damage
                 .extend(sc.damage.iter().map(|d| d.clone().in_input(piece.input)));
         }
-        if scans.iter().any(|sc| !sc.fragments.is_empty()) {
-            self.reassemble(&mut scans, &bases, shapes);
-        }
+        bases
+    }
+
+    /// Phase 2 of a batch: tracks every bucket's events, the threads taking the buckets from one queue.
+    /// Returns the batch's analysis instances merged (none if the pool had no thread).
+    fn track_phase(
+        &mut self,
+        scans: &[Scan<'_>],
+        bases: &[u64],
+        track_tasks: &Tasks,
+        merges: &Tasks,
+    ) -> Option<A> {
         let opts = self.opts;
         let files = &self.mapped[..];
-        let serial = serial_clock.seconds();
-        let track_clock = phases.start();
         // Each thread takes the next bucket from one queue, the buckets with the most events first (a
         // bucket's tracking takes about as long as its events), so that the small ones fill in at the
-        // end: a phase lasts until its last task ends, and rayon's halving of the list gave one thread
-        // the large buckets and the other the small ones (`mysql` on the bench capture kept the two
-        // cores 91% busy, 94% with the queue, and ran 7% faster). Each thread tracks into one analysis
-        // instance, made as it starts, merged as a tree as the threads finish. An instance per bucket
-        // made 8 per thread and batch, each filling its maps and caches anew and merged: at 64
-        // threads' layout 16,368 instances on the bench capture, 22% more work for `report` than at 2
-        // threads'. The contract allows it: instances are per worker, and merging is commutative and
+        // end: a phase lasts until its last task ends, and rayon's halving of the list would give one
+        // thread the large buckets and the other the small ones. Each thread tracks into one analysis
+        // instance, made as it starts, merged as a tree as the threads finish: an instance per bucket
+        // would be several per thread and batch, each filling its maps and caches anew and merged, work
+        // that grows with the number of buckets. The contract allows it: instances are per worker, and merging is commutative and
         // associative.
         let analyses = self.analyses;
-        let (track_tasks, merges) = (phases.tasks(), phases.tasks());
         let mut order: Vec<(usize, usize, &mut Bucket<A>)> = self
             .buckets
             .iter_mut()
@@ -350,7 +401,7 @@ impl<A: Analysis> Pass<'_, A> {
             .collect();
         order.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         let queue = Mutex::new(order.into_iter());
-        let batch = every_thread()
+        every_thread()
             .map(|_| {
                 let mut analysis = analyses();
                 while let Some((_, b, bucket)) = next_of(&queue) {
@@ -362,29 +413,6 @@ impl<A: Analysis> Pass<'_, A> {
             .reduce_with(|mut a, b| {
                 merges.time(|| a.merge(b));
                 a
-            });
-        self.pool
-            .extend(scans.into_iter().map(|sc| sc.buckets.recycled()));
-        let track_wall = track_clock.seconds();
-        let fold_clock = phases.start();
-        let last_merge = phases.task();
-        if let Some(batch) = batch {
-            self.analysis.merge(batch);
-        }
-        let last_merge = last_merge.seconds();
-        phases.batch(Batch {
-            scan_wall,
-            scan_tasks: scan_tasks.into_times(),
-            releases: releases.into_times(),
-            serial,
-            track_wall,
-            track_tasks: track_tasks.into_times(),
-            fold_wall: fold_clock.seconds(),
-            fold_tasks: merges.into_times(),
-            last_merge,
-        });
-        self.expected
-            .clone()
-            .unwrap_or_else(|| pieces[0].split.start_state.clone())
+            })
     }
 }

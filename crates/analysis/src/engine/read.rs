@@ -10,7 +10,8 @@ use crate::timeline::TimeTally;
 
 use super::conclude::conclude_run;
 use super::options::{batch_len, split_target, EngineOptions, BATCH_TARGET_BYTES};
-use super::pass::{flush, Pass, Piece, Source, STREAM_WINDOW_PER_THREAD};
+use super::pass::{flush, Pass, Source, STREAM_WINDOW_PER_THREAD};
+use super::scan::Piece;
 use super::track::Bucket;
 use super::{with_capture_secrets, Run};
 

@@ -2,16 +2,37 @@
 
 use std::collections::HashMap;
 
-use pcapsleuth_capture::{Damage, LinkType, ReaderState, Record, RecordReader, Split, Timestamp};
-use pcapsleuth_flow::{decode_segment, FlowBuildHasher, FlowKey, NotTcp, Side, TcpSegment};
-use pcapsleuth_mysql::PieceShape;
+use pcapsleuth_capture::{
+    Capture, Chunk, Damage, LinkType, ReaderState, Record, RecordReader, Split, Timestamp,
+};
+use pcapsleuth_flow::{
+    decode_segment, FlowBuildHasher, FlowKey, NotTcp, Side, TcpFlags, TcpSegment,
+};
 
 use crate::facts::PacketCounts;
+use crate::mysql::PayloadHint;
 use crate::timeline::SplitTimes;
 
 use super::event::PacketEvent;
-use super::pass::Piece;
-use super::prefetch::{prefetch_line, SCAN_READAHEAD};
+use super::prefetch::prefetch_line;
+
+/// How far ahead of the record it reads the scan asks for the file's bytes (see [`prefetch_line`](super::prefetch::prefetch_line)).
+///
+/// The scan reads the file in order, but the hardware's own prefetcher stops at every 4 KB page (and a
+/// record is ~160 bytes on small-packet traffic): without the hint the scan waited on memory for most
+/// lines it read. Anything from 1 to 8 KB ahead does alike (DEVELOPMENT.md has the measurements).
+pub(super) const SCAN_READAHEAD: usize = 2048;
+
+/// A split to scan: which input, the bytes it lies in, and whether its start is proven already (the
+/// first split of a file or of a stream window starts where reading is known to stand).
+pub(super) struct Piece<'a> {
+    pub(super) input: usize,
+    pub(super) chunk: Chunk<'a>,
+    pub(super) split: Split,
+    pub(super) proven: bool,
+    /// The mapped file, to read again if it shrank.
+    pub(super) mapped: Option<&'a Capture>,
+}
 
 /// Phase 1's result for one split.
 pub(super) struct Scan<'a> {
@@ -44,6 +65,49 @@ impl Scan<'_> {
         from.checked_sub(base)
             .and_then(|from| self.reassembled.get(from..to.checked_sub(base)?))
             .unwrap_or(&[])
+    }
+
+    /// The TCP segment `ev` was made from, its payload read where the scan left it: in the
+    /// split's bytes or, past them, in a datagram reassembled from IP fragments.
+    #[inline(always)]
+    pub(super) fn segment_of(&self, ev: &PacketEvent, key: &FlowKey) -> TcpSegment<'_> {
+        let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+        let to = from.saturating_add(ev.payload_captured() as usize);
+        let payload = self
+            .bytes
+            .get(from..to)
+            .unwrap_or_else(|| self.in_reassembled(from, to));
+        let side = ev.side();
+        let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
+        TcpSegment {
+            src: src.ip,
+            src_port: src.port,
+            dst: dst.ip,
+            dst_port: dst.port,
+            seq: ev.seq,
+            ack: ev.ack,
+            window: ev.window,
+            flags: TcpFlags(ev.flags),
+            options: self.options_of(ev),
+            payload,
+            payload_len: ev.payload_len,
+            ttl: ev.ttl(),
+        }
+    }
+
+    /// The TCP options kept (a SYN's), read from where the payload is: right before it, in the split's
+    /// bytes or in the datagrams reassembled from its IP fragments.
+    #[inline]
+    fn options_of(&self, ev: &PacketEvent) -> &[u8] {
+        let len = ev.options_len();
+        if len == 0 {
+            return &[];
+        }
+        let end = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
+        let from = end.saturating_sub(len);
+        self.bytes
+            .get(from..end)
+            .unwrap_or_else(|| self.in_reassembled(from, end))
     }
 }
 
@@ -217,14 +281,14 @@ impl EventLists {
 }
 
 /// Phase 1: reads the records of `split`, each TCP segment into an event of its flow's bucket. With
-/// `shapes`, each payload's [`PieceShape`] is told beside it, read here where its bytes were just read,
+/// `hints`, each payload's [`PayloadHint`] for the MySQL glue is told beside it, read here where its bytes were just read,
 /// so that following a MySQL exchange does not read them again ([`MysqlDepth::Closes`]).
 pub(super) fn scan<'a>(
     piece: &Piece<'a>,
     split: Split,
     mut reader: RecordReader<'a>,
     mut buckets: EventLists,
-    shapes: bool,
+    hints: bool,
 ) -> Scan<'a> {
     let base = piece.chunk.bytes.as_ptr() as usize;
     let nbuckets = buckets.nbuckets();
@@ -280,11 +344,7 @@ pub(super) fn scan<'a>(
         counts.tcp += 1;
         let (flow, side, bucket) = ids.of(&seg, &mut keys, nbuckets);
         // A cut payload is not told: the exchange reads what it has.
-        let shape = if shapes && seg.payload.len() as u32 == seg.payload_len {
-            PieceShape::of(seg.payload)
-        } else {
-            PieceShape::Unknown
-        };
+        let hint = hint_of(hints, &seg);
         buckets.push(
             bucket as usize,
             PacketEvent {
@@ -299,8 +359,7 @@ pub(super) fn scan<'a>(
                 wire_len: rec.orig_len,
                 window: seg.window,
                 flags: seg.flags.0,
-                side_options: PacketEvent::side_options(side, &seg)
-                    | shape.bits() << PacketEvent::SHAPE_SHIFT,
+                side_options: PacketEvent::side_options(side, &seg) | PacketEvent::hint_bits(hint),
             },
         );
     }
@@ -333,14 +392,10 @@ pub(super) fn reassembled_event(
     seg: &TcpSegment<'_>,
     (frame_in_split, ts): (u32, i64),
     wire_len: u32,
-    shapes: bool,
+    hints: bool,
 ) -> (FlowKey, PacketEvent) {
     let (key, side) = FlowKey::of(seg.src_endpoint(), seg.dst_endpoint());
-    let shape = if shapes && seg.payload.len() as u32 == seg.payload_len {
-        PieceShape::of(seg.payload)
-    } else {
-        PieceShape::Unknown
-    };
+    let hint = hint_of(hints, &seg);
     let payload_at = (seg.payload.as_ptr() as usize).wrapping_sub(reassembled.as_ptr() as usize);
     let event = PacketEvent {
         ts,
@@ -354,8 +409,18 @@ pub(super) fn reassembled_event(
         wire_len,
         window: seg.window,
         flags: seg.flags.0,
-        side_options: PacketEvent::side_options(side, seg)
-            | shape.bits() << PacketEvent::SHAPE_SHIFT,
+        side_options: PacketEvent::side_options(side, seg) | PacketEvent::hint_bits(hint),
     };
     (key, event)
+}
+
+/// The MySQL glue's hint for the payload of `seg` when `hints` are asked for and the payload was captured
+/// whole, else none.
+#[inline(always)]
+fn hint_of(hints: bool, seg: &TcpSegment<'_>) -> PayloadHint {
+    if hints && seg.payload.len() as u32 == seg.payload_len {
+        PayloadHint::of(seg.payload)
+    } else {
+        PayloadHint::NONE
+    }
 }

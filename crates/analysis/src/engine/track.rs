@@ -4,12 +4,13 @@
 use hashbrown::HashTable;
 use pcapsleuth_capture::Timestamp;
 use pcapsleuth_flow::{
-    CloseFlag, ConnectionState, FrameRef, PackedState, RoleBasis, SegmentClass, Side, TcpFlags,
-    TcpSegment,
+    CloseFlag, ConnectionState, FrameRef, PackedState, RoleBasis, SegmentClass, Side, TcpSegment,
 };
 
 use crate::events::{Analysis, CloseView, ConnectionView, EndView, EndedBy, SegmentView};
-use crate::mysql::{Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack, Told};
+use crate::mysql::{
+    Home, MysqlDepth, MysqlDetection, MysqlSessionFacts, MysqlTrack, PayloadHint, Told,
+};
 
 use super::event::PacketEvent;
 use super::flow::{slot_of_key, view_of, FlowSlot, LiveFlow};
@@ -124,51 +125,29 @@ impl<A: Analysis> Bucket<A> {
         opts: &EngineOptions,
         analysis: &mut A,
     ) {
-        let Bucket {
-            index,
-            slots,
-            replaced,
-            spare,
-        } = self;
         // Split-local flow id -> slot, resolved once per flow per split rather than hashed per packet. One
         // table for the batch, whose entries this bucket set are put back after each split: a table made
         // per split cost every bucket a pass over every flow of the split (most of them other buckets'),
-        // work that grew with buckets x splits, i.e. with the square of the threads (18% more CPU for
-        // `mysql` laid out for 64 threads).
-        let mysql_on = opts.mysql != MysqlDetection::Off;
-        let mut slot_of: Vec<u32> = Vec::new();
-        let mut resolved: Vec<u32> = Vec::new();
+        // work that grew with buckets x splits, i.e. with the square of the threads.
+        let mut slots = SlotsOfSplit::default();
+        // Only MySQL decoding reads payloads.
+        let prefetch = opts.mysql != MysqlDetection::Off;
         for (scan, &base) in scans.iter().zip(bases) {
-            let bytes = scan.bytes;
-            let home = Home {
-                files,
-                input: scan.input,
-            };
             let events = scan.buckets.blocks(b);
             if events.is_empty() {
                 continue;
             }
-            for f in resolved.drain(..) {
-                slot_of[f as usize] = u32::MAX;
-            }
-            if slot_of.len() < scan.keys.len() {
-                slot_of.resize(scan.keys.len(), u32::MAX);
-            }
-            // Only MySQL decoding reads payloads.
-            let prefetch = mysql_on;
+            slots.next_split(scan.keys.len());
+            let home = Home {
+                files,
+                input: scan.input,
+            };
             let mut blocks = events.iter().peekable();
             while let Some(block) = blocks.next() {
                 let next_block: &[PacketEvent] = blocks.peek().map_or(&[], |b| b.as_slice());
                 for (pos, ev) in block.iter().enumerate() {
                     if prefetch {
-                        // The event PREFETCH_DISTANCE places ahead (in this block or the next), whose
-                        // payload is fetched meanwhile, unless the scan told its shape: a MySQL exchange
-                        // followed undecoded does not read it.
-                        let a = pos + PREFETCH_DISTANCE;
-                        let ahead = block.get(a).or_else(|| next_block.get(a - block.len()));
-                        if let Some(ahead) = ahead.filter(|e| !e.shaped()) {
-                            prefetch_payload(bytes, ahead);
-                        }
+                        prefetch_ahead(scan.bytes, block, next_block, pos);
                     }
                     // Borrowed, not copied per packet: only a new flow needs the key itself.
                     let key = &scan.keys[ev.flow as usize];
@@ -176,162 +155,98 @@ impl<A: Analysis> Bucket<A> {
                         frame: base + u64::from(ev.frame_in_split) + 1,
                         ts: Timestamp(ev.ts),
                     };
-                    let (slot, opened) = match slot_of[ev.flow as usize] {
-                        u32::MAX => {
-                            let (i, new) = slot_of_key(index, slots, key, at, opts);
-                            slot_of[ev.flow as usize] = i as u32;
-                            resolved.push(ev.flow);
-                            (i, new)
-                        }
-                        i => (i as usize, false),
+                    let (slot, opened) = slots.resolve(ev.flow, || {
+                        slot_of_key(&mut self.index, &mut self.slots, key, at, opts)
+                    });
+                    let seg = scan.segment_of(ev, key);
+                    let packet = Packet {
+                        at,
+                        side: ev.side(),
+                        wire_len: ev.wire_len,
+                        hint: ev.payload_hint(),
                     };
-                    let from = usize::try_from(ev.payload_at).unwrap_or(usize::MAX);
-                    let to = from.saturating_add(ev.payload_captured() as usize);
-                    // Past the split's bytes: a datagram reassembled from IP fragments.
-                    let payload = bytes
-                        .get(from..to)
-                        .unwrap_or_else(|| scan.in_reassembled(from, to));
-                    let options = ev.options(scan);
-                    let side = ev.side();
-                    let (src, dst) = (key.endpoint(side), key.endpoint(side.other()));
-                    let seg = TcpSegment {
-                        src: src.ip,
-                        src_port: src.port,
-                        dst: dst.ip,
-                        dst_port: dst.port,
-                        seq: ev.seq,
-                        ack: ev.ack,
-                        window: ev.window,
-                        flags: TcpFlags(ev.flags),
-                        options,
-                        payload,
-                        payload_len: ev.payload_len,
-                        ttl: ev.ttl(),
-                    };
-                    let FlowSlot {
-                        flow: resting,
-                        state: flow_state,
-                    } = &mut slots[slot];
-                    let flow = resting.live(opts, spare);
-                    let fed = flow.tracker.feed(side, &seg, ev.wire_len, at);
-                    let mut opened = opened;
-                    if let Some(old) = fed.replaced.map(|b| *b) {
-                        let track = std::mem::replace(
-                            &mut flow.mysql,
-                            MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
-                        );
-                        let mut state = std::mem::take(flow_state);
-                        let view = view_of(&old, &track, flow.mysql_client);
-                        let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
-                        let facts = match flow.concluded.take() {
-                            Some(facts) => facts,
-                            None => conclude_mysql(track, &old, files, analysis, &mut state),
-                        };
-                        analysis.connection_ended(
-                            state,
-                            &ConnectionView::new(&old, client, is_mysql),
-                            &EndView {
-                                by: EndedBy::PortReuse,
-                                mysql: facts.as_deref(),
-                            },
-                        );
-                        replaced.push(Concluded::of(&old, facts, EndedBy::PortReuse));
-                        flow.mysql_client = None;
-                        opened = true;
-                    }
-                    let retransmitted = fed.class == SegmentClass::Retransmission;
-                    if retransmitted {
-                        flow.mysql.retransmission(at.ts.0);
-                    }
-                    // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
-                    // `segment` does nothing: not called per packet.
-                    if mysql_on && flow.concluded.is_none() {
-                        flow.mysql.segment(
-                            flow.tracker.current(),
-                            side,
-                            &seg,
-                            ev.piece_shape(),
-                            at,
-                            home,
-                        );
-                    }
-                    if opened {
-                        let view = view_of(flow.tracker.current(), &flow.mysql, flow.mysql_client);
-                        analysis.connection_opened(flow_state, &view);
-                    }
-                    if flow.concluded.is_none() {
-                        tell_transactions(
-                            &mut flow.mysql,
-                            flow.tracker.current(),
-                            analysis,
-                            flow_state,
-                        );
-                    }
-                    if seg.flags.fin() || seg.flags.rst() {
-                        for flag in [CloseFlag::Fin, CloseFlag::Rst] {
-                            let Some(close) = flow
-                                .tracker
-                                .current()
-                                .first_close(side, flag)
-                                .filter(|c| c.at == at)
-                            else {
-                                continue;
-                            };
-                            let LiveFlow {
-                                tracker,
-                                mysql,
-                                mysql_client,
-                                ..
-                            } = &mut *flow;
-                            let view = view_of(tracker.current(), mysql, *mysql_client);
-                            let context = mysql.close_context(at.frame, side, flag);
-                            analysis.close(
-                                flow_state,
-                                &view,
-                                &CloseView {
-                                    tcp: &close,
-                                    mysql: context,
-                                },
-                            );
-                        }
-                    }
-                    if flow.concluded.is_none() && flow.tracker.current().is_finished() {
-                        let track = std::mem::replace(
-                            &mut flow.mysql,
-                            MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full, None),
-                        );
-                        let client = track.client();
-                        flow.concluded = Some(conclude_mysql(
-                            track,
-                            flow.tracker.current(),
-                            files,
-                            analysis,
-                            flow_state,
-                        ));
-                        flow.mysql_client = client;
-                    }
-                    let view = view_of(flow.tracker.current(), &flow.mysql, flow.mysql_client);
-                    analysis.segment(
-                        flow_state,
-                        &view,
-                        &SegmentView {
-                            at,
-                            side,
-                            tcp: &seg,
-                            wire_len: ev.wire_len,
-                            class: fed.class,
-                        },
-                    );
-                    // Only a connection that ended, or one that carried no payload or close to a
-                    // decoder that is not yet sure it is MySQL, can rest: the check is two loads on
-                    // the path of every packet.
-                    if flow.concluded.is_some()
-                        || (seg.payload_len == 0 && flow.mysql.may_be_untouched())
-                    {
-                        resting.rest(opts, spare);
-                    }
+                    self.feed(slot, opened, &seg, packet, home, files, opts, analysis);
                 }
             }
+        }
+    }
+
+    /// Feeds one segment to the flow of `slot` (`opened`: a flow new to the bucket): its TCP tracker, its
+    /// MySQL glue, and the analysis, told of what they saw in the order an analysis expects (an opening
+    /// before the segment's transactions, those before its closes, the segment itself last).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn feed(
+        &mut self,
+        slot: usize,
+        mut opened: bool,
+        seg: &TcpSegment<'_>,
+        packet: Packet,
+        home: Home<'_>,
+        files: &[&[u8]],
+        opts: &EngineOptions,
+        analysis: &mut A,
+    ) {
+        let Packet {
+            at,
+            side,
+            wire_len,
+            hint,
+        } = packet;
+        let FlowSlot {
+            flow: resting,
+            state: flow_state,
+        } = &mut self.slots[slot];
+        let flow = resting.live(opts, &mut self.spare);
+        let fed = flow.tracker.feed(side, seg, wire_len, at);
+        if let Some(old) = fed.replaced.map(|b| *b) {
+            let ended = end_by_port_reuse(flow, flow_state, &old, files, opts, analysis);
+            self.replaced.push(ended);
+            opened = true;
+        }
+        if fed.class == SegmentClass::Retransmission {
+            flow.mysql.retransmission(at.ts.0);
+        }
+        // Without MySQL detection the decoder is decided "not MySQL" from the start, and its
+        // `segment` does nothing: not called per packet.
+        if opts.mysql != MysqlDetection::Off && flow.concluded.is_none() {
+            flow.mysql
+                .segment(flow.tracker.current(), side, seg, hint, at, home);
+        }
+        if opened {
+            let view = view_of(flow.tracker.current(), &flow.mysql, flow.mysql_client);
+            analysis.connection_opened(flow_state, &view);
+        }
+        if flow.concluded.is_none() {
+            tell_transactions(
+                &mut flow.mysql,
+                flow.tracker.current(),
+                analysis,
+                flow_state,
+            );
+        }
+        if seg.flags.fin() || seg.flags.rst() {
+            tell_closes(flow, flow_state, side, at, analysis);
+        }
+        if flow.concluded.is_none() && flow.tracker.current().is_finished() {
+            conclude_finished(flow, flow_state, files, analysis);
+        }
+        let view = view_of(flow.tracker.current(), &flow.mysql, flow.mysql_client);
+        analysis.segment(
+            flow_state,
+            &view,
+            &SegmentView {
+                at,
+                side,
+                tcp: seg,
+                wire_len,
+                class: fed.class,
+            },
+        );
+        // Only a connection that ended, or one that carried no payload or close to a decoder that is
+        // not yet sure it is MySQL, can rest: the check is two loads on the path of every packet.
+        if flow.concluded.is_some() || (seg.payload_len == 0 && flow.mysql.may_be_untouched()) {
+            resting.rest(opts, &mut self.spare);
         }
     }
 
@@ -373,4 +288,155 @@ impl<A: Analysis> Bucket<A> {
         }
         out
     }
+}
+
+/// What the tracking takes of a packet event besides its segment.
+#[derive(Clone, Copy)]
+struct Packet {
+    at: FrameRef,
+    side: Side,
+    wire_len: u32,
+    hint: PayloadHint,
+}
+
+/// Which slot of the bucket each split-local flow id of the split being tracked has, resolved once per
+/// flow and split; the ids resolved are put back after each split, so that the table serves the batch.
+#[derive(Default)]
+struct SlotsOfSplit {
+    slot_of: Vec<u32>,
+    resolved: Vec<u32>,
+}
+
+impl SlotsOfSplit {
+    /// Ready for the next split, whose flows number `flows`.
+    #[inline]
+    fn next_split(&mut self, flows: usize) {
+        for f in self.resolved.drain(..) {
+            self.slot_of[f as usize] = u32::MAX;
+        }
+        if self.slot_of.len() < flows {
+            self.slot_of.resize(flows, u32::MAX);
+        }
+    }
+
+    /// The slot of split-local flow `flow`, and whether `find` opened it; `find` runs on its first event
+    /// of the split.
+    #[inline(always)]
+    fn resolve(&mut self, flow: u32, find: impl FnOnce() -> (usize, bool)) -> (usize, bool) {
+        match self.slot_of[flow as usize] {
+            u32::MAX => {
+                let (i, new) = find();
+                self.slot_of[flow as usize] = i as u32;
+                self.resolved.push(flow);
+                (i, new)
+            }
+            i => (i as usize, false),
+        }
+    }
+}
+
+/// Asks for the payload of the event [`PREFETCH_DISTANCE`] places after `pos` (in `block` or the next),
+/// fetched while this one is worked on, unless the scan told its shape: a MySQL exchange followed
+/// undecoded does not read it.
+#[inline(always)]
+fn prefetch_ahead(bytes: &[u8], block: &[PacketEvent], next_block: &[PacketEvent], pos: usize) {
+    let a = pos + PREFETCH_DISTANCE;
+    let ahead = block.get(a).or_else(|| next_block.get(a - block.len()));
+    if let Some(ahead) = ahead.filter(|e| !e.payload_hint().told()) {
+        prefetch_payload(bytes, ahead.payload_at, ahead.payload_captured());
+    }
+}
+
+/// A new connection began on the 4-tuple of `flow`, whose connection `old` ends: concludes it, tells
+/// `analysis`, and gives `flow` a fresh MySQL glue. Returns the connection for the run's table. Rare:
+/// kept out of the per-packet path.
+#[inline(never)]
+fn end_by_port_reuse<A: Analysis>(
+    flow: &mut LiveFlow,
+    flow_state: &mut A::PerConnection,
+    old: &ConnectionState,
+    files: &[&[u8]],
+    opts: &EngineOptions,
+    analysis: &mut A,
+) -> Concluded {
+    let track = std::mem::replace(
+        &mut flow.mysql,
+        MysqlTrack::new(opts.mysql, opts.mysql_depth, opts.tls_keys.as_ref()),
+    );
+    let mut state = std::mem::take(flow_state);
+    let view = view_of(old, &track, flow.mysql_client);
+    let (client, is_mysql) = (view.mysql_client(), view.is_mysql());
+    let facts = match flow.concluded.take() {
+        Some(facts) => facts,
+        None => conclude_mysql(track, old, files, analysis, &mut state),
+    };
+    analysis.connection_ended(
+        state,
+        &ConnectionView::new(old, client, is_mysql),
+        &EndView {
+            by: EndedBy::PortReuse,
+            mysql: facts.as_deref(),
+        },
+    );
+    flow.mysql_client = None;
+    Concluded::of(old, facts, EndedBy::PortReuse)
+}
+
+/// Tells `analysis` the first FIN and the first RST of `side` if this segment, at `at`, was it.
+fn tell_closes<A: Analysis>(
+    flow: &mut LiveFlow,
+    flow_state: &mut A::PerConnection,
+    side: Side,
+    at: FrameRef,
+    analysis: &mut A,
+) {
+    for flag in [CloseFlag::Fin, CloseFlag::Rst] {
+        let Some(close) = flow
+            .tracker
+            .current()
+            .first_close(side, flag)
+            .filter(|c| c.at == at)
+        else {
+            continue;
+        };
+        let LiveFlow {
+            tracker,
+            mysql,
+            mysql_client,
+            ..
+        } = &mut *flow;
+        let view = view_of(tracker.current(), mysql, *mysql_client);
+        let context = mysql.close_context(at.frame, side, flag);
+        analysis.close(
+            flow_state,
+            &view,
+            &CloseView {
+                tcp: &close,
+                mysql: context,
+            },
+        );
+    }
+}
+
+/// The TCP connection of `flow` is over: concludes its MySQL decoding now (telling `analysis` what its
+/// end completed) and keeps the facts until the connection is told ended.
+fn conclude_finished<A: Analysis>(
+    flow: &mut LiveFlow,
+    flow_state: &mut A::PerConnection,
+    files: &[&[u8]],
+    analysis: &mut A,
+) {
+    let track = std::mem::replace(
+        &mut flow.mysql,
+        MysqlTrack::new(MysqlDetection::Off, MysqlDepth::Full, None),
+    );
+    let client = track.client();
+    flow.concluded = Some(conclude_mysql(
+        track,
+        flow.tracker.current(),
+        files,
+        analysis,
+        flow_state,
+    ));
+    flow.mysql_client = client;
 }

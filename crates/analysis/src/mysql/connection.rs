@@ -16,6 +16,7 @@ use pcapsleuth_mysql::{
 use pcapsleuth_ssl::KeyLog;
 use serde::Serialize;
 
+use super::hint::PayloadHint;
 use super::recognition::{Recognised, RecognisedBy, Recogniser, Recognition};
 use super::tls::{EstimatedExchangeView, TlsSessionFacts, TlsTrack, Told};
 use crate::replication::{stream_report, ReplicationStream, StreamClose, StreamTrack};
@@ -749,10 +750,11 @@ impl MysqlTrack {
         conn: &ConnectionState,
         side: Side,
         seg: &TcpSegment<'_>,
-        shape: PieceShape,
+        hint: PayloadHint,
         at: FrameRef,
         home: Home<'_>,
     ) {
+        let shape = hint.shape();
         // A connection known to be MySQL, nearly every segment: straight to the session, without the
         // recogniser's registers and stack to set up (nor a TLS layer's).
         if matches!(self.detect, Detect::Mysql) {

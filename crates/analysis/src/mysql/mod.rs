@@ -2,6 +2,7 @@
 //! closes read), and over the whole run ([`statistics`]: the `mysql` report).
 
 mod connection;
+mod hint;
 mod recognition;
 mod statistics;
 mod tls;
@@ -12,6 +13,7 @@ pub use connection::{
     RequestPhases, TransactionView, UnansweredRequest,
 };
 pub(crate) use connection::{Home, MysqlTrack};
+pub(crate) use hint::PayloadHint;
 pub use recognition::RecognisedBy;
 pub(crate) use statistics::login_from_syn;
 pub use statistics::{
