@@ -65,7 +65,7 @@ mod connects;
 pub mod coverage;
 mod diff;
 mod engine;
-pub mod events;
+pub use engine::events;
 mod everything;
 mod exchanges;
 mod facts;

@@ -8,11 +8,11 @@ use pcapsleuth_flow::{CloseFlag, Endpoint, FlowBuildHasher, FrameRef, Side};
 use pcapsleuth_mysql::{Command, Fingerprinter, Outcome, SqlState, Transaction};
 use serde::Serialize;
 
-use super::connection::{
+use super::tls::{TlsAggregate, TlsReport};
+use super::{
     cut_text, first_byte_ns, response_time_ns, Fate, Incident, ListedPhases, RequestCounts,
     RequestPhases, UnansweredRequest,
 };
-use super::tls::{TlsAggregate, TlsReport};
 use crate::events::{Analysis, ConnectionView, EndView, EstimatedExchangeView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, Histogram, RtSummary};

@@ -16,7 +16,7 @@ use pcapsleuth_ssl::{
 };
 use serde::Serialize;
 
-use super::connection::TransactionView;
+use super::transaction_view::TransactionView;
 use crate::histogram::{Histogram, RtSummary};
 
 /// One connection's TLS layer, from the SSLRequest on.
