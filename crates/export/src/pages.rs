@@ -21,11 +21,9 @@ pub(crate) fn compression() -> Compression {
 pub(crate) const TEXT_LEVEL: i32 = 2;
 
 /// zstd's level for the pages of numbers, times and booleans: -7, one of zstd's fast levels. Their
-/// pages are mostly delta-encoded times and frames, whose low bits zstd cannot shrink (request times:
-/// 18.2 MB encoded, 15.6 MB at level 1, on the 2.1 GB bench capture): at level 1 zstd spent 4% of the
-/// export's instructions searching them for repeats. Measured with callgrind, `export -j 1` of a 60 MB
-/// slice of the bench capture, text pages at 3: numbers at 1, 1,660 M instructions and 2.49 MB of
-/// `transactions`; at -4, 1,596 M, 2.65 MB; at -7, 1,592 M, 2.65 MB; at -20, 1,583 M, 2.94 MB.
+/// pages are mostly delta-encoded times and frames, whose low bits zstd cannot shrink: at its usual
+/// levels zstd spends a visible share of the export's instructions searching them for repeats it
+/// hardly finds, and a faster level still than -7 writes visibly larger files for little less work.
 pub(crate) const NUMBER_LEVEL: i32 = -7;
 
 /// What the column chunks of a file share: its compressors (one per level), and the buffer a text

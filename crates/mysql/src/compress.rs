@@ -299,8 +299,8 @@ mod tests {
     #[test]
     fn payloads_inflating_far_past_the_output_buffer_are_delivered_whole() {
         // The inflater's window is 32 KiB and the output buffer 16 KiB: a payload whose last window
-        // holds more than 16 KiB (17-32 KB, 50-65 KB, ...) used to lose that window's tail once the
-        // input was all read, and the next compressed packet with it.
+        // holds more than 16 KiB (17-32 KB, 50-65 KB, ...) must not lose that window's tail once the
+        // input is all read, nor the next compressed packet with it.
         for size in [17_000, 20_000, 32_768, 40_000, 50_000, 65_000, 1 << 20] {
             let (big, next) = (rows(size), rows(300));
             let s = deflated_packets(&[&big, &next]);
