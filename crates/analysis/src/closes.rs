@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::cause::{self, Cause};
 use crate::connects::{connect_report, ConnectReport};
 use crate::engine::Run;
-use crate::finding::{connection_namer, Finding, FindingKind, Scope};
+use crate::finding::{connection_namer, Finding, FindingKind, NamedConnection, Scope};
 use crate::mysql::{
     CloseSeenFacts, MysqlDetection, MysqlSessionFacts, RecognisedBy, UnansweredRequest,
 };
@@ -878,7 +878,7 @@ pub fn first_reset<O>(a: &Run<O>, limit: usize) -> FirstReset {
             .iter()
             .filter(|c| c.end == ConnectionEnd::Open)
             .count(),
-        attempt_findings: crate::findings::attempt_findings(a, &greeting_waits, &connects),
+        attempt_findings: attempt_findings(a, &greeting_waits, &connects),
         greeting_waits,
         connects,
         unanswered_at_end: {
@@ -1103,4 +1103,53 @@ impl FlowCloses {
         });
         Some(FlowRow { connection, close })
     }
+}
+
+/// The findings of connection attempts (greeting waits, SYN drops, refusals, late accepts) with their
+/// scopes (the connections that waited for a greeting, the server endpoint of the others) and from them
+/// their Wireshark filters and `extract` commands.
+fn attempt_findings<O>(
+    a: &Run<O>,
+    greeting_waits: &GreetingWaits,
+    connects: &ConnectReport,
+) -> Vec<Finding> {
+    let named = connection_namer(&a.connections);
+    let endpoint = |e: &str| e.parse().map_or(Scope::Capture, Scope::Endpoint);
+    let files: Vec<&str> = a.capture.files.iter().map(|f| f.path.as_str()).collect();
+    let mut f: Vec<Finding> = greeting_waits
+        .finding()
+        .into_iter()
+        .chain(connects.findings())
+        .collect();
+    let mut drops = connects.drops.iter();
+    let mut refusals = connects.refusals.iter();
+    let mut late = connects.late_greetings.iter();
+    for x in &mut f {
+        x.scope = match x.kind {
+            FindingKind::GreetingWait => {
+                let list: Vec<NamedConnection> = a
+                    .connections
+                    .iter()
+                    .filter(|c| {
+                        c.close()
+                            .is_some_and(|e| x.frames.contains(&e.event.at.frame))
+                    })
+                    .map(&named)
+                    .collect();
+                if list.is_empty() {
+                    Scope::Capture
+                } else {
+                    Scope::Connections(list)
+                }
+            }
+            FindingKind::SynDrops => drops.next().map_or(Scope::Capture, |d| endpoint(&d.server)),
+            FindingKind::ConnectRefused => refusals
+                .next()
+                .map_or(Scope::Capture, |r| endpoint(&r.server)),
+            FindingKind::LateAccept => late.next().map_or(Scope::Capture, |g| endpoint(&g.server)),
+            _ => Scope::Capture,
+        };
+        x.hand_off(&files);
+    }
+    f
 }

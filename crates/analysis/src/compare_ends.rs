@@ -460,153 +460,230 @@ fn endings_of(
     (client_span, server_span): (CaptureSpan, CaptureSpan),
     found: &mut Vec<(i64, u64, NotableEnding)>,
 ) -> u64 {
-    let none: &[SeenClose] = &[];
-    let at = |p: Point| match p {
-        Point::Client => pair.client.map_or(none, |e| &e.closes[..]),
-        Point::Server => pair.server.map_or(none, |e| &e.closes[..]),
+    let ends = Ends {
+        pair,
+        clocks,
+        client_span,
+        server_span,
+        slack: clocks.uncertainty_ns + COMPARE_CLOSE_SLACK_NS,
+        // Through a proxy (other endpoints at the two points) each side's closes are the proxy's own
+        // packets, sent when it relays a close of the other connection, as a FIN or a RST as it
+        // chooses: a close is then the relay of any close of that side before it. Where nothing
+        // rewrote the connection, it must be the same packet.
+        proxied: pair.client_at != pair.server_at,
     };
-    let span = |p: Point| match p {
-        Point::Client => client_span,
-        Point::Server => server_span,
-    };
-    // A time of point `p` on point `q`'s clock.
-    let on = |p: Point, q: Point, ns: i64| match (p, q) {
-        (Point::Server, Point::Client) => clocks.to_client(ns),
-        (Point::Client, Point::Server) => clocks.to_server(ns),
-        _ => ns,
-    };
-    let slack = clocks.uncertainty_ns + COMPARE_CLOSE_SLACK_NS;
-    // Through a proxy (other endpoints at the two points) each side's closes are the proxy's own packets,
-    // sent when it relays a close of the other connection, as a FIN or a RST as it chooses: a close is
-    // then the relay of any close of that side before it. Where nothing rewrote the connection, it must
-    // be the same packet.
-    let proxied = pair.client_at != pair.server_at;
-    let ending_at = |p: Point, frames: Vec<u64>| {
+    let (matched, not_sent, not_received) = ends.unmatched();
+    if let Some(ending) = ends.closed_by_device(&not_sent, requests, same_moment_ns) {
+        found.push(ending);
+        return matched;
+    }
+    for (here, c) in not_sent {
+        found.push(ends.not_sent(here, c, requests, answered_there));
+    }
+    for (here, c) in not_received {
+        found.push(ends.not_received(here, c));
+    }
+    matched
+}
+
+/// One pair of connections as its endings are read: its closes at each point, each capture's span, and
+/// the clocks between them.
+struct Ends<'p, 'a> {
+    pair: &'p Pair<'a>,
+    clocks: &'p Clocks,
+    client_span: CaptureSpan,
+    server_span: CaptureSpan,
+    /// How far a close may seem to arrive before it was sent (the clocks' uncertainty and more), ns.
+    slack: i64,
+    /// The two points saw other endpoints: a proxy relays closes as it chooses.
+    proxied: bool,
+}
+
+/// A notable ending with its client-clock time and first frame.
+type Found = (i64, u64, NotableEnding);
+
+impl<'a> Ends<'_, 'a> {
+    /// The closes point `p` saw.
+    fn at(&self, p: Point) -> &'a [SeenClose] {
+        let end = match p {
+            Point::Client => self.pair.client,
+            Point::Server => self.pair.server,
+        };
+        end.map_or(&[], |e| &e.closes[..])
+    }
+
+    /// The span of point `p`'s capture.
+    fn span(&self, p: Point) -> CaptureSpan {
+        match p {
+            Point::Client => self.client_span,
+            Point::Server => self.server_span,
+        }
+    }
+
+    /// A time of point `p` on point `q`'s clock.
+    fn on(&self, p: Point, q: Point, ns: i64) -> i64 {
+        match (p, q) {
+            (Point::Server, Point::Client) => self.clocks.to_client(ns),
+            (Point::Client, Point::Server) => self.clocks.to_server(ns),
+            _ => ns,
+        }
+    }
+
+    /// Where point `p` saw the ending: the connection's endpoints there and `frames`.
+    fn ending_at(&self, p: Point, frames: Vec<u64>) -> EndingAt {
         let (client, server) = match p {
-            Point::Client => pair.client_at,
-            Point::Server => pair.server_at,
+            Point::Client => self.pair.client_at,
+            Point::Server => self.pair.server_at,
         };
         EndingAt {
             client,
             server,
             frames,
         }
-    };
-
-    // Each close seen arriving at a point, from the other side: was it sent by that side?
-    let mut not_sent: Vec<(Point, SeenClose)> = Vec::new();
-    let mut matched = 0;
-    for here in [Point::Client, Point::Server] {
-        for c in at(here).iter() {
-            let Some(from) = Point::of(c.by).filter(|&f| f != here) else {
-                continue;
-            };
-            let on_sender = on(here, from, c.at.ts_ns);
-            let sent = at(from).iter().any(|s| {
-                s.by == c.by
-                    && (proxied || s.flag == c.flag)
-                    && (!clocks.known || s.at.ts_ns <= on_sender.saturating_add(slack))
-            });
-            if sent {
-                matched += 1;
-            } else if clocks.known && within(span(from), on_sender) {
-                not_sent.push((here, *c));
-            }
-        }
-    }
-    // Each close seen leaving a point: did it arrive at the other?
-    let mut not_received: Vec<(Point, SeenClose)> = Vec::new();
-    for here in [Point::Client, Point::Server] {
-        for c in at(here).iter() {
-            if Point::of(c.by) != Some(here) {
-                continue;
-            }
-            let to = here.other();
-            let on_receiver = on(here, to, c.at.ts_ns);
-            let arrived = at(to).iter().any(|r| {
-                r.by == c.by
-                    && (proxied || r.flag == c.flag)
-                    && (!clocks.known || r.at.ts_ns.saturating_add(slack) >= on_receiver)
-            });
-            let went_on = clocks.known
-                && within(span(to), on_receiver)
-                && span(to).last_ns >= on_receiver.saturating_add(COMPARE_CLOSE_ARRIVAL_NS);
-            if !arrived && went_on {
-                not_received.push((here, *c));
-            }
-        }
     }
 
-    // Neither end closed: the client point's first close is its server side's, which the server never
-    // sent; the server point's first is its client side's, at the same moment.
-    let first = |p: Point| at(p).iter().min_by_key(|c| (c.at.ts_ns, c.at.frame));
-    if let (Some(to_client), Some(to_server)) = (first(Point::Client), first(Point::Server)) {
-        let server_never = not_sent
-            .iter()
-            .any(|(p, c)| *p == Point::Client && c == to_client);
-        let apart =
-            (on(Point::Server, Point::Client, to_server.at.ts_ns) - to_client.at.ts_ns).abs();
-        if clocks.known
-            && to_client.by == Role::Server
-            && to_server.by == Role::Client
-            && server_never
-            && apart <= clocks.uncertainty_ns + same_moment_ns
-        {
-            let client_frames: Vec<u64> = at(Point::Client).iter().map(|c| c.at.frame).collect();
-            let server_frames: Vec<u64> = at(Point::Server).iter().map(|c| c.at.frame).collect();
-            let never_sent_by_client = not_sent
+    /// The closes that arrived where they were counted (how many), those seen arriving that their sender
+    /// never sent, and those seen leaving that never arrived while the other capture went on.
+    #[allow(clippy::type_complexity)]
+    fn unmatched(&self) -> (u64, Vec<(Point, SeenClose)>, Vec<(Point, SeenClose)>) {
+        // Each close seen arriving at a point, from the other side: was it sent by that side?
+        let mut not_sent: Vec<(Point, SeenClose)> = Vec::new();
+        let mut matched = 0;
+        for here in [Point::Client, Point::Server] {
+            for c in self.at(here).iter() {
+                let Some(from) = Point::of(c.by).filter(|&f| f != here) else {
+                    continue;
+                };
+                let on_sender = self.on(here, from, c.at.ts_ns);
+                let sent = self.at(from).iter().any(|s| {
+                    s.by == c.by
+                        && (self.proxied || s.flag == c.flag)
+                        && (!self.clocks.known
+                            || s.at.ts_ns <= on_sender.saturating_add(self.slack))
+                });
+                if sent {
+                    matched += 1;
+                } else if self.clocks.known && within(self.span(from), on_sender) {
+                    not_sent.push((here, *c));
+                }
+            }
+        }
+        // Each close seen leaving a point: did it arrive at the other?
+        let mut not_received: Vec<(Point, SeenClose)> = Vec::new();
+        for here in [Point::Client, Point::Server] {
+            for c in self.at(here).iter() {
+                if Point::of(c.by) != Some(here) {
+                    continue;
+                }
+                let to = here.other();
+                let on_receiver = self.on(here, to, c.at.ts_ns);
+                let arrived = self.at(to).iter().any(|r| {
+                    r.by == c.by
+                        && (self.proxied || r.flag == c.flag)
+                        && (!self.clocks.known
+                            || r.at.ts_ns.saturating_add(self.slack) >= on_receiver)
+                });
+                let went_on = self.clocks.known
+                    && within(self.span(to), on_receiver)
+                    && self.span(to).last_ns
+                        >= on_receiver.saturating_add(COMPARE_CLOSE_ARRIVAL_NS);
+                if !arrived && went_on {
+                    not_received.push((here, *c));
+                }
+            }
+        }
+
+        (matched, not_sent, not_received)
+    }
+
+    /// Neither end closed: the client point's first close is its server side's, which the server never
+    /// sent; the server point's first is its client side's, at the same moment.
+    fn closed_by_device(
+        &self,
+        not_sent: &[(Point, SeenClose)],
+        requests: &BTreeMap<u64, String>,
+        same_moment_ns: i64,
+    ) -> Option<Found> {
+        let first = |p: Point| self.at(p).iter().min_by_key(|c| (c.at.ts_ns, c.at.frame));
+        if let (Some(to_client), Some(to_server)) = (first(Point::Client), first(Point::Server)) {
+            let server_never = not_sent
                 .iter()
-                .find(|(p, _)| *p == Point::Server)
-                .map(|(_, c)| (c.flag, c.at.frame));
-            // The request the close cut off at the client point: the latest one open before it.
-            let cut = pair.client.and_then(|e| {
-                e.open
+                .any(|(p, c)| *p == Point::Client && c == to_client);
+            let apart = (self.on(Point::Server, Point::Client, to_server.at.ts_ns)
+                - to_client.at.ts_ns)
+                .abs();
+            if self.clocks.known
+                && to_client.by == Role::Server
+                && to_server.by == Role::Client
+                && server_never
+                && apart <= self.clocks.uncertainty_ns + same_moment_ns
+            {
+                let client_frames: Vec<u64> =
+                    self.at(Point::Client).iter().map(|c| c.at.frame).collect();
+                let server_frames: Vec<u64> =
+                    self.at(Point::Server).iter().map(|c| c.at.frame).collect();
+                let never_sent_by_client = not_sent
                     .iter()
-                    .filter(|o| o.request.ts_ns <= to_client.at.ts_ns)
-                    .max_by_key(|o| (o.request.ts_ns, o.request.frame))
-            });
-            let words = cut.map(|o| {
-                requests
-                    .get(&o.request.frame)
-                    .map_or_else(|| "a request".to_string(), |w| format!("`{w}`"))
-            });
-            let proxy = (pair.client_at.1 != pair.server_at.1
-                || pair.client_at.0 != pair.server_at.0)
-                .then_some((pair.client_at.1, pair.server_at.0));
-            let cause = device_closed_both(&DeviceCloseFacts {
-                to_client: (to_client.flag, to_client.at.frame),
-                to_server: (to_server.flag, to_server.at.frame),
-                never_sent_by_client,
-                apart_ns: apart,
-                uncertainty_ns: clocks.uncertainty_ns,
-                request: cut
-                    .zip(words.as_deref())
-                    .map(|(o, w)| (w, o.request.frame, to_client.at.ts_ns - o.request.ts_ns)),
-                proxy,
-            });
-            let detail = cause.summary.clone();
-            found.push((
-                to_client.at.ts_ns,
-                to_client.at.frame,
-                NotableEnding {
-                    kind: EndingKind::DeviceClosedBoth,
-                    at: to_client.at.ts_ns as f64 / 1e9,
-                    client_capture: Some(ending_at(Point::Client, client_frames)),
-                    server_capture: Some(ending_at(Point::Server, server_frames)),
-                    request: None,
-                    waited_s: [None, None],
-                    detail,
-                    cause: Some(cause),
-                },
-            ));
-            return matched;
+                    .find(|(p, _)| *p == Point::Server)
+                    .map(|(_, c)| (c.flag, c.at.frame));
+                // The request the close cut off at the client point: the latest one open before it.
+                let cut = self.pair.client.and_then(|e| {
+                    e.open
+                        .iter()
+                        .filter(|o| o.request.ts_ns <= to_client.at.ts_ns)
+                        .max_by_key(|o| (o.request.ts_ns, o.request.frame))
+                });
+                let words = cut.map(|o| {
+                    requests
+                        .get(&o.request.frame)
+                        .map_or_else(|| "a request".to_string(), |w| format!("`{w}`"))
+                });
+                let proxy = (self.pair.client_at.1 != self.pair.server_at.1
+                    || self.pair.client_at.0 != self.pair.server_at.0)
+                    .then_some((self.pair.client_at.1, self.pair.server_at.0));
+                let cause = device_closed_both(&DeviceCloseFacts {
+                    to_client: (to_client.flag, to_client.at.frame),
+                    to_server: (to_server.flag, to_server.at.frame),
+                    never_sent_by_client,
+                    apart_ns: apart,
+                    uncertainty_ns: self.clocks.uncertainty_ns,
+                    request: cut
+                        .zip(words.as_deref())
+                        .map(|(o, w)| (w, o.request.frame, to_client.at.ts_ns - o.request.ts_ns)),
+                    proxy,
+                });
+                let detail = cause.summary.clone();
+                return Some((
+                    to_client.at.ts_ns,
+                    to_client.at.frame,
+                    NotableEnding {
+                        kind: EndingKind::DeviceClosedBoth,
+                        at: to_client.at.ts_ns as f64 / 1e9,
+                        client_capture: Some(self.ending_at(Point::Client, client_frames)),
+                        server_capture: Some(self.ending_at(Point::Server, server_frames)),
+                        request: None,
+                        waited_s: [None, None],
+                        detail,
+                        cause: Some(cause),
+                    },
+                ));
+            }
         }
+        None
     }
 
-    for (here, c) in not_sent {
+    /// A close that arrived at `here` but that its sender's capture never sent.
+    fn not_sent(
+        &self,
+        here: Point,
+        c: SeenClose,
+        requests: &BTreeMap<u64, String>,
+        answered_there: &std::collections::BTreeSet<u64>,
+    ) -> Found {
         let from = Point::of(c.by).unwrap_or(here.other());
-        let t = on(here, Point::Client, c.at.ts_ns);
-        let own: Vec<(CloseFlag, u64)> = at(from)
+        let t = self.on(here, Point::Client, c.at.ts_ns);
+        let own: Vec<(CloseFlag, u64)> = self
+            .at(from)
             .iter()
             .filter(|s| s.by == c.by)
             .map(|s| (s.flag, s.at.frame))
@@ -614,7 +691,7 @@ fn endings_of(
         // The request the close came right after, at a client point (a reset answering a request).
         let after = (here == Point::Client)
             .then(|| {
-                pair.client.and_then(|e| {
+                self.pair.client.and_then(|e| {
                     e.open
                         .iter()
                         .filter(|o| o.request.ts_ns <= c.at.ts_ns)
@@ -632,12 +709,12 @@ fn endings_of(
             by: (
                 c.by,
                 match here {
-                    Point::Client => pair.client_at.1,
-                    Point::Server => pair.server_at.0,
+                    Point::Client => self.pair.client_at.1,
+                    Point::Server => self.pair.server_at.0,
                 },
             ),
             arrived_at: (here.name(), c.at.frame),
-            ran_after_ns: span(from).last_ns - on(here, from, c.at.ts_ns),
+            ran_after_ns: self.span(from).last_ns - self.on(here, from, c.at.ts_ns),
             own,
             after_request: after.zip(words.as_deref()).map(|(o, w)| {
                 (
@@ -658,23 +735,27 @@ fn endings_of(
             detail: cause.summary.clone(),
             cause: Some(cause),
         };
-        let there = Some(ending_at(here, vec![c.at.frame]));
-        let other = Some(ending_at(from, vec![]));
+        let there = Some(self.ending_at(here, vec![c.at.frame]));
+        let other = Some(self.ending_at(from, vec![]));
         match here {
             Point::Client => (n.client_capture, n.server_capture) = (there, other),
             Point::Server => (n.server_capture, n.client_capture) = (there, other),
         }
-        found.push((t, c.at.frame, n));
+        (t, c.at.frame, n)
     }
-    for (here, c) in not_received {
+
+    /// A close that left `here` and never arrived at the other point.
+    fn not_received(&self, here: Point, c: SeenClose) -> Found {
         let to = here.other();
-        let t = on(here, Point::Client, c.at.ts_ns);
+        let t = self.on(here, Point::Client, c.at.ts_ns);
         let detail = format!(
             "{} left the {} and never reached the {} point, whose capture went on {} after it",
             close_words(&c, here),
             here.name(),
             to.name(),
-            duration_us((span(to).last_ns - on(here, to, c.at.ts_ns)).max(0) as f64 / 1e3),
+            duration_us(
+                (self.span(to).last_ns - self.on(here, to, c.at.ts_ns)).max(0) as f64 / 1e3
+            ),
         );
         let mut n = NotableEnding {
             kind: EndingKind::CloseNotReceived,
@@ -686,15 +767,14 @@ fn endings_of(
             detail,
             cause: None,
         };
-        let there = Some(ending_at(here, vec![c.at.frame]));
-        let other = Some(ending_at(to, vec![]));
+        let there = Some(self.ending_at(here, vec![c.at.frame]));
+        let other = Some(self.ending_at(to, vec![]));
         match here {
             Point::Client => (n.client_capture, n.server_capture) = (there, other),
             Point::Server => (n.server_capture, n.client_capture) = (there, other),
         }
-        found.push((t, c.at.frame, n));
+        (t, c.at.frame, n)
     }
-    matched
 }
 
 /// The requests found in both captures that neither point saw answered, each with how it ended at each

@@ -362,10 +362,24 @@ pub fn detect_modes(h: &Histogram) -> ModeAnalysis {
         }
     }
 
+    modes_of(h, &points, &regions, &f, &grid, n)
+}
+
+/// The modes and valleys the regions left after merging make of the histogram `h`: its raw bins
+/// (`points`) assigned to the regions, split at the valleys of the density `f` on `grid`; `n`: the
+/// histogram's count.
+fn modes_of(
+    h: &Histogram,
+    points: &[Point],
+    regions: &[Region],
+    f: &[f64],
+    grid: &Grid,
+    n: f64,
+) -> ModeAnalysis {
     // Assign the raw bins to the modes, split at the valleys.
     let mut members: Vec<Vec<&Point>> = vec![Vec::new(); regions.len()];
     let mut ri = 0;
-    for p in &points {
+    for p in points {
         let gi = grid.index(p.x);
         while ri + 1 < regions.len() && gi >= regions[ri + 1].start {
             ri += 1;

@@ -141,7 +141,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
         }
         _ => {
             // SAFETY: restoring the default action; returning re-runs the faulting access, which then
-            // terminates the process as SIGBUS always did.
+            // terminates the process as SIGBUS does by default.
             unsafe {
                 libc::signal(libc::SIGBUS, libc::SIG_DFL);
             }

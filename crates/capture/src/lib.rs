@@ -165,6 +165,10 @@ pub struct Damage {
     pub kind: DamageKind,
 }
 
+/// Damage a stream's source records while it is read on the decompressing thread (or merged on the
+/// merging one), for the last window.
+pub(crate) type LateDamage = Arc<std::sync::Mutex<Vec<Damage>>>;
+
 /// What kind of damage a reader survived.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DamageKind {

@@ -8,8 +8,7 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use crate::stream::LateDamage;
-use crate::{Capture, Damage, DamageKind, ReaderState, Timestamp};
+use crate::{Capture, Damage, DamageKind, LateDamage, ReaderState, Timestamp};
 
 /// Pages of a file already merged are released every this many bytes.
 const RELEASE_STEP: u64 = 64 << 20;

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::{
-    read_header, CaptureError, Chunk, Damage, DamageKind, FileId, Format, ReaderState, Tail,
-    Timestamp,
+    read_header, CaptureError, Chunk, Damage, DamageKind, FileId, Format, LateDamage, ReaderState,
+    Tail, Timestamp,
 };
 
 /// How a capture file is compressed, from its first bytes.
@@ -221,9 +221,6 @@ pub struct Stream {
     /// The reading ended because the interrupt flag was set.
     interrupted: bool,
 }
-
-/// Damage a stream's source records while it is read on the decompressing thread, for the last window.
-pub(crate) type LateDamage = Arc<std::sync::Mutex<Vec<Damage>>>;
 
 /// The channels to the decompressing thread. Dropping them ends the thread at its next hand-over; it is
 /// not waited for, as it may be blocked reading a pipe that never ends (a live `tcpdump -w -`).

@@ -9,7 +9,8 @@ use parquet::column::writer::{ColumnWriter, ColumnWriterImpl};
 use parquet::data_type::{BoolType, DataType, DoubleType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 
-use crate::part::Chunk;
+use crate::chunk::Chunk;
+use crate::plain::NO_TEXT;
 #[cfg(doc)]
 use pcapsleuth_analysis::StatementFingerprinter;
 
@@ -262,9 +263,6 @@ pub(crate) struct Interned {
     texts: Vec<Arc<str>>,
     rows: Vec<u32>,
 }
-
-/// A null row of [`Interned`].
-pub(crate) const NO_TEXT: u32 = u32::MAX;
 
 impl Interned {
     /// A row holding `text`, whose index among the buffer's copies was `*place` when it was last

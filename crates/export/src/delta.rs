@@ -31,7 +31,8 @@ use parquet::file::statistics::{Statistics, ValueStatistics};
 use parquet::schema::types::ColumnDescPtr;
 
 use crate::page::{data_page, definition_levels, uleb128, ChunkTally};
-use crate::part::{Pages, ROW_GROUP_ROWS};
+use crate::pages::Pages;
+use crate::ROW_GROUP_ROWS;
 
 /// Rows per page at most: a row group's, as for the other columns (see `crate::plain`'s `PAGE_ROWS`).
 /// The generic writer also cuts a page at 1 MiB of encoded values, which a page of these columns

@@ -46,10 +46,12 @@
 #![deny(missing_docs)]
 
 mod buffers;
+mod chunk;
 pub mod columns;
 mod delta;
 mod layout;
 mod page;
+mod pages;
 mod part;
 mod per_thread;
 mod plain;
@@ -69,6 +71,10 @@ pub use transactions::{EndpointNames, TransactionExport, TransactionsWritten};
 use layout::Staging;
 use part::Syncs;
 use transactions::PartPool;
+
+/// Rows per row group: the unit engines read in parallel and skip by statistics. 128 Ki rows of
+/// transactions are a few MB compressed, and a writer holds one row group in memory while it fills.
+pub(crate) const ROW_GROUP_ROWS: usize = 128 * 1024;
 
 /// Why an export failed.
 #[derive(Debug, thiserror::Error)]

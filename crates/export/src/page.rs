@@ -13,7 +13,7 @@ use parquet::file::metadata::{
 };
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::part::compression;
+use crate::pages::compression;
 
 /// Appends `n` as a ULEB128 varint.
 pub(crate) fn uleb128(mut n: u64, out: &mut Vec<u8>) {

@@ -20,30 +20,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
-use parquet::column::page::{CompressedPage, Page, PageWriteSpec, PageWriter};
-use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
+use parquet::basic::{Compression, Encoding, Type as PhysicalType};
+use parquet::column::writer::ColumnCloseResult;
 use parquet::errors::ParquetError;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
-use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, TypePtr};
 
 use crate::buffers::ColumnRows;
-use crate::delta::IntChunk;
-use crate::plain::TextChunk;
-use crate::ExportError;
+use crate::{ExportError, ROW_GROUP_ROWS};
 
-/// Rows per row group: the unit engines read in parallel and skip by statistics. 128 Ki rows of
-/// transactions are a few MB compressed, and a writer holds one row group in memory while it fills.
-pub(crate) const ROW_GROUP_ROWS: usize = 128 * 1024;
+use crate::chunk::Chunk;
+use crate::pages::{codec, SharedCodec};
 
 /// Text columns dictionary-encoded (each distinct text stored once per row group, then small
 /// integers): the long texts that repeat, fingerprints and error messages (and their SQLSTATE, null for
 /// most rows), and the short ones that repeat row after row, endpoints, commands and states (a
 /// connection's rows share its endpoints; [`crate::plain::TextChunk::push_run`] gives a run of one
-/// text its index at once, where PLAIN copied its bytes into every row and zstd found them again:
-/// 1.7% of the instructions of `export -j 1` of a 60 MB slice of the bench capture, and 0.6% of the
-/// bytes). The texts of every row or none (the capture's name and the labels) are written plain, as a
+/// text its index at once, where PLAIN would copy its bytes into every row for zstd to find them
+/// again). The texts of every row or none (the capture's name and the labels) are written plain, as a
 /// run costs the same either way; integers (ports, error codes) are delta-encoded below.
 const DICTIONARY: &[&str] = &[
     "fingerprint",
@@ -97,7 +92,7 @@ const NO_STATISTICS: &[&str] = &[
 /// compressor of the file (the generic writer makes a zstd compression and decompression context per
 /// column and row group, 16 MB of contexts at once on the bench capture), and the column chunk's
 /// metadata is given [`compression`] when it closes.
-fn properties(schema: &TypePtr) -> WriterProperties {
+pub(crate) fn properties(schema: &TypePtr) -> WriterProperties {
     let mut b = WriterProperties::builder()
         .set_compression(Compression::UNCOMPRESSED)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -184,279 +179,6 @@ impl Syncs {
 /// Bytes buffered on their way to a file: column chunks are appended whole (and pass the buffer by),
 /// so it holds only the small writes (the footer, the magic bytes).
 const FILE_BUFFER: usize = 64 << 10;
-
-/// Every page's compression, as the column chunks' metadata names it: zstd (the level a page was
-/// compressed at is not recorded; [`ZstdLevel::default`] is what parquet's reader reports).
-pub(crate) fn compression() -> Compression {
-    Compression::ZSTD(ZstdLevel::default())
-}
-
-/// zstd's level for the pages of text columns: 2 (statements and endpoints repeat; pages of up to 1 MiB
-/// of statements). `export -j 1` of the bench slice below, callgrind, instructions and bytes of
-/// `transactions`: at 3, 1,164.8 M and 1,820,483 B; at 2, 1,156.0 M and 1,818,899 B; at 1, 1,165.4 M and
-/// 1,889,142 B; at -1, 1,163.5 M and 1,947,303 B (5 cost 6% more instructions than 3 in an earlier round).
-const TEXT_LEVEL: i32 = 2;
-
-/// zstd's level for the pages of numbers, times and booleans: -7, one of zstd's fast levels. Their
-/// pages are mostly delta-encoded times and frames, whose low bits zstd cannot shrink (request times:
-/// 18.2 MB encoded, 15.6 MB at level 1, on the 2.1 GB bench capture): at level 1 zstd spent 4% of the
-/// export's instructions searching them for repeats. Measured with callgrind, `export -j 1` of a 60 MB
-/// slice of the bench capture, text pages at 3: numbers at 1, 1,660 M instructions and 2.49 MB of
-/// `transactions`; at -4, 1,596 M, 2.65 MB; at -7, 1,592 M, 2.65 MB; at -20, 1,583 M, 2.94 MB.
-const NUMBER_LEVEL: i32 = -7;
-
-/// What the column chunks of a file share: its compressors (one per level), and the buffer a text
-/// page is assembled in before it is compressed (a file's chunks are written one after the other, by
-/// one thread at a time).
-struct Codec {
-    texts: zstd::bulk::Compressor<'static>,
-    numbers: zstd::bulk::Compressor<'static>,
-    page: Vec<u8>,
-}
-
-type SharedCodec = Arc<Mutex<Codec>>;
-
-fn external(e: std::io::Error) -> ParquetError {
-    ParquetError::External(Box::new(e))
-}
-
-fn codec() -> Result<SharedCodec, ParquetError> {
-    Ok(Arc::new(Mutex::new(Codec {
-        texts: zstd::bulk::Compressor::new(TEXT_LEVEL).map_err(external)?,
-        numbers: zstd::bulk::Compressor::new(NUMBER_LEVEL).map_err(external)?,
-        page: Vec::new(),
-    })))
-}
-
-/// Pages written into memory: a column's part of the row group being filled.
-#[derive(Clone)]
-pub(crate) struct Pages {
-    sink: Arc<Mutex<TrackedWrite<Vec<u8>>>>,
-    codec: SharedCodec,
-}
-
-impl Pages {
-    fn new(codec: SharedCodec) -> Self {
-        Pages {
-            sink: Arc::new(Mutex::new(TrackedWrite::new(Vec::new()))),
-            codec,
-        }
-    }
-
-    /// The bytes written, leaving none.
-    fn take(&self) -> Vec<u8> {
-        let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::replace(&mut *sink, TrackedWrite::new(Vec::new()))
-            .into_inner()
-            .unwrap_or_default()
-    }
-
-    /// A page's bytes, assembled by `build` in the file's page buffer (which it finds empty), then
-    /// compressed; with the size before compression.
-    pub(crate) fn compress(
-        &self,
-        build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
-    ) -> Result<(Bytes, usize), ParquetError> {
-        self.assemble(false, build)
-    }
-
-    /// A text page compressed where it lies (assembled elsewhere: no copy into the page buffer).
-    pub(crate) fn compress_slice(&self, data: &[u8]) -> Result<Bytes, ParquetError> {
-        let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
-        let compressed = codec.texts.compress(data).map_err(external)?;
-        Ok(Bytes::from(compressed))
-    }
-
-    /// A page of numbers assembled by `build` in the file's page buffer (which it finds empty), then
-    /// compressed at the numbers' level; with the size before compression.
-    pub(crate) fn compress_numbers_with(
-        &self,
-        build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
-    ) -> Result<(Bytes, usize), ParquetError> {
-        self.assemble(true, build)
-    }
-
-    /// A page assembled by `build` in the file's page buffer (which it finds empty), then compressed
-    /// at the numbers' level or the texts'; with the size before compression.
-    #[inline]
-    fn assemble(
-        &self,
-        numbers: bool,
-        build: impl FnOnce(&mut Vec<u8>) -> Result<(), ParquetError>,
-    ) -> Result<(Bytes, usize), ParquetError> {
-        let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
-        let Codec {
-            texts,
-            numbers: number_codec,
-            page,
-        } = &mut *codec;
-        page.clear();
-        build(page)?;
-        let compressor = if numbers { number_codec } else { texts };
-        let compressed = compressor.compress(page).map_err(external)?;
-        Ok((Bytes::from(compressed), page.len()))
-    }
-
-    /// A page of the generic writer (doubles, booleans) compressed where it lies.
-    fn compress_numbers(&self, data: &[u8]) -> Result<Bytes, ParquetError> {
-        let mut codec = self.codec.lock().unwrap_or_else(PoisonError::into_inner);
-        let compressed = codec.numbers.compress(data).map_err(external)?;
-        Ok(Bytes::from(compressed))
-    }
-
-    /// Writes a page already compressed (by [`Pages::compress`]).
-    pub(crate) fn write_compressed(
-        &mut self,
-        page: CompressedPage,
-    ) -> Result<PageWriteSpec, ParquetError> {
-        let mut sink = self.sink.lock().unwrap_or_else(PoisonError::into_inner);
-        SerializedPageWriter::new(&mut sink).write_page(page)
-    }
-}
-
-impl PageWriter for Pages {
-    /// Compresses a page of the generic writer (which leaves them uncompressed, see [`properties`])
-    /// and serialises it (header and data) as a file writer does, into memory.
-    fn write_page(&mut self, page: CompressedPage) -> Result<PageWriteSpec, ParquetError> {
-        let data = |buf: &Bytes| Ok::<_, ParquetError>((self.compress_numbers(buf)?, buf.len()));
-        let compressed = match page.compressed_page() {
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            } => {
-                let (buf, size) = data(buf)?;
-                CompressedPage::new(
-                    Page::DataPage {
-                        buf,
-                        num_values: *num_values,
-                        encoding: *encoding,
-                        def_level_encoding: *def_level_encoding,
-                        rep_level_encoding: *rep_level_encoding,
-                        statistics: statistics.clone(),
-                    },
-                    size,
-                )
-            }
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                is_sorted,
-            } => {
-                let (buf, size) = data(buf)?;
-                CompressedPage::new(
-                    Page::DictionaryPage {
-                        buf,
-                        num_values: *num_values,
-                        encoding: *encoding,
-                        is_sorted: *is_sorted,
-                    },
-                    size,
-                )
-            }
-            Page::DataPageV2 { .. } => {
-                return Err(ParquetError::General(
-                    "a version 2 data page from a writer set to version 1".into(),
-                ))
-            }
-        };
-        self.write_compressed(compressed)
-    }
-
-    fn close(&mut self) -> Result<(), ParquetError> {
-        Ok(())
-    }
-}
-
-/// How a column chunk is written: integers and times (delta-encoded) by [`IntChunk`], texts by
-/// [`TextChunk`], doubles and booleans by `parquet`'s generic column writer.
-enum Writer {
-    Generic(Box<ColumnWriter<'static>>),
-    Text(Box<TextChunk>),
-    Int(Box<IntChunk>),
-}
-
-/// One column of the row group being filled: its writer and the pages it wrote.
-pub(crate) struct Chunk {
-    writer: Writer,
-    pages: Pages,
-}
-
-impl Chunk {
-    fn new(
-        descr: ColumnDescPtr,
-        props: &WriterPropertiesPtr,
-        codec: &SharedCodec,
-    ) -> Result<Chunk, ParquetError> {
-        let pages = Pages::new(codec.clone());
-        let writer = if descr.physical_type() == PhysicalType::BYTE_ARRAY {
-            let dictionary = props.dictionary_enabled(descr.path());
-            Writer::Text(Box::new(TextChunk::new(descr, dictionary)))
-        } else if props.encoding(descr.path()) == Some(Encoding::DELTA_BINARY_PACKED) {
-            let statistics = props.statistics_enabled(descr.path()) != EnabledStatistics::None;
-            Writer::Int(Box::new(IntChunk::new(descr, statistics)))
-        } else {
-            Writer::Generic(Box::new(get_column_writer(
-                descr,
-                props.clone(),
-                Box::new(pages.clone()),
-            )))
-        };
-        Ok(Chunk { writer, pages })
-    }
-
-    /// The generic column writer; an error for a text column (see [`Chunk::text`]).
-    pub(crate) fn writer(&mut self) -> Result<&mut ColumnWriter<'static>, ParquetError> {
-        match &mut self.writer {
-            Writer::Generic(w) => Ok(w),
-            Writer::Text(_) | Writer::Int(_) => Err(ParquetError::General(
-                "a text or integer column given to the generic writer".into(),
-            )),
-        }
-    }
-
-    /// The writer of an integer column, and where its pages go; `None` for a column the generic
-    /// writer writes.
-    pub(crate) fn ints(&mut self) -> Option<(&mut IntChunk, &mut Pages)> {
-        match &mut self.writer {
-            Writer::Int(t) => Some((t, &mut self.pages)),
-            _ => None,
-        }
-    }
-
-    /// The writer of a text column, and where its pages go; an error for another column.
-    pub(crate) fn text(&mut self) -> Result<(&mut TextChunk, &mut Pages), ParquetError> {
-        match &mut self.writer {
-            Writer::Text(t) => Ok((t, &mut self.pages)),
-            Writer::Generic(_) | Writer::Int(_) => Err(ParquetError::General(
-                "texts given to a column of another type".into(),
-            )),
-        }
-    }
-
-    /// Closes the column chunk: its metadata and its bytes.
-    fn close(mut self) -> Result<(ColumnCloseResult, Vec<u8>), ParquetError> {
-        let closed = match self.writer {
-            Writer::Generic(w) => {
-                let mut closed = (*w).close()?;
-                // Compressed by `Pages`, not by the writer, which said none.
-                closed.metadata = closed
-                    .metadata
-                    .into_builder()
-                    .set_compression(compression())
-                    .build()?;
-                closed
-            }
-            Writer::Text(t) => (*t).close(&mut self.pages)?,
-            Writer::Int(t) => (*t).close(&mut self.pages)?,
-        };
-        Ok((closed, self.pages.take()))
-    }
-}
 
 /// A text column holding one value in every row (the capture's name, a label's value).
 struct Constant(String);
@@ -704,6 +426,7 @@ mod tests {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
     use parquet::schema::parser::parse_message_type;
+    use std::fs::File;
 
     /// Text columns, dictionary-encoded (`fingerprint`) and plain (`statement`, `client`), written and
     /// read back with parquet's reader: nulls, pages cut by rows and bytes, row groups, and a

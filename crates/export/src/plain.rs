@@ -31,20 +31,21 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::PageEncodingStats;
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::buffers::NO_TEXT;
 use crate::page::{data_page, definition_levels, uleb128, ChunkTally};
-use crate::part::{Pages, ROW_GROUP_ROWS};
+use crate::pages::Pages;
+use crate::ROW_GROUP_ROWS;
+
+/// A null row of an interned text column (`Interned` in `buffers`).
+pub(crate) const NO_TEXT: u32 = u32::MAX;
 
 /// A page is written when its values reach this many bytes (the generic writer's default limit)...
 const PAGE_BYTES: usize = 1024 * 1024;
 /// ...or it holds this many rows: a row group's (as the generic writer is set to in `part`), so a
 /// chunk is cut into pages by bytes only. The export writes no page statistics nor column index, so
 /// smaller pages let no reader skip anything, while each page costs a zstd frame and a header, and
-/// zstd finds fewer repeats in small ones. Against the generic writer's default of 20,000 rows, on the
-/// 60 MB slice of the bench capture (`export -j 1`, callgrind): the numbers' pages 12.9 M fewer
-/// instructions and 21% fewer bytes of `transactions`, the texts' 5.2 M and 5.5%; both, 21.7 M
-/// (1.6%) and 27% (2.74 -> 2.01 MB). The page being filled then holds up to a row group's indices
-/// (512 KiB per dictionary-encoded column).
+/// zstd finds fewer repeats in small ones: pages of a row group take fewer instructions and fewer bytes
+/// than the generic writer's default of 20,000 rows. The page being filled then holds up to a row
+/// group's indices (512 KiB per dictionary-encoded column).
 const PAGE_ROWS: usize = ROW_GROUP_ROWS;
 /// A dictionary stops taking new texts at this many bytes (the generic writer's default limit).
 const DICTIONARY_BYTES: usize = 1024 * 1024;

@@ -654,7 +654,7 @@ impl Analysis for TransactionExport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::buffers::NO_TEXT;
+    use crate::plain::NO_TEXT;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
 

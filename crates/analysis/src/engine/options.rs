@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::mysql::{MysqlDepth, MysqlDetection};
 use crate::phases::PhaseLog;
 
-/// How the engine reads a capture. What is computed from it is the [`Analysis`] the run is given.
+/// How the engine reads a capture. What is computed from it is the [`Analysis`](crate::Analysis) the run is given.
 #[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
     /// Worker threads (0: all cores).
@@ -27,7 +27,7 @@ pub struct EngineOptions {
     pub tls_keys: Option<std::sync::Arc<pcapsleuth_ssl::KeyLog>>,
     /// Set it (from another thread, a signal handler's thread, a sink) to stop the run early: no batch
     /// starts after it is set, the connections tracked so far are concluded as at the capture's end, and
-    /// the analyses are finished on what was read. The run says so ([`CaptureFacts::stopped`]), and
+    /// the analyses are finished on what was read. The run says so ([`CaptureFacts::stopped`](crate::CaptureFacts::stopped)), and
     /// every figure of it covers only the frames read. `None`: the run always reads the whole capture.
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Whether the run prints its phase log on stderr (a diagnostic of the engine's parallelism).

@@ -405,8 +405,7 @@ impl<A: Analysis> Pass<'_, A> {
             .map(|_| {
                 let mut analysis = analyses();
                 while let Some((_, b, bucket)) = next_of(&queue) {
-                    track_tasks
-                        .time(|| bucket.track(b, &scans, &bases, files, opts, &mut analysis));
+                    track_tasks.time(|| bucket.track(b, scans, bases, files, opts, &mut analysis));
                 }
                 analysis
             })

@@ -395,7 +395,7 @@ pub(super) fn reassembled_event(
     hints: bool,
 ) -> (FlowKey, PacketEvent) {
     let (key, side) = FlowKey::of(seg.src_endpoint(), seg.dst_endpoint());
-    let hint = hint_of(hints, &seg);
+    let hint = hint_of(hints, seg);
     let payload_at = (seg.payload.as_ptr() as usize).wrapping_sub(reassembled.as_ptr() as usize);
     let event = PacketEvent {
         ts,

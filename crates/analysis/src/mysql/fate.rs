@@ -30,7 +30,7 @@ impl Fate {
     /// The fate of `t`: its outcome's ([`Fate::of`]), but a request whose response began in the capture
     /// and whose rest fell into bytes the capture does not hold (the snap length cut it, it was lost,
     /// or the capture kept only the first segment of a compressed packet) was answered: its time to
-    /// first byte is known, its response time is not ([`response_end_known`]). A response still
+    /// first byte is known, its response time is not ([`response_end_known`](super::response_end_known)). A response still
     /// arriving when the capture ended leaves its request unanswered: it was still waiting for the
     /// rest.
     pub fn of_transaction(t: &Transaction) -> Fate {

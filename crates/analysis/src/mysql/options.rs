@@ -22,7 +22,7 @@ pub enum MysqlDepth {
     /// what the end of the capture finds open, and every exchange that is not plain; a plain exchange (one
     /// request that depends on no state and leaves none, its response whole:
     /// [`pcapsleuth_mysql::ExchangeShape`]; for a prepared statement's run, its text not cut) met while
-    /// the session is at rest ([`Session::at_rest`]) is counted as the decoder would count it (a request
+    /// the session is at rest ([`Session::at_rest`](pcapsleuth_mysql::Session::at_rest)) is counted as the decoder would count it (a request
     /// answered, an error if it ended in ERR), not decoded. The run is the run of [`MysqlDepth::Full`],
     /// every connection and every fact of its session (closes, requests left unanswered, counts,
     /// encryption, user and schema): a test compares them on every capture we have. Only the analyses are

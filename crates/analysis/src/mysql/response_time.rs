@@ -6,7 +6,7 @@ use pcapsleuth_mysql::{Outcome, Transaction};
 use crate::timeline::plausible_response_time;
 
 /// Request (first packet) to the last byte of the response: what the client waited for. Counted only for
-/// requests [`Fate::Answered`]: the others' last response byte is not the end of their response. `None`
+/// requests [`Fate::Answered`](super::Fate::Answered): the others' last response byte is not the end of their response. `None`
 /// when unanswered, or when the two timestamps cannot both be right ([`crate::plausible_response_time`]).
 pub fn response_time_ns(t: &Transaction) -> Option<u64> {
     if !response_end_known(t) {

@@ -1400,13 +1400,9 @@ impl MysqlAggregate {
             .collect()
     }
 
-    /// The finished report, in an order that does not depend on how the work was split.
-    pub fn report(mut self) -> MysqlReport {
-        self.incidents
-            .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
-        sort_streams(&mut self.replication);
-        self.statements.bound();
-        let other_statements = self.statements.other.take().map(|o| {
+    /// The statements beyond the groups kept, counted together, with about how many groups they were.
+    fn other_statements(&mut self) -> Option<OtherStatements> {
+        self.statements.other.take().map(|o| {
             // About how many groups there were: the highest kept hash is about the kept groups'
             // share of the 64-bit range (k minimum values: within about 1% for 10,000).
             let highest = self
@@ -1439,42 +1435,18 @@ impl MysqlAggregate {
                 phases: o.phases.summary(),
                 cut_off_waited_us: o.waited.summary_us(),
             }
-        });
+        })
+    }
+
+    /// The finished report, in an order that does not depend on how the work was split.
+    pub fn report(mut self) -> MysqlReport {
+        self.incidents
+            .sort_by(|a, b| (a.frame, &a.kind).cmp(&(b.frame, &b.kind)));
+        sort_streams(&mut self.replication);
+        self.statements.bound();
+        let other_statements = self.other_statements();
         let servers = self.server_rows();
-        let mut statements: Vec<StatementGroup> = self
-            .statements
-            .groups
-            .into_iter()
-            .map(|(key, s)| StatementGroup {
-                command: Command::from_byte(key.command).name().to_string(),
-                fingerprint: key.fingerprint,
-                sample: s.sample.1,
-                count: s.requests.total(),
-                requests: s.requests,
-                errors: s.errors,
-                error_codes: s
-                    .error_codes
-                    .iter()
-                    .map(|(code, n)| (code.to_string(), *n))
-                    .collect(),
-                rows: s.rows,
-                request_bytes: s.request_bytes,
-                response_bytes: s.response_bytes,
-                status: s.status,
-                total_us: s.rt.sum_ns() as f64 / 1e3,
-                rt_us: s.rt.summary_us(),
-                phases: s.phases.summary(),
-                cut_off_waited_us: s.waited.summary_us(),
-                text_cut: s.text_cut,
-            })
-            .collect();
-        statements.sort_by(|a, b| {
-            b.total_us
-                .total_cmp(&a.total_us)
-                .then(b.count.cmp(&a.count))
-                .then(a.fingerprint.cmp(&b.fingerprint))
-                .then(a.command.cmp(&b.command))
-        });
+        let statements = statement_groups(self.statements.groups);
         MysqlReport {
             sessions: self.sessions,
             queries: self.requests.total(),
@@ -1557,6 +1529,45 @@ impl MysqlAggregate {
             replication: self.replication,
         }
     }
+}
+
+/// The statement groups kept, most total time first.
+fn statement_groups(
+    groups: HashMap<StatementKey, StatementAgg, FlowBuildHasher>,
+) -> Vec<StatementGroup> {
+    let mut statements: Vec<StatementGroup> = groups
+        .into_iter()
+        .map(|(key, s)| StatementGroup {
+            command: Command::from_byte(key.command).name().to_string(),
+            fingerprint: key.fingerprint,
+            sample: s.sample.1,
+            count: s.requests.total(),
+            requests: s.requests,
+            errors: s.errors,
+            error_codes: s
+                .error_codes
+                .iter()
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+            rows: s.rows,
+            request_bytes: s.request_bytes,
+            response_bytes: s.response_bytes,
+            status: s.status,
+            total_us: s.rt.sum_ns() as f64 / 1e3,
+            rt_us: s.rt.summary_us(),
+            phases: s.phases.summary(),
+            cut_off_waited_us: s.waited.summary_us(),
+            text_cut: s.text_cut,
+        })
+        .collect();
+    statements.sort_by(|a, b| {
+        b.total_us
+            .total_cmp(&a.total_us)
+            .then(b.count.cmp(&a.count))
+            .then(a.fingerprint.cmp(&b.fingerprint))
+            .then(a.command.cmp(&b.command))
+    });
+    statements
 }
 
 /// The slow requests `mysql --slower-than` lists (the slowest, in JSON).

@@ -1,7 +1,7 @@
 //! MySQL in TLS on one connection: after the session's SSLRequest, each direction's reassembled bytes go
 //! through a [`TlsConnection`] (its state lives with the connection, like the session's), which hands the
 //! session the plaintext where the key log (`--tls-keylog`, a pcapng's Decryption Secrets Blocks) has the
-//! connection's secrets. Where it has not, the session stays stopped, as it always did, and the TLS layer
+//! connection's secrets. Where it has not, the session stays stopped (its bytes cannot be read), and the TLS layer
 //! still tells what TLS lets through: version, cipher suite, the handshake's time, and exchanges
 //! estimated from record timing ([`EstimatedExchangeView`]).
 
