@@ -74,10 +74,26 @@ pub fn terminal_columns() -> Option<usize> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
+    columns_of(libc::STDOUT_FILENO)
+}
+
+/// The columns of the terminal `fd` is open on.
+fn columns_of(fd: libc::c_int) -> Option<usize> {
     // SAFETY: TIOCGWINSZ only fills the winsize it is given.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// The progress line's template for a terminal of `columns`: what is fixed in it must fit, or the line
+/// wraps and every draw leaves a line behind (at 70 columns, `8.00 MiB/83.99 MiB at 794.15 MiB/s` with
+/// the bar made 72). The bar goes first, then the rate.
+fn progress_template(columns: usize) -> &'static str {
+    match columns {
+        84.. => "{wide_msg} {percent:>3}% [{bar:20}] {bytes}/{total_bytes} at {bytes_per_sec}, {eta} left",
+        60.. => "{wide_msg} {percent:>3}% {bytes}/{total_bytes} at {bytes_per_sec}, {eta} left",
+        _ => "{wide_msg} {percent:>3}% of {total_bytes}, {eta} left",
+    }
 }
 
 pub fn emit(text: String) -> anyhow::Result<()> {
@@ -146,11 +162,10 @@ impl Progress {
         if len < 64 << 20 || !std::io::stderr().is_terminal() {
             return Progress(indicatif::ProgressBar::hidden());
         }
-        let style = indicatif::ProgressStyle::with_template(
-            "{wide_msg} {percent:>3}% [{bar:20}] {bytes}/{total_bytes} at {bytes_per_sec}, {eta} left",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> ");
+        let columns = columns_of(libc::STDERR_FILENO).unwrap_or(80);
+        let style = indicatif::ProgressStyle::with_template(progress_template(columns))
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> ");
         let name = file.file_name().map_or(file.as_os_str(), |n| n);
         let bar = indicatif::ProgressBar::with_draw_target(
             Some(len),
