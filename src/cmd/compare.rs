@@ -75,19 +75,26 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
         engine: engine.clone(),
         no_mysql: false,
     };
-    let both = || (analysis::Exchanges::default(), analysis::Endings::default());
     // Each side keeps, once read, only what the comparison needs: its per-connection tables are
     // summed into its unknowns and dropped, so that the second side's run does not stack on the first's
     // (a capture of a million connection attempts holds ~80 MB of them).
-    let read = |files: Vec<PathBuf>| -> anyhow::Result<_> {
+    // Only the client capture's statements name anything (its notable transactions and the requests
+    // its closes cut off): the server capture's are left out as they are read.
+    let read = |files: Vec<PathBuf>, statements| -> anyhow::Result<_> {
+        let both = || {
+            (
+                analysis::Exchanges::new(statements),
+                analysis::Endings::default(),
+            )
+        };
         let (set, mut run) = analyze(&side(files), both)?;
         let unknowns = analysis::unknowns(&run);
         run.connections = Default::default();
         run.mysql_sessions = Vec::new();
         Ok((set, run, unknowns))
     };
-    let (client_set, client_run, client_unknowns) = read(client)?;
-    let (server_set, server_run, server_unknowns) = read(server)?;
+    let (client_set, client_run, client_unknowns) = read(client, analysis::StatementText::Kept)?;
+    let (server_set, server_run, server_unknowns) = read(server, analysis::StatementText::Dropped)?;
     let ((client_exchanges, client_endings), (server_exchanges, server_endings)) =
         (&client_run.output, &server_run.output);
     let span = |t: &analysis::Timeline| {

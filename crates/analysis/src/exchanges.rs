@@ -76,6 +76,29 @@ pub fn request_hash(command: Command, request_bytes: u64, statement: Option<&str
 #[derive(Debug, Default)]
 pub struct Exchanges {
     exchanges: Vec<Exchange>,
+    statements: StatementText,
+}
+
+/// Whether [`Exchanges`] keeps each request's statement text ([`Exchange::statement`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StatementText {
+    /// Kept (its first bytes): [`compare`](crate::compare()) names the client capture's notable
+    /// transactions with it.
+    #[default]
+    Kept,
+    /// Left out (`statement` is `None`; the request hash still covers the text): the server capture's
+    /// statements name nothing, and a capture of many distinct statements would hold them all.
+    Dropped,
+}
+
+impl Exchanges {
+    /// Every request as an [`Exchange`], its statement text kept or not.
+    pub fn new(statements: StatementText) -> Self {
+        Exchanges {
+            exchanges: Vec::new(),
+            statements,
+        }
+    }
 }
 
 /// A segment a side sent: its frame and the sequence number of its first byte.
@@ -253,7 +276,10 @@ impl Analysis for Exchanges {
                 request_seq: found.filter(|_| !shares_segment),
                 request_hash: request_hash(tx.command, tx.request_bytes, tx.statement.as_deref()),
                 command: tx.command,
-                statement: tx.statement.as_deref().map(kept_statement),
+                statement: match self.statements {
+                    StatementText::Kept => tx.statement.as_deref().map(kept_statement),
+                    StatementText::Dropped => None,
+                },
                 request: Seen {
                     frame,
                     ts_ns: request_ts,
@@ -287,6 +313,9 @@ impl Analysis for Exchanges {
     /// instance in the order told; the sort is stable, so they keep that order whatever the merging.
     fn finish(mut self, _: &CaptureFacts) -> Vec<Exchange> {
         self.exchanges.sort_by_key(|e| e.request.frame);
+        // The vector grew by doubling: a capture of many requests would keep up to as many unused slots
+        // as used ones for the rest of the run.
+        self.exchanges.shrink_to_fit();
         self.exchanges
     }
 }

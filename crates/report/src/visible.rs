@@ -181,6 +181,79 @@ pub fn write_json<W: io::Write, T: Serialize + ?Sized>(
     value.serialize(&mut ser)
 }
 
+/// The elements of a long array, each turned into a [`serde_json::Value`] only when it is written (its
+/// object keys then sorted as those of a whole document turned into one are).
+pub trait ElementSource {
+    /// How many elements.
+    fn count(&self) -> usize;
+    /// The `i`th element as a JSON value.
+    fn element(&self, i: usize) -> serde_json::Result<serde_json::Value>;
+}
+
+impl<T: Serialize> ElementSource for Vec<T> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn element(&self, i: usize) -> serde_json::Result<serde_json::Value> {
+        serde_json::to_value(&self[i])
+    }
+}
+
+/// What [`write_json_streamed`] writes: the keys of `head` and the streamed arrays, in key order.
+struct Streamed<'a> {
+    head: &'a serde_json::Map<String, serde_json::Value>,
+    arrays: &'a [(&'a str, &'a dyn ElementSource)],
+}
+
+struct Elements<'a>(&'a dyn ElementSource);
+
+impl Serialize for Elements<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.0.count()))?;
+        for i in 0..self.0.count() {
+            let v = self.0.element(i).map_err(S::Error::custom)?;
+            seq.serialize_element(&v)?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Streamed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut keys: Vec<(&str, Option<&dyn ElementSource>)> = self
+            .head
+            .keys()
+            .filter(|k| !self.arrays.iter().any(|(a, _)| a == k))
+            .map(|k| (k.as_str(), None))
+            .chain(self.arrays.iter().map(|&(k, a)| (k, Some(a))))
+            .collect();
+        keys.sort_by(|a, b| a.0.cmp(b.0));
+        let mut map = s.serialize_map(Some(keys.len()))?;
+        for (k, array) in keys {
+            match array {
+                Some(a) => map.serialize_entry(k, &Elements(a))?,
+                None => map.serialize_entry(k, &self.head[k])?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// Writes, as [`write_json`] would write the whole object, the JSON object made of `head`'s keys and
+/// of `arrays`, each a key and the elements of its array (a key of `head` named there is replaced), with
+/// a trailing newline: the same bytes as [`crate::to_json`] of the object turned into one
+/// [`serde_json::Value`] first, holding one element of an array at a time instead of the whole document.
+pub fn write_json_streamed<W: io::Write>(
+    mut writer: W,
+    head: &serde_json::Map<String, serde_json::Value>,
+    arrays: &[(&str, &dyn ElementSource)],
+) -> serde_json::Result<()> {
+    write_json(&mut writer, &Streamed { head, arrays })?;
+    writer.write_all(b"\n").map_err(serde_json::Error::io)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

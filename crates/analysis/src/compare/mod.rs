@@ -95,12 +95,15 @@ pub fn compare(client: &[Exchange], server: &[Exchange], opts: &CompareOptions) 
         .filter_map(|&c| matches.of_client[c].map(|(s, by)| (c, s, by)))
         .collect();
     found.sort_by_key(|&(c, _, _)| (client[c].request.ts_ns, client[c].request.frame));
+    // What is held per request from here on is the pairs: two captures of many requests peak here.
+    drop((client_order, server_order));
 
     let clock = align_clocks(client, server, &found, opts.clock);
     let pairs: Vec<MatchedPair> = found
         .iter()
         .map(|&(c, s, by)| measure(&client[c], &server[s], c, s, by, &clock))
         .collect();
+    drop(found);
 
     let (client_span, server_span) = opts.spans(client, server);
     let mut outside = OutsideOtherCapture::default();
