@@ -27,6 +27,9 @@
 //! `COM_STMT_EXECUTE` of one statement, of equal length) hash alike; they are told apart by their sequence
 //! numbers, or by their order on the connection.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use pcapsleuth_flow::{SegmentClass, Side};
 use pcapsleuth_mysql::{Command, Transaction};
 
@@ -182,15 +185,15 @@ impl ExchangeTrack {
 }
 
 /// `s` cut to at most [`STATEMENT_KEPT_BYTES`] at a character boundary, marked with `…` when cut.
-fn kept_statement(s: &str) -> String {
+fn kept_statement(s: &str) -> Box<str> {
     if s.len() <= STATEMENT_KEPT_BYTES {
-        return s.to_string();
+        return s.into();
     }
     let mut end = STATEMENT_KEPT_BYTES;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &s[..end])
+    format!("{}…", &s[..end]).into()
 }
 
 fn seen(frame: Option<u64>, ts_ns: Option<u64>) -> Option<Seen> {
@@ -317,6 +320,82 @@ impl Analysis for Exchanges {
         // as used ones for the rest of the run.
         self.exchanges.shrink_to_fit();
         self.exchanges
+    }
+}
+
+/// The statement texts of the requests that began in some frames, as [`Exchanges`] keeps them
+/// ([`StatementText::Kept`]): what names the few transactions a comparison reports, found by a second
+/// reading of a capture whose exchanges were taken with [`StatementText::Dropped`], so that the text of
+/// every request is never held at once. Fill them in with [`name_requests`].
+#[derive(Debug, Default)]
+pub struct RequestStatements {
+    frames: Arc<BTreeSet<u64>>,
+    /// (request frame, its statement), in the order told per connection.
+    found: Vec<(u64, Option<Box<str>>)>,
+}
+
+impl RequestStatements {
+    /// The statements of the requests that began in `frames`.
+    pub fn new(frames: Arc<BTreeSet<u64>>) -> Self {
+        RequestStatements {
+            frames,
+            found: Vec::new(),
+        }
+    }
+}
+
+impl Analysis for RequestStatements {
+    type PerConnection = ();
+    /// By request frame; requests that began in one frame in the order they were told, as
+    /// [`Exchanges`] lists them.
+    type Output = Vec<(u64, Option<Box<str>>)>;
+
+    fn transaction(&mut self, _: &mut (), _: &ConnectionView<'_>, t: &TransactionView<'_>) {
+        let tx = t.transaction;
+        // The requests [`Exchanges`] lists, and no other: the same count in each frame.
+        if tx.command == Command::Connect
+            || i64::try_from(tx.request_ts_ns).is_err()
+            || !self.frames.contains(&tx.request_frame)
+        {
+            return;
+        }
+        self.found.push((
+            tx.request_frame,
+            tx.statement.as_deref().map(kept_statement),
+        ));
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.found.extend(other.found);
+    }
+
+    /// Requests that began in one frame come from one connection, so from one instance, in the order
+    /// told; the sort is stable.
+    fn finish(mut self, _: &CaptureFacts) -> Self::Output {
+        self.found.sort_by_key(|&(frame, _)| frame);
+        self.found
+    }
+}
+
+/// Gives the exchanges (in order of request frame, as [`Exchanges`] gives them) the statements `names`
+/// found for their frames ([`RequestStatements`] of the same capture).
+pub fn name_requests(exchanges: &mut [Exchange], names: Vec<(u64, Option<Box<str>>)>) {
+    let mut names = names.into_iter().peekable();
+    for e in exchanges.iter_mut() {
+        while names
+            .peek()
+            .is_some_and(|(frame, _)| *frame < e.request.frame)
+        {
+            names.next();
+        }
+        if names
+            .peek()
+            .is_some_and(|(frame, _)| *frame == e.request.frame)
+        {
+            if let Some((_, text)) = names.next() {
+                e.statement = text;
+            }
+        }
     }
 }
 

@@ -253,6 +253,116 @@ impl PathConnection {
     }
 }
 
+/// A connection's path state made only once it has a second segment: a connection seen in one segment
+/// (an attempt of a SYN flood, a lone RST) keeps that segment's few fields instead of the ~220 bytes of
+/// a [`PathConnection`], and the state is rebuilt from them, exactly, when the next one comes.
+#[derive(Debug, Clone, Default)]
+pub enum LazyPath {
+    /// No segment yet.
+    #[default]
+    Unseen,
+    /// One segment, without ACK (so without a SACK option that matters).
+    First(FirstSegment),
+    /// Two segments or more, or a first one with ACK.
+    Followed(Box<PathConnection>),
+}
+
+/// The fields of a connection's first segment that [`PathConnection::segment`] reads when it has no ACK.
+#[derive(Debug, Clone, Copy)]
+pub struct FirstSegment {
+    side: Side,
+    seq: u32,
+    window: u16,
+    flags: TcpFlags,
+    payload_len: u32,
+    class: SegmentClass,
+    at_ns: i64,
+    handshake_rtt_ns: Option<i64>,
+}
+
+impl FirstSegment {
+    /// The path state after this segment alone, and what it told.
+    fn replayed(&self) -> (PathConnection, PathEvents) {
+        let mut p = PathConnection::default();
+        // Addresses, ports, ACK number, options and payload bytes are not read for a segment without
+        // ACK: only the fields kept.
+        let unspecified = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        let seg = TcpSegment {
+            src: unspecified,
+            src_port: 0,
+            dst: unspecified,
+            dst_port: 0,
+            seq: self.seq,
+            ack: 0,
+            window: self.window,
+            flags: self.flags,
+            options: &[],
+            payload: &[],
+            payload_len: self.payload_len,
+            ttl: 0,
+        };
+        let ev = p.segment(
+            self.side,
+            &seg,
+            self.class,
+            self.at_ns,
+            self.handshake_rtt_ns,
+        );
+        (p, ev)
+    }
+}
+
+impl LazyPath {
+    /// [`PathConnection::segment`], the state made at the second segment.
+    pub fn segment(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        class: SegmentClass,
+        at_ns: i64,
+        handshake_rtt_ns: Option<i64>,
+    ) -> PathEvents {
+        match self {
+            LazyPath::Unseen if !seg.flags.ack() => {
+                let first = FirstSegment {
+                    side,
+                    seq: seg.seq,
+                    window: seg.window,
+                    flags: seg.flags,
+                    payload_len: seg.payload_len,
+                    class,
+                    at_ns,
+                    handshake_rtt_ns,
+                };
+                *self = LazyPath::First(first);
+                first.replayed().1
+            }
+            LazyPath::Unseen => {
+                let mut p = Box::<PathConnection>::default();
+                let ev = p.segment(side, seg, class, at_ns, handshake_rtt_ns);
+                *self = LazyPath::Followed(p);
+                ev
+            }
+            LazyPath::First(first) => {
+                let mut p = Box::new(first.replayed().0);
+                let ev = p.segment(side, seg, class, at_ns, handshake_rtt_ns);
+                *self = LazyPath::Followed(p);
+                ev
+            }
+            LazyPath::Followed(p) => p.segment(side, seg, class, at_ns, handshake_rtt_ns),
+        }
+    }
+
+    /// [`PathConnection::open_zero_windows`].
+    pub fn open_zero_windows(&self) -> Vec<(Side, i64)> {
+        match self {
+            LazyPath::Unseen => Vec::new(),
+            LazyPath::First(first) => first.replayed().0.open_zero_windows().collect(),
+            LazyPath::Followed(p) => p.open_zero_windows().collect(),
+        }
+    }
+}
+
 /// Whether a segment's SACK option reports a duplicate segment (D-SACK, RFC 2883): its first block lies
 /// below the cumulative ACK, or inside the second block.
 fn dsack(options: &[u8], ack: u32) -> bool {

@@ -9,10 +9,11 @@ use super::clock::{align, alignment};
 use super::model::{ConnectionPairing, Exchange, MatchedBy};
 use super::{connection_of, ConnectionKey};
 
-/// Which exchange of the other capture each one was matched with.
+/// Which exchange of the other capture each one was matched with: 8 bytes a request on each side (an
+/// index fits in 32 bits: no capture's requests held in memory number 2^32).
 pub(super) struct Matches {
-    pub(super) of_client: Vec<Option<(usize, MatchedBy)>>,
-    pub(super) of_server: Vec<Option<usize>>,
+    of_client: Vec<Option<(u32, MatchedBy)>>,
+    of_server: Vec<Option<u32>>,
 }
 
 impl Matches {
@@ -24,8 +25,23 @@ impl Matches {
     }
 
     pub(super) fn pair(&mut self, c: usize, s: usize, by: MatchedBy) {
-        self.of_client[c] = Some((s, by));
-        self.of_server[s] = Some(c);
+        self.of_client[c] = Some((s as u32, by));
+        self.of_server[s] = Some(c as u32);
+    }
+
+    /// The server exchange client exchange `c` was matched with, and how.
+    pub(super) fn of_client(&self, c: usize) -> Option<(usize, MatchedBy)> {
+        self.of_client[c].map(|(s, by)| (s as usize, by))
+    }
+
+    /// Whether server exchange `s` was matched.
+    pub(super) fn server_matched(&self, s: usize) -> bool {
+        self.of_server[s].is_some()
+    }
+
+    /// Whether client exchange `c` was matched.
+    pub(super) fn client_matched(&self, c: usize) -> bool {
+        self.of_client[c].is_some()
     }
 }
 
@@ -59,7 +75,7 @@ pub(super) fn match_by_sequence(
             .iter()
             .copied()
             .take_while(|&s| key(&server[s]) == wanted)
-            .find(|&s| matches.of_server[s].is_none() && server[s].request_hash == e.request_hash);
+            .find(|&s| !matches.server_matched(s) && server[s].request_hash == e.request_hash);
         if let Some(s) = found {
             matches.pair(c, s, MatchedBy::Sequence);
         }
@@ -91,10 +107,10 @@ pub(super) fn match_by_payload(
 
     // Partners from the sequence matches: per client connection, the server connection with most of them.
     let mut votes: BTreeMap<(ConnectionKey, ConnectionKey), u64> = BTreeMap::new();
-    for (c, m) in matches.of_client.iter().enumerate() {
-        if let Some((s, _)) = m {
+    for c in 0..client.len() {
+        if let Some((s, _)) = matches.of_client(c) {
             *votes
-                .entry((connection_of(&client[c]), connection_of(&server[*s])))
+                .entry((connection_of(&client[c]), connection_of(&server[s])))
                 .or_default() += 1;
         }
     }
@@ -113,7 +129,7 @@ pub(super) fn match_by_payload(
     let mut carriers: HashMap<u64, Vec<usize>> = HashMap::new();
     for (k, (_, members)) in server_conns.iter().enumerate() {
         for &s in members {
-            if matches.of_server[s].is_none() {
+            if !matches.server_matched(s) {
                 let list = carriers.entry(server[s].request_hash).or_default();
                 if list.last() != Some(&k) {
                     list.push(k);
@@ -131,7 +147,7 @@ pub(super) fn match_by_payload(
         let left: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&c| matches.of_client[c].is_none())
+            .filter(|&c| !matches.client_matched(c))
             .collect();
         if left.is_empty() {
             continue;
