@@ -413,11 +413,49 @@ mod tests {
     }
 
     #[test]
+    fn names_go_to_their_frames_in_order() {
+        let exchange = |frame: u64| Exchange {
+            client: pcapsleuth_flow::Endpoint {
+                ip: std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2)),
+                port: 40000,
+            },
+            server: pcapsleuth_flow::Endpoint {
+                ip: std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1)),
+                port: 3306,
+            },
+            connection: 1,
+            request_seq: None,
+            request_hash: frame,
+            command: Command::Query,
+            statement: None,
+            request: Seen { frame, ts_ns: 0 },
+            first_response: None,
+            last_response: None,
+            response_retransmitted: false,
+        };
+        // Frames 5 and 9 are named; 9 holds two pipelined requests, the second without a statement.
+        let mut list: Vec<Exchange> = [3, 5, 7, 9, 9, 12].into_iter().map(exchange).collect();
+        name_requests(
+            &mut list,
+            vec![
+                (5, Some("select 5".into())),
+                (9, Some("select 9a".into())),
+                (9, None),
+            ],
+        );
+        let names: Vec<Option<&str>> = list.iter().map(|e| e.statement.as_deref()).collect();
+        assert_eq!(
+            names,
+            [None, Some("select 5"), None, Some("select 9a"), None, None]
+        );
+    }
+
+    #[test]
     fn a_long_statement_is_cut_at_a_character() {
         let s = "é".repeat(STATEMENT_KEPT_BYTES);
         let kept = kept_statement(&s);
         assert!(kept.ends_with('…'));
         assert!(kept.len() <= STATEMENT_KEPT_BYTES + '…'.len_utf8());
-        assert_eq!(kept_statement("select 1"), "select 1");
+        assert_eq!(&*kept_statement("select 1"), "select 1");
     }
 }

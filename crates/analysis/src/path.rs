@@ -543,4 +543,83 @@ mod tests {
         assert!(!dsack(&[5], 10));
         assert!(!dsack(&[8, 1], 10));
     }
+
+    fn segment(
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        window: u16,
+        payload_len: u32,
+    ) -> TcpSegment<'static> {
+        let ip = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
+        TcpSegment {
+            src: ip,
+            src_port: 40000,
+            dst: ip,
+            dst_port: 3306,
+            seq,
+            ack,
+            window,
+            flags: TcpFlags(flags),
+            options: &[],
+            payload: &[],
+            payload_len,
+            ttl: 64,
+        }
+    }
+
+    #[test]
+    fn a_lazy_path_follows_every_segment_as_the_full_state_does() {
+        const SYN: u8 = TcpFlags::SYN;
+        const ACK: u8 = TcpFlags::ACK;
+        const RST: u8 = TcpFlags::RST;
+        const PSH: u8 = TcpFlags::PSH;
+        let firsts = [
+            (Side::Lo, segment(1000, 0, SYN, 64240, 0), SegmentClass::New),
+            (Side::Hi, segment(1000, 0, SYN, 0, 0), SegmentClass::New),
+            (Side::Lo, segment(1000, 0, PSH, 0, 100), SegmentClass::New),
+            (
+                Side::Lo,
+                segment(1000, 0, PSH, 512, 100),
+                SegmentClass::Retransmission,
+            ),
+            (Side::Lo, segment(1000, 0, RST, 0, 0), SegmentClass::New),
+            (
+                Side::Hi,
+                segment(5000, 1001, SYN | ACK, 65535, 0),
+                SegmentClass::New,
+            ),
+        ];
+        let thens = [
+            (Side::Hi, segment(5000, 1001, SYN | ACK, 65535, 0)),
+            (Side::Lo, segment(1001, 5001, ACK, 0, 0)),
+            (Side::Lo, segment(1001, 5001, ACK | PSH, 502, 40)),
+            (Side::Hi, segment(5001, 1101, ACK, 0, 0)),
+        ];
+        for (i, (side, first, class)) in firsts.iter().enumerate() {
+            for (j, (then_side, then)) in thens.iter().enumerate() {
+                let mut full = PathConnection::default();
+                let mut lazy = LazyPath::default();
+                let at = [1_000_000_000, 1_000_200_000, 1_400_000_000];
+                let rtt = Some(150_000);
+                let a = full.segment(*side, first, *class, at[0], rtt);
+                let b = lazy.segment(*side, first, *class, at[0], rtt);
+                assert_eq!(a, b, "first segment {i}");
+                assert_eq!(
+                    full.open_zero_windows().collect::<Vec<_>>(),
+                    lazy.open_zero_windows(),
+                    "after first segment {i}"
+                );
+                for (k, &t) in at[1..].iter().enumerate() {
+                    let a = full.segment(*then_side, then, SegmentClass::New, t, rtt);
+                    let b = lazy.segment(*then_side, then, SegmentClass::New, t, rtt);
+                    assert_eq!(a, b, "first {i}, then {j}, segment {k}");
+                }
+                let LazyPath::Followed(p) = &lazy else {
+                    panic!("followed after three segments");
+                };
+                assert_eq!(format!("{full:?}"), format!("{p:?}"), "first {i}, then {j}");
+            }
+        }
+    }
 }

@@ -298,6 +298,41 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_document_is_the_whole_value_written_byte_for_byte() {
+        #[derive(Serialize)]
+        struct Row {
+            zeta: u64,
+            text: String,
+            alpha: Option<f64>,
+            nested: Vec<(u8, &'static str)>,
+        }
+        let rows: Vec<Row> = (0..3)
+            .map(|i| Row {
+                zeta: i,
+                text: format!("select {i} -- \u{1b}[2J\u{202e}"),
+                alpha: (i != 1).then_some(i as f64 / 3.0),
+                nested: vec![(i as u8, "x"); i as usize],
+            })
+            .collect();
+        let empty: Vec<Row> = Vec::new();
+        let head = serde_json::json!({ "b": 1, "rows": [], "a": { "y": [1, 2], "x": null }, "z": "\u{9b}" });
+        let mut whole = head.clone();
+        whole["rows"] = serde_json::to_value(&rows).expect("serialises");
+        whole["empty"] = serde_json::to_value(&empty).expect("serialises");
+        let mut out = Vec::new();
+        write_json_streamed(
+            &mut out,
+            head.as_object().expect("an object"),
+            &[("rows", &rows), ("empty", &empty)],
+        )
+        .expect("written");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            crate::to_json(&whole)
+        );
+    }
+
+    #[test]
     fn json_escapes_decode_to_the_same_strings() {
         let all: String = hazards().into_iter().collect();
         let value = serde_json::json!({ "text": format!("select '{all}' -- é€\\x"), "n": [1, 2] });
