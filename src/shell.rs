@@ -62,6 +62,42 @@ pub fn output<O, T: serde::Serialize>(
     })
 }
 
+/// Prints `head` as JSON with the run's `unknowns` and the long `arrays` (each a key and its elements)
+/// written element by element as they are serialised: the same bytes as [`output`] of the whole value,
+/// holding neither the document as one value nor its text. A capture of several files goes through
+/// [`output`]'s whole value, where each frame is also named in its file.
+pub fn output_json_streamed<O, T: serde::Serialize>(
+    a: &Run<O>,
+    head: &T,
+    arrays: &[(&str, &dyn report::ElementSource)],
+) -> anyhow::Result<()> {
+    let mut v = serde_json::to_value(head)?;
+    let Some(o) = v.as_object_mut() else {
+        bail!("a JSON report is not an object");
+    };
+    o.insert(
+        "unknowns".into(),
+        serde_json::to_value(analysis::unknowns(a))?,
+    );
+    if a.capture.files.len() > 1 {
+        for (key, elements) in arrays {
+            let all = (0..elements.count())
+                .map(|i| elements.element(i))
+                .collect::<Result<Vec<_>, _>>()?;
+            o.insert((*key).to_string(), serde_json::Value::Array(all));
+        }
+        return emit(report::to_json_located(&v, &a.capture));
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = report::write_json_streamed(&mut out, o, arrays)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
 /// Text for stdout, every line fitted to the terminal's width, or to [`report::style::WIDTH`] when
 /// stdout is not a terminal (a file, a pipe, a pager); no control or bidirectional character raw but its
 /// line breaks, whatever the renderer let through.

@@ -75,21 +75,33 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
         engine: engine.clone(),
         no_mysql: false,
     };
-    let both = || (analysis::Exchanges::default(), analysis::Endings::default());
     // Each side keeps, once read, only what the comparison needs: its per-connection tables are
     // summed into its unknowns and dropped, so that the second side's run does not stack on the first's
     // (a capture of a million connection attempts holds ~80 MB of them).
-    let read = |files: Vec<PathBuf>| -> anyhow::Result<_> {
+    let read = |files: Vec<PathBuf>, statements| -> anyhow::Result<_> {
+        let both = || {
+            (
+                analysis::Exchanges::new(statements),
+                analysis::Endings::default(),
+            )
+        };
         let (set, mut run) = analyze(&side(files), both)?;
         let unknowns = analysis::unknowns(&run);
         run.connections = Default::default();
         run.mysql_sessions = Vec::new();
         Ok((set, run, unknowns))
     };
-    let (client_set, client_run, client_unknowns) = read(client)?;
-    let (server_set, server_run, server_unknowns) = read(server)?;
-    let ((client_exchanges, client_endings), (server_exchanges, server_endings)) =
-        (&client_run.output, &server_run.output);
+    // No request's statement text is held: only the client capture's name anything (its notable
+    // transactions and the requests its closes cut off), and those few are read again afterwards. Standard
+    // input cannot be read twice: its statements are kept as it is read.
+    let client_statements = if client.iter().any(|f| f.as_os_str() == "-") {
+        analysis::StatementText::Kept
+    } else {
+        analysis::StatementText::Dropped
+    };
+    let client_files = client.clone();
+    let (client_set, mut client_run, client_unknowns) = read(client, client_statements)?;
+    let (server_set, server_run, server_unknowns) = read(server, analysis::StatementText::Dropped)?;
     let span = |t: &analysis::Timeline| {
         Some(analysis::CaptureSpan {
             first_ns: t.body_first?.0,
@@ -103,13 +115,50 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
         server_span: span(&server_run.capture.timeline),
         notable_limit: notable,
     };
-    let cmp = analysis::compare(client_exchanges, server_exchanges, &opts);
-    let endings = analysis::compare_endings(
-        (client_exchanges, client_endings),
-        (server_exchanges, server_endings),
-        &cmp,
-        opts.spans(client_exchanges, server_exchanges),
-    );
+    let (server_exchanges, server_endings) = &server_run.output;
+    let compared = |(client_exchanges, client_endings): &(
+        Vec<analysis::Exchange>,
+        Vec<analysis::ConnectionEnding>,
+    )| {
+        let cmp = analysis::compare(client_exchanges, server_exchanges, &opts);
+        let endings = analysis::compare_endings(
+            (client_exchanges, client_endings),
+            (server_exchanges, server_endings),
+            &cmp,
+            opts.spans(client_exchanges, server_exchanges),
+        );
+        (cmp, endings)
+    };
+    let (mut cmp, mut endings) = compared(&client_run.output);
+    if client_statements == analysis::StatementText::Dropped && client_run.capture.stopped.is_none()
+    {
+        let frames: std::collections::BTreeSet<u64> = cmp
+            .notable
+            .iter()
+            .map(|n| n.client_capture.request_frame)
+            .chain(
+                client_run
+                    .output
+                    .1
+                    .iter()
+                    .flat_map(|e| e.open.iter().map(|o| o.request.frame)),
+            )
+            .collect();
+        if !frames.is_empty() {
+            let frames = std::sync::Arc::new(frames);
+            let (_, names) = analyze(&side(client_files), || {
+                analysis::RequestStatements::new(frames.clone())
+            })?;
+            if names.output.iter().any(|(_, text)| text.is_some()) {
+                // The comparison does not depend on the texts, only its words do: it is made again
+                // with them (the first one's pairs freed first).
+                drop((cmp, endings));
+                analysis::name_requests(&mut client_run.output.0, names.output);
+                (cmp, endings) = compared(&client_run.output);
+            }
+        }
+    }
+    let client_exchanges = &client_run.output.0;
     let sides = (
         report::ComparedCapture {
             capture: &client_run.capture,

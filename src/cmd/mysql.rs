@@ -8,7 +8,7 @@ use pcapsleuth::report::{self};
 
 use crate::args;
 use crate::common::{analyze, mysql_filter, Common, PlotsArg};
-use crate::shell::{finish, output, plot_report};
+use crate::shell::{finish, output, output_json_streamed, plot_report};
 
 // The help text is the doc comment of `Command::Mysql` (src/main.rs).
 #[derive(clap::Args)]
@@ -69,7 +69,26 @@ fn print_mysql<O>(
     m: &analysis::MysqlAggregate,
     limit: usize,
 ) -> anyhow::Result<()> {
-    output(json, a, &analysis::mysql_report(a, m), |r| {
-        report::render_mysql(r, limit)
-    })
+    let mut r = analysis::mysql_report(a, m);
+    if !json {
+        return output(json, a, &r, |r| report::render_mysql(r, limit));
+    }
+    // The arrays that grow with the capture (up to their bounds) are written element by element.
+    let statements = std::mem::take(&mut r.statements);
+    let incidents = std::mem::take(&mut r.incidents);
+    let unanswered = std::mem::take(&mut r.unanswered);
+    let per_second = std::mem::take(&mut r.per_second);
+    let error_details = std::mem::take(&mut r.error_details);
+    let slow_requests = r.slow_requests.take();
+    let mut arrays: Vec<(&str, &dyn report::ElementSource)> = vec![
+        ("statements", &statements),
+        ("incidents", &incidents),
+        ("unanswered", &unanswered),
+        ("per_second", &per_second),
+        ("error_details", &error_details),
+    ];
+    if let Some(slow) = &slow_requests {
+        arrays.push(("slow_requests", slow));
+    }
+    output_json_streamed(a, &r, &arrays)
 }

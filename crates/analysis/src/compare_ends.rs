@@ -80,11 +80,21 @@ pub struct Endings {
 }
 
 /// What [`Endings`] keeps of a connection while it lasts: its closes by side (the side's role is known
-/// for sure only at its end) and its unanswered requests.
+/// for sure only at its end) and its unanswered requests; made at the first of them, so that a
+/// connection with neither (an attempt of a SYN flood) costs a pointer.
 #[derive(Debug, Default)]
-pub struct EndingTrack {
+pub struct EndingTrack(Option<Box<EndingLists>>);
+
+#[derive(Debug, Default)]
+struct EndingLists {
     closes: Vec<(CloseFlag, Side, Seen)>,
     open: Vec<OpenRequest>,
+}
+
+impl EndingTrack {
+    fn lists(&mut self) -> &mut EndingLists {
+        self.0.get_or_insert_with(Box::default)
+    }
 }
 
 impl Analysis for Endings {
@@ -102,7 +112,7 @@ impl Analysis for Endings {
             return;
         }
         if let Ok(ts_ns) = i64::try_from(tx.request_ts_ns) {
-            s.open.push(OpenRequest {
+            s.lists().open.push(OpenRequest {
                 request: Seen {
                     frame: tx.request_frame,
                     ts_ns,
@@ -114,7 +124,7 @@ impl Analysis for Endings {
 
     fn close(&mut self, s: &mut EndingTrack, _: &ConnectionView<'_>, close: &CloseView<'_>) {
         let ev = close.tcp;
-        s.closes.push((
+        s.lists().closes.push((
             ev.flag,
             ev.side,
             Seen {
@@ -125,6 +135,9 @@ impl Analysis for Endings {
     }
 
     fn connection_ended(&mut self, s: EndingTrack, conn: &ConnectionView<'_>, _: &EndView<'_>) {
+        let Some(s) = s.0 else {
+            return;
+        };
         if s.closes.is_empty() && s.open.is_empty() {
             return;
         }
@@ -372,8 +385,8 @@ pub fn compare_endings(
             (
                 e.request.frame,
                 e.statement
-                    .clone()
-                    .unwrap_or_else(|| e.command.name().to_string()),
+                    .as_deref()
+                    .map_or_else(|| e.command.name().to_string(), str::to_string),
             )
         })
         .collect();
@@ -845,8 +858,8 @@ fn unanswered_at_both(
         let (sw, swait, sframe) = ended(sf, sclose, s, Point::Server);
         let what = c
             .statement
-            .clone()
-            .unwrap_or_else(|| c.command.name().to_string());
+            .as_deref()
+            .map_or_else(|| c.command.name().to_string(), str::to_string);
         let detail = format!(
             "answered at neither point (client frame {}, server frame {}): {cw}; {sw}",
             c.request.frame, s.request.frame

@@ -27,6 +27,9 @@
 //! `COM_STMT_EXECUTE` of one statement, of equal length) hash alike; they are told apart by their sequence
 //! numbers, or by their order on the connection.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use pcapsleuth_flow::{SegmentClass, Side};
 use pcapsleuth_mysql::{Command, Transaction};
 
@@ -76,6 +79,29 @@ pub fn request_hash(command: Command, request_bytes: u64, statement: Option<&str
 #[derive(Debug, Default)]
 pub struct Exchanges {
     exchanges: Vec<Exchange>,
+    statements: StatementText,
+}
+
+/// Whether [`Exchanges`] keeps each request's statement text ([`Exchange::statement`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StatementText {
+    /// Kept (its first bytes): [`compare`](crate::compare()) names the client capture's notable
+    /// transactions with it.
+    #[default]
+    Kept,
+    /// Left out (`statement` is `None`; the request hash still covers the text): the server capture's
+    /// statements name nothing, and a capture of many distinct statements would hold them all.
+    Dropped,
+}
+
+impl Exchanges {
+    /// Every request as an [`Exchange`], its statement text kept or not.
+    pub fn new(statements: StatementText) -> Self {
+        Exchanges {
+            exchanges: Vec::new(),
+            statements,
+        }
+    }
 }
 
 /// A segment a side sent: its frame and the sequence number of its first byte.
@@ -159,15 +185,15 @@ impl ExchangeTrack {
 }
 
 /// `s` cut to at most [`STATEMENT_KEPT_BYTES`] at a character boundary, marked with `…` when cut.
-fn kept_statement(s: &str) -> String {
+fn kept_statement(s: &str) -> Box<str> {
     if s.len() <= STATEMENT_KEPT_BYTES {
-        return s.to_string();
+        return s.into();
     }
     let mut end = STATEMENT_KEPT_BYTES;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &s[..end])
+    format!("{}…", &s[..end]).into()
 }
 
 fn seen(frame: Option<u64>, ts_ns: Option<u64>) -> Option<Seen> {
@@ -253,7 +279,10 @@ impl Analysis for Exchanges {
                 request_seq: found.filter(|_| !shares_segment),
                 request_hash: request_hash(tx.command, tx.request_bytes, tx.statement.as_deref()),
                 command: tx.command,
-                statement: tx.statement.as_deref().map(kept_statement),
+                statement: match self.statements {
+                    StatementText::Kept => tx.statement.as_deref().map(kept_statement),
+                    StatementText::Dropped => None,
+                },
                 request: Seen {
                     frame,
                     ts_ns: request_ts,
@@ -287,7 +316,86 @@ impl Analysis for Exchanges {
     /// instance in the order told; the sort is stable, so they keep that order whatever the merging.
     fn finish(mut self, _: &CaptureFacts) -> Vec<Exchange> {
         self.exchanges.sort_by_key(|e| e.request.frame);
+        // The vector grew by doubling: a capture of many requests would keep up to as many unused slots
+        // as used ones for the rest of the run.
+        self.exchanges.shrink_to_fit();
         self.exchanges
+    }
+}
+
+/// The statement texts of the requests that began in some frames, as [`Exchanges`] keeps them
+/// ([`StatementText::Kept`]): what names the few transactions a comparison reports, found by a second
+/// reading of a capture whose exchanges were taken with [`StatementText::Dropped`], so that the text of
+/// every request is never held at once. Fill them in with [`name_requests`].
+#[derive(Debug, Default)]
+pub struct RequestStatements {
+    frames: Arc<BTreeSet<u64>>,
+    /// (request frame, its statement), in the order told per connection.
+    found: Vec<(u64, Option<Box<str>>)>,
+}
+
+impl RequestStatements {
+    /// The statements of the requests that began in `frames`.
+    pub fn new(frames: Arc<BTreeSet<u64>>) -> Self {
+        RequestStatements {
+            frames,
+            found: Vec::new(),
+        }
+    }
+}
+
+impl Analysis for RequestStatements {
+    type PerConnection = ();
+    /// By request frame; requests that began in one frame in the order they were told, as
+    /// [`Exchanges`] lists them.
+    type Output = Vec<(u64, Option<Box<str>>)>;
+
+    fn transaction(&mut self, _: &mut (), _: &ConnectionView<'_>, t: &TransactionView<'_>) {
+        let tx = t.transaction;
+        // The requests [`Exchanges`] lists, and no other: the same count in each frame.
+        if tx.command == Command::Connect
+            || i64::try_from(tx.request_ts_ns).is_err()
+            || !self.frames.contains(&tx.request_frame)
+        {
+            return;
+        }
+        self.found.push((
+            tx.request_frame,
+            tx.statement.as_deref().map(kept_statement),
+        ));
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.found.extend(other.found);
+    }
+
+    /// Requests that began in one frame come from one connection, so from one instance, in the order
+    /// told; the sort is stable.
+    fn finish(mut self, _: &CaptureFacts) -> Self::Output {
+        self.found.sort_by_key(|&(frame, _)| frame);
+        self.found
+    }
+}
+
+/// Gives the exchanges (in order of request frame, as [`Exchanges`] gives them) the statements `names`
+/// found for their frames ([`RequestStatements`] of the same capture).
+pub fn name_requests(exchanges: &mut [Exchange], names: Vec<(u64, Option<Box<str>>)>) {
+    let mut names = names.into_iter().peekable();
+    for e in exchanges.iter_mut() {
+        while names
+            .peek()
+            .is_some_and(|(frame, _)| *frame < e.request.frame)
+        {
+            names.next();
+        }
+        if names
+            .peek()
+            .is_some_and(|(frame, _)| *frame == e.request.frame)
+        {
+            if let Some((_, text)) = names.next() {
+                e.statement = text;
+            }
+        }
     }
 }
 
@@ -305,11 +413,49 @@ mod tests {
     }
 
     #[test]
+    fn names_go_to_their_frames_in_order() {
+        let exchange = |frame: u64| Exchange {
+            client: pcapsleuth_flow::Endpoint {
+                ip: std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2)),
+                port: 40000,
+            },
+            server: pcapsleuth_flow::Endpoint {
+                ip: std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1)),
+                port: 3306,
+            },
+            connection: 1,
+            request_seq: None,
+            request_hash: frame,
+            command: Command::Query,
+            statement: None,
+            request: Seen { frame, ts_ns: 0 },
+            first_response: None,
+            last_response: None,
+            response_retransmitted: false,
+        };
+        // Frames 5 and 9 are named; 9 holds two pipelined requests, the second without a statement.
+        let mut list: Vec<Exchange> = [3, 5, 7, 9, 9, 12].into_iter().map(exchange).collect();
+        name_requests(
+            &mut list,
+            vec![
+                (5, Some("select 5".into())),
+                (9, Some("select 9a".into())),
+                (9, None),
+            ],
+        );
+        let names: Vec<Option<&str>> = list.iter().map(|e| e.statement.as_deref()).collect();
+        assert_eq!(
+            names,
+            [None, Some("select 5"), None, Some("select 9a"), None, None]
+        );
+    }
+
+    #[test]
     fn a_long_statement_is_cut_at_a_character() {
         let s = "é".repeat(STATEMENT_KEPT_BYTES);
         let kept = kept_statement(&s);
         assert!(kept.ends_with('…'));
         assert!(kept.len() <= STATEMENT_KEPT_BYTES + '…'.len_utf8());
-        assert_eq!(kept_statement("select 1"), "select 1");
+        assert_eq!(&*kept_statement("select 1"), "select 1");
     }
 }

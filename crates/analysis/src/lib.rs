@@ -119,7 +119,9 @@ pub use events::{
     Analysis, CloseView, ConnectionView, EndView, EndedBy, RolesFrom, SegmentView, TransactionView,
 };
 pub use everything::{Everything, Statistics};
-pub use exchanges::{request_hash, ExchangeTrack, Exchanges};
+pub use exchanges::{
+    name_requests, request_hash, ExchangeTrack, Exchanges, RequestStatements, StatementText,
+};
 pub use facts::{CaptureFacts, FileFacts, PacketCounts, Stopped};
 pub use finding::{
     connection_filter, endpoint_filter, Finding, FindingKind, NamedConnection, Scope, Span,

@@ -396,15 +396,18 @@ impl LoadTest {
 }
 
 impl Analysis for LoadTest {
-    type PerConnection = LoadConnection;
+    /// Made at the connection's first transaction: a connection that never carries one (an attempt of
+    /// a SYN flood) costs a pointer, not the record's ~150 bytes.
+    type PerConnection = Option<Box<LoadConnection>>;
     type Output = LoadReport;
 
     fn transaction(
         &mut self,
-        c: &mut LoadConnection,
+        c: &mut Option<Box<LoadConnection>>,
         _: &ConnectionView<'_>,
         view: &TransactionView<'_>,
     ) {
+        let c: &mut LoadConnection = c.get_or_insert_with(Box::default);
         let t = view.transaction;
         let fate = view.fate();
         if t.command == Command::Connect {
@@ -600,13 +603,14 @@ impl Analysis for LoadTest {
 
     fn connection_ended(
         &mut self,
-        c: LoadConnection,
+        c: Option<Box<LoadConnection>>,
         conn: &ConnectionView<'_>,
         end: &EndView<'_>,
     ) {
         if !conn.is_mysql() {
             return;
         }
+        let c = c.map_or_else(LoadConnection::default, |c| *c);
         let tcp = conn.tcp();
         let (first, last) = (tcp.first(), tcp.last());
         if plausible_response_time(first.ts.0, last.ts.0).is_some() {

@@ -253,6 +253,116 @@ impl PathConnection {
     }
 }
 
+/// A connection's path state made only once it has a second segment: a connection seen in one segment
+/// (an attempt of a SYN flood, a lone RST) keeps that segment's few fields instead of the ~220 bytes of
+/// a [`PathConnection`], and the state is rebuilt from them, exactly, when the next one comes.
+#[derive(Debug, Clone, Default)]
+pub enum LazyPath {
+    /// No segment yet.
+    #[default]
+    Unseen,
+    /// One segment, without ACK (so without a SACK option that matters).
+    First(FirstSegment),
+    /// Two segments or more, or a first one with ACK.
+    Followed(Box<PathConnection>),
+}
+
+/// The fields of a connection's first segment that [`PathConnection::segment`] reads when it has no ACK.
+#[derive(Debug, Clone, Copy)]
+pub struct FirstSegment {
+    side: Side,
+    seq: u32,
+    window: u16,
+    flags: TcpFlags,
+    payload_len: u32,
+    class: SegmentClass,
+    at_ns: i64,
+    handshake_rtt_ns: Option<i64>,
+}
+
+impl FirstSegment {
+    /// The path state after this segment alone, and what it told.
+    fn replayed(&self) -> (PathConnection, PathEvents) {
+        let mut p = PathConnection::default();
+        // Addresses, ports, ACK number, options and payload bytes are not read for a segment without
+        // ACK: only the fields kept.
+        let unspecified = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
+        let seg = TcpSegment {
+            src: unspecified,
+            src_port: 0,
+            dst: unspecified,
+            dst_port: 0,
+            seq: self.seq,
+            ack: 0,
+            window: self.window,
+            flags: self.flags,
+            options: &[],
+            payload: &[],
+            payload_len: self.payload_len,
+            ttl: 0,
+        };
+        let ev = p.segment(
+            self.side,
+            &seg,
+            self.class,
+            self.at_ns,
+            self.handshake_rtt_ns,
+        );
+        (p, ev)
+    }
+}
+
+impl LazyPath {
+    /// [`PathConnection::segment`], the state made at the second segment.
+    pub fn segment(
+        &mut self,
+        side: Side,
+        seg: &TcpSegment<'_>,
+        class: SegmentClass,
+        at_ns: i64,
+        handshake_rtt_ns: Option<i64>,
+    ) -> PathEvents {
+        match self {
+            LazyPath::Unseen if !seg.flags.ack() => {
+                let first = FirstSegment {
+                    side,
+                    seq: seg.seq,
+                    window: seg.window,
+                    flags: seg.flags,
+                    payload_len: seg.payload_len,
+                    class,
+                    at_ns,
+                    handshake_rtt_ns,
+                };
+                *self = LazyPath::First(first);
+                first.replayed().1
+            }
+            LazyPath::Unseen => {
+                let mut p = Box::<PathConnection>::default();
+                let ev = p.segment(side, seg, class, at_ns, handshake_rtt_ns);
+                *self = LazyPath::Followed(p);
+                ev
+            }
+            LazyPath::First(first) => {
+                let mut p = Box::new(first.replayed().0);
+                let ev = p.segment(side, seg, class, at_ns, handshake_rtt_ns);
+                *self = LazyPath::Followed(p);
+                ev
+            }
+            LazyPath::Followed(p) => p.segment(side, seg, class, at_ns, handshake_rtt_ns),
+        }
+    }
+
+    /// [`PathConnection::open_zero_windows`].
+    pub fn open_zero_windows(&self) -> Vec<(Side, i64)> {
+        match self {
+            LazyPath::Unseen => Vec::new(),
+            LazyPath::First(first) => first.replayed().0.open_zero_windows().collect(),
+            LazyPath::Followed(p) => p.open_zero_windows().collect(),
+        }
+    }
+}
+
 /// Whether a segment's SACK option reports a duplicate segment (D-SACK, RFC 2883): its first block lies
 /// below the cumulative ACK, or inside the second block.
 fn dsack(options: &[u8], ack: u32) -> bool {
@@ -432,5 +542,84 @@ mod tests {
         assert!(!dsack(&[5, 10, 0, 0], 10));
         assert!(!dsack(&[5], 10));
         assert!(!dsack(&[8, 1], 10));
+    }
+
+    fn segment(
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        window: u16,
+        payload_len: u32,
+    ) -> TcpSegment<'static> {
+        let ip = std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
+        TcpSegment {
+            src: ip,
+            src_port: 40000,
+            dst: ip,
+            dst_port: 3306,
+            seq,
+            ack,
+            window,
+            flags: TcpFlags(flags),
+            options: &[],
+            payload: &[],
+            payload_len,
+            ttl: 64,
+        }
+    }
+
+    #[test]
+    fn a_lazy_path_follows_every_segment_as_the_full_state_does() {
+        const SYN: u8 = TcpFlags::SYN;
+        const ACK: u8 = TcpFlags::ACK;
+        const RST: u8 = TcpFlags::RST;
+        const PSH: u8 = TcpFlags::PSH;
+        let firsts = [
+            (Side::Lo, segment(1000, 0, SYN, 64240, 0), SegmentClass::New),
+            (Side::Hi, segment(1000, 0, SYN, 0, 0), SegmentClass::New),
+            (Side::Lo, segment(1000, 0, PSH, 0, 100), SegmentClass::New),
+            (
+                Side::Lo,
+                segment(1000, 0, PSH, 512, 100),
+                SegmentClass::Retransmission,
+            ),
+            (Side::Lo, segment(1000, 0, RST, 0, 0), SegmentClass::New),
+            (
+                Side::Hi,
+                segment(5000, 1001, SYN | ACK, 65535, 0),
+                SegmentClass::New,
+            ),
+        ];
+        let thens = [
+            (Side::Hi, segment(5000, 1001, SYN | ACK, 65535, 0)),
+            (Side::Lo, segment(1001, 5001, ACK, 0, 0)),
+            (Side::Lo, segment(1001, 5001, ACK | PSH, 502, 40)),
+            (Side::Hi, segment(5001, 1101, ACK, 0, 0)),
+        ];
+        for (i, (side, first, class)) in firsts.iter().enumerate() {
+            for (j, (then_side, then)) in thens.iter().enumerate() {
+                let mut full = PathConnection::default();
+                let mut lazy = LazyPath::default();
+                let at = [1_000_000_000, 1_000_200_000, 1_400_000_000];
+                let rtt = Some(150_000);
+                let a = full.segment(*side, first, *class, at[0], rtt);
+                let b = lazy.segment(*side, first, *class, at[0], rtt);
+                assert_eq!(a, b, "first segment {i}");
+                assert_eq!(
+                    full.open_zero_windows().collect::<Vec<_>>(),
+                    lazy.open_zero_windows(),
+                    "after first segment {i}"
+                );
+                for (k, &t) in at[1..].iter().enumerate() {
+                    let a = full.segment(*then_side, then, SegmentClass::New, t, rtt);
+                    let b = lazy.segment(*then_side, then, SegmentClass::New, t, rtt);
+                    assert_eq!(a, b, "first {i}, then {j}, segment {k}");
+                }
+                let LazyPath::Followed(p) = &lazy else {
+                    panic!("followed after three segments");
+                };
+                assert_eq!(format!("{full:?}"), format!("{p:?}"), "first {i}, then {j}");
+            }
+        }
     }
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::events::{Analysis, ConnectionView, EndView, SegmentView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::histogram::Histogram;
-use crate::path::{resend_index, PathCell, PathConnection, PathEvents, PathPoint};
+use crate::path::{resend_index, LazyPath, PathCell, PathEvents, PathPoint};
 use crate::thresholds::*;
 use crate::timeline::Timeline;
 use crate::units::Measure;
@@ -128,7 +128,7 @@ pub enum PathTiming {
 #[derive(Debug, Clone, Default)]
 pub struct RateConnection {
     scope: ServerScope,
-    path: PathConnection,
+    path: LazyPath,
 }
 
 /// The response times of requests to one scope sent in one fine bin, since the request before them was
@@ -319,7 +319,7 @@ impl Analysis for Rates {
         if self.path == PathTiming::Measured {
             let client = conn.client_side();
             let last_ns = conn.tcp().last().ts.0;
-            let open: Vec<(Side, i64)> = state.path.open_zero_windows().collect();
+            let open: Vec<(Side, i64)> = state.path.open_zero_windows();
             for (side, since) in open {
                 let id = state
                     .scope

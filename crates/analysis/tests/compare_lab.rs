@@ -133,7 +133,7 @@ fn tshark_exchanges(tshark: &Tshark, file: &Path, server_port: u16, point: Point
                 // One MySQL packet in one segment: its length on the wire is the segment's.
                 request_hash: request_hash(command, u64::from(len), statement.as_deref()),
                 command,
-                statement,
+                statement: statement.map(String::into_boxed_str),
                 request: Seen { frame, ts_ns: ts },
                 first_response: None,
                 last_response: None,

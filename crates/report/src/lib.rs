@@ -52,12 +52,15 @@ pub use html::{escape_html, render_html, render_html_against};
 pub use load::render_load;
 pub use located::{locate_frames_json, locate_frames_text};
 #[cfg(feature = "plots")]
-pub use plots::{svg_plots, write_plot_set, write_plots, PlotError, PlotSet, SkippedPlot, SvgPlot};
+pub use plots::{
+    drawn_plots, svg_plots, write_plot_set, write_plots, DrawnPlot, PlotError, PlotSet,
+    SkippedPlot, SvgPlot,
+};
 pub use text::{
     flow_order, render_first_reset, render_flows, render_mysql, render_unknowns, sorted,
     write_flows, FlowSort,
 };
-pub use visible::{visible, visible_lines, write_json};
+pub use visible::{visible, visible_lines, write_json, write_json_streamed, ElementSource};
 
 use serde::Serialize;
 

@@ -181,6 +181,79 @@ pub fn write_json<W: io::Write, T: Serialize + ?Sized>(
     value.serialize(&mut ser)
 }
 
+/// The elements of a long array, each turned into a [`serde_json::Value`] only when it is written (its
+/// object keys then sorted as those of a whole document turned into one are).
+pub trait ElementSource {
+    /// How many elements.
+    fn count(&self) -> usize;
+    /// The `i`th element as a JSON value.
+    fn element(&self, i: usize) -> serde_json::Result<serde_json::Value>;
+}
+
+impl<T: Serialize> ElementSource for Vec<T> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn element(&self, i: usize) -> serde_json::Result<serde_json::Value> {
+        serde_json::to_value(&self[i])
+    }
+}
+
+/// What [`write_json_streamed`] writes: the keys of `head` and the streamed arrays, in key order.
+struct Streamed<'a> {
+    head: &'a serde_json::Map<String, serde_json::Value>,
+    arrays: &'a [(&'a str, &'a dyn ElementSource)],
+}
+
+struct Elements<'a>(&'a dyn ElementSource);
+
+impl Serialize for Elements<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.0.count()))?;
+        for i in 0..self.0.count() {
+            let v = self.0.element(i).map_err(S::Error::custom)?;
+            seq.serialize_element(&v)?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Streamed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut keys: Vec<(&str, Option<&dyn ElementSource>)> = self
+            .head
+            .keys()
+            .filter(|k| !self.arrays.iter().any(|(a, _)| a == k))
+            .map(|k| (k.as_str(), None))
+            .chain(self.arrays.iter().map(|&(k, a)| (k, Some(a))))
+            .collect();
+        keys.sort_by(|a, b| a.0.cmp(b.0));
+        let mut map = s.serialize_map(Some(keys.len()))?;
+        for (k, array) in keys {
+            match array {
+                Some(a) => map.serialize_entry(k, &Elements(a))?,
+                None => map.serialize_entry(k, &self.head[k])?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// Writes, as [`write_json`] would write the whole object, the JSON object made of `head`'s keys and
+/// of `arrays`, each a key and the elements of its array (a key of `head` named there is replaced), with
+/// a trailing newline: the same bytes as [`crate::to_json`] of the object turned into one
+/// [`serde_json::Value`] first, holding one element of an array at a time instead of the whole document.
+pub fn write_json_streamed<W: io::Write>(
+    mut writer: W,
+    head: &serde_json::Map<String, serde_json::Value>,
+    arrays: &[(&str, &dyn ElementSource)],
+) -> serde_json::Result<()> {
+    write_json(&mut writer, &Streamed { head, arrays })?;
+    writer.write_all(b"\n").map_err(serde_json::Error::io)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +295,41 @@ mod tests {
         assert!(matches!(visible("naïve — 中 €"), Cow::Borrowed(_)));
         assert_eq!(visible_lines("a\x1b[2Jb\nc\r\n"), "a\\x1b[2Jb\nc\\r\n");
         assert_eq!(visible_lines_owned("x\ny".into()), "x\ny");
+    }
+
+    #[test]
+    fn a_streamed_document_is_the_whole_value_written_byte_for_byte() {
+        #[derive(Serialize)]
+        struct Row {
+            zeta: u64,
+            text: String,
+            alpha: Option<f64>,
+            nested: Vec<(u8, &'static str)>,
+        }
+        let rows: Vec<Row> = (0..3)
+            .map(|i| Row {
+                zeta: i,
+                text: format!("select {i} -- \u{1b}[2J\u{202e}"),
+                alpha: (i != 1).then_some(i as f64 / 3.0),
+                nested: vec![(i as u8, "x"); i as usize],
+            })
+            .collect();
+        let empty: Vec<Row> = Vec::new();
+        let head = serde_json::json!({ "b": 1, "rows": [], "a": { "y": [1, 2], "x": null }, "z": "\u{9b}" });
+        let mut whole = head.clone();
+        whole["rows"] = serde_json::to_value(&rows).expect("serialises");
+        whole["empty"] = serde_json::to_value(&empty).expect("serialises");
+        let mut out = Vec::new();
+        write_json_streamed(
+            &mut out,
+            head.as_object().expect("an object"),
+            &[("rows", &rows), ("empty", &empty)],
+        )
+        .expect("written");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            crate::to_json(&whole)
+        );
     }
 
     #[test]

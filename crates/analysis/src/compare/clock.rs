@@ -33,7 +33,7 @@ pub(super) fn alignment(
     let open: Vec<usize> = members
         .iter()
         .copied()
-        .filter(|&s| matches.of_server[s].is_none())
+        .filter(|&s| !matches.server_matched(s))
         .collect();
     let mut next = 0;
     let mut found = Vec::new();

@@ -3,18 +3,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use pcapsleuth_flow::Endpoint;
-
 use crate::thresholds::{COMPARE_CANDIDATE_CONNECTIONS, COMPARE_COMMON_PAYLOAD_CONNECTIONS};
 
 use super::clock::{align, alignment};
 use super::model::{ConnectionPairing, Exchange, MatchedBy};
 use super::{connection_of, ConnectionKey};
 
-/// Which exchange of the other capture each one was matched with.
+/// Which exchange of the other capture each one was matched with: 8 bytes a request on each side (an
+/// index fits in 32 bits: no capture's requests held in memory number 2^32).
 pub(super) struct Matches {
-    pub(super) of_client: Vec<Option<(usize, MatchedBy)>>,
-    pub(super) of_server: Vec<Option<usize>>,
+    of_client: Vec<Option<(u32, MatchedBy)>>,
+    of_server: Vec<Option<u32>>,
 }
 
 impl Matches {
@@ -26,8 +25,23 @@ impl Matches {
     }
 
     pub(super) fn pair(&mut self, c: usize, s: usize, by: MatchedBy) {
-        self.of_client[c] = Some((s, by));
-        self.of_server[s] = Some(c);
+        self.of_client[c] = Some((s as u32, by));
+        self.of_server[s] = Some(c as u32);
+    }
+
+    /// The server exchange client exchange `c` was matched with, and how.
+    pub(super) fn of_client(&self, c: usize) -> Option<(usize, MatchedBy)> {
+        self.of_client[c].map(|(s, by)| (s as usize, by))
+    }
+
+    /// Whether server exchange `s` was matched.
+    pub(super) fn server_matched(&self, s: usize) -> bool {
+        self.of_server[s].is_some()
+    }
+
+    /// Whether client exchange `c` was matched.
+    pub(super) fn client_matched(&self, c: usize) -> bool {
+        self.of_client[c].is_some()
     }
 }
 
@@ -40,25 +54,28 @@ pub(super) fn match_by_sequence(
     server_order: &[usize],
     matches: &mut Matches,
 ) {
-    let mut by_key: HashMap<(Endpoint, Endpoint, u32), Vec<usize>> = HashMap::new();
-    for &s in server_order {
-        if let Some(seq) = server[s].request_seq {
-            by_key
-                .entry((server[s].client, server[s].server, seq))
-                .or_default()
-                .push(s);
-        }
-    }
+    // The server's requests with a sequence number, by (4-tuple, sequence number) and, for equal keys,
+    // in time order (the sort is stable): a sorted list rather than a map of lists, which cost ~180 bytes
+    // a request.
+    let key = |e: &Exchange| (e.client, e.server, e.request_seq);
+    let mut by_key: Vec<usize> = server_order
+        .iter()
+        .copied()
+        .filter(|&s| server[s].request_seq.is_some())
+        .collect();
+    by_key.sort_by_key(|&s| key(&server[s]));
     for &c in client_order {
         let e = &client[c];
-        let Some(seq) = e.request_seq else { continue };
-        let Some(candidates) = by_key.get(&(e.client, e.server, seq)) else {
+        if e.request_seq.is_none() {
             continue;
-        };
-        let found = candidates
+        }
+        let wanted = key(e);
+        let from = by_key.partition_point(|&s| key(&server[s]) < wanted);
+        let found = by_key[from..]
             .iter()
             .copied()
-            .find(|&s| matches.of_server[s].is_none() && server[s].request_hash == e.request_hash);
+            .take_while(|&s| key(&server[s]) == wanted)
+            .find(|&s| !matches.server_matched(s) && server[s].request_hash == e.request_hash);
         if let Some(s) = found {
             matches.pair(c, s, MatchedBy::Sequence);
         }
@@ -90,10 +107,10 @@ pub(super) fn match_by_payload(
 
     // Partners from the sequence matches: per client connection, the server connection with most of them.
     let mut votes: BTreeMap<(ConnectionKey, ConnectionKey), u64> = BTreeMap::new();
-    for (c, m) in matches.of_client.iter().enumerate() {
-        if let Some((s, _)) = m {
+    for c in 0..client.len() {
+        if let Some((s, _)) = matches.of_client(c) {
             *votes
-                .entry((connection_of(&client[c]), connection_of(&server[*s])))
+                .entry((connection_of(&client[c]), connection_of(&server[s])))
                 .or_default() += 1;
         }
     }
@@ -112,7 +129,7 @@ pub(super) fn match_by_payload(
     let mut carriers: HashMap<u64, Vec<usize>> = HashMap::new();
     for (k, (_, members)) in server_conns.iter().enumerate() {
         for &s in members {
-            if matches.of_server[s].is_none() {
+            if !matches.server_matched(s) {
                 let list = carriers.entry(server[s].request_hash).or_default();
                 if list.last() != Some(&k) {
                     list.push(k);
@@ -130,7 +147,7 @@ pub(super) fn match_by_payload(
         let left: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&c| matches.of_client[c].is_none())
+            .filter(|&c| !matches.client_matched(c))
             .collect();
         if left.is_empty() {
             continue;

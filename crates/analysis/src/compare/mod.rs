@@ -92,26 +92,29 @@ pub fn compare(client: &[Exchange], server: &[Exchange], opts: &CompareOptions) 
 
     let mut found: Vec<(usize, usize, MatchedBy)> = client_order
         .iter()
-        .filter_map(|&c| matches.of_client[c].map(|(s, by)| (c, s, by)))
+        .filter_map(|&c| matches.of_client(c).map(|(s, by)| (c, s, by)))
         .collect();
     found.sort_by_key(|&(c, _, _)| (client[c].request.ts_ns, client[c].request.frame));
+    // What is held per request from here on is the pairs: two captures of many requests peak here.
+    drop((client_order, server_order));
 
     let clock = align_clocks(client, server, &found, opts.clock);
     let pairs: Vec<MatchedPair> = found
         .iter()
         .map(|&(c, s, by)| measure(&client[c], &server[s], c, s, by, &clock))
         .collect();
+    drop(found);
 
     let (client_span, server_span) = opts.spans(client, server);
     let mut outside = OutsideOtherCapture::default();
     for (i, e) in client.iter().enumerate() {
-        if matches.of_client[i].is_none() {
+        if !matches.client_matched(i) {
             let at_server = clock.to_server(e.request.ts_ns);
             outside.client += u64::from(!server_span.contains(at_server));
         }
     }
     for (i, e) in server.iter().enumerate() {
-        if matches.of_server[i].is_none() {
+        if !matches.server_matched(i) {
             let at_client = clock.to_client(e.request.ts_ns);
             outside.server += u64::from(!client_span.contains(at_client));
         }

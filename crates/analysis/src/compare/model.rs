@@ -36,7 +36,7 @@ pub struct Exchange {
     /// The request's command (`COM_QUERY`, `COM_STMT_EXECUTE`, ...).
     pub command: Command,
     /// The statement text, when the request has one (for naming notable transactions).
-    pub statement: Option<String>,
+    pub statement: Option<Box<str>>,
     /// The segment carrying the request's first byte.
     pub request: Seen,
     /// The segment carrying the response's first byte, if this point saw it.

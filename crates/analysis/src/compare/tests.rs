@@ -31,7 +31,7 @@ fn exchange(
         request_seq: seq,
         request_hash: hash,
         command: Command::Query,
-        statement: Some(format!("select {hash}")),
+        statement: Some(format!("select {hash}").into()),
         request: seen(request),
         first_response: response.map(seen),
         last_response: response.map(seen),

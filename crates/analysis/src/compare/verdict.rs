@@ -204,7 +204,7 @@ pub(super) fn notables(
                     kind,
                     at: c.request.ts_ns as f64 / 1e9,
                     command: c.command.name(),
-                    statement: c.statement.clone(),
+                    statement: c.statement.as_deref().map(str::to_string),
                     client_capture: CapturedAs::of(c),
                     server_capture: s.map(CapturedAs::of),
                     client_rt_us: p.and_then(|p| p.client_rt_ns).map(us),
@@ -283,7 +283,7 @@ pub(super) fn notables(
         }
     }
     for (i, c) in client.iter().enumerate() {
-        if matches.of_client[i].is_some() || !pairing.of_client.contains_key(&connection_of(c)) {
+        if matches.client_matched(i) || !pairing.of_client.contains_key(&connection_of(c)) {
             continue;
         }
         let at_server = clock.to_server(c.request.ts_ns);

@@ -35,31 +35,25 @@ pub(super) fn register_bundled_font() {
     });
 }
 
-pub(super) fn render(
-    dir: &Path,
-    name: &str,
-    plot: &Plot,
-    written: &mut Vec<PathBuf>,
-) -> Result<(), PlotError> {
+/// `plot` drawn and encoded as a PNG image in memory, named as the file `png_path` it is for.
+pub(super) fn png_of(png_path: &Path, plot: &Plot) -> Result<Vec<u8>, PlotError> {
     register_bundled_font();
     let (w, h) = PLOT_SIZE;
-    let png_path = dir.join(format!("{name}.png"));
-    let draw_err = |file: &Path, e: DrawErr| PlotError::Draw {
-        file: file.to_path_buf(),
-        message: e.0,
-    };
     let mut rgb = vec![0u8; (w * h * 3) as usize];
     {
         let root =
             PngBackend::new(BitMapBackend::with_buffer(&mut rgb, PLOT_SIZE)).into_drawing_area();
         plot.draw(&root)
             .and_then(|()| root.present().map_err(DrawErr::from))
-            .map_err(|e| draw_err(&png_path, e))?;
+            .map_err(|e| PlotError::Draw {
+                file: png_path.to_path_buf(),
+                message: e.0,
+            })?;
     }
     let mut bytes = Vec::new();
     {
         let encode = |source| PlotError::Encode {
-            file: png_path.clone(),
+            file: png_path.to_path_buf(),
             source,
         };
         let mut enc = png::Encoder::new(&mut bytes, w, h);
@@ -69,6 +63,27 @@ pub(super) fn render(
         writer.write_image_data(&rgb).map_err(encode)?;
         writer.finish().map_err(encode)?;
     }
+    Ok(bytes)
+}
+
+/// `plot` drawn in both formats, in memory: what [`render`] writes.
+pub(super) fn drawn(name: &'static str, plot: &Plot) -> Result<DrawnPlot, PlotError> {
+    let png = png_of(Path::new(&format!("{name}.png")), plot)?;
+    let svg = svg_of(plot).map_err(|e| PlotError::Draw {
+        file: PathBuf::from(format!("{name}.svg")),
+        message: e.0,
+    })?;
+    Ok(DrawnPlot { name, png, svg })
+}
+
+pub(super) fn render(
+    dir: &Path,
+    name: &str,
+    plot: &Plot,
+    written: &mut Vec<PathBuf>,
+) -> Result<(), PlotError> {
+    let png_path = dir.join(format!("{name}.png"));
+    let bytes = png_of(&png_path, plot)?;
     // Each file appears whole or not at all (a full disk leaves no cut plot).
     pcapsleuth_capture::write_file(&png_path, &bytes).map_err(|source| PlotError::Write {
         file: png_path.clone(),
@@ -77,7 +92,10 @@ pub(super) fn render(
     written.push(png_path);
 
     let svg_path = dir.join(format!("{name}.svg"));
-    let svg = svg_of(plot).map_err(|e| draw_err(&svg_path, e))?;
+    let svg = svg_of(plot).map_err(|e| PlotError::Draw {
+        file: svg_path.clone(),
+        message: e.0,
+    })?;
     pcapsleuth_capture::write_file(&svg_path, svg.as_bytes()).map_err(|source| {
         PlotError::Write {
             file: svg_path.clone(),

@@ -153,6 +153,32 @@ pub fn svg_plots(report: &FullReport) -> Result<(Vec<SvgPlot>, Vec<SkippedPlot>)
     Ok((drawn, skipped))
 }
 
+/// One plot drawn in both formats in memory: the bytes [`write_plot_set`] writes as `NAME.png` and
+/// `NAME.svg`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrawnPlot {
+    /// The plot's file stem, e.g. "rt-histogram".
+    pub name: &'static str,
+    /// The PNG image.
+    pub png: Vec<u8>,
+    /// The whole SVG document.
+    pub svg: String,
+}
+
+/// Every plot of `report` that has data, drawn in both formats in memory (what [`write_plot_set`]
+/// writes, without touching a file system), and the plots left out with why.
+pub fn drawn_plots(report: &FullReport) -> Result<(Vec<DrawnPlot>, Vec<SkippedPlot>), PlotError> {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, plot) in plots_of(report) {
+        match plot {
+            Ok(p) => out.push(drawn(name, &p)?),
+            Err(reason) => skipped.push(SkippedPlot { name, reason }),
+        }
+    }
+    Ok((out, skipped))
+}
+
 /// Each plot of `report` in plot order with its file stem, or why it has nothing to show.
 fn plots_of(report: &FullReport) -> [(&'static str, Result<Plot, String>); 5] {
     let axis = TimeAxis::of(report);
