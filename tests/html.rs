@@ -358,3 +358,102 @@ fn chromium_screenshot_shows_the_page() {
         bytes.len()
     );
 }
+
+/// `report --html` of `capture` into a scratch file: the page's text.
+fn page_of(capture: &str) -> String {
+    let html = common::scratch("html", &format!("{capture}.html"));
+    let o = Command::new(common::bin())
+        .arg("report")
+        .arg(common::fixture(capture))
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(&html).unwrap()
+}
+
+/// The page has the load-test view and the request phases, each a section of its own, with the figures
+/// `load --json` and `mysql --json` give: on the late-COMMIT run, the longest transaction with its
+/// statements at their frames, the server's row, and the phases summed over the answered requests. On
+/// markup.pcap both sections are there too, made of the page's own elements only (its statements'
+/// markup is text).
+#[test]
+fn the_page_has_the_load_view_and_the_request_phases() {
+    let capture = "load-commit-late.pcap";
+    let text = page_of(capture);
+    let path = common::fixture(capture);
+    let load = common::json(&["load", "--json", path.to_str().unwrap()]);
+    let mysql = common::json(&["mysql", "--json", path.to_str().unwrap()]);
+    let section = |id: &str| -> String {
+        let at = text
+            .find(&format!("<section id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("section {id}"));
+        let end = text[at..].find("</section>").unwrap();
+        text[at..at + end].to_string()
+    };
+    let l = section("load");
+    assert!(l.contains("<h2>Load</h2>"));
+    let worst = &load["transactions"]["worst"][0];
+    assert!(
+        l.contains(&format!(
+            "from frame {} ({} → {}, commit)",
+            worst["first_frame"],
+            worst["client"].as_str().unwrap(),
+            worst["server"].as_str().unwrap()
+        )),
+        "{l}"
+    );
+    for st in worst["statements"].as_array().unwrap() {
+        assert!(
+            l.contains(&format!(
+                "<td class=\"n\" data-v=\"{}\">{}</td>",
+                st["frame"], st["frame"]
+            )),
+            "frame {} in {l}",
+            st["frame"]
+        );
+        assert!(l.contains(&format!(
+            "<code>{}</code>",
+            escaped(st["fingerprint"].as_str().unwrap())
+        )));
+    }
+    let server = load["servers"][0]["server"].as_str().unwrap();
+    assert!(l.contains(&format!("<tr><td>{server}</td>")), "{l}");
+    let p = section("phases");
+    let phases = &mysql["phases"];
+    assert!(
+        p.contains(&format!(
+            "{} answered requests timed phase by phase",
+            common_count(phases["requests"].as_u64().unwrap())
+        )),
+        "{p}"
+    );
+    for s in mysql["statements"].as_array().unwrap().iter().take(3) {
+        assert!(
+            p.contains(&format!(
+                "<code>{}</code>",
+                escaped(s["fingerprint"].as_str().unwrap())
+            )),
+            "{p}"
+        );
+    }
+
+    let markup = page_of("markup.pcap");
+    assert!(markup.contains("<section id=\"load\">"));
+    assert!(markup.contains("<section id=\"phases\">"));
+    assert_only_own_elements(&markup);
+}
+
+/// A count as the house style writes it: "1,234".
+fn common_count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -366,3 +366,110 @@ fn report_names_the_transaction_held_open_and_not_a_slow_path() {
     assert!(idle_finding("diff-path-delay-server.a.pcap").is_none());
     assert!(idle_finding("load-oltp-rw.pcap").is_none());
 }
+
+/// The longest transactions are listed with their statements: on the late-COMMIT run, the late session's
+/// three 1 s transactions first, each BEGIN, UPDATE, SELECT, COMMIT, at the frames where tshark shows
+/// those queries from its port, in order, the COMMIT last; the transaction's time is its BEGIN's first
+/// byte to the COMMIT's answer. The text shows them, and the JSON lists at most ten, longest first.
+#[test]
+fn the_longest_transactions_are_listed_with_their_statements() {
+    let file = "load-commit-late.pcap";
+    let r = load(file);
+    let worst = r["transactions"]["worst"].as_array().unwrap();
+    assert_eq!(worst.len(), 10);
+    let rts: Vec<f64> = worst.iter().map(|t| f(&t["rt_us"])).collect();
+    assert!(rts.windows(2).all(|w| w[0] >= w[1]), "{rts:?}");
+    for t in &worst[..3] {
+        assert_eq!(t["client"], "10.77.1.2:59328", "{t}");
+        assert_eq!(t["ending"], "commit");
+        let rt = f(&t["rt_us"]);
+        assert!((1_000_000.0..1_010_000.0).contains(&rt), "{t}");
+        let st = t["statements"].as_array().unwrap();
+        assert_eq!(u(&t["statement_count"]), st.len() as u64);
+        let fps: Vec<&str> = st
+            .iter()
+            .map(|s| s["fingerprint"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            fps,
+            [
+                "begin",
+                "update sbtest1 set k=k+? where id=?",
+                "select k from sbtest1 where id=?",
+                "commit"
+            ]
+        );
+        assert!(st.iter().all(|s| s["command"] == "COM_QUERY"));
+        assert_eq!(t["first_frame"], st[0]["frame"]);
+        assert!(f(&t["idle_us"]) > 0.9 * rt, "{t}");
+        if let Some(tshark) = oracle::tshark() {
+            let path = common::fixture(file);
+            let first = u(&st[0]["frame"]);
+            let last = u(&st[3]["frame"]);
+            let frames: Vec<u64> = tshark
+                .lines([
+                    "-r",
+                    path.to_str().unwrap(),
+                    "-Y",
+                    &format!(
+                        "tcp.srcport == 59328 && mysql.query && frame.number >= {first} && \
+                         frame.number <= {last}"
+                    ),
+                    "-T",
+                    "fields",
+                    "-e",
+                    "frame.number",
+                ])
+                .iter()
+                .map(|l| l.trim().parse().unwrap())
+                .collect();
+            let ours: Vec<u64> = st.iter().map(|s| u(&s["frame"])).collect();
+            assert_eq!(ours, frames, "{t}");
+        }
+    }
+    let text = common::text(&["load", common::fixture(file).to_str().unwrap()]);
+    assert!(
+        text.contains("the longest transactions (of 10 listed in --json), with their statements:"),
+        "{text}"
+    );
+    assert!(text.contains("COM_QUERY         commit"), "{text}");
+}
+
+/// `load` has a row per server (`ip:port`): three servers on one port are three rows, whose requests
+/// and connections add up to the run's.
+#[test]
+fn load_has_a_row_per_server() {
+    let files: Vec<String> = ["vlan.pcap", "ipv6.pcap", "any-cooked-v2.pcap"]
+        .iter()
+        .map(|n| common::fixture(n).to_str().unwrap().to_string())
+        .collect();
+    let mut args = vec!["load", "--json"];
+    args.extend(files.iter().map(String::as_str));
+    let r = common::json(&args);
+    let rows = r["servers"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|s| s["server"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for want in ["10.78.0.1:3306", "[fd77::1]:3306", "10.77.0.1:3306"] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    assert!(rows.iter().all(|s| s["port"] == 3306));
+    assert_eq!(
+        rows.iter().map(|s| u(&s["requests"])).sum::<u64>(),
+        u(&r["requests"])
+    );
+    assert_eq!(
+        rows.iter().map(|s| u(&s["connections"])).sum::<u64>(),
+        u(&r["connections"]["active"])
+    );
+    let requests: Vec<u64> = rows.iter().map(|s| u(&s["requests"])).collect();
+    assert!(requests.windows(2).all(|w| w[0] >= w[1]), "{requests:?}");
+    args.remove(1);
+    let text = common::text(&args);
+    assert!(text.contains("servers, by requests:"), "{text}");
+    // One server: no table.
+    let one = common::text(&[
+        "load",
+        common::fixture("load-oltp-rw.pcap").to_str().unwrap(),
+    ]);
+    assert!(!one.contains("servers, by requests:"), "{one}");
+}

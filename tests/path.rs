@@ -262,3 +262,118 @@ fn zero_window_time_is_the_spells_tshark_shows() {
     assert_eq!(server, 0.0);
     assert!(tshark.count(&f, "tcp.analysis.zero_window") > 0);
 }
+
+/// tshark's `tcp.analysis.ack_rtt` samples by tenth of a second of the ACK and by who sent it (`true`:
+/// the server, on `server_port`): the count and the smallest, in µs.
+fn ack_rtts_per_100ms(
+    tshark: &Tshark,
+    file: &Path,
+    server_port: &str,
+) -> BTreeMap<(i64, bool), (usize, f64)> {
+    let mut out: BTreeMap<(i64, bool), (usize, f64)> = BTreeMap::new();
+    for line in tshark.lines([
+        "-r",
+        file.to_str().unwrap(),
+        "-Y",
+        "tcp.analysis.ack_rtt",
+        "-T",
+        "fields",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "tcp.analysis.ack_rtt",
+    ]) {
+        let f: Vec<&str> = line.split('\t').collect();
+        // Tenths of a second, from the decimal text (a float's floor can fall a bin short).
+        let (whole, frac) = f[0].split_once('.').unwrap_or((f[0], "0"));
+        let tenth = whole.parse::<i64>().unwrap() * 10 + i64::from(frac.as_bytes()[0] - b'0');
+        let rtt: f64 = f[2].parse::<f64>().unwrap() * 1e6;
+        let e = out
+            .entry((tenth, f[1] == server_port))
+            .or_insert((0, f64::INFINITY));
+        e.0 += 1;
+        e.1 = e.1.min(rtt);
+    }
+    out
+}
+
+/// `rt --per-interval` gives each row the round trips each way that `rate` shows for its server and
+/// interval: in every 1 s row of the delay-line runs, as many samples as tshark's `ack_rtt` of the ACKs
+/// in that second, the same minimum, and `rate`'s median for the server. Where an interval has no sample
+/// one way (logins of connect-burst, at 100 ms), the row says so: null in JSON, "unknown" in the text,
+/// and tshark has no `ack_rtt` there either.
+#[test]
+fn rt_per_interval_rows_carry_the_round_trip_each_way() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    for name in ["diff-path-delay.b.pcap", "diff-path-delay-server.b.pcap"] {
+        let f = common::fixture(name);
+        let expected = ack_rtts(&tshark, &f, "3306");
+        let rt = common::json(&["rt", "--per-interval", "--json", f.to_str().unwrap()]);
+        assert_eq!(rt["rtt_timed"], true);
+        let rate = rate(&f, "1s");
+        let rows = rt["per_interval"].as_array().unwrap();
+        assert!(rows.len() >= 4, "{name}: {}", rows.len());
+        for row in rows {
+            let server = row["server"].as_str().unwrap();
+            let start = row["start"].as_f64().unwrap();
+            let point = rate["servers"][server]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["start"].as_f64() == Some(start))
+                .unwrap();
+            for (key, by_server) in [("rtt_to_server_us", true), ("rtt_to_client_us", false)] {
+                assert_eq!(row[key], point[key], "{name} {start} {key}: rate's figures");
+                let (n, min, _) = rtt(row, key).unwrap();
+                let want = &expected[&(start as i64, by_server)];
+                assert_eq!(n as usize, want.len(), "{name} {start} {key}");
+                assert!((min - want[0] * 1e6).abs() < 1.0, "{name} {start} {key}");
+            }
+        }
+        // The delay line is on the path's server->client leg: at the client it is in the round trip to
+        // the server, at the server in the round trip to the client.
+        let text = common::text(&["rt", "--per-interval", f.to_str().unwrap()]);
+        assert!(text.contains("RTT srv/cli"), "{text}");
+        let delayed = if name.contains("server") {
+            "rtt_to_client_us"
+        } else {
+            "rtt_to_server_us"
+        };
+        for row in rows {
+            let (_, _, p50) = rtt(row, delayed).unwrap();
+            assert!((2_000.0..2_600.0).contains(&p50), "{name}: {p50}");
+        }
+    }
+
+    let f = common::fixture("connect-burst.pcap");
+    let expected = ack_rtts_per_100ms(&tshark, &f, "3306");
+    let args = ["rt", "--per-interval", "--interval", "100ms"];
+    let rt = common::json(&[&args[..], &["--json", f.to_str().unwrap()]].concat());
+    let mut unknown = 0;
+    for row in rt["per_interval"].as_array().unwrap() {
+        let tenth = (row["start"].as_f64().unwrap() * 10.0).round() as i64;
+        for (key, by_server) in [("rtt_to_server_us", true), ("rtt_to_client_us", false)] {
+            match (rtt(row, key), expected.get(&(tenth, by_server))) {
+                (None, None) => unknown += 1,
+                (Some((n, min, _)), Some(&(want_n, want_min))) => {
+                    assert_eq!(n as usize, want_n, "{tenth} {key}");
+                    assert!(
+                        (min - want_min).abs() < 1.0,
+                        "{tenth} {key}: {min} {want_min}"
+                    );
+                }
+                (got, want) => panic!("{tenth} {key}: {got:?} against {want:?}"),
+            }
+        }
+    }
+    assert!(
+        unknown > 0,
+        "connect-burst has intervals without a round trip"
+    );
+    let text = common::text(&[&args[..], &[f.to_str().unwrap()]].concat());
+    assert!(text.contains("unknown/unknown"), "{text}");
+}

@@ -36,6 +36,9 @@ pub struct FullReport {
     pub rt: RtReport,
     /// The `rate` report: packet and bit rates per interval, and ceilings.
     pub rate: RateReport,
+    /// The `load` report (for the HTML page; `load --json` has it, `report --json` leaves it out).
+    #[serde(skip)]
+    pub load: crate::load::LoadReport,
 }
 
 /// Every analysis' report on `a`, and what they found, ranked.
@@ -43,7 +46,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     let fr = first_reset(a, 20);
     let stats = &a.output;
     let mysql = crate::closes::mysql_report(a, &stats.mysql);
-    let rt = stats.rt.report(&stats.mysql);
+    let rt = stats.rt.report_with_path(&stats.mysql, Some(&stats.rates));
     let rate = stats.rates.report();
     let mut f = Vec::new();
     let first_s = a.capture.first_ts.map_or(0.0, |t| t.0 as f64 / 1e9);
@@ -400,6 +403,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         mysql,
         rt,
         rate,
+        load: stats.load.clone(),
     }
 }
 

@@ -109,7 +109,7 @@ pub use connects::{
 pub use diff::{
     diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
     ConnectionLoad, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile, Matching, Method,
-    Pair, PathFacts, RankTest, RateTest, RunProfile, RunSummary, ServerDiff, ServerMatch,
+    Pair, PathFacts, PathLeg, RankTest, RateTest, RunProfile, RunSummary, ServerDiff, ServerMatch,
     StatementDiff, StatementSide, Throughput,
 };
 pub use engine::{
@@ -132,7 +132,8 @@ pub use histogram::{Histogram, RtSummary};
 pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use load::{
     ConnectionRow, Connections, IdleGap, InFlight, LoadConnection, LoadInterval, LoadReport,
-    LoadTest, TransactionCounts, Transactions, LOAD_WORST_CONNECTIONS,
+    LoadTest, ServerLoad, TransactionCounts, TransactionRow, TransactionStatement, Transactions,
+    LOAD_TRANSACTION_STATEMENTS_KEPT, LOAD_WORST_CONNECTIONS, LOAD_WORST_TRANSACTIONS,
 };
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{

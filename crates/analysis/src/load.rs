@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use pcapsleuth_flow::{CloseFlag, Side};
+use pcapsleuth_flow::{CloseFlag, Endpoint, Side};
 use pcapsleuth_mysql::{Command, Transaction};
 use serde::Serialize;
 
@@ -43,6 +43,13 @@ const SERVER_STATUS_AUTOCOMMIT: u16 = 0x0002;
 const ER_LOCK_DEADLOCK: u16 = 1213;
 /// Connections listed by name, the worst first.
 pub const LOAD_WORST_CONNECTIONS: usize = 5;
+/// Transactions listed with their statements, the longest first.
+pub const LOAD_WORST_TRANSACTIONS: usize = 10;
+/// Statements of one transaction listed (the first; its count says how many there were).
+pub const LOAD_TRANSACTION_STATEMENTS_KEPT: usize = 50;
+/// Bytes of a statement's text kept while its transaction is open, to be fingerprinted if the
+/// transaction turns out to be among the longest (a fingerprint of a longer text is cut there).
+const STATEMENT_TEXT_KEPT: usize = 512;
 /// Per-interval rows beyond which the table is left out (an interval far finer than the capture is
 /// long would write millions of rows); the whole-run figures are kept.
 const MAX_INTERVAL_ROWS: i64 = 200_000;
@@ -58,6 +65,10 @@ pub struct LoadTest {
     connections: Vec<(i64, i64)>,
     /// Per interval (bin of `interval_ns`): counts that add up.
     bins: BTreeMap<i64, BinCounts>,
+    /// The counts of the bin the latest request fell in, not yet added to `bins`: requests come in time
+    /// order on a connection, so most fall in the bin of the one before (added when one falls
+    /// elsewhere, and before `bins` is read; addition commutes, so the sums are the same).
+    pending: Option<(i64, BinCounts)>,
     /// Response times of the answered requests (logins aside): how many, and their sum in ns (only the
     /// mean is needed; `mysql` and `rt` keep the distribution).
     rt_count: u64,
@@ -72,6 +83,109 @@ pub struct LoadTest {
     worst_think: Vec<ConnectionRow>,
     /// MySQL connections that sent a request.
     active_connections: u64,
+    /// The longest transactions with their statements (at most [`LOAD_WORST_TRANSACTIONS`]).
+    worst_transactions: Vec<TransactionRow>,
+    /// Per server: what its connections added up to.
+    servers: BTreeMap<Endpoint, ServerCounts>,
+}
+
+/// What one server's connections added up to.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct ServerCounts {
+    connections: u64,
+    requests: u64,
+    answered: u64,
+    errors: u64,
+    rt_sum_ns: u128,
+    transactions: u64,
+    rollbacks: u64,
+    transaction_ns: u128,
+    idle_ns: u128,
+    think_ns: u128,
+    think_gaps: u64,
+}
+
+impl ServerCounts {
+    fn add(&mut self, o: &ServerCounts) {
+        self.connections += o.connections;
+        self.requests += o.requests;
+        self.answered += o.answered;
+        self.errors += o.errors;
+        self.rt_sum_ns += o.rt_sum_ns;
+        self.transactions += o.transactions;
+        self.rollbacks += o.rollbacks;
+        self.transaction_ns += o.transaction_ns;
+        self.idle_ns += o.idle_ns;
+        self.think_ns += o.think_ns;
+        self.think_gaps += o.think_gaps;
+    }
+}
+
+/// One of the longest transactions, with its statements.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TransactionRow {
+    /// The client, `ip:port`.
+    pub client: String,
+    /// The server, `ip:port`.
+    pub server: String,
+    /// Frame of its first statement's request (the `BEGIN`, or the statement that opened it).
+    pub first_frame: u64,
+    /// When it began, seconds since the epoch.
+    pub start: f64,
+    /// First statement's first byte to the last byte of the answer to the statement that ended it, µs.
+    pub rt_us: f64,
+    /// How it ended: `commit`, `rollback` or `implicit_commit`.
+    pub ending: &'static str,
+    /// Of its time, µs spent waiting for the client's next statement.
+    pub idle_us: f64,
+    /// Its requests, from the one that opened it to the one that ended it.
+    pub statement_count: u64,
+    /// The first [`LOAD_TRANSACTION_STATEMENTS_KEPT`] of them, in order.
+    pub statements: Vec<TransactionStatement>,
+}
+
+/// A request inside a listed transaction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TransactionStatement {
+    /// The statement's fingerprint (literals as `?`), or the command's name without text.
+    pub fingerprint: String,
+    /// The command: `COM_QUERY`, `COM_STMT_EXECUTE`, ...
+    pub command: &'static str,
+    /// Request's first byte to its response's last, µs; null when not answered.
+    pub rt_us: Option<f64>,
+    /// Frame of its request.
+    pub frame: u64,
+}
+
+/// One server's row of the load view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerLoad {
+    /// The server's `ip:port` (IPv6 as `[addr]:port`).
+    pub server: String,
+    /// Its port.
+    pub port: u16,
+    /// Connections to it that sent a request.
+    pub connections: u64,
+    /// Requests it was sent (logins aside) and per second of the span.
+    pub requests: u64,
+    /// Requests per second of the span.
+    pub requests_per_s: f64,
+    /// Mean response time of its answered requests, µs.
+    pub rt_mean_us: f64,
+    /// Error responses.
+    pub errors: u64,
+    /// Transactions ended on it, per second of the span, and rolled back.
+    pub transactions: u64,
+    /// Transactions ended per second of the span.
+    pub tps: f64,
+    /// Of them, rolled back.
+    pub rollbacks: u64,
+    /// Mean transaction time, µs (0 with none).
+    pub transaction_rt_mean_us: f64,
+    /// Seconds its connections sat idle inside a transaction.
+    pub idle_in_transaction_s: f64,
+    /// Mean think time of its clients, µs (0 with none).
+    pub think_mean_us: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -205,6 +319,25 @@ pub struct LoadConnection {
     transaction_ns: u64,
     longest_idle: Option<IdleGap>,
     quit: bool,
+    answered: u64,
+    errors: u64,
+    rt_sum_ns: u128,
+    rollbacks: u64,
+    think_gaps: u64,
+    /// The open transaction's requests so far (at most [`LOAD_TRANSACTION_STATEMENTS_KEPT`]), their
+    /// texts one after the other in `texts`: both reused from one transaction to the next.
+    statements: Vec<KeptStatement>,
+    texts: String,
+}
+
+/// A request of the open transaction, as kept until the transaction ends.
+#[derive(Debug, Clone, Copy)]
+struct KeptStatement {
+    command: Command,
+    /// Its text in the connection's `texts`, when it had one.
+    text: Option<(u32, u32)>,
+    rt_ns: Option<u64>,
+    frame: u64,
 }
 
 #[derive(Debug)]
@@ -216,6 +349,10 @@ struct OpenTransaction {
     /// Whether the server's flag said it opened.
     started_by_flag: bool,
     statements: u64,
+    /// Its requests, from the one that opened it (statements and the `BEGIN`/`COMMIT`).
+    requests: u64,
+    first_frame: u64,
+    idle_ns: u64,
 }
 
 /// What a statement does to transactions, read from its text.
@@ -236,6 +373,19 @@ fn verb(t: &Transaction) -> Verb {
         return Verb::Other;
     };
     let text = skip_comments(text);
+    // Most statements start with none of the words below: told so by their first bytes, before the
+    // text is cut into words (a statement whose first word is one of them starts with it).
+    let head = text.as_bytes();
+    let starts_with = |word: &str| {
+        head.get(..word.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(word.as_bytes()))
+    };
+    if !["begin", "start", "commit", "rollback", "set"]
+        .into_iter()
+        .any(starts_with)
+    {
+        return Verb::Other;
+    }
     let mut words = text
         .split(|c: char| c.is_whitespace() || c == ';')
         .filter(|w| !w.is_empty());
@@ -309,6 +459,10 @@ fn short_statement(t: &Transaction) -> String {
 
 /// The text after leading whitespace and `/* ... */` comments.
 fn skip_comments(mut s: &str) -> &str {
+    // The common case: a statement that starts with a letter.
+    if s.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) {
+        return s;
+    }
     loop {
         s = s.trim_start();
         match s.strip_prefix("/*") {
@@ -347,9 +501,29 @@ impl LoadTest {
         ts_ns.div_euclid(self.interval_ns)
     }
 
+    /// The counts of interval `bin` (see `pending`).
+    fn cell(&mut self, bin: i64) -> &mut BinCounts {
+        if self.pending.as_ref().is_none_or(|(b, _)| *b != bin) {
+            self.flush_bin();
+        }
+        &mut self
+            .pending
+            .get_or_insert_with(|| (bin, BinCounts::default()))
+            .1
+    }
+
+    /// Adds the pending bin's counts to `bins`.
+    fn flush_bin(&mut self) {
+        if let Some((bin, c)) = self.pending.take() {
+            self.bins.entry(bin).or_default().add(&c);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn end_transaction(
         &mut self,
         c: &mut LoadConnection,
+        conn: &ConnectionView<'_>,
         end_ns: i64,
         at_ns: i64,
         ending: Ending,
@@ -358,6 +532,7 @@ impl LoadTest {
         let Some(open) = c.open.take() else {
             return;
         };
+        let kept = std::mem::take(&mut c.statements);
         if !open.start_known {
             self.tx.began_before_capture += 1;
             return;
@@ -384,14 +559,61 @@ impl LoadTest {
         self.statements_max = self.statements_max.max(open.statements);
         c.transactions += 1;
         let bin = self.bin(at_ns);
-        let b = self.bins.entry(bin).or_default();
+        let rt = plausible_response_time(open.start_ns, end_ns);
+        let b = self.cell(bin);
         b.transactions += 1;
         b.rollbacks += u64::from(ending == Ending::Rollback);
-        if let Some(rt) = plausible_response_time(open.start_ns, end_ns) {
-            self.transaction_rt.add(rt);
+        if let Some(rt) = rt {
             b.transaction_rt_sum_ns += u128::from(rt);
-            c.transaction_ns += rt;
         }
+        c.rollbacks += u64::from(ending == Ending::Rollback);
+        if let Some(rt) = rt {
+            self.transaction_rt.add(rt);
+            c.transaction_ns += rt;
+            let rt_us = rt as f64 / 1e3;
+            let listed = self.worst_transactions.len() < LOAD_WORST_TRANSACTIONS
+                || self
+                    .worst_transactions
+                    .last()
+                    .is_none_or(|w| rt_us >= w.rt_us);
+            if listed {
+                let statements = kept
+                    .iter()
+                    .map(|k| TransactionStatement {
+                        fingerprint: match k.text {
+                            Some((at, len)) => c
+                                .texts
+                                .get(at as usize..(at + len) as usize)
+                                .map_or_else(String::new, pcapsleuth_mysql::fingerprint),
+                            None => k.command.name().to_string(),
+                        },
+                        command: k.command.name(),
+                        rt_us: k.rt_ns.map(|n| n as f64 / 1e3),
+                        frame: k.frame,
+                    })
+                    .collect();
+                self.worst_transactions.push(TransactionRow {
+                    client: conn.client().to_string(),
+                    server: conn.server().to_string(),
+                    first_frame: open.first_frame,
+                    start: open.start_ns as f64 / 1e9,
+                    rt_us,
+                    ending: match ending {
+                        Ending::Commit => "commit",
+                        Ending::Rollback => "rollback",
+                        Ending::Implicit => "implicit_commit",
+                    },
+                    idle_us: open.idle_ns as f64 / 1e3,
+                    statement_count: open.requests,
+                    statements,
+                });
+                keep_worst_transactions(&mut self.worst_transactions);
+            }
+        }
+        // The list's memory is kept for the connection's next transaction.
+        c.statements = kept;
+        c.statements.clear();
+        c.texts.clear();
     }
 }
 
@@ -404,7 +626,7 @@ impl Analysis for LoadTest {
     fn transaction(
         &mut self,
         c: &mut Option<Box<LoadConnection>>,
-        _: &ConnectionView<'_>,
+        conn: &ConnectionView<'_>,
         view: &TransactionView<'_>,
     ) {
         let c: &mut LoadConnection = c.get_or_insert_with(Box::default);
@@ -435,13 +657,18 @@ impl Analysis for LoadTest {
             if let Some(gap) = plausible_response_time(end, start) {
                 self.think.add(gap);
                 c.think_ns += gap;
-                let b = self.bins.entry(bin).or_default();
+                c.think_gaps += 1;
+                let idle = c.open.as_ref().is_some_and(|o| o.start_known);
+                let b = self.cell(bin);
                 b.think_ns += u128::from(gap);
                 b.think_gaps += 1;
-                if c.open.as_ref().is_some_and(|o| o.start_known) {
+                if idle {
+                    b.idle_in_transaction_ns += u128::from(gap);
                     self.idle_gaps.add(gap);
                     c.idle_ns += gap;
-                    b.idle_in_transaction_ns += u128::from(gap);
+                    if let Some(o) = c.open.as_mut() {
+                        o.idle_ns += gap;
+                    }
                     let longer = c
                         .longest_idle
                         .as_ref()
@@ -475,7 +702,7 @@ impl Analysis for LoadTest {
         c.last_active_bin = Some(bin);
         let rt = view.response_time_ns();
         {
-            let b = self.bins.entry(bin).or_default();
+            let b = self.cell(bin);
             b.requests += 1;
             b.active_connections += u64::from(first_in_bin);
             if let Some(rt) = rt {
@@ -486,7 +713,10 @@ impl Analysis for LoadTest {
         if let Some(rt) = rt {
             self.rt_count += 1;
             self.rt_sum_ns += u128::from(rt);
+            c.answered += 1;
+            c.rt_sum_ns += u128::from(rt);
         }
+        c.errors += u64::from(view.error_code().is_some());
 
         // Transactions.
         let flags = t.server_status.map(|s| s.flags);
@@ -500,7 +730,7 @@ impl Analysis for LoadTest {
             Verb::Begin => {
                 // A BEGIN inside a transaction commits it first.
                 if c.open.is_some() {
-                    self.end_transaction(c, start, start, Ending::Implicit, false);
+                    self.end_transaction(c, conn, start, start, Ending::Implicit, false);
                 }
                 if fate == Fate::Answered && view.error_code().is_none() {
                     c.open = Some(OpenTransaction {
@@ -509,11 +739,18 @@ impl Analysis for LoadTest {
                         explicit: true,
                         started_by_flag: in_trans_after == Some(true),
                         statements: 0,
+                        requests: 0,
+                        first_frame: t.request_frame,
+                        idle_ns: 0,
                     });
+                    c.statements.clear();
+                    c.texts.clear();
+                    keep_statement(c, t, rt);
                 }
             }
             Verb::Commit | Verb::Rollback => {
                 if c.open.is_some() {
+                    keep_statement(c, t, rt);
                     let ending = if v == Verb::Commit {
                         Ending::Commit
                     } else {
@@ -522,6 +759,7 @@ impl Analysis for LoadTest {
                     if fate == Fate::Answered {
                         self.end_transaction(
                             c,
+                            conn,
                             answered_end,
                             answered_end,
                             ending,
@@ -534,9 +772,13 @@ impl Analysis for LoadTest {
                 }
             }
             Verb::Autocommit(on) => {
+                if c.open.is_some() {
+                    keep_statement(c, t, rt);
+                }
                 if on && c.open.is_some() && fate == Fate::Answered {
                     self.end_transaction(
                         c,
+                        conn,
                         answered_end,
                         answered_end,
                         Ending::Implicit,
@@ -550,10 +792,14 @@ impl Analysis for LoadTest {
             Verb::Other => {
                 if let Some(open) = c.open.as_mut() {
                     open.statements += 1;
+                }
+                if c.open.is_some() {
+                    keep_statement(c, t, rt);
                     match (in_trans_after, view.error_code()) {
                         // The server says the transaction is over: a statement that commits implicitly.
                         (Some(false), _) => self.end_transaction(
                             c,
+                            conn,
                             answered_end,
                             answered_end,
                             Ending::Implicit,
@@ -561,6 +807,7 @@ impl Analysis for LoadTest {
                         ),
                         (_, Some(ER_LOCK_DEADLOCK)) => self.end_transaction(
                             c,
+                            conn,
                             answered_end,
                             answered_end,
                             Ending::Rollback,
@@ -588,7 +835,13 @@ impl Analysis for LoadTest {
                             explicit: autocommit_on,
                             started_by_flag: by_flag,
                             statements: 1,
+                            requests: 0,
+                            first_frame: t.request_frame,
+                            idle_ns: 0,
                         });
+                        c.statements.clear();
+                        c.texts.clear();
+                        keep_statement(c, t, rt);
                     }
                 }
             }
@@ -635,6 +888,22 @@ impl Analysis for LoadTest {
             return;
         }
         self.active_connections += 1;
+        self.servers
+            .entry(conn.server())
+            .or_default()
+            .add(&ServerCounts {
+                connections: 1,
+                requests: c.requests,
+                answered: c.answered,
+                errors: c.errors,
+                rt_sum_ns: c.rt_sum_ns,
+                transactions: c.transactions,
+                rollbacks: c.rollbacks,
+                transaction_ns: u128::from(c.transaction_ns),
+                idle_ns: u128::from(c.idle_ns),
+                think_ns: u128::from(c.think_ns),
+                think_gaps: c.think_gaps,
+            });
         let row = ConnectionRow {
             client: conn.client().to_string(),
             server: conn.server().to_string(),
@@ -656,7 +925,9 @@ impl Analysis for LoadTest {
         }
     }
 
-    fn merge(&mut self, o: Self) {
+    fn merge(&mut self, mut o: Self) {
+        self.flush_bin();
+        o.flush_bin();
         self.requests.extend(o.requests);
         self.connections.extend(o.connections);
         for (k, v) in o.bins {
@@ -675,9 +946,15 @@ impl Analysis for LoadTest {
         keep_worst(&mut self.worst_idle, |r| r.idle_in_transaction_s);
         self.worst_think.extend(o.worst_think);
         keep_worst(&mut self.worst_think, |r| r.think_s);
+        self.worst_transactions.extend(o.worst_transactions);
+        keep_worst_transactions(&mut self.worst_transactions);
+        for (k, v) in o.servers {
+            self.servers.entry(k).or_default().add(&v);
+        }
     }
 
-    fn finish(self, capture: &CaptureFacts) -> LoadReport {
+    fn finish(mut self, capture: &CaptureFacts) -> LoadReport {
+        self.flush_bin();
         report(self, capture)
     }
 }
@@ -692,6 +969,44 @@ fn keep_worst(rows: &mut Vec<ConnectionRow>, by: impl Fn(&ConnectionRow) -> f64)
             .then_with(|| x.client.cmp(&y.client))
     });
     rows.truncate(LOAD_WORST_CONNECTIONS);
+}
+
+/// Notes a request of the open transaction (its statement's text kept up to [`STATEMENT_TEXT_KEPT`]
+/// bytes), past the first [`LOAD_TRANSACTION_STATEMENTS_KEPT`] only counted.
+fn keep_statement(c: &mut LoadConnection, t: &Transaction, rt_ns: Option<u64>) {
+    if let Some(open) = c.open.as_mut() {
+        open.requests += 1;
+    }
+    if c.statements.len() >= LOAD_TRANSACTION_STATEMENTS_KEPT {
+        return;
+    }
+    let text = t.statement.as_deref().map(|s| {
+        let mut cut = s.len().min(STATEMENT_TEXT_KEPT);
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let at = c.texts.len();
+        c.texts.push_str(&s[..cut]);
+        (at as u32, cut as u32)
+    });
+    c.statements.push(KeptStatement {
+        command: t.command,
+        text,
+        rt_ns,
+        frame: t.request_frame,
+    });
+}
+
+/// Sorts the transactions longest first (ties by first frame and client: the same order for any
+/// merge) and keeps [`LOAD_WORST_TRANSACTIONS`].
+fn keep_worst_transactions(rows: &mut Vec<TransactionRow>) {
+    rows.sort_by(|x, y| {
+        y.rt_us
+            .total_cmp(&x.rt_us)
+            .then_with(|| x.first_frame.cmp(&y.first_frame))
+            .then_with(|| x.client.cmp(&y.client))
+    });
+    rows.truncate(LOAD_WORST_TRANSACTIONS);
 }
 
 /// What `pcapsleuth load` reports: the whole run, and per interval.
@@ -720,6 +1035,8 @@ pub struct LoadReport {
     pub worst_idle_in_transaction: Vec<ConnectionRow>,
     /// The connections with the most think time (at most 5), the worst first.
     pub worst_think_time: Vec<ConnectionRow>,
+    /// One row per server (`ip:port`), the most requests first.
+    pub servers: Vec<ServerLoad>,
     /// What the figures could not know, in words.
     pub notes: Vec<String>,
     /// The transactions' times, ns, for tests of their change (`diff`).
@@ -779,6 +1096,9 @@ pub struct Transactions {
     /// How transactions were told: `server_status` (every one by the server's flag), `statements` (every
     /// one by its statements), `both` (some each way), `none` (no transaction).
     pub told_by: &'static str,
+    /// The longest transactions (at most [`LOAD_WORST_TRANSACTIONS`]), each with its statements, the
+    /// longest first.
+    pub worst: Vec<TransactionRow>,
 }
 
 /// One interval.
@@ -829,6 +1149,42 @@ struct Level {
     max: u64,
 }
 
+/// Sorts `keys` ascending, a byte at a time from the least significant (each pass stable), skipping the
+/// bytes every key has alike: keys that are nanoseconds into a capture differ in their low five bytes or
+/// so, so a sweep's events sort in a few linear passes where comparisons cost a logarithm per key.
+fn radix_sort(keys: &mut Vec<u64>) {
+    if keys.len() < 64 {
+        keys.sort_unstable();
+        return;
+    }
+    let (any, all) = keys
+        .iter()
+        .fold((0u64, u64::MAX), |(any, all), &k| (any | k, all & k));
+    let varying = any ^ all;
+    let mut out = vec![0u64; keys.len()];
+    for shift in (0..64).step_by(8) {
+        if (varying >> shift) & 0xff == 0 {
+            continue;
+        }
+        let mut at = [0usize; 256];
+        for &k in keys.iter() {
+            at[((k >> shift) & 0xff) as usize] += 1;
+        }
+        let mut sum = 0;
+        for slot in at.iter_mut() {
+            let n = *slot;
+            *slot = sum;
+            sum += n;
+        }
+        for &k in keys.iter() {
+            let digit = ((k >> shift) & 0xff) as usize;
+            out[at[digit]] = k;
+            at[digit] += 1;
+        }
+        std::mem::swap(keys, &mut out);
+    }
+}
+
 /// Sweeps intervals `[start, end)`: per bin of `interval_ns` the integral and maximum of how many were
 /// present, and the overall maximum with when it was first reached. Ends are clamped to `[first, last]`.
 fn sweep(
@@ -842,12 +1198,30 @@ fn sweep(
     // last an instant (2), so that back-to-back requests on a connection do not add up while a request
     // of no measurable length still counts in the maximum.
     let mut events: Vec<(i64, u8)> = Vec::with_capacity(spans.len() * 2);
-    for &(s, e) in spans {
-        let (s, e) = (s.clamp(first, last), e.clamp(first, last));
-        events.push((s, 1));
-        events.push(if e > s { (e, 0) } else { (s, 2) });
+    let span = last.saturating_sub(first);
+    if (0..1 << 61).contains(&span) {
+        // Sorted as one integer each, the time since `first` above the kind (the order is the tuples'),
+        // by digits rather than by comparisons.
+        let mut keys: Vec<u64> = Vec::with_capacity(spans.len() * 2);
+        for &(s, e) in spans {
+            let (s, e) = (s.clamp(first, last), e.clamp(first, last));
+            let key = |t: i64, kind: u64| ((t - first) as u64) << 2 | kind;
+            keys.push(key(s, 1));
+            keys.push(if e > s { key(e, 0) } else { key(s, 2) });
+        }
+        radix_sort(&mut keys);
+        events.extend(
+            keys.iter()
+                .map(|&k| (first + (k >> 2) as i64, (k & 3) as u8)),
+        );
+    } else {
+        for &(s, e) in spans {
+            let (s, e) = (s.clamp(first, last), e.clamp(first, last));
+            events.push((s, 1));
+            events.push(if e > s { (e, 0) } else { (s, 2) });
+        }
+        events.sort_unstable();
     }
-    events.sort_unstable();
     // The sweep visits bins in order: each is filled in place, then kept when the next begins.
     let mut bins: Vec<(i64, Level)> = Vec::new();
     fn cell(bins: &mut Vec<(i64, Level)>, bin: i64) -> &mut Level {
@@ -1040,6 +1414,38 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
             });
         }
     }
+    let mut servers: Vec<ServerLoad> = l
+        .servers
+        .iter()
+        .map(|(e, k)| ServerLoad {
+            server: e.to_string(),
+            port: e.port,
+            connections: k.connections,
+            requests: k.requests,
+            requests_per_s: per_span(k.requests as f64),
+            rt_mean_us: if k.answered > 0 {
+                k.rt_sum_ns as f64 / k.answered as f64 / 1e3
+            } else {
+                0.0
+            },
+            errors: k.errors,
+            transactions: k.transactions,
+            tps: per_span(k.transactions as f64),
+            rollbacks: k.rollbacks,
+            transaction_rt_mean_us: if k.transactions > 0 {
+                k.transaction_ns as f64 / k.transactions as f64 / 1e3
+            } else {
+                0.0
+            },
+            idle_in_transaction_s: k.idle_ns as f64 / 1e9,
+            think_mean_us: if k.think_gaps > 0 {
+                k.think_ns as f64 / k.think_gaps as f64 / 1e3
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    servers.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.server.cmp(&b.server)));
     LoadReport {
         interval_s: secs,
         span_s,
@@ -1074,11 +1480,13 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
             },
             idle_gaps_us: l.idle_gaps.summary_us(),
             told_by,
+            worst: l.worst_transactions,
         },
         think_time_us: l.think.summary_us(),
         per_interval,
         worst_idle_in_transaction: l.worst_idle,
         worst_think_time: l.worst_think,
+        servers,
         notes,
         transaction_rt: l.transaction_rt,
     }
@@ -1185,6 +1593,34 @@ pub(crate) fn idle_in_transaction_finding(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_radix_sort_orders_as_the_standard_sort() {
+        // A linear congruential sequence: keys spread over every byte, many alike in the high ones.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for (n, mask) in [
+            (10, u64::MAX),
+            (1_000, u64::MAX),
+            (5_000, (1 << 36) - 1),
+            (3_000, 0xff00),
+        ] {
+            let mut keys: Vec<u64> = (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    (x >> 3) & mask
+                })
+                .collect();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            radix_sort(&mut keys);
+            assert_eq!(keys, want);
+        }
+        let mut same = vec![7u64; 100];
+        radix_sort(&mut same);
+        assert_eq!(same, vec![7u64; 100]);
+    }
 
     fn q(text: &str) -> Transaction {
         serde_json::from_value(serde_json::json!({

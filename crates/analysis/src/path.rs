@@ -439,16 +439,26 @@ impl PathCell {
         }
     }
 
-    /// The interval's figures for a report.
-    pub(crate) fn point(&self) -> PathPoint {
-        let rtt = |h: &CoarseHistogram| (h.count() > 0).then(|| h.summary_us());
-        let resends = |d: usize| ResendCounts {
+    /// The retransmissions of `[the client, the server]` (index `d`) by kind.
+    pub(crate) fn resend_counts(&self, d: usize) -> ResendCounts {
+        ResendCounts {
             fast_retransmit: self.resends[d][0],
             timeout: self.resends[d][1],
             tail_loss_probe: self.resends[d][2],
             other: self.resends[d][3],
             spurious: self.spurious[d],
-        };
+        }
+    }
+
+    /// Every retransmission, both ways.
+    pub(crate) fn resends_total(&self) -> u64 {
+        self.resends.iter().flatten().sum()
+    }
+
+    /// The interval's figures for a report.
+    pub(crate) fn point(&self) -> PathPoint {
+        let rtt = |h: &CoarseHistogram| (h.count() > 0).then(|| h.summary_us());
+        let resends = |d: usize| self.resend_counts(d);
         PathPoint {
             rtt_to_server_us: rtt(&self.rtt[0]),
             rtt_to_client_us: rtt(&self.rtt[1]),

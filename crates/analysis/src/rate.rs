@@ -396,6 +396,43 @@ impl RateAggregate {
         }
     }
 
+    /// The path's figures of server `server` in printed interval `bin`, when the path was timed at
+    /// `interval_ns` wide intervals: `Some(None)` for an interval without any (no sample), `None` when
+    /// the path was not timed at that width.
+    pub(crate) fn path_at(
+        &self,
+        interval_ns: i64,
+        server: Endpoint,
+        bin: i64,
+    ) -> Option<Option<&PathCell>> {
+        if !self.path_timed_at(interval_ns) {
+            return None;
+        }
+        Some(
+            self.ids
+                .get(&server)
+                .and_then(|&i| self.path.get(i as usize))
+                .and_then(|m| m.get(&bin)),
+        )
+    }
+
+    /// Whether the path was timed, at `interval_ns` wide intervals.
+    pub(crate) fn path_timed_at(&self, interval_ns: i64) -> bool {
+        self.path_timing == PathTiming::Measured && self.interval_ns == interval_ns
+    }
+
+    /// The path's figures of all traffic over the whole run (every interval's added up), when timed.
+    pub(crate) fn path_total(&self) -> Option<PathCell> {
+        if self.path_timing != PathTiming::Measured {
+            return None;
+        }
+        let mut total = PathCell::default();
+        for c in self.path.first().into_iter().flat_map(|m| m.values()) {
+            total.add(c);
+        }
+        Some(total)
+    }
+
     fn canonical_path(&self) -> BTreeMap<Scope, BTreeMap<i64, PathCell>> {
         self.scopes
             .iter()

@@ -16,6 +16,7 @@ use crate::histogram::{Binned, CoarseHistogram, Histogram, RtSummary};
 use crate::humps::{HumpConnections, HumpError, HumpRequest, HumpTraits, Member};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};
+use crate::rate::RateAggregate;
 use crate::thresholds::HUMP_ERRORS_MAKE;
 use crate::timeline::{plausible_response_time, Timeline};
 
@@ -145,8 +146,22 @@ impl RtAggregate {
         }
     }
 
-    /// The report: MySQL response times when MySQL was decoded, else TCP request/response times.
+    /// The report: MySQL response times when MySQL was decoded, else TCP request/response times. The
+    /// per-interval rows carry no round trips ([`RtReport::rtt_timed`] is false): see
+    /// [`RtAggregate::report_with_path`].
     pub fn report(&self, mysql: &MysqlAggregate) -> RtReport {
+        self.report_with_path(mysql, None)
+    }
+
+    /// [`RtAggregate::report`], with each per-interval row's round trips each way taken from `rates`'
+    /// path series (the figures `rate` shows for that server and interval) when `rates` timed the path
+    /// at the same interval.
+    pub fn report_with_path(
+        &self,
+        mysql: &MysqlAggregate,
+        rates: Option<&RateAggregate>,
+    ) -> RtReport {
+        let rates = rates.filter(|r| r.path_timed_at(self.interval_ns));
         let (source, side) = if self.mysql.all.count() > 0 {
             (RtSource::Mysql, &self.mysql)
         } else {
@@ -205,12 +220,14 @@ impl RtAggregate {
                     self.interval_ns,
                     &self.timeline,
                     IntervalKind::Requests,
+                    rates,
                 );
                 rows.extend(intervals(
                     &self.connect,
                     self.interval_ns,
                     &self.timeline,
                     IntervalKind::Connect,
+                    rates,
                 ));
                 rows.sort_by(|a, b| {
                     (a.0, a.1, a.2.kind)
@@ -222,6 +239,7 @@ impl RtAggregate {
             connect_us: self.connect.all.summary_us(),
             estimated_from_tls_records: mysql.tls.estimated(),
             interval_s: secs,
+            rtt_timed: rates.is_some(),
             analysis: modes,
         }
     }
@@ -448,6 +466,7 @@ fn intervals(
     interval_ns: i64,
     timeline: &Timeline,
     kind: IntervalKind,
+    rates: Option<&RateAggregate>,
 ) -> Vec<(f64, Endpoint, IntervalRt)> {
     let secs = interval_ns as f64 / 1e9;
     side.per_interval
@@ -457,6 +476,12 @@ fn intervals(
         .map(|(&(server, bin), (h, errors))| {
             let summary = h.summary_us();
             let start = bin as f64 * secs;
+            let path = rates
+                .and_then(|r| r.path_at(interval_ns, server, bin))
+                .flatten()
+                .map(|c| c.point());
+            let (rtt_to_server_us, rtt_to_client_us) =
+                path.map_or((None, None), |p| (p.rtt_to_server_us, p.rtt_to_client_us));
             let row = IntervalRt {
                 server: server.to_string(),
                 port: server.port,
@@ -473,6 +498,8 @@ fn intervals(
                 p95_us: summary.p95,
                 p99_us: summary.p99,
                 errors: *errors,
+                rtt_to_server_us,
+                rtt_to_client_us,
             };
             (start, server, row)
         })
@@ -641,6 +668,13 @@ pub struct IntervalRt {
     pub p99_us: f64,
     /// Of them, those answered by a MySQL error response.
     pub errors: u64,
+    /// The round trip to the server in the interval, on connections to this server: client data to the
+    /// server's ACK of it, at the capture point (the `rtt_to_server_us` of `rate`'s path for this server
+    /// and interval); null when the interval gave no sample, or when the path was not timed
+    /// ([`RtReport::rtt_timed`]).
+    pub rtt_to_server_us: Option<RtSummary>,
+    /// The round trip to the client: server data to the client's ACK of it (as `rtt_to_server_us`).
+    pub rtt_to_client_us: Option<RtSummary>,
 }
 
 /// Where response times come from (`mysql` or `tcp` in JSON).
@@ -690,6 +724,9 @@ pub struct RtReport {
     pub interval_s: f64,
     /// Rows by interval, server and kind: requests, and MySQL logins from their first SYN.
     pub per_interval: Vec<IntervalRt>,
+    /// Whether the rows' round trips were timed (`rt --per-interval`, `report`): when false every
+    /// `rtt_to_*` is null for that reason, not for want of a sample.
+    pub rtt_timed: bool,
     /// MySQL logins seen from their first SYN: the SYN to the answer to the login.
     pub connect_us: RtSummary,
     /// Response times estimated from the TLS records of the MySQL sessions in TLS not decrypted, as the

@@ -441,3 +441,10 @@ pub const TLP_MIN_NS: i64 = 8_000_000;
 /// at a second, ten seconds at a millisecond): a stall of days at a fine interval would otherwise cost a
 /// row per interval.
 pub const ZERO_WINDOW_INTERVALS_KEPT: i64 = 10_000;
+
+/// The smallest change of the path's median round trip (µs) a diff's verdict names, beside the rank test:
+/// with thousands of ACKs a few microseconds of scheduling are "significant", and not a path change.
+pub const DIFF_PATH_RTT_MIN_US: f64 = 100.0;
+
+/// The smallest change of the path's median round trip, as a share of A's, a diff's verdict names.
+pub const DIFF_PATH_RTT_MIN_SHARE: f64 = 0.5;

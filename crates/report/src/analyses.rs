@@ -279,39 +279,77 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
         );
     }
     if per_interval {
-        let _ = writeln!(
-            out,
-            "\nper interval ({}) and server:",
-            seconds(r.interval_s)
-        );
-        let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
-        let start_w = column_width("interval start", &starts);
-        let server_w = column_width("server", r.per_interval.iter().map(|i| &i.server));
-        let _ = writeln!(
-            out,
-            "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}",
-            "interval start", "server", "what", "count", "mean", "p95", "p99", "errors"
-        );
-        for (i, start) in r.per_interval.iter().zip(&starts) {
-            let _ = writeln!(
-                out,
-                "{:<start_w$} {:>server_w$} {:<8} {:>8} {:>10} {:>10} {:>10} {:>7}{}",
-                start,
-                i.server,
-                match i.kind {
-                    IntervalKind::Requests => "requests",
-                    IntervalKind::Connect => "connect",
-                },
-                count(i.count),
-                duration_or_none(i.count, i.mean_us),
-                duration_or_none(i.count, i.p95_us),
-                duration_or_none(i.count, i.p99_us),
-                count(i.errors),
-                covered_note(i.covered_s, r.interval_s)
-            );
-        }
+        render_rt_intervals(&mut out, r);
     }
     visible_lines_owned(out)
+}
+
+/// `rt --per-interval`'s table: a row per interval, server and kind, with the round trip each way when
+/// the path was timed.
+fn render_rt_intervals(out: &mut String, r: &RtReport) {
+    let _ = writeln!(
+        out,
+        "\nper interval ({}) and server{}:",
+        seconds(r.interval_s),
+        if r.rtt_timed {
+            " (RTT srv/cli: the median round trip to the server / to the client in the interval, data to \
+             the ACK that first covers it at the capture point, as `rate` shows it; unknown: no sample)"
+        } else {
+            ""
+        }
+    );
+    let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
+    let start_w = column_width("interval start", &starts);
+    let server_w = column_width("server", r.per_interval.iter().map(|i| &i.server));
+    let rtt = |s: &Option<pcapsleuth_analysis::RtSummary>| match s {
+        Some(s) if s.count > 0 => duration(s.p50),
+        _ => "unknown".to_string(),
+    };
+    let rtts: Vec<String> = r
+        .per_interval
+        .iter()
+        .map(|i| {
+            if r.rtt_timed {
+                format!("{}/{}", rtt(&i.rtt_to_server_us), rtt(&i.rtt_to_client_us))
+            } else {
+                String::new()
+            }
+        })
+        .collect();
+    let rtt_header = if r.rtt_timed { "RTT srv/cli" } else { "" };
+    let rtt_w = column_width(rtt_header, &rtts);
+    let _ = writeln!(
+        out,
+        "{}",
+        format!(
+            "{:<start_w$} {:>server_w$} {:<8} {:>5} {:>8} {:>8} {:>8} {:>6} {:>rtt_w$}",
+            "interval start", "server", "what", "count", "mean", "p95", "p99", "errors", rtt_header
+        )
+        .trim_end()
+    );
+    for ((i, start), rtt) in r.per_interval.iter().zip(&starts).zip(&rtts) {
+        let row = format!(
+            "{:<start_w$} {:>server_w$} {:<8} {:>5} {:>8} {:>8} {:>8} {:>6} {:>rtt_w$}",
+            start,
+            i.server,
+            match i.kind {
+                IntervalKind::Requests => "requests",
+                IntervalKind::Connect => "connect",
+            },
+            count(i.count),
+            duration_or_none(i.count, i.mean_us),
+            duration_or_none(i.count, i.p95_us),
+            duration_or_none(i.count, i.p99_us),
+            count(i.errors),
+            rtt,
+        );
+        let _ = writeln!(
+            out,
+            "{}{}",
+            row.trim_end(),
+            covered_note(i.covered_s, r.interval_s)
+        );
+    }
 }
 
 /// The report's counts and response time in one line: "4 TCP connections, 4 MySQL sessions, 2,004 MySQL

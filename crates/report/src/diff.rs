@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::{
-    statement_label, Change, Diff, Pair, RankTest, RtSummary, RunSummary, StatementDiff,
+    statement_label, Change, Diff, Pair, RankTest, ResendCounts, RtSummary, RunSummary,
+    StatementDiff,
 };
 
 use crate::style::{
@@ -36,7 +37,9 @@ pub fn render_diff(d: &Diff, limit: usize) -> String {
     let tests = d.statements.iter().filter(|s| s.test.is_some()).count()
         + d.servers.iter().filter(|s| s.test.is_some()).count()
         + usize::from(d.rt_us.test.is_some())
-        + usize::from(d.load.think_time_us.test.is_some());
+        + usize::from(d.load.think_time_us.test.is_some())
+        + usize::from(d.path.rtt_to_server_us.test.is_some())
+        + usize::from(d.path.rtt_to_client_us.test.is_some());
     let _ = writeln!(
         out,
         "Judged: a change of times is called when the Mann-Whitney rank test of the two distributions gives \
@@ -301,10 +304,89 @@ fn side_by_side(out: &mut String, d: &Diff) {
             relative(s.a.p50, s.b.p50),
         );
     }
+    for (what, c) in [
+        ("RTT to server p50", &p.rtt_to_server_us),
+        ("RTT to client p50", &p.rtt_to_client_us),
+    ] {
+        if c.a.count > 0 || c.b.count > 0 {
+            line(
+                what,
+                duration_or_none(c.a.count, c.a.p50),
+                duration_or_none(c.b.count, c.b.p50),
+                format!(
+                    "{}  {}",
+                    relative(c.a.p50, c.b.p50),
+                    judged(&c.test, ("longer", "shorter"))
+                ),
+            );
+        }
+    }
     let (a, b) = pair(&p.retransmissions);
-    line("retransmissions", a, b, String::new());
+    line(
+        "retransmissions",
+        a,
+        b,
+        match p.resend_rate_test {
+            Some(t) if t.significant => format!("beyond noise (p {})", p_value(t.p)),
+            Some(t) => format!("within noise (p {})", p_value(t.p)),
+            None => String::new(),
+        },
+    );
+    let kinds = |r: &Pair<ResendCounts>, s: &Pair<ResendCounts>| {
+        [
+            (
+                "  fast retransmit",
+                r.a.fast_retransmit + s.a.fast_retransmit,
+                r.b.fast_retransmit + s.b.fast_retransmit,
+            ),
+            (
+                "  timeout",
+                r.a.timeout + s.a.timeout,
+                r.b.timeout + s.b.timeout,
+            ),
+            (
+                "  tail loss probe",
+                r.a.tail_loss_probe + s.a.tail_loss_probe,
+                r.b.tail_loss_probe + s.b.tail_loss_probe,
+            ),
+            ("  other", r.a.other + s.a.other, r.b.other + s.b.other),
+            (
+                "  spurious (D-SACK)",
+                r.a.spurious + s.a.spurious,
+                r.b.spurious + s.b.spurious,
+            ),
+        ]
+    };
+    if p.retransmissions.a + p.retransmissions.b > 0 {
+        for (what, x, y) in kinds(&p.c2s_resends, &p.s2c_resends) {
+            line(what, count(x), count(y), String::new());
+        }
+    }
+    line(
+        "duplicate ACKs",
+        count(p.dup_acks.a),
+        count(p.dup_acks.b),
+        match p.dup_ack_rate_test {
+            Some(t) if t.significant => format!("beyond noise (p {})", p_value(t.p)),
+            Some(t) => format!("within noise (p {})", p_value(t.p)),
+            None => String::new(),
+        },
+    );
     let (a, b) = pair(&p.zero_windows);
     line("zero windows", a, b, String::new());
+    let zero = |c: f64, s: f64| {
+        if c + s > 0.0 {
+            format!("{}/{}", seconds(c), seconds(s))
+        } else {
+            "0".to_string()
+        }
+    };
+    line(
+        "zero-window time c/s",
+        zero(p.client_zero_window_s.a, p.server_zero_window_s.a),
+        zero(p.client_zero_window_s.b, p.server_zero_window_s.b),
+        String::new(),
+    );
     let errors = Pair {
         a: d.errors.iter().map(|e| e.count.a).sum::<u64>(),
         b: d.errors.iter().map(|e| e.count.b).sum::<u64>(),

@@ -180,6 +180,8 @@ pub fn render_html_against(
     }
     findings(&mut out, &r.findings);
     mysql_tables(&mut out, r);
+    phases_section(&mut out, r);
+    load_section(&mut out, &r.load);
     let _ = writeln!(out, "<section id=\"plots\">\n<h2>Plots</h2>");
     for p in &plots {
         let _ = writeln!(
@@ -573,6 +575,176 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
                 count(o.groups_kept)
             );
         }
+    }
+    let _ = writeln!(out, "</section>");
+}
+
+/// Statement groups listed in the phases table, by total time.
+const PHASE_GROUPS_LISTED: usize = 20;
+/// Transactions listed with their statements on the page.
+const TRANSACTIONS_LISTED: usize = 5;
+
+/// Where the answered requests' time went: upload (first to last request byte), server (last request
+/// byte to first response byte), download (first to last response byte), in all and per statement
+/// group, with the bytes each way.
+fn phases_section(out: &mut String, r: &FullReport) {
+    let m = &r.mysql;
+    let p = &m.phases;
+    if p.requests == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<section id=\"phases\">\n<h2>Request phases</h2>\n<p>{} timed phase by phase: upload {} in all \
+         (mean {}), server {} (mean {}), download {} (mean {}, of {} whose response's end is in the \
+         capture).</p>",
+        escape_html(&counted(p.requests, "answered request", "answered requests")),
+        escape_html(&us(p.upload_us)),
+        escape_html(&us(p.upload_mean_us)),
+        escape_html(&us(p.server_us)),
+        escape_html(&us(p.server_mean_us)),
+        escape_html(&us(p.download_us)),
+        escape_html(&us(p.download_mean_us)),
+        escape_html(&count(p.downloads))
+    );
+    let _ = writeln!(
+        out,
+        "<table class=\"sortable\" id=\"phases-by-statement\"><thead><tr><th>command</th><th>fingerprint</th>\
+         <th class=\"n\">timed</th><th class=\"n\">upload mean</th><th class=\"n\">server mean</th>\
+         <th class=\"n\">download mean</th><th class=\"n\">request bytes</th><th class=\"n\">response bytes</th>\
+         </tr></thead><tbody>"
+    );
+    for s in m.statements.iter().take(PHASE_GROUPS_LISTED) {
+        let ph = &s.phases;
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"stmt\"><code>{}</code></td>{}{}{}{}{}{}</tr>",
+            escape_html(&s.command),
+            escape_html(&s.fingerprint),
+            num_count(ph.requests),
+            num_us(ph.requests, ph.upload_mean_us),
+            num_us(ph.requests, ph.server_mean_us),
+            num_us(ph.downloads, ph.download_mean_us),
+            num_count(s.request_bytes),
+            num_count(s.response_bytes)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "</tbody></table>\n<p class=\"meta\">The {} statement groups with the most total time; \
+         <code>pcapsleuth mysql --json</code> has every group's phases.</p>\n</section>",
+        count(m.statements.len().min(PHASE_GROUPS_LISTED) as u64)
+    );
+}
+
+/// The load-test view: requests in flight (with Little's law beside them), connections, transactions,
+/// think time, a row per server, and the longest transactions with their statements.
+fn load_section(out: &mut String, l: &pcapsleuth_analysis::LoadReport) {
+    if l.requests == 0 {
+        return;
+    }
+    let tx = &l.transactions;
+    let _ = writeln!(
+        out,
+        "<section id=\"load\">\n<h2>Load</h2>\n<p>{} in {} ({}/s); in flight: mean {}, max {}; \
+         Little's law (requests/s × mean response time {}): {}. Connections: {} seen, {} sent requests, \
+         open at once: mean {}, max {}.</p>",
+        escape_html(&counted(l.requests, "request", "requests")),
+        escape_html(&pcapsleuth_analysis::units::seconds(l.span_s)),
+        escape_html(&significant(l.requests_per_s, 3)),
+        escape_html(&significant(l.in_flight.mean, 3)),
+        escape_html(&count(l.in_flight.max)),
+        escape_html(&us(l.in_flight.rt_mean_us)),
+        escape_html(&significant(l.in_flight.littles_law, 3)),
+        escape_html(&count(l.connections.seen)),
+        escape_html(&count(l.connections.active)),
+        escape_html(&significant(l.connections.open_mean, 3)),
+        escape_html(&count(l.connections.open_max))
+    );
+    let ended = tx.counts.ended();
+    let _ = writeln!(
+        out,
+        "<p>Transactions: {} ended ({}/s), {} rolled back; time p50 {}, p99 {}; idle in transaction {} \
+         ({} of their time). Think time: p50 {}, p99 {}.</p>",
+        escape_html(&count(ended)),
+        escape_html(&significant(tx.per_s, 3)),
+        escape_html(&count(tx.counts.rolled_back)),
+        escape_html(&if tx.rt_us.count > 0 { us(tx.rt_us.p50) } else { NONE.to_string() }),
+        escape_html(&if tx.rt_us.count > 0 { us(tx.rt_us.p99) } else { NONE.to_string() }),
+        escape_html(&pcapsleuth_analysis::units::seconds(tx.idle_in_transaction_s)),
+        escape_html(&percent(tx.idle_share)),
+        escape_html(&if l.think_time_us.count > 0 { us(l.think_time_us.p50) } else { NONE.to_string() }),
+        escape_html(&if l.think_time_us.count > 0 { us(l.think_time_us.p99) } else { NONE.to_string() })
+    );
+    if !l.servers.is_empty() {
+        let _ = writeln!(
+            out,
+            "<table class=\"sortable\" id=\"load-servers\"><thead><tr><th>server</th>\
+             <th class=\"n\">connections</th><th class=\"n\">requests</th><th class=\"n\">per second</th>\
+             <th class=\"n\">RT mean</th><th class=\"n\">errors</th><th class=\"n\">transactions</th>\
+             <th class=\"n\">rolled back</th><th class=\"n\">tx mean</th><th class=\"n\">idle in tx (s)</th>\
+             </tr></thead><tbody>"
+        );
+        for s in &l.servers {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td>{}{}{}{}{}{}{}{}{}</tr>",
+                escape_html(&s.server),
+                num_count(s.connections),
+                num_count(s.requests),
+                num(s.requests_per_s, &significant(s.requests_per_s, 3)),
+                num_us(u64::from(s.rt_mean_us > 0.0), s.rt_mean_us),
+                num_count(s.errors),
+                num_count(s.transactions),
+                num_count(s.rollbacks),
+                num_us(s.transactions, s.transaction_rt_mean_us),
+                num(
+                    s.idle_in_transaction_s,
+                    &significant(s.idle_in_transaction_s, 3)
+                )
+            );
+        }
+        let _ = writeln!(out, "</tbody></table>");
+    }
+    if !tx.worst.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3>The longest transactions</h3>\n<ol class=\"transactions\">"
+        );
+        for t in tx.worst.iter().take(TRANSACTIONS_LISTED) {
+            let _ = writeln!(
+                out,
+                "<li><p>{} from frame {} ({} → {}, {}): {}, {} idle waiting for the client</p>\n\
+                 <table><thead><tr><th class=\"n\">frame</th><th class=\"n\">response time</th>\
+                 <th>command</th><th>statement</th></tr></thead><tbody>",
+                escape_html(&us(t.rt_us)),
+                t.first_frame,
+                escape_html(&t.client),
+                escape_html(&t.server),
+                escape_html(&t.ending.replace('_', " ")),
+                escape_html(&counted(t.statement_count, "request", "requests")),
+                escape_html(&us(t.idle_us))
+            );
+            for st in &t.statements {
+                let _ = writeln!(
+                    out,
+                    "<tr>{}{}<td>{}</td><td class=\"stmt\"><code>{}</code></td></tr>",
+                    num_count(st.frame),
+                    match st.rt_us {
+                        Some(v) => num(v, &us(v)),
+                        None => num(-1.0, "unanswered"),
+                    },
+                    escape_html(st.command),
+                    escape_html(&st.fingerprint)
+                );
+            }
+            let _ = writeln!(out, "</tbody></table></li>");
+        }
+        let _ = writeln!(
+            out,
+            "</ol>\n<p class=\"meta\"><code>pcapsleuth load --json</code> lists {} with their statements.</p>",
+            escape_html(&counted(tx.worst.len() as u64, "transaction", "transactions"))
+        );
     }
     let _ = writeln!(out, "</section>");
 }

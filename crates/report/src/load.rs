@@ -2,9 +2,11 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{ConnectionRow, LoadReport};
+use pcapsleuth_analysis::{ConnectionRow, LoadReport, TransactionRow};
 
-use crate::style::{column_width, count, counted, duration, instant, percent, seconds, stats};
+use crate::style::{
+    column_width, count, counted, duration, instant, one_line, percent, seconds, stats,
+};
 use crate::visible::visible;
 
 /// Rows of the per-interval table printed (the JSON has them all).
@@ -113,6 +115,8 @@ pub fn render_load(r: &LoadReport) -> String {
             percent(tx.idle_share)
         );
     }
+    render_worst_transactions(&mut out, &tx.worst);
+    render_servers(&mut out, r);
     let _ = writeln!(
         out,
         "\nthink time (a response's end to the next request): {}",
@@ -199,6 +203,102 @@ pub fn render_load(r: &LoadReport) -> String {
         }
     }
     out
+}
+
+/// Transactions listed in the text with their statements (the JSON has [`LoadReport`]'s ten).
+const TRANSACTIONS_PRINTED: usize = 3;
+/// Statements of each listed transaction printed.
+const STATEMENTS_PRINTED: usize = 8;
+
+/// The longest transactions, each with its first statements.
+fn render_worst_transactions(out: &mut String, worst: &[TransactionRow]) {
+    if worst.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nthe longest transactions (of {} listed in --json), with their statements:",
+        count(worst.len() as u64)
+    );
+    for t in worst.iter().take(TRANSACTIONS_PRINTED) {
+        let _ = writeln!(
+            out,
+            "  {} from frame {} ({} -> {}, {}): {}, {} idle waiting for the client",
+            duration(t.rt_us),
+            t.first_frame,
+            t.client,
+            t.server,
+            t.ending.replace('_', " "),
+            counted(t.statement_count, "request", "requests"),
+            duration(t.idle_us)
+        );
+        for st in t.statements.iter().take(STATEMENTS_PRINTED) {
+            let text = one_line(&st.fingerprint);
+            let text = if text.chars().count() > 70 {
+                let mut s: String = text.chars().take(69).collect();
+                s.push('…');
+                s
+            } else {
+                text
+            };
+            let _ = writeln!(
+                out,
+                "    frame {:<8} {:>9}  {:<17} {}",
+                st.frame,
+                st.rt_us.map_or_else(|| "unanswered".to_string(), duration),
+                st.command,
+                text
+            );
+        }
+        let more = t.statement_count.saturating_sub(STATEMENTS_PRINTED as u64);
+        if more > 0 {
+            let _ = writeln!(
+                out,
+                "    … and {} more",
+                counted(more, "request", "requests")
+            );
+        }
+    }
+}
+
+/// One row per server, the busiest first: only with more than one server (the run's figures say the
+/// rest).
+fn render_servers(out: &mut String, r: &LoadReport) {
+    if r.servers.len() < 2 {
+        return;
+    }
+    let w = column_width("server", r.servers.iter().map(|s| &s.server));
+    let _ = writeln!(out, "\nservers, by requests:");
+    let _ = writeln!(
+        out,
+        "  {:<w$} {:>6} {:>9} {:>8} {:>9} {:>6} {:>8} {:>6} {:>9} {:>9}",
+        "server",
+        "conns",
+        "requests",
+        "req/s",
+        "RT mean",
+        "errors",
+        "tps",
+        "rollb",
+        "tx mean",
+        "idle-tx"
+    );
+    for s in &r.servers {
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:>6} {:>9} {:>8.1} {:>9} {:>6} {:>8.1} {:>6} {:>9} {:>9}",
+            s.server,
+            count(s.connections),
+            count(s.requests),
+            s.requests_per_s,
+            dur0(s.rt_mean_us),
+            count(s.errors),
+            s.tps,
+            count(s.rollbacks),
+            dur0(s.transaction_rt_mean_us),
+            seconds(s.idle_in_transaction_s)
+        );
+    }
 }
 
 fn dur0(us: f64) -> String {

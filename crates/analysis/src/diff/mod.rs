@@ -22,7 +22,7 @@ mod verdict;
 
 pub use model::{
     CapturePoint, Change, Compared, ConnectionFacts, Diff, ErrorDiff, ErrorStatement, Load,
-    Matching, Method, Pair, PathFacts, RunSummary, ServerDiff, ServerMatch, StatementDiff,
+    Matching, Method, Pair, PathFacts, PathLeg, RunSummary, ServerDiff, ServerMatch, StatementDiff,
     StatementSide, Throughput,
 };
 pub use profile::{ConnectionLoad, LoadProfile, RunProfile};
@@ -74,6 +74,7 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
     };
     let overall = slot(rank_test(&a.profile.rt, &b.profile.rt));
     let think = slot(rank_test(&a.profile.think, &b.profile.think));
+    let rtt_slots = [0, 1].map(|d| slot(rank_test(&a.path.rtt[d], &b.path.rtt[d])));
     let statement_slots: Vec<Option<usize>> = pairs
         .iter()
         .map(|(sa, sb)| match (sa, sb) {
@@ -275,6 +276,56 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
                 a: a.zero_windows,
                 b: b.zero_windows,
             },
+            rtt_to_server_us: Compared {
+                a: a.path.rtt[0].summary_us(),
+                b: b.path.rtt[0].summary_us(),
+                test: test(rtt_slots[0]),
+            },
+            rtt_to_client_us: Compared {
+                a: a.path.rtt[1].summary_us(),
+                b: b.path.rtt[1].summary_us(),
+                test: test(rtt_slots[1]),
+            },
+            path_leg: match (a.summary.capture_point, b.summary.capture_point) {
+                (CapturePoint::Client, CapturePoint::Client) => Some(PathLeg::ToServer),
+                (CapturePoint::Server, CapturePoint::Server) => Some(PathLeg::ToClient),
+                (CapturePoint::Client | CapturePoint::Server, CapturePoint::Unknown) => {
+                    leg(a.summary.capture_point)
+                }
+                (CapturePoint::Unknown, p) => leg(p),
+                _ => None,
+            },
+            c2s_resends: Pair {
+                a: a.path.resend_counts(0),
+                b: b.path.resend_counts(0),
+            },
+            s2c_resends: Pair {
+                a: a.path.resend_counts(1),
+                b: b.path.resend_counts(1),
+            },
+            resend_rate_test: match (a.path.resends_total(), b.path.resends_total()) {
+                (0, 0) => None,
+                (na, nb) => rate_test(na, ta, nb, tb),
+            },
+            dup_acks: Pair {
+                a: a.path.dup_acks.iter().sum(),
+                b: b.path.dup_acks.iter().sum(),
+            },
+            dup_ack_rate_test: match (
+                a.path.dup_acks.iter().sum::<u64>(),
+                b.path.dup_acks.iter().sum::<u64>(),
+            ) {
+                (0, 0) => None,
+                (na, nb) => rate_test(na, ta, nb, tb),
+            },
+            client_zero_window_s: Pair {
+                a: a.path.zero_window_ns[0] as f64 / 1e9,
+                b: b.path.zero_window_ns[0] as f64 / 1e9,
+            },
+            server_zero_window_s: Pair {
+                a: a.path.zero_window_ns[1] as f64 / 1e9,
+                b: b.path.zero_window_ns[1] as f64 / 1e9,
+            },
         },
         ceilings: Pair {
             a: a.ceilings.clone(),
@@ -287,6 +338,15 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
     };
     d.verdict = verdict::verdict(&d);
     d
+}
+
+/// The leg of the round trip that crossed the path at a capture point: the other end's ACKs.
+fn leg(p: CapturePoint) -> Option<PathLeg> {
+    match p {
+        CapturePoint::Client => Some(PathLeg::ToServer),
+        CapturePoint::Server => Some(PathLeg::ToClient),
+        CapturePoint::Unknown => None,
+    }
 }
 
 fn per_s(n: u64, span_s: f64) -> f64 {

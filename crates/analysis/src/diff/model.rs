@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::histogram::RtSummary;
 use crate::modes::Mode;
 use crate::mysql::ServerRow;
+use crate::path::ResendCounts;
 use crate::rate::Ceiling;
 
 use super::significance::{RankTest, RateTest};
@@ -350,6 +351,41 @@ pub struct PathFacts {
     pub retransmitted_share: Pair<f64>,
     /// Segments advertising a zero window.
     pub zero_windows: Pair<u64>,
+    /// The round trip to the server over the whole run, from TCP's own timing: client data to the
+    /// server's ACK of it at the capture point (every sample of `rate`'s path series), µs, with the rank
+    /// test of B against A. At a client-side capture it crosses the path; at a server-side capture it is
+    /// the server's own ACK delay.
+    pub rtt_to_server_us: Compared<RtSummary>,
+    /// The round trip to the client: server data to the client's ACK of it (as `rtt_to_server_us`; it
+    /// crosses the path at a server-side capture).
+    pub rtt_to_client_us: Compared<RtSummary>,
+    /// Which round trip crossed the path, as the capture point says: `to_server` at a client-side
+    /// capture, `to_client` at a server-side one; `null` where the capture point is unknown.
+    pub path_leg: Option<PathLeg>,
+    /// The client's retransmissions by what made it resend.
+    pub c2s_resends: Pair<ResendCounts>,
+    /// The server's retransmissions by what made it resend.
+    pub s2c_resends: Pair<ResendCounts>,
+    /// Retransmissions both ways per second of each run's requests, compared (the rate test).
+    pub resend_rate_test: Option<RateTest>,
+    /// Duplicate ACKs, both ways.
+    pub dup_acks: Pair<u64>,
+    /// Duplicate ACKs per second of each run's requests, compared (the rate test).
+    pub dup_ack_rate_test: Option<RateTest>,
+    /// Seconds the clients advertised a zero window, summed over connections.
+    pub client_zero_window_s: Pair<f64>,
+    /// Seconds the server advertised a zero window, summed over connections.
+    pub server_zero_window_s: Pair<f64>,
+}
+
+/// One leg of the round trip seen at the capture point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathLeg {
+    /// Client data to the server's ACK: the path, at a client-side capture.
+    ToServer,
+    /// Server data to the client's ACK: the path, at a server-side capture.
+    ToClient,
 }
 
 /// Packets and bytes per second of one run, over its span of requests.

@@ -40,6 +40,9 @@ pub struct DiffSide {
     pub(crate) throughput: Throughput,
     /// The load-test view: requests in flight measured, transactions.
     pub(crate) load: crate::load::LoadReport,
+    /// The path over the whole run, every interval of `rate`'s path series added up (empty when the
+    /// run's rates did not time the path).
+    pub(crate) path: crate::path::PathCell,
 }
 
 /// A statement group of one run.
@@ -134,6 +137,7 @@ impl DiffSide {
         };
         DiffSide {
             load: stats.load.clone(),
+            path: stats.rates.path_total().unwrap_or_default(),
             summary: RunSummary {
                 files,
                 packets: run.capture.counts.packets,

@@ -20,12 +20,12 @@
 use crate::histogram::RtSummary;
 use crate::mysql::statement_label;
 use crate::thresholds::{
-    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_PATH_FACTOR, DIFF_RT_CHANGE_SHARE,
-    DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD,
+    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_PATH_FACTOR, DIFF_PATH_RTT_MIN_SHARE,
+    DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE, DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD,
 };
 use crate::units::{count, duration_us as dur, percent, significant};
 
-use super::model::{CapturePoint, Change, Diff, StatementDiff};
+use super::model::{CapturePoint, Change, Compared, Diff, PathLeg, StatementDiff};
 
 /// The longest statement text a verdict quotes (the tables and JSON give it whole).
 const QUOTED_CHARS: usize = 90;
@@ -217,8 +217,9 @@ fn path_at_server(d: &Diff) -> Option<String> {
         return None;
     }
     let ack = &d.path.synack_to_ack_us;
+    let rtt = rtt_grew(d).filter(|(leg, _)| *leg == "to the client");
     let handshakes_grew = grew(&ack.a, &ack.b);
-    let who = if handshakes_grew {
+    let who = if rtt.is_some() || handshakes_grew {
         "The path between the server and its clients got slower"
     } else {
         "The clients (or the path to them) got slower to send their next request"
@@ -230,7 +231,15 @@ fn path_at_server(d: &Diff) -> Option<String> {
         dur(d.load.think_p10_us.a),
         dur(d.load.think_p10_us.b)
     );
-    if handshakes_grew {
+    if let Some((_, c)) = rtt {
+        s.push_str(&format!(
+            " and the round trip to the clients (server data to the ACK that first covers it) went from {} \
+             to {} at p50 ({})",
+            dur(c.a.p50),
+            dur(c.b.p50),
+            samples(c)
+        ));
+    } else if handshakes_grew {
         s.push_str(&format!(
             " and the TCP handshakes' SYN-ACK to ACK took {} instead of {} ({})",
             dur(ack.b.p50),
@@ -459,7 +468,24 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
         }
         let hs = &d.path.handshake_rtt_us;
         let client = d.runs.b.capture_point == CapturePoint::Client;
-        if dir == Direction::Slower && grew(&hs.a, &hs.b) {
+        // The round trip from TCP's own timing explains the added time when its leg grew beyond the
+        // noise by at least half the smallest time added to a statement.
+        let rtt = rtt_grew(d).filter(|(_, c)| c.b.p50 - c.a.p50 >= 0.5 * dlo);
+        let timed = rtt_timed(d);
+        if dir == Direction::Slower && rtt.is_some() {
+            if let Some((leg, c)) = rtt {
+                path_said = true;
+                s.push_str(&format!(
+                    ". The same time added to every request whatever its work is not the server's query \
+                     time: the path's round trip {leg} grew from {} to {} (data to the ACK that first \
+                     covers it, p50 of {}{}).",
+                    dur(c.a.p50),
+                    dur(c.b.p50),
+                    samples(c),
+                    if client { "; captured at the client" } else { "" }
+                ));
+            }
+        } else if dir == Direction::Slower && !timed && grew(&hs.a, &hs.b) {
             path_said = true;
             s.push_str(&format!(
                 ". The same time added to every request whatever its work is not the server's query time: \
@@ -474,7 +500,18 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
                 ". The same time added to every request whatever its work lies outside the server's \
                  query execution (the path, a proxy, or the server's network stack)",
             );
-            if hs.a.count > 0 && hs.b.count > 0 {
+            if timed {
+                path_said = true;
+                let p = &d.path;
+                s.push_str(&format!(
+                    "; the round trips from TCP's ACKs did not show it (p50 to the server {} -> {}, to \
+                     the client {} -> {})",
+                    dur(p.rtt_to_server_us.a.p50),
+                    dur(p.rtt_to_server_us.b.p50),
+                    dur(p.rtt_to_client_us.a.p50),
+                    dur(p.rtt_to_client_us.b.p50)
+                ));
+            } else if hs.a.count > 0 && hs.b.count > 0 {
                 path_said = true;
                 s.push_str(&format!(
                     "; the TCP handshakes did not show it ({} -> {})",
@@ -736,6 +773,9 @@ fn rate(d: &Diff) -> Option<String> {
 
 /// The TCP handshakes' round trip, when it grew or shrank clearly and nothing above said it.
 fn handshakes(d: &Diff) -> Option<String> {
+    if rtt_timed(d) {
+        return path_changed(d);
+    }
     let hs = &d.path.handshake_rtt_us;
     let changed = grew(&hs.a, &hs.b) || grew(&hs.b, &hs.a);
     changed.then(|| {
@@ -746,6 +786,119 @@ fn handshakes(d: &Diff) -> Option<String> {
             medians_of(hs.a.count, hs.b.count)
         )
     })
+}
+
+/// Whether both runs' round trips were timed from TCP's data and ACKs (each has a sample).
+fn rtt_timed(d: &Diff) -> bool {
+    let p = &d.path;
+    p.rtt_to_server_us.a.count + p.rtt_to_client_us.a.count > 0
+        && p.rtt_to_server_us.b.count + p.rtt_to_client_us.b.count > 0
+}
+
+/// The round trip that grew beyond the runs' noise (the rank test, with the diff's others), on the leg
+/// that crosses the path where the capture point is known, else on either: its name and figures, the
+/// leg whose median grew most first.
+fn rtt_grew(d: &Diff) -> Option<(&'static str, &Compared<RtSummary>)> {
+    rtt_moved(d)
+        .into_iter()
+        .filter(|(_, c)| c.b.p50 > c.a.p50 && c.test.is_some_and(|t| t.effect > 0.5))
+        .max_by(|x, y| (x.1.b.p50 - x.1.a.p50).total_cmp(&(y.1.b.p50 - y.1.a.p50)))
+}
+
+/// The legs of the round trip whose change is beyond the noise, on the path's leg where it is known.
+fn rtt_moved(d: &Diff) -> Vec<(&'static str, &Compared<RtSummary>)> {
+    let p = &d.path;
+    [
+        (PathLeg::ToServer, "to the server", &p.rtt_to_server_us),
+        (PathLeg::ToClient, "to the client", &p.rtt_to_client_us),
+    ]
+    .into_iter()
+    .filter(|(leg, _, _)| p.path_leg.is_none_or(|l| l == *leg))
+    .filter(|(_, _, c)| c.test.is_some_and(|t| t.significant))
+    .map(|(_, w, c)| (w, c))
+    .collect()
+}
+
+/// "2,408 and 2,520 samples; Mann-Whitney p < 1e-15".
+fn samples(c: &Compared<RtSummary>) -> String {
+    let n = if c.a.count == c.b.count {
+        format!("{} samples in each run", count(c.a.count))
+    } else {
+        format!("{} and {} samples", count(c.a.count), count(c.b.count))
+    };
+    match c.test {
+        Some(t) => format!("{n}, rank test p {}", p_text(t.p)),
+        None => n,
+    }
+}
+
+/// A p-value in words: "< 1e-15", "3.2e-5", "0.004".
+fn p_text(p: f64) -> String {
+    if p < 1e-15 {
+        "< 1e-15".to_string()
+    } else if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        significant(p, 2)
+    }
+}
+
+/// The path's changes beyond the runs' noise, when the time added to the requests did not already say
+/// them: the round trip on the path's leg (rank test; its median moved by at least
+/// [`DIFF_PATH_RTT_MIN_US`] and by [`DIFF_PATH_RTT_MIN_SHARE`] of A's, with the minimum moving the same
+/// way, so that a server answering later, whose ACKs ride on its answers, is not read as the path), and
+/// retransmissions and duplicate ACKs per second (the rate test).
+fn path_changed(d: &Diff) -> Option<String> {
+    let p = &d.path;
+    let mut parts = Vec::new();
+    for (leg, c) in rtt_moved(d) {
+        let (a, b) = (&c.a, &c.b);
+        let moved = (b.p50 - a.p50).abs();
+        let same_way = (b.p50 > a.p50) == (b.min > a.min) && b.min != a.min;
+        if moved >= DIFF_PATH_RTT_MIN_US && moved >= DIFF_PATH_RTT_MIN_SHARE * a.p50 && same_way {
+            parts.push(format!(
+                "the round trip {leg} went from {} to {} at p50 (min {} -> {}; {})",
+                dur(a.p50),
+                dur(b.p50),
+                dur(a.min),
+                dur(b.min),
+                samples(c)
+            ));
+        }
+    }
+    let resent = |r: &crate::path::ResendCounts| r.total();
+    if p.resend_rate_test.is_some_and(|t| t.significant) {
+        let kinds = |x: &crate::path::ResendCounts, y: &crate::path::ResendCounts| {
+            format!(
+                "{} fast retransmits, {} timeouts, {} tail loss probes, {} others",
+                count(x.fast_retransmit + y.fast_retransmit),
+                count(x.timeout + y.timeout),
+                count(x.tail_loss_probe + y.tail_loss_probe),
+                count(x.other + y.other)
+            )
+        };
+        parts.push(format!(
+            "retransmissions went from {} to {} (B: {})",
+            count(resent(&p.c2s_resends.a) + resent(&p.s2c_resends.a)),
+            count(resent(&p.c2s_resends.b) + resent(&p.s2c_resends.b)),
+            kinds(&p.c2s_resends.b, &p.s2c_resends.b)
+        ));
+    }
+    if p.dup_ack_rate_test.is_some_and(|t| t.significant) {
+        parts.push(format!(
+            "duplicate ACKs went from {} to {}",
+            count(p.dup_acks.a),
+            count(p.dup_acks.b)
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    let mut s = parts.join("; ");
+    if let Some(first) = s.get(..1) {
+        s = format!("On the path, {}{}.", first.to_lowercase(), &s[1..]);
+    }
+    Some(s)
 }
 
 /// Connections reset, abnormal closes, refused connects that differ.
