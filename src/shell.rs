@@ -13,20 +13,34 @@ use pcapsleuth::analysis::{self, Run};
 use pcapsleuth::capture::{CaptureSet, Damage, Order};
 use pcapsleuth::report;
 
-/// An input problem: exit code 2.
-pub struct InputError(pub String);
+/// Errors that are a message and nothing more, told apart by their type: the exit code `main` gives
+/// each.
+macro_rules! message_errors {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        pub struct $name(pub String);
 
-impl std::fmt::Debug for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for $name {}
+    )*};
 }
-impl std::fmt::Display for InputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+
+message_errors! {
+    /// An input problem: exit code 2.
+    InputError;
+    /// A run a signal stopped whose output is of the whole capture or nothing (`export`): the exit code
+    /// of the signal.
+    Interrupted;
 }
-impl std::error::Error for InputError {}
 
 pub fn plot_report(dir: &Path, r: &analysis::FullReport) -> anyhow::Result<()> {
     // The error names the file and says why; anyhow's chain would say why twice.
@@ -287,22 +301,6 @@ pub fn say_stopped(frames_read: u64) {
         n => sayln!("pcapsleuth: interrupted: {far}; the results cover frames 1 to {n} only"),
     }
 }
-
-/// A run a signal stopped whose output is of the whole capture or nothing (`export`): the exit code of
-/// the signal.
-pub struct Interrupted(pub String);
-
-impl std::fmt::Debug for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for Interrupted {}
 
 pub fn report_damage(files: &[&Path], damage: &[Damage]) -> ExitCode {
     let mut fatal = false;
