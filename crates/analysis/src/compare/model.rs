@@ -77,7 +77,7 @@ impl CaptureSpan {
     }
 }
 
-/// How [`compare`] works.
+/// How [`compare`](fn@super::compare) works.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareOptions {
     /// Width of the `per_interval` rows, nanoseconds (1 s by default).
@@ -198,7 +198,7 @@ pub struct SideBySideHumps {
 /// A hump of the client's response times, and where the time of its transactions went.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClientHump {
-    /// The hump of the client's response times (center, share, extent), as [`detect_modes`] finds it.
+    /// The hump of the client's response times (center, share, extent), as [`detect_modes`](crate::detect_modes) finds it.
     #[serde(flatten)]
     pub mode: Mode,
     /// The median server RT of the hump's transactions, µs: near the hump's center when the server made
