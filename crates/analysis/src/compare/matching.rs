@@ -107,10 +107,10 @@ pub(super) fn match_by_payload(
 
     // Partners from the sequence matches: per client connection, the server connection with most of them.
     let mut votes: BTreeMap<(ConnectionKey, ConnectionKey), u64> = BTreeMap::new();
-    for c in 0..client.len() {
+    for (c, e) in client.iter().enumerate() {
         if let Some((s, _)) = matches.of_client(c) {
             *votes
-                .entry((connection_of(&client[c]), connection_of(&server[s])))
+                .entry((connection_of(e), connection_of(&server[s])))
                 .or_default() += 1;
         }
     }
