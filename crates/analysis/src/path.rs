@@ -203,8 +203,12 @@ impl PathConnection {
                 newest = Some(*s);
                 peer.outstanding.pop_front();
             }
-            if let Some(s) = newest.filter(|_| !any_resent) {
-                let rtt = (at_ns - s.at_ns).max(0);
+            // A wild timestamp at either end makes no round trip (it would be years long, or below 0).
+            let timed = newest
+                .filter(|_| !any_resent)
+                .and_then(|s| crate::timeline::plausible_response_time(s.at_ns, at_ns));
+            if let Some(rtt) = timed {
+                let rtt = rtt as i64;
                 ev.rtt = Some((side, rtt as u64));
                 // RFC 6298's smoothing, for the timeout the peer's resends are judged by.
                 match peer.srtt_ns {

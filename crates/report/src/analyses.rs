@@ -289,15 +289,16 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
 fn render_rt_intervals(out: &mut String, r: &RtReport) {
     let _ = writeln!(
         out,
-        "\nper interval ({}) and server{}:",
-        seconds(r.interval_s),
-        if r.rtt_timed {
-            " (RTT srv/cli: the median round trip to the server / to the client in the interval, data to \
-             the ACK that first covers it at the capture point, as `rate` shows it; unknown: no sample)"
-        } else {
-            ""
-        }
+        "\nper interval ({}) and server:",
+        seconds(r.interval_s)
     );
+    if r.rtt_timed {
+        let _ = writeln!(
+            out,
+            "(RTT srv/cli: the median round trip to the server / to the client in the interval, data to the \
+             ACK that first covers it at the capture point, as `rate` shows it; unknown: no sample)"
+        );
+    }
     let starts: Vec<String> = r.per_interval.iter().map(|i| instant(i.start)).collect();
     let start_w = column_width("interval start", &starts);
     let server_w = column_width("server", r.per_interval.iter().map(|i| &i.server));
