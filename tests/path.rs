@@ -377,3 +377,57 @@ fn rt_per_interval_rows_carry_the_round_trip_each_way() {
     let text = common::text(&[&args[..], &[f.to_str().unwrap()]].concat());
     assert!(text.contains("unknown/unknown"), "{text}");
 }
+
+/// Resends classed as the sender's own kernel counted them. The switch dropped 3% of the server's data
+/// packets at random while sysbench ran (fixtures/lab/record-tail-drops.sh); `nstat` in the server's
+/// namespace counted, over the same interval, its loss probes, its retransmission timeouts and its fast
+/// (SACK/RACK) retransmits (fixtures/lab/tail-drops.nstat). With one segment in flight Linux's probe
+/// timeout is 2 round trips plus 200 ms, capped at the retransmission timeout: probes and timeouts both
+/// come after ~200 ms of silence here, and only which resend of an episode it is tells them apart.
+#[test]
+fn tail_loss_probes_and_timeouts_are_the_senders_own_count() {
+    let nstat = std::fs::read_to_string(common::fixture("lab/tail-drops.nstat")).unwrap();
+    let counter = |name: &str| -> u64 {
+        nstat
+            .lines()
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next() == Some(name)).then(|| w.next().unwrap().parse().unwrap())
+            })
+            .unwrap_or_else(|| panic!("{name} not in tail-drops.nstat"))
+    };
+    let (probes, timeouts, fast) = (
+        counter("TcpExtTCPLossProbes"),
+        counter("TcpExtTCPTimeouts"),
+        counter("TcpExtTCPFastRetrans"),
+    );
+    let r = rate(&common::fixture("tail-drops.pcap"), "1s");
+    let kind = |k: &str| -> u64 {
+        r["total"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["s2c_resends"][k].as_u64().unwrap())
+            .sum()
+    };
+    let (tlp, rto) = (kind("tail_loss_probe"), kind("timeout"));
+    // Every resend after a silence is a probe or a timeout, as many as the kernel sent.
+    assert_eq!(tlp + rto, probes + timeouts, "tlp {tlp} rto {rto}");
+    // The kernel holds a probe back from state the wire shows only in part (a recovery under way, an
+    // earlier probe unresolved): one resend may go either way.
+    assert!(
+        tlp.abs_diff(probes) <= 1 && rto.abs_diff(timeouts) <= 1,
+        "tlp {tlp} rto {rto}, kernel: {probes} probes, {timeouts} timeouts"
+    );
+    assert!(
+        tlp > 10 * rto,
+        "most silences end in a probe: tlp {tlp} rto {rto}"
+    );
+    // The rest are the kernel's fast retransmits, which it counts in segments (a resent burst can be one
+    // packet on the wire, never more than its segments).
+    let recovery = kind("fast_retransmit") + kind("other");
+    assert!(
+        recovery > 0 && recovery <= fast,
+        "{recovery} resends, kernel {fast}"
+    );
+}

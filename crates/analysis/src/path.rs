@@ -16,7 +16,11 @@
 //! preceded it: a **fast retransmit** resends the byte the peer has acknowledged at least three times (two
 //! duplicate ACKs, Wireshark's `tcp.analysis.fast_retransmission`); a resend after a silence of the whole
 //! connection of at least the retransmission timeout is an **RTO**; a resend of the last segment sent
-//! after at least two round trips of silence, short of the timeout, is a **tail loss probe**; the rest
+//! after at least two round trips of silence, the first of its episode (no resend since the sender's last
+//! new data or ACKed progress), is a **tail loss probe** (RFC 8985), even at the timeout: with one segment
+//! in flight the probe timeout adds the worst-case delayed ACK (200 ms) and Linux caps it at the
+//! retransmission timeout, so probe and timeout would fire together, and the probe goes first; a second
+//! resend in the same episode is the timeout's; the rest
 //! (SACK- or RACK-driven recovery, resends inside a burst) are **other**. A retransmission the receiver
 //! reports as received twice (a D-SACK, RFC 2883: a SACK block below its cumulative ACK) was
 //! **spurious**.
@@ -68,6 +72,9 @@ struct Endpoint {
     last_ack_at_ns: i64,
     /// Since when it has advertised a zero window, while it does.
     zero_since_ns: Option<i64>,
+    /// It resent data since it last sent new data or had data acknowledged: a probe, if one was due,
+    /// went already.
+    resent_in_episode: bool,
 }
 
 /// What made a sender resend.
@@ -77,7 +84,8 @@ pub enum ResendKind {
     FastRetransmit,
     /// The connection had been silent for at least the retransmission timeout.
     Timeout,
-    /// The last segment sent, resent after two round trips of silence, short of the timeout.
+    /// The last segment sent, resent after two round trips of silence, the first resend since the
+    /// sender's last progress (RFC 8985's probe, which Linux sends even at the timeout).
     TailLossProbe,
     /// None of those: recovery driven by SACK or RACK, or resends inside a burst.
     Other,
@@ -159,19 +167,21 @@ impl PathConnection {
                     && at_ns - peer.last_ack_at_ns < 20_000_000
                 {
                     ResendKind::FastRetransmit
-                } else if silence_ns as f64 >= RTO_SILENCE_SHARE * rto_ns as f64 {
-                    ResendKind::Timeout
                 } else if is_last
+                    && !me.resent_in_episode
                     && srtt.is_some_and(|r| {
                         silence_ns as f64 >= TLP_SILENCE_ROUND_TRIPS * r as f64
                             && silence_ns >= TLP_MIN_NS
                     })
                 {
                     ResendKind::TailLossProbe
+                } else if silence_ns as f64 >= RTO_SILENCE_SHARE * rto_ns as f64 {
+                    ResendKind::Timeout
                 } else {
                     ResendKind::Other
                 },
             );
+            me.resent_in_episode = true;
         }
 
         // Its ACK of the peer's data: a round trip, a duplicate, a D-SACK.
@@ -203,6 +213,10 @@ impl PathConnection {
                 newest = Some(*s);
                 peer.outstanding.pop_front();
             }
+            if newest.is_some() {
+                // The peer's data made progress: its next resend begins a new episode.
+                peer.resent_in_episode = false;
+            }
             // A wild timestamp at either end makes no round trip (it would be years long, or below 0).
             let timed = newest
                 .filter(|_| !any_resent)
@@ -231,6 +245,7 @@ impl PathConnection {
         // A SYN and a FIN take a sequence number each and are acknowledged as data is (Wireshark
         // times their ACKs too).
         if seg_len > 0 && class == SegmentClass::New && !flags.rst() {
+            me.resent_in_episode = false;
             if me.outstanding.len() >= OUTSTANDING_KEPT {
                 me.outstanding.pop_front();
             }
