@@ -19,29 +19,41 @@ fn rate(file: &Path, interval: &str) -> Value {
     ])
 }
 
+/// tshark's `tcp.analysis.ack_rtt` samples of `file`: each ACK's time (epoch seconds, as tshark writes
+/// it), whether the server (on `server_port`) sent it, and the round trip in seconds.
+fn ack_rtt_rows(tshark: &Tshark, file: &Path, server_port: &str) -> Vec<(String, bool, f64)> {
+    tshark
+        .lines([
+            "-r",
+            file.to_str().unwrap(),
+            "-Y",
+            "tcp.analysis.ack_rtt",
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.analysis.ack_rtt",
+        ])
+        .iter()
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            (f[0].to_string(), f[1] == server_port, f[2].parse().unwrap())
+        })
+        .collect()
+}
+
 /// tshark's `tcp.analysis.ack_rtt` samples by whole second of the ACK and by who sent the ACK (`true`:
 /// the server, on `server_port`), in seconds.
 fn ack_rtts(tshark: &Tshark, file: &Path, server_port: &str) -> BTreeMap<(i64, bool), Vec<f64>> {
     let mut out: BTreeMap<(i64, bool), Vec<f64>> = BTreeMap::new();
-    for line in tshark.lines([
-        "-r",
-        file.to_str().unwrap(),
-        "-Y",
-        "tcp.analysis.ack_rtt",
-        "-T",
-        "fields",
-        "-e",
-        "frame.time_epoch",
-        "-e",
-        "tcp.srcport",
-        "-e",
-        "tcp.analysis.ack_rtt",
-    ]) {
-        let f: Vec<&str> = line.split('\t').collect();
-        let t: f64 = f[0].parse().unwrap();
-        out.entry((t.floor() as i64, f[1] == server_port))
+    for (time, by_server, rtt) in ack_rtt_rows(tshark, file, server_port) {
+        let t: f64 = time.parse().unwrap();
+        out.entry((t.floor() as i64, by_server))
             .or_default()
-            .push(f[2].parse().unwrap());
+            .push(rtt);
     }
     for v in out.values_mut() {
         v.sort_by(f64::total_cmp);
@@ -271,30 +283,13 @@ fn ack_rtts_per_100ms(
     server_port: &str,
 ) -> BTreeMap<(i64, bool), (usize, f64)> {
     let mut out: BTreeMap<(i64, bool), (usize, f64)> = BTreeMap::new();
-    for line in tshark.lines([
-        "-r",
-        file.to_str().unwrap(),
-        "-Y",
-        "tcp.analysis.ack_rtt",
-        "-T",
-        "fields",
-        "-e",
-        "frame.time_epoch",
-        "-e",
-        "tcp.srcport",
-        "-e",
-        "tcp.analysis.ack_rtt",
-    ]) {
-        let f: Vec<&str> = line.split('\t').collect();
+    for (time, by_server, rtt) in ack_rtt_rows(tshark, file, server_port) {
         // Tenths of a second, from the decimal text (a float's floor can fall a bin short).
-        let (whole, frac) = f[0].split_once('.').unwrap_or((f[0], "0"));
+        let (whole, frac) = time.split_once('.').unwrap_or((&time, "0"));
         let tenth = whole.parse::<i64>().unwrap() * 10 + i64::from(frac.as_bytes()[0] - b'0');
-        let rtt: f64 = f[2].parse::<f64>().unwrap() * 1e6;
-        let e = out
-            .entry((tenth, f[1] == server_port))
-            .or_insert((0, f64::INFINITY));
+        let e = out.entry((tenth, by_server)).or_insert((0, f64::INFINITY));
         e.0 += 1;
-        e.1 = e.1.min(rtt);
+        e.1 = e.1.min(rtt * 1e6);
     }
     out
 }
