@@ -662,3 +662,36 @@ fn a_snap_length_that_cuts_the_error_packet_still_names_the_error() {
         );
     }
 }
+
+/// A client that pipelines (sends `SELECT 1` while the answer to `SELECT * FROM sbtest3 LIMIT 1000` is
+/// still arriving) on a capture cut to 96 or 128 bytes: the server side is lost in the first cut answer,
+/// and the byte after the next command lies inside that answer, not at the start of the next one.
+/// Framed from there, the rest of the stream read as one packet of garbage, and the server's FIN after
+/// COM_QUIT was called abnormal ("server FIN while `SELECT 1` was unanswered"). Every close keeps the
+/// whole capture's verdict, and the first abnormal close is the same frame.
+#[test]
+fn a_snap_length_cut_of_pipelined_requests_keeps_every_closes_verdict() {
+    let whole = common::fixture("pipelined.pcap");
+    let w = first_reset(&whole);
+    assert_eq!(w["first_fin"]["verdict"], "normal", "the whole capture");
+    for snap in [96, 128] {
+        let cut = snap_cut(&whole, snap);
+        let c = first_reset(&cut);
+        assert_eq!(
+            c["first_abnormal"]["frame"], w["first_abnormal"]["frame"],
+            "snap {snap}"
+        );
+        for close in w["closes"].as_array().unwrap() {
+            let frame = close["frame"].as_u64().unwrap();
+            assert_eq!(
+                close_at(&c, frame)["verdict"],
+                close["verdict"],
+                "snap {snap}: the close at frame {frame}"
+            );
+        }
+        assert_eq!(
+            close_at(&c, 995)["mysql_state"],
+            close_at(&w, 995)["mysql_state"]
+        );
+    }
+}

@@ -157,7 +157,7 @@ pub(crate) type AnswerStart<'a> = &'a dyn Fn(u8, &[u8], u64) -> bool;
 
 /// Is `w` a whole packet with which `starts` says an answer begins? One packet is enough here:
 /// the caller knows what answer it waits for.
-fn answer_start_at(w: &[u8], window_cap: usize, starts: AnswerStart<'_>) -> Verdict {
+pub(crate) fn answer_start_at(w: &[u8], window_cap: usize, starts: AnswerStart<'_>) -> Verdict {
     let (Some(len), Some(&seq)) = (le_u24(w), w.get(3)) else {
         return Verdict::NeedMore;
     };

@@ -18,8 +18,8 @@ use std::collections::{HashMap, VecDeque};
 use crate::command::Command;
 use crate::compress::Decompressor;
 use crate::detect::{
-    client_command_at, compressed_client_command_at, compressed_server_packet_at, server_answer_at,
-    AnswerStart, Verdict,
+    answer_start_at, client_command_at, compressed_client_command_at, compressed_server_packet_at,
+    server_answer_at, AnswerStart, Verdict,
 };
 use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
@@ -216,6 +216,7 @@ impl Session {
                 }
             }
             cur.mode = StreamMode::Framed;
+            cur.answer_due = AnswerDue::No;
             cur.framer.reset();
             if let Some(d) = cur.inflater.as_mut() {
                 d.reset();
@@ -265,12 +266,26 @@ impl Session {
         });
         let early_error =
             |seq: u8, payload: &[u8], _len: u64| seq == 1 && payload.first() == Some(&0xFF);
-        let answer = match starts.as_ref() {
-            Some(f) => Some(f as AnswerStart<'_>),
-            None if request_in_flight && carriage == Carriage::Plain => {
+        // The answer to a command sent while the server side was lost: only its first packet ends
+        // the hunt (chained packets may be the rest of an earlier answer a pipelining client did not
+        // wait for).
+        let due = cur.answer_due != AnswerDue::No
+            && dir == Direction::ServerToClient
+            && carriage == Carriage::Plain;
+        let answer_seq = core.queue.front().map_or(1, |p| p.next_seq);
+        let answer_due = core.queue.front().filter(|_| due).map(|p| {
+            let (command, first, lost) = (p.command, p.next_seq, p.gap_before_response);
+            move |seq: u8, payload: &[u8], len: u64| {
+                seq == first && starts_response(command, payload, len, lost.unwrap_or(0))
+            }
+        });
+        let answer = match (answer_due.as_ref(), starts.as_ref()) {
+            (Some(f), _) => Some(f as AnswerStart<'_>),
+            (None, Some(f)) => Some(f as AnswerStart<'_>),
+            (None, None) if request_in_flight && carriage == Carriage::Plain => {
                 Some(&early_error as AnswerStart<'_>)
             }
-            None => None,
+            (None, None) => None,
         };
         let mut consumed = 0usize;
         loop {
@@ -282,7 +297,17 @@ impl Session {
             consumed += take;
             let mut at = 0usize;
             let mut found = None;
-            while at < cur.window.len() {
+            if due && cur.answer_due == AnswerDue::Next {
+                match cur.window.get(3) {
+                    Some(&seq) if seq == answer_seq => found = Some(Carriage::Plain),
+                    Some(_) => cur.answer_due = AnswerDue::Later,
+                    None => {}
+                }
+            }
+            while found.is_none() && at < cur.window.len() {
+                if cur.answer_due == AnswerDue::Next {
+                    break;
+                }
                 match hunt_check(
                     dir,
                     carriage,
@@ -290,6 +315,7 @@ impl Session {
                     cur.window.get(at..).unwrap_or(&[]),
                     cur.window_cap,
                     answer,
+                    due,
                 ) {
                     Boundary::Here(c) => {
                         found = Some(c);
@@ -519,12 +545,24 @@ impl Session {
         }
         if fx.new_command && dir == Direction::ClientToServer {
             // A new command means the server finished (or abandoned) what it was
-            // sending: a hunting server starts afresh here, and so does one caught
-            // mid-packet with nothing left to answer (the packet was garbage).
+            // sending, or will: a hunting server starts afresh here, and so does one caught
+            // mid-packet with nothing left to answer (the packet was garbage). Where the answer's
+            // first packet can be told, the hunt goes on until it comes, as a pipelining client
+            // may send before the answer to its last command has ended.
             let mid_packet_idle = !other.framer.at_boundary() && core.queue.len() <= 1;
-            if other.mode == StreamMode::Hunting
-                || (other.mode == StreamMode::Framed && mid_packet_idle)
-            {
+            if other.mode == StreamMode::Hunting {
+                let told = other.inflater.is_none()
+                    && !core.compression_unknown
+                    && core.queue.len() == 1
+                    && core.queue.front().is_some_and(|p| {
+                        matches!(p.stage, Stage::First | Stage::PrepareFirst | Stage::Simple)
+                    });
+                core.info.counters.skipped_bytes += if told {
+                    other.hunt_answer_here()
+                } else {
+                    other.resync_here()
+                };
+            } else if other.mode == StreamMode::Framed && mid_packet_idle {
                 core.info.counters.skipped_bytes += other.resync_here();
             }
         }
@@ -604,7 +642,7 @@ impl Session {
     pub fn gap(&mut self, dir: Direction, len: u64, meta: Meta) {
         self.core.info.counters.gaps += 1;
         self.core.info.counters.gap_bytes += len;
-        if dir == Direction::ServerToClient && self.error_cut_in_window(len) {
+        if dir == Direction::ServerToClient && self.answer_cut_in_window(len) {
             // Framed again from the cut ERR's first byte: the gap below ends it, and its kept bytes
             // (the code, the state, the start of the message) answer the request.
             let window = std::mem::take(&mut self.server.window);
@@ -622,6 +660,16 @@ impl Session {
                 // The window is no longer contiguous.
                 core.info.counters.skipped_bytes += cur.window.len() as u64;
                 cur.window.clear();
+                if dir == Direction::ServerToClient && cur.answer_due != AnswerDue::No {
+                    cur.answer_due = AnswerDue::Later;
+                    // Nothing of the answer due was seen: the gap came before it (see
+                    // `Core::on_response_packet`).
+                    if let Some(head) = core.queue.front_mut() {
+                        if head.stage != Stage::NoResponse && head.first_response.is_none() {
+                            *head.gap_before_response.get_or_insert(0) += len;
+                        }
+                    }
+                }
                 if dir == Direction::ServerToClient {
                     // What the server sent after the open requests is lost, their answers with it.
                     core.lose_answers(len);
@@ -744,12 +792,14 @@ impl Session {
         }
     }
 
-    /// The server side hunts, and the bytes it holds begin an ERR packet whose end this gap of `len`
-    /// bytes holds (a snap length that cut it): the answer a request waits for, or the one a request
-    /// still being sent gets when the server refuses it unread. An ERR's code is in its first bytes, so
-    /// the cut packet still says which error it was; anything else cut this way says too little to
-    /// resynchronise on.
-    fn error_cut_in_window(&self, len: u64) -> bool {
+    /// The server side hunts, and the bytes it holds begin a packet whose end this gap of `len` bytes
+    /// holds (a snap length that cut it) and that answers a request: an ERR packet, the answer a
+    /// request waits for or the one a request still being sent gets when the server refuses it unread
+    /// (an ERR's code is in its first bytes, so the cut packet still says which error it was); or the
+    /// first packet of the answer due to a command sent while the server side was lost
+    /// ([`DirStream::answer_due`]: its sequence id and first byte were checked). Anything else cut
+    /// this way says too little to resynchronise on.
+    fn answer_cut_in_window(&self, len: u64) -> bool {
         let w = &self.server.window;
         let (Some(packet_len), Some(&seq)) = (wire::le_u24(w), w.get(3)) else {
             return false;
@@ -775,10 +825,24 @@ impl Session {
                     && client.framer.started_at().is_some()
             }
         };
+        // The answer to a command sent while the server side was lost, begun and cut here.
+        let cut_answer_due = self.server.answer_due != AnswerDue::No
+            && kept >= 5
+            && kept < end
+            && end - kept <= len
+            && self.core.queue.front().is_some_and(|p| {
+                p.first_response.is_none()
+                    && seq == p.next_seq
+                    && starts_response(
+                        p.command,
+                        w.get(4..).unwrap_or(&[]),
+                        u64::from(packet_len),
+                        p.gap_before_response.unwrap_or(0),
+                    )
+            });
         self.server.mode == StreamMode::Hunting
             && self.server.inflater.is_none()
-            && cut_err
-            && awaited
+            && ((cut_err && awaited) || cut_answer_due)
     }
 
     /// FIN or RST seen from `by`. Returns what the session was doing at that

@@ -763,7 +763,8 @@ impl Core {
         p.request_bytes = wire_len(pkt.len);
         p.last_request = pkt.end;
         p.gap_bytes = pkt.gap_bytes;
-        p.next_seq = pkt.seq.wrapping_add(1);
+        // (A request of 16 MiB or more is continued: the answer's number follows its last packet's.)
+        p.next_seq = pkt.seq.wrapping_add(physical_packets(pkt.len) as u8);
         let spares = &mut self.spares;
         let mut text = |b: &[u8], total: u64| {
             let s = spares.statements.take();

@@ -405,7 +405,15 @@ pub(super) fn starts_response(command: Command, p: &[u8], len: u64, gap: u64) ->
     match (p.first(), first_stage(command)) {
         (Some(0xFF), _) => true,
         (Some(&n), Stage::First) if len == 1 && (1..=250).contains(&n) => true,
+        // MariaDB's column count, followed by whether the column definitions follow
+        // (MARIADB_CLIENT_CACHE_METADATA).
+        (Some(&n), Stage::First) if len == 2 && (1..=250).contains(&n) && p.get(1) <= Some(&1) => {
+            gap < WRAP_BYTES
+        }
         (Some(0x00 | 0xFE), Stage::First | Stage::PrepareFirst | Stage::Simple) => gap < WRAP_BYTES,
+        // The server asks for a LOCAL INFILE file (a text row whose first column is NULL starts with
+        // 0xFB too, but never with sequence id 1, unless the numbers wrapped in the gap).
+        (Some(0xFB), Stage::First) => gap < WRAP_BYTES,
         _ => false,
     }
 }

@@ -14,6 +14,25 @@ pub(super) enum StreamMode {
     Stopped,
 }
 
+/// The server side was lost when a command came: where the hunt looks for that command's answer.
+///
+/// A command means the server finished what it was sending, or will: its next byte is where the
+/// answer begins, unless the client pipelines (sends a command before the answer to the one before
+/// has ended), and then the next byte lies inside that earlier answer: a header read there would
+/// frame the rest of the stream as one packet of garbage. So the first header after the command is
+/// taken only when it carries the answer's sequence id; if not, the answer begins further on, and
+/// only a packet that can begin nothing else ends the hunt (`starts_response`): chained packets
+/// there are the rest of the earlier answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AnswerDue {
+    /// No command is waiting: the hunt looks for any packet boundary.
+    No,
+    /// At the first byte after the command: its header is taken if its sequence id is the answer's.
+    Next,
+    /// Further on: only the answer's first packet ends the hunt.
+    Later,
+}
+
 /// One direction's byte handling.
 pub(super) struct DirStream {
     pub(super) mode: StreamMode,
@@ -26,6 +45,8 @@ pub(super) struct DirStream {
     /// the server answered it already (an ERR such as 1153 for a request larger than its
     /// max_allowed_packet): when it completes, it is not a new request.
     pub(super) taken_early: bool,
+    /// Whether this side (the server's) hunts for the answer to a command sent while it was lost.
+    pub(super) answer_due: AnswerDue,
 }
 
 impl DirStream {
@@ -38,6 +59,7 @@ impl DirStream {
             window_cap,
             replay: Vec::new(),
             taken_early: false,
+            answer_due: AnswerDue::No,
         }
     }
 
@@ -45,6 +67,7 @@ impl DirStream {
     pub(super) fn resync_here(&mut self) -> u64 {
         let dropped = self.window.len() as u64 + self.framer.reset();
         self.taken_early = false;
+        self.answer_due = AnswerDue::No;
         self.window.clear();
         if let Some(d) = self.inflater.as_mut() {
             d.reset();
@@ -55,12 +78,22 @@ impl DirStream {
         dropped
     }
 
+    /// Drop the hunt's bytes and any partial packet, and hunt on from the current byte for the answer
+    /// to the command just sent ([`DirStream::answer_due`]); returns bytes dropped.
+    pub(super) fn hunt_answer_here(&mut self) -> u64 {
+        let dropped = self.resync_here();
+        self.mode = StreamMode::Hunting;
+        self.answer_due = AnswerDue::Next;
+        dropped
+    }
+
     pub(super) fn start_hunting(&mut self) {
         if self.mode != StreamMode::Stopped {
             self.mode = StreamMode::Hunting;
             self.window.clear();
             self.framer.reset();
             self.taken_early = false;
+            self.answer_due = AnswerDue::No;
             if let Some(d) = self.inflater.as_mut() {
                 d.reset();
             }
@@ -107,6 +140,7 @@ pub(super) fn hunt_check(
     w: &[u8],
     window_cap: usize,
     answer: Option<AnswerStart<'_>>,
+    answer_only: bool,
 ) -> Boundary {
     use Carriage::*;
     // A replica's semi-sync ACK when one may come (see `Core::expects_acks`), and a primary's binlog
@@ -144,9 +178,10 @@ pub(super) fn hunt_check(
             Verdict::NeedMore => Boundary::NeedMore,
             Verdict::No => plain_client(w),
         },
-        (Direction::ServerToClient, Plain) => {
-            Boundary::from(server_answer_at(w, window_cap, answer), Plain)
-        }
+        (Direction::ServerToClient, Plain) => match answer {
+            Some(f) if answer_only => Boundary::from(answer_start_at(w, window_cap, f), Plain),
+            _ => Boundary::from(server_answer_at(w, window_cap, answer), Plain),
+        },
         (Direction::ServerToClient, Compressed) => Boundary::from(
             compressed_server_packet_at(w, window_cap, answer),
             Compressed,
