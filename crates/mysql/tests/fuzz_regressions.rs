@@ -113,6 +113,19 @@ fn compressed_commands_in_one_segment_see_the_server_resync() {
     check(include_bytes!("data/fuzz/compressed-stale-server-hunt.bin"));
 }
 
+/// Found in the first 21 CPU-seconds of a long run: under the compressed protocol, where a server's
+/// compressed packet begins is where the answer a request waits for began, but that was asked only at
+/// the first byte of each input; a packet beginning inside a segment fed whole was missed, and fed in
+/// pieces was not (the request had a first response frame only then).
+#[test]
+fn every_compressed_packet_start_of_the_server_is_where_an_answer_may_begin() {
+    let (t, _, _) = check(include_bytes!(
+        "data/fuzz/compressed-packet-start-mid-input.bin"
+    ))
+    .unwrap();
+    assert!(t.iter().any(|t| t.first_response_frame == Some(123)));
+}
+
 /// Every input libFuzzer reduced from crashes is replayed too.
 #[test]
 fn all_fuzz_regression_inputs_are_chunking_invariant() {

@@ -411,12 +411,17 @@ impl Session {
         meta: Meta,
     ) -> usize {
         if let Some(mut inflater) = cur.inflater.take() {
-            if dir == Direction::ServerToClient && !input.is_empty() && inflater.at_boundary() {
-                Self::compressed_answer_begins(core, meta);
-            }
             let mut consumed = 0;
             // Output the inflater still holds belongs to this segment, even after its last byte.
             while consumed < input.len() || inflater.has_pending_output() {
+                // Every compressed packet's first byte, wherever the input was cut (one push reads
+                // one header).
+                if dir == Direction::ServerToClient
+                    && consumed < input.len()
+                    && inflater.at_boundary()
+                {
+                    Self::compressed_answer_begins(core, meta);
+                }
                 let (n, mut out) = inflater.push(input.get(consumed..).unwrap_or(&[]));
                 consumed += n;
                 while !out.is_empty() {
