@@ -695,3 +695,55 @@ fn a_snap_length_cut_of_pipelined_requests_keeps_every_closes_verdict() {
         );
     }
 }
+
+/// The records of `file` from its `from`-th on (0-based), as the second file of a rotated set holds them
+/// (`tcpdump -C`/`-G`, `editcap -c`): classic little-endian pcap.
+fn rotated_from(file: &Path, from: usize) -> std::path::PathBuf {
+    let bytes = std::fs::read(file).unwrap();
+    assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1], "{file:?}");
+    let mut out = bytes[..24].to_vec();
+    let (mut at, mut k) = (24, 0);
+    while at + 16 <= bytes.len() {
+        let kept = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        if k >= from {
+            out.extend_from_slice(&bytes[at..at + 16 + kept]);
+        }
+        at += 16 + kept;
+        k += 1;
+    }
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let path = common::scratch("causes", &format!("from{from}-{name}"));
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+/// The second file of a rotated set that begins while the client is still sending a request over
+/// max_allowed_packet: the server's ERR 1153 and its RST are in it, the request's start is not. The
+/// server's turn begins with the ERR packet (its code, `#` and SQLSTATE say what it is by themselves),
+/// so the connection is MySQL and the close's cause is the error, as in the whole capture; before, the
+/// connection was "not MySQL, and TCP alone says no more".
+#[test]
+fn a_rotated_file_that_begins_mid_request_still_names_the_error_before_the_close() {
+    let whole = common::fixture("max-allowed-packet.pcap");
+    let w = first_reset(&whole);
+    let from = 45;
+    let part = rotated_from(&whole, from);
+    let p = first_reset(&part);
+    let (w, p) = (&w["first_abnormal"], &p["first_abnormal"]);
+    assert_eq!(
+        p["frame"].as_u64().unwrap() + from as u64,
+        w["frame"].as_u64().unwrap()
+    );
+    for key in ["kind", "setting", "confidence", "sender"] {
+        assert_eq!(p["cause"][key], w["cause"][key], "{key}");
+    }
+    let (we, pe) = (&w["cause"]["error"], &p["cause"]["error"]);
+    assert_eq!(
+        (&pe["code"], &pe["sql_state"]),
+        (&we["code"], &we["sql_state"])
+    );
+    assert_eq!(
+        pe["frame"].as_u64().unwrap() + from as u64,
+        we["frame"].as_u64().unwrap()
+    );
+}

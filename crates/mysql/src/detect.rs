@@ -171,7 +171,67 @@ pub(crate) fn answer_start_at(w: &[u8], window_cap: usize, starts: AnswerStart<'
     }
 }
 
-/// [`server_packets_at`], or where an expected answer begins (`starts`).
+/// Is `w` an ERR packet (protocol 4.1: marker 0xFF, an error code of 1000 or more, `#` and a
+/// five-character SQLSTATE, then the message), alone? Its shape says enough by itself, unlike other
+/// packets: an error the server sent just before it closed (ERR 1153 to a request over
+/// max_allowed_packet, 1040 too many connections) is often its last packet, with none after it to
+/// chain to, in a capture that joins the connection mid-way (the second file of a rotated set).
+pub(crate) fn err_packet_at(w: &[u8], window_cap: usize) -> Verdict {
+    // The marker, the code, `#` and the SQLSTATE.
+    const SHAPE: usize = 9;
+    /// MySQL's longest error message (MYSQL_ERRMSG_SIZE).
+    const MESSAGE_MAX: usize = 512;
+    let Some(len) = le_u24(w) else {
+        return Verdict::NeedMore;
+    };
+    let len = len as usize;
+    if !(SHAPE..=SHAPE + MESSAGE_MAX).contains(&len) || 4 + len > window_cap {
+        return Verdict::No;
+    }
+    let payload = w.get(4..).unwrap_or(&[]);
+    let shape_so_far = payload
+        .iter()
+        .take(SHAPE)
+        .enumerate()
+        .all(|(i, &b)| match i {
+            0 => b == 0xFF,
+            1 | 2 => true,
+            3 => b == b'#',
+            _ => b.is_ascii_uppercase() || b.is_ascii_digit(),
+        });
+    if !shape_so_far {
+        return Verdict::No;
+    }
+    let Some(code) = payload.get(1..3).map(|c| u16::from_le_bytes([c[0], c[1]])) else {
+        return Verdict::NeedMore;
+    };
+    if code < 1000 {
+        return Verdict::No;
+    }
+    // The message: text, no control bytes. Judged whole, so that the verdict does not depend on how
+    // many of its bytes have come.
+    match payload.get(SHAPE..len) {
+        Some(message) => Verdict::from(message.iter().all(|&b| b >= 0x20)),
+        None => Verdict::NeedMore,
+    }
+}
+
+/// Do these bytes, the start of one side's turn, begin with an ERR packet ([`err_packet_at`])? The side
+/// is then the server, on a connection the capture joined mid-way: the error it sent just before it
+/// closed says why it closed even when the request it answered is not in the capture. A packet the
+/// capture cut (a snap length) is judged by its marker, code and SQLSTATE.
+pub fn error_packet_verdict(bytes: &[u8], extent: Extent) -> Verdict {
+    let v = err_packet_at(bytes, usize::MAX);
+    // Cut: what there is must hold the whole shape, and text after it.
+    extent.settle(v, || {
+        bytes.len() >= 4 + 9
+            && bytes
+                .get(13..)
+                .is_some_and(|m| m.iter().all(|&b| b >= 0x20))
+    })
+}
+
+/// [`server_packets_at`], a lone [`err_packet_at`], or where an expected answer begins (`starts`).
 pub(crate) fn server_answer_at(
     w: &[u8],
     window_cap: usize,
@@ -180,7 +240,10 @@ pub(crate) fn server_answer_at(
     match starts.map(|f| answer_start_at(w, window_cap, f)) {
         Some(Verdict::Yes) => Verdict::Yes,
         Some(Verdict::NeedMore) => Verdict::NeedMore,
-        _ => server_packets_at(w, window_cap),
+        _ => match err_packet_at(w, window_cap) {
+            Verdict::No => server_packets_at(w, window_cap),
+            v => v,
+        },
     }
 }
 
@@ -572,6 +635,54 @@ fn looks_like_plain_command(client_bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn err_packet(code: u16, state: &[u8], message: &[u8]) -> Vec<u8> {
+        let mut payload = vec![0xFF];
+        payload.extend(code.to_le_bytes());
+        payload.push(b'#');
+        payload.extend(state);
+        payload.extend(message);
+        let mut p = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        p.push(1);
+        p.extend(payload);
+        p
+    }
+
+    #[test]
+    fn an_err_packet_is_told_by_its_shape_alone_and_only_when_whole() {
+        let p = err_packet(
+            1153,
+            b"08S01",
+            b"Got a packet bigger than 'max_allowed_packet' bytes",
+        );
+        assert_eq!(err_packet_at(&p, 2048), Verdict::Yes);
+        for cut in 0..p.len() {
+            assert_eq!(err_packet_at(&p[..cut], 2048), Verdict::NeedMore, "{cut}");
+        }
+        // Cut by the capture: the shape and the text kept are enough.
+        assert_eq!(error_packet_verdict(&p[..20], Extent::Final), Verdict::Yes);
+        assert_eq!(error_packet_verdict(&p[..10], Extent::Final), Verdict::No);
+        // A control byte in the message: not the text of an error.
+        assert_eq!(
+            err_packet_at(&err_packet(1153, b"08S01", &[b'a', 0x1b]), 2048),
+            Verdict::No
+        );
+        assert_eq!(
+            err_packet_at(&err_packet(999, b"08S01", b"x"), 2048),
+            Verdict::No
+        );
+        assert_eq!(
+            err_packet_at(&err_packet(1040, b"08s01", b"x"), 2048),
+            Verdict::No
+        );
+        assert_eq!(
+            err_packet_at(&err_packet(1040, b"08S01", b"x"), 8),
+            Verdict::No
+        );
+        let mut row = err_packet(1040, b"08S01", b"x");
+        row[7] = b'!';
+        assert_eq!(err_packet_at(&row, 2048), Verdict::No);
+    }
 
     /// Greeting of the classic Wireshark sample (zeek-mysql/mysql.pcap, stream 0, first server segment).
     const MYSQL_5_0_GREETING: &str = "340000000a352e302e3534005e0000003e7e24347574682c002ca2210200000000000000000000000000003e36313249575a3e6668575800";

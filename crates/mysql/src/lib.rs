@@ -70,9 +70,9 @@ use serde::{Deserialize, Serialize};
 
 pub use command::Command;
 pub use detect::{
-    client_command_verdict, greeting_verdict, login_verdict, looks_like_client_command,
-    looks_like_greeting, looks_like_login, packet_run_verdict, response_verdict, Extent, Verdict,
-    PACKET_RUN,
+    client_command_verdict, error_packet_verdict, greeting_verdict, login_verdict,
+    looks_like_client_command, looks_like_greeting, looks_like_login, packet_run_verdict,
+    response_verdict, Extent, Verdict, PACKET_RUN,
 };
 pub use exchange::{ExchangeShape, PieceShape, PlainExchange};
 pub use fingerprint::{fingerprint, fingerprint_into, Fingerprinter};

@@ -13,8 +13,9 @@ use std::collections::VecDeque;
 
 use pcapsleuth_flow::{server_side_by_port, ConnectionState, FrameRef, Side, TcpSegment};
 use pcapsleuth_mysql::{
-    binlog_event_verdict, client_command_verdict, greeting_verdict, login_verdict,
-    packet_run_verdict, response_verdict, semi_sync_acks_verdict, Extent, StartMode, Verdict,
+    binlog_event_verdict, client_command_verdict, error_packet_verdict, greeting_verdict,
+    login_verdict, packet_run_verdict, response_verdict, semi_sync_acks_verdict, Extent, StartMode,
+    Verdict,
 };
 
 /// How a connection was recognised as MySQL.
@@ -34,6 +35,9 @@ pub enum RecognisedBy {
     /// A run of packets in sequence (a resultset's rows) on a connection joined in the middle of an
     /// answer.
     PacketRun,
+    /// An ERR packet (marker, code, SQLSTATE, message) at the start of the server's turn, on a
+    /// connection joined mid-way: the answer to a request the capture does not hold the start of.
+    ErrorPacket,
 }
 
 /// How many turns a connection may show before it is judged not to be MySQL. Turns, not segments: a
@@ -623,6 +627,18 @@ impl Recogniser {
         }
         if t.number > DETECTION_TURNS {
             return Judged::NotMysql;
+        }
+        match error_packet_verdict(bytes, extent) {
+            Verdict::NeedMore => return Judged::Wait,
+            Verdict::Yes => {
+                return Judged::Recognised {
+                    client: t.side.other(),
+                    by: RecognisedBy::ErrorPacket,
+                    mode: StartMode::MidStream,
+                    from: 0,
+                }
+            }
+            Verdict::No => {}
         }
         let request = match client_command_verdict(bytes, extent) {
             Verdict::NeedMore => return Judged::Wait,

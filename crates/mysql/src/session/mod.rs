@@ -19,7 +19,7 @@ use crate::command::Command;
 use crate::compress::Decompressor;
 use crate::detect::{
     answer_start_at, client_command_at, compressed_client_command_at, compressed_server_packet_at,
-    server_answer_at, AnswerStart, Verdict,
+    err_packet_at, server_answer_at, AnswerStart, Verdict,
 };
 use crate::framing::{Framer, GapEffect, PacketEnd};
 use crate::replication::{self, ReplicaHints, Replication, ReplicationSample, ReplicationSummary};
@@ -308,14 +308,18 @@ impl Session {
                 if cur.answer_due == AnswerDue::Next {
                     break;
                 }
+                let ask = HuntAsk {
+                    acks: core.expects_acks(),
+                    answer,
+                    answer_only: due,
+                    stream_start: cur.at_start && at == 0,
+                };
                 match hunt_check(
                     dir,
                     carriage,
-                    core.expects_acks(),
                     cur.window.get(at..).unwrap_or(&[]),
                     cur.window_cap,
-                    answer,
-                    due,
+                    &ask,
                 ) {
                     Boundary::Here(c) => {
                         found = Some(c);
@@ -342,6 +346,9 @@ impl Session {
                 at = 1;
             }
             core.info.counters.skipped_bytes += at as u64;
+            if at > 0 || found.is_some() {
+                cur.at_start = false;
+            }
             cur.window.drain(..at.min(cur.window.len()));
             if found.is_some() || consumed >= input.len() {
                 return (consumed, found);
@@ -645,6 +652,7 @@ impl Session {
     /// hunts: the client side for its next command packet, the server side for
     /// the client's next command or two chained packet headers.
     pub fn gap(&mut self, dir: Direction, len: u64, meta: Meta) {
+        self.streams(dir).0.at_start = false;
         self.core.info.counters.gaps += 1;
         self.core.info.counters.gap_bytes += len;
         if dir == Direction::ServerToClient && self.answer_cut_in_window(len) {

@@ -47,6 +47,9 @@ pub(super) struct DirStream {
     pub(super) taken_early: bool,
     /// Whether this side (the server's) hunts for the answer to a command sent while it was lost.
     pub(super) answer_due: AnswerDue,
+    /// No byte of this side has been passed over or lost yet: a hunt at this point looks at the first
+    /// byte the session was given (where the capture joined the connection, a turn's start).
+    pub(super) at_start: bool,
 }
 
 impl DirStream {
@@ -60,6 +63,7 @@ impl DirStream {
             replay: Vec::new(),
             taken_early: false,
             answer_due: AnswerDue::No,
+            at_start: true,
         }
     }
 
@@ -130,19 +134,35 @@ impl Boundary {
     }
 }
 
+/// What the hunt knows of the session that decides what may begin a packet.
+pub(super) struct HuntAsk<'a> {
+    /// A replica's semi-sync ACK may come (see `Core::expects_acks`).
+    pub(super) acks: bool,
+    /// The answer a request waits for, when its first packet can be told.
+    pub(super) answer: Option<AnswerStart<'a>>,
+    /// Only that answer ends the hunt ([`AnswerDue`]).
+    pub(super) answer_only: bool,
+    /// The position is the first byte this side was given ([`DirStream::at_start`]).
+    pub(super) stream_start: bool,
+}
+
 /// Is `w` a plausible start of the stream at a packet boundary? Client side: a
 /// command; server side: a run of packets. A compressed stream must be at a
 /// boundary of both the compressed packets and the packets they carry.
 pub(super) fn hunt_check(
     dir: Direction,
     carriage: Carriage,
-    acks: bool,
     w: &[u8],
     window_cap: usize,
-    answer: Option<AnswerStart<'_>>,
-    answer_only: bool,
+    ask: &HuntAsk<'_>,
 ) -> Boundary {
     use Carriage::*;
+    let &HuntAsk {
+        acks,
+        answer,
+        answer_only,
+        stream_start,
+    } = ask;
     // A replica's semi-sync ACK when one may come (see `Core::expects_acks`), and a primary's binlog
     // event, are boundaries of plain streams whenever seen: a replication stream joined mid-way sends
     // no command that would tell how packets are carried.
@@ -186,7 +206,17 @@ pub(super) fn hunt_check(
             compressed_server_packet_at(w, window_cap, answer),
             Compressed,
         ),
-        // Until the client's first command tells how packets are carried.
+        // Until the client's first command tells how packets are carried; but the first byte of a
+        // server's turn the capture joined may be an ERR packet (the answer to a request whose start
+        // the capture does not hold), which no compressed packet begins with. (Past that byte, a raw
+        // compressed packet's inner ERR would read as one.)
+        (Direction::ServerToClient, Unknown) if stream_start => {
+            match err_packet_at(w, window_cap) {
+                Verdict::Yes => Boundary::Here(Plain),
+                Verdict::NeedMore => Boundary::NeedMore,
+                Verdict::No => Boundary::NotHere,
+            }
+        }
         (Direction::ServerToClient, Unknown) => Boundary::NotHere,
     }
 }
