@@ -190,7 +190,8 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
         });
     }
     // Slow humps that errors make, or whose cause is known: one finding each, with those errors.
-    let humps = crate::humps::hump_findings(&rt, mysql.queries, (first_s > 0.0).then_some(first_s));
+    let humps =
+        crate::hump_findings::hump_findings(&rt, mysql.queries, (first_s > 0.0).then_some(first_s));
     let in_humps: BTreeSet<u16> = humps.iter().flat_map(|h| h.codes.iter().copied()).collect();
     let hump_centers: Vec<f64> = humps.iter().map(|h| h.center_us).collect();
     let named = connection_namer(&a.connections);
