@@ -3,10 +3,11 @@
 use serde::Serialize;
 
 use crate::closes::first_reset;
-use crate::closes::FirstReset;
+use crate::closes::{CloseReport, FirstReset};
 use crate::engine::Run;
 use crate::everything::Statistics;
 use crate::finding::{connection_namer, Finding, FindingKind, NamedConnection, Scope, Span};
+use crate::hump_findings::HumpFinding;
 use crate::mysql::{ErrorDetail, Incident, MysqlReport, UnansweredRequest};
 use crate::rate::RateReport;
 use crate::reasons::{role_name, stall_start};
@@ -19,7 +20,7 @@ use crate::thresholds::{
 use crate::units::{self, direction_words, duration_us, Measure};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use pcapsleuth_flow::{Connection, Endpoint, Role};
+use pcapsleuth_flow::{Connection, ConnectionTable, Endpoint, Role};
 
 /// Everything `pcapsleuth report` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -52,122 +53,160 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
     let first_s = a.capture.first_ts.map_or(0.0, |t| t.0 as f64 / 1e9);
     let mut groups = incident_groups(&mysql.incidents, first_s);
     if let Some(c) = &fr.first_abnormal {
-        // The first abnormal close heads the group of closes like it (it is one of them when it cut a
-        // request off): said once, here, with how many more there were.
-        let head = groups
-            .iter()
-            .position(|g| g.members.iter().any(|m| m.frames.last() == Some(&c.frame)));
-        let group = head.map(|i| groups.remove(i));
-        let mut summary = format!(
-            "first abnormal close at frame {} ({} into the capture): {}",
-            c.frame,
-            units::seconds(c.rel_time),
-            c.reason
-        );
-        let mut evidence = vec![format!("client {} server {}", c.client, c.server)];
-        let mut members = Vec::new();
-        let mut span = None;
-        if let Some(g) = group {
-            // The head is described above: the others, in words and the first few one by one.
-            let others = &g.incidents[1..];
-            if !others.is_empty() {
-                summary.push_str(&format!(
-                    "; and {} like it by {} ({})",
-                    units::counted(others.len() as u64, "more", "more"),
-                    units::seconds(g.span.last_s),
-                    what(others)
-                ));
-                span = Some(g.span);
-                evidence.extend(listed(others));
-            }
-            members = g.members;
-        }
-        f.push(Finding {
-            severity: 1,
-            kind: FindingKind::FirstAbnormalClose,
-            cause: c.cause.clone(),
-            summary,
-            evidence,
-            // The close first (Wireshark's frame to go to), then its members' request and close frames.
-            frames: std::iter::once(c.frame)
-                .chain(members.iter().flat_map(|m| m.frames.iter().copied()))
-                .fold(Vec::new(), |mut v, x| {
-                    if !v.contains(&x) {
-                        v.push(x);
-                    }
-                    v
-                }),
-            count: members.len().max(1) as u64,
-            span,
-            members,
-            ..Finding::blank()
-        });
+        f.push(first_abnormal_close(c, &mut groups));
     }
     f.extend(fr.attempt_findings.iter().cloned());
     f.extend(groups.into_iter().map(IncidentGroup::finding));
-    // Requests still waiting at the end, when they waited far longer than a typical answered request.
+    f.extend(unanswered_at_end(&mysql));
+    f.extend(ceilings(&rate));
+    // Slow humps that errors make, or whose cause is known: one finding each, with those errors.
+    let humps =
+        crate::hump_findings::hump_findings(&rt, mysql.queries, (first_s > 0.0).then_some(first_s));
+    let in_humps: BTreeSet<u16> = humps.iter().flat_map(|h| h.codes.iter().copied()).collect();
+    let hump_centers: Vec<f64> = humps.iter().map(|h| h.center_us).collect();
+    f.extend(scoped_humps(humps, a, &mysql));
+    f.extend(errors_besides_humps(&mysql, &in_humps, hump_centers.len()));
+    f.extend(rt_multimodal(&rt, &hump_centers));
+    f.extend(semi_sync_finding(&mysql));
+    f.extend(crate::load::idle_in_transaction_finding(
+        &stats.load,
+        handshake_rtt_us(&a.connections),
+    ));
+    f.extend(retransmissions(&a.connections));
+    f.extend(capture_damage(a));
+    stall_notes(&mut f, &a.connections);
+    hand_off(&mut f, a, &fr, &mysql, &rate);
+    f.sort_by_key(|x| x.severity);
+    FullReport {
+        findings: f,
+        timeline: a.capture.timeline.clone(),
+        first_reset: fr,
+        mysql,
+        rt,
+        rate,
+        load: stats.load.clone(),
+    }
+}
+
+/// The first abnormal close, heading the group of closes like it (it is one of them when it cut a request
+/// off, and that group is taken out of `groups`): said once, with how many more there were.
+fn first_abnormal_close(c: &CloseReport, groups: &mut Vec<IncidentGroup<'_>>) -> Finding {
+    let head = groups
+        .iter()
+        .position(|g| g.members.iter().any(|m| m.frames.last() == Some(&c.frame)));
+    let group = head.map(|i| groups.remove(i));
+    let mut summary = format!(
+        "first abnormal close at frame {} ({} into the capture): {}",
+        c.frame,
+        units::seconds(c.rel_time),
+        c.reason
+    );
+    let mut evidence = vec![format!("client {} server {}", c.client, c.server)];
+    let mut members = Vec::new();
+    let mut span = None;
+    if let Some(g) = group {
+        // The head is described above: the others, in words and the first few one by one.
+        let others = &g.incidents[1..];
+        if !others.is_empty() {
+            summary.push_str(&format!(
+                "; and {} like it by {} ({})",
+                units::counted(others.len() as u64, "more", "more"),
+                units::seconds(g.span.last_s),
+                what(others)
+            ));
+            span = Some(g.span);
+            evidence.extend(listed(others));
+        }
+        members = g.members;
+    }
+    Finding {
+        severity: 1,
+        kind: FindingKind::FirstAbnormalClose,
+        cause: c.cause.clone(),
+        summary,
+        evidence,
+        // The close first (Wireshark's frame to go to), then its members' request and close frames.
+        frames: std::iter::once(c.frame)
+            .chain(members.iter().flat_map(|m| m.frames.iter().copied()))
+            .fold(Vec::new(), |mut v, x| {
+                if !v.contains(&x) {
+                    v.push(x);
+                }
+                v
+            }),
+        count: members.len().max(1) as u64,
+        span,
+        members,
+        ..Finding::blank()
+    }
+}
+
+/// Requests still waiting at the end, when they waited far longer than a typical answered request.
+fn unanswered_at_end(mysql: &MysqlReport) -> Option<Finding> {
     let far = (UNANSWERED_FAR_FACTOR * mysql.rt_us.p99 / 1e6).max(UNANSWERED_MIN_WAIT_S);
     let stuck: Vec<&UnansweredRequest> = mysql
         .unanswered
         .iter()
         .filter(|u| u.waited_s >= far)
         .collect();
-    if let Some(longest) = stuck
+    let longest = stuck
         .iter()
-        .max_by(|a, b| a.waited_s.total_cmp(&b.waited_s))
-    {
-        let typical = if mysql.rt_us.count > 0 {
-            format!(
-                "answered requests took at most {} (p99)",
-                duration_us(mysql.rt_us.p99)
-            )
-        } else {
-            "no request was answered".into()
-        };
-        f.push(Finding {
-            severity: 1,
-            kind: FindingKind::UnansweredAtEnd,
-            summary: format!(
-                "{} {} unanswered when the capture ended, the longest for {} (`{}`); {typical}",
-                stuck.len(),
-                if stuck.len() == 1 {
-                    "request was"
-                } else {
-                    "requests were"
-                },
-                units::seconds(longest.waited_s),
-                longest
-                    .query
-                    .as_deref()
-                    .unwrap_or(&longest.command)
-                    .chars()
-                    .take(80)
-                    .collect::<String>()
-            ),
-            evidence: stuck
-                .iter()
-                .take(5)
-                .map(|u| {
-                    format!(
-                        "request frame {}, {} -> {}, waited {}",
-                        u.request_frame,
-                        u.client,
-                        u.server,
-                        units::seconds(u.waited_s)
-                    )
-                })
-                .collect(),
-            frames: stuck.iter().map(|u| u.request_frame).collect(),
-            ..Finding::blank()
-        });
-    }
-    for c in &rate.ceilings {
+        .max_by(|a, b| a.waited_s.total_cmp(&b.waited_s))?;
+    let typical = if mysql.rt_us.count > 0 {
+        format!(
+            "answered requests took at most {} (p99)",
+            duration_us(mysql.rt_us.p99)
+        )
+    } else {
+        "no request was answered".into()
+    };
+    Some(Finding {
+        severity: 1,
+        kind: FindingKind::UnansweredAtEnd,
+        summary: format!(
+            "{} {} unanswered when the capture ended, the longest for {} (`{}`); {typical}",
+            stuck.len(),
+            if stuck.len() == 1 {
+                "request was"
+            } else {
+                "requests were"
+            },
+            units::seconds(longest.waited_s),
+            longest
+                .query
+                .as_deref()
+                .unwrap_or(&longest.command)
+                .chars()
+                .take(80)
+                .collect::<String>()
+        ),
+        evidence: stuck
+            .iter()
+            .take(5)
+            .map(|u| {
+                format!(
+                    "request frame {}, {} -> {}, waited {}",
+                    u.request_frame,
+                    u.client,
+                    u.server,
+                    units::seconds(u.waited_s)
+                )
+            })
+            .collect(),
+        frames: stuck.iter().map(|u| u.request_frame).collect(),
+        ..Finding::blank()
+    })
+}
+
+/// A rate pinned at a ceiling while the other rate was not: a packet-rate or a bit-rate cap.
+fn ceilings(rate: &RateReport) -> impl Iterator<Item = Finding> + '_ {
+    rate.ceilings.iter().map(|c| {
         let other = if c.kind == Measure::Packets {
             units::rate(Measure::Bits, c.other_value)
         } else {
             units::rate(Measure::Packets, c.other_value)
         };
-        f.push(Finding {
+        Finding {
             severity: 1,
             kind: FindingKind::Ceiling,
             summary: format!(
@@ -187,14 +226,19 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             evidence: c.evidence.clone(),
             frames: vec![],
             ..Finding::blank()
-        });
-    }
-    // Slow humps that errors make, or whose cause is known: one finding each, with those errors.
-    let humps = crate::humps::hump_findings(&rt, mysql.queries, (first_s > 0.0).then_some(first_s));
-    let in_humps: BTreeSet<u16> = humps.iter().flat_map(|h| h.codes.iter().copied()).collect();
-    let hump_centers: Vec<f64> = humps.iter().map(|h| h.center_us).collect();
+        }
+    })
+}
+
+/// The slow humps' findings, each scoped to its connections (when all are known and few) or its server,
+/// with the frames of the errors that make it noted.
+fn scoped_humps<'a>(
+    humps: Vec<HumpFinding>,
+    a: &'a Run<Statistics>,
+    mysql: &'a MysqlReport,
+) -> impl Iterator<Item = Finding> + 'a {
     let named = connection_namer(&a.connections);
-    for h in humps {
+    humps.into_iter().map(move |h| {
         let mut x = h.finding;
         x.frame_notes = error_notes(
             &mysql
@@ -215,155 +259,181 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             (true, Some(s)) => Scope::Endpoint(s),
             (true, None) => Scope::Capture,
         };
-        f.push(x);
-    }
+        x
+    })
+}
+
+/// The MySQL error responses besides those of the slow humps' findings (`in_humps`, the codes of
+/// `slow_humps` humps), with the most frequent error and how fast errors were answered.
+fn errors_besides_humps(
+    mysql: &MysqlReport,
+    in_humps: &BTreeSet<u16>,
+    slow_humps: usize,
+) -> Option<Finding> {
     let other_errors: Vec<&ErrorDetail> = mysql
         .error_details
         .iter()
         .filter(|e| !in_humps.contains(&e.code))
         .collect();
     let errors: u64 = other_errors.iter().map(|e| e.count).sum();
-    if errors > 0 {
-        let share = errors as f64 / mysql.queries.max(1) as f64;
-        let top = &other_errors.iter().max_by_key(|e| e.count);
-        // The errors' mean response time: of them all, or of those not in a hump's finding.
-        let error_mean = if in_humps.is_empty() {
-            mysql.rt_error_us.mean
-        } else {
-            let (n, sum) = other_errors.iter().fold((0u64, 0.0), |(n, sum), e| {
-                (n + e.rt_us.count, sum + e.rt_us.mean * e.rt_us.count as f64)
-            });
-            sum / n.max(1) as f64
-        };
-        let besides = if in_humps.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " besides those of the slow hump{} ({})",
-                if hump_centers.len() == 1 { "" } else { "s" },
-                in_humps
-                    .iter()
-                    .map(|c| format!("ERR {c}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        f.push(Finding {
-            severity: if share >= 0.01 { 1 } else { 3 },
-            kind: FindingKind::Errors,
-            summary: format!(
-                "{} ({:.1}% of {}){besides}; errors answered in {} on average vs {} for successes",
-                units::counted(errors, "MySQL error response", "MySQL error responses"),
-                100.0 * share,
-                units::counted(mysql.queries, "request", "requests"),
-                duration_us(error_mean),
-                duration_us(mysql.rt_ok_us.mean)
-            ),
-            evidence: top
-                .iter()
-                .map(|e| {
-                    format!(
-                        "ERR {} x {}: {}",
-                        e.code,
-                        e.count,
-                        e.messages.first().cloned().unwrap_or_default()
-                    )
-                })
-                .collect(),
-            frames: vec![],
-            frame_notes: error_notes(&other_errors.into_iter().cloned().collect::<Vec<_>>()),
-            ..Finding::blank()
-        });
+    if errors == 0 {
+        return None;
     }
-    if rt.multimodal {
-        let humps: Vec<String> = rt
-            .modes
+    let share = errors as f64 / mysql.queries.max(1) as f64;
+    let top = &other_errors.iter().max_by_key(|e| e.count);
+    // The errors' mean response time: of them all, or of those not in a hump's finding.
+    let error_mean = if in_humps.is_empty() {
+        mysql.rt_error_us.mean
+    } else {
+        let (n, sum) = other_errors.iter().fold((0u64, 0.0), |(n, sum), e| {
+            (n + e.rt_us.count, sum + e.rt_us.mean * e.rt_us.count as f64)
+        });
+        sum / n.max(1) as f64
+    };
+    let besides = if in_humps.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " besides those of the slow hump{} ({})",
+            if slow_humps == 1 { "" } else { "s" },
+            in_humps
+                .iter()
+                .map(|c| format!("ERR {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Some(Finding {
+        severity: if share >= 0.01 { 1 } else { 3 },
+        kind: FindingKind::Errors,
+        summary: format!(
+            "{} ({:.1}% of {}){besides}; errors answered in {} on average vs {} for successes",
+            units::counted(errors, "MySQL error response", "MySQL error responses"),
+            100.0 * share,
+            units::counted(mysql.queries, "request", "requests"),
+            duration_us(error_mean),
+            duration_us(mysql.rt_ok_us.mean)
+        ),
+        evidence: top
             .iter()
-            .map(|m| format!("{:.1}% at ~{}", 100.0 * m.share, duration_us(m.center_us)))
-            .collect();
-        let mut evidence = Vec::new();
-        for s in &rt.slow_modes {
-            if hump_centers.contains(&s.center_us) {
-                evidence.push(format!(
-                    "hump at ~{}: see its own finding ({})",
-                    duration_us(s.center_us),
-                    FindingKind::SlowHump
-                ));
-                continue;
-            }
-            let mut traits = vec![format!(
-                "{:.0}% retransmitted",
-                100.0 * s.retransmitted_share
-            )];
-            if s.error_share > 0.0 {
-                traits.push(format!("{:.0}% errors", 100.0 * s.error_share));
-            }
-            if let Some((fp, share)) = s.statements.first() {
-                traits.push(format!(
-                    "{:.0}% are `{}`",
-                    100.0 * share,
-                    fp.chars().take(80).collect::<String>()
-                ));
-            }
-            if !s.time_windows.is_empty() {
-                traits.push(format!(
-                    "concentrated in {} interval(s)",
-                    s.time_windows.len()
-                ));
-            }
+            .map(|e| {
+                format!(
+                    "ERR {} x {}: {}",
+                    e.code,
+                    e.count,
+                    e.messages.first().cloned().unwrap_or_default()
+                )
+            })
+            .collect(),
+        frames: vec![],
+        frame_notes: error_notes(&other_errors.into_iter().cloned().collect::<Vec<_>>()),
+        ..Finding::blank()
+    })
+}
+
+/// Response times in several humps: each with its share, and what the slow ones without a finding of
+/// their own (`hump_centers`) have in common.
+fn rt_multimodal(rt: &RtReport, hump_centers: &[f64]) -> Option<Finding> {
+    if !rt.multimodal {
+        return None;
+    }
+    let humps: Vec<String> = rt
+        .modes
+        .iter()
+        .map(|m| format!("{:.1}% at ~{}", 100.0 * m.share, duration_us(m.center_us)))
+        .collect();
+    let mut evidence = Vec::new();
+    for s in &rt.slow_modes {
+        if hump_centers.contains(&s.center_us) {
             evidence.push(format!(
-                "hump at ~{}: {}",
+                "hump at ~{}: see its own finding ({})",
                 duration_us(s.center_us),
-                traits.join(", ")
+                FindingKind::SlowHump
+            ));
+            continue;
+        }
+        let mut traits = vec![format!(
+            "{:.0}% retransmitted",
+            100.0 * s.retransmitted_share
+        )];
+        if s.error_share > 0.0 {
+            traits.push(format!("{:.0}% errors", 100.0 * s.error_share));
+        }
+        if let Some((fp, share)) = s.statements.first() {
+            traits.push(format!(
+                "{:.0}% are `{}`",
+                100.0 * share,
+                fp.chars().take(80).collect::<String>()
             ));
         }
-        f.push(Finding {
-            severity: 2,
-            kind: FindingKind::RtMultimodal,
-            summary: format!(
-                "{} response times are multimodal: {}",
-                rt.source.name(),
-                humps.join(", ")
-            ),
-            evidence,
-            frames: vec![],
-            ..Finding::blank()
-        });
+        if !s.time_windows.is_empty() {
+            traits.push(format!(
+                "concentrated in {} interval(s)",
+                s.time_windows.len()
+            ));
+        }
+        evidence.push(format!(
+            "hump at ~{}: {}",
+            duration_us(s.center_us),
+            traits.join(", ")
+        ));
     }
-    f.extend(semi_sync_finding(&mysql));
+    Some(Finding {
+        severity: 2,
+        kind: FindingKind::RtMultimodal,
+        summary: format!(
+            "{} response times are multimodal: {}",
+            rt.source.name(),
+            humps.join(", ")
+        ),
+        evidence,
+        frames: vec![],
+        ..Finding::blank()
+    })
+}
+
+/// The median of the connections' handshake round trips, µs: the path's round trip, when any was seen.
+fn handshake_rtt_us(connections: &ConnectionTable) -> Option<f64> {
     let handshakes = {
         let mut h: crate::histogram::Histogram = Default::default();
-        for c in &a.connections {
+        for c in connections {
             if let Some(rtt) = c.handshake_rtt_ns.filter(|&r| r >= 0) {
                 h.add(rtt as u64);
             }
         }
         h
     };
-    let path_rtt_us = (handshakes.count() > 0).then(|| handshakes.quantile_ns(0.5) as f64 / 1e3);
-    f.extend(crate::load::idle_in_transaction_finding(
-        &stats.load,
-        path_rtt_us,
-    ));
-    let (pk, re) = a.connections.iter().fold((0u64, 0u64), |(p, r), c| {
+    (handshakes.count() > 0).then(|| handshakes.quantile_ns(0.5) as f64 / 1e3)
+}
+
+/// TCP retransmissions, when they are at least 1% of the packets.
+fn retransmissions(connections: &ConnectionTable) -> Option<Finding> {
+    let (pk, re) = connections.iter().fold((0u64, 0u64), |(p, r), c| {
         (
             p + c.to_server.packets + c.to_client.packets,
             r + c.to_server.retransmissions + c.to_client.retransmissions,
         )
     });
-    if pk > 0 && re as f64 >= 0.01 * pk as f64 {
-        f.push(Finding {
-            severity: 2,
-            kind: FindingKind::Retransmissions,
-            summary: format!(
-                "{re} retransmitted segments ({:.1}% of {pk} TCP packets)",
-                100.0 * re as f64 / pk as f64
-            ),
-            evidence: vec![],
-            frames: vec![],
-            ..Finding::blank()
-        });
+    if pk == 0 || (re as f64) < 0.01 * pk as f64 {
+        return None;
     }
+    Some(Finding {
+        severity: 2,
+        kind: FindingKind::Retransmissions,
+        summary: format!(
+            "{re} retransmitted segments ({:.1}% of {pk} TCP packets)",
+            100.0 * re as f64 / pk as f64
+        ),
+        evidence: vec![],
+        frames: vec![],
+        ..Finding::blank()
+    })
+}
+
+/// The capture's own damage: timestamps far outside the rest or a clock that stepped back, and the first
+/// few damaged records.
+fn capture_damage(a: &Run<Statistics>) -> Vec<Finding> {
+    let mut f = Vec::new();
     let time = &a.capture.timeline;
     if time.wild_packets > 0 || time.clock_steps_back > 0 {
         let mut frames: Vec<u64> = time.wild.iter().map(|w| w.first_frame).collect();
@@ -393,18 +463,7 @@ pub fn full_report(a: &Run<Statistics>) -> FullReport {
             ..Finding::blank()
         });
     }
-    stall_notes(&mut f, &a.connections);
-    hand_off(&mut f, a, &fr, &mysql, &rate);
-    f.sort_by_key(|x| x.severity);
-    FullReport {
-        findings: f,
-        timeline: a.capture.timeline.clone(),
-        first_reset: fr,
-        mysql,
-        rt,
-        rate,
-        load: stats.load.clone(),
-    }
+    f
 }
 
 /// `report`'s finding when semi-sync ACKs stalled (any over [`ACK_STALL_NS`]): how many, the worst, the

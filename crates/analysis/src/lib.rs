@@ -72,6 +72,7 @@ mod facts;
 mod finding;
 mod findings;
 mod histogram;
+mod hump_findings;
 mod humps;
 mod load;
 mod modes;
@@ -129,7 +130,8 @@ pub use finding::{
 };
 pub use findings::{full_report, FullReport};
 pub use histogram::{Histogram, RtSummary};
-pub use humps::{hump_lines, HumpConnection, HumpConnections, HumpError, HumpRequest};
+pub use hump_findings::hump_lines;
+pub use humps::{HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use load::{
     ConnectionRow, Connections, IdleGap, InFlight, LoadConnection, LoadInterval, LoadReport,
     LoadTest, ServerLoad, TransactionCounts, TransactionRow, TransactionStatement, Transactions,

@@ -1,59 +1,12 @@
 //! Aligning the two hosts' clocks from the matched pairs: the offset's bounds, their middle, and a drift
 //! where no single offset fits.
+//!
+//! It reads the pairs `matching.rs` found and never matches a request itself: the matching needs no clock,
+//! and the clock no matching.
 
-use crate::thresholds::{COMPARE_CLOCK_WINDOWS, COMPARE_PAYLOAD_LOOKAHEAD};
+use crate::thresholds::COMPARE_CLOCK_WINDOWS;
 
-use super::matching::Matches;
 use super::model::{ClockAlignment, ClockBasis, ClockPolicy, Exchange, MatchedBy};
-
-/// Matches `left` (client requests of one connection, in time order) with the unmatched requests of
-/// `members` (a server connection's, in time order) and records the matches.
-pub(super) fn align(
-    client: &[Exchange],
-    server: &[Exchange],
-    left: &[usize],
-    members: &[usize],
-    matches: &mut Matches,
-) {
-    for (c, s) in alignment(client, server, left, members, matches) {
-        matches.pair(c, s, MatchedBy::Payload);
-    }
-}
-
-/// Requests of one connection matched in order with a connection of the other capture: each client
-/// request takes the next unmatched server request with its payload within a short look-ahead, so that
-/// requests one capture missed are stepped over without losing the order.
-pub(super) fn alignment(
-    client: &[Exchange],
-    server: &[Exchange],
-    left: &[usize],
-    members: &[usize],
-    matches: &Matches,
-) -> Vec<(usize, usize)> {
-    let open: Vec<usize> = members
-        .iter()
-        .copied()
-        .filter(|&s| !matches.server_matched(s))
-        .collect();
-    let mut next = 0;
-    let mut found = Vec::new();
-    for &c in left {
-        let window = open
-            .get(next..)
-            .unwrap_or(&[])
-            .iter()
-            .take(COMPARE_PAYLOAD_LOOKAHEAD);
-        if let Some(pos) = window
-            .enumerate()
-            .find(|(_, &s)| server[s].request_hash == client[c].request_hash)
-            .map(|(pos, _)| pos)
-        {
-            found.push((c, open[next + pos]));
-            next += pos + 1;
-        }
-    }
-    found
-}
 
 /// The clock alignment in use: `θ(t) = offset + drift · (t - reference)`, t on the client's clock.
 pub(super) struct Clock {

@@ -1,11 +1,16 @@
 //! Finding each request in both captures: by 4-tuple and sequence number where nothing rewrote the
-//! connection, by payload in time order where a NAT or proxy did.
+//! connection, by payload in time order where a NAT or proxy did (the in-order alignment of one
+//! connection's requests with another's is here too).
+//!
+//! It never compares the two captures' clocks: they are aligned afterwards, from its pairs
+//! (`clock.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::thresholds::{COMPARE_CANDIDATE_CONNECTIONS, COMPARE_COMMON_PAYLOAD_CONNECTIONS};
+use crate::thresholds::{
+    COMPARE_CANDIDATE_CONNECTIONS, COMPARE_COMMON_PAYLOAD_CONNECTIONS, COMPARE_PAYLOAD_LOOKAHEAD,
+};
 
-use super::clock::{align, alignment};
 use super::model::{ConnectionPairing, Exchange, MatchedBy};
 use super::{connection_of, ConnectionKey};
 
@@ -186,6 +191,55 @@ pub(super) fn match_by_payload(
         },
         of_client,
     }
+}
+
+/// Matches `left` (client requests of one connection, in time order) with the unmatched requests of
+/// `members` (a server connection's, in time order) and records the matches.
+fn align(
+    client: &[Exchange],
+    server: &[Exchange],
+    left: &[usize],
+    members: &[usize],
+    matches: &mut Matches,
+) {
+    for (c, s) in alignment(client, server, left, members, matches) {
+        matches.pair(c, s, MatchedBy::Payload);
+    }
+}
+
+/// Requests of one connection matched in order with a connection of the other capture: each client
+/// request takes the next unmatched server request with its payload within a short look-ahead, so that
+/// requests one capture missed are stepped over without losing the order.
+fn alignment(
+    client: &[Exchange],
+    server: &[Exchange],
+    left: &[usize],
+    members: &[usize],
+    matches: &Matches,
+) -> Vec<(usize, usize)> {
+    let open: Vec<usize> = members
+        .iter()
+        .copied()
+        .filter(|&s| !matches.server_matched(s))
+        .collect();
+    let mut next = 0;
+    let mut found = Vec::new();
+    for &c in left {
+        let window = open
+            .get(next..)
+            .unwrap_or(&[])
+            .iter()
+            .take(COMPARE_PAYLOAD_LOOKAHEAD);
+        if let Some(pos) = window
+            .enumerate()
+            .find(|(_, &s)| server[s].request_hash == client[c].request_hash)
+            .map(|(pos, _)| pos)
+        {
+            found.push((c, open[next + pos]));
+            next += pos + 1;
+        }
+    }
+    found
 }
 
 /// The unpaired server connections worth aligning with a client connection's requests `left`: those that

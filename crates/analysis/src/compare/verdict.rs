@@ -314,15 +314,36 @@ pub(super) fn verdict(cmp: &Comparison) -> String {
             cmp.unmatched_client, cmp.unmatched_server
         );
     }
-    let (c, s, d) = (&cmp.client_rt_us, &cmp.server_rt_us, &cmp.path_us);
-    if c.count == 0 {
+    if cmp.client_rt_us.count == 0 {
         return format!(
             "{} requests were found in both captures, but none was answered at both points.",
             cmp.matched
         );
     }
     let share = cmp.path_share.unwrap_or(0.0);
-    let mut out = if share >= COMPARE_PATH_SHARE {
+    let mut out = who_took_the_time(cmp, share);
+    if let Some(way) = which_way(cmp, share) {
+        out += &way;
+    }
+    out.push('.');
+    if let Some(humps) = humps_at_both_points(cmp) {
+        out += &humps;
+    }
+    if let Some(notable) = notable(cmp) {
+        out += &notable;
+    }
+    if !cmp.clock.consistent {
+        out += " The clocks could not be aligned consistently (a clock stepped, or requests were matched \
+                wrongly): the request and response paths are unreliable.";
+    }
+    out
+}
+
+/// Who took the time, the path or the server or both, by the path's `share` of the client's time, with
+/// both points' response times and what the path added.
+fn who_took_the_time(cmp: &Comparison, share: f64) -> String {
+    let (c, s, d) = (&cmp.client_rt_us, &cmp.server_rt_us, &cmp.path_us);
+    if share >= COMPARE_PATH_SHARE {
         format!(
             "The path took the time: the server answered in {} (p50) while the client waited {} (p50); \
              on average the path added {} of the client's {} ({})",
@@ -354,78 +375,92 @@ pub(super) fn verdict(cmp: &Comparison) -> String {
             duration_us(d.mean),
             percent(share)
         )
-    };
-    let (rq, rs) = (&cmp.request_path_us, &cmp.response_path_us);
-    if share > 1.0 - COMPARE_PATH_SHARE && rq.count > 0 && rs.count > 0 {
-        let (way, more, less) = if rs.mean >= rq.mean {
-            ("server->client", rs, rq)
-        } else {
-            ("client->server", rq, rs)
-        };
-        // The split between the ways rests on the clock alignment: say how well it is known, and when the
-        // smaller way is within it (a path slower one way than the other puts the estimate off by up to
-        // its uncertainty).
-        let uncertainty = cmp
-            .clock
-            .uncertainty_us
-            .filter(|_| cmp.clock.basis == ClockBasis::Estimated);
-        out += &match uncertainty {
-            Some(u) if less.mean <= u => format!(
-                ", mostly on the {way} side ({} on average; the other way's {} is within the clocks' alignment, ±{})",
-                duration_us(more.mean),
-                duration_us(less.mean),
-                duration_us(u)
-            ),
-            Some(u) => format!(
-                ", mostly on the {way} side ({} on average, the other way {}; the clocks are aligned to ±{})",
-                duration_us(more.mean),
-                duration_us(less.mean),
-                duration_us(u)
-            ),
-            None => format!(
-                ", mostly on the {way} side ({} on average, the other way {})",
-                duration_us(more.mean),
-                duration_us(less.mean)
-            ),
-        };
     }
-    out.push('.');
+}
 
-    // Each hump of the client's response times with the server's part of the same transactions: a hump
-    // the server also shows keeps its place, one the path made has a small server part.
-    let humps = &cmp.humps;
-    if humps.client.len() > 1 || humps.server.len() > 1 {
-        let described: Vec<String> = humps
-            .client
-            .iter()
-            .map(|h| {
-                let resent = if h.retransmitted_share >= 0.5 {
-                    format!(
-                        "; {:.0}% of its responses retransmitted",
-                        h.retransmitted_share * 100.0
-                    )
-                } else {
-                    String::new()
-                };
-                format!(
-                    "~{} ({:.0}%; the server's part {}{resent})",
-                    duration_us(h.mode.center_us),
-                    h.mode.share * 100.0,
-                    duration_us(h.server_rt_p50_us),
-                )
-            })
-            .collect();
-        let server: Vec<String> = humps
-            .server
-            .iter()
-            .map(|m| format!("~{} ({:.0}%)", duration_us(m.center_us), m.share * 100.0))
-            .collect();
-        out += &format!(
-            " Client RT humps: {}; server RT humps: {}.",
-            described.join(", "),
-            server.join(", ")
-        );
+/// Which way the path's time went, client->server or server->client, when the path took a part of it and
+/// both ways were measured; said with how well the clocks are aligned, on which the split rests.
+fn which_way(cmp: &Comparison, share: f64) -> Option<String> {
+    let (rq, rs) = (&cmp.request_path_us, &cmp.response_path_us);
+    if share <= 1.0 - COMPARE_PATH_SHARE || rq.count == 0 || rs.count == 0 {
+        return None;
     }
+    let (way, more, less) = if rs.mean >= rq.mean {
+        ("server->client", rs, rq)
+    } else {
+        ("client->server", rq, rs)
+    };
+    // The split between the ways rests on the clock alignment: say how well it is known, and when the
+    // smaller way is within it (a path slower one way than the other puts the estimate off by up to
+    // its uncertainty).
+    let uncertainty = cmp
+        .clock
+        .uncertainty_us
+        .filter(|_| cmp.clock.basis == ClockBasis::Estimated);
+    Some(match uncertainty {
+        Some(u) if less.mean <= u => format!(
+            ", mostly on the {way} side ({} on average; the other way's {} is within the clocks' alignment, ±{})",
+            duration_us(more.mean),
+            duration_us(less.mean),
+            duration_us(u)
+        ),
+        Some(u) => format!(
+            ", mostly on the {way} side ({} on average, the other way {}; the clocks are aligned to ±{})",
+            duration_us(more.mean),
+            duration_us(less.mean),
+            duration_us(u)
+        ),
+        None => format!(
+            ", mostly on the {way} side ({} on average, the other way {})",
+            duration_us(more.mean),
+            duration_us(less.mean)
+        ),
+    })
+}
+
+/// Each hump of the client's response times with the server's part of the same transactions, when either
+/// point shows more than one: a hump the server also shows keeps its place, one the path made has a small
+/// server part.
+fn humps_at_both_points(cmp: &Comparison) -> Option<String> {
+    let humps = &cmp.humps;
+    if humps.client.len() <= 1 && humps.server.len() <= 1 {
+        return None;
+    }
+    let described: Vec<String> = humps
+        .client
+        .iter()
+        .map(|h| {
+            let resent = if h.retransmitted_share >= 0.5 {
+                format!(
+                    "; {:.0}% of its responses retransmitted",
+                    h.retransmitted_share * 100.0
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "~{} ({:.0}%; the server's part {}{resent})",
+                duration_us(h.mode.center_us),
+                h.mode.share * 100.0,
+                duration_us(h.server_rt_p50_us),
+            )
+        })
+        .collect();
+    let server: Vec<String> = humps
+        .server
+        .iter()
+        .map(|m| format!("~{} ({:.0}%)", duration_us(m.center_us), m.share * 100.0))
+        .collect();
+    Some(format!(
+        " Client RT humps: {}; server RT humps: {}.",
+        described.join(", "),
+        server.join(", ")
+    ))
+}
+
+/// The notable transactions by kind, when there are any: responses resent or late on the way to the
+/// client, or never seen by it, requests the server never saw.
+fn notable(cmp: &Comparison) -> Option<String> {
     let n = &cmp.notable_counts;
     let mut named = Vec::new();
     if n.response_retransmitted > 0 {
@@ -452,12 +487,5 @@ pub(super) fn verdict(cmp: &Comparison) -> String {
             crate::units::counted(n.request_never_seen, "request", "requests")
         ));
     }
-    if !named.is_empty() {
-        out += &format!(" Notable: {}.", named.join("; "));
-    }
-    if !cmp.clock.consistent {
-        out += " The clocks could not be aligned consistently (a clock stepped, or requests were matched \
-                wrongly): the request and response paths are unreliable.";
-    }
-    out
+    (!named.is_empty()).then(|| format!(" Notable: {}.", named.join("; ")))
 }

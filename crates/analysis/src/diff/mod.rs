@@ -62,47 +62,141 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
         &a.servers.iter().map(|s| s.0).collect::<Vec<_>>(),
         &b.servers.iter().map(|s| s.0).collect::<Vec<_>>(),
     );
-
-    // Every rank test of this diff, corrected together: the overall response time, the think time,
-    // each statement group's, each paired server's.
-    let mut tests: Vec<RankTest> = Vec::new();
-    let mut slot = |t: Option<RankTest>| {
-        t.map(|t| {
-            tests.push(t);
-            tests.len() - 1
+    let tests = RankTests::of(a, b, &pairs, &servers);
+    let statements = statement_diffs(&pairs, &tests, (ta, tb));
+    let errors = error_diffs(a, b, (ta, tb));
+    let server_diffs: Vec<ServerDiff> = servers
+        .into_iter()
+        .zip(&tests.servers)
+        .map(|((i, j, m), &s)| ServerDiff {
+            matched: m,
+            a: i.map(|i| a.servers[i].1.clone()),
+            b: j.map(|j| b.servers[j].1.clone()),
+            test: tests.get(s),
         })
+        .collect();
+    let summary = |h: &Histogram| h.summary_us();
+    let mut d = Diff {
+        verdict: String::new(),
+        method: method(),
+        runs: Pair {
+            a: a.summary.clone(),
+            b: b.summary.clone(),
+        },
+        matched: matched(a, b, &pairs, &server_diffs),
+        rt_us: Compared {
+            a: summary(&a.profile.rt),
+            b: summary(&b.profile.rt),
+            test: tests.get(tests.overall),
+        },
+        load: load(a, b, tests.get(tests.think)),
+        statements,
+        errors,
+        servers: server_diffs,
+        humps: Pair {
+            a: a.modes.modes.clone(),
+            b: b.modes.modes.clone(),
+        },
+        connections: Pair {
+            a: a.connections.clone(),
+            b: b.connections.clone(),
+        },
+        path: path_facts(a, b, tests.rtt.map(|s| tests.get(s))),
+        ceilings: Pair {
+            a: a.ceilings.clone(),
+            b: b.ceilings.clone(),
+        },
+        throughput: Pair {
+            a: a.throughput.clone(),
+            b: b.throughput.clone(),
+        },
     };
-    let overall = slot(rank_test(&a.profile.rt, &b.profile.rt));
-    let think = slot(rank_test(&a.profile.think, &b.profile.think));
-    let rtt_slots = [0, 1].map(|d| slot(rank_test(&a.path.rtt[d], &b.path.rtt[d])));
-    let statement_slots: Vec<Option<usize>> = pairs
-        .iter()
-        .map(|(sa, sb)| match (sa, sb) {
-            (Some(x), Some(y))
-                if x.requests.answered >= DIFF_MIN_TESTED
-                    && y.requests.answered >= DIFF_MIN_TESTED =>
-            {
-                slot(rank_test(&x.rt, &y.rt))
-            }
-            _ => None,
-        })
-        .collect();
-    let server_slots: Vec<Option<usize>> = servers
-        .iter()
-        .map(|(i, j, _)| match (i, j) {
-            (Some(i), Some(j)) => slot(rank_test(&a.servers[*i].2, &b.servers[*j].2)),
-            _ => None,
-        })
-        .collect();
-    holm(&mut tests);
-    let test = |s: Option<usize>| s.and_then(|i| tests.get(i).copied());
+    d.verdict = verdict::verdict(&d);
+    d
+}
 
+/// The statement groups of A and B as they were paired, each with its own in `b` (or `None`).
+type StatementPairs<'a> = [(Option<&'a SideStatement>, Option<&'a SideStatement>)];
+
+/// Every rank test of a diff, corrected together (Holm): the overall response time, the think time, the
+/// round trips each way, each statement group's, each paired server's; and where each figure's test is.
+struct RankTests {
+    tests: Vec<RankTest>,
+    overall: Option<usize>,
+    think: Option<usize>,
+    /// To the server, to the client.
+    rtt: [Option<usize>; 2],
+    /// By statement pair, in the pairs' order.
+    statements: Vec<Option<usize>>,
+    /// By server pair, in the pairs' order.
+    servers: Vec<Option<usize>>,
+}
+
+impl RankTests {
+    fn of(
+        a: &DiffSide,
+        b: &DiffSide,
+        pairs: &StatementPairs<'_>,
+        servers: &[(Option<usize>, Option<usize>, ServerMatch)],
+    ) -> RankTests {
+        let mut tests: Vec<RankTest> = Vec::new();
+        let mut slot = |t: Option<RankTest>| {
+            t.map(|t| {
+                tests.push(t);
+                tests.len() - 1
+            })
+        };
+        let overall = slot(rank_test(&a.profile.rt, &b.profile.rt));
+        let think = slot(rank_test(&a.profile.think, &b.profile.think));
+        let rtt = [0, 1].map(|d| slot(rank_test(&a.path.rtt[d], &b.path.rtt[d])));
+        let statements: Vec<Option<usize>> = pairs
+            .iter()
+            .map(|(sa, sb)| match (sa, sb) {
+                (Some(x), Some(y))
+                    if x.requests.answered >= DIFF_MIN_TESTED
+                        && y.requests.answered >= DIFF_MIN_TESTED =>
+                {
+                    slot(rank_test(&x.rt, &y.rt))
+                }
+                _ => None,
+            })
+            .collect();
+        let servers: Vec<Option<usize>> = servers
+            .iter()
+            .map(|(i, j, _)| match (i, j) {
+                (Some(i), Some(j)) => slot(rank_test(&a.servers[*i].2, &b.servers[*j].2)),
+                _ => None,
+            })
+            .collect();
+        holm(&mut tests);
+        RankTests {
+            tests,
+            overall,
+            think,
+            rtt,
+            statements,
+            servers,
+        }
+    }
+
+    /// The corrected test in `slot`, when that figure was tested.
+    fn get(&self, slot: Option<usize>) -> Option<RankTest> {
+        slot.and_then(|i| self.tests.get(i).copied())
+    }
+}
+
+/// The statement groups side by side, each with its share of the added (or saved) time among the changes
+/// of its sign, the largest change first.
+fn statement_diffs(
+    pairs: &StatementPairs<'_>,
+    tests: &RankTests,
+    spans: (f64, f64),
+) -> Vec<StatementDiff> {
     let mut statements: Vec<StatementDiff> = pairs
         .iter()
-        .zip(&statement_slots)
-        .map(|((sa, sb), &s)| statement_diff(*sa, *sb, test(s), (ta, tb)))
+        .zip(&tests.statements)
+        .map(|((sa, sb), &s)| statement_diff(*sa, *sb, tests.get(s), spans))
         .collect();
-    // Shares of the added (or saved) time, each among the changes of its sign.
     let (gained, saved) = statements.iter().fold((0.0, 0.0), |(g, s), x| {
         if x.added_us > 0.0 {
             (g + x.added_us, s)
@@ -122,24 +216,57 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
             .then(x.fingerprint.cmp(&y.fingerprint))
             .then(x.command.cmp(&y.command))
     });
+    statements
+}
 
-    let errors = error_diffs(a, b, (ta, tb));
-    let server_diffs: Vec<ServerDiff> = servers
-        .into_iter()
-        .zip(&server_slots)
-        .map(|((i, j, m), &s)| ServerDiff {
-            matched: m,
-            a: i.map(|i| a.servers[i].1.clone()),
-            b: j.map(|j| b.servers[j].1.clone()),
-            test: test(s),
-        })
-        .collect();
+/// How the tests are made: the same for every diff.
+fn method() -> Method {
+    Method {
+        distributions: "mann_whitney_u",
+        samples: "histogram bins (under 0.8% wide), each bin one tie; normal approximation with the tie correction",
+        level: DIFF_LEVEL,
+        correction: "holm",
+        min_effect: DIFF_MIN_EFFECT,
+        rates: "poisson_conditional_binomial",
+        rate_level: DIFF_RATE_LEVEL,
+        min_rate_change: DIFF_MIN_RATE_CHANGE,
+        min_tested: DIFF_MIN_TESTED,
+        random: false,
+    }
+}
+
+/// What was matched with what: the servers, and how many statement groups are in both runs or one.
+fn matched(
+    a: &DiffSide,
+    b: &DiffSide,
+    pairs: &StatementPairs<'_>,
+    server_diffs: &[ServerDiff],
+) -> Matching {
     let in_both = pairs
         .iter()
         .filter(|(x, y)| x.is_some() && y.is_some())
         .count();
     let only_a = pairs.iter().filter(|(_, y)| y.is_none()).count();
     let only_b = pairs.iter().filter(|(x, _)| x.is_none()).count();
+    Matching {
+        notes: matching_notes(
+            server_diffs,
+            (in_both, only_a, only_b),
+            (a.statements_folded, b.statements_folded),
+            (a.summary.request_span_s, b.summary.request_span_s),
+        ),
+        servers: server_diffs.iter().map(|s| s.matched.clone()).collect(),
+        statements_in_both: in_both,
+        statements_only_a: only_a,
+        statements_only_b: only_b,
+    }
+}
+
+/// The load each run put on its servers: rates of requests and transactions, think time, requests in
+/// flight, connections; `think` is the think time's corrected rank test.
+fn load(a: &DiffSide, b: &DiffSide, think: Option<RankTest>) -> Load {
+    let (ta, tb) = (a.summary.request_span_s, b.summary.request_span_s);
+    let summary = |h: &Histogram| h.summary_us();
     let in_flight = |s: &DiffSide| {
         let span = s.summary.request_span_s;
         if span > 0.0 {
@@ -148,196 +275,145 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
             0.0
         }
     };
+    Load {
+        requests_per_s: Pair {
+            a: per_s(a.summary.requests, ta),
+            b: per_s(b.summary.requests, tb),
+        },
+        rate_test: rate_test(a.summary.requests, ta, b.summary.requests, tb),
+        think_time_us: Compared {
+            a: summary(&a.profile.think),
+            b: summary(&b.profile.think),
+            test: think,
+        },
+        think_p10_us: Pair {
+            a: a.profile.think.quantile_ns(0.1) as f64 / 1e3,
+            b: b.profile.think.quantile_ns(0.1) as f64 / 1e3,
+        },
+        in_flight: Pair {
+            a: in_flight(a),
+            b: in_flight(b),
+        },
+        in_flight_max: Pair {
+            a: a.load.in_flight.max,
+            b: b.load.in_flight.max,
+        },
+        transactions_per_s: Pair {
+            a: per_s(a.load.transactions.counts.ended(), ta),
+            b: per_s(b.load.transactions.counts.ended(), tb),
+        },
+        transaction_rate_test: match (
+            a.load.transactions.counts.ended(),
+            b.load.transactions.counts.ended(),
+        ) {
+            (0, 0) => None,
+            (na, nb) => rate_test(na, ta, nb, tb),
+        },
+        transaction_rt_us: Compared {
+            a: summary(&a.load.transaction_rt),
+            b: summary(&b.load.transaction_rt),
+            test: rank_test(&a.load.transaction_rt, &b.load.transaction_rt).map(|t| {
+                let mut one = [t];
+                holm(&mut one);
+                one[0]
+            }),
+        },
+        idle_in_transaction_share: Pair {
+            a: a.load.transactions.idle_share,
+            b: b.load.transactions.idle_share,
+        },
+        active_connections: Pair {
+            a: a.profile.active_connections,
+            b: b.profile.active_connections,
+        },
+        connection_medians_us: Pair {
+            a: summary(&a.profile.connection_medians),
+            b: summary(&b.profile.connection_medians),
+        },
+    }
+}
+
+/// The path in each run: handshakes, round trips each way (`rtt`: their corrected rank tests, to the
+/// server and to the client), resends, duplicate ACKs and zero windows.
+fn path_facts(a: &DiffSide, b: &DiffSide, rtt: [Option<RankTest>; 2]) -> PathFacts {
+    let (ta, tb) = (a.summary.request_span_s, b.summary.request_span_s);
     let summary = |h: &Histogram| h.summary_us();
-    let mut d = Diff {
-        verdict: String::new(),
-        method: Method {
-            distributions: "mann_whitney_u",
-            samples: "histogram bins (under 0.8% wide), each bin one tie; normal approximation with the tie correction",
-            level: DIFF_LEVEL,
-            correction: "holm",
-            min_effect: DIFF_MIN_EFFECT,
-            rates: "poisson_conditional_binomial",
-            rate_level: DIFF_RATE_LEVEL,
-            min_rate_change: DIFF_MIN_RATE_CHANGE,
-            min_tested: DIFF_MIN_TESTED,
-            random: false,
+    PathFacts {
+        handshake_rtt_us: Pair {
+            a: summary(&a.handshake_rtt),
+            b: summary(&b.handshake_rtt),
         },
-        runs: Pair {
-            a: a.summary.clone(),
-            b: b.summary.clone(),
+        syn_to_synack_us: Pair {
+            a: summary(&a.syn_to_synack),
+            b: summary(&b.syn_to_synack),
         },
-        matched: Matching {
-            notes: matching_notes(
-                &server_diffs,
-                (in_both, only_a, only_b),
-                (a.statements_folded, b.statements_folded),
-                (ta, tb),
-            ),
-            servers: server_diffs.iter().map(|s| s.matched.clone()).collect(),
-            statements_in_both: in_both,
-            statements_only_a: only_a,
-            statements_only_b: only_b,
+        synack_to_ack_us: Pair {
+            a: summary(&a.synack_to_ack),
+            b: summary(&b.synack_to_ack),
         },
-        rt_us: Compared {
-            a: summary(&a.profile.rt),
-            b: summary(&b.profile.rt),
-            test: test(overall),
+        retransmissions: Pair {
+            a: a.retransmissions,
+            b: b.retransmissions,
         },
-        load: Load {
-            requests_per_s: Pair {
-                a: per_s(a.summary.requests, ta),
-                b: per_s(b.summary.requests, tb),
-            },
-            rate_test: rate_test(a.summary.requests, ta, b.summary.requests, tb),
-            think_time_us: Compared {
-                a: summary(&a.profile.think),
-                b: summary(&b.profile.think),
-                test: test(think),
-            },
-            think_p10_us: Pair {
-                a: a.profile.think.quantile_ns(0.1) as f64 / 1e3,
-                b: b.profile.think.quantile_ns(0.1) as f64 / 1e3,
-            },
-            in_flight: Pair {
-                a: in_flight(a),
-                b: in_flight(b),
-            },
-            in_flight_max: Pair {
-                a: a.load.in_flight.max,
-                b: b.load.in_flight.max,
-            },
-            transactions_per_s: Pair {
-                a: per_s(a.load.transactions.counts.ended(), ta),
-                b: per_s(b.load.transactions.counts.ended(), tb),
-            },
-            transaction_rate_test: match (
-                a.load.transactions.counts.ended(),
-                b.load.transactions.counts.ended(),
-            ) {
-                (0, 0) => None,
-                (na, nb) => rate_test(na, ta, nb, tb),
-            },
-            transaction_rt_us: Compared {
-                a: summary(&a.load.transaction_rt),
-                b: summary(&b.load.transaction_rt),
-                test: rank_test(&a.load.transaction_rt, &b.load.transaction_rt).map(|t| {
-                    let mut one = [t];
-                    holm(&mut one);
-                    one[0]
-                }),
-            },
-            idle_in_transaction_share: Pair {
-                a: a.load.transactions.idle_share,
-                b: b.load.transactions.idle_share,
-            },
-            active_connections: Pair {
-                a: a.profile.active_connections,
-                b: b.profile.active_connections,
-            },
-            connection_medians_us: Pair {
-                a: summary(&a.profile.connection_medians),
-                b: summary(&b.profile.connection_medians),
-            },
+        retransmitted_share: Pair {
+            a: share(a.retransmissions, a.packets),
+            b: share(b.retransmissions, b.packets),
         },
-        statements,
-        errors,
-        servers: server_diffs,
-        humps: Pair {
-            a: a.modes.modes.clone(),
-            b: b.modes.modes.clone(),
+        zero_windows: Pair {
+            a: a.zero_windows,
+            b: b.zero_windows,
         },
-        connections: Pair {
-            a: a.connections.clone(),
-            b: b.connections.clone(),
+        rtt_to_server_us: Compared {
+            a: a.path.rtt[0].summary_us(),
+            b: b.path.rtt[0].summary_us(),
+            test: rtt[0],
         },
-        path: PathFacts {
-            handshake_rtt_us: Pair {
-                a: summary(&a.handshake_rtt),
-                b: summary(&b.handshake_rtt),
-            },
-            syn_to_synack_us: Pair {
-                a: summary(&a.syn_to_synack),
-                b: summary(&b.syn_to_synack),
-            },
-            synack_to_ack_us: Pair {
-                a: summary(&a.synack_to_ack),
-                b: summary(&b.synack_to_ack),
-            },
-            retransmissions: Pair {
-                a: a.retransmissions,
-                b: b.retransmissions,
-            },
-            retransmitted_share: Pair {
-                a: share(a.retransmissions, a.packets),
-                b: share(b.retransmissions, b.packets),
-            },
-            zero_windows: Pair {
-                a: a.zero_windows,
-                b: b.zero_windows,
-            },
-            rtt_to_server_us: Compared {
-                a: a.path.rtt[0].summary_us(),
-                b: b.path.rtt[0].summary_us(),
-                test: test(rtt_slots[0]),
-            },
-            rtt_to_client_us: Compared {
-                a: a.path.rtt[1].summary_us(),
-                b: b.path.rtt[1].summary_us(),
-                test: test(rtt_slots[1]),
-            },
-            path_leg: match (a.summary.capture_point, b.summary.capture_point) {
-                (CapturePoint::Client, CapturePoint::Client) => Some(PathLeg::ToServer),
-                (CapturePoint::Server, CapturePoint::Server) => Some(PathLeg::ToClient),
-                (CapturePoint::Client | CapturePoint::Server, CapturePoint::Unknown) => {
-                    leg(a.summary.capture_point)
-                }
-                (CapturePoint::Unknown, p) => leg(p),
-                _ => None,
-            },
-            c2s_resends: Pair {
-                a: a.path.resend_counts(0),
-                b: b.path.resend_counts(0),
-            },
-            s2c_resends: Pair {
-                a: a.path.resend_counts(1),
-                b: b.path.resend_counts(1),
-            },
-            resend_rate_test: match (a.path.resends_total(), b.path.resends_total()) {
-                (0, 0) => None,
-                (na, nb) => rate_test(na, ta, nb, tb),
-            },
-            dup_acks: Pair {
-                a: a.path.dup_acks.iter().sum(),
-                b: b.path.dup_acks.iter().sum(),
-            },
-            dup_ack_rate_test: match (
-                a.path.dup_acks.iter().sum::<u64>(),
-                b.path.dup_acks.iter().sum::<u64>(),
-            ) {
-                (0, 0) => None,
-                (na, nb) => rate_test(na, ta, nb, tb),
-            },
-            client_zero_window_s: Pair {
-                a: a.path.zero_window_ns[0] as f64 / 1e9,
-                b: b.path.zero_window_ns[0] as f64 / 1e9,
-            },
-            server_zero_window_s: Pair {
-                a: a.path.zero_window_ns[1] as f64 / 1e9,
-                b: b.path.zero_window_ns[1] as f64 / 1e9,
-            },
+        rtt_to_client_us: Compared {
+            a: a.path.rtt[1].summary_us(),
+            b: b.path.rtt[1].summary_us(),
+            test: rtt[1],
         },
-        ceilings: Pair {
-            a: a.ceilings.clone(),
-            b: b.ceilings.clone(),
+        path_leg: match (a.summary.capture_point, b.summary.capture_point) {
+            (CapturePoint::Client, CapturePoint::Client) => Some(PathLeg::ToServer),
+            (CapturePoint::Server, CapturePoint::Server) => Some(PathLeg::ToClient),
+            (CapturePoint::Client | CapturePoint::Server, CapturePoint::Unknown) => {
+                leg(a.summary.capture_point)
+            }
+            (CapturePoint::Unknown, p) => leg(p),
+            _ => None,
         },
-        throughput: Pair {
-            a: a.throughput.clone(),
-            b: b.throughput.clone(),
+        c2s_resends: Pair {
+            a: a.path.resend_counts(0),
+            b: b.path.resend_counts(0),
         },
-    };
-    d.verdict = verdict::verdict(&d);
-    d
+        s2c_resends: Pair {
+            a: a.path.resend_counts(1),
+            b: b.path.resend_counts(1),
+        },
+        resend_rate_test: match (a.path.resends_total(), b.path.resends_total()) {
+            (0, 0) => None,
+            (na, nb) => rate_test(na, ta, nb, tb),
+        },
+        dup_acks: Pair {
+            a: a.path.dup_acks.iter().sum(),
+            b: b.path.dup_acks.iter().sum(),
+        },
+        dup_ack_rate_test: match (
+            a.path.dup_acks.iter().sum::<u64>(),
+            b.path.dup_acks.iter().sum::<u64>(),
+        ) {
+            (0, 0) => None,
+            (na, nb) => rate_test(na, ta, nb, tb),
+        },
+        client_zero_window_s: Pair {
+            a: a.path.zero_window_ns[0] as f64 / 1e9,
+            b: b.path.zero_window_ns[0] as f64 / 1e9,
+        },
+        server_zero_window_s: Pair {
+            a: a.path.zero_window_ns[1] as f64 / 1e9,
+            b: b.path.zero_window_ns[1] as f64 / 1e9,
+        },
+    }
 }
 
 /// The leg of the round trip that crossed the path at a capture point: the other end's ACKs.

@@ -430,99 +430,9 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
     let broad = changed.len() >= 2 && tested_b > 0 && changed_b as f64 >= 0.8 * tested_b as f64;
     let additive = broad && dlo > 0.0 && dhi / dlo <= DIFF_UNIFORM_SPREAD;
     let multiplicative = broad && rlo > 0.0 && rhi / rlo <= DIFF_UNIFORM_SPREAD;
-    let unchanged = tested
-        .iter()
-        .filter(|x| x.change == Change::Unchanged)
-        .count();
     let mut path_said = false;
     if additive && !multiplicative {
-        let fastest = changed
-            .iter()
-            .filter_map(|x| Some((x, x.a.as_ref()?.rt_us.p50, x.b.as_ref()?.rt_us.p50)))
-            .min_by(|x, y| x.1.total_cmp(&y.1));
-        s.push_str(&format!(
-            ": every statement got {} by about the same time, {} at p50 ({} of {} compared",
-            dir.word(),
-            range(dlo, dhi),
-            count(changed.len() as u64),
-            count(tested.len() as u64)
-        ));
-        if let Some((x, a, b)) = fastest {
-            s.push_str(&format!("; {} {} -> {}", quoted(x), dur(a), dur(b)));
-        }
-        s.push(')');
-        let m = &d.load.connection_medians_us;
-        let everywhere = m.a.count > 0
-            && m.b.count > 0
-            && match dir {
-                Direction::Slower => m.b.min > m.a.max,
-                Direction::Faster => m.b.max < m.a.min,
-            };
-        if everywhere {
-            s.push_str(&format!(
-                ", on every connection (the medians of B's {}: {}; of A's: {})",
-                plural(m.b.count, "connection", "connections"),
-                range(m.b.min, m.b.max),
-                range(m.a.min, m.a.max)
-            ));
-        }
-        let hs = &d.path.handshake_rtt_us;
-        let client = d.runs.b.capture_point == CapturePoint::Client;
-        // The round trip from TCP's own timing explains the added time when its leg grew beyond the
-        // noise by at least half the smallest time added to a statement.
-        let rtt = rtt_grew(d).filter(|(_, c)| c.b.p50 - c.a.p50 >= 0.5 * dlo);
-        let timed = rtt_timed(d);
-        if dir == Direction::Slower && rtt.is_some() {
-            if let Some((leg, c)) = rtt {
-                path_said = true;
-                s.push_str(&format!(
-                    ". The same time added to every request whatever its work is not the server's query \
-                     time: the path's round trip {leg} grew from {} to {} (data to the ACK that first \
-                     covers it, p50 of {}{}).",
-                    dur(c.a.p50),
-                    dur(c.b.p50),
-                    samples(c),
-                    if client { "; captured at the client" } else { "" }
-                ));
-            }
-        } else if dir == Direction::Slower && !timed && grew(&hs.a, &hs.b) {
-            path_said = true;
-            s.push_str(&format!(
-                ". The same time added to every request whatever its work is not the server's query time: \
-                 the path's round trip grew from {} to {} (TCP handshakes, SYN to ACK, {}{}).",
-                dur(hs.a.p50),
-                dur(hs.b.p50),
-                medians_of(hs.a.count, hs.b.count),
-                if client { "; captured at the client" } else { "" }
-            ));
-        } else if dir == Direction::Slower {
-            s.push_str(
-                ". The same time added to every request whatever its work lies outside the server's \
-                 query execution (the path, a proxy, or the server's network stack)",
-            );
-            if timed {
-                path_said = true;
-                let p = &d.path;
-                s.push_str(&format!(
-                    "; the round trips from TCP's ACKs did not show it (p50 to the server {} -> {}, to \
-                     the client {} -> {})",
-                    dur(p.rtt_to_server_us.a.p50),
-                    dur(p.rtt_to_server_us.b.p50),
-                    dur(p.rtt_to_client_us.a.p50),
-                    dur(p.rtt_to_client_us.b.p50)
-                ));
-            } else if hs.a.count > 0 && hs.b.count > 0 {
-                path_said = true;
-                s.push_str(&format!(
-                    "; the TCP handshakes did not show it ({} -> {})",
-                    dur(hs.a.p50),
-                    dur(hs.b.p50)
-                ));
-            }
-            s.push('.');
-        } else {
-            s.push('.');
-        }
+        path_said = same_time_added(&mut s, d, dir, (&changed, &tested), (dlo, dhi));
     } else if multiplicative {
         s.push_str(&format!(
             ": {} of {} statements compared got {} by a similar factor ({}-{}× at p50): the server as a \
@@ -535,83 +445,205 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
             dir.word()
         ));
     } else if !changed.is_empty() {
-        let mut ranked = changed.clone();
-        ranked.sort_by(|x, y| y.added_share.total_cmp(&x.added_share));
-        let mut held = 0.0;
-        let mut named = Vec::new();
-        for x in ranked.iter().take(DIFF_CONCENTRATED_GROUPS) {
-            named.push(*x);
-            held += x.added_share;
-            if held >= DIFF_CONCENTRATED_SHARE {
-                break;
-            }
-        }
-        let what = if dir == Direction::Slower {
-            "added"
-        } else {
-            "saved"
-        };
-        let each: Vec<String> = named
-            .iter()
-            .map(|x| {
-                let (a, b) = (x.a.as_ref(), x.b.as_ref());
-                format!(
-                    "{} (p50 {} -> {}, mean {} -> {})",
-                    quoted(x),
-                    dur(a.map_or(0.0, |a| a.rt_us.p50)),
-                    dur(b.map_or(0.0, |b| b.rt_us.p50)),
-                    dur(a.map_or(0.0, |a| a.rt_us.mean)),
-                    dur(b.map_or(0.0, |b| b.rt_us.mean))
-                )
-            })
-            .collect();
-        let shares: Vec<String> = named.iter().map(|x| percent(x.added_share)).collect();
-        s.push_str(&format!(
-            "; {} of the {what} time is in {}",
-            shares.join(" and "),
-            each.join(" and ")
-        ));
-        let other_way = tested
-            .iter()
-            .filter(|x| !matches!(x.change, Change::Unchanged) && x.change != dir.change())
-            .count();
-        let opposite = if dir == Direction::Slower {
-            "faster"
-        } else {
-            "slower"
-        };
-        s.push_str(&format!(
-            " ({} of {} statements compared got {}, {} unchanged{})",
-            count(changed.len() as u64),
-            count(tested.len() as u64),
-            dir.word(),
-            count(unchanged as u64),
-            if other_way > 0 {
-                format!(", {} {opposite}", count(other_way as u64))
-            } else {
-                String::new()
-            }
-        ));
-        if held >= DIFF_CONCENTRATED_SHARE {
-            s.push_str(&format!(
-                ". The server's work on {} changed (data no longer in memory, a plan, locks): a change on \
-                 the path would have {} every statement alike.",
-                if named.len() == 1 { "it" } else { "them" },
-                if dir == Direction::Slower {
-                    "slowed"
-                } else {
-                    "sped up"
-                }
-            ));
-        } else {
-            s.push('.');
-        }
+        concentrated(&mut s, dir, &changed, &tested);
     } else {
         s.push('.');
     }
     s.push(' ');
     s.push_str(&requests_per_second(d));
     (s, path_said)
+}
+
+/// Every changed statement got slower (or faster) by about the same time, `dlo` to `dhi` µs at p50: said
+/// of the statements and the connections, then what the path says of it; whether it named the path.
+fn same_time_added(
+    s: &mut String,
+    d: &Diff,
+    dir: Direction,
+    (changed, tested): (&[&StatementDiff], &[&StatementDiff]),
+    (dlo, dhi): (f64, f64),
+) -> bool {
+    let fastest = changed
+        .iter()
+        .filter_map(|x| Some((x, x.a.as_ref()?.rt_us.p50, x.b.as_ref()?.rt_us.p50)))
+        .min_by(|x, y| x.1.total_cmp(&y.1));
+    s.push_str(&format!(
+        ": every statement got {} by about the same time, {} at p50 ({} of {} compared",
+        dir.word(),
+        range(dlo, dhi),
+        count(changed.len() as u64),
+        count(tested.len() as u64)
+    ));
+    if let Some((x, a, b)) = fastest {
+        s.push_str(&format!("; {} {} -> {}", quoted(x), dur(a), dur(b)));
+    }
+    s.push(')');
+    let m = &d.load.connection_medians_us;
+    let everywhere = m.a.count > 0
+        && m.b.count > 0
+        && match dir {
+            Direction::Slower => m.b.min > m.a.max,
+            Direction::Faster => m.b.max < m.a.min,
+        };
+    if everywhere {
+        s.push_str(&format!(
+            ", on every connection (the medians of B's {}: {}; of A's: {})",
+            plural(m.b.count, "connection", "connections"),
+            range(m.b.min, m.b.max),
+            range(m.a.min, m.a.max)
+        ));
+    }
+    not_the_servers_query_time(s, d, dir, dlo)
+}
+
+/// The same time added to every request is not the server's query time: what the path's round trips say
+/// of it (TCP's own timing when it grew by at least half `dlo`, the least time added to a statement, else
+/// the handshakes); whether it named the path.
+fn not_the_servers_query_time(s: &mut String, d: &Diff, dir: Direction, dlo: f64) -> bool {
+    let mut path_said = false;
+    let hs = &d.path.handshake_rtt_us;
+    let client = d.runs.b.capture_point == CapturePoint::Client;
+    // The round trip from TCP's own timing explains the added time when its leg grew beyond the
+    // noise by at least half the smallest time added to a statement.
+    let rtt = rtt_grew(d).filter(|(_, c)| c.b.p50 - c.a.p50 >= 0.5 * dlo);
+    let timed = rtt_timed(d);
+    if dir == Direction::Slower && rtt.is_some() {
+        if let Some((leg, c)) = rtt {
+            path_said = true;
+            s.push_str(&format!(
+                ". The same time added to every request whatever its work is not the server's query \
+                 time: the path's round trip {leg} grew from {} to {} (data to the ACK that first \
+                 covers it, p50 of {}{}).",
+                dur(c.a.p50),
+                dur(c.b.p50),
+                samples(c),
+                if client { "; captured at the client" } else { "" }
+            ));
+        }
+    } else if dir == Direction::Slower && !timed && grew(&hs.a, &hs.b) {
+        path_said = true;
+        s.push_str(&format!(
+            ". The same time added to every request whatever its work is not the server's query time: \
+             the path's round trip grew from {} to {} (TCP handshakes, SYN to ACK, {}{}).",
+            dur(hs.a.p50),
+            dur(hs.b.p50),
+            medians_of(hs.a.count, hs.b.count),
+            if client { "; captured at the client" } else { "" }
+        ));
+    } else if dir == Direction::Slower {
+        s.push_str(
+            ". The same time added to every request whatever its work lies outside the server's \
+             query execution (the path, a proxy, or the server's network stack)",
+        );
+        if timed {
+            path_said = true;
+            let p = &d.path;
+            s.push_str(&format!(
+                "; the round trips from TCP's ACKs did not show it (p50 to the server {} -> {}, to \
+                 the client {} -> {})",
+                dur(p.rtt_to_server_us.a.p50),
+                dur(p.rtt_to_server_us.b.p50),
+                dur(p.rtt_to_client_us.a.p50),
+                dur(p.rtt_to_client_us.b.p50)
+            ));
+        } else if hs.a.count > 0 && hs.b.count > 0 {
+            path_said = true;
+            s.push_str(&format!(
+                "; the TCP handshakes did not show it ({} -> {})",
+                dur(hs.a.p50),
+                dur(hs.b.p50)
+            ));
+        }
+        s.push('.');
+    } else {
+        s.push('.');
+    }
+    path_said
+}
+
+/// The changed time concentrated in a few statement groups: the ones that hold most of it, with their
+/// share and times, and the count of statements that changed, did not, or went the other way.
+fn concentrated(
+    s: &mut String,
+    dir: Direction,
+    changed: &[&StatementDiff],
+    tested: &[&StatementDiff],
+) {
+    let unchanged = tested
+        .iter()
+        .filter(|x| x.change == Change::Unchanged)
+        .count();
+    let mut ranked = changed.to_vec();
+    ranked.sort_by(|x, y| y.added_share.total_cmp(&x.added_share));
+    let mut held = 0.0;
+    let mut named = Vec::new();
+    for x in ranked.iter().take(DIFF_CONCENTRATED_GROUPS) {
+        named.push(*x);
+        held += x.added_share;
+        if held >= DIFF_CONCENTRATED_SHARE {
+            break;
+        }
+    }
+    let what = if dir == Direction::Slower {
+        "added"
+    } else {
+        "saved"
+    };
+    let each: Vec<String> = named
+        .iter()
+        .map(|x| {
+            let (a, b) = (x.a.as_ref(), x.b.as_ref());
+            format!(
+                "{} (p50 {} -> {}, mean {} -> {})",
+                quoted(x),
+                dur(a.map_or(0.0, |a| a.rt_us.p50)),
+                dur(b.map_or(0.0, |b| b.rt_us.p50)),
+                dur(a.map_or(0.0, |a| a.rt_us.mean)),
+                dur(b.map_or(0.0, |b| b.rt_us.mean))
+            )
+        })
+        .collect();
+    let shares: Vec<String> = named.iter().map(|x| percent(x.added_share)).collect();
+    s.push_str(&format!(
+        "; {} of the {what} time is in {}",
+        shares.join(" and "),
+        each.join(" and ")
+    ));
+    let other_way = tested
+        .iter()
+        .filter(|x| !matches!(x.change, Change::Unchanged) && x.change != dir.change())
+        .count();
+    let opposite = if dir == Direction::Slower {
+        "faster"
+    } else {
+        "slower"
+    };
+    s.push_str(&format!(
+        " ({} of {} statements compared got {}, {} unchanged{})",
+        count(changed.len() as u64),
+        count(tested.len() as u64),
+        dir.word(),
+        count(unchanged as u64),
+        if other_way > 0 {
+            format!(", {} {opposite}", count(other_way as u64))
+        } else {
+            String::new()
+        }
+    ));
+    if held >= DIFF_CONCENTRATED_SHARE {
+        s.push_str(&format!(
+            ". The server's work on {} changed (data no longer in memory, a plan, locks): a change on \
+             the path would have {} every statement alike.",
+            if named.len() == 1 { "it" } else { "them" },
+            if dir == Direction::Slower {
+                "slowed"
+            } else {
+                "sped up"
+            }
+        ));
+    } else {
+        s.push('.');
+    }
 }
 
 /// Error codes new in B, gone, or more or fewer per second beyond the noise.
