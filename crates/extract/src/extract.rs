@@ -9,8 +9,9 @@ use pcapsleuth_capture::{
 };
 use pcapsleuth_flow::Endpoint;
 
+use crate::filter::{Filter, Seen};
 use crate::picks::{findings_pass, Comments, Wanted};
-use crate::selection::{Connections, Filter, Seen, Selection};
+use crate::selection::{Connections, Selection};
 use crate::{rereadable, set_len, set_name, Error, Observer};
 
 /// What [`extract()`] copies, and where to.

@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod extract;
+mod filter;
 mod picks;
 mod selection;
 mod split;

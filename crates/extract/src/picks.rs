@@ -55,6 +55,7 @@ impl Wanted {
 /// The comments an annotated extract writes, by original frame number.
 pub(crate) type Comments = HashMap<u64, Vec<String>>;
 
+/// The packets --abnormal and --findings picked: whole connections (by 4-tuple, within their frames),
 /// server endpoints, single frames.
 #[derive(Default)]
 pub(crate) struct Picks {

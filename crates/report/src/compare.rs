@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::{
-    CaptureFacts, CapturedAs, ClockBasis, Comparison, EndingAt, EndingsComparison, RtSummary,
-    Unknowns,
+    CaptureFacts, CapturedAs, ClockAlignment, ClockBasis, Comparison, EndingAt, EndingsComparison,
+    RtSummary, SideBySideHumps, Unknowns,
 };
 use serde_json::Value;
 
@@ -70,6 +70,30 @@ pub fn render_compare(
     per_interval: bool,
 ) -> String {
     let mut out = String::new();
+    write_partial_data(&mut out, client, server);
+    let _ = writeln!(out, "{}", cmp.verdict);
+    if let Some(line) = endings_headline(endings) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    write_captures(&mut out, cmp, client, server);
+    write_clocks(&mut out, &cmp.clock);
+    write_response_times(&mut out, cmp);
+    write_humps(&mut out, &cmp.humps);
+    if per_interval {
+        write_per_interval(&mut out, cmp);
+    }
+    render_endings(&mut out, endings, client, server);
+    write_notable(&mut out, cmp, client, server);
+    visible_lines_owned(out)
+}
+
+/// What each capture point could not show, before anything else.
+fn write_partial_data(
+    out: &mut String,
+    client: &ComparedCapture<'_>,
+    server: &ComparedCapture<'_>,
+) {
     for (name, side) in [("client", client), ("server", server)] {
         if !side.unknowns.notes.is_empty() {
             let _ = writeln!(
@@ -82,11 +106,15 @@ pub fn render_compare(
             out.push('\n');
         }
     }
-    let _ = writeln!(out, "{}", cmp.verdict);
-    if let Some(line) = endings_headline(endings) {
-        let _ = writeln!(out, "{line}");
-    }
-    out.push('\n');
+}
+
+/// The files of each capture point, and how many requests were matched and how (and why not the others).
+fn write_captures(
+    out: &mut String,
+    cmp: &Comparison,
+    client: &ComparedCapture<'_>,
+    server: &ComparedCapture<'_>,
+) {
     let _ = writeln!(
         out,
         "client capture: {} ({})\nserver capture: {} ({})",
@@ -107,7 +135,10 @@ pub fn render_compare(
         count(cmp.unmatched_server),
         count(cmp.outside_other_capture.server),
     );
-    let clock = &cmp.clock;
+}
+
+/// How the two clocks were aligned: given, estimated (with its uncertainty and drift), or not at all.
+fn write_clocks(out: &mut String, clock: &ClockAlignment) {
     let _ = match (clock.basis, clock.offset_us) {
         (ClockBasis::Given, Some(o)) => writeln!(out, "clocks: server - client = {} (given)", duration(o)),
         (ClockBasis::Estimated, Some(o)) => writeln!(
@@ -131,7 +162,10 @@ pub fn render_compare(
             "clocks: not aligned (no matched request was answered at both points): request and response paths unknown"
         ),
     };
+}
 
+/// The transactions answered at both points: client and server response times, and the path between.
+fn write_response_times(out: &mut String, cmp: &Comparison) {
     let columns: [(&str, &RtSummary); 5] = [
         ("client RT", &cmp.client_rt_us),
         ("server RT", &cmp.server_rt_us),
@@ -173,8 +207,11 @@ pub fn render_compare(
             percent(share)
         );
     }
+}
 
-    let humps = &cmp.humps;
+/// Each capture point's response-time humps side by side, each client hump with the server's and the
+/// path's part of its transactions.
+fn write_humps(out: &mut String, humps: &SideBySideHumps) {
     if !humps.client.is_empty() || !humps.server.is_empty() {
         let _ = writeln!(
             out,
@@ -205,8 +242,11 @@ pub fn render_compare(
             let _ = writeln!(out, "{}", line.trim_end());
         }
     }
+}
 
-    if per_interval && !cmp.per_interval.is_empty() {
+/// The comparison per interval of the client's request time.
+fn write_per_interval(out: &mut String, cmp: &Comparison) {
+    if !cmp.per_interval.is_empty() {
         let _ = writeln!(
             out,
             "\nPer {} (by the client's request time): count, client RT mean/p95, server RT mean/p95, path mean and share",
@@ -234,9 +274,15 @@ pub fn render_compare(
             );
         }
     }
+}
 
-    render_endings(&mut out, endings, client, server);
-
+/// The transactions whose time went somewhere specific, with their frames in both captures.
+fn write_notable(
+    out: &mut String,
+    cmp: &Comparison,
+    client: &ComparedCapture<'_>,
+    server: &ComparedCapture<'_>,
+) {
     let n = &cmp.notable_counts;
     let total =
         n.response_retransmitted + n.response_late + n.response_never_seen + n.request_never_seen;
@@ -274,7 +320,6 @@ pub fn render_compare(
             let _ = writeln!(out, "     {}", visible(&t.detail));
         }
     }
-    visible_lines_owned(out)
 }
 
 /// `compare --json`: the comparison, with what each capture was and could not show, and each notable

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::{
-    statement_label, Change, Diff, Pair, RankTest, ResendCounts, RtSummary, RunSummary,
+    statement_label, Change, Diff, Pair, RankTest, RateTest, ResendCounts, RtSummary, RunSummary,
     StatementDiff,
 };
 
@@ -149,55 +149,96 @@ fn relative(a: f64, b: f64) -> String {
     }
 }
 
+/// A rate test's result in a cell: "beyond noise (p 1e-12)", "within noise (p 0.42)", or nothing.
+fn rate_judged(test: &Option<RateTest>) -> String {
+    match test {
+        Some(t) if t.significant => format!("beyond noise (p {})", p_value(t.p)),
+        Some(t) => format!("within noise (p {})", p_value(t.p)),
+        None => String::new(),
+    }
+}
+
+/// A rate's change from A to B, with its test's result after it when there is one.
+fn rate_change(a: f64, b: f64, test: &Option<RateTest>) -> String {
+    let judged = rate_judged(test);
+    if judged.is_empty() {
+        relative(a, b)
+    } else {
+        format!("{} {judged}", relative(a, b))
+    }
+}
+
+/// One row of the side-by-side table: what, A's figure, B's, and the change.
+fn side_row(out: &mut String, what: &str, a: String, b: String, change: String) {
+    let _ = writeln!(out, "{what:<26} {a:>15} {b:>15}  {change}");
+}
+
+/// A count in each run, for a row.
+fn pair_counts(p: &Pair<u64>) -> (String, String) {
+    (count(p.a), count(p.b))
+}
+
+/// The rows of a distribution of times: its p50 with the rank test's result, then p95, p99 and mean.
+fn time_rows(
+    out: &mut String,
+    name: &str,
+    a: &RtSummary,
+    b: &RtSummary,
+    test: &Option<RankTest>,
+    words: (&str, &str),
+) {
+    let cell = |s: &RtSummary, v: f64| duration_or_none(s.count, v);
+    side_row(
+        out,
+        &format!("{name} p50"),
+        cell(a, a.p50),
+        cell(b, b.p50),
+        format!("{}  {}", relative(a.p50, b.p50), judged(test, words)),
+    );
+    for (what, x, y) in [
+        ("p95", a.p95, b.p95),
+        ("p99", a.p99, b.p99),
+        ("mean", a.mean, b.mean),
+    ] {
+        side_row(
+            out,
+            &format!("{:>width$}", what, width = name.len() + 4),
+            cell(a, x),
+            cell(b, y),
+            relative(x, y),
+        );
+    }
+}
+
+/// The runs side by side: the load, the connections, the path, the errors and the throughput.
 fn side_by_side(out: &mut String, d: &Diff) {
     let _ = writeln!(out, "\n{:<26} {:>15} {:>15}  change", "", "A", "B");
-    let mut line = |what: &str, a: String, b: String, change: String| {
-        let _ = writeln!(out, "{what:<26} {a:>15} {b:>15}  {change}");
+    load_rows(out, d);
+    connection_rows(out, d);
+    path_rows(out, d);
+    let errors = Pair {
+        a: d.errors.iter().map(|e| e.count.a).sum::<u64>(),
+        b: d.errors.iter().map(|e| e.count.b).sum::<u64>(),
     };
+    let (a, b) = pair_counts(&errors);
+    side_row(out, "error responses", a, b, String::new());
+    throughput_rows(out, d);
+}
+
+/// The load side by side: requests per second, response and think times, requests in flight, the
+/// transactions (when there are any) and the connections that sent requests.
+fn load_rows(out: &mut String, d: &Diff) {
     let rt = &d.rt_us;
     let r = &d.load.requests_per_s;
-    line(
+    side_row(
+        out,
         "requests per second",
         significant(r.a, 3),
         significant(r.b, 3),
-        format!(
-            "{}{}",
-            relative(r.a, r.b),
-            match d.load.rate_test {
-                Some(t) if t.significant => format!(" beyond noise (p {})", p_value(t.p)),
-                Some(t) => format!(" within noise (p {})", p_value(t.p)),
-                None => String::new(),
-            }
-        ),
+        rate_change(r.a, r.b, &d.load.rate_test),
     );
-    let times = |line: &mut dyn FnMut(&str, String, String, String),
-                 name: &str,
-                 a: &RtSummary,
-                 b: &RtSummary,
-                 test: &Option<RankTest>,
-                 words: (&str, &str)| {
-        let cell = |s: &RtSummary, v: f64| duration_or_none(s.count, v);
-        line(
-            &format!("{name} p50"),
-            cell(a, a.p50),
-            cell(b, b.p50),
-            format!("{}  {}", relative(a.p50, b.p50), judged(test, words)),
-        );
-        for (what, x, y) in [
-            ("p95", a.p95, b.p95),
-            ("p99", a.p99, b.p99),
-            ("mean", a.mean, b.mean),
-        ] {
-            line(
-                &format!("{:>width$}", what, width = name.len() + 4),
-                cell(a, x),
-                cell(b, y),
-                relative(x, y),
-            );
-        }
-    };
-    times(
-        &mut line,
+    time_rows(
+        out,
         "response time",
         &rt.a,
         &rt.b,
@@ -205,65 +246,34 @@ fn side_by_side(out: &mut String, d: &Diff) {
         ("slower", "faster"),
     );
     let think = &d.load.think_time_us;
-    times(
-        &mut line,
+    time_rows(
+        out,
         "think time",
         &think.a,
         &think.b,
         &think.test,
         ("longer", "shorter"),
     );
-    line(
+    side_row(
+        out,
         "      p10",
         duration_or_none(think.a.count, d.load.think_p10_us.a),
         duration_or_none(think.b.count, d.load.think_p10_us.b),
         relative(d.load.think_p10_us.a, d.load.think_p10_us.b),
     );
     let f = &d.load.in_flight;
-    line(
+    side_row(
+        out,
         "in flight (mean)",
         significant(f.a, 3),
         significant(f.b, 3),
         relative(f.a, f.b),
     );
-    let pair = |p: &Pair<u64>| (count(p.a), count(p.b));
-    let (a, b) = pair(&d.load.in_flight_max);
-    line("in flight (max)", a, b, String::new());
-    let tps = &d.load.transactions_per_s;
-    if tps.a > 0.0 || tps.b > 0.0 {
-        line(
-            "transactions per second",
-            significant(tps.a, 3),
-            significant(tps.b, 3),
-            format!(
-                "{}{}",
-                relative(tps.a, tps.b),
-                match d.load.transaction_rate_test {
-                    Some(t) if t.significant => format!(" beyond noise (p {})", p_value(t.p)),
-                    Some(t) => format!(" within noise (p {})", p_value(t.p)),
-                    None => String::new(),
-                }
-            ),
-        );
-        let tx = &d.load.transaction_rt_us;
-        times(
-            &mut line,
-            "transaction time",
-            &tx.a,
-            &tx.b,
-            &tx.test,
-            ("slower", "faster"),
-        );
-        let idle = &d.load.idle_in_transaction_share;
-        line(
-            "idle in transaction",
-            percent(idle.a),
-            percent(idle.b),
-            String::new(),
-        );
-    }
-    let (a, b) = pair(&d.load.active_connections);
-    line("connections with requests", a, b, String::new());
+    let (a, b) = pair_counts(&d.load.in_flight_max);
+    side_row(out, "in flight (max)", a, b, String::new());
+    transaction_rows(out, d);
+    let (a, b) = pair_counts(&d.load.active_connections);
+    side_row(out, "connections with requests", a, b, String::new());
     let m = &d.load.connection_medians_us;
     if m.a.count > 0 || m.b.count > 0 {
         let range = |s: &RtSummary| {
@@ -275,13 +285,50 @@ fn side_by_side(out: &mut String, d: &Diff) {
                 format!("{}-{}", duration(s.min), duration(s.max)).replacen(" µs-", "-", 1)
             }
         };
-        line(
+        side_row(
+            out,
             "connection medians",
             range(&m.a),
             range(&m.b),
             String::new(),
         );
     }
+}
+
+/// The transactions side by side, when either run has any: their rate, their time and the share of it
+/// spent idle.
+fn transaction_rows(out: &mut String, d: &Diff) {
+    let tps = &d.load.transactions_per_s;
+    if tps.a > 0.0 || tps.b > 0.0 {
+        side_row(
+            out,
+            "transactions per second",
+            significant(tps.a, 3),
+            significant(tps.b, 3),
+            rate_change(tps.a, tps.b, &d.load.transaction_rate_test),
+        );
+        let tx = &d.load.transaction_rt_us;
+        time_rows(
+            out,
+            "transaction time",
+            &tx.a,
+            &tx.b,
+            &tx.test,
+            ("slower", "faster"),
+        );
+        let idle = &d.load.idle_in_transaction_share;
+        side_row(
+            out,
+            "idle in transaction",
+            percent(idle.a),
+            percent(idle.b),
+            String::new(),
+        );
+    }
+}
+
+/// The connections side by side: connects, refusals, resets and abnormal closes.
+fn connection_rows(out: &mut String, d: &Diff) {
     let c = &d.connections;
     for (what, x, y) in [
         ("connects", c.a.connects, c.b.connects),
@@ -289,15 +336,21 @@ fn side_by_side(out: &mut String, d: &Diff) {
         ("connections reset", c.a.resets, c.b.resets),
         ("abnormal closes", c.a.abnormal_closes, c.b.abnormal_closes),
     ] {
-        line(what, count(x), count(y), String::new());
+        side_row(out, what, count(x), count(y), String::new());
     }
+}
+
+/// The network path side by side: handshake and round-trip times, retransmissions by kind,
+/// duplicate ACKs and zero windows.
+fn path_rows(out: &mut String, d: &Diff) {
     let p = &d.path;
     for (what, s) in [
         ("handshake RTT p50", &p.handshake_rtt_us),
         ("  SYN to SYN-ACK p50", &p.syn_to_synack_us),
         ("  SYN-ACK to ACK p50", &p.synack_to_ack_us),
     ] {
-        line(
+        side_row(
+            out,
             what,
             duration_or_none(s.a.count, s.a.p50),
             duration_or_none(s.b.count, s.b.p50),
@@ -309,7 +362,8 @@ fn side_by_side(out: &mut String, d: &Diff) {
         ("RTT to client p50", &p.rtt_to_client_us),
     ] {
         if c.a.count > 0 || c.b.count > 0 {
-            line(
+            side_row(
+                out,
                 what,
                 duration_or_none(c.a.count, c.a.p50),
                 duration_or_none(c.b.count, c.b.p50),
@@ -321,59 +375,26 @@ fn side_by_side(out: &mut String, d: &Diff) {
             );
         }
     }
-    let (a, b) = pair(&p.retransmissions);
-    line(
+    let (a, b) = pair_counts(&p.retransmissions);
+    side_row(
+        out,
         "retransmissions",
         a,
         b,
-        match p.resend_rate_test {
-            Some(t) if t.significant => format!("beyond noise (p {})", p_value(t.p)),
-            Some(t) => format!("within noise (p {})", p_value(t.p)),
-            None => String::new(),
-        },
+        rate_judged(&p.resend_rate_test),
     );
-    let kinds = |r: &Pair<ResendCounts>, s: &Pair<ResendCounts>| {
-        [
-            (
-                "  fast retransmit",
-                r.a.fast_retransmit + s.a.fast_retransmit,
-                r.b.fast_retransmit + s.b.fast_retransmit,
-            ),
-            (
-                "  timeout",
-                r.a.timeout + s.a.timeout,
-                r.b.timeout + s.b.timeout,
-            ),
-            (
-                "  tail loss probe",
-                r.a.tail_loss_probe + s.a.tail_loss_probe,
-                r.b.tail_loss_probe + s.b.tail_loss_probe,
-            ),
-            ("  other", r.a.other + s.a.other, r.b.other + s.b.other),
-            (
-                "  spurious (D-SACK)",
-                r.a.spurious + s.a.spurious,
-                r.b.spurious + s.b.spurious,
-            ),
-        ]
-    };
     if p.retransmissions.a + p.retransmissions.b > 0 {
-        for (what, x, y) in kinds(&p.c2s_resends, &p.s2c_resends) {
-            line(what, count(x), count(y), String::new());
-        }
+        resend_kind_rows(out, &p.c2s_resends, &p.s2c_resends);
     }
-    line(
+    side_row(
+        out,
         "duplicate ACKs",
         count(p.dup_acks.a),
         count(p.dup_acks.b),
-        match p.dup_ack_rate_test {
-            Some(t) if t.significant => format!("beyond noise (p {})", p_value(t.p)),
-            Some(t) => format!("within noise (p {})", p_value(t.p)),
-            None => String::new(),
-        },
+        rate_judged(&p.dup_ack_rate_test),
     );
-    let (a, b) = pair(&p.zero_windows);
-    line("zero windows", a, b, String::new());
+    let (a, b) = pair_counts(&p.zero_windows);
+    side_row(out, "zero windows", a, b, String::new());
     let zero = |c: f64, s: f64| {
         if c + s > 0.0 {
             format!("{}/{}", seconds(c), seconds(s))
@@ -381,18 +402,46 @@ fn side_by_side(out: &mut String, d: &Diff) {
             "0".to_string()
         }
     };
-    line(
+    side_row(
+        out,
         "zero-window time c/s",
         zero(p.client_zero_window_s.a, p.server_zero_window_s.a),
         zero(p.client_zero_window_s.b, p.server_zero_window_s.b),
         String::new(),
     );
-    let errors = Pair {
-        a: d.errors.iter().map(|e| e.count.a).sum::<u64>(),
-        b: d.errors.iter().map(|e| e.count.b).sum::<u64>(),
-    };
-    let (a, b) = pair(&errors);
-    line("error responses", a, b, String::new());
+}
+
+/// The retransmissions by kind, both directions added: `r` the client's resends, `s` the server's.
+fn resend_kind_rows(out: &mut String, r: &Pair<ResendCounts>, s: &Pair<ResendCounts>) {
+    for (what, x, y) in [
+        (
+            "  fast retransmit",
+            r.a.fast_retransmit + s.a.fast_retransmit,
+            r.b.fast_retransmit + s.b.fast_retransmit,
+        ),
+        (
+            "  timeout",
+            r.a.timeout + s.a.timeout,
+            r.b.timeout + s.b.timeout,
+        ),
+        (
+            "  tail loss probe",
+            r.a.tail_loss_probe + s.a.tail_loss_probe,
+            r.b.tail_loss_probe + s.b.tail_loss_probe,
+        ),
+        ("  other", r.a.other + s.a.other, r.b.other + s.b.other),
+        (
+            "  spurious (D-SACK)",
+            r.a.spurious + s.a.spurious,
+            r.b.spurious + s.b.spurious,
+        ),
+    ] {
+        side_row(out, what, count(x), count(y), String::new());
+    }
+}
+
+/// The packets and bits per second each way, side by side.
+fn throughput_rows(out: &mut String, d: &Diff) {
     let t = &d.throughput;
     for (what, x, y, kind) in [
         (
@@ -421,7 +470,7 @@ fn side_by_side(out: &mut String, d: &Diff) {
         ),
     ] {
         let cell = |v: f64| rate(kind, v).replace(" pkt/s", "").replace("bit/s", "b/s");
-        line(what, cell(x), cell(y), relative(x, y));
+        side_row(out, what, cell(x), cell(y), relative(x, y));
     }
 }
 

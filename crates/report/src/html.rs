@@ -14,8 +14,8 @@ use std::fmt::Write;
 use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::units::{count, counted, duration_us as us, percent, significant, NONE};
 use pcapsleuth_analysis::{
-    CloseReport, Diff, Finding, FindingKind, FullReport, RtSource, RtSummary, StatusCounts,
-    Unknowns,
+    CloseReport, Diff, Finding, FindingKind, FullReport, MysqlReport, RtSource, RtSummary,
+    StatusCounts, Unknowns,
 };
 
 use crate::plots::{svg_plots, PlotError};
@@ -424,6 +424,8 @@ fn num_us(n: u64, v: f64) -> String {
     }
 }
 
+/// The page's MySQL section: sessions and requests, then the tables of response times, commands,
+/// servers (when there are several), errors and statements.
 fn mysql_tables(out: &mut String, r: &FullReport) {
     let m = &r.mysql;
     let _ = writeln!(out, "<section id=\"mysql\">\n<h2>MySQL</h2>");
@@ -438,7 +440,17 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         escape_html(&counted(m.queries, "request", "requests")),
         escape_html(&m.requests.describe())
     );
+    response_time_table(out, r);
+    commands_table(out, m);
+    servers_table(out, m);
+    errors_table(out, m);
+    statements_table(out, m);
+    let _ = writeln!(out, "</section>");
+}
 
+/// The response times of all answered requests, the successes and the errors.
+fn response_time_table(out: &mut String, r: &FullReport) {
+    let m = &r.mysql;
     let _ = writeln!(
         out,
         "<h3>Response times</h3>\n<table id=\"rt\"><thead><tr><th>requests</th><th class=\"n\">n</th>\
@@ -461,7 +473,10 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         out,
         "</tbody></table>\n<p class=\"meta\">Response time: {source}.</p>"
     );
+}
 
+/// The requests per command and their share, the most frequent first.
+fn commands_table(out: &mut String, m: &MysqlReport) {
     let _ = writeln!(
         out,
         "<h3>Commands</h3>\n<table class=\"sortable\" id=\"commands\"><thead><tr><th>command</th>\
@@ -481,7 +496,10 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         );
     }
     let _ = writeln!(out, "</tbody></table>");
+}
 
+/// The servers' requests, rates, response times, errors, resets and bytes, when there are several.
+fn servers_table(out: &mut String, m: &MysqlReport) {
     if m.servers.len() > 1 {
         let _ = writeln!(
             out,
@@ -509,7 +527,10 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         }
         let _ = writeln!(out, "</tbody></table>");
     }
+}
 
+/// The error responses by code, with their response times and first messages.
+fn errors_table(out: &mut String, m: &MysqlReport) {
     let _ = writeln!(out, "<h3>Errors</h3>");
     if m.error_details.is_empty() {
         let _ = writeln!(out, "<p>No error responses.</p>");
@@ -535,7 +556,10 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
         }
         let _ = writeln!(out, "</tbody></table>");
     }
+}
 
+/// The statement groups by total time, the groups not kept one by one as one row.
+fn statements_table(out: &mut String, m: &MysqlReport) {
     if !m.statements.is_empty() {
         let _ = writeln!(
             out,
@@ -576,7 +600,6 @@ fn mysql_tables(out: &mut String, r: &FullReport) {
             );
         }
     }
-    let _ = writeln!(out, "</section>");
 }
 
 /// Statement groups listed in the phases table, by total time.

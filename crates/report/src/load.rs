@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use pcapsleuth_analysis::{ConnectionRow, LoadReport, TransactionRow};
+use pcapsleuth_analysis::{ConnectionRow, LoadReport, TransactionRow, Transactions};
 
 use crate::style::{
     column_width, count, counted, duration, instant, one_line, percent, seconds, stats,
@@ -17,8 +17,20 @@ const ROWS_PRINTED: usize = 600;
 /// transaction with the worst connections named, then one row per interval (partial ones marked).
 pub fn render_load(r: &LoadReport) -> String {
     let mut out = String::new();
-    let tx = &r.transactions;
-    let c = &tx.counts;
+    write_requests(&mut out, r);
+    write_transactions(&mut out, &r.transactions);
+    render_worst_transactions(&mut out, &r.transactions.worst);
+    render_servers(&mut out, r);
+    write_think_time(&mut out, r);
+    for n in &r.notes {
+        let _ = writeln!(out, "\nnote: {}", visible(n));
+    }
+    write_per_interval(&mut out, r);
+    out
+}
+
+/// The requests, their rate and the connections; the requests in flight beside Little's law.
+fn write_requests(out: &mut String, r: &LoadReport) {
     let _ = writeln!(
         out,
         "{} requests in {} ({:.1}/s); {} connections seen, {} sent requests (open at once: mean {:.1}, max {})",
@@ -53,6 +65,12 @@ pub fn render_load(r: &LoadReport) -> String {
         r.in_flight.littles_law,
         agreement
     );
+}
+
+/// The transactions: how many ended and how, how they were told, those not timed, their time,
+/// statements and idle time.
+fn write_transactions(out: &mut String, tx: &Transactions) {
+    let c = &tx.counts;
     let told = match tx.told_by {
         "server_status" => "told by the server's SERVER_STATUS_IN_TRANS flag",
         "statements" => "told by the statements (no server status flag where it would say)",
@@ -115,8 +133,10 @@ pub fn render_load(r: &LoadReport) -> String {
             percent(tx.idle_share)
         );
     }
-    render_worst_transactions(&mut out, &tx.worst);
-    render_servers(&mut out, r);
+}
+
+/// The think time, and the connections that were idle in transaction or thought the longest.
+fn write_think_time(out: &mut String, r: &LoadReport) {
     let _ = writeln!(
         out,
         "\nthink time (a response's end to the next request): {}",
@@ -144,9 +164,10 @@ pub fn render_load(r: &LoadReport) -> String {
             let _ = writeln!(out, "  {}", connection_line(row, row.think_s));
         }
     }
-    for n in &r.notes {
-        let _ = writeln!(out, "\nnote: {}", visible(n));
-    }
+}
+
+/// One row per interval (partial ones marked), the first `ROWS_PRINTED`.
+fn write_per_interval(out: &mut String, r: &LoadReport) {
     if !r.per_interval.is_empty() {
         let _ = writeln!(
             out,
@@ -202,7 +223,6 @@ pub fn render_load(r: &LoadReport) -> String {
             );
         }
     }
-    out
 }
 
 /// Transactions listed in the text with their statements (the JSON has [`LoadReport`]'s ten).

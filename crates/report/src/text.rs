@@ -10,9 +10,9 @@ use crate::visible::{visible, visible_lines_owned};
 use pcapsleuth_analysis::cause::Cause;
 use pcapsleuth_analysis::CUT_MARK;
 use pcapsleuth_analysis::{
-    statement_label, CaptureFacts, CloseReport, CloseVerdict, Fate, FinJudgement, FirstReset,
-    FlowClose, FlowRow, ListedPhases, MysqlReport, RequestCounts, RtSummary, ServerRow,
-    SlowRequest, TlsReport, Unknowns,
+    statement_label, CaptureFacts, CloseReport, CloseVerdict, ConnectSummary, Fate, FinJudgement,
+    FirstReset, FlowClose, FlowRow, Incident, ListedPhases, MysqlReport, RequestCounts, RtSummary,
+    SecondCounts, ServerRow, SlowRequest, StatementGroup, TlsReport, UnansweredRequest, Unknowns,
 };
 use pcapsleuth_flow::{AttemptOutcome, CloseFlag, Connection, ConnectionEnd, ConnectionTable};
 use serde::Serialize;
@@ -454,6 +454,25 @@ fn render_tls(out: &mut String, t: &TlsReport) {
 /// incidents, and up to `limit` requests left unanswered.
 pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
     let mut out = String::new();
+    write_summary(&mut out, r);
+    write_response_times(&mut out, r);
+    write_connect(&mut out, &r.connect);
+    write_servers(&mut out, &r.servers);
+    render_tls(&mut out, &r.tls);
+    write_errors(&mut out, r);
+    write_statements(&mut out, r, limit);
+    write_incidents(&mut out, &r.incidents);
+    if let Some(slow) = &r.slow_requests {
+        write_slow(&mut out, slow, limit);
+    }
+    crate::replication::write_streams(&mut out, &r.replication);
+    write_unanswered(&mut out, &r.unanswered, limit);
+    write_per_second(&mut out, &r.per_second);
+    visible_lines_owned(out)
+}
+
+/// The headline (sessions, requests, their span and rate, how they ended) and the requests per command.
+fn write_summary(out: &mut String, r: &MysqlReport) {
     let _ = writeln!(
         out,
         "MySQL: {}, {}{}{}: {}",
@@ -487,6 +506,11 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             cmds.join(", ")
         }
     );
+}
+
+/// The response times of the answered requests: all, successes, errors; what was not timed and the
+/// requests cut off by a close.
+fn write_response_times(out: &mut String, r: &MysqlReport) {
     let _ = writeln!(
         out,
         "\nresponse time of the answered requests (request to last response byte):"
@@ -515,7 +539,10 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             duration(r.cut_off_waited_us.max)
         );
     }
-    let c = &r.connect;
+}
+
+/// The connects: from the client's first SYN to the SYN-ACK, the greeting, the login and the TLS handshake.
+fn write_connect(out: &mut String, c: &ConnectSummary) {
     if c.login_us.count > 0 || c.greeting_us.count > 0 {
         let _ = writeln!(out, "connect, from the client's first SYN to:");
         let _ = writeln!(
@@ -541,8 +568,10 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             );
         }
     }
-    write_servers(&mut out, &r.servers);
-    render_tls(&mut out, &r.tls);
+}
+
+/// The error responses by code, with their response times, messages and first example.
+fn write_errors(out: &mut String, r: &MysqlReport) {
     if r.error_details.is_empty() {
         let _ = writeln!(out, "\nno error responses");
     } else {
@@ -581,128 +610,147 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             }
         }
     }
-    if !r.statements.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nstatements by total time (top {limit}; times over the answered requests):"
-        );
-        let _ = writeln!(
-            out,
-            "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  fingerprint",
-            "answered", "total", "mean", "p50", "p95", "p99", "errors"
-        );
-        for s in r.statements.iter().take(limit) {
-            let timed = |us: f64| duration_or_none(s.rt_us.count, us);
-            let columns = format!(
-                "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
-                count(s.requests.answered),
-                timed(s.total_us),
-                timed(s.rt_us.mean),
-                timed(s.rt_us.p50),
-                timed(s.rt_us.p95),
-                timed(s.rt_us.p99),
-                count(s.errors),
-            );
-            let _ = writeln!(
-                out,
-                "{}",
-                row(&columns, &statement_label(&s.command, &s.fingerprint))
-            );
-            let st = &s.status;
-            let mut said = Vec::new();
-            if st.no_index_used > 0 {
-                said.push(format!("no index used by {}", count(st.no_index_used)));
-            }
-            if st.no_good_index_used > 0 {
-                said.push(format!("no good index by {}", count(st.no_good_index_used)));
-            }
-            if st.with_warnings > 0 {
-                said.push(format!(
-                    "{} with {}",
-                    count(st.with_warnings),
-                    counted(st.warnings, "warning", "warnings")
-                ));
-            }
-            if !said.is_empty() {
-                let _ = writeln!(out, "  {:>9}   server status: {}", "", said.join(", "));
-            }
-            if s.count > s.requests.answered {
-                let others = RequestCounts {
-                    answered: 0,
-                    ..s.requests
-                };
-                let waited = if s.requests.cut_off > 0 {
-                    format!(
-                        " (the cut off waited up to {})",
-                        duration(s.cut_off_waited_us.max)
-                    )
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(out, "  {:>9}   and {}{waited}", "", others.describe());
-            }
-            if s.requests.answered_end_unknown > 0 {
-                let _ = writeln!(
-                    out,
-                    "  {:>9}   of the answered, {} without the end of the response in the capture (not timed)",
-                    "",
-                    count(s.requests.answered_end_unknown)
-                );
-            }
-        }
-        let unlisted = r.statements.get(limit..).unwrap_or(&[]);
-        if !unlisted.is_empty() || r.other_statements.is_some() {
-            // The groups not listed, as one row: counts and times add up; percentiles do not, so
-            // they are not shown.
-            let (mut answered, mut total_us, mut errors) = (0u64, 0f64, 0u64);
-            for s in unlisted {
-                answered += s.rt_us.count;
-                total_us += s.total_us;
-                errors += s.errors;
-            }
-            let mut groups = counted(unlisted.len() as u64, "group", "groups");
-            if let Some(o) = &r.other_statements {
-                answered += o.rt_us.count;
-                total_us += o.total_us;
-                errors += o.errors;
-                groups = format!(
-                    "about {}",
-                    counted(unlisted.len() as u64 + o.groups_about, "group", "groups")
-                );
-            }
-            let timed = |us: f64| duration_or_none(answered, us);
-            let columns = format!(
-                "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
-                count(answered),
-                timed(total_us),
-                timed(total_us / answered.max(1) as f64),
-                NONE,
-                NONE,
-                NONE,
-                count(errors),
-            );
-            let _ = writeln!(
-                out,
-                "{}",
-                row(&columns, &format!("(other statements: {groups})"))
-            );
-        }
-        if let Some(o) = &r.other_statements {
-            let _ = writeln!(
-                out,
-                "  more statement groups than the {} kept one by one: those kept (and listed) are chosen by a hash of their command and fingerprint, not by time; the {} requests of the others are counted in `other statements`",
-                count(o.groups_kept),
-                count(o.count)
-            );
-        }
-        if r.statements.iter().take(limit).any(|s| s.text_cut) {
-            let _ = writeln!(
-                out,
-                "  {CUT_MARK} = the capture holds the statement only in part (snap length, lost bytes): the fingerprint is of its start"
-            );
-        }
+}
+
+/// The `limit` statement groups with the most total time, the others as one row, and what the marks mean.
+fn write_statements(out: &mut String, r: &MysqlReport, limit: usize) {
+    if r.statements.is_empty() {
+        return;
     }
-    if r.incidents.is_empty() {
+    let _ = writeln!(
+        out,
+        "\nstatements by total time (top {limit}; times over the answered requests):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  fingerprint",
+        "answered", "total", "mean", "p50", "p95", "p99", "errors"
+    );
+    for s in r.statements.iter().take(limit) {
+        write_statement_group(out, s);
+    }
+    write_other_statements(out, r, limit);
+    if let Some(o) = &r.other_statements {
+        let _ = writeln!(
+            out,
+            "  more statement groups than the {} kept one by one: those kept (and listed) are chosen by a hash of their command and fingerprint, not by time; the {} requests of the others are counted in `other statements`",
+            count(o.groups_kept),
+            count(o.count)
+        );
+    }
+    if r.statements.iter().take(limit).any(|s| s.text_cut) {
+        let _ = writeln!(
+            out,
+            "  {CUT_MARK} = the capture holds the statement only in part (snap length, lost bytes): the fingerprint is of its start"
+        );
+    }
+}
+
+/// One statement group's row, with what the server's status flags said and the requests not answered.
+fn write_statement_group(out: &mut String, s: &StatementGroup) {
+    let timed = |us: f64| duration_or_none(s.rt_us.count, us);
+    let columns = format!(
+        "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
+        count(s.requests.answered),
+        timed(s.total_us),
+        timed(s.rt_us.mean),
+        timed(s.rt_us.p50),
+        timed(s.rt_us.p95),
+        timed(s.rt_us.p99),
+        count(s.errors),
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        row(&columns, &statement_label(&s.command, &s.fingerprint))
+    );
+    let st = &s.status;
+    let mut said = Vec::new();
+    if st.no_index_used > 0 {
+        said.push(format!("no index used by {}", count(st.no_index_used)));
+    }
+    if st.no_good_index_used > 0 {
+        said.push(format!("no good index by {}", count(st.no_good_index_used)));
+    }
+    if st.with_warnings > 0 {
+        said.push(format!(
+            "{} with {}",
+            count(st.with_warnings),
+            counted(st.warnings, "warning", "warnings")
+        ));
+    }
+    if !said.is_empty() {
+        let _ = writeln!(out, "  {:>9}   server status: {}", "", said.join(", "));
+    }
+    if s.count > s.requests.answered {
+        let others = RequestCounts {
+            answered: 0,
+            ..s.requests
+        };
+        let waited = if s.requests.cut_off > 0 {
+            format!(
+                " (the cut off waited up to {})",
+                duration(s.cut_off_waited_us.max)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  {:>9}   and {}{waited}", "", others.describe());
+    }
+    if s.requests.answered_end_unknown > 0 {
+        let _ = writeln!(
+            out,
+            "  {:>9}   of the answered, {} without the end of the response in the capture (not timed)",
+            "",
+            count(s.requests.answered_end_unknown)
+        );
+    }
+}
+
+/// The statement groups not listed (beyond `limit`, or not kept one by one), as one row.
+fn write_other_statements(out: &mut String, r: &MysqlReport, limit: usize) {
+    let unlisted = r.statements.get(limit..).unwrap_or(&[]);
+    if !unlisted.is_empty() || r.other_statements.is_some() {
+        // The groups not listed, as one row: counts and times add up; percentiles do not, so
+        // they are not shown.
+        let (mut answered, mut total_us, mut errors) = (0u64, 0f64, 0u64);
+        for s in unlisted {
+            answered += s.rt_us.count;
+            total_us += s.total_us;
+            errors += s.errors;
+        }
+        let mut groups = counted(unlisted.len() as u64, "group", "groups");
+        if let Some(o) = &r.other_statements {
+            answered += o.rt_us.count;
+            total_us += o.total_us;
+            errors += o.errors;
+            groups = format!(
+                "about {}",
+                counted(unlisted.len() as u64 + o.groups_about, "group", "groups")
+            );
+        }
+        let timed = |us: f64| duration_or_none(answered, us);
+        let columns = format!(
+            "  {:>9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7}  ",
+            count(answered),
+            timed(total_us),
+            timed(total_us / answered.max(1) as f64),
+            NONE,
+            NONE,
+            NONE,
+            count(errors),
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            row(&columns, &format!("(other statements: {groups})"))
+        );
+    }
+}
+
+/// The connections closed with MySQL work in progress, each with its phases and cause.
+fn write_incidents(out: &mut String, incidents: &[Incident]) {
+    if incidents.is_empty() {
         let _ = writeln!(
             out,
             "\nno incidents (no connection closed with MySQL work in progress)"
@@ -712,7 +760,7 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
             out,
             "\nincidents (connections closed with MySQL work in progress):"
         );
-        for i in &r.incidents {
+        for i in incidents {
             let q = statement(i.query.as_deref().unwrap_or(&i.command));
             let _ = writeln!(
                 out,
@@ -735,20 +783,20 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 let _ = writeln!(out, "      phases: {}", phases_text(p));
             }
             if let Some(c) = &i.cause {
-                describe_cause(&mut out, "      ", c, false);
+                describe_cause(out, "      ", c, false);
             }
         }
     }
-    if let Some(slow) = &r.slow_requests {
-        write_slow(&mut out, slow, limit);
-    }
-    crate::replication::write_streams(&mut out, &r.replication);
-    if !r.unanswered.is_empty() {
+}
+
+/// Up to `limit` requests still unanswered when the capture ended.
+fn write_unanswered(out: &mut String, unanswered: &[UnansweredRequest], limit: usize) {
+    if !unanswered.is_empty() {
         let _ = writeln!(
             out,
             "\nrequests still unanswered when the capture ended (waited until its last packet):"
         );
-        for u in r.unanswered.iter().take(limit) {
+        for u in unanswered.iter().take(limit) {
             let _ = writeln!(
                 out,
                 "  frame {}: `{}` ({} -> {}), waited {}",
@@ -759,22 +807,26 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 seconds(u.waited_s)
             );
         }
-        if r.unanswered.len() > limit {
+        if unanswered.len() > limit {
             let _ = writeln!(
                 out,
                 "  … and {} more (see --json)",
-                count((r.unanswered.len() - limit) as u64)
+                count((unanswered.len() - limit) as u64)
             );
         }
     }
-    if r.per_second.len() > 1 {
+}
+
+/// The requests and errors of each second, the first 120 seconds.
+fn write_per_second(out: &mut String, per_second: &[SecondCounts]) {
+    if per_second.len() > 1 {
         let _ = writeln!(
             out,
             "\nper second (requests sent in each second; the first and last are partly covered: see \"Per \
              second\" in the README):"
         );
         let _ = writeln!(out, "  {:<23}  {:>8} {:>8}", "second", "requests", "errors");
-        for s in r.per_second.iter().take(120) {
+        for s in per_second.iter().take(120) {
             let _ = writeln!(
                 out,
                 "  {:<23}  {:>8} {:>8}{}",
@@ -784,15 +836,14 @@ pub fn render_mysql(r: &MysqlReport, limit: usize) -> String {
                 crate::style::covered_note(s.covered_s, 1.0)
             );
         }
-        if r.per_second.len() > 120 {
+        if per_second.len() > 120 {
             let _ = writeln!(
                 out,
                 "  … and {} more seconds (see --json)",
-                count((r.per_second.len() - 120) as u64)
+                count((per_second.len() - 120) as u64)
             );
         }
     }
-    visible_lines_owned(out)
 }
 
 /// The requests `mysql --slower-than` matched, slowest first, each with where its time went.

@@ -8,44 +8,10 @@ use crate::cipher::{Framing, OpenError, Opened, Opener, TAG_LEN};
 use crate::estimate::{EstimatedExchange, Estimator, ExchangeEnd, MIN_MESSAGE};
 use crate::handshake::{self, kind, HandshakeFraming};
 use crate::keylog::{ClientRandom, KeyLog, Secret, SessionSecrets};
+use crate::origin::{At, Sender};
 use crate::record::{ContentType, RecordHeader, HEADER_LEN};
 use crate::schedule::{tls12_keys, tls13_next_traffic_secret, tls13_traffic_keys};
 use crate::suite::{CipherSuite, ProtocolVersion, RecordProtection, SuiteParameters};
-
-/// Which end of the connection sent the bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Sender {
-    /// The TLS client (the MySQL client).
-    Client,
-    /// The TLS server.
-    Server,
-}
-
-impl Sender {
-    fn index(self) -> usize {
-        match self {
-            Sender::Client => 0,
-            Sender::Server => 1,
-        }
-    }
-
-    fn of(index: usize) -> Sender {
-        if index == 0 {
-            Sender::Client
-        } else {
-            Sender::Server
-        }
-    }
-}
-
-/// Where bytes were captured: the time and frame of the segment that carried them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct At {
-    /// Capture time, nanoseconds since the Unix epoch.
-    pub ts_ns: u64,
-    /// The frame (1-based, as Wireshark numbers them).
-    pub frame: u64,
-}
 
 /// What the connection hands on, per sender and in order.
 #[derive(Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! its last server record. Only records that can hold application data count (after the handshake, of
 //! type application_data, longer than what protection alone adds plus [`MIN_MESSAGE`]).
 
-use crate::connection::{At, Sender};
+use crate::origin::{At, Sender};
 
 /// The shortest application message counted, in bytes of plaintext: a MySQL packet header. A shorter
 /// record is a TLS 1.3 alert (2 bytes) or padding, not a request or a response.

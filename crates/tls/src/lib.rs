@@ -34,16 +34,16 @@ mod connection;
 mod estimate;
 pub mod handshake;
 mod keylog;
+mod origin;
 pub mod record;
 pub mod schedule;
 mod suite;
 
 pub use cipher::{Framing, OpenError, Opened, Opener, TAG_LEN};
-pub use connection::{
-    Alert, At, KeyStatus, Plaintext, Resumption, Sender, TlsConnection, TlsFacts,
-};
+pub use connection::{Alert, KeyStatus, Plaintext, Resumption, TlsConnection, TlsFacts};
 pub use estimate::{EstimatedExchange, ExchangeEnd, MIN_MESSAGE};
 pub use keylog::{ClientRandom, KeyLog, KeyLogProblem, Secret, SessionSecrets};
+pub use origin::{At, Sender};
 pub use suite::{
     CipherSuite, HashAlgorithm, MacAlgorithm, ProtocolVersion, RecordProtection, SuiteParameters,
 };
