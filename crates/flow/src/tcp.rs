@@ -12,7 +12,7 @@ use crate::decode::{TcpFlags, TcpSegment};
 use crate::frame::FrameRef;
 use crate::handshake::{AttemptState, Handshake};
 use crate::key::{Endpoint, FlowKey, Side};
-use crate::packed::{bit, has, Packer, Unpacker};
+use crate::packing::{bit, has, Packer, Unpacker};
 use pcapsleuth_capture::Timestamp;
 
 /// The TCP flag that ended (or began ending) a connection.
@@ -924,7 +924,7 @@ impl SideState {
 
 impl ConnectionState {
     /// Appends the state to `out` in few bytes: its key and first packet, then every other field (see
-    /// [`crate::packed`]).
+    /// [`crate::packing`]).
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         let mut p = Packer::new(out, self.first);
         p.key(&self.key);
@@ -1452,7 +1452,7 @@ mod tests {
             assert_eq!(ConnectionState::unpack(&bytes), state);
             assert_eq!(state.packed().unpack(), state);
             assert_eq!(state.packed().key(), state.key);
-            let mut u = crate::packed::Unpacker::new(&bytes);
+            let mut u = crate::packing::Unpacker::new(&bytes);
             let _ = u.key();
             assert!(!u.at_end());
         }
