@@ -710,104 +710,34 @@ impl IpReassembler {
         out: &'o mut Vec<u8>,
     ) -> Option<Reassembled<'o>> {
         self.facts.fragments += 1;
-        let now = at.ts.0;
-        self.expire(now);
+        self.expire(at.ts.0);
         let v6 = f.is_v6();
-        let start = out.len();
         if v6 && f.offset == 0 && !f.more {
-            // An atomic fragment is a datagram by itself, never mixed with other fragments of its
-            // identification (RFC 6946, as Linux does).
-            if u32::from(f.unfragmentable) + f.data_len > MAX_DATAGRAM {
-                self.facts.dropped_malformed += 1;
-                return None;
-            }
-            self.facts.reassembled += 1;
-            write_header(out, f.src, f.dst, f.id, f.protocol, f.hop_limit, f.data_len);
-            out.extend_from_slice(f.data);
+            let packet = self.atomic(f, out)?;
             return Some(Reassembled {
-                packet: &out[start..],
+                packet,
                 wire_len: u64::from(wire_len),
                 first: at,
             });
         }
         if self.held > REASSEMBLY_MEMORY {
-            self.facts.dropped_at_memory_limit += 1;
-            let key = key_of(f);
-            if let Some(Slot::Open(d)) = self.table.get_mut(&key) {
-                d.starved = true;
-            }
+            self.drop_at_memory_limit(f);
             return None;
         }
-        // Linux checks a non-last IPv6 fragment's length, and the end's bound, before looking for its
-        // datagram: such a fragment is dropped alone. A non-last IPv4 fragment's data is cut to a multiple
-        // of 8.
-        let mut end = f.offset.saturating_add(f.data_len);
-        if v6 && ((f.more && end & 7 != 0) || end > MAX_DATAGRAM) {
-            self.facts.dropped_malformed += 1;
-            return None;
-        }
-        if f.more {
-            end &= !7;
-        }
+        let end = self.data_end(f, v6)?;
         let captured = (f.data.len() as u32).min(end.saturating_sub(f.offset));
         let data = &f.data[..captured as usize];
         let hash = bytes_hash(data);
         let key = key_of(f);
-
-        // One lookup: the slot is the datagram to add to (begun here if need be), or says the fragment
-        // repeats one of a datagram reassembled.
-        let mut failed = None;
-        let slot = self.table.entry(key).or_insert(Slot::Reassembled {
-            generation: 0,
-            pieces: Vec::new(),
-        });
-        match slot {
-            Slot::Reassembled { pieces, .. } if pieces.contains(&(f.offset, end, hash)) => {
-                self.facts.duplicates += 1;
-                return None;
-            }
-            Slot::Reassembled { pieces, generation } => {
-                // New (an empty slot has generation 0), or the identification used again by a new
-                // datagram: the remembered one is forgotten.
-                if *generation != 0 {
-                    self.remembered -= remembered_cost(pieces.len());
-                    self.reassembled -= 1;
-                }
-                *slot = Slot::Open(Datagram::default());
-            }
-            Slot::Open(d) if d.deadline < now => {
-                let old = std::mem::take(d);
-                failed = Some((old, ReassemblyFailure::TimedOut));
-            }
-            Slot::Open(_) => {}
-        }
-        let Slot::Open(d) = slot else {
-            return None;
-        };
-        if d.generation == 0 {
-            self.generation += 1;
-            let deadline = now.saturating_add(timeout(v6));
-            let mut fresh = self.spare.pop().unwrap_or_default();
-            fresh.generation = self.generation;
-            fresh.first = Some(at);
-            fresh.deadline = deadline;
-            fresh.unfragmentable = f.unfragmentable;
-            fresh.protocol = f.protocol;
-            fresh.hop_limit = f.hop_limit;
-            fresh.cost = DATAGRAM_COST;
-            *d = fresh;
-            self.held += DATAGRAM_COST;
-            self.open += 1;
-            self.expiry[usize::from(v6)].push_back((deadline, key, self.generation));
-        }
+        let (d, timed_out) = self.datagram_for(key, f, (end, hash), at, v6)?;
         let taken = d.take(f, end, (data, hash), wire_len);
         let whole = d.is_whole();
         let too_big = u32::from(d.unfragmentable) + d.len > MAX_DATAGRAM;
-        if let Some((old, reason)) = failed {
+        if let Some(old) = timed_out {
             // The datagram given up here had its cost counted; its slot went to the new one.
             self.held -= old.cost;
             self.open -= 1;
-            self.give_up(&key, old, reason);
+            self.give_up(&key, old, ReassemblyFailure::TimedOut);
         }
         match taken {
             Ok(cost) => self.held += cost,
@@ -831,7 +761,115 @@ impl IpReassembler {
             self.compact();
             return None;
         }
-        // Whole: written out, and remembered as reassembled in its slot.
+        self.complete(key, v6, at, out)
+    }
+
+    /// An atomic fragment is a datagram by itself, never mixed with other fragments of its
+    /// identification (RFC 6946, as Linux does): its packet written at the end of `out` at once, unless
+    /// it is too long.
+    fn atomic<'o>(&mut self, f: &IpFragment<'_>, out: &'o mut Vec<u8>) -> Option<&'o [u8]> {
+        if u32::from(f.unfragmentable) + f.data_len > MAX_DATAGRAM {
+            self.facts.dropped_malformed += 1;
+            return None;
+        }
+        self.facts.reassembled += 1;
+        let start = out.len();
+        write_header(out, f.src, f.dst, f.id, f.protocol, f.hop_limit, f.data_len);
+        out.extend_from_slice(f.data);
+        Some(&out[start..])
+    }
+
+    /// Past the memory limit the fragment is dropped, and its datagram, if open, marked as having lost
+    /// one there (so that giving it up later says why).
+    fn drop_at_memory_limit(&mut self, f: &IpFragment<'_>) {
+        self.facts.dropped_at_memory_limit += 1;
+        let key = key_of(f);
+        if let Some(Slot::Open(d)) = self.table.get_mut(&key) {
+            d.starved = true;
+        }
+    }
+
+    /// Where the fragment's data ends in its datagram, or `None` when the fragment is dropped alone:
+    /// Linux checks a non-last IPv6 fragment's length, and the end's bound, before looking for its
+    /// datagram. A non-last IPv4 fragment's data is cut to a multiple of 8.
+    fn data_end(&mut self, f: &IpFragment<'_>, v6: bool) -> Option<u32> {
+        let mut end = f.offset.saturating_add(f.data_len);
+        if v6 && ((f.more && end & 7 != 0) || end > MAX_DATAGRAM) {
+            self.facts.dropped_malformed += 1;
+            return None;
+        }
+        if f.more {
+            end &= !7;
+        }
+        Some(end)
+    }
+
+    /// The open datagram the fragment `[f.offset, end)` (its bytes' hash `hash`) belongs to, begun here
+    /// if need be, with the datagram of its key given up at its deadline (its slot reused), if one was.
+    /// One lookup: `None` when the slot says the fragment repeats one of a datagram reassembled (counted
+    /// as a duplicate).
+    fn datagram_for(
+        &mut self,
+        key: DatagramKey,
+        f: &IpFragment<'_>,
+        (end, hash): (u32, u64),
+        at: FrameRef,
+        v6: bool,
+    ) -> Option<(&mut Datagram, Option<Datagram>)> {
+        let now = at.ts.0;
+        let mut timed_out = None;
+        let slot = self.table.entry(key).or_insert(Slot::Reassembled {
+            generation: 0,
+            pieces: Vec::new(),
+        });
+        match slot {
+            Slot::Reassembled { pieces, .. } if pieces.contains(&(f.offset, end, hash)) => {
+                self.facts.duplicates += 1;
+                return None;
+            }
+            Slot::Reassembled { pieces, generation } => {
+                // New (an empty slot has generation 0), or the identification used again by a new
+                // datagram: the remembered one is forgotten.
+                if *generation != 0 {
+                    self.remembered -= remembered_cost(pieces.len());
+                    self.reassembled -= 1;
+                }
+                *slot = Slot::Open(Datagram::default());
+            }
+            Slot::Open(d) if d.deadline < now => timed_out = Some(std::mem::take(d)),
+            Slot::Open(_) => {}
+        }
+        let Slot::Open(d) = slot else {
+            return None;
+        };
+        if d.generation == 0 {
+            self.generation += 1;
+            let deadline = now.saturating_add(timeout(v6));
+            let mut fresh = self.spare.pop().unwrap_or_default();
+            fresh.generation = self.generation;
+            fresh.first = Some(at);
+            fresh.deadline = deadline;
+            fresh.unfragmentable = f.unfragmentable;
+            fresh.protocol = f.protocol;
+            fresh.hop_limit = f.hop_limit;
+            fresh.cost = DATAGRAM_COST;
+            *d = fresh;
+            self.held += DATAGRAM_COST;
+            self.open += 1;
+            self.expiry[usize::from(v6)].push_back((deadline, key, self.generation));
+        }
+        Some((d, timed_out))
+    }
+
+    /// The datagram `key` is whole: written out, and remembered as reassembled in its slot (for the
+    /// timeout, so that a repeat of its fragments is known for a duplicate).
+    fn complete<'o>(
+        &mut self,
+        key: DatagramKey,
+        v6: bool,
+        at: FrameRef,
+        out: &'o mut Vec<u8>,
+    ) -> Option<Reassembled<'o>> {
         let Some(Slot::Open(mut d)) = self.table.insert(
             key,
             Slot::Reassembled {
@@ -844,6 +882,7 @@ impl IpReassembler {
         self.held -= d.cost;
         self.open -= 1;
         self.facts.reassembled += 1;
+        let start = out.len();
         d.write(&key, out);
         let pieces: Vec<(u32, u32, u64)> = d
             .pieces
@@ -859,7 +898,7 @@ impl IpReassembler {
             };
         }
         self.expiry[usize::from(v6)].push_back((
-            now.saturating_add(timeout(v6)),
+            at.ts.0.saturating_add(timeout(v6)),
             key,
             d.generation,
         ));

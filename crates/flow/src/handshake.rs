@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 use crate::decode::TcpSegment;
 use crate::frame::FrameRef;
 use crate::key::Side;
-use crate::packed::{bit, has, Packer, Unpacker};
+use crate::packing::{bit, has, Packer, Unpacker};
 
 /// What a SYN or SYN-ACK offered in its TCP options: maximum segment size (RFC 9293), window scale and
 /// timestamps (RFC 7323), SACK (RFC 2018).

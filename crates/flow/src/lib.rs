@@ -53,6 +53,7 @@ mod frame;
 mod handshake;
 mod key;
 mod packed;
+mod packing;
 mod reassembly;
 mod tcp;
 mod tunnel;

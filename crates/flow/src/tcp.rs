@@ -12,7 +12,7 @@ use crate::decode::{TcpFlags, TcpSegment};
 use crate::frame::FrameRef;
 use crate::handshake::{AttemptState, Handshake};
 use crate::key::{Endpoint, FlowKey, Side};
-use crate::packed::{bit, has, Packer, Unpacker};
+use crate::packing::{bit, has, Packer, Unpacker};
 use pcapsleuth_capture::Timestamp;
 
 /// The TCP flag that ended (or began ending) a connection.
@@ -456,7 +456,7 @@ impl ConnectionState {
 
     /// Called once per packet, from [`ConnectionTracker::feed`] only: inlined there, and with it into the
     /// engine's per-packet loop (as a call of its own it cost ~30 instructions a packet: saved registers,
-    /// arguments, the state reloaded).
+    /// arguments, the state reloaded). Each step below is inlined into it for the same reason.
     #[inline(always)]
     fn update(
         &mut self,
@@ -485,104 +485,16 @@ impl ConnectionState {
             Side::Lo => (lo, &*hi),
             Side::Hi => (hi, &*lo),
         };
-        s.stats.packets += 1;
-        s.stats.payload_bytes += u64::from(seg.payload_len);
-        s.stats.wire_bytes += u64::from(wire_len);
-        if (seg.payload.len() as u32) < seg.payload_len {
-            s.stats.truncated += 1;
+        s.count(seg, wire_len, at);
+        s.follow_zero_window(seg, at);
+        let class = s.classify(side, peer, seg, seg_len, at, *handshake_ack);
+        if class == SegmentClass::Retransmission {
+            *last_retransmission = Some(at.ts);
         }
-        if seg.payload_len > 0 {
-            s.stats.first_data.get_or_insert(at);
-        }
-        if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
-            s.stats.zero_windows += 1;
-            if s.zero_window.is_none_or(|z| z.until.is_some()) {
-                s.zero_window = Some(ZeroWindowSpell {
-                    from: at,
-                    until: None,
-                });
-            }
-        } else if seg.window != 0 && !flags.rst() {
-            if let Some(z) = s.zero_window.as_mut().filter(|z| z.until.is_none()) {
-                z.until = Some(at);
-            }
-        }
-        let mut class = SegmentClass::New;
-        if seg_len > 0 && !flags.rst() {
-            if let Some(next) = s.next_seq.filter(|&n| seq_before(seg.seq, n)) {
-                class = if seg.payload_len <= 1
-                    && seg.seq == next.wrapping_sub(1)
-                    && !flags.syn()
-                    && !flags.fin()
-                {
-                    SegmentClass::KeepAlive
-                } else {
-                    // Wireshark's order: a fast retransmission (the peer repeated its ACK of exactly
-                    // this sequence at least twice, under 20 ms ago) is a retransmission; else a segment
-                    // within the initial RTT of the highest one is out of order; else a retransmission.
-                    let fast = peer.dup_acks >= 2
-                        && peer.last_ack == Some(seg.seq)
-                        && at.ts.0 - peer.last_ack_at.0 < 20_000_000;
-                    let since_highest = at.ts.0 - s.next_seq_at.0;
-                    // [`ConnectionState::initial_rtt`], from the state as it was before this segment.
-                    let (lo_syn, hi_syn) = match side {
-                        Side::Lo => (s.syn, peer.syn),
-                        Side::Hi => (peer.syn, s.syn),
-                    };
-                    let initial_rtt = lo_syn
-                        .or(hi_syn)
-                        .and_then(|syn| Some(handshake_ack.as_ref()?.ts.0 - syn.ts.0));
-                    let reorder_window = initial_rtt.unwrap_or(3_000_000);
-                    if !fast
-                        && since_highest < reorder_window
-                        && next != seg.seq.wrapping_add(seg_len)
-                    {
-                        s.stats.out_of_order += 1;
-                        SegmentClass::OutOfOrder
-                    } else {
-                        s.stats.retransmissions += 1;
-                        *last_retransmission = Some(at.ts);
-                        SegmentClass::Retransmission
-                    }
-                };
-            }
-        }
-        // Like Wireshark, every segment (pure ACKs too) advances the next expected sequence number, so a
-        // FIN captured after an ACK that already covers it counts as a retransmission there and here.
-        if !flags.rst() {
-            let end = seg.seq.wrapping_add(seg_len);
-            if s.next_seq.is_none_or(|n| seq_before(n, end)) {
-                s.next_seq = Some(end);
-                s.next_seq_at = at.ts;
-            }
-        }
-        // Duplicate ACK: no data, same ACK and window as before, nothing new in sequence space.
-        if flags.ack() {
-            let dup = seg.payload_len == 0
-                && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0
-                && seg.window != 0
-                && seg.window == s.last_window
-                && s.last_ack == Some(seg.ack)
-                && s.next_seq == Some(seg.seq);
-            if dup {
-                s.dup_acks += 1;
-            } else if s.last_ack != Some(seg.ack) {
-                s.dup_acks = 0;
-            }
-            s.last_ack_at = at.ts;
-        }
-        s.last_window = seg.window;
-        if flags.ack() {
-            s.last_ack = Some(seg.ack);
-        }
+        s.advance_next_seq(seg, seg_len, at);
+        s.note_ack(seg, at);
         if flags.syn() {
-            s.stats.syn_ttl.get_or_insert(seg.ttl);
-            let slot = if flags.ack() {
-                &mut s.syn_ack
-            } else {
-                &mut s.syn
-            };
-            slot.get_or_insert(at);
+            s.note_syn(seg, at);
         } else if flags.ack() && handshake_ack.is_none() {
             let this_syn = s.syn.is_some();
             let peer_syn_ack = peer.syn_ack.is_some();
@@ -591,63 +503,12 @@ impl ConnectionState {
             }
         }
         if flags.fin() || flags.rst() {
-            let unacked = match (
-                peer.next_seq,
-                seg.flags.ack().then_some(seg.ack).or(s.last_ack),
-            ) {
-                (Some(n), Some(a)) if seq_before(a, n) => u64::from(n.wrapping_sub(a)),
-                _ => 0,
-            };
-            let event = CloseEvent {
-                at,
-                flag: if flags.rst() {
-                    CloseFlag::Rst
-                } else {
-                    CloseFlag::Fin
-                },
-                side,
-                peer_unacked_bytes: unacked,
-                peer_awaiting_reply: peer_has_data_unanswered,
-                peer_zero_window: peer.zero_window,
-                resent_in_a_row: s.resent_in_a_row,
-                peer_last_data: peer.last_data,
-                last_data: s.last_new_data,
-                ttl: seg.ttl,
-            };
-            let slot = if flags.rst() {
-                &mut s.first_rst
-            } else {
-                &mut s.first_fin
-            };
-            slot.get_or_insert(event);
+            s.note_close(side, peer, seg, at, peer_has_data_unanswered);
         }
         if seg.payload_len > 0 {
-            match class {
-                SegmentClass::New => {
-                    *last_data_side = Some(side);
-                    s.resent_in_a_row = 0;
-                    s.resent_until = None;
-                    s.last_data = Some(at);
-                    s.last_new_data = Some(at);
-                    // The host's TTL, learned from the new data it sent (what a device on the path that
-                    // forges a FIN or RST does not send), from its first few segments: one host on one
-                    // path gives them one TTL, and the rest of a long connection says no more.
-                    if s.ttl_packets < TTL_SAMPLES {
-                        s.ttl_min = s.ttl_min.min(seg.ttl);
-                        s.ttl_max = s.ttl_max.max(seg.ttl);
-                        s.ttl_packets += 1;
-                    }
-                }
-                SegmentClass::Retransmission => {
-                    if s.resent_until != Some(seg.seq) {
-                        s.resent_in_a_row += 1;
-                    }
-                    s.resent_until = Some(seg.seq.wrapping_add(seg.payload_len));
-                    s.last_data = Some(at);
-                }
-                // A keep-alive probe carries no data the application sent.
-                SegmentClass::OutOfOrder => s.last_data = Some(at),
-                SegmentClass::KeepAlive => {}
+            s.note_data(class, seg, at);
+            if class == SegmentClass::New {
+                *last_data_side = Some(side);
             }
         }
         attempt.segment(side, seg, at);
@@ -714,6 +575,214 @@ impl ConnectionState {
             first_rst,
             end,
             handshake: self.attempt.conclude(),
+        }
+    }
+}
+
+/// The steps of [`ConnectionState::update`] on the side that sent the segment, in the order it takes
+/// them; each is inlined into it (it runs for every packet).
+impl SideState {
+    /// The segment's counts: packets, bytes, and whether the snap length cut it.
+    #[inline(always)]
+    fn count(&mut self, seg: &TcpSegment<'_>, wire_len: u32, at: FrameRef) {
+        self.stats.packets += 1;
+        self.stats.payload_bytes += u64::from(seg.payload_len);
+        self.stats.wire_bytes += u64::from(wire_len);
+        if (seg.payload.len() as u32) < seg.payload_len {
+            self.stats.truncated += 1;
+        }
+        if seg.payload_len > 0 {
+            self.stats.first_data.get_or_insert(at);
+        }
+    }
+
+    /// A zero window advertised begins a spell (unless one is open); a window opened again ends it.
+    #[inline(always)]
+    fn follow_zero_window(&mut self, seg: &TcpSegment<'_>, at: FrameRef) {
+        let flags = seg.flags;
+        if seg.window == 0 && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0 {
+            self.stats.zero_windows += 1;
+            if self.zero_window.is_none_or(|z| z.until.is_some()) {
+                self.zero_window = Some(ZeroWindowSpell {
+                    from: at,
+                    until: None,
+                });
+            }
+        } else if seg.window != 0 && !flags.rst() {
+            if let Some(z) = self.zero_window.as_mut().filter(|z| z.until.is_none()) {
+                z.until = Some(at);
+            }
+        }
+    }
+
+    /// How the segment relates to the sequence space this side already sent (counted as out of order
+    /// or resent here): `peer` and `handshake_ack` as they were before the segment.
+    #[inline(always)]
+    fn classify(
+        &mut self,
+        side: Side,
+        peer: &SideState,
+        seg: &TcpSegment<'_>,
+        seg_len: u32,
+        at: FrameRef,
+        handshake_ack: Option<FrameRef>,
+    ) -> SegmentClass {
+        let flags = seg.flags;
+        if seg_len == 0 || flags.rst() {
+            return SegmentClass::New;
+        }
+        let Some(next) = self.next_seq.filter(|&n| seq_before(seg.seq, n)) else {
+            return SegmentClass::New;
+        };
+        if seg.payload_len <= 1 && seg.seq == next.wrapping_sub(1) && !flags.syn() && !flags.fin() {
+            return SegmentClass::KeepAlive;
+        }
+        // Wireshark's order: a fast retransmission (the peer repeated its ACK of exactly this sequence
+        // at least twice, under 20 ms ago) is a retransmission; else a segment within the initial RTT of
+        // the highest one is out of order; else a retransmission.
+        let fast = peer.dup_acks >= 2
+            && peer.last_ack == Some(seg.seq)
+            && at.ts.0 - peer.last_ack_at.0 < 20_000_000;
+        let since_highest = at.ts.0 - self.next_seq_at.0;
+        // [`ConnectionState::initial_rtt`], from the state as it was before this segment.
+        let (lo_syn, hi_syn) = match side {
+            Side::Lo => (self.syn, peer.syn),
+            Side::Hi => (peer.syn, self.syn),
+        };
+        let initial_rtt = lo_syn
+            .or(hi_syn)
+            .and_then(|syn| Some(handshake_ack.as_ref()?.ts.0 - syn.ts.0));
+        let reorder_window = initial_rtt.unwrap_or(3_000_000);
+        if !fast && since_highest < reorder_window && next != seg.seq.wrapping_add(seg_len) {
+            self.stats.out_of_order += 1;
+            SegmentClass::OutOfOrder
+        } else {
+            self.stats.retransmissions += 1;
+            SegmentClass::Retransmission
+        }
+    }
+
+    /// Like Wireshark, every segment (pure ACKs too) advances the next expected sequence number, so a
+    /// FIN captured after an ACK that already covers it counts as a retransmission there and here.
+    #[inline(always)]
+    fn advance_next_seq(&mut self, seg: &TcpSegment<'_>, seg_len: u32, at: FrameRef) {
+        if !seg.flags.rst() {
+            let end = seg.seq.wrapping_add(seg_len);
+            if self.next_seq.is_none_or(|n| seq_before(n, end)) {
+                self.next_seq = Some(end);
+                self.next_seq_at = at.ts;
+            }
+        }
+    }
+
+    /// The acknowledgment and window this side sent. A duplicate ACK: no data, same ACK and window as
+    /// before, nothing new in sequence space.
+    #[inline(always)]
+    fn note_ack(&mut self, seg: &TcpSegment<'_>, at: FrameRef) {
+        let flags = seg.flags;
+        if flags.ack() {
+            let dup = seg.payload_len == 0
+                && flags.0 & (TcpFlags::SYN | TcpFlags::FIN | TcpFlags::RST) == 0
+                && seg.window != 0
+                && seg.window == self.last_window
+                && self.last_ack == Some(seg.ack)
+                && self.next_seq == Some(seg.seq);
+            if dup {
+                self.dup_acks += 1;
+            } else if self.last_ack != Some(seg.ack) {
+                self.dup_acks = 0;
+            }
+            self.last_ack_at = at.ts;
+        }
+        self.last_window = seg.window;
+        if flags.ack() {
+            self.last_ack = Some(seg.ack);
+        }
+    }
+
+    /// A SYN or SYN-ACK of this side: the first of each is kept, with the TTL of the first.
+    #[inline(always)]
+    fn note_syn(&mut self, seg: &TcpSegment<'_>, at: FrameRef) {
+        self.stats.syn_ttl.get_or_insert(seg.ttl);
+        let slot = if seg.flags.ack() {
+            &mut self.syn_ack
+        } else {
+            &mut self.syn
+        };
+        slot.get_or_insert(at);
+    }
+
+    /// A FIN or RST of this side: the first of each is kept, with what the peer had left unanswered.
+    #[inline(always)]
+    fn note_close(
+        &mut self,
+        side: Side,
+        peer: &SideState,
+        seg: &TcpSegment<'_>,
+        at: FrameRef,
+        peer_awaiting_reply: bool,
+    ) {
+        let flags = seg.flags;
+        let unacked = match (
+            peer.next_seq,
+            flags.ack().then_some(seg.ack).or(self.last_ack),
+        ) {
+            (Some(n), Some(a)) if seq_before(a, n) => u64::from(n.wrapping_sub(a)),
+            _ => 0,
+        };
+        let event = CloseEvent {
+            at,
+            flag: if flags.rst() {
+                CloseFlag::Rst
+            } else {
+                CloseFlag::Fin
+            },
+            side,
+            peer_unacked_bytes: unacked,
+            peer_awaiting_reply,
+            peer_zero_window: peer.zero_window,
+            resent_in_a_row: self.resent_in_a_row,
+            peer_last_data: peer.last_data,
+            last_data: self.last_new_data,
+            ttl: seg.ttl,
+        };
+        let slot = if flags.rst() {
+            &mut self.first_rst
+        } else {
+            &mut self.first_fin
+        };
+        slot.get_or_insert(event);
+    }
+
+    /// A segment carrying payload, of class `class`: the resends in a row, the last data, and the
+    /// host's TTL.
+    #[inline(always)]
+    fn note_data(&mut self, class: SegmentClass, seg: &TcpSegment<'_>, at: FrameRef) {
+        match class {
+            SegmentClass::New => {
+                self.resent_in_a_row = 0;
+                self.resent_until = None;
+                self.last_data = Some(at);
+                self.last_new_data = Some(at);
+                // The host's TTL, learned from the new data it sent (what a device on the path that
+                // forges a FIN or RST does not send), from its first few segments: one host on one
+                // path gives them one TTL, and the rest of a long connection says no more.
+                if self.ttl_packets < TTL_SAMPLES {
+                    self.ttl_min = self.ttl_min.min(seg.ttl);
+                    self.ttl_max = self.ttl_max.max(seg.ttl);
+                    self.ttl_packets += 1;
+                }
+            }
+            SegmentClass::Retransmission => {
+                if self.resent_until != Some(seg.seq) {
+                    self.resent_in_a_row += 1;
+                }
+                self.resent_until = Some(seg.seq.wrapping_add(seg.payload_len));
+                self.last_data = Some(at);
+            }
+            // A keep-alive probe carries no data the application sent.
+            SegmentClass::OutOfOrder => self.last_data = Some(at),
+            SegmentClass::KeepAlive => {}
         }
     }
 }
@@ -924,7 +993,7 @@ impl SideState {
 
 impl ConnectionState {
     /// Appends the state to `out` in few bytes: its key and first packet, then every other field (see
-    /// [`crate::packed`]).
+    /// [`crate::packing`]).
     pub(crate) fn pack(&self, out: &mut Vec<u8>) {
         let mut p = Packer::new(out, self.first);
         p.key(&self.key);
@@ -1452,7 +1521,7 @@ mod tests {
             assert_eq!(ConnectionState::unpack(&bytes), state);
             assert_eq!(state.packed().unpack(), state);
             assert_eq!(state.packed().key(), state.key);
-            let mut u = crate::packed::Unpacker::new(&bytes);
+            let mut u = crate::packing::Unpacker::new(&bytes);
             let _ = u.key();
             assert!(!u.at_end());
         }

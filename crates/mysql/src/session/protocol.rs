@@ -3,6 +3,7 @@
 //! with the bytes through [`Effects`], the seam between the two.
 
 use super::*;
+use crate::Counters;
 
 /// Side effects of one packet on the streams, applied by [`Session`].
 #[derive(Debug, Default, Clone, Copy)]
@@ -1129,351 +1130,494 @@ impl Core {
         }
     }
 
+    /// How the server packet `pkt` (its kept bytes `p`) advances the request at the head: a dispatch on
+    /// the stage its response is at, each stage (or group of stages) read by a function of its own.
+    /// Every packet of every response comes here, so this and each stage's function are inlined into
+    /// [`Core::on_response_packet`], and with it into the server stream's per-packet code.
     #[inline(always)]
     pub(super) fn response_step(&mut self, pkt: PacketEnd, p: &[u8], fx: &mut Effects) -> Step {
-        let eof_mode = self.eof_mode;
         let counters = &mut self.info.counters;
         let spares = &mut self.spares;
         let Some(head) = self.queue.front_mut() else {
             return Step::Continue;
         };
-        let first = p.first().copied();
-        let len = pkt.len;
-        // The first byte fell into a gap: only row-like streams can go on.
-        if first.is_none() && len > 0 {
-            return match head.stage {
-                Stage::Rows
-                | Stage::ColumnDefs { .. }
-                | Stage::Binlog
-                | Stage::FieldList
-                | Stage::Lost => {
-                    if matches!(head.stage, Stage::Rows | Stage::Binlog | Stage::Lost) {
-                        head.rows += 1;
-                    }
-                    if let Stage::ColumnDefs { left } = head.stage {
-                        head.stage = if left <= 1 {
-                            Stage::AfterDefs
-                        } else {
-                            Stage::ColumnDefs { left: left - 1 }
-                        };
-                    }
-                    Step::Continue
-                }
-                _ => {
-                    head.stage = Stage::Lost;
-                    Step::Continue
-                }
-            };
+        let r = Reply {
+            pkt,
+            p,
+            first: p.first().copied(),
+        };
+        if r.first.is_none() && pkt.len > 0 {
+            return Self::first_byte_lost(head);
         }
         match head.stage {
             Stage::NoResponse => Step::Continue,
             Stage::Lost => {
-                if !matches!(first, Some(0xFE | 0xFF)) {
+                if !matches!(r.first, Some(0xFE | 0xFF)) {
                     head.rows += 1;
                 }
                 Step::Continue
             }
-            Stage::Simple => match first {
-                Some(0x00) => match wire::parse_ok(p) {
-                    Some(ok) => Step::Done(ok_outcome(ok)),
-                    None => {
-                        counters.malformed_packets += 1;
-                        Step::Done(Outcome::Unparsed)
-                    }
-                },
-                Some(0xFE) => Step::Done(ok_outcome(
-                    wire::parse_terminator(p, len).unwrap_or_default(),
-                )),
-                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
-                _ => {
-                    counters.malformed_packets += 1;
-                    Step::Done(Outcome::Unparsed)
-                }
-            },
-            Stage::AnyOne => match first {
-                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
+            Stage::Simple => Self::simple_response(r, counters, spares),
+            Stage::AnyOne => match r.first {
+                Some(0xFF) => err_step(p, spares),
                 _ => Step::Done(ok_outcome(OkPacket::default())),
             },
-            Stage::First => match first {
-                Some(0x00) => match wire::parse_ok(p) {
-                    Some(ok) => {
-                        if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
-                            Step::Continue
-                        } else if head.saw_infile {
-                            Step::Done(Outcome::LocalInfile {
-                                file_bytes: head.file_bytes,
-                                affected_rows: ok.affected_rows,
-                            })
-                        } else if head.saw_resultset {
-                            head.note_status(ok.status_flags, ok.warnings);
-                            Step::Done(Outcome::ResultSet { rows: head.rows })
-                        } else {
-                            Step::Done(ok_outcome(ok))
-                        }
-                    }
-                    None => {
-                        counters.malformed_packets += 1;
-                        Step::Done(Outcome::Unparsed)
-                    }
-                },
-                Some(0xFF) => Step::Done(err_outcome_here(p, spares).unwrap_or(Outcome::Unparsed)),
-                Some(0xFB) => {
-                    head.stage = Stage::InfileData;
-                    head.saw_infile = true;
-                    Step::Continue
-                }
-                Some(0xFE) => {
-                    let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    if head.saw_resultset {
-                        Self::end_of_result(head, st)
-                    } else {
-                        Step::Done(ok_outcome(st))
-                    }
-                }
-                _ => match wire::parse_column_count(p, len) {
-                    Some((n, metadata)) => {
-                        head.saw_resultset = true;
-                        head.stage = if metadata {
-                            Stage::ColumnDefs { left: n }
-                        } else {
-                            Stage::AfterDefs
-                        };
-                        Step::Continue
-                    }
-                    None => {
-                        counters.malformed_packets += 1;
-                        Step::Done(Outcome::Unparsed)
-                    }
-                },
-            },
-            Stage::ColumnDefs { left } => {
-                if first == Some(0xFF) {
-                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
-                }
-                if wire::is_terminator(p, len) && len < 9 {
-                    // Fewer definitions than announced: take it as the metadata EOF.
-                    counters.malformed_packets += 1;
-                    head.stage = Stage::Rows;
-                    return Step::Continue;
-                }
-                head.stage = if left <= 1 {
-                    Stage::AfterDefs
-                } else {
-                    Stage::ColumnDefs { left: left - 1 }
-                };
-                Step::Continue
+            Stage::First => Self::first_response(head, r, counters, spares),
+            Stage::ColumnDefs { left } => Self::column_definition(head, r, left, counters, spares),
+            Stage::AfterDefs => Self::after_definitions(head, r, &mut self.eof_mode, spares),
+            Stage::Rows => Self::row(head, r, counters, spares),
+            Stage::InfileData | Stage::InfileResult => {
+                Self::local_infile_result(head, r, counters, spares)
             }
-            Stage::AfterDefs => {
-                // Classic framing puts a 5-byte EOF_Packet here; under
-                // CLIENT_DEPRECATE_EOF rows follow at once, and an empty
-                // resultset ends with an OK_Packet of at least 7 bytes.
-                if wire::is_terminator(p, len) && len < 7 {
-                    if eof_mode == EofMode::Unknown {
-                        self.eof_mode = EofMode::Classic;
-                    }
-                    let st = wire::parse_eof(p).unwrap_or_default();
-                    if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0
-                        || head.cursor && len < 5
-                    {
-                        return Self::end_of_result(head, st);
-                    }
-                    head.stage = Stage::Rows;
-                    return Step::Continue;
-                }
-                if eof_mode == EofMode::Unknown {
-                    self.eof_mode = EofMode::Deprecated;
-                }
-                if wire::is_terminator(p, len) {
-                    let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    return Self::end_of_result(head, st);
-                }
-                if first == Some(0xFF) {
-                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
-                }
-                head.rows += 1;
-                head.stage = Stage::Rows;
-                Step::Continue
+            Stage::PrepareFirst => {
+                Self::prepare_ok(head, r, &mut self.statements, counters, spares)
             }
-            Stage::Rows => {
-                if wire::is_terminator(p, len) {
-                    let st = wire::parse_terminator(p, len).unwrap_or_default();
-                    return Self::end_of_result(head, st);
-                }
-                if first == Some(0xFF) {
-                    // 0xFF is no valid start of a text row (nor of a binary row, 0x00).
-                    if let Some(o) = err_outcome_in(p, spares) {
-                        return Step::Done(o);
-                    }
-                    counters.malformed_packets += 1;
-                }
-                head.rows += 1;
-                Step::Continue
+            Stage::PrepareDefs { params, columns } => Self::prepared_definition(
+                head,
+                r,
+                (params, columns),
+                (self.eof_mode, &mut self.trailing_eof),
+                spares,
+            ),
+            Stage::FieldList => Self::field_definition(head, r, spares),
+            Stage::Binlog => Self::binlog_event(head, r, spares),
+            Stage::Auth => {
+                Self::auth_response(head, r, (&mut self.phase, &mut self.info), spares, fx)
             }
-            Stage::InfileData | Stage::InfileResult => match first {
-                Some(0x00) => match wire::parse_ok(p) {
-                    Some(ok) if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 => {
-                        head.stage = Stage::First;
-                        Step::Continue
-                    }
-                    Some(ok) => Step::Done(Outcome::LocalInfile {
-                        file_bytes: head.file_bytes,
-                        affected_rows: ok.affected_rows,
-                    }),
-                    None => {
-                        counters.malformed_packets += 1;
-                        Step::Done(Outcome::Unparsed)
-                    }
-                },
-                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
-                _ => {
-                    counters.malformed_packets += 1;
-                    Step::Continue
-                }
-            },
-            Stage::PrepareFirst => match first {
-                Some(0x00) => match wire::parse_prepare_ok(p, len, !pkt.damaged) {
-                    Some(ok) => {
-                        head.statement_id = Some(ok.statement_id);
-                        if let Some(sql) = &head.statement {
-                            if self.statements.len() < MAX_STATEMENTS
-                                || self.statements.contains_key(&ok.statement_id)
-                            {
-                                self.statements.insert(ok.statement_id, sql.clone());
-                            } else {
-                                counters.untracked_statements += 1;
-                            }
-                        }
-                        let done = Outcome::Prepared {
-                            statement_id: ok.statement_id,
-                            params: ok.num_params,
-                            columns: ok.num_columns,
-                        };
-                        if !ok.metadata_follows || (ok.num_params == 0 && ok.num_columns == 0) {
-                            Step::Done(done)
-                        } else {
-                            head.stage = Stage::PrepareDefs {
-                                params: ok.num_params,
-                                columns: ok.num_columns,
-                            };
-                            head.prepared = Some((ok.statement_id, ok.num_params, ok.num_columns));
-                            Step::Continue
-                        }
-                    }
-                    None => {
-                        counters.malformed_packets += 1;
-                        Step::Done(Outcome::Unparsed)
-                    }
-                },
-                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
-                _ => {
-                    counters.malformed_packets += 1;
-                    Step::Done(Outcome::Unparsed)
-                }
-            },
-            Stage::PrepareDefs { params, columns } => {
-                let (statement_id, all_params, all_columns) = head.prepared.unwrap_or_default();
-                let outcome = Outcome::Prepared {
-                    statement_id,
-                    params: all_params,
-                    columns: all_columns,
-                };
-                if first == Some(0xFF) {
-                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
-                }
-                if wire::is_terminator(p, len) && len < 9 {
-                    // EOF after a block of definitions (classic framing).
-                    if params == 0 && columns == 0 {
-                        return Step::Done(outcome);
-                    }
-                    return Step::Continue;
-                }
-                let (params, columns) = if params > 0 {
-                    (params - 1, columns)
-                } else {
-                    (params, columns.saturating_sub(1))
-                };
-                head.stage = Stage::PrepareDefs { params, columns };
-                if params == 0 && columns == 0 {
-                    match eof_mode {
-                        EofMode::Classic => Step::Continue,
-                        EofMode::Deprecated => Step::Done(outcome),
-                        EofMode::Unknown => {
-                            self.trailing_eof = Some(pkt.seq.wrapping_add(1));
-                            Step::Done(outcome)
-                        }
-                    }
-                } else {
-                    Step::Continue
-                }
-            }
-            Stage::FieldList => {
-                if wire::is_terminator(p, len) {
-                    return Step::Done(Outcome::ResultSet { rows: head.rows });
-                }
-                if first == Some(0xFF) {
-                    return Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed));
-                }
-                head.rows += 1;
-                Step::Continue
-            }
-            Stage::Binlog => match first {
-                Some(0xFF) => Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed)),
-                _ if wire::is_terminator(p, len) && len < 9 => {
-                    Step::Done(Outcome::ResultSet { rows: head.rows })
-                }
-                _ => {
+        }
+    }
+
+    /// The first byte of the packet fell into a gap: only row-like streams can go on.
+    #[inline(always)]
+    fn first_byte_lost(head: &mut Pending) -> Step {
+        match head.stage {
+            Stage::Rows
+            | Stage::ColumnDefs { .. }
+            | Stage::Binlog
+            | Stage::FieldList
+            | Stage::Lost => {
+                if matches!(head.stage, Stage::Rows | Stage::Binlog | Stage::Lost) {
                     head.rows += 1;
-                    Step::Continue
                 }
+                if let Stage::ColumnDefs { left } = head.stage {
+                    head.stage = if left <= 1 {
+                        Stage::AfterDefs
+                    } else {
+                        Stage::ColumnDefs { left: left - 1 }
+                    };
+                }
+                Step::Continue
+            }
+            _ => {
+                head.stage = Stage::Lost;
+                Step::Continue
+            }
+        }
+    }
+
+    /// The one OK, EOF or ERR that answers a command without a resultset.
+    #[inline(always)]
+    fn simple_response(r: Reply<'_>, counters: &mut Counters, spares: &mut TextSpares) -> Step {
+        let Reply { pkt, p, first } = r;
+        match first {
+            Some(0x00) => match wire::parse_ok(p) {
+                Some(ok) => Step::Done(ok_outcome(ok)),
+                None => unparsed(counters),
             },
-            Stage::Auth => match first {
-                Some(0x00) => {
-                    let ok = wire::parse_ok(p).unwrap_or_default();
-                    if head.command == Command::Connect {
-                        self.phase = Phase::Command;
-                        fx.compress = start_compression(&mut self.info);
-                        if self.info.compression == Compression::Zstd {
-                            self.phase = Phase::Stopped;
-                            fx.stop = true;
-                        }
+            Some(0xFE) => Step::Done(ok_outcome(
+                wire::parse_terminator(p, pkt.len).unwrap_or_default(),
+            )),
+            Some(0xFF) => err_step(p, spares),
+            _ => unparsed(counters),
+        }
+    }
+
+    /// The first packet of a response (or of a further resultset): an OK, an ERR, a LOCAL INFILE request,
+    /// an EOF ending the resultsets, or the column count of a resultset.
+    #[inline(always)]
+    fn first_response(
+        head: &mut Pending,
+        r: Reply<'_>,
+        counters: &mut Counters,
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        let len = pkt.len;
+        match first {
+            Some(0x00) => match wire::parse_ok(p) {
+                Some(ok) => {
+                    if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 {
+                        Step::Continue
+                    } else if head.saw_infile {
+                        Step::Done(Outcome::LocalInfile {
+                            file_bytes: head.file_bytes,
+                            affected_rows: ok.affected_rows,
+                        })
+                    } else if head.saw_resultset {
+                        head.note_status(ok.status_flags, ok.warnings);
+                        Step::Done(Outcome::ResultSet { rows: head.rows })
+                    } else {
+                        Step::Done(ok_outcome(ok))
                     }
-                    Step::Done(ok_outcome(ok))
                 }
-                Some(0xFF) => {
-                    if head.command == Command::Connect {
-                        self.phase = Phase::LoginRefused;
-                    }
-                    Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed))
+                None => unparsed(counters),
+            },
+            Some(0xFF) => Step::Done(err_outcome_here(p, spares).unwrap_or(Outcome::Unparsed)),
+            Some(0xFB) => {
+                head.stage = Stage::InfileData;
+                head.saw_infile = true;
+                Step::Continue
+            }
+            Some(0xFE) => {
+                let st = wire::parse_terminator(p, len).unwrap_or_default();
+                if head.saw_resultset {
+                    Self::end_of_result(head, st)
+                } else {
+                    Step::Done(ok_outcome(st))
                 }
-                Some(0xFE) => {
-                    // AuthSwitchRequest: plugin name, then its data (1 byte: old auth switch).
-                    let name = wire::Reader::new(p.get(1..).unwrap_or(&[])).nul_or_rest();
-                    if !name.is_empty() {
-                        self.info.auth_plugin = Some(wire::text(name));
-                    }
+            }
+            _ => match wire::parse_column_count(p, len) {
+                Some((n, metadata)) => {
+                    head.saw_resultset = true;
+                    head.stage = if metadata {
+                        Stage::ColumnDefs { left: n }
+                    } else {
+                        Stage::AfterDefs
+                    };
                     Step::Continue
                 }
-                Some(0x01) => {
-                    match p.get(1) {
-                        Some(0x03) if len == 2 => {
-                            self.info.caching_sha2 = Some(CachingSha2Auth::FastAuthSuccess)
-                        }
-                        Some(0x04) if len == 2 => {
-                            self.info.caching_sha2 = Some(CachingSha2Auth::FullAuthRequired)
-                        }
-                        _ => {}
-                    }
-                    Step::Continue
-                }
-                // 0x02: AuthNextFactor (multi-factor authentication).
-                Some(0x02) => Step::Continue,
-                _ => {
-                    counters.malformed_packets += 1;
-                    Step::Continue
-                }
+                None => unparsed(counters),
             },
         }
     }
+
+    /// One of the column definitions of a resultset, `left` of them still announced.
+    #[inline(always)]
+    fn column_definition(
+        head: &mut Pending,
+        r: Reply<'_>,
+        left: u64,
+        counters: &mut Counters,
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        if first == Some(0xFF) {
+            return err_step(p, spares);
+        }
+        if wire::is_terminator(p, pkt.len) && pkt.len < 9 {
+            // Fewer definitions than announced: take it as the metadata EOF.
+            counters.malformed_packets += 1;
+            head.stage = Stage::Rows;
+            return Step::Continue;
+        }
+        head.stage = if left <= 1 {
+            Stage::AfterDefs
+        } else {
+            Stage::ColumnDefs { left: left - 1 }
+        };
+        Step::Continue
+    }
+
+    /// The packet after the column definitions: the metadata EOF (classic framing), or already the first
+    /// row or the resultset's end (CLIENT_DEPRECATE_EOF), which tells `eof_mode` when it is not known.
+    #[inline(always)]
+    fn after_definitions(
+        head: &mut Pending,
+        r: Reply<'_>,
+        eof_mode: &mut EofMode,
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        let len = pkt.len;
+        // Classic framing puts a 5-byte EOF_Packet here; under
+        // CLIENT_DEPRECATE_EOF rows follow at once, and an empty
+        // resultset ends with an OK_Packet of at least 7 bytes.
+        if wire::is_terminator(p, len) && len < 7 {
+            if *eof_mode == EofMode::Unknown {
+                *eof_mode = EofMode::Classic;
+            }
+            let st = wire::parse_eof(p).unwrap_or_default();
+            if st.status_flags & status::SERVER_STATUS_CURSOR_EXISTS != 0 || head.cursor && len < 5
+            {
+                return Self::end_of_result(head, st);
+            }
+            head.stage = Stage::Rows;
+            return Step::Continue;
+        }
+        if *eof_mode == EofMode::Unknown {
+            *eof_mode = EofMode::Deprecated;
+        }
+        if wire::is_terminator(p, len) {
+            let st = wire::parse_terminator(p, len).unwrap_or_default();
+            return Self::end_of_result(head, st);
+        }
+        if first == Some(0xFF) {
+            return err_step(p, spares);
+        }
+        head.rows += 1;
+        head.stage = Stage::Rows;
+        Step::Continue
+    }
+
+    /// A row of a resultset, or its ending EOF/OK, or an ERR that cut it short.
+    #[inline(always)]
+    fn row(
+        head: &mut Pending,
+        r: Reply<'_>,
+        counters: &mut Counters,
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        if wire::is_terminator(p, pkt.len) {
+            let st = wire::parse_terminator(p, pkt.len).unwrap_or_default();
+            return Self::end_of_result(head, st);
+        }
+        if first == Some(0xFF) {
+            // 0xFF is no valid start of a text row (nor of a binary row, 0x00).
+            if let Some(o) = err_outcome_in(p, spares) {
+                return Step::Done(o);
+            }
+            counters.malformed_packets += 1;
+        }
+        head.rows += 1;
+        Step::Continue
+    }
+
+    /// The OK or ERR that ends a LOCAL INFILE exchange.
+    #[inline(always)]
+    fn local_infile_result(
+        head: &mut Pending,
+        r: Reply<'_>,
+        counters: &mut Counters,
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { p, first, .. } = r;
+        match first {
+            Some(0x00) => match wire::parse_ok(p) {
+                Some(ok) if ok.status_flags & status::SERVER_MORE_RESULTS_EXISTS != 0 => {
+                    head.stage = Stage::First;
+                    Step::Continue
+                }
+                Some(ok) => Step::Done(Outcome::LocalInfile {
+                    file_bytes: head.file_bytes,
+                    affected_rows: ok.affected_rows,
+                }),
+                None => unparsed(counters),
+            },
+            Some(0xFF) => err_step(p, spares),
+            _ => {
+                counters.malformed_packets += 1;
+                Step::Continue
+            }
+        }
+    }
+
+    /// The COM_STMT_PREPARE_OK (or ERR) answering a COM_STMT_PREPARE: the statement's id is learned
+    /// (its text kept in `statements` for the executions to come) and its definitions may follow.
+    #[inline(always)]
+    fn prepare_ok(
+        head: &mut Pending,
+        r: Reply<'_>,
+        statements: &mut HashMap<u32, String>,
+        counters: &mut Counters,
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        match first {
+            Some(0x00) => match wire::parse_prepare_ok(p, pkt.len, !pkt.damaged) {
+                Some(ok) => {
+                    head.statement_id = Some(ok.statement_id);
+                    if let Some(sql) = &head.statement {
+                        if statements.len() < MAX_STATEMENTS
+                            || statements.contains_key(&ok.statement_id)
+                        {
+                            statements.insert(ok.statement_id, sql.clone());
+                        } else {
+                            counters.untracked_statements += 1;
+                        }
+                    }
+                    let done = Outcome::Prepared {
+                        statement_id: ok.statement_id,
+                        params: ok.num_params,
+                        columns: ok.num_columns,
+                    };
+                    if !ok.metadata_follows || (ok.num_params == 0 && ok.num_columns == 0) {
+                        Step::Done(done)
+                    } else {
+                        head.stage = Stage::PrepareDefs {
+                            params: ok.num_params,
+                            columns: ok.num_columns,
+                        };
+                        head.prepared = Some((ok.statement_id, ok.num_params, ok.num_columns));
+                        Step::Continue
+                    }
+                }
+                None => unparsed(counters),
+            },
+            Some(0xFF) => err_step(p, spares),
+            _ => unparsed(counters),
+        }
+    }
+
+    /// One of a prepared statement's parameter and column definitions (`params` and `columns` still to
+    /// come), or the EOF after a block of them. When the last one came and the EOF mode is not known,
+    /// a classic trailing EOF may follow: `trailing_eof` says with which sequence id.
+    #[inline(always)]
+    fn prepared_definition(
+        head: &mut Pending,
+        r: Reply<'_>,
+        (params, columns): (u16, u16),
+        (eof_mode, trailing_eof): (EofMode, &mut Option<u8>),
+        spares: &mut TextSpares,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        let (statement_id, all_params, all_columns) = head.prepared.unwrap_or_default();
+        let outcome = Outcome::Prepared {
+            statement_id,
+            params: all_params,
+            columns: all_columns,
+        };
+        if first == Some(0xFF) {
+            return err_step(p, spares);
+        }
+        if wire::is_terminator(p, pkt.len) && pkt.len < 9 {
+            // EOF after a block of definitions (classic framing).
+            if params == 0 && columns == 0 {
+                return Step::Done(outcome);
+            }
+            return Step::Continue;
+        }
+        let (params, columns) = if params > 0 {
+            (params - 1, columns)
+        } else {
+            (params, columns.saturating_sub(1))
+        };
+        head.stage = Stage::PrepareDefs { params, columns };
+        if params == 0 && columns == 0 {
+            match eof_mode {
+                EofMode::Classic => Step::Continue,
+                EofMode::Deprecated => Step::Done(outcome),
+                EofMode::Unknown => {
+                    *trailing_eof = Some(pkt.seq.wrapping_add(1));
+                    Step::Done(outcome)
+                }
+            }
+        } else {
+            Step::Continue
+        }
+    }
+
+    /// A column definition answering COM_FIELD_LIST, or the EOF after them.
+    #[inline(always)]
+    fn field_definition(head: &mut Pending, r: Reply<'_>, spares: &mut TextSpares) -> Step {
+        let Reply { pkt, p, first } = r;
+        if wire::is_terminator(p, pkt.len) {
+            return Step::Done(Outcome::ResultSet { rows: head.rows });
+        }
+        if first == Some(0xFF) {
+            return err_step(p, spares);
+        }
+        head.rows += 1;
+        Step::Continue
+    }
+
+    /// A binlog event of a COM_BINLOG_DUMP(_GTID), or the EOF or ERR that ends them.
+    #[inline(always)]
+    fn binlog_event(head: &mut Pending, r: Reply<'_>, spares: &mut TextSpares) -> Step {
+        let Reply { pkt, p, first } = r;
+        match first {
+            Some(0xFF) => err_step(p, spares),
+            _ if wire::is_terminator(p, pkt.len) && pkt.len < 9 => {
+                Step::Done(Outcome::ResultSet { rows: head.rows })
+            }
+            _ => {
+                head.rows += 1;
+                Step::Continue
+            }
+        }
+    }
+
+    /// A packet of the authentication exchange (the login, or COM_CHANGE_USER): the OK that ends it (and
+    /// starts the command phase, compressed if both sides agreed), the ERR that refuses it, an
+    /// AuthSwitchRequest, or more data of the authentication method.
+    #[inline(always)]
+    fn auth_response(
+        head: &mut Pending,
+        r: Reply<'_>,
+        (phase, info): (&mut Phase, &mut SessionInfo),
+        spares: &mut TextSpares,
+        fx: &mut Effects,
+    ) -> Step {
+        let Reply { pkt, p, first } = r;
+        match first {
+            Some(0x00) => {
+                let ok = wire::parse_ok(p).unwrap_or_default();
+                if head.command == Command::Connect {
+                    *phase = Phase::Command;
+                    fx.compress = start_compression(info);
+                    if info.compression == Compression::Zstd {
+                        *phase = Phase::Stopped;
+                        fx.stop = true;
+                    }
+                }
+                Step::Done(ok_outcome(ok))
+            }
+            Some(0xFF) => {
+                if head.command == Command::Connect {
+                    *phase = Phase::LoginRefused;
+                }
+                err_step(p, spares)
+            }
+            Some(0xFE) => {
+                // AuthSwitchRequest: plugin name, then its data (1 byte: old auth switch).
+                let name = wire::Reader::new(p.get(1..).unwrap_or(&[])).nul_or_rest();
+                if !name.is_empty() {
+                    info.auth_plugin = Some(wire::text(name));
+                }
+                Step::Continue
+            }
+            Some(0x01) => {
+                match p.get(1) {
+                    Some(0x03) if pkt.len == 2 => {
+                        info.caching_sha2 = Some(CachingSha2Auth::FastAuthSuccess)
+                    }
+                    Some(0x04) if pkt.len == 2 => {
+                        info.caching_sha2 = Some(CachingSha2Auth::FullAuthRequired)
+                    }
+                    _ => {}
+                }
+                Step::Continue
+            }
+            // 0x02: AuthNextFactor (multi-factor authentication).
+            Some(0x02) => Step::Continue,
+            _ => {
+                info.counters.malformed_packets += 1;
+                Step::Continue
+            }
+        }
+    }
+}
+
+/// One server packet of a response, as the stages of [`Core::response_step`] read it: its framing, the
+/// bytes of it kept, and its first byte (`None` when a gap took it).
+#[derive(Clone, Copy)]
+pub(super) struct Reply<'p> {
+    pkt: PacketEnd,
+    p: &'p [u8],
+    first: Option<u8>,
+}
+
+/// The request ends with the ERR_Packet `p` (its message written into one of `spares`), or unparsed.
+#[inline(always)]
+fn err_step(p: &[u8], spares: &mut TextSpares) -> Step {
+    Step::Done(err_outcome_in(p, spares).unwrap_or(Outcome::Unparsed))
+}
+
+/// The request ends with a packet that does not parse as what its stage expects: counted as malformed.
+#[inline(always)]
+fn unparsed(counters: &mut Counters) -> Step {
+    counters.malformed_packets += 1;
+    Step::Done(Outcome::Unparsed)
 }
 
 /// Bytes of a request's statement kept with the error that answered it ([`crate::ErrorAt::statement`]):
