@@ -76,14 +76,14 @@ pub fn output<O, T: serde::Serialize>(
     })
 }
 
-/// Prints `head` as JSON with the run's `unknowns` and the long `arrays` (each a key and its elements)
-/// written element by element as they are serialised: the same bytes as [`output`] of the whole value,
-/// holding neither the document as one value nor its text. A capture of several files goes through
-/// [`output`]'s whole value, where each frame is also named in its file.
+/// Prints `head` as JSON with the run's `unknowns` and the long `arrays` (each at its path of keys, and
+/// its elements) written element by element as they are serialised: the same bytes as [`output`] of
+/// the whole value, holding neither the document as one value nor its text. A capture of several files
+/// goes through [`output`]'s whole value, where each frame is also named in its file.
 pub fn output_json_streamed<O, T: serde::Serialize>(
     a: &Run<O>,
     head: &T,
-    arrays: &[(&str, &dyn report::ElementSource)],
+    arrays: &[(Vec<&str>, &dyn report::ElementSource)],
 ) -> anyhow::Result<()> {
     let mut v = serde_json::to_value(head)?;
     let Some(o) = v.as_object_mut() else {
@@ -94,16 +94,25 @@ pub fn output_json_streamed<O, T: serde::Serialize>(
         serde_json::to_value(analysis::unknowns(a))?,
     );
     if a.capture.files.len() > 1 {
-        for (key, elements) in arrays {
+        for (path, elements) in arrays {
             let all = (0..elements.count())
                 .map(|i| elements.element(i))
                 .collect::<Result<Vec<_>, _>>()?;
-            o.insert((*key).to_string(), serde_json::Value::Array(all));
+            let Some((key, within)) = path.split_last() else {
+                continue;
+            };
+            let mut at = &mut v;
+            for k in within {
+                at = &mut at[*k];
+            }
+            at[*key] = serde_json::Value::Array(all);
         }
         return emit(report::to_json_located(&v, &a.capture));
     }
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = report::write_json_streamed(&mut out, o, arrays)
+    let at: Vec<(&[&str], &dyn report::ElementSource)> =
+        arrays.iter().map(|(p, e)| (&p[..], *e)).collect();
+    let written = report::write_json_streamed_at(&mut out, o, &at)
         .map_err(std::io::Error::from)
         .and_then(|()| out.flush());
     match written {

@@ -73,22 +73,62 @@ fn print_mysql<O>(
     if !json {
         return output(json, a, &r, |r| report::render_mysql(r, limit));
     }
-    // The arrays that grow with the capture (up to their bounds) are written element by element.
-    let statements = std::mem::take(&mut r.statements);
-    let incidents = std::mem::take(&mut r.incidents);
-    let unanswered = std::mem::take(&mut r.unanswered);
-    let per_second = std::mem::take(&mut r.per_second);
-    let error_details = std::mem::take(&mut r.error_details);
-    let slow_requests = r.slow_requests.take();
-    let mut arrays: Vec<(&str, &dyn report::ElementSource)> = vec![
-        ("statements", &statements),
-        ("incidents", &incidents),
-        ("unanswered", &unanswered),
-        ("per_second", &per_second),
-        ("error_details", &error_details),
-    ];
-    if let Some(slow) = &slow_requests {
-        arrays.push(("slow_requests", slow));
+    let arrays = MysqlArrays::take(&mut r);
+    output_json_streamed(a, &r, &arrays.under(&[]))
+}
+
+/// The arrays of a MySQL report that grow with the capture (up to their bounds), taken out of it to be
+/// written element by element.
+pub(crate) struct MysqlArrays {
+    statements: Vec<analysis::StatementGroup>,
+    incidents: Vec<analysis::Incident>,
+    unanswered: Vec<analysis::UnansweredRequest>,
+    per_second: Vec<analysis::SecondCounts>,
+    error_details: Vec<analysis::ErrorDetail>,
+    slow_requests: Option<Vec<analysis::SlowRequest>>,
+}
+
+impl MysqlArrays {
+    /// Takes the arrays out of `r`.
+    pub(crate) fn take(r: &mut analysis::MysqlReport) -> Self {
+        MysqlArrays {
+            statements: std::mem::take(&mut r.statements),
+            incidents: std::mem::take(&mut r.incidents),
+            unanswered: std::mem::take(&mut r.unanswered),
+            per_second: std::mem::take(&mut r.per_second),
+            error_details: std::mem::take(&mut r.error_details),
+            slow_requests: r.slow_requests.take(),
+        }
     }
-    output_json_streamed(a, &r, &arrays)
+
+    /// Puts the arrays back into `r`.
+    pub(crate) fn put_back(self, r: &mut analysis::MysqlReport) {
+        r.statements = self.statements;
+        r.incidents = self.incidents;
+        r.unanswered = self.unanswered;
+        r.per_second = self.per_second;
+        r.error_details = self.error_details;
+        r.slow_requests = self.slow_requests;
+    }
+
+    /// Each array with its path of keys: `prefix` (the key of the report in a larger one) and its own.
+    pub(crate) fn under(
+        &self,
+        prefix: &[&'static str],
+    ) -> Vec<(Vec<&'static str>, &dyn report::ElementSource)> {
+        let mut arrays: Vec<(&str, &dyn report::ElementSource)> = vec![
+            ("statements", &self.statements),
+            ("incidents", &self.incidents),
+            ("unanswered", &self.unanswered),
+            ("per_second", &self.per_second),
+            ("error_details", &self.error_details),
+        ];
+        if let Some(slow) = &self.slow_requests {
+            arrays.push(("slow_requests", slow));
+        }
+        arrays
+            .into_iter()
+            .map(|(key, a)| (prefix.iter().copied().chain([key]).collect(), a))
+            .collect()
+    }
 }

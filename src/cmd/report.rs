@@ -10,8 +10,9 @@ use pcapsleuth::capture::{refuse_input_as_output, CaptureSet};
 use pcapsleuth::report::{self};
 
 use crate::args;
+use crate::cmd::mysql::MysqlArrays;
 use crate::common::{analyze, Common, PlotsArg};
-use crate::shell::{finish, output, plot_report};
+use crate::shell::{finish, output, output_json_streamed, plot_report};
 
 // The help text is the doc comment of `Command::Report` (src/main.rs).
 #[derive(clap::Args)]
@@ -61,8 +62,16 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
         });
         (cap, a, profile)
     };
-    let r = analysis::full_report(&a);
-    output(common.engine.json, &a, &r, report::render_report)?;
+    let mut r = analysis::full_report(&a);
+    if common.engine.json {
+        // The MySQL report's long arrays are written element by element, then put back for the plots
+        // and the page.
+        let arrays = MysqlArrays::take(&mut r.mysql);
+        output_json_streamed(&a, &r, &arrays.under(&["mysql"]))?;
+        arrays.put_back(&mut r.mysql);
+    } else {
+        output(false, &a, &r, report::render_report)?;
+    }
     if let Some(dir) = plots.dir.as_deref() {
         plot_report(dir, &r)?;
     }

@@ -35,6 +35,9 @@ use crate::thresholds::{
 use crate::timeline::plausible_response_time;
 use crate::units;
 
+mod sweep;
+use sweep::{sweep, Level, Spans};
+
 /// `SERVER_STATUS_IN_TRANS`: a transaction is open after this response.
 const SERVER_STATUS_IN_TRANS: u16 = 0x0001;
 /// `SERVER_STATUS_AUTOCOMMIT`: the session's autocommit is on.
@@ -58,11 +61,11 @@ const MAX_INTERVAL_ROWS: i64 = 200_000;
 #[derive(Debug, Clone, Default)]
 pub struct LoadTest {
     interval_ns: i64,
-    /// Each request's time in flight: (first request byte, end), ns; `i64::MAX` for one still in flight
-    /// when the capture ended.
-    requests: Vec<(i64, i64)>,
+    /// Each request's time in flight: from its first byte to its end, ns; `i64::MAX` for one still in
+    /// flight when the capture ended.
+    requests: Spans,
     /// Each MySQL connection's first and last packet, ns.
-    connections: Vec<(i64, i64)>,
+    connections: Spans,
     /// Per interval (bin of `interval_ns`): counts that add up.
     bins: BTreeMap<i64, BinCounts>,
     /// The counts of the bin the latest request fell in, not yet added to `bins`: requests come in time
@@ -355,6 +358,23 @@ struct OpenTransaction {
     idle_ns: u64,
 }
 
+impl OpenTransaction {
+    /// A transaction opened at `start_ns` by the request of `first_frame`, told by its statements, with
+    /// its start unknown and nothing counted yet.
+    fn at(start_ns: i64, first_frame: u64) -> Self {
+        OpenTransaction {
+            start_ns,
+            start_known: false,
+            explicit: false,
+            started_by_flag: false,
+            statements: 0,
+            requests: 0,
+            first_frame,
+            idle_ns: 0,
+        }
+    }
+}
+
 /// What a statement does to transactions, read from its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verb {
@@ -617,6 +637,256 @@ impl LoadTest {
     }
 }
 
+/// What a request's answer said about transactions, as the steps of [`LoadTest::transactions_told`]
+/// read it.
+struct Answer {
+    fate: Fate,
+    /// The server's status flags, when the response carried them.
+    flags: Option<u16>,
+    /// Whether the server said a transaction is open after it.
+    in_trans_after: Option<bool>,
+    /// The response's last byte (the request's first when there was none), ns.
+    end_ns: i64,
+    error: Option<u16>,
+    rt_ns: Option<u64>,
+}
+
+impl Answer {
+    /// Answered without an error.
+    fn succeeded(&self) -> bool {
+        self.fate == Fate::Answered && self.error.is_none()
+    }
+}
+
+impl LoadTest {
+    /// The silence before a request starting at `start`: think time, and idle in transaction when one
+    /// is open.
+    fn silence_before(&mut self, c: &mut LoadConnection, t: &Transaction, start: i64, bin: i64) {
+        let Some((end, frame)) = c.last_response else {
+            return;
+        };
+        let Some(gap) = plausible_response_time(end, start) else {
+            return;
+        };
+        self.think.add(gap);
+        c.think_ns += gap;
+        c.think_gaps += 1;
+        let idle = c.open.as_ref().is_some_and(|o| o.start_known);
+        let b = self.cell(bin);
+        b.think_ns += u128::from(gap);
+        b.think_gaps += 1;
+        if !idle {
+            return;
+        }
+        b.idle_in_transaction_ns += u128::from(gap);
+        self.idle_gaps.add(gap);
+        c.idle_ns += gap;
+        if let Some(o) = c.open.as_mut() {
+            o.idle_ns += gap;
+        }
+        let longer = c
+            .longest_idle
+            .as_ref()
+            .is_none_or(|l| gap as f64 / 1e9 > l.seconds);
+        if longer {
+            c.longest_idle = Some(IdleGap {
+                seconds: gap as f64 / 1e9,
+                after_frame: frame,
+                request_frame: t.request_frame,
+                statement: short_statement(t),
+            });
+        }
+    }
+
+    /// Counts a request starting at `start`: its time in flight, its interval's and its connection's
+    /// counts. Returns its response time.
+    fn request(
+        &mut self,
+        c: &mut LoadConnection,
+        view: &TransactionView<'_>,
+        start: i64,
+        bin: i64,
+    ) -> Option<u64> {
+        let t = view.transaction;
+        // In flight from the first request byte to the end of what became of it.
+        let end = match view.fate() {
+            Fate::Answered | Fate::Unreadable => t.last_response_ts_ns.map(|e| e as i64),
+            Fate::CutOff => view.waited_ns().map(|w| start.saturating_add(w as i64)),
+            Fate::Unanswered => Some(i64::MAX),
+            Fate::NoResponse => None,
+        };
+        if let Some(end) = end {
+            if end == i64::MAX || plausible_response_time(start, end).is_some() {
+                self.requests.push(start, end.max(start));
+            }
+        }
+        c.requests += 1;
+        let first_in_bin = c.last_active_bin != Some(bin);
+        c.last_active_bin = Some(bin);
+        let rt = view.response_time_ns();
+        let b = self.cell(bin);
+        b.requests += 1;
+        b.active_connections += u64::from(first_in_bin);
+        if let Some(rt) = rt {
+            b.answered += 1;
+            b.rt_sum_ns += u128::from(rt);
+            self.rt_count += 1;
+            self.rt_sum_ns += u128::from(rt);
+            c.answered += 1;
+            c.rt_sum_ns += u128::from(rt);
+        }
+        c.errors += u64::from(view.error_code().is_some());
+        rt
+    }
+
+    /// What a request does to its connection's transactions: opens one, ends one, or is one of its
+    /// statements.
+    fn transactions_told(
+        &mut self,
+        c: &mut LoadConnection,
+        conn: &ConnectionView<'_>,
+        view: &TransactionView<'_>,
+        start: i64,
+        rt_ns: Option<u64>,
+    ) {
+        let t = view.transaction;
+        let flags = t.server_status.map(|s| s.flags);
+        if let Some(f) = flags {
+            c.autocommit = Some(f & SERVER_STATUS_AUTOCOMMIT != 0);
+        }
+        let a = Answer {
+            fate: view.fate(),
+            flags,
+            in_trans_after: flags.map(|f| f & SERVER_STATUS_IN_TRANS != 0),
+            end_ns: t.last_response_ts_ns.map(|e| e as i64).unwrap_or(start),
+            error: view.error_code(),
+            rt_ns,
+        };
+        match verb(t) {
+            Verb::Begin => self.begin(c, conn, t, start, &a),
+            v @ (Verb::Commit | Verb::Rollback) => {
+                if c.open.is_some() {
+                    keep_statement(c, t, rt_ns);
+                    let ending = if v == Verb::Commit {
+                        Ending::Commit
+                    } else {
+                        Ending::Rollback
+                    };
+                    // Its end not seen, the transaction is left open, and counted as such when its
+                    // connection ends.
+                    if a.fate == Fate::Answered {
+                        let by_flag = a.in_trans_after == Some(false);
+                        self.end_transaction(c, conn, a.end_ns, a.end_ns, ending, by_flag);
+                    }
+                }
+            }
+            Verb::Autocommit(on) => {
+                if c.open.is_some() {
+                    keep_statement(c, t, rt_ns);
+                }
+                if on && c.open.is_some() && a.fate == Fate::Answered {
+                    let by_flag = a.in_trans_after == Some(false);
+                    self.end_transaction(c, conn, a.end_ns, a.end_ns, Ending::Implicit, by_flag);
+                }
+                if a.succeeded() {
+                    c.autocommit = Some(on);
+                }
+            }
+            Verb::Other if c.open.is_some() => self.statement_inside(c, conn, t, &a),
+            Verb::Other => self.statement_outside(c, t, start, &a),
+        }
+    }
+
+    /// A `BEGIN` / `START TRANSACTION`: commits the open transaction, opens one when it succeeded.
+    fn begin(
+        &mut self,
+        c: &mut LoadConnection,
+        conn: &ConnectionView<'_>,
+        t: &Transaction,
+        start: i64,
+        a: &Answer,
+    ) {
+        if c.open.is_some() {
+            self.end_transaction(c, conn, start, start, Ending::Implicit, false);
+        }
+        if a.succeeded() {
+            let open = OpenTransaction {
+                start_known: true,
+                explicit: true,
+                started_by_flag: a.in_trans_after == Some(true),
+                ..OpenTransaction::at(start, t.request_frame)
+            };
+            open_transaction(c, t, a.rt_ns, open);
+        }
+    }
+
+    /// A statement inside the open transaction: kept, and the transaction's end when the server says
+    /// it committed implicitly or a deadlock rolled it back.
+    fn statement_inside(
+        &mut self,
+        c: &mut LoadConnection,
+        conn: &ConnectionView<'_>,
+        t: &Transaction,
+        a: &Answer,
+    ) {
+        if let Some(open) = c.open.as_mut() {
+            open.statements += 1;
+        }
+        keep_statement(c, t, a.rt_ns);
+        let ending = match (a.in_trans_after, a.error) {
+            // The server says the transaction is over: a statement that commits implicitly.
+            (Some(false), _) => (Ending::Implicit, true),
+            (_, Some(ER_LOCK_DEADLOCK)) => (Ending::Rollback, false),
+            _ => return,
+        };
+        self.end_transaction(c, conn, a.end_ns, a.end_ns, ending.0, ending.1);
+    }
+
+    /// A statement with no transaction open: opens one when the server's flag says so, or when
+    /// autocommit is off.
+    fn statement_outside(
+        &mut self,
+        c: &mut LoadConnection,
+        t: &Transaction,
+        start: i64,
+        a: &Answer,
+    ) {
+        let by_flag = a.in_trans_after == Some(true);
+        let by_statement =
+            a.in_trans_after.is_none() && c.autocommit == Some(false) && a.succeeded();
+        if !(by_flag || by_statement) {
+            return;
+        }
+        // With autocommit on the server opened a transaction only if a BEGIN came before what the
+        // capture holds; with autocommit off, this statement opened it (known when the session was
+        // followed from its login, or from a request before).
+        let autocommit_on = a.flags.is_some_and(|f| f & SERVER_STATUS_AUTOCOMMIT != 0);
+        let start_known = !autocommit_on && (c.login_seen || c.requests > 1);
+        let open = OpenTransaction {
+            start_known,
+            explicit: autocommit_on,
+            started_by_flag: by_flag,
+            statements: 1,
+            ..OpenTransaction::at(start, t.request_frame)
+        };
+        open_transaction(c, t, a.rt_ns, open);
+    }
+}
+
+/// Makes `open` the connection's open transaction, its statements kept from `t`, the request that
+/// opened it.
+fn open_transaction(
+    c: &mut LoadConnection,
+    t: &Transaction,
+    rt_ns: Option<u64>,
+    open: OpenTransaction,
+) {
+    c.open = Some(open);
+    c.statements.clear();
+    c.texts.clear();
+    keep_statement(c, t, rt_ns);
+}
+
 impl Analysis for LoadTest {
     /// Made at the connection's first transaction: a connection that never carries one (an attempt of
     /// a SYN flood) costs a pointer, not the record's ~150 bytes.
@@ -651,202 +921,9 @@ impl Analysis for LoadTest {
         }
         let start = t.request_ts_ns as i64;
         let bin = self.bin(start);
-
-        // The silence before this request: think time, and idle in transaction when one is open.
-        if let Some((end, frame)) = c.last_response {
-            if let Some(gap) = plausible_response_time(end, start) {
-                self.think.add(gap);
-                c.think_ns += gap;
-                c.think_gaps += 1;
-                let idle = c.open.as_ref().is_some_and(|o| o.start_known);
-                let b = self.cell(bin);
-                b.think_ns += u128::from(gap);
-                b.think_gaps += 1;
-                if idle {
-                    b.idle_in_transaction_ns += u128::from(gap);
-                    self.idle_gaps.add(gap);
-                    c.idle_ns += gap;
-                    if let Some(o) = c.open.as_mut() {
-                        o.idle_ns += gap;
-                    }
-                    let longer = c
-                        .longest_idle
-                        .as_ref()
-                        .is_none_or(|l| gap as f64 / 1e9 > l.seconds);
-                    if longer {
-                        c.longest_idle = Some(IdleGap {
-                            seconds: gap as f64 / 1e9,
-                            after_frame: frame,
-                            request_frame: t.request_frame,
-                            statement: short_statement(t),
-                        });
-                    }
-                }
-            }
-        }
-
-        // In flight from the first request byte to the end of what became of it.
-        let end = match fate {
-            Fate::Answered | Fate::Unreadable => t.last_response_ts_ns.map(|e| e as i64),
-            Fate::CutOff => view.waited_ns().map(|w| start.saturating_add(w as i64)),
-            Fate::Unanswered => Some(i64::MAX),
-            Fate::NoResponse => None,
-        };
-        if let Some(end) = end {
-            if end == i64::MAX || plausible_response_time(start, end).is_some() {
-                self.requests.push((start, end.max(start)));
-            }
-        }
-        c.requests += 1;
-        let first_in_bin = c.last_active_bin != Some(bin);
-        c.last_active_bin = Some(bin);
-        let rt = view.response_time_ns();
-        {
-            let b = self.cell(bin);
-            b.requests += 1;
-            b.active_connections += u64::from(first_in_bin);
-            if let Some(rt) = rt {
-                b.answered += 1;
-                b.rt_sum_ns += u128::from(rt);
-            }
-        }
-        if let Some(rt) = rt {
-            self.rt_count += 1;
-            self.rt_sum_ns += u128::from(rt);
-            c.answered += 1;
-            c.rt_sum_ns += u128::from(rt);
-        }
-        c.errors += u64::from(view.error_code().is_some());
-
-        // Transactions.
-        let flags = t.server_status.map(|s| s.flags);
-        if let Some(f) = flags {
-            c.autocommit = Some(f & SERVER_STATUS_AUTOCOMMIT != 0);
-        }
-        let in_trans_after = flags.map(|f| f & SERVER_STATUS_IN_TRANS != 0);
-        let answered_end = t.last_response_ts_ns.map(|e| e as i64).unwrap_or(start);
-        let v = verb(t);
-        match v {
-            Verb::Begin => {
-                // A BEGIN inside a transaction commits it first.
-                if c.open.is_some() {
-                    self.end_transaction(c, conn, start, start, Ending::Implicit, false);
-                }
-                if fate == Fate::Answered && view.error_code().is_none() {
-                    c.open = Some(OpenTransaction {
-                        start_ns: start,
-                        start_known: true,
-                        explicit: true,
-                        started_by_flag: in_trans_after == Some(true),
-                        statements: 0,
-                        requests: 0,
-                        first_frame: t.request_frame,
-                        idle_ns: 0,
-                    });
-                    c.statements.clear();
-                    c.texts.clear();
-                    keep_statement(c, t, rt);
-                }
-            }
-            Verb::Commit | Verb::Rollback => {
-                if c.open.is_some() {
-                    keep_statement(c, t, rt);
-                    let ending = if v == Verb::Commit {
-                        Ending::Commit
-                    } else {
-                        Ending::Rollback
-                    };
-                    if fate == Fate::Answered {
-                        self.end_transaction(
-                            c,
-                            conn,
-                            answered_end,
-                            answered_end,
-                            ending,
-                            in_trans_after == Some(false),
-                        );
-                    } else {
-                        // Its end was not seen: the transaction is left open, and counted as such
-                        // when its connection ends.
-                    }
-                }
-            }
-            Verb::Autocommit(on) => {
-                if c.open.is_some() {
-                    keep_statement(c, t, rt);
-                }
-                if on && c.open.is_some() && fate == Fate::Answered {
-                    self.end_transaction(
-                        c,
-                        conn,
-                        answered_end,
-                        answered_end,
-                        Ending::Implicit,
-                        in_trans_after == Some(false),
-                    );
-                }
-                if fate == Fate::Answered && view.error_code().is_none() {
-                    c.autocommit = Some(on);
-                }
-            }
-            Verb::Other => {
-                if let Some(open) = c.open.as_mut() {
-                    open.statements += 1;
-                }
-                if c.open.is_some() {
-                    keep_statement(c, t, rt);
-                    match (in_trans_after, view.error_code()) {
-                        // The server says the transaction is over: a statement that commits implicitly.
-                        (Some(false), _) => self.end_transaction(
-                            c,
-                            conn,
-                            answered_end,
-                            answered_end,
-                            Ending::Implicit,
-                            true,
-                        ),
-                        (_, Some(ER_LOCK_DEADLOCK)) => self.end_transaction(
-                            c,
-                            conn,
-                            answered_end,
-                            answered_end,
-                            Ending::Rollback,
-                            false,
-                        ),
-                        _ => {}
-                    }
-                } else {
-                    let by_flag = in_trans_after == Some(true);
-                    let by_statement = in_trans_after.is_none()
-                        && c.autocommit == Some(false)
-                        && fate == Fate::Answered
-                        && view.error_code().is_none();
-                    if by_flag || by_statement {
-                        // With autocommit on the server opened a transaction only if a BEGIN came
-                        // before what the capture holds; with autocommit off, this statement opened
-                        // it (known when the session was followed from its login, or from a request
-                        // before).
-                        let autocommit_on =
-                            flags.is_some_and(|f| f & SERVER_STATUS_AUTOCOMMIT != 0);
-                        let start_known = !autocommit_on && (c.login_seen || c.requests > 1);
-                        c.open = Some(OpenTransaction {
-                            start_ns: start,
-                            start_known,
-                            explicit: autocommit_on,
-                            started_by_flag: by_flag,
-                            statements: 1,
-                            requests: 0,
-                            first_frame: t.request_frame,
-                            idle_ns: 0,
-                        });
-                        c.statements.clear();
-                        c.texts.clear();
-                        keep_statement(c, t, rt);
-                    }
-                }
-            }
-        }
-
+        self.silence_before(c, t, start, bin);
+        let rt = self.request(c, view, start, bin);
+        self.transactions_told(c, conn, view, start, rt);
         c.last_response = match (fate, t.last_response_ts_ns, t.last_response_frame) {
             (Fate::Answered, Some(ts), Some(f)) => Some((ts as i64, f)),
             // A request not answered leaves no response for the next one to follow.
@@ -867,7 +944,7 @@ impl Analysis for LoadTest {
         let tcp = conn.tcp();
         let (first, last) = (tcp.first(), tcp.last());
         if plausible_response_time(first.ts.0, last.ts.0).is_some() {
-            self.connections.push((first.ts.0, last.ts.0));
+            self.connections.push(first.ts.0, last.ts.0);
         }
         if let Some(open) = &c.open {
             let closed = c.quit
@@ -928,8 +1005,8 @@ impl Analysis for LoadTest {
     fn merge(&mut self, mut o: Self) {
         self.flush_bin();
         o.flush_bin();
-        self.requests.extend(o.requests);
-        self.connections.extend(o.connections);
+        self.requests.merge(o.requests);
+        self.connections.merge(o.connections);
         for (k, v) in o.bins {
             self.bins.entry(k).or_default().add(&v);
         }
@@ -1141,141 +1218,32 @@ pub struct LoadInterval {
     pub idle_in_transaction_s: f64,
 }
 
-/// Per-interval integral and maximum of a count of things each present over `[start, end)`.
-#[derive(Debug, Default, Clone, Copy)]
-struct Level {
-    /// Integral over the bin, ns x count.
-    area: u128,
-    max: u64,
-}
-
-/// Sorts `keys` ascending, a byte at a time from the least significant (each pass stable), skipping the
-/// bytes every key has alike: keys that are nanoseconds into a capture differ in their low five bytes or
-/// so, so a sweep's events sort in a few linear passes where comparisons cost a logarithm per key.
-fn radix_sort(keys: &mut Vec<u64>) {
-    if keys.len() < 64 {
-        keys.sort_unstable();
-        return;
-    }
-    let (any, all) = keys
-        .iter()
-        .fold((0u64, u64::MAX), |(any, all), &k| (any | k, all & k));
-    let varying = any ^ all;
-    let mut out = vec![0u64; keys.len()];
-    for shift in (0..64).step_by(8) {
-        if (varying >> shift) & 0xff == 0 {
-            continue;
-        }
-        let mut at = [0usize; 256];
-        for &k in keys.iter() {
-            at[((k >> shift) & 0xff) as usize] += 1;
-        }
-        let mut sum = 0;
-        for slot in at.iter_mut() {
-            let n = *slot;
-            *slot = sum;
-            sum += n;
-        }
-        for &k in keys.iter() {
-            let digit = ((k >> shift) & 0xff) as usize;
-            out[at[digit]] = k;
-            at[digit] += 1;
-        }
-        std::mem::swap(keys, &mut out);
-    }
-}
-
-/// Sweeps intervals `[start, end)`: per bin of `interval_ns` the integral and maximum of how many were
-/// present, and the overall maximum with when it was first reached. Ends are clamped to `[first, last]`.
-fn sweep(
-    spans: &[(i64, i64)],
-    interval_ns: i64,
+/// The capture's body in time (first and last packet, ns), and the per-second rate over it.
+#[derive(Clone, Copy)]
+struct Span {
     first: i64,
     last: i64,
-    with_bins: bool,
-) -> (BTreeMap<i64, Level>, u128, u64, i64) {
-    // (time, kind): at one instant ends (0) come first, then starts (1), then the ends of spans that
-    // last an instant (2), so that back-to-back requests on a connection do not add up while a request
-    // of no measurable length still counts in the maximum.
-    let mut events: Vec<(i64, u8)> = Vec::with_capacity(spans.len() * 2);
-    let span = last.saturating_sub(first);
-    if (0..1 << 61).contains(&span) {
-        // Sorted as one integer each, the time since `first` above the kind (the order is the tuples'),
-        // by digits rather than by comparisons.
-        let mut keys: Vec<u64> = Vec::with_capacity(spans.len() * 2);
-        for &(s, e) in spans {
-            let (s, e) = (s.clamp(first, last), e.clamp(first, last));
-            let key = |t: i64, kind: u64| ((t - first) as u64) << 2 | kind;
-            keys.push(key(s, 1));
-            keys.push(if e > s { key(e, 0) } else { key(s, 2) });
+    ns: i64,
+}
+
+impl Span {
+    fn per_s(&self, n: f64) -> f64 {
+        let s = self.ns as f64 / 1e9;
+        if s > 0.0 {
+            n / s
+        } else {
+            0.0
         }
-        radix_sort(&mut keys);
-        events.extend(
-            keys.iter()
-                .map(|&k| (first + (k >> 2) as i64, (k & 3) as u8)),
-        );
-    } else {
-        for &(s, e) in spans {
-            let (s, e) = (s.clamp(first, last), e.clamp(first, last));
-            events.push((s, 1));
-            events.push(if e > s { (e, 0) } else { (s, 2) });
-        }
-        events.sort_unstable();
     }
-    // The sweep visits bins in order: each is filled in place, then kept when the next begins.
-    let mut bins: Vec<(i64, Level)> = Vec::new();
-    fn cell(bins: &mut Vec<(i64, Level)>, bin: i64) -> &mut Level {
-        if bins.last().is_none_or(|&(b, _)| b != bin) {
-            bins.push((bin, Level::default()));
+
+    /// `area` (ns x count) as a time-weighted mean over the span.
+    fn mean(&self, area: u128) -> f64 {
+        if self.ns > 0 {
+            area as f64 / self.ns as f64
+        } else {
+            0.0
         }
-        let last = bins.len() - 1;
-        &mut bins[last].1
     }
-    let (mut level, mut area, mut max, mut max_at) = (0u64, 0u128, 0u64, 0i64);
-    let mut prev = first;
-    let mut i = 0;
-    while i < events.len() {
-        let t = events[i].0;
-        if level > 0 && t > prev {
-            area += u128::from(level) * (t - prev) as u128;
-            if with_bins {
-                let mut a = prev;
-                while a < t {
-                    let bin = a.div_euclid(interval_ns);
-                    let b_end = (bin + 1).saturating_mul(interval_ns).min(t);
-                    let c = cell(&mut bins, bin);
-                    c.area += u128::from(level) * (b_end - a) as u128;
-                    c.max = c.max.max(level);
-                    a = b_end;
-                }
-            }
-        }
-        let mut j = i;
-        while j < events.len() && events[j] == (t, 0) {
-            level = level.saturating_sub(1);
-            j += 1;
-        }
-        while j < events.len() && events[j] == (t, 1) {
-            level += 1;
-            j += 1;
-        }
-        let peak = level;
-        while j < events.len() && events[j] == (t, 2) {
-            level = level.saturating_sub(1);
-            j += 1;
-        }
-        if peak > max {
-            max = peak;
-            max_at = t;
-        }
-        if with_bins && peak > 0 {
-            let c = cell(&mut bins, t.div_euclid(interval_ns));
-            c.max = c.max.max(peak);
-        }
-        prev = t;
-        i = j;
-    }
-    (bins.into_iter().collect(), area, max, max_at)
 }
 
 fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
@@ -1284,9 +1252,11 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         (Some(a), Some(b)) => (a.0, b.0),
         _ => (0, 0),
     };
-    let span_ns = (last - first).max(0);
-    let span_s = span_ns as f64 / 1e9;
-    let per_span = |n: f64| if span_s > 0.0 { n / span_s } else { 0.0 };
+    let span = Span {
+        first,
+        last,
+        ns: (last - first).max(0),
+    };
     let interval = l.interval_ns;
     let rows_needed = last.div_euclid(interval) - first.div_euclid(interval) + 1;
     let with_bins = rows_needed <= MAX_INTERVAL_ROWS;
@@ -1297,10 +1267,8 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
             crate::units::seconds(interval as f64 / 1e9)
         ));
     }
-    let (req_bins, req_area, req_max, req_max_at) =
-        sweep(&l.requests, interval, first, last, with_bins);
-    let (conn_bins, conn_area, conn_max, _) =
-        sweep(&l.connections, interval, first, last, with_bins);
+    let req = sweep(&l.requests, interval, first, last, with_bins);
+    let conn = sweep(&l.connections, interval, first, last, with_bins);
 
     let requests: u64 = l.bins.values().map(|b| b.requests).sum();
     let rt_mean_us = if l.rt_count > 0 {
@@ -1308,26 +1276,58 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
     } else {
         0.0
     };
-    let rate = per_span(requests as f64);
+    let rate = span.per_s(requests as f64);
     let in_flight = InFlight {
-        mean: if span_ns > 0 {
-            req_area as f64 / span_ns as f64
-        } else {
-            0.0
-        },
-        max: req_max,
-        max_at: if req_max > 0 {
-            req_max_at as f64 / 1e9
+        mean: span.mean(req.area),
+        max: req.max,
+        max_at: if req.max > 0 {
+            req.max_at as f64 / 1e9
         } else {
             0.0
         },
         littles_law: rate * rt_mean_us / 1e6,
         rt_mean_us,
     };
+    let transactions = transactions(&l, span, &mut notes);
+    if l.requests.any_unended() {
+        notes.push(
+            "requests still unanswered at the capture's end are counted in flight up to its last packet"
+                .to_string(),
+        );
+    }
+    let per_interval = if with_bins && tl.body_first.is_some() {
+        per_interval(&l, span, &req.bins, &conn.bins)
+    } else {
+        Vec::new()
+    };
+    LoadReport {
+        interval_s: interval as f64 / 1e9,
+        span_s: span.ns as f64 / 1e9,
+        requests,
+        requests_per_s: rate,
+        in_flight,
+        connections: Connections {
+            seen: l.connections.len(),
+            open_mean: span.mean(conn.area),
+            open_max: conn.max,
+            active: l.active_connections,
+        },
+        transactions,
+        think_time_us: l.think.summary_us(),
+        per_interval,
+        worst_idle_in_transaction: l.worst_idle,
+        worst_think_time: l.worst_think,
+        servers: servers(&l.servers, span),
+        notes,
+        transaction_rt: l.transaction_rt,
+    }
+}
 
+/// The run's transactions (their list of the longest taken from `l`), with the notes on those whose
+/// time could not be known.
+fn transactions(l: &LoadTest, span: Span, notes: &mut Vec<String>) -> Transactions {
     let tx = l.tx;
     let ended = tx.ended();
-    let tx_rt = l.transaction_rt.summary_us();
     let idle_s = l.idle_gaps.sum_ns() as f64 / 1e9;
     let tx_total_s = l.transaction_rt.sum_ns() as f64 / 1e9;
     let told_by = match (tx.by_server_status, tx.by_statements) {
@@ -1348,13 +1348,37 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
             tx.open_at_end
         ));
     }
-    if l.requests.iter().any(|&(_, e)| e == i64::MAX) {
-        notes.push(
-            "requests still unanswered at the capture's end are counted in flight up to its last packet"
-                .to_string(),
-        );
+    Transactions {
+        counts: tx,
+        per_s: span.per_s(ended as f64),
+        rt_us: l.transaction_rt.summary_us(),
+        statements_mean: if ended > 0 {
+            l.statements_in_transactions as f64 / ended as f64
+        } else {
+            0.0
+        },
+        statements_max: l.statements_max,
+        idle_in_transaction_s: idle_s,
+        idle_share: if tx_total_s > 0.0 {
+            idle_s / tx_total_s
+        } else {
+            0.0
+        },
+        idle_gaps_us: l.idle_gaps.summary_us(),
+        told_by,
+        worst: l.worst_transactions.clone(),
     }
+}
 
+/// One row per interval with requests, transactions or connections open, from the counts of `l` and
+/// the sweeps' levels of requests in flight and connections open.
+fn per_interval(
+    l: &LoadTest,
+    span: Span,
+    req_bins: &BTreeMap<i64, Level>,
+    conn_bins: &BTreeMap<i64, Level>,
+) -> Vec<LoadInterval> {
+    let (first, last, interval) = (span.first, span.last, l.interval_ns);
     let secs = interval as f64 / 1e9;
     let covered = |bin: i64| -> f64 {
         let start = bin.saturating_mul(interval);
@@ -1362,19 +1386,18 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         let c = end.min(last.saturating_add(1)) - start.max(first);
         (c.max(1) as f64 / 1e9).min(secs)
     };
-    let mut per_interval = Vec::new();
-    if with_bins && span_ns >= 0 && (tl.body_first.is_some()) {
-        let mut keys: Vec<i64> = l
-            .bins
-            .keys()
-            .chain(req_bins.keys())
-            .chain(conn_bins.keys())
-            .copied()
-            .filter(|b| (first.div_euclid(interval)..=last.div_euclid(interval)).contains(b))
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for bin in keys {
+    let mut keys: Vec<i64> = l
+        .bins
+        .keys()
+        .chain(req_bins.keys())
+        .chain(conn_bins.keys())
+        .copied()
+        .filter(|b| (first.div_euclid(interval)..=last.div_euclid(interval)).contains(b))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .map(|bin| {
             let c = l.bins.get(&bin).copied().unwrap_or_default();
             let r = req_bins.get(&bin).copied().unwrap_or_default();
             let k = conn_bins.get(&bin).copied().unwrap_or_default();
@@ -1385,7 +1408,7 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
             } else {
                 0.0
             };
-            per_interval.push(LoadInterval {
+            LoadInterval {
                 start: bin as f64 * secs,
                 covered_s: cov,
                 partial: cov < secs,
@@ -1411,85 +1434,40 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
                     0.0
                 },
                 idle_in_transaction_s: c.idle_in_transaction_ns as f64 / 1e9,
-            });
+            }
+        })
+        .collect()
+}
+
+/// One row per server, the most requests first.
+fn servers(servers: &BTreeMap<Endpoint, ServerCounts>, span: Span) -> Vec<ServerLoad> {
+    let mean = |sum: u128, n: u64| {
+        if n > 0 {
+            sum as f64 / n as f64 / 1e3
+        } else {
+            0.0
         }
-    }
-    let mut servers: Vec<ServerLoad> = l
-        .servers
+    };
+    let mut rows: Vec<ServerLoad> = servers
         .iter()
         .map(|(e, k)| ServerLoad {
             server: e.to_string(),
             port: e.port,
             connections: k.connections,
             requests: k.requests,
-            requests_per_s: per_span(k.requests as f64),
-            rt_mean_us: if k.answered > 0 {
-                k.rt_sum_ns as f64 / k.answered as f64 / 1e3
-            } else {
-                0.0
-            },
+            requests_per_s: span.per_s(k.requests as f64),
+            rt_mean_us: mean(k.rt_sum_ns, k.answered),
             errors: k.errors,
             transactions: k.transactions,
-            tps: per_span(k.transactions as f64),
+            tps: span.per_s(k.transactions as f64),
             rollbacks: k.rollbacks,
-            transaction_rt_mean_us: if k.transactions > 0 {
-                k.transaction_ns as f64 / k.transactions as f64 / 1e3
-            } else {
-                0.0
-            },
+            transaction_rt_mean_us: mean(k.transaction_ns, k.transactions),
             idle_in_transaction_s: k.idle_ns as f64 / 1e9,
-            think_mean_us: if k.think_gaps > 0 {
-                k.think_ns as f64 / k.think_gaps as f64 / 1e3
-            } else {
-                0.0
-            },
+            think_mean_us: mean(k.think_ns, k.think_gaps),
         })
         .collect();
-    servers.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.server.cmp(&b.server)));
-    LoadReport {
-        interval_s: secs,
-        span_s,
-        requests,
-        requests_per_s: rate,
-        in_flight,
-        connections: Connections {
-            seen: l.connections.len() as u64,
-            open_mean: if span_ns > 0 {
-                conn_area as f64 / span_ns as f64
-            } else {
-                0.0
-            },
-            open_max: conn_max,
-            active: l.active_connections,
-        },
-        transactions: Transactions {
-            counts: tx,
-            per_s: per_span(ended as f64),
-            rt_us: tx_rt,
-            statements_mean: if ended > 0 {
-                l.statements_in_transactions as f64 / ended as f64
-            } else {
-                0.0
-            },
-            statements_max: l.statements_max,
-            idle_in_transaction_s: idle_s,
-            idle_share: if tx_total_s > 0.0 {
-                idle_s / tx_total_s
-            } else {
-                0.0
-            },
-            idle_gaps_us: l.idle_gaps.summary_us(),
-            told_by,
-            worst: l.worst_transactions,
-        },
-        think_time_us: l.think.summary_us(),
-        per_interval,
-        worst_idle_in_transaction: l.worst_idle,
-        worst_think_time: l.worst_think,
-        servers,
-        notes,
-        transaction_rt: l.transaction_rt,
-    }
+    rows.sort_by(|a, b| b.requests.cmp(&a.requests).then(a.server.cmp(&b.server)));
+    rows
 }
 
 /// `report`'s finding when transactions spent most of their time waiting for their clients' next
@@ -1594,34 +1572,6 @@ pub(crate) fn idle_in_transaction_finding(
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_radix_sort_orders_as_the_standard_sort() {
-        // A linear congruential sequence: keys spread over every byte, many alike in the high ones.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for (n, mask) in [
-            (10, u64::MAX),
-            (1_000, u64::MAX),
-            (5_000, (1 << 36) - 1),
-            (3_000, 0xff00),
-        ] {
-            let mut keys: Vec<u64> = (0..n)
-                .map(|_| {
-                    x = x
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    (x >> 3) & mask
-                })
-                .collect();
-            let mut want = keys.clone();
-            want.sort_unstable();
-            radix_sort(&mut keys);
-            assert_eq!(keys, want);
-        }
-        let mut same = vec![7u64; 100];
-        radix_sort(&mut same);
-        assert_eq!(same, vec![7u64; 100]);
-    }
-
     fn q(text: &str) -> Transaction {
         serde_json::from_value(serde_json::json!({
             "command": "Query", "statement": text, "statement_id": null, "request_ts_ns": 0,
@@ -1654,20 +1604,5 @@ mod tests {
         ] {
             assert_eq!(verb(&q(text)), want, "{text}");
         }
-    }
-
-    #[test]
-    fn sweep_counts_overlaps_and_back_to_back() {
-        // Two overlapping spans, then one that starts as the second ends: at most 2 at once.
-        let spans = [(0, 10), (5, 20), (20, 30)];
-        let (bins, area, max, at) = sweep(&spans, 10, 0, 30, true);
-        assert_eq!((area, max, at), (35, 2, 5));
-        assert_eq!(bins[&0].area, 15);
-        assert_eq!(bins[&0].max, 2);
-        assert_eq!(bins[&1].area, 10);
-        assert_eq!(bins[&1].max, 1);
-        // An instant's span counts in the maximum.
-        let (_, area, max, _) = sweep(&[(3, 3)], 10, 0, 30, true);
-        assert_eq!((area, max), (0, 1));
     }
 }

@@ -60,7 +60,9 @@ pub use text::{
     flow_order, render_first_reset, render_flows, render_mysql, render_unknowns, sorted,
     write_flows, FlowSort,
 };
-pub use visible::{visible, visible_lines, write_json, write_json_streamed, ElementSource};
+pub use visible::{
+    visible, visible_lines, write_json, write_json_streamed, write_json_streamed_at, ElementSource,
+};
 
 use serde::Serialize;
 

@@ -199,10 +199,13 @@ impl<T: Serialize> ElementSource for Vec<T> {
     }
 }
 
-/// What [`write_json_streamed`] writes: the keys of `head` and the streamed arrays, in key order.
+/// What [`write_json_streamed_at`] writes of one object: the keys of `head` and those the streamed
+/// arrays' paths begin with, in key order.
 struct Streamed<'a> {
-    head: &'a serde_json::Map<String, serde_json::Value>,
-    arrays: &'a [(&'a str, &'a dyn ElementSource)],
+    /// `None` where the arrays' paths go through a key `head` does not hold as an object.
+    head: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    /// The arrays in this object, each by its path from it.
+    arrays: Vec<(&'a [&'a str], &'a dyn ElementSource)>,
 }
 
 struct Elements<'a>(&'a dyn ElementSource);
@@ -222,19 +225,37 @@ impl Serialize for Elements<'_> {
 impl Serialize for Streamed<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut keys: Vec<(&str, Option<&dyn ElementSource>)> = self
+        let mut keys: Vec<&str> = self
             .head
-            .keys()
-            .filter(|k| !self.arrays.iter().any(|(a, _)| a == k))
-            .map(|k| (k.as_str(), None))
-            .chain(self.arrays.iter().map(|&(k, a)| (k, Some(a))))
+            .into_iter()
+            .flat_map(|h| h.keys().map(String::as_str))
+            .chain(
+                self.arrays
+                    .iter()
+                    .filter_map(|(path, _)| path.first().copied()),
+            )
             .collect();
-        keys.sort_by(|a, b| a.0.cmp(b.0));
+        keys.sort_unstable();
+        keys.dedup();
         let mut map = s.serialize_map(Some(keys.len()))?;
-        for (k, array) in keys {
-            match array {
-                Some(a) => map.serialize_entry(k, &Elements(a))?,
-                None => map.serialize_entry(k, &self.head[k])?,
+        for k in keys {
+            let value = self.head.and_then(|h| h.get(k));
+            let under: Vec<(&[&str], &dyn ElementSource)> = self
+                .arrays
+                .iter()
+                .filter(|(path, _)| path.first() == Some(&k))
+                .map(|&(path, a)| (&path[1..], a))
+                .collect();
+            if let Some(&(_, a)) = under.iter().find(|(rest, _)| rest.is_empty()) {
+                map.serialize_entry(k, &Elements(a))?;
+            } else if !under.is_empty() {
+                let inner = Streamed {
+                    head: value.and_then(serde_json::Value::as_object),
+                    arrays: under,
+                };
+                map.serialize_entry(k, &inner)?;
+            } else if let Some(v) = value {
+                map.serialize_entry(k, v)?;
             }
         }
         map.end()
@@ -246,11 +267,36 @@ impl Serialize for Streamed<'_> {
 /// a trailing newline: the same bytes as [`crate::to_json`] of the object turned into one
 /// [`serde_json::Value`] first, holding one element of an array at a time instead of the whole document.
 pub fn write_json_streamed<W: io::Write>(
-    mut writer: W,
+    writer: W,
     head: &serde_json::Map<String, serde_json::Value>,
     arrays: &[(&str, &dyn ElementSource)],
 ) -> serde_json::Result<()> {
-    write_json(&mut writer, &Streamed { head, arrays })?;
+    let paths: Vec<[&str; 1]> = arrays.iter().map(|&(k, _)| [k]).collect();
+    let at: Vec<(&[&str], &dyn ElementSource)> = paths
+        .iter()
+        .zip(arrays)
+        .map(|(p, &(_, a))| (&p[..], a))
+        .collect();
+    write_json_streamed_at(writer, head, &at)
+}
+
+/// [`write_json_streamed`] with each array at a path of keys from the top (`["mysql", "statements"]`
+/// for the key `statements` of the object under `mysql`): the arrays of objects inside the document are
+/// written element by element too.
+pub fn write_json_streamed_at<W: io::Write>(
+    mut writer: W,
+    head: &serde_json::Map<String, serde_json::Value>,
+    arrays: &[(&[&str], &dyn ElementSource)],
+) -> serde_json::Result<()> {
+    let object = Streamed {
+        head: Some(head),
+        arrays: arrays
+            .iter()
+            .filter(|(p, _)| !p.is_empty())
+            .copied()
+            .collect(),
+    };
+    write_json(&mut writer, &object)?;
     writer.write_all(b"\n").map_err(serde_json::Error::io)
 }
 
@@ -324,6 +370,29 @@ mod tests {
             &mut out,
             head.as_object().expect("an object"),
             &[("rows", &rows), ("empty", &empty)],
+        )
+        .expect("written");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            crate::to_json(&whole)
+        );
+        // Arrays inside objects of the document, one where the head has no such object.
+        let mut whole = head.clone();
+        whole["a"]["y"] = serde_json::to_value(&rows).expect("serialises");
+        whole["a"]["empty"] = serde_json::to_value(&empty).expect("serialises");
+        whole["n"] =
+            serde_json::json!({ "rows": serde_json::to_value(&rows).expect("serialises") });
+        whole["rows"] = serde_json::to_value(&empty).expect("serialises");
+        let mut out = Vec::new();
+        write_json_streamed_at(
+            &mut out,
+            head.as_object().expect("an object"),
+            &[
+                (&["a", "y"], &rows),
+                (&["a", "empty"], &empty),
+                (&["n", "rows"], &rows),
+                (&["rows"], &empty),
+            ],
         )
         .expect("written");
         assert_eq!(
