@@ -669,26 +669,7 @@ impl Session {
         let (cur, other, core) = self.streams(dir);
         match cur.mode {
             StreamMode::Stopped => return,
-            StreamMode::Hunting => {
-                // The window is no longer contiguous.
-                core.info.counters.skipped_bytes += cur.window.len() as u64;
-                cur.window.clear();
-                if dir == Direction::ServerToClient && cur.answer_due != AnswerDue::No {
-                    cur.answer_due = AnswerDue::Later;
-                    // Nothing of the answer due was seen: the gap came before it (see
-                    // `Core::on_response_packet`).
-                    if let Some(head) = core.queue.front_mut() {
-                        if head.stage != Stage::NoResponse && head.first_response.is_none() {
-                            *head.gap_before_response.get_or_insert(0) += len;
-                        }
-                    }
-                }
-                if dir == Direction::ServerToClient {
-                    // What the server sent after the open requests is lost, their answers with it.
-                    core.lose_answers(len);
-                }
-                return;
-            }
+            StreamMode::Hunting => return Self::gap_while_hunting(cur, core, dir, len),
             StreamMode::Framed => {}
         }
         if cur.inflater.is_none() {
@@ -803,6 +784,28 @@ impl Session {
                 cur.start_hunting();
             }
         }
+    }
+
+    /// A gap of `len` bytes in a direction that is hunting already.
+    fn gap_while_hunting(cur: &mut DirStream, core: &mut Core, dir: Direction, len: u64) {
+        // The window is no longer contiguous.
+        core.info.counters.skipped_bytes += cur.window.len() as u64;
+        cur.window.clear();
+        if dir != Direction::ServerToClient {
+            return;
+        }
+        if cur.answer_due != AnswerDue::No {
+            cur.answer_due = AnswerDue::Later;
+            // Nothing of the answer due was seen: the gap came before it (see
+            // `Core::on_response_packet`).
+            if let Some(head) = core.queue.front_mut() {
+                if head.stage != Stage::NoResponse && head.first_response.is_none() {
+                    *head.gap_before_response.get_or_insert(0) += len;
+                }
+            }
+        }
+        // What the server sent after the open requests is lost, their answers with it.
+        core.lose_answers(len);
     }
 
     /// The server side hunts, and the bytes it holds begin a packet whose end this gap of `len` bytes
