@@ -216,10 +216,11 @@ pub(crate) fn err_packet_at(w: &[u8], window_cap: usize) -> Verdict {
     }
 }
 
-/// Do these bytes, the start of one side's turn, begin with an ERR packet ([`err_packet_at`])? The side
-/// is then the server, on a connection the capture joined mid-way: the error it sent just before it
-/// closed says why it closed even when the request it answered is not in the capture. A packet the
-/// capture cut (a snap length) is judged by its marker, code and SQLSTATE.
+/// Do these bytes, the start of one side's turn, begin with an ERR packet (marker 0xFF, a code of 1000
+/// or more, `#` and a five-character SQLSTATE, a message of text)? The side is then the server, on a
+/// connection the capture joined mid-way: the error it sent just before it closed says why it closed
+/// even when the request it answered is not in the capture. A packet the capture cut (a snap length) is
+/// judged by its marker, code and SQLSTATE.
 pub fn error_packet_verdict(bytes: &[u8], extent: Extent) -> Verdict {
     let v = err_packet_at(bytes, usize::MAX);
     // Cut: what there is must hold the whole shape, and text after it.
