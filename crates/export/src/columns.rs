@@ -263,7 +263,7 @@ pub const CONNECTIONS: Dataset = Dataset {
         opt("synack_options_timestamp", I, "Its TSval."),
         opt("resumed_by_frame", I, "The client resent this attempt's SYN after it was reset, and it went on as the next connection from this frame."),
         opt("resumed_by_time", T, "Its time."),
-        opt("mysql_recognised_by", S, "How the connection was recognised as MySQL (`greeting`, `request_response_shape`, `unanswered_request`, `port`, `binlog_events`); null when it is not MySQL."),
+        opt("mysql_recognised_by", S, "How the connection was recognised as MySQL (`greeting`, `request_response_shape`, `unanswered_request`, `port`, `binlog_events`, `packet_run`: a run of packets in sequence in a capture joined mid-answer, `error_packet`: an ERR packet (code, SQLSTATE) at the start of the server's turn in a capture joined mid-request); null when it is not MySQL."),
         opt("mysql_server_version", S, "The server's version from its greeting."),
         opt("mysql_user", S, "The login's user."),
         opt("mysql_schema", S, "The login's schema."),
