@@ -477,3 +477,176 @@ fn resends_by_kind_and_duplicate_acks_are_compared() {
     assert!(text.contains("  tail loss probe"), "{text}");
     assert!(text.contains("duplicate ACKs"), "{text}");
 }
+
+/// tshark's zero windows of a capture, by the end that advertised them: `(the clients', the
+/// server's)` counts of `tcp.analysis.zero_window`, and the clients' seconds of zero window: from a
+/// segment advertising one to that connection's next client segment with its window open (not a RST),
+/// summed over the connections.
+fn tshark_zero_windows(tshark: &oracle::Tshark, file: &str) -> (u64, u64, f64) {
+    let lines = tshark.lines([
+        "-r",
+        file,
+        "-T",
+        "fields",
+        "-E",
+        "separator=,",
+        "-e",
+        "tcp.stream",
+        "-e",
+        "frame.time_epoch",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "tcp.window_size_value",
+        "-e",
+        "tcp.flags.reset",
+        "-e",
+        "tcp.analysis.zero_window",
+    ]);
+    let (mut client, mut server, mut seconds) = (0, 0, 0.0);
+    let mut open: std::collections::HashMap<String, f64> = Default::default();
+    for l in &lines {
+        let v: Vec<&str> = l.split(',').collect();
+        let (stream, t, from_server, window, reset, zero) = (
+            v[0],
+            v[1].parse::<f64>().unwrap(),
+            v[2] == "3306",
+            v[3],
+            v[4] == "1",
+            !v[5].is_empty(),
+        );
+        match (zero, from_server) {
+            (true, true) => server += 1,
+            (true, false) => client += 1,
+            _ => {}
+        }
+        if from_server {
+            continue;
+        }
+        if zero {
+            open.entry(stream.to_string()).or_insert(t);
+        } else if window != "0" && !reset {
+            if let Some(since) = open.remove(stream) {
+                seconds += t - since;
+            }
+        }
+    }
+    (client, server, seconds)
+}
+
+/// One workload read promptly (a) and slowly (b) at the client, nothing else changed: b's client lets
+/// its receive window go to zero while the server sends its 150-row range selects (21 times for 1.4015
+/// s in all, tshark; fixtures/README). The range selects take 95 ms instead of 0.3 ms, and the verdict
+/// must say the client held that time (with tshark's count and seconds), not that the server's work
+/// on the statement changed, and not read the client's late ACKs as the path.
+#[test]
+fn a_client_that_stopped_reading_is_named_not_the_server() {
+    let d = diff_json("slow-reader");
+    let v = verdict(&d);
+    assert!(
+        v.starts_with("B is 2.67× slower at p50 (106 µs -> 285 µs; mean 275 µs -> 18.8 ms); 100% of the added time is in `select * from sbtest2 where id between ? and ?` (p50 289 µs -> 95.4 ms"),
+        "{v}"
+    );
+    assert!(
+        v.contains(
+            "B's clients stopped reading: they advertised a zero window 21 times for 1.4 s in total (A: \
+             none; 0 -> 0.175 per request, p 1.3e-5), as much as 63% of the 2.23 s B's requests took \
+             beyond A's speed: the server waited on the clients, not the other way round; that time is \
+             the clients'"
+        ),
+        "{v}"
+    );
+    assert!(v.contains("not the server's or the path's"), "{v}");
+    assert!(
+        v.contains(
+            "their ACKs came later with it (the round trip to the clients p50 34.8 µs -> 10.5 ms)"
+        ),
+        "{v}"
+    );
+    assert!(!v.contains("The server's work on"), "{v}");
+    assert!(!v.contains("the round trip to the client went"), "{v}");
+    // The rate is said once, with the statements that moved it.
+    assert_eq!(v.matches("fewer requests per second").count(), 1, "{v}");
+    let p = &d["path"];
+    let t = &p["client_zero_window_test"];
+    assert!(t["significant"].as_bool().unwrap(), "{t}");
+    assert_eq!(t["ratio"], Value::Null, "infinite: A has none");
+    assert_eq!(p["server_zero_window_test"], Value::Null);
+    assert_eq!(
+        (
+            p["client_zero_windows"]["a"].as_u64(),
+            p["client_zero_windows"]["b"].as_u64()
+        ),
+        (Some(0), Some(21))
+    );
+    assert!(
+        (f(&p["client_zero_window_s"]["b"]) - 1.4015).abs() < 1e-4,
+        "{p}"
+    );
+    let (a, b) = pair("slow-reader");
+    if let Some(tshark) = oracle::tshark() {
+        for (side, file) in [("a", &a), ("b", &b)] {
+            let (client, server, seconds) = tshark_zero_windows(&tshark, file);
+            assert_eq!(
+                p["client_zero_windows"][side].as_u64(),
+                Some(client),
+                "{file}"
+            );
+            assert_eq!(
+                p["server_zero_windows"][side].as_u64(),
+                Some(server),
+                "{file}"
+            );
+            assert_eq!(
+                p["zero_windows"][side].as_u64(),
+                Some(client + server),
+                "{file}"
+            );
+            let ours = f(&p["client_zero_window_s"][side]);
+            assert!(
+                (ours - seconds).abs() < 1e-5,
+                "{file}: {ours} s, tshark {seconds} s"
+            );
+        }
+    }
+    let text = common::text(&["diff", &a, &b]);
+    assert!(
+        text.contains(
+            "  by the clients                         0              21  beyond noise per request (p 1.3e-5)"
+        ),
+        "{text}"
+    );
+    // The same runs the other way round: B is faster, and A's clients held the time.
+    let d = common::json(&["diff", "--json", &b, &a]);
+    let v = verdict(&d);
+    assert!(v.starts_with("B is 2.67× faster at p50"), "{v}");
+    assert!(
+        v.contains("A's clients stopped reading: they advertised a zero window 21 times for 1.4 s in total (B: none;"),
+        "{v}"
+    );
+    assert!(!v.contains("The server's work on"), "{v}");
+}
+
+/// Runs with no zero window say nothing of them: no verdict line, no test, no rows by end.
+#[test]
+fn runs_without_zero_windows_say_nothing_of_them() {
+    for name in [
+        "path-delay",
+        "path-delay-server",
+        "missing-table",
+        "small-buffer-pool",
+        "clients-slower",
+    ] {
+        let d = diff_json(name);
+        let v = verdict(&d);
+        assert!(!v.contains("zero window"), "{name}: {v}");
+        assert!(!v.contains("stopped reading"), "{name}: {v}");
+        let p = &d["path"];
+        for key in ["client_zero_window_test", "server_zero_window_test"] {
+            assert_eq!(p[key], Value::Null, "{name}: {key}");
+        }
+        let (a, b) = pair(name);
+        let text = common::text(&["diff", &a, &b]);
+        assert!(!text.contains("  by the clients"), "{name}: {text}");
+    }
+}

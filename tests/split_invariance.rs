@@ -532,7 +532,12 @@ fn every_connections_events_come_in_capture_order_and_do_not_depend_on_the_split
 #[test]
 fn diff_is_the_same_with_1_2_3_7_and_64_splits() {
     use pcapsleuth::analysis::{diff, DiffSide, RunProfile};
-    for name in ["path-delay", "clients-slower", "missing-table"] {
+    for name in [
+        "path-delay",
+        "clients-slower",
+        "missing-table",
+        "slow-reader",
+    ] {
         let side = |run: &str, splits: usize, threads: usize| {
             let file = format!("diff-{name}.{run}.pcap");
             let cap = Capture::open(common::fixture(&file)).unwrap();

@@ -108,10 +108,10 @@ pub use connects::{
     connect_report, ConnectReport, DropCause, DropSpan, LateGreetings, Refusals, SynDrops, SynRound,
 };
 pub use diff::{
-    diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
-    ConnectionLoad, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile, Matching, Method,
-    Pair, PathFacts, PathLeg, RankTest, RateTest, RunProfile, RunSummary, ServerDiff, ServerMatch,
-    StatementDiff, StatementSide, Throughput,
+    count_test, diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
+    ConnectionLoad, CountTest, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile,
+    Matching, Method, Pair, PathFacts, PathLeg, RankTest, RateTest, RunProfile, RunSummary,
+    ServerDiff, ServerMatch, StatementDiff, StatementSide, Throughput,
 };
 pub use engine::{
     analyze, analyze_set, EngineOptions, Inputs, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,

@@ -448,3 +448,9 @@ pub const DIFF_PATH_RTT_MIN_US: f64 = 100.0;
 
 /// The smallest change of the path's median round trip, as a share of A's, a diff's verdict names.
 pub const DIFF_PATH_RTT_MIN_SHARE: f64 = 0.5;
+
+/// A diff's verdict puts the clients' zero windows first (the server waited on them) when the
+/// zero-window time they added is at least this share of the time B's requests took beyond A's speed:
+/// a closed window stops the server's response mid-flight, so that time is inside the response times,
+/// and a quarter of them is a story of its own, not a footnote.
+pub const DIFF_ZERO_WINDOW_SHARE: f64 = 0.25;

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use pcapsleuth_analysis::{
-    statement_label, Change, Diff, Pair, RankTest, RateTest, ResendCounts, RtSummary, RunSummary,
-    StatementDiff,
+    statement_label, Change, CountTest, Diff, Pair, RankTest, RateTest, ResendCounts, RtSummary,
+    RunSummary, StatementDiff,
 };
 
 use crate::style::{
@@ -146,6 +146,15 @@ fn relative(a: f64, b: f64) -> String {
     } else {
         let c = r - 1.0;
         format!("{}{}", if c >= 0.0 { "+" } else { "-" }, percent(c.abs()))
+    }
+}
+
+/// A count test's result in a cell, as [`rate_judged`]'s, saying that it compares counts per request.
+fn count_judged(test: &Option<CountTest>) -> String {
+    match test {
+        Some(t) if t.significant => format!("beyond noise per request (p {})", p_value(t.p)),
+        Some(t) => format!("within noise per request (p {})", p_value(t.p)),
+        None => String::new(),
     }
 }
 
@@ -395,6 +404,23 @@ fn path_rows(out: &mut String, d: &Diff) {
     );
     let (a, b) = pair_counts(&p.zero_windows);
     side_row(out, "zero windows", a, b, String::new());
+    if p.zero_windows.a + p.zero_windows.b > 0 {
+        for (what, n, test) in [
+            (
+                "  by the clients",
+                &p.client_zero_windows,
+                &p.client_zero_window_test,
+            ),
+            (
+                "  by the server",
+                &p.server_zero_windows,
+                &p.server_zero_window_test,
+            ),
+        ] {
+            let (a, b) = pair_counts(n);
+            side_row(out, what, a, b, count_judged(test));
+        }
+    }
     let zero = |c: f64, s: f64| {
         if c + s > 0.0 {
             format!("{}/{}", seconds(c), seconds(s))

@@ -27,7 +27,7 @@ pub use model::{
 };
 pub use profile::{ConnectionLoad, LoadProfile, RunProfile};
 pub use side::DiffSide;
-pub use significance::{holm, rank_test, rate_test, RankTest, RateTest};
+pub use significance::{count_test, holm, rank_test, rate_test, CountTest, RankTest, RateTest};
 
 use crate::histogram::Histogram;
 use crate::mysql::ErrorDetail;
@@ -405,6 +405,26 @@ fn path_facts(a: &DiffSide, b: &DiffSide, rtt: [Option<RankTest>; 2]) -> PathFac
             (0, 0) => None,
             (na, nb) => rate_test(na, ta, nb, tb),
         },
+        client_zero_windows: Pair {
+            a: a.zero_windows_by[0],
+            b: b.zero_windows_by[0],
+        },
+        server_zero_windows: Pair {
+            a: a.zero_windows_by[1],
+            b: b.zero_windows_by[1],
+        },
+        client_zero_window_test: count_test(
+            a.zero_windows_by[0],
+            a.summary.answered,
+            b.zero_windows_by[0],
+            b.summary.answered,
+        ),
+        server_zero_window_test: count_test(
+            a.zero_windows_by[1],
+            a.summary.answered,
+            b.zero_windows_by[1],
+            b.summary.answered,
+        ),
         client_zero_window_s: Pair {
             a: a.path.zero_window_ns[0] as f64 / 1e9,
             b: b.path.zero_window_ns[0] as f64 / 1e9,

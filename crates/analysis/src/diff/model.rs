@@ -8,7 +8,7 @@ use crate::mysql::ServerRow;
 use crate::path::ResendCounts;
 use crate::rate::Ceiling;
 
-use super::significance::{RankTest, RateTest};
+use super::significance::{CountTest, RankTest, RateTest};
 
 /// A figure of each run: `a` (the baseline) and `b`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -372,6 +372,17 @@ pub struct PathFacts {
     pub dup_acks: Pair<u64>,
     /// Duplicate ACKs per second of each run's requests, compared (the rate test).
     pub dup_ack_rate_test: Option<RateTest>,
+    /// Segments the clients sent advertising a zero receive window (Wireshark's
+    /// `tcp.analysis.zero_window` from the client's side): the client stopped reading.
+    pub client_zero_windows: Pair<u64>,
+    /// Segments the server sent advertising a zero receive window: the server stopped reading what the
+    /// clients uploaded.
+    pub server_zero_windows: Pair<u64>,
+    /// `client_zero_windows` per answered request, compared (the conditional binomial test; per request,
+    /// not per second, because a client that stops reading stretches its own run).
+    pub client_zero_window_test: Option<CountTest>,
+    /// `server_zero_windows` per answered request, compared.
+    pub server_zero_window_test: Option<CountTest>,
     /// Seconds the clients advertised a zero window, summed over connections.
     pub client_zero_window_s: Pair<f64>,
     /// Seconds the server advertised a zero window, summed over connections.

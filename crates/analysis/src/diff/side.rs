@@ -35,6 +35,8 @@ pub struct DiffSide {
     pub(crate) synack_to_ack: Histogram,
     pub(crate) retransmissions: u64,
     pub(crate) zero_windows: u64,
+    /// Of `zero_windows`, those the clients advertised and those the servers did.
+    pub(crate) zero_windows_by: [u64; 2],
     pub(crate) packets: u64,
     pub(crate) ceilings: Vec<Ceiling>,
     pub(crate) throughput: Throughput,
@@ -95,7 +97,7 @@ impl DiffSide {
 
         let (mut hs, mut syn_synack, mut synack_ack) =
             <(Histogram, Histogram, Histogram)>::default();
-        let (mut retrans, mut zero, mut resets) = (0, 0, 0);
+        let (mut retrans, mut zero, mut resets) = (0, [0u64; 2], 0);
         let (mut c2s, mut s2c) = ((0u64, 0u64), (0u64, 0u64));
         for c in &run.connections {
             if let Some(rtt) = c.handshake_rtt_ns.filter(|&r| r >= 0) {
@@ -106,7 +108,9 @@ impl DiffSide {
                 }
             }
             retrans += c.to_server.retransmissions + c.to_client.retransmissions;
-            zero += c.to_server.zero_windows + c.to_client.zero_windows;
+            // A segment towards the server advertises the client's receive window.
+            zero[0] += c.to_server.zero_windows;
+            zero[1] += c.to_client.zero_windows;
             resets += u64::from(matches!(c.end, ConnectionEnd::Reset(_)));
             c2s = (c2s.0 + c.to_server.packets, c2s.1 + c.to_server.wire_bytes);
             s2c = (s2c.0 + c.to_client.packets, s2c.1 + c.to_client.wire_bytes);
@@ -179,7 +183,8 @@ impl DiffSide {
             syn_to_synack: syn_synack,
             synack_to_ack: synack_ack,
             retransmissions: retrans,
-            zero_windows: zero,
+            zero_windows: zero[0] + zero[1],
+            zero_windows_by: zero,
             packets: run.capture.counts.packets,
             ceilings: stats.rates.report().ceilings,
             throughput: Throughput {

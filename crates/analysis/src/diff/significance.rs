@@ -171,6 +171,43 @@ pub fn rate_test(n_a: u64, t_a: f64, n_b: u64, t_b: f64) -> Option<RateTest> {
     })
 }
 
+/// Two counts of events compared per request rather than per second: the same conditional binomial
+/// test as [`rate_test`], with each run's answered requests in place of its seconds.
+///
+/// Zero windows are counted so: a client that stops reading stretches its own run, so per second of
+/// that run its zero windows would be diluted by the very time they cost; per request, the same
+/// workload is the same exposure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CountTest {
+    /// A's events per answered request.
+    pub a_per_request: f64,
+    /// B's events per answered request.
+    pub b_per_request: f64,
+    /// B's rate over A's (infinite when A's is 0 and B's is not; 1 when both are 0).
+    pub ratio: f64,
+    /// The two-sided p-value of the conditional binomial test.
+    pub p: f64,
+    /// Whether the change is called one: `p` below 0.001 (`DIFF_RATE_LEVEL`) and the rate changed by at
+    /// least 20% (`DIFF_MIN_RATE_CHANGE`).
+    pub significant: bool,
+}
+
+/// `n_a` events over `requests_a` answered requests against `n_b` over `requests_b`; `None` when
+/// either run answered none, or neither has an event (nothing to compare).
+pub fn count_test(n_a: u64, requests_a: u64, n_b: u64, requests_b: u64) -> Option<CountTest> {
+    if n_a + n_b == 0 {
+        return None;
+    }
+    let t = rate_test(n_a, requests_a as f64, n_b, requests_b as f64)?;
+    Some(CountTest {
+        a_per_request: t.a_per_s,
+        b_per_request: t.b_per_s,
+        ratio: t.ratio,
+        p: t.p,
+        significant: t.significant,
+    })
+}
+
 /// The two-sided p-value of a standard normal score.
 fn two_sided_p(z: f64) -> f64 {
     erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0)
@@ -271,5 +308,18 @@ mod tests {
         // New in B.
         let new = rate_test(0, 3.0, 305, 3.0).unwrap();
         assert!(new.significant && new.ratio.is_infinite());
+    }
+
+    /// Zero windows per request: 21 in B's 120 requests against none in A's is called, though B's run
+    /// lasted 15 times as long (per second the test would find nothing); a handful is not.
+    #[test]
+    fn counts_are_compared_per_request() {
+        let slow_reader = count_test(0, 120, 21, 120).unwrap();
+        assert!(slow_reader.significant && slow_reader.ratio.is_infinite());
+        assert!((slow_reader.b_per_request - 0.175).abs() < 1e-12);
+        assert!(!rate_test(0, 0.163, 21, 2.38).unwrap().significant);
+        assert!(!count_test(1, 120, 3, 120).unwrap().significant);
+        assert_eq!(count_test(0, 120, 0, 120), None);
+        assert_eq!(count_test(0, 0, 5, 120), None);
     }
 }

@@ -3,6 +3,11 @@
 //!
 //! The order of its reasoning matters, because one cause shows in several figures:
 //!
+//! 0. **A reader that stopped reading.** Zero windows the clients advertised, more in one run beyond
+//!    the noise, whose time is a large share of the time that run's requests took beyond the other's:
+//!    the server waited on the clients, so neither the server nor the path is blamed for that time (and
+//!    the round trip to the clients, whose ACKs a full receive buffer holds back, is not read as the
+//!    path). A smaller share is a line of its own, as are zero windows the server advertised.
 //! 1. **The path, seen at a server.** A capture at the server does not see the path in its response
 //!    times; it sees it in the fastest think times (a response, then the client's next request at
 //!    once: the round trip plus the client's turnaround) and in the handshakes' SYN-ACK to ACK. When
@@ -22,10 +27,12 @@ use crate::mysql::statement_label;
 use crate::thresholds::{
     DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_PATH_FACTOR, DIFF_PATH_RTT_MIN_SHARE,
     DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE, DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD,
+    DIFF_ZERO_WINDOW_SHARE,
 };
-use crate::units::{count, duration_us as dur, percent, significant};
+use crate::units::{count, duration_us as dur, percent, seconds, significant};
 
-use super::model::{CapturePoint, Change, Compared, Diff, PathLeg, StatementDiff};
+use super::model::{CapturePoint, Change, Compared, Diff, Pair, PathLeg, StatementDiff};
+use super::significance::CountTest;
 
 /// The longest statement text a verdict quotes (the tables and JSON give it whole).
 const QUOTED_CHARS: usize = 90;
@@ -57,9 +64,15 @@ impl Direction {
 pub(crate) fn verdict(d: &Diff) -> String {
     let mut said: Vec<String> = Vec::new();
     let direction = rt_direction(d);
+    let windows = window_changes(d);
+    // The clients' zero windows that hold much of the added time lead: the server and the path are
+    // then not to blame for it, which the stories below would otherwise do.
+    let held = direction.and_then(|dir| windows.iter().find(|w| w.holds(d, dir)).map(|w| (dir, w)));
     let mut rate_said = false;
     let mut path_said = false;
-    if let Some(s) = path_at_server(d) {
+    if let Some((dir, w)) = held {
+        said.push(clients_held_the_time(d, dir, w));
+    } else if let Some(s) = path_at_server(d) {
         said.push(s);
         rate_said = true;
         path_said = true;
@@ -72,6 +85,12 @@ pub(crate) fn verdict(d: &Diff) -> String {
         path_said = used_path;
     }
     said.extend(errors(d));
+    said.extend(
+        windows
+            .iter()
+            .filter(|w| held.is_none_or(|(_, h)| h.reader != w.reader))
+            .map(|w| w.sentence(d)),
+    );
     said.extend(new_and_gone(d));
     if !rate_said {
         said.extend(rate(d));
@@ -84,7 +103,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
         ));
     }
     if !path_said {
-        said.extend(handshakes(d));
+        said.extend(handshakes(d, &windows));
     }
     said.extend(connections(d));
     said.extend(ceilings(d));
@@ -103,6 +122,236 @@ pub(crate) fn verdict(d: &Diff) -> String {
         );
     }
     said.join(" ")
+}
+
+/// The end whose receive window closed: the one that stopped reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    /// The clients: the server's responses waited on them.
+    Clients,
+    /// The server: the clients' uploads waited on it.
+    Server,
+}
+
+/// One of the two runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    A,
+    B,
+}
+
+impl Run {
+    fn name(self) -> &'static str {
+        match self {
+            Run::A => "A",
+            Run::B => "B",
+        }
+    }
+
+    fn other(self) -> Run {
+        match self {
+            Run::A => Run::B,
+            Run::B => Run::A,
+        }
+    }
+
+    fn of<T: Copy>(self, p: &Pair<T>) -> T {
+        match self {
+            Run::A => p.a,
+            Run::B => p.b,
+        }
+    }
+}
+
+/// Zero windows of one end, more in one run than in the other beyond the noise (their count per
+/// request, the conditional binomial test).
+struct WindowChange<'a> {
+    reader: Reader,
+    /// The run with more of them.
+    more_in: Run,
+    /// Segments advertising a zero window, each run's.
+    windows: &'a Pair<u64>,
+    /// Seconds of zero window, each run's.
+    seconds: &'a Pair<f64>,
+    test: CountTest,
+}
+
+/// The ends whose zero windows changed beyond the noise: the clients' first.
+fn window_changes(d: &Diff) -> Vec<WindowChange<'_>> {
+    let p = &d.path;
+    [
+        (
+            Reader::Clients,
+            &p.client_zero_windows,
+            &p.client_zero_window_s,
+            p.client_zero_window_test,
+        ),
+        (
+            Reader::Server,
+            &p.server_zero_windows,
+            &p.server_zero_window_s,
+            p.server_zero_window_test,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(reader, windows, seconds, test)| {
+        let test = test.filter(|t| t.significant)?;
+        let more_in = if test.ratio > 1.0 { Run::B } else { Run::A };
+        Some(WindowChange {
+            reader,
+            more_in,
+            windows,
+            seconds,
+            test,
+        })
+    })
+    .collect()
+}
+
+impl WindowChange<'_> {
+    /// Seconds of zero window the run with more of them added over the other's.
+    fn added_s(&self) -> f64 {
+        (self.more_in.of(self.seconds) - self.more_in.other().of(self.seconds)).max(0.0)
+    }
+
+    /// Whether these are the clients' zero windows in the slower run, and their added time holds at
+    /// least [`DIFF_ZERO_WINDOW_SHARE`] of the time that run's requests took beyond the other's speed.
+    fn holds(&self, d: &Diff, dir: Direction) -> bool {
+        let slower = match dir {
+            Direction::Slower => Run::B,
+            Direction::Faster => Run::A,
+        };
+        let added = added_s(d, dir);
+        self.reader == Reader::Clients
+            && self.more_in == slower
+            && added > 0.0
+            && self.added_s() >= DIFF_ZERO_WINDOW_SHARE * added
+    }
+
+    /// "B's clients stopped reading: they advertised a zero window 21 times for 1.4 s in total (A: none;
+    /// 0 -> 0.175 per request, p 1.3e-5)".
+    fn evidence(&self) -> String {
+        let (more, less) = (self.more_in, self.more_in.other());
+        let (who, they) = match self.reader {
+            Reader::Clients => ("clients", "they"),
+            Reader::Server => ("server", "it"),
+        };
+        let other = match less.of(self.windows) {
+            0 => "none".to_string(),
+            n => format!(
+                "{} for {}",
+                plural(n, "time", "times"),
+                seconds(less.of(self.seconds))
+            ),
+        };
+        let (a, b) = (self.test.a_per_request, self.test.b_per_request);
+        format!(
+            "{}'s {who} stopped reading: {they} advertised a zero window {} for {} in total ({}: {other}; \
+             {} -> {} per request, p {})",
+            more.name(),
+            plural(more.of(self.windows), "time", "times"),
+            seconds(more.of(self.seconds)),
+            less.name(),
+            significant(a, 3),
+            significant(b, 3),
+            p_text(self.test.p)
+        )
+    }
+
+    /// The change said as a verdict line of its own, with what it means.
+    fn sentence(&self, d: &Diff) -> String {
+        let meaning = match self.reader {
+            Reader::Clients => {
+                "; the server waited on the clients then, not the other way round (a slow consumer, \
+                 per-row work in the application, a full socket buffer)"
+            }
+            Reader::Server => {
+                "; the clients' uploads (large INSERTs, LOAD DATA, big packets) waited on the server \
+                 taking them in, not on the path"
+            }
+        };
+        format!("{}{meaning}{}.", self.evidence(), self.acks_held_back(d))
+    }
+
+    /// The round trip to the end that stopped reading, when it grew beyond the noise: a receiver whose
+    /// buffer is full holds its ACKs back, so this is not the path.
+    fn acks_held_back(&self, d: &Diff) -> String {
+        let (leg, c) = match self.reader {
+            Reader::Clients => ("to the clients", &d.path.rtt_to_client_us),
+            Reader::Server => ("to the server", &d.path.rtt_to_server_us),
+        };
+        let (slow, fast) = match self.more_in {
+            Run::B => (&c.b, &c.a),
+            Run::A => (&c.a, &c.b),
+        };
+        if !c.test.is_some_and(|t| t.significant) || slow.p50 <= fast.p50 {
+            return String::new();
+        }
+        format!(
+            "; {} ACKs came later with it (the round trip {leg} p50 {} -> {}): a receiver with a full \
+             buffer holds them back, which is not the path",
+            match self.reader {
+                Reader::Clients => "their",
+                Reader::Server => "its",
+            },
+            dur(c.a.p50),
+            dur(c.b.p50)
+        )
+    }
+}
+
+/// Seconds B's requests took beyond A's speed (`Slower`), or A's beyond B's (`Faster`): the added time
+/// of the statement groups that changed that way.
+fn added_s(d: &Diff, dir: Direction) -> f64 {
+    d.statements
+        .iter()
+        .filter(|s| s.change == dir.change())
+        .map(|s| s.added_us.abs())
+        .sum::<f64>()
+        / 1e6
+}
+
+/// The headline when the clients' zero windows hold much of the added time: how much slower, the
+/// statements the time went to, and that the server waited on the clients: not the server's time, nor
+/// the path's.
+fn clients_held_the_time(d: &Diff, dir: Direction, w: &WindowChange<'_>) -> String {
+    let mut s = rt_headline(d, dir);
+    let changed: Vec<&StatementDiff> = d
+        .statements
+        .iter()
+        .filter(|x| x.change == dir.change())
+        .collect();
+    if !changed.is_empty() {
+        let tested: Vec<&StatementDiff> = d
+            .statements
+            .iter()
+            .filter(|x| {
+                matches!(
+                    x.change,
+                    Change::Slower | Change::Faster | Change::Unchanged
+                )
+            })
+            .collect();
+        concentrated(&mut s, dir, &changed, &tested);
+    }
+    let slower = w.more_in;
+    let added = added_s(d, dir);
+    s.push_str(&format!(
+        ". {}, as much as {} of the {} {}'s requests took beyond {}'s speed: the server waited on the \
+         clients, not the other way round; that time is the clients' (a slow consumer, per-row work in \
+         the application, a full socket buffer), not the server's or the path's{}.",
+        w.evidence(),
+        percent((w.added_s() / added).min(1.0)),
+        seconds(added),
+        slower.name(),
+        slower.other().name(),
+        w.acks_held_back(d)
+    ));
+    if !d.load.rate_test.is_some_and(|t| t.significant) {
+        s.push(' ');
+        s.push_str(&requests_per_second(d));
+    }
+    s
 }
 
 /// Transactions whose time changed beyond the noise: how much, their rate, and the share of their time
@@ -445,12 +694,28 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
             dir.word()
         ));
     } else if !changed.is_empty() {
-        concentrated(&mut s, dir, &changed, &tested);
+        if let Some(named) = concentrated(&mut s, dir, &changed, &tested) {
+            s.push_str(&format!(
+                ". The server's work on {} changed (data no longer in memory, a plan, locks): a change \
+                 on the path would have {} every statement alike.",
+                if named == 1 { "it" } else { "them" },
+                if dir == Direction::Slower {
+                    "slowed"
+                } else {
+                    "sped up"
+                }
+            ));
+        } else {
+            s.push('.');
+        }
     } else {
         s.push('.');
     }
-    s.push(' ');
-    s.push_str(&requests_per_second(d));
+    // A rate that changed beyond the noise is said with the statements that moved it (`rate`).
+    if !d.load.rate_test.is_some_and(|t| t.significant) {
+        s.push(' ');
+        s.push_str(&requests_per_second(d));
+    }
     (s, path_said)
 }
 
@@ -562,13 +827,14 @@ fn not_the_servers_query_time(s: &mut String, d: &Diff, dir: Direction, dlo: f64
 }
 
 /// The changed time concentrated in a few statement groups: the ones that hold most of it, with their
-/// share and times, and the count of statements that changed, did not, or went the other way.
+/// share and times, and the count of statements that changed, did not, or went the other way; how many
+/// it named when they hold [`DIFF_CONCENTRATED_SHARE`] of the time (the caller says what that means).
 fn concentrated(
     s: &mut String,
     dir: Direction,
     changed: &[&StatementDiff],
     tested: &[&StatementDiff],
-) {
+) -> Option<usize> {
     let unchanged = tested
         .iter()
         .filter(|x| x.change == Change::Unchanged)
@@ -630,20 +896,7 @@ fn concentrated(
             String::new()
         }
     ));
-    if held >= DIFF_CONCENTRATED_SHARE {
-        s.push_str(&format!(
-            ". The server's work on {} changed (data no longer in memory, a plan, locks): a change on \
-             the path would have {} every statement alike.",
-            if named.len() == 1 { "it" } else { "them" },
-            if dir == Direction::Slower {
-                "slowed"
-            } else {
-                "sped up"
-            }
-        ));
-    } else {
-        s.push('.');
-    }
+    (held >= DIFF_CONCENTRATED_SHARE).then_some(named.len())
 }
 
 /// Error codes new in B, gone, or more or fewer per second beyond the noise.
@@ -804,9 +1057,9 @@ fn rate(d: &Diff) -> Option<String> {
 }
 
 /// The TCP handshakes' round trip, when it grew or shrank clearly and nothing above said it.
-fn handshakes(d: &Diff) -> Option<String> {
+fn handshakes(d: &Diff, windows: &[WindowChange<'_>]) -> Option<String> {
     if rtt_timed(d) {
-        return path_changed(d);
+        return path_changed(d, windows);
     }
     let hs = &d.path.handshake_rtt_us;
     let changed = grew(&hs.a, &hs.b) || grew(&hs.b, &hs.a);
@@ -879,11 +1132,18 @@ fn p_text(p: f64) -> String {
 /// them: the round trip on the path's leg (rank test; its median moved by at least
 /// [`DIFF_PATH_RTT_MIN_US`] and by [`DIFF_PATH_RTT_MIN_SHARE`] of A's, with the minimum moving the same
 /// way, so that a server answering later, whose ACKs ride on its answers, is not read as the path), and
-/// retransmissions and duplicate ACKs per second (the rate test).
-fn path_changed(d: &Diff) -> Option<String> {
+/// retransmissions and duplicate ACKs per second (the rate test). The leg to an end whose zero windows
+/// changed is that end's (a full receive buffer holds its ACKs back), said with its zero windows.
+fn path_changed(d: &Diff, windows: &[WindowChange<'_>]) -> Option<String> {
     let p = &d.path;
     let mut parts = Vec::new();
-    for (leg, c) in rtt_moved(d) {
+    let held_back = |leg: &str| {
+        windows.iter().any(|w| match w.reader {
+            Reader::Clients => leg == "to the client",
+            Reader::Server => leg == "to the server",
+        })
+    };
+    for (leg, c) in rtt_moved(d).into_iter().filter(|(leg, _)| !held_back(leg)) {
         let (a, b) = (&c.a, &c.b);
         let moved = (b.p50 - a.p50).abs();
         let same_way = (b.p50 > a.p50) == (b.min > a.min) && b.min != a.min;
