@@ -625,6 +625,28 @@ fn a_client_that_stopped_reading_is_named_not_the_server() {
         "{v}"
     );
     assert!(!v.contains("The server's work on"), "{v}");
+    // The page of run b against its baseline a says it too.
+    let out = common::scratch("diff", "slow-reader.html");
+    let o = std::process::Command::new(common::bin())
+        .args([
+            "report",
+            &b,
+            "--html",
+            out.to_str().unwrap(),
+            "--baseline",
+            &a,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        page.contains(
+            "B&#39;s clients stopped reading: they advertised a zero window 21 times for 1.4 s"
+        ),
+        "no slow reader in the page"
+    );
+    assert!(!page.contains("The server&#39;s work on"));
 }
 
 /// Runs with no zero window say nothing of them: no verdict line, no test, no rows by end.
