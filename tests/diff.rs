@@ -289,26 +289,31 @@ fn the_output_says_what_was_matched_with_what() {
     assert_eq!(d["servers"][0]["matched"]["basis"], "only_one_left");
 }
 
+/// The page `report B --html OUT --baseline A` writes (OUT a scratch file named `name`).
+fn baseline_page(a: &str, b: &str, name: &str) -> String {
+    let out = common::scratch("diff", name);
+    let o = std::process::Command::new(common::bin())
+        .args([
+            "report",
+            b,
+            "--html",
+            out.to_str().unwrap(),
+            "--baseline",
+            a,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(&out).unwrap()
+}
+
 /// `report --html OUT --baseline A`: the page of the capture (run B) holds its diff against A, the
 /// verdict and the statements that changed, escaped as the rest of the page; `--baseline` without
 /// `--html` is refused as bad input.
 #[test]
 fn the_report_page_compares_with_a_baseline() {
     let (a, b) = pair("small-buffer-pool");
-    let out = common::scratch("diff", "baseline.html");
-    let o = std::process::Command::new(common::bin())
-        .args([
-            "report",
-            &b,
-            "--html",
-            out.to_str().unwrap(),
-            "--baseline",
-            &a,
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let page = std::fs::read_to_string(&out).unwrap();
+    let page = baseline_page(&a, &b, "baseline.html");
     assert!(
         page.contains("<section id=\"baseline\">"),
         "no baseline section"
@@ -626,20 +631,7 @@ fn a_client_that_stopped_reading_is_named_not_the_server() {
     );
     assert!(!v.contains("The server's work on"), "{v}");
     // The page of run b against its baseline a says it too.
-    let out = common::scratch("diff", "slow-reader.html");
-    let o = std::process::Command::new(common::bin())
-        .args([
-            "report",
-            &b,
-            "--html",
-            out.to_str().unwrap(),
-            "--baseline",
-            &a,
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let page = std::fs::read_to_string(&out).unwrap();
+    let page = baseline_page(&a, &b, "slow-reader.html");
     assert!(
         page.contains(
             "B&#39;s clients stopped reading: they advertised a zero window 21 times for 1.4 s"

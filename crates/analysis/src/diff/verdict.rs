@@ -316,22 +316,8 @@ fn added_s(d: &Diff, dir: Direction) -> f64 {
 /// the path's.
 fn clients_held_the_time(d: &Diff, dir: Direction, w: &WindowChange<'_>) -> String {
     let mut s = rt_headline(d, dir);
-    let changed: Vec<&StatementDiff> = d
-        .statements
-        .iter()
-        .filter(|x| x.change == dir.change())
-        .collect();
+    let (changed, tested) = compared(d, dir);
     if !changed.is_empty() {
-        let tested: Vec<&StatementDiff> = d
-            .statements
-            .iter()
-            .filter(|x| {
-                matches!(
-                    x.change,
-                    Change::Slower | Change::Faster | Change::Unchanged
-                )
-            })
-            .collect();
         concentrated(&mut s, dir, &changed, &tested);
     }
     let slower = w.more_in;
@@ -636,16 +622,14 @@ fn signed_percent(change: f64) -> String {
     )
 }
 
-/// Where B's added (or saved) time went: the headline and the statements; and whether it named the
-/// path's handshakes.
-fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
-    let mut s = rt_headline(d, dir);
-    let changed: Vec<&StatementDiff> = d
+/// The statement groups that changed `dir`'s way, and those tested at all (changed or not).
+fn compared(d: &Diff, dir: Direction) -> (Vec<&StatementDiff>, Vec<&StatementDiff>) {
+    let changed = d
         .statements
         .iter()
         .filter(|x| x.change == dir.change())
         .collect();
-    let tested: Vec<&StatementDiff> = d
+    let tested = d
         .statements
         .iter()
         .filter(|x| {
@@ -655,6 +639,14 @@ fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
             )
         })
         .collect();
+    (changed, tested)
+}
+
+/// Where B's added (or saved) time went: the headline and the statements; and whether it named the
+/// path's handshakes.
+fn where_the_time_went(d: &Diff, dir: Direction) -> (String, bool) {
+    let mut s = rt_headline(d, dir);
+    let (changed, tested) = compared(d, dir);
     let answered_b = |x: &&StatementDiff| x.b.as_ref().map_or(0, |b| b.answered);
     let tested_b: u64 = tested.iter().map(answered_b).sum();
     let changed_b: u64 = changed.iter().map(answered_b).sum();
