@@ -732,35 +732,44 @@ fn request_waited(f: &CloseFacts<'_>) -> Cause {
     };
     let wait = f.since(req);
     match timer(f, wait) {
-        Some(w) => {
-            let mut c = Cause::new(
-                CauseKind::RequestTimeout,
-                Confidence::Likely,
-                format!(
-                    "a timeout: the server side closed after {} had waited {} for its answer, without an \
-                     error; {}, and MySQL does not end a session on a running statement without an error: \
-                     a proxy or load balancer between client and server gave up (HAProxy's `timeout \
-                     server`, a cloud load balancer's timeout)",
-                    f.request(),
-                    wait_words(wait),
-                    w.why()
-                ),
-            )
-            .with(
-                format!(
-                    "the request's first byte in frame {}, the {} {} later",
-                    req.frame,
-                    f.flag(),
-                    wait_words(wait)
-                ),
-                &[req.frame, f.at().frame],
-            );
-            c.setting = Some(Setting::ProxyTimeout);
-            c.timed(WaitKind::Request, wait);
-            c
-        }
+        Some(w) => request_timeout(
+            f,
+            (req, wait),
+            format!(
+                "a timeout: the server side closed after {} had waited {} for its answer, without an \
+                 error; {}, and MySQL does not end a session on a running statement without an error: a \
+                 proxy or load balancer between client and server gave up (HAProxy's `timeout server`, a \
+                 cloud load balancer's timeout)",
+                f.request(),
+                wait_words(wait),
+                w.why()
+            ),
+            Setting::ProxyTimeout,
+        ),
         None => server_ended(f),
     }
+}
+
+/// A timer that gave up on a request waiting for its answer: `story` says whose timer and what it points
+/// at (`setting`); the evidence is the request's first byte (`req`) and the close, `wait` apart.
+fn request_timeout(
+    f: &CloseFacts<'_>,
+    (req, wait): (FrameRef, i64),
+    story: String,
+    setting: Setting,
+) -> Cause {
+    let mut c = Cause::new(CauseKind::RequestTimeout, Confidence::Likely, story).with(
+        format!(
+            "the request's first byte in frame {}, the {} {} later",
+            req.frame,
+            f.flag(),
+            wait_words(wait)
+        ),
+        &[req.frame, f.at().frame],
+    );
+    c.setting = Some(setting);
+    c.timed(WaitKind::Request, wait);
+    c
 }
 
 /// The server side ended a session while a request ran, with nothing that explains it.
@@ -839,32 +848,19 @@ fn client_close(f: &CloseFacts<'_>) -> Cause {
             let wait = f.since(req);
             let answer_began = !matches!(f.phase(), Some(SessionPhase::AwaitingResponse));
             match timer(f, wait) {
-                Some(w) if !answer_began => {
-                    let mut c = Cause::new(
-                        CauseKind::RequestTimeout,
-                        Confidence::Likely,
-                        format!(
-                            "a timeout: the client gave up after {} had waited {} for its answer; {}: the \
-                             client's read timeout (a driver's socket timeout, a pool's query timeout), or a \
-                             proxy's in front of the server",
-                            f.request(),
-                            wait_words(wait),
-                            w.why()
-                        ),
-                    )
-                    .with(
-                        format!(
-                            "the request's first byte in frame {}, the {} {} later",
-                            req.frame,
-                            f.flag(),
-                            wait_words(wait)
-                        ),
-                        &[req.frame, f.at().frame],
-                    );
-                    c.setting = Some(Setting::ClientReadTimeout);
-                    c.timed(WaitKind::Request, wait);
-                    c
-                }
+                Some(w) if !answer_began => request_timeout(
+                    f,
+                    (req, wait),
+                    format!(
+                        "a timeout: the client gave up after {} had waited {} for its answer; {}: the \
+                         client's read timeout (a driver's socket timeout, a pool's query timeout), or a \
+                         proxy's in front of the server",
+                        f.request(),
+                        wait_words(wait),
+                        w.why()
+                    ),
+                    Setting::ClientReadTimeout,
+                ),
                 _ => {
                     let what = if answer_began {
                         format!(

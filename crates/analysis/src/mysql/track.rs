@@ -308,72 +308,19 @@ impl MysqlTrack {
         let (Some(client), Some(session)) = (self.client, self.session.as_mut()) else {
             return;
         };
-        let tail = &mut self.tail;
-        let dir = |s: Side| {
-            if s == client {
-                Direction::ClientToServer
-            } else {
-                Direction::ServerToClient
-            }
-        };
-        let d = dir(side);
         self.last_ts_ns = meta(at).ts_ns;
-        // The acknowledgment before the payload: it tells what the sender had received from its peer
-        // before it sent this segment, so the peer's bytes it releases (held after a hole the capture
-        // lost) were read before this payload was sent, and come first. Read after the payload, they
-        // would follow a whole request but fall between the pieces of a request cut in several
-        // segments (each carries the ACK): how TCP cut the request would decide whether it was queued
-        // before the hole or after the answers behind it.
-        if seg.flags.ack() {
-            let od = dir(side.other());
-            let mut out =
-                |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, od, e, m);
-            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
-        }
-        let mut out = |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, d, e, m);
-        self.streams[side.index()].segment(
-            seg.seq,
-            seg.flags.syn(),
-            seg.payload,
-            seg.payload_len,
-            meta(at),
-            &mut out,
-        );
-        let flag = if seg.flags.rst() {
-            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
-        } else if seg.flags.fin() {
-            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
-        } else {
-            None
+        let mut to = PlainBytes::<KEEPS> {
+            tail: &mut self.tail,
+            home,
         };
-        if let Some((tcp_flag, flag)) = flag {
-            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
-            if !*slot {
-                *slot = true;
-                let mut out =
-                    |e: StreamEvent<'_>, m: Meta| route::<KEEPS>(session, tail, home, d, e, m);
-                self.streams[side.index()].flush(&mut out);
-                // The close is read in the state the session is in: what was kept is decoded first.
-                if let Some(t) = tail {
-                    t.decode_kept(session, home.files);
-                }
-                let context = session.close(d, flag, meta(at));
-                self.closes.push(CloseSeen {
-                    frame: at.frame,
-                    ts_ns: meta(at).ts_ns,
-                    side,
-                    flag: tcp_flag,
-                    context,
-                });
-            }
-        }
-        if self
-            .session
-            .as_ref()
-            .is_some_and(|s| !s.replication_samples().is_empty())
-        {
-            self.drain_replication();
-        }
+        segment_to(
+            (&mut self.streams, &mut self.closed, &mut self.closes),
+            session,
+            client,
+            (side, seg, at),
+            &mut to,
+        );
+        self.drain_replication();
     }
 
     /// Hands the transactions the session completed to `tell`, counting them, and what a TLS session's
@@ -393,8 +340,23 @@ impl MysqlTrack {
         }
     }
 
-    /// Feeds the replication stream's samples (ACK latencies, event lags) to its distributions.
+    /// Feeds the replication stream's samples (ACK latencies, event lags) the segment made, if any, to
+    /// its distributions.
+    #[inline(always)]
     fn drain_replication(&mut self) {
+        if self
+            .session
+            .as_ref()
+            .is_some_and(|s| !s.replication_samples().is_empty())
+        {
+            self.feed_replication_samples();
+        }
+    }
+
+    /// [`MysqlTrack::drain_replication`] when there are samples: rare, out of the segment's path.
+    #[cold]
+    #[inline(never)]
+    fn feed_replication_samples(&mut self) {
         let Some(session) = self.session.as_mut() else {
             return;
         };
@@ -574,61 +536,15 @@ impl MysqlTrack {
         else {
             return;
         };
-        let dir = |s: Side| {
-            if s == client {
-                Direction::ClientToServer
-            } else {
-                Direction::ServerToClient
-            }
-        };
-        let d = dir(side);
         self.last_ts_ns = meta(at).ts_ns;
-        // As in `feed_via`: the acknowledgment first.
-        if seg.flags.ack() {
-            let od = dir(side.other());
-            let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, od, e, m);
-            self.streams[side.other().index()].acknowledged(seg.ack, &mut out);
-        }
-        let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
-        self.streams[side.index()].segment(
-            seg.seq,
-            seg.flags.syn(),
-            seg.payload,
-            seg.payload_len,
-            meta(at),
-            &mut out,
+        segment_to(
+            (&mut self.streams, &mut self.closed, &mut self.closes),
+            session,
+            client,
+            (side, seg, at),
+            &mut TlsBytes { track },
         );
-        let flag = if seg.flags.rst() {
-            Some((TcpCloseFlag::Rst, CloseFlag::Rst))
-        } else if seg.flags.fin() {
-            Some((TcpCloseFlag::Fin, CloseFlag::Fin))
-        } else {
-            None
-        };
-        if let Some((tcp_flag, flag)) = flag {
-            let slot = &mut self.closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
-            if !*slot {
-                *slot = true;
-                let mut out = |e: StreamEvent<'_>, m: Meta| tls_event(track, session, d, e, m);
-                self.streams[side.index()].flush(&mut out);
-                track.closed();
-                let context = session.close(d, flag, meta(at));
-                self.closes.push(CloseSeen {
-                    frame: at.frame,
-                    ts_ns: meta(at).ts_ns,
-                    side,
-                    flag: tcp_flag,
-                    context,
-                });
-            }
-        }
-        if self
-            .session
-            .as_ref()
-            .is_some_and(|s| !s.replication_samples().is_empty())
-        {
-            self.drain_replication();
-        }
+        self.drain_replication();
     }
 
     /// What the session was doing when `side` sent the close `flag` at `frame`, if it was seen.
@@ -832,5 +748,121 @@ impl MysqlTrack {
             }
         }
         incidents
+    }
+}
+
+/// One segment of a MySQL connection whose `client` side is known: the peer's bytes its acknowledgment
+/// releases, its own bytes, and its close, the reassembled bytes going where `to` makes them go (the
+/// session, through a [`Tail`], or through the TLS layer). The connection's reassemblers, the closes it
+/// has seen, and their record are `wire`.
+#[inline(always)]
+fn segment_to(
+    (streams, closed, closes): (
+        &mut [StreamReassembler<Meta>; 2],
+        &mut [[bool; 2]; 2],
+        &mut Vec<CloseSeen>,
+    ),
+    session: &mut Session,
+    client: Side,
+    (side, seg, at): (Side, &TcpSegment<'_>, FrameRef),
+    to: &mut impl BytesTo,
+) {
+    let dir = |s: Side| {
+        if s == client {
+            Direction::ClientToServer
+        } else {
+            Direction::ServerToClient
+        }
+    };
+    let d = dir(side);
+    // The acknowledgment before the payload: it tells what the sender had received from its peer
+    // before it sent this segment, so the peer's bytes it releases (held after a hole the capture
+    // lost) were read before this payload was sent, and come first. Read after the payload, they
+    // would follow a whole request but fall between the pieces of a request cut in several
+    // segments (each carries the ACK): how TCP cut the request would decide whether it was queued
+    // before the hole or after the answers behind it.
+    if seg.flags.ack() {
+        let od = dir(side.other());
+        let mut out = |e: StreamEvent<'_>, m: Meta| to.event(session, od, e, m);
+        streams[side.other().index()].acknowledged(seg.ack, &mut out);
+    }
+    let mut out = |e: StreamEvent<'_>, m: Meta| to.event(session, d, e, m);
+    streams[side.index()].segment(
+        seg.seq,
+        seg.flags.syn(),
+        seg.payload,
+        seg.payload_len,
+        meta(at),
+        &mut out,
+    );
+    let flag = if seg.flags.rst() {
+        Some((TcpCloseFlag::Rst, CloseFlag::Rst))
+    } else if seg.flags.fin() {
+        Some((TcpCloseFlag::Fin, CloseFlag::Fin))
+    } else {
+        None
+    };
+    if let Some((tcp_flag, flag)) = flag {
+        let slot = &mut closed[side.index()][usize::from(tcp_flag == TcpCloseFlag::Rst)];
+        if !*slot {
+            *slot = true;
+            let mut out = |e: StreamEvent<'_>, m: Meta| to.event(session, d, e, m);
+            streams[side.index()].flush(&mut out);
+            // The close is read in the state the session is in: what was held is read first.
+            to.before_close(session);
+            let context = session.close(d, flag, meta(at));
+            closes.push(CloseSeen {
+                frame: at.frame,
+                ts_ns: meta(at).ts_ns,
+                side,
+                flag: tcp_flag,
+                context,
+            });
+        }
+    }
+}
+
+/// Where a MySQL connection's reassembled bytes go ([`segment_to`]), and what must be read
+/// before a close is.
+trait BytesTo {
+    /// One event of direction `d`'s reassembled bytes.
+    fn event(&mut self, session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta);
+    /// A close is about to be read: what is held back is read first.
+    fn before_close(&mut self, session: &mut Session);
+}
+
+/// The bytes of a plain connection: to the session, through its [`Tail`] if `KEEPS` (exchanges passed
+/// over are kept there, and decoded before a close).
+struct PlainBytes<'a, const KEEPS: bool> {
+    tail: &'a mut Option<Box<Tail>>,
+    home: Home<'a>,
+}
+
+impl<const KEEPS: bool> BytesTo for PlainBytes<'_, KEEPS> {
+    #[inline(always)]
+    fn event(&mut self, session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta) {
+        route::<KEEPS>(session, self.tail, self.home, d, e, m);
+    }
+
+    #[inline(always)]
+    fn before_close(&mut self, session: &mut Session) {
+        if let Some(t) = self.tail {
+            t.decode_kept(session, self.home.files);
+        }
+    }
+}
+
+/// The bytes of a connection in TLS: through its TLS layer, which is told of a close first.
+struct TlsBytes<'a> {
+    track: &'a mut TlsTrack,
+}
+
+impl BytesTo for TlsBytes<'_> {
+    fn event(&mut self, session: &mut Session, d: Direction, e: StreamEvent<'_>, m: Meta) {
+        tls_event(self.track, session, d, e, m);
+    }
+
+    fn before_close(&mut self, _: &mut Session) {
+        self.track.closed();
     }
 }
