@@ -1289,6 +1289,12 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         rt_mean_us,
     };
     let transactions = transactions(&l, span, &mut notes);
+    if req.lost || conn.lost {
+        notes.push(
+            "spans kept in a scratch file could not be read back: requests in flight and connections open leave them out"
+                .to_string(),
+        );
+    }
     if l.requests.any_unended() {
         notes.push(
             "requests still unanswered at the capture's end are counted in flight up to its last packet"
