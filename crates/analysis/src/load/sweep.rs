@@ -614,6 +614,42 @@ mod tests {
     }
 
     #[test]
+    fn spans_stay_in_memory_without_a_scratch_file_and_a_piece_not_read_back_is_said() {
+        let base = 1_700_000_000_000_000_000i64;
+        let list = random_spans(2_000, base);
+        let (first, last) = (base, base + (8 << CHUNK_BITS));
+        let want = sorted_events(&list, first, last);
+        // No scratch file could be made: every span stays in memory, swept as ever.
+        let mut kept = Spans {
+            spilled: Spilled {
+                limit: 1,
+                failed: true,
+                ..Spilled::default()
+            },
+            ..Spans::default()
+        };
+        kept.merge(spans(&list));
+        assert!(kept.spilled.pieces.is_empty() && kept.kept_bytes() > 0);
+        assert_eq!(kept.events(first, last).collect::<Vec<_>>(), want);
+        assert!(!sweep(&kept, 1_000_000_000, first, last, true).lost);
+        // A piece that cannot be read back (past the file's end) is left out, and said.
+        let mut out = Spans {
+            spilled: Spilled {
+                limit: 1,
+                ..Spilled::default()
+            },
+            ..Spans::default()
+        };
+        out.merge(spans(&list));
+        let Some(p) = out.spilled.pieces.values_mut().flatten().next() else {
+            panic!("nothing written out");
+        };
+        p.at += 1 << 40;
+        let w = sweep(&out, 1_000_000_000, first, last, true);
+        assert!(w.lost);
+    }
+
+    #[test]
     fn a_span_costs_a_few_bytes() {
         // Requests of ~200 µs starting within a second: offset (<= 5 bytes) and length (3 bytes).
         let s = spans(
