@@ -78,16 +78,51 @@ impl Spilled {
         Some((index, Arc::clone(self.files.last()?)))
     }
 
-    /// Takes another instance's files and pieces: they are read from here on, and the last of this
+    /// Takes another instance's files and pieces. Their bytes are copied to the file this instance
+    /// appends to, so that a run holds one scratch file open however many instances wrote out; those
+    /// that cannot be copied are read from the other's file from here on, and the last of this
     /// instance's files stays the last, the one appended to (the other's, when this one has none).
     fn take(&mut self, o: Spilled) {
         if o.files.is_empty() {
             return;
         }
-        let Some(mine) = self.files.pop() else {
+        if self.files.is_empty() {
             self.files = o.files;
             self.pieces = o.pieces;
             self.written = o.written;
+            return;
+        }
+        let target = self.writable();
+        let mut left: BTreeMap<i64, Vec<Piece>> = BTreeMap::new();
+        let mut bytes = Vec::new();
+        for (chunk, pieces) in o.pieces {
+            for p in pieces {
+                let copied = target.as_ref().and_then(|(file, to)| {
+                    bytes.resize(p.len as usize, 0);
+                    o.files
+                        .get(p.file as usize)?
+                        .read_exact_at(&mut bytes, p.at)
+                        .ok()?;
+                    to.write_all_at(&bytes, self.written).ok()?;
+                    Some(Piece {
+                        file: *file,
+                        at: self.written,
+                        len: p.len,
+                    })
+                });
+                match copied {
+                    Some(c) => {
+                        self.written += u64::from(c.len);
+                        self.pieces.entry(chunk).or_default().push(c);
+                    }
+                    None => left.entry(chunk).or_default().push(p),
+                }
+            }
+        }
+        if left.is_empty() {
+            return;
+        }
+        let Some(mine) = self.files.pop() else {
             return;
         };
         let at = self.files.len() as u32;
@@ -97,7 +132,7 @@ impl Spilled {
                 p.file = at + theirs;
             }
         }
-        for (chunk, pieces) in o.pieces {
+        for (chunk, pieces) in left {
             let moved = pieces.into_iter().map(|p| Piece {
                 file: p.file + at,
                 ..p
@@ -582,6 +617,8 @@ mod tests {
         for order in [[0, 1, 2], [2, 0, 1]] {
             let whole = told(&mut order.into_iter());
             assert_eq!(whole.len(), 6_000);
+            // The others' bytes were copied to the file of the instance they were merged into.
+            assert_eq!(whole.spilled.files.len(), 1);
             assert_eq!(whole.events(first, last).collect::<Vec<_>>(), want);
             // A clone shares the files it reads, and writes out to one of its own.
             let mut copy = whole.clone();
@@ -645,8 +682,20 @@ mod tests {
             panic!("nothing written out");
         };
         p.at += 1 << 40;
-        let w = sweep(&out, 1_000_000_000, first, last, true);
-        assert!(w.lost);
+        assert!(sweep(&out, 1_000_000_000, first, last, true).lost);
+        // Merged into an instance with a file of its own, the pieces that can be read are copied there;
+        // the one that cannot stays where it was, still said when swept.
+        let mut into = Spans {
+            spilled: Spilled {
+                limit: 1,
+                ..Spilled::default()
+            },
+            ..Spans::default()
+        };
+        into.merge(spans(&list[..10]));
+        into.merge(out);
+        assert_eq!(into.spilled.files.len(), 2);
+        assert!(sweep(&into, 1_000_000_000, first, last, true).lost);
     }
 
     #[test]
