@@ -4,18 +4,21 @@
 # through the commands whose memory must follow the open flows and the size of their output, not the
 # capture's bytes. Prints each command's peak RSS at both sizes and its growth per GB of capture; `rate`
 # and `mysql` are the yardstick of what does not grow. Not a timed test: memory does not depend on how
-# busy the machine is. Exits 1 when a command grows more than MAX_MB_PER_GB (default 60) per GB.
+# busy the machine is. Exits 1 when a command grows more than MAX_MB_PER_GB (default 25) per GB. The
+# smaller size is past what `load` keeps in memory before its scratch file (8 MB of requests, about 330 MB
+# of this capture), so the figure is the growth, not that ramp. What `report` still grows by here is
+# output-sized: this capture's seconds grow with its bytes, and `rate` and `rt` keep figures per interval.
 #
-# usage: benches/memory.sh [FIXTURE] [SMALL_GB] [LARGE_GB]   (defaults: fixtures/err1146-storm.pcap 0.1 0.4)
+# usage: benches/memory.sh [FIXTURE] [SMALL_GB] [LARGE_GB]   (defaults: fixtures/err1146-storm.pcap 0.5 1.5)
 #   MEMORY_DIR: where the captures are built and kept (default /tmp/pcapsleuth-memory)
 #   PCAPSLEUTH: the binary measured (default: this checkout's release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=${1:-fixtures/err1146-storm.pcap}
-SMALL=${2:-0.1}
-LARGE=${3:-0.4}
+SMALL=${2:-0.5}
+LARGE=${3:-1.5}
 DIR=${MEMORY_DIR:-/tmp/pcapsleuth-memory}
-MAX=${MAX_MB_PER_GB:-60}
+MAX=${MAX_MB_PER_GB:-25}
 mkdir -p "$DIR"
 cargo build -q --release --example make_bench_capture
 if [ -n "${PCAPSLEUTH:-}" ]; then

@@ -64,11 +64,10 @@ pub fn run(given: Args) -> anyhow::Result<ExitCode> {
     };
     let mut r = analysis::full_report(&a);
     if common.engine.json {
-        // The MySQL report's long arrays are written element by element, then put back for the plots
-        // and the page.
-        let arrays = MysqlArrays::take(&mut r.mysql);
-        output_json_streamed(&a, &r, &arrays.under(&["mysql"]))?;
-        arrays.put_back(&mut r.mysql);
+        // The long arrays are written element by element, then put back for the plots and the page.
+        let arrays = ReportArrays::take(&mut r);
+        output_json_streamed(&a, &r, &arrays.paths())?;
+        arrays.put_back(&mut r);
     } else {
         output(false, &a, &r, report::render_report)?;
     }
@@ -136,4 +135,52 @@ fn write_html<O>(
         .with_context(|| format!("cannot write {}", path.display()))?;
     sayln!("pcapsleuth: wrote {}", path.display());
     Ok(())
+}
+
+/// The arrays of the whole report that grow with the capture: the MySQL report's, and the rt and rate
+/// reports' per-interval series (each server's too), taken out of it to be written element by element.
+struct ReportArrays {
+    mysql: MysqlArrays,
+    rt_per_interval: Vec<analysis::IntervalRt>,
+    rate_total: Vec<analysis::RatePoint>,
+    /// Each server's series, by its key in `rate.servers` (left there, empty, to keep its place).
+    rate_servers: Vec<(String, Vec<analysis::RatePoint>)>,
+}
+
+impl ReportArrays {
+    /// Takes the arrays out of `r`.
+    fn take(r: &mut analysis::FullReport) -> Self {
+        ReportArrays {
+            mysql: MysqlArrays::take(&mut r.mysql),
+            rt_per_interval: std::mem::take(&mut r.rt.per_interval),
+            rate_total: std::mem::take(&mut r.rate.total),
+            rate_servers: r
+                .rate
+                .servers
+                .iter_mut()
+                .map(|(k, v)| (k.clone(), std::mem::take(v)))
+                .collect(),
+        }
+    }
+
+    /// Puts the arrays back into `r`.
+    fn put_back(self, r: &mut analysis::FullReport) {
+        self.mysql.put_back(&mut r.mysql);
+        r.rt.per_interval = self.rt_per_interval;
+        r.rate.total = self.rate_total;
+        for (k, v) in self.rate_servers {
+            r.rate.servers.insert(k, v);
+        }
+    }
+
+    /// Each array with its path of keys from the top.
+    fn paths(&self) -> Vec<(Vec<&str>, &dyn report::ElementSource)> {
+        let mut paths = self.mysql.under(&["mysql"]);
+        paths.push((vec!["rt", "per_interval"], &self.rt_per_interval));
+        paths.push((vec!["rate", "total"], &self.rate_total));
+        for (server, series) in &self.rate_servers {
+            paths.push((vec!["rate", "servers", server.as_str()], series));
+        }
+        paths
+    }
 }

@@ -58,6 +58,11 @@ const STATEMENT_TEXT_KEPT: usize = 512;
 const MAX_INTERVAL_ROWS: i64 = 200_000;
 
 /// The load-test analysis: one instance per worker, merged, finished into a [`LoadReport`].
+///
+/// Every request's time in flight is kept until the end of the run (the figures need all of them and the
+/// capture's body): past 8 MB, in an unnamed scratch file in the temporary directory
+/// ([`std::env::temp_dir`]), so that memory does not grow with the capture; in memory where no such file
+/// can be written.
 #[derive(Debug, Clone, Default)]
 pub struct LoadTest {
     interval_ns: i64,
@@ -1289,6 +1294,12 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         rt_mean_us,
     };
     let transactions = transactions(&l, span, &mut notes);
+    if req.lost || conn.lost {
+        notes.push(
+            "spans kept in a scratch file could not be read back: requests in flight and connections open leave them out"
+                .to_string(),
+        );
+    }
     if l.requests.any_unended() {
         notes.push(
             "requests still unanswered at the capture's end are counted in flight up to its last packet"
