@@ -216,6 +216,37 @@ fn duplicate_acks_are_tsharks() {
     }
 }
 
+/// A resend the receiver reports as already received (a D-SACK, RFC 2883) is counted spurious, against
+/// the direction that resent it, as often as tshark finds a D-SACK from the other side: stream-stall's
+/// slow readers hold their ACKs back and the server resends for nothing (82), tail-drops' client D-SACKs
+/// the probes that raced its late ACKs (15).
+#[test]
+fn spurious_resends_are_the_receivers_d_sacks() {
+    let Some(tshark) = oracle::tshark() else {
+        return;
+    };
+    for (fixture, at_least) in [("stream-stall.pcap", 80), ("tail-drops.pcap", 10)] {
+        let f = common::fixture(fixture);
+        let r = rate(&f, "1s");
+        let mut total = 0;
+        for (dir, receiver) in [
+            ("c2s", "tcp.srcport == 3306"),
+            ("s2c", "tcp.dstport == 3306"),
+        ] {
+            let got: u64 = r["total"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p[format!("{dir}_resends")]["spurious"].as_u64().unwrap())
+                .sum();
+            let filter = format!("tcp.options.sack.dsack && {receiver}");
+            assert_eq!(got as usize, tshark.count(&f, &filter), "{fixture} {dir}");
+            total += got;
+        }
+        assert!(total >= at_least, "{fixture}: {total} spurious");
+    }
+}
+
 /// stream-stall: the stalled reader advertises a zero window from frame 1358 (1.6232 s) until the server
 /// resets it (3.5856 s), and the other reader's window closes and opens as it reads: the client's
 /// zero-window time is the spells tshark's window fields give (a spell still open when a connection

@@ -1158,8 +1158,19 @@ fn path_changed(d: &Diff, windows: &[WindowChange<'_>]) -> Option<String> {
     let resent = |r: &crate::path::ResendCounts| r.total();
     if p.resend_rate_test.is_some_and(|t| t.significant) {
         let kinds = |x: &crate::path::ResendCounts, y: &crate::path::ResendCounts| {
+            let spurious = x.spurious + y.spurious;
+            // A resend the receiver reports it had already (D-SACK) was not a loss: its ACK was late.
+            let not_lost = if spurious > 0 {
+                format!(
+                    "; {} of them reported by the receiver as already received (D-SACK): late ACKs, not \
+                     loss",
+                    count(spurious)
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{} fast retransmits, {} timeouts, {} tail loss probes, {} others",
+                "{} fast retransmits, {} timeouts, {} tail loss probes, {} others{not_lost}",
                 count(x.fast_retransmit + y.fast_retransmit),
                 count(x.timeout + y.timeout),
                 count(x.tail_loss_probe + y.tail_loss_probe),

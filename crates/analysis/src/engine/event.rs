@@ -58,13 +58,19 @@ impl PacketEvent {
         (self.captured_ttl >> 24) as u8
     }
 
-    /// `side_options` of a segment. Only the handshake reads options, so only a SYN's are kept. They
-    /// are found again before the payload, so they are kept only where the record has them there
-    /// (always, for the decoders' slices of one header).
+    /// `side_options` of a segment. The handshake reads a SYN's options and the path an ACK's SACK
+    /// blocks (a D-SACK tells a spurious resend), so a segment's are kept unless they are the
+    /// timestamps alone, which nothing reads: those of nearly every segment of a connection between
+    /// Linux hosts, left out so that tracking does not slice them for each. They are found again before
+    /// the payload, so they are kept only where the record has them there (always, for the decoders'
+    /// slices of one header).
     #[inline]
     pub(super) fn side_options(side: Side, seg: &TcpSegment<'_>) -> u8 {
-        let adjacent = seg.flags.syn() && seg.options.as_ptr_range().end == seg.payload.as_ptr();
-        let words = if adjacent {
+        let o = seg.options;
+        // NOP, NOP, Timestamps (kind 8, length 10): RFC 7323's recommended layout.
+        let timestamps_alone =
+            o.len() == 12 && !seg.flags.syn() && o.get(..4) == Some(&[1, 1, 8, 10]);
+        let words = if !timestamps_alone && o.as_ptr_range().end == seg.payload.as_ptr() {
             (seg.options.len() / 4).min(10) as u8
         } else {
             0
@@ -99,7 +105,7 @@ impl PacketEvent {
         }
     }
 
-    /// The length of the TCP options kept (a SYN's), in bytes: they lie right before the payload.
+    /// The length of the TCP options kept, in bytes: they lie right before the payload.
     #[inline]
     pub(super) fn options_len(&self) -> usize {
         usize::from(self.side_options & 0x0f) * 4

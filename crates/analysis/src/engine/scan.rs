@@ -95,7 +95,7 @@ impl Scan<'_> {
         }
     }
 
-    /// The TCP options kept (a SYN's), read from where the payload is: right before it, in the split's
+    /// The TCP options kept, read from where the payload is: right before it, in the split's
     /// bytes or in the datagrams reassembled from its IP fragments.
     #[inline]
     fn options_of(&self, ev: &PacketEvent) -> &[u8] {
