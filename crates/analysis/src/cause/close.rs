@@ -348,81 +348,72 @@ fn after_own_fin(f: &CloseFacts<'_>) -> Option<Cause> {
     })?;
     let data = ev.peer_last_data.filter(|d| d.frame > fin.event.at.frame)?;
     let gap = data.ts.0 - fin.event.at.ts.0;
-    Some(match f.ev.by {
-        Role::Server => {
-            let mut c = Cause::new(
-                CauseKind::StaleConnection,
-                Confidence::Certain,
-                format!(
-                    "a stale connection: the client sent {} (frame {}) {} after the server had closed the \
-                     connection (FIN, frame {}), and the server's kernel answered with this RST: a pooled \
-                     connection used after the server closed it (the client reads \"MySQL server has gone \
-                     away\" / \"Communications link failure\")",
-                    match f.seen {
-                        Some(s) if s.request_frame.is_some() => f.request(),
-                        _ => "data".to_string(),
-                    },
-                    data.frame,
-                    units::seconds(gap as f64 / 1e9),
-                    fin.event.at.frame
-                ),
-            )
-            .with(
-                format!(
-                    "the server's FIN in frame {}; the client's data after it in frame {}; the RST in frame {}",
-                    fin.event.at.frame,
-                    data.frame,
-                    ev.at.frame
-                ),
-                &[fin.event.at.frame, data.frame, ev.at.frame],
-            );
-            if let Some(s) = f.mysql {
-                let seen = s.closes.iter().find(|c| c.frame == fin.event.at.frame);
-                let fin_cause = explain_close(&CloseFacts {
-                    ev: &fin,
-                    seen,
-                    replication: None,
-                    greeting_wait: None,
-                    ..*f
-                });
-                c = c.with(
-                    format!(
-                        "why the server had closed it ({}): {}",
-                        fin_cause.confidence.name(),
-                        fin_cause.summary
-                    ),
-                    &[fin.event.at.frame],
-                );
-            }
-            c.wait_s = Some(gap as f64 / 1e9);
-            c
-        }
-        _ => {
-            let mut c = Cause::new(
-                CauseKind::PeerGone,
-                Confidence::Certain,
-                format!(
-                    "the client had gone: the server's data (frame {}) came {} after the client had closed \
-                     (FIN, frame {}), and the client's kernel answered it with this RST (the client process \
-                     had exited or been killed, or had closed the connection without waiting for the answer)",
-                    data.frame,
-                    units::seconds(gap as f64 / 1e9),
-                    fin.event.at.frame
-                ),
-            )
-            .with(
-                format!(
-                    "the client's FIN in frame {}; the server's data after it in frame {}; the RST in frame {}",
-                    fin.event.at.frame,
-                    data.frame,
-                    ev.at.frame
-                ),
-                &[fin.event.at.frame, data.frame, ev.at.frame],
-            );
-            c.wait_s = Some(gap as f64 / 1e9);
-            c
-        }
-    })
+    let by_server = f.ev.by == Role::Server;
+    let (closer, peer) = if by_server {
+        ("server", "client")
+    } else {
+        ("client", "server")
+    };
+    let said = if by_server {
+        Cause::new(
+            CauseKind::StaleConnection,
+            Confidence::Certain,
+            format!(
+                "a stale connection: the client sent {} (frame {}) {} after the server had closed the \
+                 connection (FIN, frame {}), and the server's kernel answered with this RST: a pooled \
+                 connection used after the server closed it (the client reads \"MySQL server has gone \
+                 away\" / \"Communications link failure\")",
+                match f.seen {
+                    Some(s) if s.request_frame.is_some() => f.request(),
+                    _ => "data".to_string(),
+                },
+                data.frame,
+                units::seconds(gap as f64 / 1e9),
+                fin.event.at.frame
+            ),
+        )
+    } else {
+        Cause::new(
+            CauseKind::PeerGone,
+            Confidence::Certain,
+            format!(
+                "the client had gone: the server's data (frame {}) came {} after the client had closed \
+                 (FIN, frame {}), and the client's kernel answered it with this RST (the client process \
+                 had exited or been killed, or had closed the connection without waiting for the answer)",
+                data.frame,
+                units::seconds(gap as f64 / 1e9),
+                fin.event.at.frame
+            ),
+        )
+    };
+    let mut c = said.with(
+        format!(
+            "the {closer}'s FIN in frame {}; the {peer}'s data after it in frame {}; the RST in frame {}",
+            fin.event.at.frame, data.frame, ev.at.frame
+        ),
+        &[fin.event.at.frame, data.frame, ev.at.frame],
+    );
+    // A stale connection's server had its reasons to close: the FIN's own cause.
+    if let (true, Some(s)) = (by_server, f.mysql) {
+        let seen = s.closes.iter().find(|c| c.frame == fin.event.at.frame);
+        let fin_cause = explain_close(&CloseFacts {
+            ev: &fin,
+            seen,
+            replication: None,
+            greeting_wait: None,
+            ..*f
+        });
+        c = c.with(
+            format!(
+                "why the server had closed it ({}): {}",
+                fin_cause.confidence.name(),
+                fin_cause.summary
+            ),
+            &[fin.event.at.frame],
+        );
+    }
+    c.wait_s = Some(gap as f64 / 1e9);
+    Some(c)
 }
 
 /// The writes of the closing side had stalled before the close: the peer's zero window (it stopped
