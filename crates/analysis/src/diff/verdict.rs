@@ -236,21 +236,13 @@ impl WindowChange<'_> {
             Reader::Clients => ("clients", "they"),
             Reader::Server => ("server", "it"),
         };
-        let other = match less.of(self.windows) {
-            0 => "none".to_string(),
-            n => format!(
-                "{} for {}",
-                plural(n, "time", "times"),
-                seconds(less.of(self.seconds))
-            ),
-        };
+        let other = zero_windows_words(less, self.windows, self.seconds);
         let (a, b) = (self.test.a_per_request, self.test.b_per_request);
         format!(
-            "{}'s {who} stopped reading: {they} advertised a zero window {} for {} in total ({}: {other}; \
-             {} -> {} per request, p {})",
+            "{}'s {who} stopped reading: {they} advertised a zero window {} in total ({}: {other}; {} -> \
+             {} per request, p {})",
             more.name(),
-            plural(more.of(self.windows), "time", "times"),
-            seconds(more.of(self.seconds)),
+            zero_windows_words(more, self.windows, self.seconds),
             less.name(),
             significant(a, 3),
             significant(b, 3),
@@ -1233,21 +1225,25 @@ fn windows_on_leg(d: &Diff, leg: &str, later: Run) -> Option<String> {
         return None;
     }
     let other = later.other();
-    let theirs = match other.of(n) {
-        0 => "none".to_string(),
-        k => format!(
-            "{} for {}",
-            plural(k, "time", "times"),
-            seconds(other.of(secs))
-        ),
-    };
     Some(format!(
-        "{who} advertised a zero window in {} {} for {} ({}: {theirs})",
+        "{who} advertised a zero window in {} {} ({}: {})",
         later.name(),
-        plural(later.of(n), "time", "times"),
-        seconds(later.of(secs)),
-        other.name()
+        zero_windows_words(later, n, secs),
+        other.name(),
+        zero_windows_words(other, n, secs)
     ))
+}
+
+/// `run`'s zero windows of one end in words: "21 times for 1.4 s", or "none".
+fn zero_windows_words(run: Run, windows: &Pair<u64>, seconds_of: &Pair<f64>) -> String {
+    match run.of(windows) {
+        0 => "none".to_string(),
+        n => format!(
+            "{} for {}",
+            plural(n, "time", "times"),
+            seconds(run.of(seconds_of))
+        ),
+    }
 }
 
 /// Connections reset, abnormal closes, refused connects that differ.
