@@ -509,28 +509,8 @@ mod tests {
 
     #[test]
     fn chunked_events_are_the_sorted_events_in_any_order_and_merge() {
-        // A linear congruential sequence: spans over several chunks, some long, some instants, some
-        // unended, some outside [first, last].
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move |m: u64| {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (x >> 11) % m
-        };
         let base = 1_700_000_000_000_000_000i64;
-        let list: Vec<(i64, i64)> = (0..5_000)
-            .map(|_| {
-                let s = base + next(8 << CHUNK_BITS) as i64;
-                let e = match next(20) {
-                    0 => i64::MAX,
-                    1 => s,
-                    2 => s + next(3 << CHUNK_BITS) as i64,
-                    _ => s + next(2_000_000) as i64,
-                };
-                (s, e)
-            })
-            .collect();
+        let list = random_spans(5_000, base, 0x9e37_79b9_7f4a_7c15);
         let (first, last) = (base + 1_000, base + (7 << CHUNK_BITS));
         let whole = spans(&list);
         let want = sorted_events(&list, first, last);
@@ -554,10 +534,10 @@ mod tests {
         assert!(w1.max > 1);
     }
 
-    /// Spans of a linear congruential sequence over several chunks: some long, some instants, some
-    /// unended, some outside `[first, last]` (see the test below).
-    fn random_spans(n: usize, base: i64) -> Vec<(i64, i64)> {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    /// `n` spans of a linear congruential sequence from `seed` over several chunks: some long, some
+    /// instants, some unended, some outside `[first, last]`.
+    fn random_spans(n: usize, base: i64, seed: u64) -> Vec<(i64, i64)> {
+        let mut x = seed;
         let mut next = move |m: u64| {
             x = x
                 .wrapping_mul(6_364_136_223_846_793_005)
@@ -581,7 +561,7 @@ mod tests {
     #[test]
     fn spans_written_out_sweep_as_those_kept() {
         let base = 1_700_000_000_000_000_000i64;
-        let list = random_spans(6_000, base);
+        let list = random_spans(6_000, base, 0x2545_f491_4f6c_dd1d);
         let (first, last) = (base + 1_000, base + (7 << CHUNK_BITS));
         let want = sorted_events(&list, first, last);
         // Three instances that write out past 2,000 bytes, each fed batches of 150 spans as the engine
@@ -653,7 +633,7 @@ mod tests {
     #[test]
     fn spans_stay_in_memory_without_a_scratch_file_and_a_piece_not_read_back_is_said() {
         let base = 1_700_000_000_000_000_000i64;
-        let list = random_spans(2_000, base);
+        let list = random_spans(2_000, base, 0x2545_f491_4f6c_dd1d);
         let (first, last) = (base, base + (8 << CHUNK_BITS));
         let want = sorted_events(&list, first, last);
         // No scratch file could be made: every span stays in memory, swept as ever.
