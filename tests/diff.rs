@@ -664,3 +664,65 @@ fn runs_without_zero_windows_say_nothing_of_them() {
         assert!(!text.contains("  by the clients"), "{name}: {text}");
     }
 }
+
+/// `diff` of two captures that are not one workload before and after a change.
+fn diff_files(a: &str, b: &str) -> Value {
+    let path = |name: &str| common::fixture(name).to_str().unwrap().to_string();
+    common::json(&["diff", "--json", &path(a), &path(b)])
+}
+
+/// Two different workloads captured at the same server: B's clients (4 sysbench connections) wait
+/// longer before their next request than A's (the error storm's). The round trip timed from ACKs grows
+/// with them, because the clients' ACKs ride on their next requests; the TCP handshakes, a bare round
+/// trip to the clients, got no slower. So the verdict may not call the path slower: it says what the
+/// capture cannot tell apart (the clients' own time, or a queue on the path), and why no longer route.
+#[test]
+fn think_time_riding_on_acks_is_not_called_a_slower_path() {
+    let d = diff_files("err1146-storm.pcap", "no-cap.pcap");
+    let v = verdict(&d);
+    assert!(
+        v.starts_with(
+            "The clients (or the path to them) got slower to send their next request: seen at the server"
+        ),
+        "{v}"
+    );
+    assert!(
+        !v.contains("The path between the server and its clients got slower"),
+        "{v}"
+    );
+    assert!(v.contains("no longer route"), "{v}");
+    // The evidence the verdict weighs, as the JSON gives it: the fastest think times grew by far more
+    // than the handshakes' SYN-ACK to ACK moved (it shrank), while the ACK-timed round trip grew.
+    let floor = f(&d["load"]["think_p10_us"]["b"]) - f(&d["load"]["think_p10_us"]["a"]);
+    let ack = &d["path"]["synack_to_ack_us"];
+    assert!(
+        f(&ack["a"]["count"]) > 0.0 && f(&ack["b"]["count"]) > 0.0,
+        "{ack}"
+    );
+    assert!(
+        f(&ack["b"]["p50"]) - f(&ack["a"]["p50"]) < 0.5 * floor,
+        "{ack} {floor}"
+    );
+    let rtt = &d["path"]["rtt_to_client_us"];
+    assert!(f(&rtt["b"]["p50"]) > 2.0 * f(&rtt["a"]["p50"]), "{rtt}");
+}
+
+/// The statements both runs ran got slower, but B ran another mix (the replica's stream's few
+/// statements against the prepared-statement client's many) and its requests took less time on
+/// average: the headline says both, not "B is slower" over figures that went down.
+#[test]
+fn another_mix_of_statements_is_not_called_slower_over_falling_figures() {
+    let d = diff_files("prepared-full.pcap", "repl-async.pcap");
+    let v = verdict(&d);
+    assert!(
+        f(&d["rt_us"]["b"]["mean"]) < f(&d["rt_us"]["a"]["mean"]),
+        "{}",
+        d["rt_us"]
+    );
+    assert!(!v.starts_with("B is slower"), "{v}");
+    assert!(
+        v.starts_with("The statements both runs ran are slower in B, though its requests took"),
+        "{v}"
+    );
+    assert!(v.contains("another mix of statements"), "{v}");
+}

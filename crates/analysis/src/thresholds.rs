@@ -394,6 +394,11 @@ pub const DIFF_THINK_FACTOR: f64 = 1.5;
 /// server's own mean response time: then the path, not the server, holds most of what changed.
 pub const DIFF_PATH_FACTOR: f64 = 2.0;
 
+/// Seen at a server, the clients' next requests came later by some time: a slower path would slow the
+/// TCP handshakes' SYN-ACK to ACK (a bare round trip to the client) by as much. When both runs have
+/// handshakes and their median moved by less than this share of that time, the path is ruled out.
+pub const DIFF_HANDSHAKE_SHARE: f64 = 0.5;
+
 /// A capture was taken at the client (or at the server) when its TCP handshakes' SYN to SYN-ACK (or
 /// SYN-ACK to ACK) holds at least this share of their round trip (medians): the half that crossed the
 /// path. On a local network both halves are microseconds and the point is not told.

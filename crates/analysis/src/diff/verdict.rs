@@ -25,9 +25,9 @@
 use crate::histogram::RtSummary;
 use crate::mysql::statement_label;
 use crate::thresholds::{
-    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_PATH_FACTOR, DIFF_PATH_RTT_MIN_SHARE,
-    DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE, DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD,
-    DIFF_ZERO_WINDOW_SHARE,
+    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_HANDSHAKE_SHARE, DIFF_PATH_FACTOR,
+    DIFF_PATH_RTT_MIN_SHARE, DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE, DIFF_THINK_FACTOR,
+    DIFF_UNIFORM_SPREAD, DIFF_ZERO_WINDOW_SHARE,
 };
 use crate::units::{count, duration_us as dur, percent, seconds, significant};
 
@@ -420,6 +420,23 @@ fn rt_headline(d: &Diff, dir: Direction) -> String {
         } else {
             format!("{} less time", percent(1.0 - mean))
         };
+        // The statements compared moved one way and the requests as a whole the other: B ran another
+        // mix of statements, and "B is slower" alone would contradict its own figures.
+        let against = match dir {
+            Direction::Slower => mean < 1.0,
+            Direction::Faster => mean > 1.0,
+        };
+        if against {
+            return format!(
+                "The statements both runs ran are {} in B, though its requests took {how} on average, \
+                 another mix of statements (mean {} -> {}; p50 {} -> {})",
+                dir.word(),
+                dur(a.mean),
+                dur(b.mean),
+                dur(a.p50),
+                dur(b.p50)
+            );
+        }
         format!(
             "B is {}: its requests took {how} on average (mean {} -> {}; p50 {} -> {})",
             dir.word(),
@@ -444,9 +461,19 @@ fn path_at_server(d: &Diff) -> Option<String> {
         return None;
     }
     let ack = &d.path.synack_to_ack_us;
-    let rtt = rtt_grew(d).filter(|(leg, _)| *leg == "to the client");
+    // At the server, SYN-ACK to ACK is a round trip to the client with no think time in it. When both
+    // runs have handshakes and theirs moved by less than half of `floor`, a longer route is ruled out,
+    // and the round trip timed from ACKs is no evidence either: the ACKs that ride on the clients' next
+    // requests come when those do. A queue on the path that holds back data but not the handshakes
+    // (a bandwidth cap) is not ruled out: the capture cannot tell it from the clients' own time.
+    let handshakes_deny =
+        ack.a.count > 0 && ack.b.count > 0 && ack.b.p50 - ack.a.p50 < DIFF_HANDSHAKE_SHARE * floor;
+    let rtt = rtt_grew(d)
+        .filter(|(leg, _)| *leg == "to the client")
+        .filter(|_| !handshakes_deny);
     let handshakes_grew = grew(&ack.a, &ack.b);
-    let who = if rtt.is_some() || handshakes_grew {
+    let path = rtt.is_some() || handshakes_grew;
+    let who = if path {
         "The path between the server and its clients got slower"
     } else {
         "The clients (or the path to them) got slower to send their next request"
@@ -474,14 +501,30 @@ fn path_at_server(d: &Diff) -> Option<String> {
             medians_of(ack.a.count, ack.b.count)
         ));
     }
-    s.push_str(&format!(
-        ", while the server's own response time changed by {} at p50 ({} -> {}): each answer reached the \
-         clients about {} later, which a capture at the server does not see in its response times.",
+    let own = format!(
+        "the server's own response time changed by {} at p50 ({} -> {})",
         dur(d.rt_us.b.p50 - d.rt_us.a.p50),
         dur(d.rt_us.a.p50),
-        dur(d.rt_us.b.p50),
-        dur(floor)
-    ));
+        dur(d.rt_us.b.p50)
+    );
+    if handshakes_deny && !path {
+        s.push_str(&format!(
+            ", while the TCP handshakes' SYN-ACK to ACK, a round trip to the clients with nothing of \
+             theirs in it, took {} instead of {} ({}), and {own}: no longer route, so either the clients \
+             took about {} longer before their next request, or a queue on the path held their data back \
+             (a bandwidth cap); a capture at the server cannot tell them apart.",
+            dur(ack.b.p50),
+            dur(ack.a.p50),
+            medians_of(ack.a.count, ack.b.count),
+            dur(floor)
+        ));
+    } else {
+        s.push_str(&format!(
+            ", while {own}: each answer reached the clients about {} later, which a capture at the server \
+             does not see in its response times.",
+            dur(floor)
+        ));
+    }
     s.push(' ');
     s.push_str(&requests_per_second(d));
     Some(s)
@@ -754,7 +797,13 @@ fn not_the_servers_query_time(s: &mut String, d: &Diff, dir: Direction, dlo: f64
     let client = d.runs.b.capture_point == CapturePoint::Client;
     // The round trip from TCP's own timing explains the added time when its leg grew beyond the
     // noise by at least half the smallest time added to a statement.
-    let rtt = rtt_grew(d).filter(|(_, c)| c.b.p50 - c.a.p50 >= 0.5 * dlo);
+    // The handshakes are a bare round trip: when both runs have them and they did not grow by half
+    // that time, no longer route carries it, whatever the ACKs that ride on the answers say.
+    let handshakes_deny =
+        hs.a.count > 0 && hs.b.count > 0 && hs.b.p50 - hs.a.p50 < DIFF_HANDSHAKE_SHARE * dlo;
+    let rtt = rtt_grew(d)
+        .filter(|(_, c)| c.b.p50 - c.a.p50 >= 0.5 * dlo)
+        .filter(|_| !handshakes_deny);
     let timed = rtt_timed(d);
     if dir == Direction::Slower && rtt.is_some() {
         if let Some((leg, c)) = rtt {
@@ -779,6 +828,26 @@ fn not_the_servers_query_time(s: &mut String, d: &Diff, dir: Direction, dlo: f64
             medians_of(hs.a.count, hs.b.count),
             if client { "; captured at the client" } else { "" }
         ));
+    } else if dir == Direction::Slower && handshakes_deny {
+        path_said = true;
+        s.push_str(&format!(
+            ". The same time added to every request whatever its work lies outside the server's \
+             query execution, and no longer route carries it: the TCP handshakes, a bare round trip, \
+             took {} instead of {} ({}); a proxy in front of the server, the server's network stack, or \
+             a queue on the path that holds data back (a bandwidth cap) holds it",
+            dur(hs.b.p50),
+            dur(hs.a.p50),
+            medians_of(hs.a.count, hs.b.count)
+        ));
+        if let Some((leg, c)) = rtt_grew(d) {
+            s.push_str(&format!(
+                " (the round trip {leg} timed from TCP's ACKs grew with it, {} -> {} at p50, as those \
+                 ACKs ride on the answers)",
+                dur(c.a.p50),
+                dur(c.b.p50)
+            ));
+        }
+        s.push('.');
     } else if dir == Direction::Slower {
         s.push_str(
             ". The same time added to every request whatever its work lies outside the server's \
