@@ -726,3 +726,19 @@ fn another_mix_of_statements_is_not_called_slower_over_falling_figures() {
     );
     assert!(v.contains("another mix of statements"), "{v}");
 }
+
+/// Two tiny runs of different work (a login and a few statements on a cooked capture; a
+/// `LOAD DATA LOCAL INFILE`): no test can find anything in 7 and 2 requests, and the runs share no
+/// statement, so the verdict says so instead of calling them alike.
+#[test]
+fn runs_too_small_or_apart_are_not_called_alike() {
+    let d = diff_files("any-cooked-v2.pcap", "local-infile.pcap");
+    let v = verdict(&d);
+    assert_eq!(d["matched"]["statements_in_both"], 0, "{}", d["matched"]);
+    assert!(f(&d["rt_us"]["b"]["count"]) < 20.0, "{}", d["rt_us"]);
+    assert!(!v.contains("alike"), "{v}");
+    assert!(
+        v.starts_with("The runs share no statement (7 groups only in A, 2 groups only in B), with 7 answered in A and 2 in B, too few to tell a change from the runs' noise"),
+        "{v}"
+    );
+}

@@ -399,6 +399,11 @@ pub const DIFF_PATH_FACTOR: f64 = 2.0;
 /// handshakes and their median moved by less than this share of that time, the path is ruled out.
 pub const DIFF_HANDSHAKE_SHARE: f64 = 0.5;
 
+/// Below this many answered requests in a run, a diff in which no test found a change says the runs
+/// were too small to tell, not that they are alike: the rank test of a handful of response times
+/// cannot reach its threshold after Holm's correction, whatever they are.
+pub const DIFF_FEW_REQUESTS: u64 = 20;
+
 /// A capture was taken at the client (or at the server) when its TCP handshakes' SYN to SYN-ACK (or
 /// SYN-ACK to ACK) holds at least this share of their round trip (medians): the half that crossed the
 /// path. On a local network both halves are microseconds and the point is not told.

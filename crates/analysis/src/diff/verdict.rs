@@ -25,9 +25,9 @@
 use crate::histogram::RtSummary;
 use crate::mysql::statement_label;
 use crate::thresholds::{
-    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_HANDSHAKE_SHARE, DIFF_PATH_FACTOR,
-    DIFF_PATH_RTT_MIN_SHARE, DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE, DIFF_THINK_FACTOR,
-    DIFF_UNIFORM_SPREAD, DIFF_ZERO_WINDOW_SHARE,
+    DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_FEW_REQUESTS, DIFF_HANDSHAKE_SHARE,
+    DIFF_PATH_FACTOR, DIFF_PATH_RTT_MIN_SHARE, DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE,
+    DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD, DIFF_ZERO_WINDOW_SHARE,
 };
 use crate::units::{count, duration_us as dur, percent, seconds, significant};
 
@@ -113,12 +113,47 @@ pub(crate) fn verdict(d: &Diff) -> String {
                     none differs beyond the runs' noise."
                 .to_string();
         }
-        return format!(
-            "No difference beyond the runs' noise: response times ({}), requests per second ({} -> \
-             {}/s), errors and connections alike.",
+        let figures = format!(
+            "response times ({}), requests per second ({} -> {}/s)",
             p50_and_mean(&d.rt_us.a, &d.rt_us.b),
             significant(d.load.requests_per_s.a, 3),
             significant(d.load.requests_per_s.b, 3)
+        );
+        // Nothing passed its test: with few requests, or none of the same statements, that is no
+        // sign the runs are alike, and the verdict says which it is.
+        let m = &d.matched;
+        let (na, nb) = (d.rt_us.a.count, d.rt_us.b.count);
+        let few = na.min(nb) < DIFF_FEW_REQUESTS;
+        let apart = m.statements_in_both == 0 && m.statements_only_a + m.statements_only_b > 0;
+        if few || apart {
+            let share = if apart {
+                format!(
+                    "The runs share no statement ({} only in A, {} only in B)",
+                    plural(m.statements_only_a as u64, "group", "groups"),
+                    plural(m.statements_only_b as u64, "group", "groups")
+                )
+            } else {
+                format!(
+                    "Statement groups in both runs: {} ({} only in A, {} only in B)",
+                    count(m.statements_in_both as u64),
+                    count(m.statements_only_a as u64),
+                    count(m.statements_only_b as u64)
+                )
+            };
+            let judged = if few {
+                format!(
+                    "with {} answered in A and {} in B, too few to tell a change from the runs' noise",
+                    count(na),
+                    count(nb)
+                )
+            } else {
+                "so their response times and rates, which no test finds apart, compare different work"
+                    .to_string()
+            };
+            return format!("{share}, {judged}: {figures}.");
+        }
+        return format!(
+            "No difference beyond the runs' noise: {figures}, errors and connections alike."
         );
     }
     said.join(" ")
