@@ -742,3 +742,14 @@ fn runs_too_small_or_apart_are_not_called_alike() {
         "{v}"
     );
 }
+
+/// A run whose requests were all cut off (the bandwidth cap's, closed mid-resultset) has no response
+/// time to compare: the verdict says so, and shows no median of 0 µs for it.
+#[test]
+fn a_run_without_answers_has_no_response_time_of_zero() {
+    let d = diff_files("any-cooked-v2.pcap", "bw-cap.pcap");
+    let v = verdict(&d);
+    assert_eq!(d["rt_us"]["b"]["count"], 0, "{}", d["rt_us"]);
+    assert!(v.contains("Response times not compared: B has no answered request."), "{v}");
+    assert!(!v.contains("-> 0 µs"), "{v}");
+}

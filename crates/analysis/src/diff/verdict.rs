@@ -97,10 +97,17 @@ pub(crate) fn verdict(d: &Diff) -> String {
     }
     said.extend(transactions(d));
     if direction.is_none() && !said.is_empty() {
-        said.push(format!(
-            "Response times unchanged within the runs' noise ({}).",
-            p50_and_mean(&d.rt_us.a, &d.rt_us.b)
-        ));
+        said.push(match (d.rt_us.a.count, d.rt_us.b.count) {
+            (0, 0) => "No answered request in either run to compare response times.".to_string(),
+            (_, 0) | (0, _) => format!(
+                "Response times not compared: {} has no answered request.",
+                if d.rt_us.a.count == 0 { "A" } else { "B" }
+            ),
+            _ => format!(
+                "Response times unchanged within the runs' noise ({}).",
+                p50_and_mean(&d.rt_us.a, &d.rt_us.b)
+            ),
+        });
     }
     if !path_said {
         said.extend(handshakes(d, &windows));
@@ -388,13 +395,21 @@ fn transactions(d: &Diff) -> Option<String> {
 
 /// "p50 56.1 µs -> 2.31 ms, mean 115 µs -> 2.47 ms".
 fn p50_and_mean(a: &RtSummary, b: &RtSummary) -> String {
-    format!(
-        "p50 {} -> {}, mean {} -> {}",
-        dur(a.p50),
-        dur(b.p50),
-        dur(a.mean),
-        dur(b.mean)
-    )
+    // A run without any has no median to show, not one of 0 µs.
+    let one =
+        |r: &RtSummary, run: &str| format!("p50 {}, mean {} in {run}", dur(r.p50), dur(r.mean));
+    match (a.count, b.count) {
+        (0, 0) => "none in either run".to_string(),
+        (_, 0) => format!("{}; none in B", one(a, "A")),
+        (0, _) => format!("none in A; {}", one(b, "B")),
+        _ => format!(
+            "p50 {} -> {}, mean {} -> {}",
+            dur(a.p50),
+            dur(b.p50),
+            dur(a.mean),
+            dur(b.mean)
+        ),
+    }
 }
 
 /// `` `select c from sbtest1 where id=?` ``, `` `[execute] select ...` ``, cut to [`QUOTED_CHARS`].
