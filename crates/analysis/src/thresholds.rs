@@ -404,6 +404,11 @@ pub const DIFF_HANDSHAKE_SHARE: f64 = 0.5;
 /// cannot reach its threshold after Holm's correction, whatever they are.
 pub const DIFF_FEW_REQUESTS: u64 = 20;
 
+/// Two runs are one workload before and after a change when the statement groups both ran hold at
+/// least this share of each run's requests; below it, a diff compares two mixes, and says so instead
+/// of explaining their difference by a change of load, path or server.
+pub const DIFF_SHARED_WORK: f64 = 0.5;
+
 /// A capture was taken at the client (or at the server) when its TCP handshakes' SYN to SYN-ACK (or
 /// SYN-ACK to ACK) holds at least this share of their round trip (medians): the half that crossed the
 /// path. On a local network both halves are microseconds and the point is not told.

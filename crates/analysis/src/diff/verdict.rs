@@ -27,7 +27,7 @@ use crate::mysql::statement_label;
 use crate::thresholds::{
     DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_FEW_REQUESTS, DIFF_HANDSHAKE_SHARE,
     DIFF_PATH_FACTOR, DIFF_PATH_RTT_MIN_SHARE, DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE,
-    DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD, DIFF_ZERO_WINDOW_SHARE,
+    DIFF_SHARED_WORK, DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD, DIFF_ZERO_WINDOW_SHARE,
 };
 use crate::units::{count, duration_us as dur, percent, seconds, significant};
 
@@ -67,10 +67,16 @@ pub(crate) fn verdict(d: &Diff) -> String {
     let windows = window_changes(d);
     // The clients' zero windows that hold much of the added time lead: the server and the path are
     // then not to blame for it, which the stories below would otherwise do.
+    // Runs that did different work compare mixes, not one workload before and after a change: every
+    // story of why the times moved would be told of the mix.
+    let apart = different_work(d);
+    let direction = direction.filter(|_| apart.is_none());
     let held = direction.and_then(|dir| windows.iter().find(|w| w.holds(d, dir)).map(|w| (dir, w)));
     let mut rate_said = false;
     let mut path_said = false;
-    if let Some((dir, w)) = held {
+    if let Some(s) = &apart {
+        said.push(s.clone());
+    } else if let Some((dir, w)) = held {
         said.push(clients_held_the_time(d, dir, w));
     } else if let Some(s) = path_at_server(d) {
         said.push(s);
@@ -96,7 +102,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
         said.extend(rate(d));
     }
     said.extend(transactions(d));
-    if direction.is_none() && !said.is_empty() {
+    if direction.is_none() && !said.is_empty() && apart.is_none() {
         said.push(match (d.rt_us.a.count, d.rt_us.b.count) {
             (0, 0) => "No answered request in either run to compare response times.".to_string(),
             (_, 0) | (0, _) => format!(
@@ -164,6 +170,60 @@ pub(crate) fn verdict(d: &Diff) -> String {
         );
     }
     said.join(" ")
+}
+
+/// "A and B ran different work: ..." when the statement groups both runs ran hold less than
+/// [`DIFF_SHARED_WORK`] of either run's requests (each run's own statement groups, folded ones aside,
+/// are the whole); `None` when they share enough for the runs to be one workload, or a run has none.
+fn different_work(d: &Diff) -> Option<String> {
+    let (mut a_all, mut b_all, mut a_shared, mut b_shared) = (0u64, 0u64, 0u64, 0u64);
+    for s in &d.statements {
+        let (a, b) = (
+            s.a.as_ref().map_or(0, |x| x.count),
+            s.b.as_ref().map_or(0, |x| x.count),
+        );
+        a_all += a;
+        b_all += b;
+        if s.a.is_some() && s.b.is_some() {
+            a_shared += a;
+            b_shared += b;
+        }
+    }
+    if a_all == 0 || b_all == 0 {
+        return None;
+    }
+    let (sa, sb) = (
+        a_shared as f64 / a_all as f64,
+        b_shared as f64 / b_all as f64,
+    );
+    if sa.min(sb) >= DIFF_SHARED_WORK {
+        return None;
+    }
+    let m = &d.matched;
+    let shared = if m.statements_in_both == 0 {
+        format!(
+            "no statement in both ({} only in A, {} only in B)",
+            plural(m.statements_only_a as u64, "group", "groups"),
+            plural(m.statements_only_b as u64, "group", "groups")
+        )
+    } else {
+        format!(
+            "the statements both ran make {} of A's requests and {} of B's ({} in both, {} only in A, \
+             {} only in B)",
+            percent(sa),
+            percent(sb),
+            plural(m.statements_in_both as u64, "statement group", "statement groups"),
+            count(m.statements_only_a as u64),
+            count(m.statements_only_b as u64)
+        )
+    };
+    Some(format!(
+        "A and B ran different work: {shared}, so their response times ({}) and rates ({} -> {}/s) \
+         compare two mixes, not one workload before and after a change.",
+        p50_and_mean(&d.rt_us.a, &d.rt_us.b),
+        significant(d.load.requests_per_s.a, 3),
+        significant(d.load.requests_per_s.b, 3)
+    ))
 }
 
 /// The end whose receive window closed: the one that stopped reading.
