@@ -31,7 +31,7 @@ use crate::thresholds::{
 };
 use crate::units::{count, duration_us as dur, percent, seconds, significant};
 
-use super::model::{CapturePoint, Change, Compared, Diff, Pair, PathLeg, StatementDiff};
+use super::model::{CapturePoint, Change, Compared, Diff, Matching, Pair, PathLeg, StatementDiff};
 use super::significance::CountTest;
 
 /// The longest statement text a verdict quotes (the tables and JSON give it whole).
@@ -140,11 +140,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
         let apart = m.statements_in_both == 0 && m.statements_only_a + m.statements_only_b > 0;
         if few || apart {
             let share = if apart {
-                format!(
-                    "The runs share no statement ({} only in A, {} only in B)",
-                    plural(m.statements_only_a as u64, "group", "groups"),
-                    plural(m.statements_only_b as u64, "group", "groups")
-                )
+                format!("The runs share no statement ({})", only_in_one(m))
             } else {
                 format!(
                     "Statement groups in both runs: {} ({} only in A, {} only in B)",
@@ -170,6 +166,15 @@ pub(crate) fn verdict(d: &Diff) -> String {
         );
     }
     said.join(" ")
+}
+
+/// "16 groups only in A, 19 groups only in B": the statement groups of one run only.
+fn only_in_one(m: &Matching) -> String {
+    format!(
+        "{} only in A, {} only in B",
+        plural(m.statements_only_a as u64, "group", "groups"),
+        plural(m.statements_only_b as u64, "group", "groups")
+    )
 }
 
 /// "A and B ran different work: ..." when the statement groups both runs ran hold less than
@@ -201,11 +206,7 @@ fn different_work(d: &Diff) -> Option<String> {
     }
     let m = &d.matched;
     let shared = if m.statements_in_both == 0 {
-        format!(
-            "no statement in both ({} only in A, {} only in B)",
-            plural(m.statements_only_a as u64, "group", "groups"),
-            plural(m.statements_only_b as u64, "group", "groups")
-        )
+        format!("no statement in both ({})", only_in_one(m))
     } else {
         format!(
             "the statements both ran make {} of A's requests and {} of B's ({} in both, {} only in A, \
