@@ -776,3 +776,49 @@ fn runs_of_different_work_are_compared_as_mixes() {
     assert!(!v.contains("less busy"), "{v}");
     assert!(v.contains("Gone in B: ERR 1146"), "{v}");
 }
+
+/// One run held at a packet-rate cap (1,000 pkt/s from the server, load waiting behind it), the other
+/// not: A's response times include the wait at the cap, so the verdict leads with the cap and tells no
+/// story of the server or the clients (it said "the server as a whole answered faster", before that
+/// "because it was less busy").
+#[test]
+fn a_run_held_at_a_cap_is_named_before_any_server_or_client_story() {
+    let d = diff_files("pps-cap.pcap", "two-point-path.server.pcap");
+    let v = verdict(&d);
+    assert!(
+        !d["ceilings"]["a"].as_array().unwrap().is_empty(),
+        "{}",
+        d["ceilings"]
+    );
+    assert!(
+        d["ceilings"]["b"].as_array().unwrap().is_empty(),
+        "{}",
+        d["ceilings"]
+    );
+    assert!(v.starts_with("A's traffic was held flat at a cap (10.77.0.1:3306, server to client, pinned at 1000 pkt/s"), "{v}");
+    assert!(
+        v.contains("A's response times (p50 3.98 ms, mean 3.96 ms) include the wait at the cap"),
+        "{v}"
+    );
+    assert!(!v.contains("answered faster"), "{v}");
+    assert!(!v.contains("less busy"), "{v}");
+}
+
+/// Less load from fewer clients, not from longer pauses: B's 2 connections against A's 8, its clients'
+/// mean think time shorter. The verdict says fewer of them, not "waiting longer" over a think time that
+/// fell.
+#[test]
+fn less_load_from_fewer_clients_is_not_called_longer_waits() {
+    let d = diff_files("lock-wait-timeout.pcap", "tail-drops.pcap");
+    let v = verdict(&d);
+    let think = &d["load"]["think_time_us"];
+    assert!(f(&think["b"]["mean"]) < f(&think["a"]["mean"]), "{think}");
+    assert!(v.starts_with("The clients offered less load"), "{v}");
+    assert!(
+        v.contains(
+            "over 2 connections (A: 8), fewer of them at once (mean think time 8.1 ms -> 6.24 ms)"
+        ),
+        "{v}"
+    );
+    assert!(!v.contains("waiting longer"), "{v}");
+}

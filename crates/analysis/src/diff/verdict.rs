@@ -69,7 +69,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
     // then not to blame for it, which the stories below would otherwise do.
     // Runs that did different work compare mixes, not one workload before and after a change: every
     // story of why the times moved would be told of the mix.
-    let apart = different_work(d);
+    let apart = different_work(d).or_else(|| one_run_capped(d));
     let direction = direction.filter(|_| apart.is_none());
     let held = direction.and_then(|dir| windows.iter().find(|w| w.holds(d, dir)).map(|w| (dir, w)));
     let mut rate_said = false;
@@ -166,6 +166,41 @@ pub(crate) fn verdict(d: &Diff) -> String {
         );
     }
     said.join(" ")
+}
+
+/// When one run's traffic was held at a cap (a ceiling) and the other's was not: the cap, and that the
+/// capped run's response times include the wait at it, so no story of load, path or server explains the
+/// change of times (the rate limit on against off); `None` when both or neither were capped.
+fn one_run_capped(d: &Diff) -> Option<String> {
+    let (run, other, c, rt) = match (d.ceilings.a.first(), d.ceilings.b.first()) {
+        (Some(c), None) => ("A", "B", c, &d.rt_us.a),
+        (None, Some(c)) => ("B", "A", c, &d.rt_us.b),
+        _ => return None,
+    };
+    let way = match c.direction {
+        pcapsleuth_mysql::Direction::ClientToServer => "client to server",
+        pcapsleuth_mysql::Direction::ServerToClient => "server to client",
+    };
+    let times = if rt.count > 0 {
+        format!(
+            "{run}'s response times (p50 {}, mean {}) include the wait at the cap",
+            dur(rt.p50),
+            dur(rt.mean)
+        )
+    } else {
+        format!("{run}'s requests waited at the cap")
+    };
+    Some(format!(
+        "{run}'s traffic was held flat at a cap ({}, {way}, pinned at {} for {}, load waiting behind \
+         it; {other}: no cap): {times}, so the runs' response times ({}) and rates ({} -> {}/s) compare \
+         a capped run with one that was not, and the change is the cap's before any server's or clients'.",
+        c.server.as_deref().unwrap_or("all traffic"),
+        crate::units::rate(c.kind, c.value),
+        seconds(c.end - c.start),
+        p50_and_mean(&d.rt_us.a, &d.rt_us.b),
+        significant(d.load.requests_per_s.a, 3),
+        significant(d.load.requests_per_s.b, 3)
+    ))
 }
 
 /// "16 groups only in A, 19 groups only in B": the statement groups of one run only.
@@ -696,18 +731,35 @@ fn load_changed(d: &Diff, dir: Option<Direction>) -> Option<(String, bool)> {
             count(conns.a)
         )
     };
+    // A run whose rate was held at a cap (a ceiling) did not offer the load it sent: its clients
+    // waited on the cap, and a change of rate is not theirs to explain.
+    if !d.ceilings.a.is_empty() || !d.ceilings.b.is_empty() {
+        return None;
+    }
     let think_words = format!(
         "mean think time {} -> {}",
         dur(think.a.mean),
         dur(think.b.mean)
     );
+    // What made the load change: the clients' pauses, or how many of them there were.
+    let (waiting_longer, waiting_less) = (
+        if think_ratio >= DIFF_THINK_FACTOR {
+            format!("waiting longer between a response and their next request ({think_words})")
+        } else {
+            format!("fewer of them at once ({think_words})")
+        },
+        if think_ratio <= 1.0 / DIFF_THINK_FACTOR {
+            format!("waiting less between a response and their next request ({think_words})")
+        } else {
+            format!("more of them at once ({think_words})")
+        },
+    );
     match (dir, less, more) {
         (Direction::Faster, true, _) => Some((
             format!(
                 "The clients offered less load, and the server's response times improved with it: B's \
-                 clients sent {} requests/s instead of {} ({}) {connections}, waiting longer between a response \
-                 and their next request ({think_words}), so {} requests were in flight on average instead \
-                 of {}. The server answered faster ({}) because it was less busy, not because it got \
+                 clients sent {} requests/s instead of {} ({}) {connections}, {waiting_longer}, so {} \
+                 requests were in flight on average instead of {}. The server answered faster ({}) because it was less busy, not because it got \
                  faster: the change is on the clients' side.",
                 significant(r.b, 3),
                 significant(r.a, 3),
@@ -721,8 +773,8 @@ fn load_changed(d: &Diff, dir: Option<Direction>) -> Option<(String, bool)> {
         (Direction::Slower, _, true) => Some((
             format!(
                 "The clients offered more load, and the server's response times grew with it: B's clients \
-                 sent {} requests/s instead of {} ({}) {connections}, waiting less between a response and their \
-                 next request ({think_words}), so {} requests were in flight on average instead of {}; \
+                 sent {} requests/s instead of {} ({}) {connections}, {waiting_less}, so {} requests were in \
+                 flight on average instead of {}; \
                  the server answered slower ({}).",
                 significant(r.b, 3),
                 significant(r.a, 3),
