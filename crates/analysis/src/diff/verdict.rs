@@ -137,9 +137,10 @@ pub(crate) fn verdict(d: &Diff) -> String {
         let m = &d.matched;
         let (na, nb) = (d.rt_us.a.count, d.rt_us.b.count);
         let few = na.min(nb) < DIFF_FEW_REQUESTS;
-        let apart = m.statements_in_both == 0 && m.statements_only_a + m.statements_only_b > 0;
-        if few || apart {
-            let share = if apart {
+        let none_shared =
+            m.statements_in_both == 0 && m.statements_only_a + m.statements_only_b > 0;
+        if few || none_shared {
+            let share = if none_shared {
                 format!("The runs share no statement ({})", only_in_one(m))
             } else {
                 format!(
