@@ -65,12 +65,12 @@ pub(crate) fn verdict(d: &Diff) -> String {
     let mut said: Vec<String> = Vec::new();
     let direction = rt_direction(d);
     let windows = window_changes(d);
-    // The clients' zero windows that hold much of the added time lead: the server and the path are
-    // then not to blame for it, which the stories below would otherwise do.
-    // Runs that did different work compare mixes, not one workload before and after a change: every
-    // story of why the times moved would be told of the mix.
+    // Runs that did different work (or one held at a cap) compare mixes, not one workload before and
+    // after a change: every story of why the times moved would be told of the mix.
     let apart = different_work(d).or_else(|| one_run_capped(d));
     let direction = direction.filter(|_| apart.is_none());
+    // The clients' zero windows that hold much of the added time lead: the server and the path are
+    // then not to blame for it, which the stories below would otherwise do.
     let held = direction.and_then(|dir| windows.iter().find(|w| w.holds(d, dir)).map(|w| (dir, w)));
     let mut rate_said = false;
     let mut path_said = false;
@@ -613,8 +613,7 @@ fn path_at_server(d: &Diff) -> Option<String> {
     // and the round trip timed from ACKs is no evidence either: the ACKs that ride on the clients' next
     // requests come when those do. A queue on the path that holds back data but not the handshakes
     // (a bandwidth cap) is not ruled out: the capture cannot tell it from the clients' own time.
-    let handshakes_deny =
-        ack.a.count > 0 && ack.b.count > 0 && ack.b.p50 - ack.a.p50 < DIFF_HANDSHAKE_SHARE * floor;
+    let handshakes_deny = handshakes_rule_out(&ack.a, &ack.b, floor);
     let rtt = rtt_grew(d)
         .filter(|(leg, _)| *leg == "to the client")
         .filter(|_| !handshakes_deny);
@@ -675,6 +674,12 @@ fn path_at_server(d: &Diff) -> Option<String> {
     s.push(' ');
     s.push_str(&requests_per_second(d));
     Some(s)
+}
+
+/// Whether both runs' handshakes (a bare round trip, `a` and `b`) rule out a longer route carrying
+/// `added_us`: both have some, and their median moved by less than [`DIFF_HANDSHAKE_SHARE`] of it.
+fn handshakes_rule_out(a: &RtSummary, b: &RtSummary, added_us: f64) -> bool {
+    a.count > 0 && b.count > 0 && b.p50 - a.p50 < DIFF_HANDSHAKE_SHARE * added_us
 }
 
 /// Whether every value of `b` is above every value of `a`, and its median at least twice A's: a
@@ -963,8 +968,7 @@ fn not_the_servers_query_time(s: &mut String, d: &Diff, dir: Direction, dlo: f64
     // noise by at least half the smallest time added to a statement.
     // The handshakes are a bare round trip: when both runs have them and they did not grow by half
     // that time, no longer route carries it, whatever the ACKs that ride on the answers say.
-    let handshakes_deny =
-        hs.a.count > 0 && hs.b.count > 0 && hs.b.p50 - hs.a.p50 < DIFF_HANDSHAKE_SHARE * dlo;
+    let handshakes_deny = handshakes_rule_out(&hs.a, &hs.b, dlo);
     let rtt = rtt_grew(d)
         .filter(|(_, c)| c.b.p50 - c.a.p50 >= 0.5 * dlo)
         .filter(|_| !handshakes_deny);
