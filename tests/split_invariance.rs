@@ -145,6 +145,69 @@ fn the_path_over_time_is_the_same_with_1_2_3_7_and_64_splits() {
     }
 }
 
+/// Series too long to keep at the width asked (here 1 ns: a row per packet) double their intervals until
+/// they fit: the widened series, the ceilings looked for in them and the response-time rows are the same
+/// whatever the splits, and every packet is still counted.
+#[test]
+fn series_widened_for_their_length_are_the_same_with_1_2_3_7_and_64_splits() {
+    let mut widened = 0;
+    for name in [
+        "stream-stall.pcap",
+        "no-cap.pcap",
+        "err1146-storm.pcap",
+        "snaplen80.pcap",
+    ] {
+        let cap = Capture::open(common::fixture(name)).unwrap();
+        let run = |splits: usize| {
+            let a = analyze(
+                &cap,
+                &EngineOptions {
+                    threads: 2,
+                    splits: Some(splits),
+                    ..EngineOptions::default()
+                },
+                || Everything::new(1),
+            );
+            let rate = a.output.rates.report();
+            let rt = a.output.rt.report(&a.output.mysql);
+            (rate.clone(), to_json(&rate) + &to_json(&rt))
+        };
+        let (rate, one) = run(1);
+        if rate.interval_s > rate.asked_interval_s {
+            widened += 1;
+        }
+        // Every packet counted once: rates times the seconds each interval covers add up to the packets.
+        let packets: f64 = rate
+            .total
+            .iter()
+            .map(|p| (p.c2s_pps + p.s2c_pps) * p.covered_s)
+            .sum();
+        let at_a_second = analyze(&cap, &EngineOptions::default(), || {
+            Everything::new(1_000_000_000)
+        });
+        let expected: f64 = at_a_second
+            .output
+            .rates
+            .report()
+            .total
+            .iter()
+            .map(|p| (p.c2s_pps + p.s2c_pps) * p.covered_s)
+            .sum();
+        assert!(
+            (packets - expected).abs() < 0.5,
+            "{name}: {packets} packets in the widened series, {expected} at 1 s"
+        );
+        for splits in [2, 3, 7, 64] {
+            assert_eq!(
+                one,
+                run(splits).1,
+                "{name}: widened series differ with {splits} splits"
+            );
+        }
+    }
+    assert!(widened >= 2, "only {widened} of the captures were widened");
+}
+
 /// `pcapsleuth mysql` runs only the MySQL statistics (no rate series or RT distributions): its report and
 /// the closes must be what the full run gives, with any number of splits.
 #[test]

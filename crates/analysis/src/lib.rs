@@ -89,6 +89,7 @@ mod thresholds;
 mod timeline;
 pub mod units;
 mod unknowns;
+mod widening;
 
 pub use closes::{
     connection_closes, every_close, explain_incidents, first_reset, flow_rows, mysql_report,

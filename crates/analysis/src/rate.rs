@@ -14,6 +14,7 @@ use crate::path::{resend_index, LazyPath, PathCell, PathEvents, PathPoint};
 use crate::thresholds::*;
 use crate::timeline::Timeline;
 use crate::units::Measure;
+use crate::widening::{self, BinWidth};
 
 /// Client to server (0) and server to client (1).
 const C2S: usize = 0;
@@ -92,6 +93,23 @@ impl Bins {
         self.last = None;
     }
 
+    /// Adds `counts` to bin `bin`: 1 when that made a new cell, else 0.
+    #[inline]
+    fn add(&mut self, bin: i64, counts: &Cell) -> usize {
+        let before = self.cells.len();
+        self.cell(bin).add(counts);
+        self.cells.len() - before
+    }
+
+    /// The same counts in bins of width `to` (as wide as `from`, the bins' width, or wider).
+    fn widen(&mut self, from: BinWidth, to: BinWidth) {
+        let mut wide = Bins::default();
+        for (b, c) in std::mem::take(&mut self.cells) {
+            wide.add(from.rebin(b, to), &c);
+        }
+        *self = wide;
+    }
+
     fn sorted(&self) -> Series {
         self.cells.iter().map(|&(b, c)| (b, c)).collect()
     }
@@ -138,6 +156,8 @@ pub struct RateConnection {
 struct PendingResponseTimes {
     /// (scope id, fine bin); `None` when there are none.
     key: Option<(u32, i64)>,
+    /// The width of the fine bins when the key was made (the series may widen before it is counted).
+    width: BinWidth,
     /// `[from, to)`: the request times the fine bin holds.
     from: i64,
     to: i64,
@@ -155,6 +175,8 @@ struct PendingResponseTimes {
 struct PendingPackets {
     /// (scope id, printed bin, fine bin) of the packets in `cell`; `None` when there are none.
     key: Option<(u32, i64, i64)>,
+    /// The printed and fine widths of the key's bins (the series may widen before they are counted).
+    widths: (BinWidth, BinWidth),
     /// Their packets, bytes and retransmissions (the response-time fields stay 0).
     cell: Cell,
 }
@@ -195,7 +217,8 @@ impl Rates {
     fn flush_packets(&mut self) {
         let pending = &mut self.pending;
         if let Some((scope, p, f)) = pending.key.take() {
-            self.rates.packets(scope, p, f, &pending.cell);
+            self.rates
+                .packets(scope, (p, f), pending.widths, &pending.cell);
             pending.cell = Cell::default();
         }
     }
@@ -205,7 +228,7 @@ impl Rates {
         let pending = &mut self.pending_rt;
         if let Some((scope, f)) = pending.key.take() {
             self.rates
-                .response_times(scope, f, pending.sum_ns, pending.count);
+                .response_times(scope, f, pending.width, pending.sum_ns, pending.count);
             pending.sum_ns = 0;
             pending.count = 0;
         }
@@ -256,11 +279,13 @@ impl Analysis for Rates {
         let id = scope.id(self, client, || conn.key().endpoint(client.other()));
         let dir = if seg.side == client { C2S } else { S2C };
         let ts_ns = seg.at.ts.0;
+        let widths = (self.rates.printed_width, self.rates.fine_width);
         let (p, f) = self.rates.bins_of(ts_ns);
         let key = Some((id, p, f));
-        if self.pending.key != key {
+        if self.pending.key != key || self.pending.widths != widths {
             self.flush_packets();
             self.pending.key = key;
+            self.pending.widths = widths;
         }
         let pending = &mut self.pending;
         let c = &mut pending.cell;
@@ -297,11 +322,13 @@ impl Analysis for Rates {
             let p = &self.pending_rt;
             if !(p.key.is_some_and(|(s, _)| s == id) && ts_ns >= p.from && ts_ns < p.to) {
                 self.flush_response_times();
-                let f = ts_ns.div_euclid(CEILING_BIN_NS);
+                let width = self.rates.fine_width;
+                let f = width.bin(ts_ns);
                 let p = &mut self.pending_rt;
                 p.key = Some((id, f));
-                p.from = f.saturating_mul(CEILING_BIN_NS);
-                p.to = f.saturating_add(1).saturating_mul(CEILING_BIN_NS);
+                p.width = width;
+                p.from = width.start(f);
+                p.to = width.start(f.saturating_add(1));
             }
             let p = &mut self.pending_rt;
             p.sum_ns += rt;
@@ -352,7 +379,16 @@ impl Analysis for Rates {
 /// Rate series at the printed interval and at the detector's resolution, mergeable by addition.
 #[derive(Debug, Clone, Default)]
 pub struct RateAggregate {
-    interval_ns: i64,
+    /// The printed intervals' width: as asked, or wider for a series that would hold more than
+    /// `kept.0` of them ([`crate::widening`]).
+    printed_width: BinWidth,
+    /// The ceiling detector's bins' width: [`CEILING_BIN_NS`], or wider past `kept.1` of them.
+    fine_width: BinWidth,
+    /// How many printed and fine cells the series may hold, over every scope
+    /// ([`RATE_INTERVALS_KEPT`], [`CEILING_BINS_KEPT`]).
+    kept: (usize, usize),
+    /// How many they hold.
+    cells: (usize, usize),
     /// Scope of each id; id 0 is all traffic.
     scopes: Vec<Scope>,
     ids: HashMap<Endpoint, u32, FlowBuildHasher>,
@@ -373,7 +409,8 @@ pub struct RateAggregate {
 impl PartialEq for RateAggregate {
     /// Equal content, whatever order scopes and bins were first seen in.
     fn eq(&self, o: &Self) -> bool {
-        self.interval_ns == o.interval_ns
+        self.printed_width == o.printed_width
+            && self.fine_width == o.fine_width
             && self.timeline == o.timeline
             && self.handshake_rtt == o.handshake_rtt
             && self.canonical(&self.printed) == o.canonical(&o.printed)
@@ -387,7 +424,9 @@ impl RateAggregate {
     /// Empty series with rows `interval_ns` nanoseconds wide (at least 1).
     pub fn new(interval_ns: i64) -> Self {
         RateAggregate {
-            interval_ns: interval_ns.max(1),
+            printed_width: BinWidth::new(interval_ns),
+            fine_width: BinWidth::new(CEILING_BIN_NS),
+            kept: (RATE_INTERVALS_KEPT, CEILING_BINS_KEPT),
             scopes: vec![None],
             printed: vec![Bins::default()],
             fine: vec![Bins::default()],
@@ -396,29 +435,46 @@ impl RateAggregate {
         }
     }
 
-    /// The path's figures of server `server` in printed interval `bin`, when the path was timed at
-    /// `interval_ns` wide intervals: `Some(None)` for an interval without any (no sample), `None` when
-    /// the path was not timed at that width.
+    /// The path's figures of server `server` in interval `bin` of width `width`, when the path was timed
+    /// at that width or a narrower one of the same asked width (its intervals added up): `Some(None)` for
+    /// an interval without any (no sample), `None` when the path was not timed at such a width.
     pub(crate) fn path_at(
         &self,
-        interval_ns: i64,
+        width: BinWidth,
         server: Endpoint,
         bin: i64,
-    ) -> Option<Option<&PathCell>> {
-        if !self.path_timed_at(interval_ns) {
+    ) -> Option<Option<PathCell>> {
+        if !self.path_timed_at(width) {
             return None;
         }
-        Some(
-            self.ids
-                .get(&server)
-                .and_then(|&i| self.path.get(i as usize))
-                .and_then(|m| m.get(&bin)),
-        )
+        let Some(m) = self
+            .ids
+            .get(&server)
+            .and_then(|&i| self.path.get(i as usize))
+        else {
+            return Some(None);
+        };
+        let n = self.printed_width.bins_per(width);
+        let first = bin.saturating_mul(n);
+        let mut sum: Option<PathCell> = None;
+        for b in first..first.saturating_add(n) {
+            if let Some(c) = m.get(&b) {
+                sum.get_or_insert_with(PathCell::default).add(c);
+            }
+        }
+        Some(sum)
     }
 
-    /// Whether the path was timed, at `interval_ns` wide intervals.
-    pub(crate) fn path_timed_at(&self, interval_ns: i64) -> bool {
-        self.path_timing == PathTiming::Measured && self.interval_ns == interval_ns
+    /// Whether the path was timed, at intervals of width `width` or narrower ones that add up to it.
+    pub(crate) fn path_timed_at(&self, width: BinWidth) -> bool {
+        self.path_timing == PathTiming::Measured
+            && self.printed_width.asked_ns() == width.asked_ns()
+            && self.printed_width.max(width) == width
+    }
+
+    /// The printed intervals' width: as asked, or wider for a long capture ([`crate::widening`]).
+    pub(crate) fn printed_width(&self) -> BinWidth {
+        self.printed_width
     }
 
     /// The path's figures of all traffic over the whole run (every interval's added up), when timed.
@@ -446,7 +502,7 @@ impl RateAggregate {
     /// the connection's client side, `side` the segment's sender).
     fn path_events(&mut self, scope: u32, client: Side, side: Side, ev: &PathEvents, ts_ns: i64) {
         let role = |s: Side| usize::from(s != client);
-        let bin = ts_ns.div_euclid(self.interval_ns);
+        let bin = self.printed_width.bin(ts_ns);
         for id in [0, scope as usize] {
             let c = self.path[id].entry(bin).or_default();
             if let Some((acker, rtt)) = ev.rtt {
@@ -466,25 +522,76 @@ impl RateAggregate {
     }
 
     /// `role` (0 the client, 1 the server) of a connection to the server of scope `scope` advertised a
-    /// zero window from `from_ns` to `to_ns`: its time, split over the printed intervals it spans (at
-    /// most [`ZERO_WINDOW_INTERVALS_KEPT`] of them, the first).
+    /// zero window from `from_ns` to `to_ns`: its time, split over the printed intervals it spans (its
+    /// first [`ZERO_WINDOW_INTERVALS_KEPT`] intervals of the width asked).
     fn zero_window(&mut self, scope: u32, role: usize, from_ns: i64, to_ns: i64) {
         if to_ns <= from_ns {
             return;
         }
-        let width = self.interval_ns;
-        let first = from_ns.div_euclid(width);
-        let last = (to_ns - 1).div_euclid(width);
-        let last = last.min(first.saturating_add(ZERO_WINDOW_INTERVALS_KEPT - 1));
+        // The intervals kept are counted at the width asked, whatever the series' width now, so that
+        // the time kept does not depend on when the series widened (split invariance).
+        let width = self.printed_width;
+        let asked = BinWidth::new(width.asked_ns());
+        let to_ns = to_ns.min(
+            asked.start(
+                asked
+                    .bin(from_ns)
+                    .saturating_add(ZERO_WINDOW_INTERVALS_KEPT),
+            ),
+        );
+        if to_ns <= from_ns {
+            return;
+        }
+        let (first, last) = (width.bin(from_ns), width.bin(to_ns - 1));
         for bin in first..=last {
-            let start = bin.saturating_mul(width);
-            let ns = to_ns.min(start.saturating_add(width)) - from_ns.max(start);
+            let start = width.start(bin);
+            let ns = to_ns.min(width.start(bin.saturating_add(1))) - from_ns.max(start);
             for id in [0, scope as usize] {
                 self.path[id].entry(bin).or_default().zero_window_ns[role] += ns;
                 // The interval is a row of the series even when no packet fell in it.
-                self.printed[id].cell(bin);
+                self.cells.0 += self.printed[id].add(bin, &Cell::default());
             }
         }
+        self.bound();
+    }
+
+    /// Widens the series that hold more cells than they may ([`crate::widening`]).
+    fn bound(&mut self) {
+        while widening::over(self.cells.0, self.kept.0, self.printed_width) {
+            self.widen_printed();
+        }
+        while widening::over(self.cells.1, self.kept.1, self.fine_width) {
+            self.widen_fine();
+        }
+    }
+
+    /// Doubles the printed intervals' width (and the path's, which shares them).
+    fn widen_printed(&mut self) {
+        let (from, to) = (self.printed_width, self.printed_width.doubled());
+        for b in &mut self.printed {
+            b.widen(from, to);
+        }
+        for m in &mut self.path {
+            let mut wide: HashMap<i64, PathCell, FlowBuildHasher> = HashMap::default();
+            for (b, c) in m.drain() {
+                wide.entry(from.rebin(b, to)).or_default().add(&c);
+            }
+            *m = wide;
+        }
+        self.printed_width = to;
+        self.cells.0 = self.printed.iter().map(|b| b.cells.len()).sum();
+        self.last_bins = None;
+    }
+
+    /// Doubles the ceiling detector's bins' width.
+    fn widen_fine(&mut self) {
+        let (from, to) = (self.fine_width, self.fine_width.doubled());
+        for b in &mut self.fine {
+            b.widen(from, to);
+        }
+        self.fine_width = to;
+        self.cells.1 = self.fine.iter().map(|b| b.cells.len()).sum();
+        self.last_bins = None;
     }
 
     fn canonical(&self, series: &[Bins]) -> BTreeMap<Scope, Series> {
@@ -510,13 +617,16 @@ impl RateAggregate {
     }
 
     /// Packets of connections to the server of scope `scope` (from [`RateAggregate::scope_id`]) that fell
-    /// in printed bin `p` and fine bin `f` ([`RateAggregate::bins_of`]): their packets, bytes and
-    /// retransmissions are `counts`'.
-    fn packets(&mut self, scope: u32, p: i64, f: i64, counts: &Cell) {
+    /// in printed bin `p` and fine bin `f` ([`RateAggregate::bins_of`]) of widths `at`: their packets,
+    /// bytes and retransmissions are `counts`'.
+    fn packets(&mut self, scope: u32, (p, f): (i64, i64), at: (BinWidth, BinWidth), counts: &Cell) {
+        let p = at.0.rebin(p, self.printed_width);
+        let f = at.1.rebin(f, self.fine_width);
         for id in [0, scope as usize] {
-            self.printed[id].cell(p).add(counts);
-            self.fine[id].cell(f).add(counts);
+            self.cells.0 += self.printed[id].add(p, counts);
+            self.cells.1 += self.fine[id].add(f, counts);
         }
+        self.bound();
     }
 
     /// The printed and the fine bin of `ts_ns`. Packets come in time order, so most fall in the bins of
@@ -526,19 +636,13 @@ impl RateAggregate {
         match self.last_bins {
             Some((from, to, p, f)) if ts_ns >= from && ts_ns < to => (p, f),
             _ => {
-                let (p, f) = (
-                    ts_ns.div_euclid(self.interval_ns),
-                    ts_ns.div_euclid(CEILING_BIN_NS),
-                );
+                let (pw, fw) = (self.printed_width, self.fine_width);
+                let (p, f) = (pw.bin(ts_ns), fw.bin(ts_ns));
                 // Where both bins hold: from the later start to the earlier end.
-                let (p_start, f_start) = (
-                    p.saturating_mul(self.interval_ns),
-                    f.saturating_mul(CEILING_BIN_NS),
-                );
-                let from = p_start.max(f_start);
-                let to = p_start
-                    .saturating_add(self.interval_ns)
-                    .min(f_start.saturating_add(CEILING_BIN_NS));
+                let from = pw.start(p).max(fw.start(f));
+                let to = pw
+                    .start(p.saturating_add(1))
+                    .min(fw.start(f.saturating_add(1)));
                 self.last_bins = Some((from, to, p, f));
                 (p, f)
             }
@@ -546,13 +650,18 @@ impl RateAggregate {
     }
 
     /// `count` requests to the server of scope `scope` (from [`RateAggregate::scope_id`]) sent in fine bin
-    /// `f` were answered after `sum_ns` in all.
-    fn response_times(&mut self, scope: u32, f: i64, sum_ns: u64, count: u64) {
+    /// `f` of width `at` were answered after `sum_ns` in all.
+    fn response_times(&mut self, scope: u32, f: i64, at: BinWidth, sum_ns: u64, count: u64) {
+        let f = at.rebin(f, self.fine_width);
+        let counts = Cell {
+            rt_sum_ns: sum_ns,
+            rt_count: count,
+            ..Cell::default()
+        };
         for i in [0, scope as usize] {
-            let c = self.fine[i].cell(f);
-            c.rt_sum_ns += sum_ns;
-            c.rt_count += count;
+            self.cells.1 += self.fine[i].add(f, &counts);
         }
+        self.bound();
     }
 
     /// A connection to `server` completed its handshake in `rtt_ns`: the path's round trip.
@@ -565,27 +674,50 @@ impl RateAggregate {
         }
     }
 
-    pub(crate) fn merge(&mut self, o: RateAggregate) {
+    pub(crate) fn merge(&mut self, mut o: RateAggregate) {
+        // A run's series is often all in one instance (one busy connection): into an instance that has
+        // given no server its id yet (connections may have cached them), `o` is taken whole rather than
+        // copied, which would hold it twice. Addition commutes.
+        if self.scopes.len() <= 1 && self.cells.0 + self.cells.1 < o.cells.0 + o.cells.1 {
+            std::mem::swap(self, &mut o);
+        }
         if self.scopes.is_empty() {
-            *self = RateAggregate::new(o.interval_ns);
+            *self = RateAggregate::new(o.printed_width.asked_ns());
+            self.kept = o.kept;
         }
         if o.path_timing == PathTiming::Measured {
             self.path_timing = PathTiming::Measured;
+        }
+        // Both at the wider of the two widths first: widening commutes with adding.
+        let (pw, fw) = (
+            self.printed_width.max(o.printed_width),
+            self.fine_width.max(o.fine_width),
+        );
+        while self.printed_width != pw {
+            self.widen_printed();
+        }
+        while self.fine_width != fw {
+            self.widen_fine();
         }
         for (i, scope) in o.scopes.iter().enumerate() {
             let id = match scope {
                 None => 0,
                 Some(e) => self.scope_id(*e) as usize,
             };
-            for (mine, theirs) in [(&mut self.printed, &o.printed), (&mut self.fine, &o.fine)] {
-                for (bin, cell) in &theirs[i].cells {
-                    mine[id].cell(*bin).add(cell);
-                }
+            for (bin, cell) in &o.printed[i].cells {
+                self.cells.0 += self.printed[id].add(o.printed_width.rebin(*bin, pw), cell);
+            }
+            for (bin, cell) in &o.fine[i].cells {
+                self.cells.1 += self.fine[id].add(o.fine_width.rebin(*bin, fw), cell);
             }
             for (bin, cell) in &o.path[i] {
-                self.path[id].entry(*bin).or_default().add(cell);
+                self.path[id]
+                    .entry(o.printed_width.rebin(*bin, pw))
+                    .or_default()
+                    .add(cell);
             }
         }
+        self.bound();
         for (scope, h) in o.handshake_rtt {
             self.handshake_rtt.entry(scope).or_default().merge(&h);
         }
@@ -593,37 +725,35 @@ impl RateAggregate {
 
     /// Leaves out the bins outside the capture's body; the first and last packets are the body's.
     pub(crate) fn keep_within(&mut self, timeline: &Timeline) {
+        let within = |width: BinWidth, bin: i64| {
+            timeline.overlaps_body(width.start(bin), width.start(bin.saturating_add(1)))
+        };
         for (bins, width) in [
-            (&mut self.printed, self.interval_ns),
-            (&mut self.fine, CEILING_BIN_NS),
+            (&mut self.printed, self.printed_width),
+            (&mut self.fine, self.fine_width),
         ] {
             for b in bins.iter_mut() {
-                b.retain(|bin| {
-                    let start = bin.saturating_mul(width);
-                    timeline.overlaps_body(start, start.saturating_add(width))
-                });
+                b.retain(|bin| within(width, bin));
             }
         }
-        let width = self.interval_ns;
+        let width = self.printed_width;
         for m in &mut self.path {
-            m.retain(|bin, _| {
-                let start = bin.saturating_mul(width);
-                timeline.overlaps_body(start, start.saturating_add(width))
-            });
+            m.retain(|bin, _| within(width, *bin));
         }
+        self.cells = (
+            self.printed.iter().map(|b| b.cells.len()).sum(),
+            self.fine.iter().map(|b| b.cells.len()).sum(),
+        );
         self.timeline = timeline.clone();
     }
 
     /// The finished report: series at the printed interval and the ceilings found.
     pub fn report(&self) -> RateReport {
-        let secs = self.interval_ns as f64 / 1e9;
+        let width = self.printed_width;
+        let secs = width.ns() as f64 / 1e9;
         // Seconds of an interval the capture covers (see [`crate::coverage`]).
         let covered = |bin: i64| -> f64 {
-            crate::coverage::covered_s(
-                &self.timeline,
-                bin.saturating_mul(self.interval_ns),
-                self.interval_ns,
-            )
+            crate::coverage::covered_s(&self.timeline, width.start(bin), width.ns())
         };
         let rows = |scope: &Scope, series: &Series| -> Vec<RatePoint> {
             let path = match scope {
@@ -652,7 +782,7 @@ impl RateAggregate {
                     let c = series.get(&bin).copied().unwrap_or_default();
                     let secs = covered(bin);
                     RatePoint {
-                        start: bin as f64 * self.interval_ns as f64 / 1e9,
+                        start: bin as f64 * width.ns() as f64 / 1e9,
                         covered_s: secs,
                         c2s_pps: c.packets[C2S] as f64 / secs,
                         s2c_pps: c.packets[S2C] as f64 / secs,
@@ -678,7 +808,7 @@ impl RateAggregate {
                 .get(scope)
                 .filter(|h| h.count() > 0)
                 .map(|h| h.quantile_ns(0.5));
-            ceilings.extend(detect(*scope, series, rtt));
+            ceilings.extend(detect(*scope, series, self.fine_width, rtt));
         }
         // A cap on all traffic that one server's own ceiling explains is the same finding: keep the server's.
         let per_server: Vec<Ceiling> = ceilings
@@ -704,6 +834,8 @@ impl RateAggregate {
         RateReport {
             timeline: self.timeline.clone(),
             interval_s: secs,
+            asked_interval_s: width.asked_ns() as f64 / 1e9,
+            ceiling_bin_s: self.fine_width.ns() as f64 / 1e9,
             ceilings,
             total: printed
                 .get(&None)
@@ -748,8 +880,15 @@ pub struct RatePoint {
 pub struct RateReport {
     /// The capture's body: the series cover it; timestamps outside it are left out.
     pub timeline: Timeline,
-    /// Width of each series interval, seconds.
+    /// Width of each series interval, seconds: the width asked for, or a power of two times it when the
+    /// series would otherwise hold more than 32,768 intervals (over all traffic and every server; a long
+    /// capture), so that memory does not grow with the capture's duration.
     pub interval_s: f64,
+    /// The width asked for, seconds.
+    pub asked_interval_s: f64,
+    /// Width of the bins the ceilings were looked for in, seconds: 0.1, or a power of two times it past
+    /// 262,144 bins (a capture of hours, of many servers), where a cap shorter than a few bins is not seen.
+    pub ceiling_bin_s: f64,
     /// Traffic pinned flat at a cap, per server and for all traffic (left out when one server's cap
     /// explains it), by start time.
     pub ceilings: Vec<Ceiling>,
@@ -918,7 +1057,12 @@ struct Candidate {
     bytes: f64,
 }
 
-fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceiling> {
+fn detect(
+    scope: Scope,
+    series: &Series,
+    width: BinWidth,
+    path_rtt_ns: Option<u64>,
+) -> Vec<Ceiling> {
     let (Some(&first), Some(&last)) = (series.keys().next(), series.keys().next_back()) else {
         return Vec::new();
     };
@@ -926,20 +1070,25 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
     if last - first < 2 {
         return Vec::new();
     }
-    // The bins between the first and the last, in segments (see [`flat_runs`]).
-    let mut segments: Vec<Vec<(i64, Cell)>> = Vec::new();
-    for (&b, c) in series.range(first + 1..last) {
+    // The bins between the first and the last with traffic, and the segments they make (see
+    // [`flat_runs`]): each segment's first bin and the range of `cells` it holds. A segment is dense (the
+    // silent bins inside it count as zeros), but only its values are made dense, one measure at a time:
+    // 8 bytes a bin, not a cell's 72.
+    let cells: Vec<(i64, Cell)> = series
+        .range(first + 1..last)
+        .map(|(&b, &c)| (b, c))
+        .collect();
+    let mut segments: Vec<(i64, std::ops::Range<usize>)> = Vec::new();
+    for (i, &(b, _)) in cells.iter().enumerate() {
         match segments.last_mut() {
-            Some(seg) if b - seg[seg.len() - 1].0 <= CEILING_LEVEL_WINDOW_BINS as i64 => {
-                let from = seg[seg.len() - 1].0 + 1;
-                seg.extend((from..b).map(|e| (e, Cell::default())));
-                seg.push((b, *c));
+            Some((_, range)) if b - cells[range.end - 1].0 <= CEILING_LEVEL_WINDOW_BINS as i64 => {
+                range.end = i + 1;
             }
-            _ => segments.push(vec![(b, *c)]),
+            _ => segments.push((b, i..i + 1)),
         }
     }
     let span_bins = usize::try_from(last - first - 1).unwrap_or(usize::MAX);
-    let secs = CEILING_BIN_NS as f64 / 1e9;
+    let secs = width.ns() as f64 / 1e9;
     let mut found: Vec<Candidate> = Vec::new();
     for dir in [C2S, S2C] {
         for kind in [Measure::Packets, Measure::Bits] {
@@ -949,10 +1098,25 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
             };
             let values: Vec<Vec<f64>> = segments
                 .iter()
-                .map(|seg| seg.iter().map(|(_, c)| value(c)).collect())
+                .map(|(start, range)| {
+                    let seg = &cells[range.clone()];
+                    let len = seg.last().map_or(0, |&(b, _)| b - start + 1);
+                    let mut v = vec![0.0; usize::try_from(len).unwrap_or(0)];
+                    for (b, c) in seg {
+                        v[(b - start) as usize] = value(c);
+                    }
+                    v
+                })
                 .collect();
             for (seg, run) in flat_runs(&values, span_bins) {
-                let cells = &segments[seg][run.from..=run.to];
+                let (start, range) = &segments[seg];
+                // The run's bins, and those of them with traffic.
+                let (run_first, run_last) = (start + run.from as i64, start + run.to as i64);
+                let bins = run.to + 1 - run.from;
+                let seg_cells = &cells[range.clone()];
+                let lo = seg_cells.partition_point(|&(b, _)| b < run_first);
+                let hi = seg_cells.partition_point(|&(b, _)| b <= run_last);
+                let cells = &seg_cells[lo..hi];
                 let vals: Vec<f64> = values[seg][run.from..=run.to].to_vec();
                 let cap = median(&mut vals.clone());
                 let min_rate = if kind == Measure::Packets {
@@ -965,7 +1129,7 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                 }
                 let packets: u64 = cells.iter().map(|(_, c)| c.packets[dir]).sum();
                 // Flat for long enough, at this rate, that chance cannot explain it.
-                if cells.len() < min_run_bins(packets as f64 / cells.len() as f64) {
+                if bins < min_run_bins(packets as f64 / bins as f64) {
                     continue;
                 }
                 let bytes: u64 = cells.iter().map(|(_, c)| c.bytes[dir]).sum();
@@ -994,7 +1158,7 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                 if evidence.is_empty() {
                     continue; // steady load: flat but nothing waiting behind it
                 }
-                let duration = (run.to + 1 - run.from) as f64 * secs;
+                let duration = bins as f64 * secs;
                 let mean_size = if packets == 0 {
                     0.0
                 } else {
@@ -1017,8 +1181,8 @@ fn detect(scope: Scope, series: &Series, path_rtt_ns: Option<u64>) -> Vec<Ceilin
                         },
                         server: scope.map(|e| e.to_string()),
                         value: cap,
-                        start: cells[0].0 as f64 * secs,
-                        end: (cells[cells.len() - 1].0 + 1) as f64 * secs,
+                        start: run_first as f64 * secs,
+                        end: (run_last + 1) as f64 * secs,
                         other_value,
                         mean_packet_bytes: mean_size,
                         flatness_cv: cv(&vals),
@@ -1095,7 +1259,7 @@ mod tests {
         let mut r = RateAggregate::new(SEC);
         for s in [10, 11, 15, 40, 1_000_000_000] {
             let (p, f) = r.bins_of(s * SEC);
-            r.packets(0, p, f, &cell(1, 0));
+            r.packets(0, (p, f), (r.printed_width, r.fine_width), &cell(1, 0));
         }
         let starts: Vec<f64> = r.report().total.iter().map(|p| p.start).collect();
         assert_eq!(
@@ -1114,6 +1278,71 @@ mod tests {
                 1e9
             ]
         );
+    }
+
+    /// Packets `(server, µs, packets)` into an aggregate of 1 ms intervals keeping `kept` cells.
+    fn fed(items: &[(u8, i64, u64)], kept: (usize, usize)) -> RateAggregate {
+        let mut r = RateAggregate::new(1_000_000);
+        r.kept = kept;
+        for &(server, us, n) in items {
+            let id = r.scope_id(Endpoint {
+                ip: std::net::IpAddr::from([10, 0, 0, server]),
+                port: 3306,
+            });
+            let (p, f) = r.bins_of(us * 1_000);
+            r.packets(id, (p, f), (r.printed_width, r.fine_width), &cell(n, 0));
+        }
+        r
+    }
+
+    proptest! {
+        /// A series widened in parts and merged, in any order, is the series widened whole: the same
+        /// widths and the same counts (what makes widening split-invariant); and its width is the
+        /// narrowest power of two of the asked one at which the run's cells fit.
+        #[test]
+        fn series_widened_in_parts_are_the_series_widened_whole(
+            items in proptest::collection::vec((1u8..4, -3_000_000i64..30_000_000, 1u64..4), 1..200),
+            mut cuts in proptest::collection::vec(0usize..200, 0..6),
+            kept in (3usize..40, 3usize..40),
+        ) {
+            let whole = fed(&items, kept);
+            cuts.push(items.len());
+            cuts.sort_unstable();
+            let mut parts = Vec::new();
+            let mut from = 0;
+            for &c in &cuts {
+                let to = c.min(items.len()).max(from);
+                parts.push(fed(&items[from..to], kept));
+                from = to;
+            }
+            let mut forward = RateAggregate::default();
+            for p in parts.iter().cloned() {
+                forward.merge(p);
+            }
+            let mut backward = RateAggregate::default();
+            for p in parts.into_iter().rev() {
+                backward.merge(p);
+            }
+            prop_assert!(forward == whole);
+            prop_assert!(backward == whole);
+            // The narrowest width that fits: all traffic's cells and each server's.
+            let fits = |w: BinWidth| {
+                let cells: std::collections::BTreeSet<(u8, i64)> = items
+                    .iter()
+                    .flat_map(|&(s, us, _)| [(0, w.bin(us * 1_000)), (s, w.bin(us * 1_000))])
+                    .collect();
+                cells.len() <= kept.0
+            };
+            let mut w = BinWidth::new(1_000_000);
+            while !fits(w) && !w.widest() {
+                w = w.doubled();
+            }
+            prop_assert_eq!(whole.printed_width, w);
+            let counted = |r: &RateAggregate| -> u64 {
+                r.printed[0].cells.iter().map(|(_, c)| c.packets[C2S]).sum()
+            };
+            prop_assert_eq!(counted(&whole), items.iter().map(|i| i.2).sum::<u64>());
+        }
     }
 
     /// The run a cap needs follows its rate: 11 bins at 100 packets a bin (a 1,000 packets/s shaper seen
@@ -1172,7 +1401,8 @@ mod tests {
             for b in 0..last {
                 dense.entry(b).or_default();
             }
-            prop_assert_eq!(detect(None, &sparse, None), detect(None, &dense, None));
+            let w = BinWidth::new(CEILING_BIN_NS);
+            prop_assert_eq!(detect(None, &sparse, w, None), detect(None, &dense, w, None));
         }
     }
 }

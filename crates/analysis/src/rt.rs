@@ -17,8 +17,9 @@ use crate::humps::{HumpConnections, HumpError, HumpRequest, HumpTraits, Member};
 use crate::modes::{detect_modes, Mode, ModeAnalysis};
 use crate::mysql::{login_from_syn, MysqlAggregate};
 use crate::rate::RateAggregate;
-use crate::thresholds::HUMP_ERRORS_MAKE;
+use crate::thresholds::{HUMP_ERRORS_MAKE, RT_INTERVALS_KEPT};
 use crate::timeline::{plausible_response_time, Timeline};
+use crate::widening::BinWidth;
 
 /// Response times from one source.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,7 +38,7 @@ pub struct RtSide {
 impl RtSide {
     fn add(
         &mut self,
-        interval_ns: i64,
+        width: BinWidth,
         server: Endpoint,
         request_ts_ns: i64,
         rt_ns: u64,
@@ -46,8 +47,11 @@ impl RtSide {
     ) {
         let rt = Binned::new(rt_ns);
         self.add_unplaced(rt, error, retransmitted);
-        let bin = request_ts_ns.div_euclid(interval_ns);
-        self.add_placed(server, bin, std::iter::once((rt, error)));
+        self.add_placed(
+            server,
+            width.bin(request_ts_ns),
+            std::iter::once((rt, error)),
+        );
     }
 
     /// The distributions that do not depend on where a response time was measured. (The value is
@@ -82,13 +86,33 @@ impl RtSide {
         }
     }
 
-    fn merge(&mut self, o: RtSide) {
+    /// The per-interval distributions in intervals of width `to` (as wide as `from`, theirs, or wider).
+    fn widen(&mut self, from: BinWidth, to: BinWidth) {
+        let mut wide: HashMap<(Endpoint, i64), (CoarseHistogram, u64), FlowBuildHasher> =
+            HashMap::default();
+        for ((server, bin), (h, e)) in self.per_interval.drain() {
+            let c = wide.entry((server, from.rebin(bin, to))).or_default();
+            c.0.merge(&h);
+            c.1 += e;
+        }
+        self.per_interval = wide;
+    }
+
+    /// Adds `o` (its intervals of width `from`) to these (of width `to`, as wide or wider).
+    fn merge(&mut self, mut o: RtSide, from: BinWidth, to: BinWidth) {
+        if from != to {
+            o.widen(from, to);
+        }
         self.all.merge(&o.all);
         self.errors.merge(&o.errors);
         self.retransmitted.merge(&o.retransmitted);
         self.traits.merge(&o.traits);
         for (p, h) in o.by_server {
             self.by_server.entry(p).or_default().merge(&h);
+        }
+        // Into the larger map: a run's series is often all in one instance (one busy connection).
+        if self.per_interval.len() < o.per_interval.len() {
+            std::mem::swap(&mut self.per_interval, &mut o.per_interval);
         }
         for (k, (h, e)) in o.per_interval {
             let c = self.per_interval.entry(k).or_default();
@@ -101,7 +125,12 @@ impl RtSide {
 /// Response times of the whole run, mergeable by addition.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RtAggregate {
-    interval_ns: i64,
+    /// The per-interval rows' width: as asked, or wider for a run whose rows would be more than `kept`
+    /// ([`crate::widening`]).
+    width: BinWidth,
+    /// How many (server, interval) distributions the three series may hold together
+    /// ([`RT_INTERVALS_KEPT`]).
+    kept: usize,
     /// The capture's body, once the run is over.
     timeline: Timeline,
     pub(crate) mysql: RtSide,
@@ -114,36 +143,58 @@ impl RtAggregate {
     /// Empty distributions, with per-interval rows `interval_ns` nanoseconds wide (at least 1).
     pub fn new(interval_ns: i64) -> Self {
         RtAggregate {
-            interval_ns: interval_ns.max(1),
+            width: BinWidth::new(interval_ns),
+            kept: RT_INTERVALS_KEPT,
             ..Default::default()
         }
     }
 
     pub(crate) fn connect(&mut self, server: Endpoint, syn_ts: i64, login_ns: u64) {
         self.connect
-            .add(self.interval_ns, server, syn_ts, login_ns, false, false);
+            .add(self.width, server, syn_ts, login_ns, false, false);
+        self.bound();
+    }
+
+    /// Widens the per-interval rows while the three series hold more than they may.
+    fn bound(&mut self) {
+        let cells = |rt: &Self| {
+            rt.mysql.per_interval.len() + rt.tcp.per_interval.len() + rt.connect.per_interval.len()
+        };
+        while crate::widening::over(cells(self), self.kept, self.width) {
+            let (from, to) = (self.width, self.width.doubled());
+            for side in [&mut self.mysql, &mut self.tcp, &mut self.connect] {
+                side.widen(from, to);
+            }
+            self.width = to;
+        }
     }
 
     /// Leaves out the intervals outside the capture's body (samples between two wild timestamps keep
     /// their response time, which one clock measured, but not their place in time).
     pub(crate) fn keep_within(&mut self, timeline: &Timeline) {
         self.timeline = timeline.clone();
-        let interval = self.interval_ns;
+        let width = self.width;
         for side in [&mut self.mysql, &mut self.tcp, &mut self.connect] {
             side.per_interval.retain(|&(_, bin), _| {
-                let start = bin.saturating_mul(interval);
-                timeline.overlaps_body(start, start.saturating_add(interval))
+                timeline.overlaps_body(width.start(bin), width.start(bin.saturating_add(1)))
             });
         }
     }
 
     pub(crate) fn merge(&mut self, o: RtAggregate) {
-        self.mysql.merge(o.mysql);
-        self.tcp.merge(o.tcp);
-        self.connect.merge(o.connect);
-        if self.interval_ns == 0 {
-            self.interval_ns = o.interval_ns;
+        if self.kept == 0 {
+            (self.width, self.kept) = (BinWidth::new(o.width.asked_ns()), o.kept);
         }
+        // Both at the wider of the two widths: widening commutes with adding.
+        let to = self.width.max(o.width);
+        for side in [&mut self.mysql, &mut self.tcp, &mut self.connect] {
+            side.widen(self.width, to);
+        }
+        self.width = to;
+        self.mysql.merge(o.mysql, o.width, to);
+        self.tcp.merge(o.tcp, o.width, to);
+        self.connect.merge(o.connect, o.width, to);
+        self.bound();
     }
 
     /// The report: MySQL response times when MySQL was decoded, else TCP request/response times. The
@@ -161,7 +212,22 @@ impl RtAggregate {
         mysql: &MysqlAggregate,
         rates: Option<&RateAggregate>,
     ) -> RtReport {
-        let rates = rates.filter(|r| r.path_timed_at(self.interval_ns));
+        // The round trips come from the rate series: when they were widened more than these rows, the
+        // rows are shown at their width.
+        if let Some(r) = rates {
+            if r.printed_width().max(self.width) != self.width
+                && r.printed_width().asked_ns() == self.width.asked_ns()
+            {
+                let mut wide = self.clone();
+                let to = r.printed_width();
+                for side in [&mut wide.mysql, &mut wide.tcp, &mut wide.connect] {
+                    side.widen(self.width, to);
+                }
+                wide.width = to;
+                return wide.report_with_path(mysql, rates);
+            }
+        }
+        let rates = rates.filter(|r| r.path_timed_at(self.width));
         let (source, side) = if self.mysql.all.count() > 0 {
             (RtSource::Mysql, &self.mysql)
         } else {
@@ -177,11 +243,11 @@ impl RtAggregate {
                     m,
                     side,
                     (source == RtSource::Mysql).then_some(mysql),
-                    self.interval_ns,
+                    self.width,
                 )
             })
             .collect();
-        let secs = self.interval_ns as f64 / 1e9;
+        let secs = self.width.ns() as f64 / 1e9;
         RtReport {
             timeline: self.timeline.clone(),
             source,
@@ -217,14 +283,14 @@ impl RtAggregate {
             per_interval: {
                 let mut rows = intervals(
                     side,
-                    self.interval_ns,
+                    self.width,
                     &self.timeline,
                     IntervalKind::Requests,
                     rates,
                 );
                 rows.extend(intervals(
                     &self.connect,
-                    self.interval_ns,
+                    self.width,
                     &self.timeline,
                     IntervalKind::Connect,
                     rates,
@@ -239,6 +305,7 @@ impl RtAggregate {
             connect_us: self.connect.all.summary_us(),
             estimated_from_tls_records: mysql.tls.estimated(),
             interval_s: secs,
+            asked_interval_s: self.width.asked_ns() as f64 / 1e9,
             rtt_timed: rates.is_some(),
             analysis: modes,
         }
@@ -267,6 +334,8 @@ pub struct ResponseTimes {
 struct Unplaced {
     /// (server, interval) of `values`; `None` when there are none.
     key: Option<(Endpoint, i64)>,
+    /// The intervals' width when the key was made (the rows may widen before the values are placed).
+    width: BinWidth,
     /// `[from, to)`: the request times the interval holds.
     from: i64,
     to: i64,
@@ -283,30 +352,42 @@ impl Unplaced {
     fn note(
         &mut self,
         side: &mut RtSide,
-        interval_ns: i64,
+        width: BinWidth,
         server: Endpoint,
         ts_ns: i64,
         value: (Binned, bool),
-    ) {
+    ) -> bool {
         let same = self.key.is_some_and(|(s, _)| s == server)
+            && self.width == width
             && ts_ns >= self.from
             && ts_ns < self.to
             && self.values.len() < Self::CAP;
+        let placed = !same && self.place(side, width);
         if !same {
-            self.place(side);
-            let bin = ts_ns.div_euclid(interval_ns);
+            let bin = width.bin(ts_ns);
             self.key = Some((server, bin));
-            self.from = bin.saturating_mul(interval_ns);
-            self.to = bin.saturating_add(1).saturating_mul(interval_ns);
+            self.width = width;
+            self.from = width.start(bin);
+            self.to = width.start(bin.saturating_add(1));
         }
         self.values.push(value);
+        placed
     }
 
-    /// Adds the waiting response times to `side`'s port and interval distributions.
-    fn place(&mut self, side: &mut RtSide) {
-        if let Some((server, bin)) = self.key.take() {
-            side.add_placed(server, bin, self.values.iter().copied());
-            self.values.clear();
+    /// Adds the waiting response times to `side`'s port and interval distributions, of width `now`:
+    /// whether there were any.
+    fn place(&mut self, side: &mut RtSide, now: BinWidth) -> bool {
+        match self.key.take() {
+            Some((server, bin)) => {
+                side.add_placed(
+                    server,
+                    self.width.rebin(bin, now),
+                    self.values.iter().copied(),
+                );
+                self.values.clear();
+                true
+            }
+            None => false,
         }
     }
 }
@@ -342,16 +423,21 @@ impl ResponseTimes {
                     error: None,
                 };
                 side.traits.note(rt, &member, None, None);
-                self.tcp
-                    .note(side, self.rt.interval_ns, conn.server(), start, (rt, false));
+                if self
+                    .tcp
+                    .note(side, self.rt.width, conn.server(), start, (rt, false))
+                {
+                    self.rt.bound();
+                }
             }
         }
     }
 
     /// Adds the waiting response times to their distributions.
     fn place(&mut self) {
-        self.mysql.place(&mut self.rt.mysql);
-        self.tcp.place(&mut self.rt.tcp);
+        self.mysql.place(&mut self.rt.mysql, self.rt.width);
+        self.tcp.place(&mut self.rt.tcp, self.rt.width);
+        self.rt.bound();
     }
 }
 
@@ -421,13 +507,15 @@ impl Analysis for ResponseTimes {
                 _ => None,
             };
             side.traits.note(rt, &member, Some(tx.command), message);
-            self.mysql.note(
+            if self.mysql.note(
                 side,
-                self.rt.interval_ns,
+                self.rt.width,
                 t.server,
                 t.transaction.request_ts_ns as i64,
                 (rt, error),
-            );
+            ) {
+                self.rt.bound();
+            }
         }
     }
 
@@ -463,12 +551,12 @@ impl Analysis for ResponseTimes {
 /// The per-interval rows of one distribution, each with its start and server to sort by.
 fn intervals(
     side: &RtSide,
-    interval_ns: i64,
+    width: BinWidth,
     timeline: &Timeline,
     kind: IntervalKind,
     rates: Option<&RateAggregate>,
 ) -> Vec<(f64, Endpoint, IntervalRt)> {
-    let secs = interval_ns as f64 / 1e9;
+    let secs = width.ns() as f64 / 1e9;
     side.per_interval
         .iter()
         .collect::<BTreeMap<_, _>>()
@@ -477,7 +565,7 @@ fn intervals(
             let summary = h.summary_us();
             let start = bin as f64 * secs;
             let path = rates
-                .and_then(|r| r.path_at(interval_ns, server, bin))
+                .and_then(|r| r.path_at(width, server, bin))
                 .flatten()
                 .map(|c| c.point());
             let (rtt_to_server_us, rtt_to_client_us) =
@@ -487,11 +575,7 @@ fn intervals(
                 port: server.port,
                 kind,
                 start,
-                covered_s: crate::coverage::covered_s(
-                    timeline,
-                    bin.saturating_mul(interval_ns),
-                    interval_ns,
-                ),
+                covered_s: crate::coverage::covered_s(timeline, width.start(bin), width.ns()),
                 count: h.count(),
                 mean_us: summary.mean,
                 p50_us: summary.p50,
@@ -563,7 +647,7 @@ fn explain(
     m: &Mode,
     side: &RtSide,
     mysql: Option<&MysqlAggregate>,
-    interval_ns: i64,
+    width: BinWidth,
 ) -> SlowModeTraits {
     let in_mode = m.count_in(&side.all).max(1) as f64;
     let share_of = |h: &Histogram| m.count_in(h) as f64 / in_mode;
@@ -592,7 +676,7 @@ fn explain(
         }
         let s = *n as f64 / in_mode;
         covered += s;
-        time_windows.push((*bin as f64 * interval_ns as f64 / 1e9, s));
+        time_windows.push((*bin as f64 * width.ns() as f64 / 1e9, s));
     }
     // Only worth saying when the mode is concentrated: at most a fifth of its intervals hold half of it.
     if intervals < 5 || time_windows.len() * 5 > intervals {
@@ -722,6 +806,11 @@ pub struct RtReport {
     pub by_server: BTreeMap<String, RtSummary>,
     /// Width of the `per_interval` rows, seconds.
     pub interval_s: f64,
+    /// The width asked for, seconds: `interval_s` is a power of two times it when the rows would
+    /// otherwise be more than 65,536 (servers times intervals; a long capture), or to match the rate
+    /// series' intervals the round trips come from, so that memory does not
+    /// grow with the capture's duration.
+    pub asked_interval_s: f64,
     /// Rows by interval, server and kind: requests, and MySQL logins from their first SYN.
     pub per_interval: Vec<IntervalRt>,
     /// Whether the rows' round trips were timed (`rt --per-interval`, `report`): when false every
@@ -735,4 +824,68 @@ pub struct RtReport {
     /// The mode analysis behind `multimodal`, `modes` and `valleys` (for programs; not in JSON).
     #[serde(skip)]
     pub analysis: ModeAnalysis,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Logins `(server, µs, ns)` into an aggregate of 1 ms rows keeping `kept` distributions.
+    fn fed(items: &[(u8, i64, u64)], kept: usize) -> RtAggregate {
+        let mut rt = RtAggregate::new(1_000_000);
+        rt.kept = kept;
+        for &(server, us, ns) in items {
+            let server = Endpoint {
+                ip: std::net::IpAddr::from([10, 0, 0, server]),
+                port: 3306,
+            };
+            rt.connect(server, us * 1_000, ns);
+        }
+        rt
+    }
+
+    proptest! {
+        /// Per-interval rows widened in parts and merged, in any order, are the rows widened whole, at the
+        /// narrowest width at which the run's (server, interval) distributions fit.
+        #[test]
+        fn rows_widened_in_parts_are_the_rows_widened_whole(
+            items in proptest::collection::vec((1u8..4, -3_000_000i64..30_000_000, 1u64..1_000_000), 1..200),
+            mut cuts in proptest::collection::vec(0usize..200, 0..6),
+            kept in 2usize..40,
+        ) {
+            let whole = fed(&items, kept);
+            cuts.push(items.len());
+            cuts.sort_unstable();
+            let mut parts = Vec::new();
+            let mut from = 0;
+            for &c in &cuts {
+                let to = c.min(items.len()).max(from);
+                parts.push(fed(&items[from..to], kept));
+                from = to;
+            }
+            let mut forward = RtAggregate::default();
+            for p in parts.iter().cloned() {
+                forward.merge(p);
+            }
+            let mut backward = RtAggregate::default();
+            for p in parts.into_iter().rev() {
+                backward.merge(p);
+            }
+            prop_assert!(forward == whole);
+            prop_assert!(backward == whole);
+            let fits = |w: BinWidth| {
+                let rows: std::collections::BTreeSet<(u8, i64)> =
+                    items.iter().map(|&(s, us, _)| (s, w.bin(us * 1_000))).collect();
+                rows.len() <= kept
+            };
+            let mut w = BinWidth::new(1_000_000);
+            while !fits(w) && !w.widest() {
+                w = w.doubled();
+            }
+            prop_assert_eq!(whole.width, w);
+            let counted: u64 = whole.connect.per_interval.values().map(|(h, _)| h.count()).sum();
+            prop_assert_eq!(counted, items.len() as u64);
+        }
+    }
 }

@@ -469,3 +469,21 @@ pub const DIFF_PATH_RTT_MIN_SHARE: f64 = 0.5;
 /// a closed window stops the server's response mid-flight, so that time is inside the response times,
 /// and a quarter of them is a story of its own, not a footnote.
 pub const DIFF_ZERO_WINDOW_SHARE: f64 = 0.25;
+
+/// A rate series keeps at most this many printed intervals, counted over all traffic and every server
+/// (each cell about 100 bytes, and about 450 more where the path was timed): past it, intervals double in
+/// width until the series fits ([`crate::widening`]). 32,768 is 4.5 hours of one server at one second (its
+/// rows and all traffic's), or half an hour of 16 servers: more rows than anyone reads, and memory stays
+/// near 20 MB whatever the capture's duration.
+pub const RATE_INTERVALS_KEPT: usize = 32_768;
+
+/// The ceiling detector's series keeps at most this many bins of [`CEILING_BIN_NS`], counted as
+/// [`RATE_INTERVALS_KEPT`] (about 90 bytes each, and 8 bytes a bin between them while ceilings are looked
+/// for): 3.6 hours of one server, 25 minutes of 16 servers. Past it,
+/// its bins double in width, and the report says at which width ceilings were looked for.
+pub const CEILING_BINS_KEPT: usize = 262_144;
+
+/// Response-time rows per interval keep at most this many (server, interval) distributions, over the
+/// MySQL, TCP and login series together (each about 150 bytes): past it, intervals double in width.
+/// 65,536 is 18 hours of one server at one second.
+pub const RT_INTERVALS_KEPT: usize = 65_536;

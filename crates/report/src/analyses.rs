@@ -22,6 +22,15 @@ pub fn render_rate(r: &RateReport) -> String {
             "No ceiling: no rate held flat at a cap with load waiting behind it."
         );
     }
+    if r.ceiling_bin_s > 0.1 + 1e-9 {
+        let _ = writeln!(
+            out,
+            "(ceilings were looked for in {} bins, not 100 ms: the capture is too long for that many; a cap \
+             held for less than about {} would not show)",
+            seconds(r.ceiling_bin_s),
+            seconds(r.ceiling_bin_s * 20.0)
+        );
+    }
     for c in &r.ceilings {
         let other = if c.kind == Measure::Packets {
             rate(Measure::Bits, c.other_value)
@@ -46,10 +55,11 @@ pub fn render_rate(r: &RateReport) -> String {
     }
     let _ = writeln!(
         out,
-        "\nall TCP traffic, per {} (c2s: client to server, s2c: server to client; resent: retransmitted \
+        "\nall TCP traffic, per {}{} (c2s: client to server, s2c: server to client; resent: retransmitted \
          packets, both ways; rates per second of the capture in each interval: see \"Per second\" in the \
          README):",
-        seconds(r.interval_s)
+        seconds(r.interval_s),
+        widened(r.interval_s, r.asked_interval_s)
     );
     let starts: Vec<String> = r.total.iter().take(600).map(|p| instant(p.start)).collect();
     let start_w = column_width("interval start", &starts);
@@ -90,6 +100,20 @@ pub fn render_rate(r: &RateReport) -> String {
         }
     );
     visible_lines_owned(out)
+}
+
+/// What a series' intervals say when they are wider than asked: the capture was too long for that many
+/// (see `pcapsleuth_analysis`'s widening); empty when they are as asked.
+fn widened(used_s: f64, asked_s: f64) -> String {
+    if used_s > asked_s {
+        format!(
+            ", not {} as asked: the capture is too long for that many intervals, so each holds {} of them",
+            seconds(asked_s),
+            count((used_s / asked_s).round() as u64)
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// The path per interval under `rate`'s table, when it was timed: the round trip each way (median and
@@ -289,8 +313,9 @@ pub fn render_rt(r: &RtReport, per_interval: bool) -> String {
 fn render_rt_intervals(out: &mut String, r: &RtReport) {
     let _ = writeln!(
         out,
-        "\nper interval ({}) and server:",
-        seconds(r.interval_s)
+        "\nper interval ({}{}) and server:",
+        seconds(r.interval_s),
+        widened(r.interval_s, r.asked_interval_s)
     );
     if r.rtt_timed {
         let _ = writeln!(

@@ -1,0 +1,131 @@
+//! Time series kept in bounded memory: a series of bins holds at most a fixed number of them, and when it
+//! would hold more, every bin doubles in width (two neighbours add into one) until it fits.
+//!
+//! A series is one cell per interval that saw traffic, so it grows with the capture's duration, not with
+//! its open flows: a quiet server captured for a week at one-second intervals is 600,000 cells per
+//! server, whatever the file's size. Doubling keeps the series whole (every packet and request is still
+//! counted, in a wider interval) and says so: the reports give the width used beside the one asked for.
+//!
+//! Widening is split-invariant. Bins are numbered on the asked width from the epoch and a bin of
+//! `2^k` times that width is the asked bin shifted right by `k` (floor division), so widening composes and
+//! two series widened apart add up exactly once brought to the wider width. A part of a run widens only
+//! when its own bins, a subset of the whole run's at the same width, are over the cap; so the whole run's
+//! bins are over it at that width too, and the merged series ends at the narrowest width at which the
+//! whole run's bins fit: the same width, and the same sums, however the run was split.
+
+/// The width of a series' bins: the asked width times `2^shift`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BinWidth {
+    asked_ns: i64,
+    shift: u32,
+}
+
+impl BinWidth {
+    /// Bins `asked_ns` wide (at least 1 ns), not widened.
+    pub fn new(asked_ns: i64) -> Self {
+        BinWidth {
+            asked_ns: asked_ns.max(1),
+            shift: 0,
+        }
+    }
+
+    /// The width asked for, ns.
+    pub fn asked_ns(self) -> i64 {
+        self.asked_ns
+    }
+
+    /// The width in use, ns (saturating: a series widened past `i64::MAX` ns is one bin).
+    pub fn ns(self) -> i64 {
+        i64::try_from(i128::from(self.asked_ns) << self.shift.min(64)).unwrap_or(i64::MAX)
+    }
+
+    /// Whether the bins are wider than asked.
+    /// The bin of an instant `ts_ns`.
+    #[inline]
+    pub fn bin(self, ts_ns: i64) -> i64 {
+        ts_ns.div_euclid(self.asked_ns) >> self.shift.min(63)
+    }
+
+    /// The first instant of bin `bin`, ns (saturating).
+    pub fn start(self, bin: i64) -> i64 {
+        let asked_bin = i128::from(bin) << self.shift.min(64);
+        i64::try_from(asked_bin.saturating_mul(i128::from(self.asked_ns))).unwrap_or(if bin < 0 {
+            i64::MIN
+        } else {
+            i64::MAX
+        })
+    }
+
+    /// Whether the bins are as wide as they go: 2^62 ns (146 years) or more, where every instant of the
+    /// clock falls in one of four bins and doubling again could not make fewer.
+    pub fn widest(self) -> bool {
+        i128::from(self.asked_ns) << self.shift.min(64) >= 1i128 << 62
+    }
+
+    /// Bins twice as wide.
+    pub fn doubled(self) -> Self {
+        BinWidth {
+            shift: self.shift + 1,
+            ..self
+        }
+    }
+
+    /// The wider of two widths of the same asked width.
+    pub fn max(self, o: Self) -> Self {
+        if o.shift > self.shift {
+            o
+        } else {
+            self
+        }
+    }
+
+    /// Bin `bin` of this width, as a bin of `to` (as wide or wider, of the same asked width).
+    #[inline]
+    pub fn rebin(self, bin: i64, to: Self) -> i64 {
+        bin >> to.shift.saturating_sub(self.shift).min(63)
+    }
+
+    /// How many of this width's bins one bin of `to` (as wide or wider) spans.
+    pub fn bins_per(self, to: Self) -> i64 {
+        1i64 << to.shift.saturating_sub(self.shift).min(62)
+    }
+}
+
+/// Whether a series of bins of `width` holding `cells` cells (across every scope) must widen to keep at
+/// most `cap`: never past [`BinWidth::widest`], where a series holds at most four cells a scope (the
+/// widening stops at the same width however the run was split, as the module says).
+pub fn over(cells: usize, cap: usize, width: BinWidth) -> bool {
+    cells > cap.max(1) && !width.widest()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_widened_bin_is_the_floor_of_the_asked_bins_it_holds() {
+        let w = BinWidth::new(1_000);
+        let w4 = w.doubled().doubled();
+        assert_eq!(w4.ns(), 4_000);
+        for ts in [-9_001, -4_000, -1, 0, 3_999, 4_000, 12_345] {
+            assert_eq!(w4.bin(ts), ts.div_euclid(4_000), "{ts}");
+            assert_eq!(w.rebin(w.bin(ts), w4), w4.bin(ts), "{ts}");
+            assert!(w4.start(w4.bin(ts)) <= ts && ts < w4.start(w4.bin(ts)) + 4_000);
+        }
+        assert_eq!(w.bins_per(w4), 4);
+    }
+
+    #[test]
+    fn a_width_past_the_clock_saturates_instead_of_wrapping() {
+        let mut w = BinWidth::new(1_000_000_000);
+        for _ in 0..70 {
+            w = w.doubled();
+        }
+        assert_eq!(w.ns(), i64::MAX);
+        assert!(w.widest());
+        assert!(!BinWidth::new(1_000_000_000).widest());
+        assert_eq!(w.bin(i64::MAX), 0);
+        assert_eq!(w.bin(i64::MIN), -1);
+        assert_eq!(w.start(0), 0);
+    }
+}
