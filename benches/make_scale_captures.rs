@@ -8,7 +8,10 @@
 //!   a handshake, the server's greeting, a login, one query answered with a one-row resultset,
 //!   `COM_QUIT` and a FIN exchange;
 //! * `statements N`: one MySQL connection carrying N distinct statements (no two alike once literals are
-//!   replaced: generated or hostile SQL), each answered OK.
+//!   replaced: generated or hostile SQL), each answered OK;
+//! * `trickle N`: one MySQL connection asking `select 1` once a second for N seconds, each answered OK (a
+//!   quiet server captured for days: the size is in the capture's duration, which per-interval series
+//!   must not grow with).
 //!
 //! usage: cargo run --release --example make_scale_captures -- SHAPE N OUT.pcap
 //!
@@ -209,7 +212,9 @@ const SERVER: ([u8; 4], u16) = ([10, 255, 0, 1], 3306);
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let (Some(shape), Some(n), Some(out)) = (args.get(1), args.get(2), args.get(3)) else {
-        return Err("usage: make_scale_captures attempts|closed|statements N OUT.pcap".into());
+        return Err(
+            "usage: make_scale_captures attempts|closed|statements|trickle N OUT.pcap".into(),
+        );
     };
     let n: u32 = n.parse()?;
     let mut pcap = Pcap::create(out)?;
@@ -280,8 +285,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             c.send(false, FIN | ACK, &[])?;
             c.send(true, ACK, &[])?;
         }
+        "trickle" => {
+            let mut c = Conn {
+                pcap: &mut pcap,
+                client: ([10, 0, 0, 2], 40_000),
+                server: SERVER,
+                client_seq: 1000,
+                server_seq: 5000,
+                us: START_US,
+            };
+            c.handshake_and_login()?;
+            let (query, ok) = (mysql_packet(0, b"\x03select 1"), mysql_packet(1, OK));
+            for i in 1..=u64::from(n) {
+                c.us = START_US + i * 1_000_000;
+                c.send(true, PSH | ACK, &query)?;
+                c.send(false, PSH | ACK, &ok)?;
+            }
+        }
         other => {
-            return Err(format!("unknown shape {other:?}: attempts, closed or statements").into())
+            return Err(
+                format!("unknown shape {other:?}: attempts, closed, statements or trickle").into(),
+            )
         }
     }
     let records = pcap.finish()?;

@@ -3,8 +3,9 @@
 # bytes (benches/make_scale_captures.rs builds them), through every analysing command, with each run's wall
 # time, CPU seconds (user + system), peak RSS and output size. These are the shapes where time or memory
 # could grow faster than the capture (a walk over every other attempt per attempt, state kept per closed
-# connection, a table row per distinct statement); the targets: peak RSS at most 300 MB for the
-# 500,000-statement and the 1,000,000-attempt captures, every command linear (or n log n) in time.
+# connection, a table row per distinct statement, a cell per interval of a long capture); the targets: peak
+# RSS at most 300 MB for the 500,000-statement and the 1,000,000-attempt captures, every command linear
+# (or n log n) in time, and the same peak RSS for 3 and 12 days of one query a second (`trickle`).
 #
 # usage: benches/scale.sh [COMMAND_FILTER]   (a regular expression on "capture command"; default: all)
 #   SCALE_DIR: where the captures are built and kept (default /tmp/pcapsleuth-scale, ~600 MB)
@@ -23,7 +24,8 @@ else
   cargo build -q --release
   P=target/release/pcapsleuth
 fi
-captures=("attempts 200000" "closed 200000" "statements 500000" "attempts 1000000")
+captures=("attempts 200000" "closed 200000" "statements 500000" "attempts 1000000" "trickle 259200"
+  "trickle 1036800")
 for c in "${captures[@]}"; do
   set -- $c
   f="$DIR/$1-$2.pcap"
@@ -31,7 +33,7 @@ for c in "${captures[@]}"; do
 done
 commands=(
   "first-reset" "flows" "flows --json" "mysql" "mysql --json" "rt" "rate" "report" "report --json"
-  "compare" "export"
+  "compare" "export" "rt --per-interval" "load"
 )
 printf '%-18s %-14s %9s %9s %9s %11s %5s\n' capture command "wall s" "CPU s" "RSS MB" "out bytes" exit
 for c in "${captures[@]}"; do

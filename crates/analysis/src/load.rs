@@ -34,6 +34,7 @@ use crate::thresholds::{
 };
 use crate::timeline::plausible_response_time;
 use crate::units;
+use crate::widening::{self, BinWidth};
 
 mod sweep;
 use sweep::{sweep, Level, Spans};
@@ -53,9 +54,12 @@ pub const LOAD_TRANSACTION_STATEMENTS_KEPT: usize = 50;
 /// Bytes of a statement's text kept while its transaction is open, to be fingerprinted if the
 /// transaction turns out to be among the longest (a fingerprint of a longer text is cut there).
 const STATEMENT_TEXT_KEPT: usize = 512;
-/// Per-interval rows beyond which the table is left out (an interval far finer than the capture is
-/// long would write millions of rows); the whole-run figures are kept.
+/// Per-interval rows (from the first interval to the last) beyond which the intervals widen (an
+/// interval far finer than the capture is long would write millions of rows; [`crate::widening`]).
 const MAX_INTERVAL_ROWS: i64 = 200_000;
+/// Intervals with requests kept while the run is read (about 170 bytes each): past it, they double in
+/// width ([`crate::widening`]). 65,536 is 18 hours of requests every second.
+const LOAD_INTERVALS_KEPT: usize = 65_536;
 
 /// The load-test analysis: one instance per worker, merged, finished into a [`LoadReport`].
 ///
@@ -65,13 +69,15 @@ const MAX_INTERVAL_ROWS: i64 = 200_000;
 /// can be written.
 #[derive(Debug, Clone, Default)]
 pub struct LoadTest {
-    interval_ns: i64,
+    /// The per-interval rows' width: as asked, or wider for a run whose intervals would be more than
+    /// [`LOAD_INTERVALS_KEPT`] ([`crate::widening`]).
+    width: BinWidth,
     /// Each request's time in flight: from its first byte to its end, ns; `i64::MAX` for one still in
     /// flight when the capture ended.
     requests: Spans,
     /// Each MySQL connection's first and last packet, ns.
     connections: Spans,
-    /// Per interval (bin of `interval_ns`): counts that add up.
+    /// Per interval (bin of `width`): counts that add up.
     bins: BTreeMap<i64, BinCounts>,
     /// The counts of the bin the latest request fell in, not yet added to `bins`: requests come in time
     /// order on a connection, so most fall in the bin of the one before (added when one falls
@@ -513,35 +519,54 @@ impl LoadTest {
     /// The analysis, with per-interval rows `interval_ns` wide (0: one second).
     pub fn new(interval_ns: i64) -> Self {
         LoadTest {
-            interval_ns: if interval_ns > 0 {
+            width: BinWidth::new(if interval_ns > 0 {
                 interval_ns
             } else {
                 1_000_000_000
-            },
+            }),
             ..Default::default()
         }
     }
 
     fn bin(&self, ts_ns: i64) -> i64 {
-        ts_ns.div_euclid(self.interval_ns)
+        self.width.bin(ts_ns)
     }
 
-    /// The counts of interval `bin` (see `pending`).
-    fn cell(&mut self, bin: i64) -> &mut BinCounts {
-        if self.pending.as_ref().is_none_or(|(b, _)| *b != bin) {
+    /// The counts of the interval of `ts_ns` (see `pending`).
+    fn cell(&mut self, ts_ns: i64) -> &mut BinCounts {
+        if self
+            .pending
+            .as_ref()
+            .is_none_or(|(b, _)| *b != self.bin(ts_ns))
+        {
             self.flush_bin();
         }
+        // After the flush, which may have widened the intervals.
+        let bin = self.bin(ts_ns);
         &mut self
             .pending
             .get_or_insert_with(|| (bin, BinCounts::default()))
             .1
     }
 
-    /// Adds the pending bin's counts to `bins`.
+    /// Adds the pending bin's counts to `bins`, widening the intervals while they are too many.
     fn flush_bin(&mut self) {
         if let Some((bin, c)) = self.pending.take() {
             self.bins.entry(bin).or_default().add(&c);
+            while widening::over(self.bins.len(), LOAD_INTERVALS_KEPT, self.width) {
+                self.widen(self.width.doubled());
+            }
         }
+    }
+
+    /// The per-interval counts in intervals of width `to` (as wide as theirs or wider).
+    fn widen(&mut self, to: BinWidth) {
+        self.flush_bin();
+        let from = self.width;
+        for (b, c) in std::mem::take(&mut self.bins) {
+            self.bins.entry(from.rebin(b, to)).or_default().add(&c);
+        }
+        self.width = to;
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -583,9 +608,8 @@ impl LoadTest {
         self.statements_in_transactions += open.statements;
         self.statements_max = self.statements_max.max(open.statements);
         c.transactions += 1;
-        let bin = self.bin(at_ns);
         let rt = plausible_response_time(open.start_ns, end_ns);
-        let b = self.cell(bin);
+        let b = self.cell(at_ns);
         b.transactions += 1;
         b.rollbacks += u64::from(ending == Ending::Rollback);
         if let Some(rt) = rt {
@@ -666,7 +690,7 @@ impl Answer {
 impl LoadTest {
     /// The silence before a request starting at `start`: think time, and idle in transaction when one
     /// is open.
-    fn silence_before(&mut self, c: &mut LoadConnection, t: &Transaction, start: i64, bin: i64) {
+    fn silence_before(&mut self, c: &mut LoadConnection, t: &Transaction, start: i64) {
         let Some((end, frame)) = c.last_response else {
             return;
         };
@@ -677,7 +701,7 @@ impl LoadTest {
         c.think_ns += gap;
         c.think_gaps += 1;
         let idle = c.open.as_ref().is_some_and(|o| o.start_known);
-        let b = self.cell(bin);
+        let b = self.cell(start);
         b.think_ns += u128::from(gap);
         b.think_gaps += 1;
         if !idle {
@@ -710,7 +734,6 @@ impl LoadTest {
         c: &mut LoadConnection,
         view: &TransactionView<'_>,
         start: i64,
-        bin: i64,
     ) -> Option<u64> {
         let t = view.transaction;
         // In flight from the first request byte to the end of what became of it.
@@ -726,10 +749,13 @@ impl LoadTest {
             }
         }
         c.requests += 1;
+        // Distinct connections per interval are counted at the width asked only: widened intervals
+        // leave them out (a sum of narrower intervals' counts would count a connection more than once).
+        let bin = self.bin(start);
         let first_in_bin = c.last_active_bin != Some(bin);
         c.last_active_bin = Some(bin);
         let rt = view.response_time_ns();
-        let b = self.cell(bin);
+        let b = self.cell(start);
         b.requests += 1;
         b.active_connections += u64::from(first_in_bin);
         if let Some(rt) = rt {
@@ -925,9 +951,8 @@ impl Analysis for LoadTest {
             return;
         }
         let start = t.request_ts_ns as i64;
-        let bin = self.bin(start);
-        self.silence_before(c, t, start, bin);
-        let rt = self.request(c, view, start, bin);
+        self.silence_before(c, t, start);
+        let rt = self.request(c, view, start);
         self.transactions_told(c, conn, view, start, rt);
         c.last_response = match (fate, t.last_response_ts_ns, t.last_response_frame) {
             (Fate::Answered, Some(ts), Some(f)) => Some((ts as i64, f)),
@@ -1008,12 +1033,26 @@ impl Analysis for LoadTest {
     }
 
     fn merge(&mut self, mut o: Self) {
+        if self.width == BinWidth::default() {
+            self.width = o.width;
+        }
         self.flush_bin();
         o.flush_bin();
+        // Both at the wider of the two widths first: widening commutes with adding.
+        let to = self.width.max(o.width);
+        if self.width != to {
+            self.widen(to);
+        }
+        if o.width != to {
+            o.widen(to);
+        }
         self.requests.merge(o.requests);
         self.connections.merge(o.connections);
         for (k, v) in o.bins {
             self.bins.entry(k).or_default().add(&v);
+        }
+        while widening::over(self.bins.len(), LOAD_INTERVALS_KEPT, self.width) {
+            self.widen(self.width.doubled());
         }
         self.rt_count += o.rt_count;
         self.rt_sum_ns += o.rt_sum_ns;
@@ -1094,8 +1133,11 @@ fn keep_worst_transactions(rows: &mut Vec<TransactionRow>) {
 /// What `pcapsleuth load` reports: the whole run, and per interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LoadReport {
-    /// Width of the per-interval rows, seconds.
+    /// Width of the per-interval rows, seconds: the width asked for, or a power of two times it when a
+    /// long capture would need more than 65,536 intervals with requests or 200,000 rows.
     pub interval_s: f64,
+    /// The width asked for, seconds.
+    pub asked_interval_s: f64,
     /// Seconds the capture covers (its body, first to last packet): every whole-run rate is per second
     /// of it.
     pub span_s: f64,
@@ -1207,8 +1249,9 @@ pub struct LoadInterval {
     pub connections_open_mean: f64,
     /// The most open at once.
     pub connections_open_max: u64,
-    /// Connections that sent a request in it.
-    pub connections_active: u64,
+    /// Connections that sent a request in it; `null` when the intervals are wider than asked (a long
+    /// capture), where they are not counted.
+    pub connections_active: Option<u64>,
     /// Transactions that ended in it.
     pub transactions: u64,
     /// Of them, rolled back.
@@ -1262,14 +1305,21 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         last,
         ns: (last - first).max(0),
     };
-    let interval = l.interval_ns;
-    let rows_needed = last.div_euclid(interval) - first.div_euclid(interval) + 1;
-    let with_bins = rows_needed <= MAX_INTERVAL_ROWS;
+    // Rows from the first interval to the last: wider ones when they would be too many.
+    let mut l = l;
+    let rows_needed = |w: BinWidth| w.bin(last) - w.bin(first) + 1;
+    while rows_needed(l.width) > MAX_INTERVAL_ROWS && !l.width.widest() {
+        l.widen(l.width.doubled());
+    }
+    let interval = l.width.ns();
+    let with_bins = rows_needed(l.width) <= MAX_INTERVAL_ROWS;
+    let widened = l.width.ns() != l.width.asked_ns();
     let mut notes = Vec::new();
-    if !with_bins {
+    if widened {
         notes.push(format!(
-            "no per-interval rows: {rows_needed} intervals of {} would be more than {MAX_INTERVAL_ROWS}",
-            crate::units::seconds(interval as f64 / 1e9)
+            "intervals of {}, not {} as asked: the capture is too long for that many; connections active per interval are not counted at this width",
+            crate::units::seconds(interval as f64 / 1e9),
+            crate::units::seconds(l.width.asked_ns() as f64 / 1e9)
         ));
     }
     let req = sweep(&l.requests, interval, first, last, with_bins);
@@ -1313,6 +1363,7 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
     };
     LoadReport {
         interval_s: interval as f64 / 1e9,
+        asked_interval_s: l.width.asked_ns() as f64 / 1e9,
         span_s: span.ns as f64 / 1e9,
         requests,
         requests_per_s: rate,
@@ -1389,7 +1440,8 @@ fn per_interval(
     req_bins: &BTreeMap<i64, Level>,
     conn_bins: &BTreeMap<i64, Level>,
 ) -> Vec<LoadInterval> {
-    let (first, last, interval) = (span.first, span.last, l.interval_ns);
+    let (first, last, interval) = (span.first, span.last, l.width.ns());
+    let widened = interval != l.width.asked_ns();
     let secs = interval as f64 / 1e9;
     let covered = |bin: i64| -> f64 {
         let start = bin.saturating_mul(interval);
@@ -1430,7 +1482,7 @@ fn per_interval(
                 littles_law: c.requests as f64 / cov * mean_rt_s,
                 connections_open_mean: k.area as f64 / cov_ns,
                 connections_open_max: k.max,
-                connections_active: c.active_connections,
+                connections_active: (!widened).then_some(c.active_connections),
                 transactions: c.transactions,
                 rollbacks: c.rollbacks,
                 tps: c.transactions as f64 / cov,

@@ -171,8 +171,16 @@ fn write_per_interval(out: &mut String, r: &LoadReport) {
     if !r.per_interval.is_empty() {
         let _ = writeln!(
             out,
-            "\nper {} (rates per second the capture covers; * partial interval):",
-            seconds(r.interval_s)
+            "\nper {}{} (rates per second the capture covers; * partial interval):",
+            seconds(r.interval_s),
+            if r.interval_s > r.asked_interval_s {
+                format!(
+                    ", not {} as asked: the capture is too long for that many intervals; active: not counted at this width",
+                    seconds(r.asked_interval_s)
+                )
+            } else {
+                String::new()
+            }
         );
         let starts: Vec<String> = r
             .per_interval
@@ -207,7 +215,7 @@ fn write_per_interval(out: &mut String, r: &LoadReport) {
                 count(p.in_flight_max),
                 p.littles_law,
                 p.connections_open_mean,
-                count(p.connections_active),
+                p.connections_active.map_or_else(|| "-".to_string(), count),
                 p.tps,
                 count(p.rollbacks),
                 dur0(p.transaction_rt_mean_us),

@@ -820,11 +820,21 @@ fn write_unanswered(out: &mut String, unanswered: &[UnansweredRequest], limit: u
 /// The requests and errors of each second, the first 120 seconds.
 fn write_per_second(out: &mut String, per_second: &[SecondCounts]) {
     if per_second.len() > 1 {
-        let _ = writeln!(
-            out,
-            "\nper second (requests sent in each second; the first and last are partly covered: see \"Per \
-             second\" in the README):"
-        );
+        let w = per_second[0].width_s;
+        if w > 1 {
+            let _ = writeln!(
+                out,
+                "\nper {w} s (requests sent in each {w} seconds, not each second: the capture is too long \
+                 for a row per second; the first and last are partly covered: see \"Per second\" in the \
+                 README):"
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "\nper second (requests sent in each second; the first and last are partly covered: see \
+                 \"Per second\" in the README):"
+            );
+        }
         let _ = writeln!(out, "  {:<23}  {:>8} {:>8}", "second", "requests", "errors");
         for s in per_second.iter().take(120) {
             let _ = writeln!(
@@ -833,7 +843,7 @@ fn write_per_second(out: &mut String, per_second: &[SecondCounts]) {
                 instant(s.second as f64),
                 count(s.queries),
                 count(s.errors),
-                crate::style::covered_note(s.covered_s, 1.0)
+                crate::style::covered_note(s.covered_s, s.width_s as f64)
             );
         }
         if per_second.len() > 120 {

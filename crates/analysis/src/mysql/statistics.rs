@@ -18,6 +18,7 @@ use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, Histogram, RtSummary};
 use crate::replication::ReplicationStream;
 use crate::timeline::plausible_response_time;
+use crate::widening::{self, BinWidth};
 
 /// Which transactions the MySQL report counts (`pcapsleuth mysql --port/--server/--errors-only/--slower-than`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -741,36 +742,91 @@ impl PendingServers {
 /// second comes, and before the aggregate is read ([`MysqlStatistics::merge`], [`MysqlStatistics::finish`]).
 #[derive(Default)]
 struct PendingSecond {
-    /// The second (since the epoch) of the pending requests; `None` when there are none.
-    sec: Option<i64>,
+    /// The second (since the epoch) of the pending requests, as a bin of the width then; `None` when
+    /// there are none.
+    sec: Option<(i64, BinWidth)>,
     requests: u64,
     errors: u64,
 }
 
 impl PendingSecond {
     #[inline]
-    fn count(&mut self, sec: i64, is_err: bool, per_second: &mut PerSecond) {
-        if self.sec != Some(sec) {
+    fn count(&mut self, ts_ns: i64, is_err: bool, per_second: &mut PerSecond) {
+        let w = per_second.width();
+        if self.sec != Some((w.bin(ts_ns), w)) {
             self.flush(per_second);
-            self.sec = Some(sec);
+            // After the flush, which may have widened the rows.
+            let w = per_second.width();
+            self.sec = Some((w.bin(ts_ns), w));
         }
         self.requests += 1;
         self.errors += u64::from(is_err);
     }
 
     fn flush(&mut self, per_second: &mut PerSecond) {
-        if let Some(sec) = self.sec.take() {
-            let e = per_second.entry(sec).or_insert((0, 0));
-            e.0 += self.requests;
-            e.1 += self.errors;
+        if let Some((sec, at)) = self.sec.take() {
+            per_second.add(sec, at, self.requests, self.errors);
             self.requests = 0;
             self.errors = 0;
         }
     }
 }
 
-/// Requests and errors by second since the epoch.
-type PerSecond = HashMap<i64, (u64, u64), FlowBuildHasher>;
+/// Requests and errors by second since the epoch: in rows of one second, or of a power of two of
+/// seconds past [`MYSQL_SECONDS_KEPT`] rows (a long capture; [`crate::widening`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct PerSecond {
+    /// The rows' width (the default, before any request: one second).
+    width: BinWidth,
+    counts: HashMap<i64, (u64, u64), FlowBuildHasher>,
+}
+
+/// Rows of requests per second kept (about 40 bytes each): 18 hours of requests every second.
+const MYSQL_SECONDS_KEPT: usize = 65_536;
+
+impl PerSecond {
+    fn width(&self) -> BinWidth {
+        if self.width == BinWidth::default() {
+            BinWidth::new(1_000_000_000)
+        } else {
+            self.width
+        }
+    }
+
+    /// Adds `requests` and `errors` to row `bin` of width `at`.
+    fn add(&mut self, bin: i64, at: BinWidth, requests: u64, errors: u64) {
+        let to = self.width().max(at);
+        if self.width != to {
+            self.widen(to);
+        }
+        let e = self.counts.entry(at.rebin(bin, to)).or_insert((0, 0));
+        e.0 += requests;
+        e.1 += errors;
+        while widening::over(self.counts.len(), MYSQL_SECONDS_KEPT, self.width) {
+            self.widen(self.width.doubled());
+        }
+    }
+
+    /// The rows in rows of width `to` (as wide as theirs or wider).
+    fn widen(&mut self, to: BinWidth) {
+        let from = self.width();
+        let mut wide: HashMap<i64, (u64, u64), FlowBuildHasher> = HashMap::default();
+        for (b, (q, e)) in self.counts.drain() {
+            let slot = wide.entry(from.rebin(b, to)).or_insert((0, 0));
+            slot.0 += q;
+            slot.1 += e;
+        }
+        self.counts = wide;
+        self.width = to;
+    }
+
+    fn merge(&mut self, o: PerSecond) {
+        let at = o.width();
+        for (b, (q, e)) in o.counts {
+            self.add(b, at, q, e);
+        }
+    }
+}
 
 impl MysqlStatistics {
     /// Statistics of the transactions `filter` lets through.
@@ -1145,8 +1201,7 @@ impl MysqlAggregate {
             if let Some(rt) = rt {
                 s.rt.add_binned(rt);
             }
-            let sec = (t.request_ts_ns / 1_000_000_000) as i64;
-            second.count(sec, is_err, &mut self.per_second);
+            second.count(t.request_ts_ns as i64, is_err, &mut self.per_second);
             if let Some(rt) = rt {
                 if is_err {
                     self.rt_err.add_binned(rt);
@@ -1286,11 +1341,7 @@ impl MysqlAggregate {
         for (server, s) in o.servers {
             self.servers.entry(server).or_default().merge(&s);
         }
-        for (sec, (q, e)) in o.per_second {
-            let slot = self.per_second.entry(sec).or_insert((0, 0));
-            slot.0 += q;
-            slot.1 += e;
-        }
+        self.per_second.merge(o.per_second);
         self.incidents.extend(o.incidents);
         self.connect.merge(&o.connect);
         self.tls.merge(&o.tls);
@@ -1305,10 +1356,10 @@ impl MysqlAggregate {
 
     /// Leaves out the seconds outside the capture's body (the requests still count).
     pub(crate) fn keep_within(&mut self, timeline: &crate::timeline::Timeline) {
-        self.per_second.retain(|&sec, _| {
-            let start = sec.saturating_mul(1_000_000_000);
-            timeline.overlaps_body(start, start.saturating_add(1_000_000_000))
-        });
+        let w = self.per_second.width();
+        self.per_second
+            .counts
+            .retain(|&sec, _| timeline.overlaps_body(w.start(sec), w.start(sec.saturating_add(1))));
     }
 
     /// Response-time distribution of each statement group kept one by one, with the group's name
@@ -1501,23 +1552,24 @@ impl MysqlAggregate {
             statements,
             other_statements,
             servers,
-            per_second: self
-                .per_second
-                .iter()
-                .collect::<BTreeMap<_, _>>()
-                .into_iter()
-                .map(|(&s, &(q, e))| SecondCounts {
-                    second: s,
-                    covered_s: crate::coverage::covered_ns(
-                        self.span,
-                        s.saturating_mul(1_000_000_000),
-                        1_000_000_000,
-                    ) as f64
-                        / 1e9,
-                    queries: q,
-                    errors: e,
-                })
-                .collect(),
+            per_second: {
+                let w = self.per_second.width();
+                self.per_second
+                    .counts
+                    .iter()
+                    .collect::<BTreeMap<_, _>>()
+                    .into_iter()
+                    .map(|(&s, &(q, e))| SecondCounts {
+                        second: w.start(s).div_euclid(1_000_000_000),
+                        width_s: w.ns() / 1_000_000_000,
+                        covered_s: crate::coverage::covered_ns(self.span, w.start(s), w.ns())
+                            as f64
+                            / 1e9,
+                        queries: q,
+                        errors: e,
+                    })
+                    .collect()
+            },
             incidents: self.incidents,
             connect: ConnectSummary {
                 syn_ack_us: self.connect.syn_ack.summary_us(),
@@ -1903,8 +1955,11 @@ pub struct ServerRow {
 pub struct SecondCounts {
     /// Seconds since the epoch.
     pub second: i64,
-    /// Seconds of it the capture covers (less than 1 at the capture's ends): the counts are what was
-    /// seen in that part, not scaled (see [`crate::coverage`]).
+    /// Seconds the row spans from `second`: 1, or a power of two when a long capture would need more
+    /// than 65,536 rows (memory does not grow with the capture's duration).
+    pub width_s: i64,
+    /// Seconds of it the capture covers (less than `width_s` at the capture's ends): the counts are what
+    /// was seen in that part, not scaled (see [`crate::coverage`]).
     pub covered_s: f64,
     /// Requests sent in that second that expect a response (logins aside).
     pub queries: u64,

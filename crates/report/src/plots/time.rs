@@ -512,7 +512,9 @@ pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, St
     // Seconds without requests are zeros, not gaps (unless the capture spans days). The capture began
     // and ended within its first and last seconds: those are drawn dashed, as the requests per second of
     // the part captured, so that a second half watched does not read as a ramp.
-    let fill = last.second - first.second <= 400_000;
+    // Rows are a second wide, or wider in a long capture (`width_s`): values are per second either way.
+    let w = first.width_s.max(1);
+    let fill = (last.second - first.second) / w <= 400_000;
     let (mut q, mut e, mut partial_q, mut partial_e) = (vec![], vec![], vec![], vec![]);
     let mut it = ps.iter().peekable();
     let mut s = first.second;
@@ -525,22 +527,22 @@ pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, St
             }
             _ if fill => (0, 0),
             _ => {
-                s = it.peek().map_or(last.second + 1, |c| c.second);
+                s = it.peek().map_or(last.second + w, |c| c.second);
                 continue;
             }
         };
         let t = s as f64;
         let covered = axis
-            .span(t, 1.0)
+            .span(t, w as f64)
             .map_or(0.0, |(x0, x1)| (x1 - x0) * axis.div);
-        if covered >= 0.999 {
-            q.push((t, nq as f64));
-            e.push((t, ne as f64));
+        if covered >= 0.999 * w as f64 {
+            q.push((t, nq as f64 / w as f64));
+            e.push((t, ne as f64 / w as f64));
         } else if covered >= PARTIAL_SECOND_MIN {
             partial_q.push((t, nq as f64 / covered));
             partial_e.push((t, ne as f64 / covered));
         }
-        s += 1;
+        s += w;
     }
     let max = q
         .iter()
@@ -555,7 +557,7 @@ pub(super) fn qps_chart(r: &FullReport, axis: &TimeAxis) -> Result<TimeChart, St
         color,
         width: 2,
         dashed,
-        segments: segments(pts, 1.0, axis),
+        segments: segments(pts, w as f64, axis),
     };
     let mut lines = vec![
         line("requests/s", BLUE_C, false, &q),
