@@ -146,8 +146,8 @@ fn the_path_over_time_is_the_same_with_1_2_3_7_and_64_splits() {
 }
 
 /// Series too long to keep at the width asked (here 1 ns: a row per packet) double their intervals until
-/// they fit: the widened series, the ceilings looked for in them and the response-time rows are the same
-/// whatever the splits, and every packet is still counted.
+/// they fit: the widened series, the ceilings looked for in them, the response-time rows and the load view
+/// are the same whatever the splits, and every packet is still counted.
 #[test]
 fn series_widened_for_their_length_are_the_same_with_1_2_3_7_and_64_splits() {
     let mut widened = 0;
@@ -170,12 +170,18 @@ fn series_widened_for_their_length_are_the_same_with_1_2_3_7_and_64_splits() {
             );
             let rate = a.output.rates.report();
             let rt = a.output.rt.report(&a.output.mysql);
-            (rate.clone(), to_json(&rate) + &to_json(&rt))
+            let load = &a.output.load;
+            (
+                (rate.clone(), load.interval_s > load.asked_interval_s),
+                to_json(&rate) + &to_json(&rt) + &to_json(load),
+            )
         };
-        let (rate, one) = run(1);
+        let ((rate, load_widened), one) = run(1);
         if rate.interval_s > rate.asked_interval_s {
             widened += 1;
         }
+        // Rows of 1 ns from the first packet to the last are far too many: the load view always widens.
+        assert!(load_widened, "{name}: the load view was not widened");
         // Every packet counted once: rates times the seconds each interval covers add up to the packets.
         let packets: f64 = rate
             .total

@@ -1,16 +1,16 @@
-//! Time spans (a request in flight, a connection open) kept compactly by when they start, and swept in
-//! time order into per-interval levels: how many were present, integrated and at most.
+//! Time spans (a request in flight, a connection open) kept compactly, and swept in time order into
+//! per-interval levels: how many were present, integrated and at most.
 //!
 //! A span is told when it ends, in no order across connections, so the sweep can only run once every
 //! span is known: which interval is final is not known before the end, nor is the capture's body the
 //! spans are clamped to (chosen at the end from every timestamp), and a timestamp read later may step
-//! back before any interval swept. Until then each span costs a few bytes: grouped by the ~1.07 s chunk
-//! its start falls in, its start within the chunk and its length as variable-length integers. Past
-//! [`SPILL_AT`] bytes in memory they go to an unnamed scratch file (deleted when closed), so that memory
-//! does not grow with the capture; the sweep reads them back a chunk at a time. Where no scratch file
-//! can be written they stay in memory. The sweep decodes one chunk at a time and holds the ends still to
-//! come in a heap, so besides the kept bytes it needs memory for one chunk's spans and for the spans
-//! present at once, not for a sorted copy of every event.
+//! back before any interval swept. Until then each span costs a few bytes: its start as the difference
+//! from the start told before it and its length, as variable-length integers, in the order told. Past
+//! [`SPILL_AT`] bytes in memory they are sorted by start and written as one *run* to an unnamed scratch
+//! file (deleted when closed), so that memory grows neither with the number of spans nor with the
+//! time they cover; where no scratch file can be written they stay in memory. The sweep merges the
+//! runs (each read through a small buffer) with the spans still in memory, and holds the ends still to
+//! come in a heap: besides the bytes in memory it needs a buffer per run and the spans present at once.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -18,32 +18,36 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-/// Bits of a start's offset within its chunk: chunks are 2^30 ns wide.
-const CHUNK_BITS: u32 = 30;
-
-/// Bytes of spans kept in memory (about a million spans) before they go to the scratch file.
+/// Bytes of spans kept in memory (about a million spans) before they are written out as a run.
 const SPILL_AT: usize = 8 << 20;
+
+/// Bytes of a run read back at once by the sweep.
+const READ_AHEAD: usize = 64 << 10;
+
+/// Bytes copied at once when another instance's runs are copied to this one's file.
+const COPY_BLOCK: u64 = 1 << 20;
 
 /// Spans `[start, end)` in ns, `end == i64::MAX` for one that had not ended when the capture did.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Spans {
-    /// Per chunk of start times (`start >> CHUNK_BITS`): each span's offset in the chunk and its length
-    /// (`end - start`, wrapping), LEB128 one after the other.
-    chunks: BTreeMap<i64, Vec<u8>>,
-    /// Bytes in `chunks`.
-    in_memory: usize,
-    /// The chunks' bytes written out.
+    /// The spans told and not yet written out, in the order told: each start's difference from the
+    /// one before it (zigzag, the first from 0) and its length (`end - start`, wrapping), LEB128.
+    fresh: Vec<u8>,
+    /// The start of the last span in `fresh` (0 when it is empty).
+    fresh_last: i64,
+    /// The runs written out.
     spilled: Spilled,
     count: u64,
     unended: bool,
 }
 
-/// Where a chunk's bytes written out lie: a file of [`Spilled::files`], an offset, a length.
+/// A run written out: spans sorted by start, at `at..at + len` of a file of [`Spilled::files`], each
+/// start as the difference from the one before it (the first from 0, wrapping) and its length, LEB128.
 #[derive(Debug, Clone, Copy)]
-struct Piece {
+struct Run {
     file: u32,
     at: u64,
-    len: u32,
+    len: u64,
 }
 
 /// Spans written out of memory, in unnamed scratch files.
@@ -54,8 +58,7 @@ struct Spilled {
     files: Vec<Arc<File>>,
     /// Bytes written to the last file.
     written: u64,
-    /// Per chunk, its pieces in the files (a chunk told again after it was written has several).
-    pieces: BTreeMap<i64, Vec<Piece>>,
+    runs: Vec<Run>,
     /// A scratch file could not be made or written: the spans stay in memory from then on.
     failed: bool,
     /// Bytes kept in memory before writing out; 0 for [`SPILL_AT`] (tests set less).
@@ -78,7 +81,44 @@ impl Spilled {
         Some((index, Arc::clone(self.files.last()?)))
     }
 
-    /// Takes another instance's files and pieces. Their bytes are copied to the file this instance
+    /// Appends `bytes` as a run to the file written to; false (nothing kept) when it cannot be.
+    fn write_run(&mut self, bytes: &[u8]) -> bool {
+        let Some((file, handle)) = self.writable() else {
+            return false;
+        };
+        if handle.write_all_at(bytes, self.written).is_err() {
+            return false;
+        }
+        self.runs.push(Run {
+            file,
+            at: self.written,
+            len: bytes.len() as u64,
+        });
+        self.written += bytes.len() as u64;
+        true
+    }
+
+    /// Copies `r` of `from` to the end of `to` (the file written to, index `file`).
+    fn copy(&mut self, r: Run, from: &[Arc<File>], (file, to): &(u32, Arc<File>)) -> Option<Run> {
+        let src = from.get(r.file as usize)?;
+        let mut block = vec![0; COPY_BLOCK.min(r.len) as usize];
+        let mut done = 0;
+        while done < r.len {
+            let n = COPY_BLOCK.min(r.len - done) as usize;
+            src.read_exact_at(&mut block[..n], r.at + done).ok()?;
+            to.write_all_at(&block[..n], self.written + done).ok()?;
+            done += n as u64;
+        }
+        let copied = Run {
+            file: *file,
+            at: self.written,
+            len: r.len,
+        };
+        self.written += r.len;
+        Some(copied)
+    }
+
+    /// Takes another instance's files and runs. Their bytes are copied to the file this instance
     /// appends to, so that a run holds one scratch file open however many instances wrote out; those
     /// that cannot be copied are read from the other's file from here on, and the last of this
     /// instance's files stays the last, the one appended to (the other's, when this one has none).
@@ -88,35 +128,16 @@ impl Spilled {
         }
         if self.files.is_empty() {
             self.files = o.files;
-            self.pieces = o.pieces;
+            self.runs = o.runs;
             self.written = o.written;
             return;
         }
         let target = self.writable();
-        let mut left: BTreeMap<i64, Vec<Piece>> = BTreeMap::new();
-        let mut bytes = Vec::new();
-        for (chunk, pieces) in o.pieces {
-            for p in pieces {
-                let copied = target.as_ref().and_then(|(file, to)| {
-                    bytes.resize(p.len as usize, 0);
-                    o.files
-                        .get(p.file as usize)?
-                        .read_exact_at(&mut bytes, p.at)
-                        .ok()?;
-                    to.write_all_at(&bytes, self.written).ok()?;
-                    Some(Piece {
-                        file: *file,
-                        at: self.written,
-                        len: p.len,
-                    })
-                });
-                match copied {
-                    Some(c) => {
-                        self.written += u64::from(c.len);
-                        self.pieces.entry(chunk).or_default().push(c);
-                    }
-                    None => left.entry(chunk).or_default().push(p),
-                }
+        let mut left = Vec::new();
+        for r in o.runs {
+            match target.as_ref().and_then(|t| self.copy(r, &o.files, t)) {
+                Some(c) => self.runs.push(c),
+                None => left.push(r),
             }
         }
         if left.is_empty() {
@@ -127,38 +148,17 @@ impl Spilled {
         };
         let at = self.files.len() as u32;
         let theirs = o.files.len() as u32;
-        for p in self.pieces.values_mut().flatten() {
-            if p.file == at {
-                p.file = at + theirs;
+        for r in &mut self.runs {
+            if r.file == at {
+                r.file = at + theirs;
             }
         }
-        for (chunk, pieces) in left {
-            let moved = pieces.into_iter().map(|p| Piece {
-                file: p.file + at,
-                ..p
-            });
-            self.pieces.entry(chunk).or_default().extend(moved);
-        }
+        self.runs.extend(left.into_iter().map(|r| Run {
+            file: r.file + at,
+            ..r
+        }));
         self.files.extend(o.files);
         self.files.push(mine);
-    }
-
-    /// Reads the pieces of `chunk` into `out`; false when one could not be read back.
-    fn read(&self, chunk: i64, out: &mut Vec<u8>) -> bool {
-        let mut whole = true;
-        for p in self.pieces.get(&chunk).into_iter().flatten() {
-            let from = out.len();
-            out.resize(from + p.len as usize, 0);
-            let read = self
-                .files
-                .get(p.file as usize)
-                .is_some_and(|f| f.read_exact_at(&mut out[from..], p.at).is_ok());
-            if !read {
-                out.truncate(from);
-                whole = false;
-            }
-        }
-        whole
     }
 }
 
@@ -188,14 +188,29 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// The next span of `fresh` bytes at `*at`, whose previous start was `*prev`.
+fn next_fresh(bytes: &[u8], at: &mut usize, prev: &mut i64) -> Option<(i64, i64)> {
+    let delta = unzigzag(get_varint(bytes, at)?);
+    let len = get_varint(bytes, at)?;
+    let start = prev.wrapping_add(delta);
+    *prev = start;
+    Some((start, (start as u64).wrapping_add(len) as i64))
+}
+
 impl Spans {
     /// Keeps `[start, end)`; `end` is at least `start`.
     pub(super) fn push(&mut self, start: i64, end: i64) {
-        let bytes = self.chunks.entry(start >> CHUNK_BITS).or_default();
-        let before = bytes.len();
-        put_varint(bytes, (start & ((1 << CHUNK_BITS) - 1)) as u64);
-        put_varint(bytes, (end as u64).wrapping_sub(start as u64));
-        self.in_memory += bytes.len() - before;
+        put_varint(&mut self.fresh, zigzag(start.wrapping_sub(self.fresh_last)));
+        put_varint(&mut self.fresh, (end as u64).wrapping_sub(start as u64));
+        self.fresh_last = start;
         self.count += 1;
         self.unended |= end == i64::MAX;
     }
@@ -210,18 +225,17 @@ impl Spans {
         self.unended
     }
 
-    /// Adds another instance's spans (the order within a chunk is the sweep's to sort), and writes
-    /// the spans in memory out when they are more than the limit.
+    /// Adds another instance's spans (their order is the sweep's to sort), and writes the spans in
+    /// memory out when they are more than the limit.
     pub(super) fn merge(&mut self, o: Spans) {
-        for (chunk, bytes) in o.chunks {
-            match self.chunks.get_mut(&chunk) {
-                Some(mine) => mine.extend_from_slice(&bytes),
-                None => {
-                    self.chunks.insert(chunk, bytes);
-                }
-            }
+        // The other's first start is told from 0: told again from this one's last, the rest follow.
+        let (mut at, mut prev) = (0, 0);
+        if let Some((start, end)) = next_fresh(&o.fresh, &mut at, &mut prev) {
+            put_varint(&mut self.fresh, zigzag(start.wrapping_sub(self.fresh_last)));
+            put_varint(&mut self.fresh, (end as u64).wrapping_sub(start as u64));
+            self.fresh.extend_from_slice(&o.fresh[at..]);
+            self.fresh_last = o.fresh_last;
         }
-        self.in_memory += o.in_memory;
         self.spilled.failed |= o.spilled.failed;
         self.spilled.take(o.spilled);
         self.count += o.count;
@@ -230,45 +244,48 @@ impl Spans {
             0 => SPILL_AT,
             n => n,
         };
-        if self.in_memory > limit {
+        if self.fresh.len() > limit {
             self.spill();
         }
     }
 
-    /// Writes every chunk in memory to the scratch file (kept in memory where it cannot be written).
+    /// The spans in memory, sorted by start (then end).
+    fn fresh_sorted(&self) -> Vec<(i64, i64)> {
+        let (mut at, mut prev) = (0, 0);
+        let mut spans = Vec::new();
+        while let Some(s) = next_fresh(&self.fresh, &mut at, &mut prev) {
+            spans.push(s);
+        }
+        spans.sort_unstable();
+        spans
+    }
+
+    /// Writes the spans in memory to the scratch file as one run (kept in memory where it cannot be
+    /// written).
     fn spill(&mut self) {
         if self.spilled.failed {
             return;
         }
-        let Some((file, handle)) = self.spilled.writable() else {
-            self.spilled.failed = true;
-            return;
-        };
-        for (&chunk, bytes) in &mut self.chunks {
-            let Ok(len) = u32::try_from(bytes.len()) else {
-                continue;
-            };
-            if handle.write_all_at(bytes, self.spilled.written).is_err() {
-                self.spilled.failed = true;
-                break;
-            }
-            self.spilled.pieces.entry(chunk).or_default().push(Piece {
-                file,
-                at: self.spilled.written,
-                len,
-            });
-            self.spilled.written += u64::from(len);
-            self.in_memory -= bytes.len();
-            // Emptied, not kept: the chunk may never be told again.
-            *bytes = Vec::new();
+        let mut run = Vec::with_capacity(self.fresh.len() + self.fresh.len() / 4);
+        let mut prev = 0i64;
+        for (start, end) in self.fresh_sorted() {
+            put_varint(&mut run, (start as u64).wrapping_sub(prev as u64));
+            put_varint(&mut run, (end as u64).wrapping_sub(start as u64));
+            prev = start;
         }
-        self.chunks.retain(|_, b| !b.is_empty());
+        if self.spilled.write_run(&run) {
+            // Emptied, not kept: the memory is for the next run's spans.
+            self.fresh = Vec::new();
+            self.fresh_last = 0;
+        } else {
+            self.spilled.failed = true;
+        }
     }
 
-    /// Bytes kept in memory for the spans (the chunks' lengths, not their capacity).
+    /// Bytes kept in memory for the spans (their length, not their capacity).
     #[cfg(test)]
     pub(super) fn kept_bytes(&self) -> usize {
-        self.chunks.values().map(Vec::len).sum()
+        self.fresh.len()
     }
 
     /// The sweep's events in order, each span clamped to `[first, last]`: `(time, kind)`, where at one
@@ -276,77 +293,119 @@ impl Spans {
     /// that back-to-back requests on a connection do not add up while a request of no measurable length
     /// still counts in the maximum.
     fn events(&self, first: i64, last: i64) -> Events<'_> {
-        let mut keys: Vec<i64> = self
-            .chunks
-            .keys()
-            .chain(self.spilled.pieces.keys())
-            .copied()
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        Events {
-            spans: self,
-            keys: keys.into_iter(),
-            bytes: Vec::new(),
+        let mut sources = vec![Source::Memory(self.fresh_sorted().into_iter())];
+        sources.extend(self.spilled.runs.iter().map(|&r| {
+            Source::Run(RunReader {
+                file: self.spilled.files.get(r.file as usize).map(Arc::as_ref),
+                at: r.at,
+                end: r.at.saturating_add(r.len),
+                bytes: Vec::new(),
+                pos: 0,
+                prev: 0,
+            })
+        }));
+        let mut events = Events {
+            sources,
+            heads: BinaryHeap::new(),
             lost: false,
-            starts: Vec::new(),
-            at: 0,
             ends: BinaryHeap::new(),
             first,
             last,
+        };
+        for i in 0..events.sources.len() {
+            events.advance(i);
         }
+        events
     }
 }
 
-/// The events of [`Spans`] in `(time, kind)` order: the starts chunk by chunk (clamping keeps chunks
-/// in order), merged with the ends of the spans already started.
-struct Events<'a> {
-    spans: &'a Spans,
-    /// The chunks with spans, in memory or written out, in order.
-    keys: std::vec::IntoIter<i64>,
-    /// The current chunk's bytes, read back and from memory.
+/// A run read back through a buffer of [`READ_AHEAD`] bytes.
+struct RunReader<'a> {
+    /// `None` when the run's file is not known (it cannot be read).
+    file: Option<&'a File>,
+    /// The next byte to read, and the run's end, in the file.
+    at: u64,
+    end: u64,
     bytes: Vec<u8>,
-    /// Whether a chunk's bytes written out could not be read back.
+    pos: usize,
+    prev: i64,
+}
+
+impl RunReader<'_> {
+    /// The next span; `Err` when the run could not be read to its end (what was read stays).
+    fn next(&mut self) -> Result<Option<(i64, i64)>, ()> {
+        // A span is at most 20 bytes: read more once fewer are left, unless the run has no more.
+        if self.bytes.len() - self.pos < 20 && self.at < self.end {
+            self.bytes.drain(..self.pos);
+            self.pos = 0;
+            let have = self.bytes.len();
+            let n = (READ_AHEAD as u64).min(self.end - self.at) as usize;
+            self.bytes.resize(have + n, 0);
+            let read = self
+                .file
+                .is_some_and(|f| f.read_exact_at(&mut self.bytes[have..], self.at).is_ok());
+            if !read {
+                self.bytes.truncate(have);
+                self.at = self.end;
+                return Err(());
+            }
+            self.at += n as u64;
+        }
+        if self.pos == self.bytes.len() {
+            return Ok(None);
+        }
+        let mut at = self.pos;
+        let (Some(delta), Some(len)) = (
+            get_varint(&self.bytes, &mut at),
+            get_varint(&self.bytes, &mut at),
+        ) else {
+            // The run's own bytes end in a cut span only if they were not written whole.
+            self.pos = self.bytes.len();
+            return Err(());
+        };
+        self.pos = at;
+        let start = (self.prev as u64).wrapping_add(delta) as i64;
+        self.prev = start;
+        Ok(Some((start, (start as u64).wrapping_add(len) as i64)))
+    }
+}
+
+/// Where the sweep's spans come from, each in order of start.
+enum Source<'a> {
+    Memory(std::vec::IntoIter<(i64, i64)>),
+    Run(RunReader<'a>),
+}
+
+/// The events of [`Spans`] in `(time, kind)` order: the starts of every source merged in order
+/// (clamping keeps them in order), merged with the ends of the spans already started.
+struct Events<'a> {
+    sources: Vec<Source<'a>>,
+    /// Each source's next span, clamped, with the source's index.
+    heads: BinaryHeap<Reverse<(i64, i64, usize)>>,
+    /// Whether a run written out could not be read back (whole).
     lost: bool,
-    /// The current chunk's spans, clamped, sorted by start.
-    starts: Vec<(i64, i64)>,
-    at: usize,
     ends: BinaryHeap<Reverse<(i64, u8)>>,
     first: i64,
     last: i64,
 }
 
 impl Events<'_> {
-    /// Decodes the next chunk with a span into `starts`; false when none is left.
-    fn next_chunk(&mut self) -> bool {
-        for chunk in self.keys.by_ref() {
-            self.starts.clear();
-            self.at = 0;
-            self.bytes.clear();
-            // A piece is whole spans: one that could not be read leaves the others readable.
-            self.lost |= !self.spans.spilled.read(chunk, &mut self.bytes);
-            if let Some(kept) = self.spans.chunks.get(&chunk) {
-                self.bytes.extend_from_slice(kept);
-            }
-            let bytes = &self.bytes;
-            let base = chunk << CHUNK_BITS;
-            let mut at = 0;
-            while let (Some(offset), Some(len)) =
-                (get_varint(bytes, &mut at), get_varint(bytes, &mut at))
-            {
-                let s = base + offset as i64;
-                let e = (s as u64).wrapping_add(len) as i64;
-                self.starts.push((
-                    s.clamp(self.first, self.last),
-                    e.clamp(self.first, self.last),
-                ));
-            }
-            if !self.starts.is_empty() {
-                self.starts.sort_unstable();
-                return true;
-            }
+    /// Puts the next span of source `i` among the heads.
+    fn advance(&mut self, i: usize) {
+        let next = match &mut self.sources[i] {
+            Source::Memory(spans) => spans.next(),
+            Source::Run(run) => run.next().unwrap_or_else(|()| {
+                self.lost = true;
+                None
+            }),
+        };
+        if let Some((s, e)) = next {
+            self.heads.push(Reverse((
+                s.clamp(self.first, self.last),
+                e.clamp(self.first, self.last),
+                i,
+            )));
         }
-        false
     }
 }
 
@@ -354,17 +413,17 @@ impl Iterator for Events<'_> {
     type Item = (i64, u8);
 
     fn next(&mut self) -> Option<(i64, u8)> {
-        if self.at == self.starts.len() && !self.next_chunk() {
+        let Some(&Reverse((s, e, i))) = self.heads.peek() else {
             return self.ends.pop().map(|Reverse(e)| e);
-        }
-        let (s, e) = self.starts[self.at];
+        };
         if let Some(&Reverse(end)) = self.ends.peek() {
             if end < (s, 1) {
                 self.ends.pop();
                 return Some(end);
             }
         }
-        self.at += 1;
+        self.heads.pop();
+        self.advance(i);
         self.ends.push(Reverse(if e > s { (e, 0) } else { (s, 2) }));
         Some((s, 1))
     }
@@ -473,6 +532,9 @@ fn sweep_events(
 mod tests {
     use super::*;
 
+    /// About a second: the spread of the tests' spans is counted in these.
+    const CHUNK_BITS: u32 = 30;
+
     fn spans(list: &[(i64, i64)]) -> Spans {
         let mut s = Spans::default();
         for &(a, b) in list {
@@ -481,7 +543,7 @@ mod tests {
         s
     }
 
-    /// Every event at once, sorted: what the chunked sweep must reproduce.
+    /// Every event at once, sorted: what the merged sweep must reproduce.
     fn sorted_events(list: &[(i64, i64)], first: i64, last: i64) -> Vec<(i64, u8)> {
         let mut events = Vec::new();
         for &(s, e) in list {
@@ -508,7 +570,7 @@ mod tests {
     }
 
     #[test]
-    fn chunked_events_are_the_sorted_events_in_any_order_and_merge() {
+    fn merged_events_are_the_sorted_events_in_any_order_and_merge() {
         let base = 1_700_000_000_000_000_000i64;
         let list = random_spans(5_000, base, 0x9e37_79b9_7f4a_7c15);
         let (first, last) = (base + 1_000, base + (7 << CHUNK_BITS));
@@ -534,7 +596,7 @@ mod tests {
         assert!(w1.max > 1);
     }
 
-    /// `n` spans of a linear congruential sequence from `seed` over several chunks: some long, some
+    /// `n` spans of a linear congruential sequence from `seed` over several seconds: some long, some
     /// instants, some unended, some outside `[first, last]`.
     fn random_spans(n: usize, base: i64, seed: u64) -> Vec<(i64, i64)> {
         let mut x = seed;
@@ -583,7 +645,7 @@ mod tests {
                 }
                 parts[b % 3].merge(one);
             }
-            assert!(parts.iter().all(|p| !p.spilled.pieces.is_empty()));
+            assert!(parts.iter().all(|p| !p.spilled.runs.is_empty()));
             assert!(parts.iter().all(|p| p.kept_bytes() <= 2_000 + 150 * 20));
             let mut parts: Vec<Option<Spans>> = parts.into_iter().map(Some).collect();
             let mut whole = Spans::default();
@@ -631,7 +693,7 @@ mod tests {
     }
 
     #[test]
-    fn spans_stay_in_memory_without_a_scratch_file_and_a_piece_not_read_back_is_said() {
+    fn spans_stay_in_memory_without_a_scratch_file_and_a_run_not_read_back_is_said() {
         let base = 1_700_000_000_000_000_000i64;
         let list = random_spans(2_000, base, 0x2545_f491_4f6c_dd1d);
         let (first, last) = (base, base + (8 << CHUNK_BITS));
@@ -646,10 +708,10 @@ mod tests {
             ..Spans::default()
         };
         kept.merge(spans(&list));
-        assert!(kept.spilled.pieces.is_empty() && kept.kept_bytes() > 0);
+        assert!(kept.spilled.runs.is_empty() && kept.kept_bytes() > 0);
         assert_eq!(kept.events(first, last).collect::<Vec<_>>(), want);
         assert!(!sweep(&kept, 1_000_000_000, first, last, true).lost);
-        // A piece that cannot be read back (past the file's end) is left out, and said.
+        // A run that cannot be read back (past the file's end) is left out, and said.
         let mut out = Spans {
             spilled: Spilled {
                 limit: 1,
@@ -658,12 +720,12 @@ mod tests {
             ..Spans::default()
         };
         out.merge(spans(&list));
-        let Some(p) = out.spilled.pieces.values_mut().flatten().next() else {
+        let Some(p) = out.spilled.runs.first_mut() else {
             panic!("nothing written out");
         };
         p.at += 1 << 40;
         assert!(sweep(&out, 1_000_000_000, first, last, true).lost);
-        // Merged into an instance with a file of its own, the pieces that can be read are copied there;
+        // Merged into an instance with a file of its own, the runs that can be read are copied there;
         // the one that cannot stays where it was, still said when swept.
         let mut into = Spans {
             spilled: Spilled {
@@ -690,5 +752,43 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         assert!(s.kept_bytes() <= 8 * 1_000, "{} bytes", s.kept_bytes());
+    }
+
+    #[test]
+    fn a_trickle_of_twelve_days_keeps_memory_for_its_spans_not_for_its_days() {
+        // One request of 200 µs a second for 12 days, told in batches of an hour as the engine merges
+        // them: a few bytes per span in memory until the limit, then written out; the memory kept does
+        // not depend on how many seconds the spans cover (it did, a map entry per second, before).
+        // Days from the epoch, so that the spans fill twelve whole days.
+        let base = 19_676 * 86_400 * 1_000_000_000i64;
+        let mut whole = Spans {
+            spilled: Spilled {
+                limit: 1 << 20,
+                ..Spilled::default()
+            },
+            ..Spans::default()
+        };
+        let days = 12 * 86_400i64;
+        for hour in 0..days / 3_600 {
+            let mut one = Spans::default();
+            for s in hour * 3_600..(hour + 1) * 3_600 {
+                let t = base + s * 1_000_000_000;
+                one.push(t, t + 200_000);
+            }
+            whole.merge(one);
+        }
+        assert_eq!(whole.len(), days as u64);
+        assert!(whole.kept_bytes() <= (1 << 20) + 3_600 * 20);
+        let runs = whole.spilled.runs.len();
+        assert!((6..=9).contains(&runs), "{runs} runs");
+        let (first, last) = (base, base + days * 1_000_000_000);
+        let w = sweep(&whole, 86_400_000_000_000, first, last, true);
+        assert!(!w.lost);
+        assert_eq!((w.max, w.area), (1, days as u128 * 200_000));
+        assert_eq!(w.bins.len(), 12);
+        assert!(w
+            .bins
+            .values()
+            .all(|b| b.area == 86_400 * 200_000 && b.max == 1));
     }
 }
