@@ -404,6 +404,11 @@ pub const DIFF_HANDSHAKE_SHARE: f64 = 0.5;
 /// cannot reach its threshold after Holm's correction, whatever they are.
 pub const DIFF_FEW_REQUESTS: u64 = 20;
 
+/// Response times moved two ways when the median moved one way beyond the noise and the mean the
+/// other by at least this factor: most requests got faster while a tail got far slower (or the
+/// reverse), and no single story of load, path or server is told of both.
+pub const DIFF_TWO_WAYS_MEAN: f64 = 1.5;
+
 /// Two runs are one workload before and after a change when the statement groups both ran hold at
 /// least this share of each run's requests; below it, a diff compares two mixes, and says so instead
 /// of explaining their difference by a change of load, path or server.

@@ -65,11 +65,14 @@ pub fn scaled(v: f64, units: &[(f64, &str)]) -> String {
     format!("{} {}", significant(r, 3), units[unit].1)
 }
 
-/// A share (0..1) as a percentage: whole percents, one decimal below 10% so that a small share is not "0%".
+/// A share (0..1) as a percentage: whole percents, one decimal below 10% so that a small share is not
+/// "0%", and one decimal just short of the whole so that it is not "100%" ("99.6%", ">99.9%").
 pub fn percent(share: f64) -> String {
     let pct = share * 100.0;
-    if pct < 10.0 {
+    if pct < 10.0 || (99.5..99.95).contains(&pct) {
         format!("{pct:.1}%")
+    } else if (99.95..100.0).contains(&pct) {
+        ">99.9%".to_string()
     } else {
         format!("{pct:.0}%")
     }
@@ -267,6 +270,17 @@ pub fn span_ns(ns: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_share_short_of_the_whole_is_not_called_the_whole() {
+        // 624 -> 2.31 requests a second is 99.6% fewer, not "100% fewer".
+        assert_eq!(super::percent(1.0 - 2.31 / 624.0), "99.6%");
+        assert_eq!(super::percent(0.99996), ">99.9%");
+        assert_eq!(super::percent(1.0), "100%");
+        assert_eq!(super::percent(0.994), "99%");
+        assert_eq!(super::percent(0.54), "54%");
+        assert_eq!(super::percent(0.024), "2.4%");
+    }
+
     #[test]
     fn units_read_naturally() {
         assert_eq!(super::duration_us(88.0), "88 µs");

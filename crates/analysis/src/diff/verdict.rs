@@ -8,6 +8,8 @@
 //!    the server waited on the clients, so neither the server nor the path is blamed for that time (and
 //!    the round trip to the clients, whose ACKs a full receive buffer holds back, is not read as the
 //!    path). A smaller share is a line of its own, as are zero windows the server advertised.
+//!    A median and a mean that moved apart (most requests faster, a tail far slower, or the reverse)
+//!    come before any story of direction: those stories are told of one change, and this is two.
 //! 1. **The path, seen at a server.** A capture at the server does not see the path in its response
 //!    times; it sees it in the fastest think times (a response, then the client's next request at
 //!    once: the round trip plus the client's turnaround) and in the handshakes' SYN-ACK to ACK. When
@@ -27,7 +29,8 @@ use crate::mysql::statement_label;
 use crate::thresholds::{
     DIFF_CONCENTRATED_GROUPS, DIFF_CONCENTRATED_SHARE, DIFF_FEW_REQUESTS, DIFF_HANDSHAKE_SHARE,
     DIFF_PATH_FACTOR, DIFF_PATH_RTT_MIN_SHARE, DIFF_PATH_RTT_MIN_US, DIFF_RT_CHANGE_SHARE,
-    DIFF_SHARED_WORK, DIFF_THINK_FACTOR, DIFF_UNIFORM_SPREAD, DIFF_ZERO_WINDOW_SHARE,
+    DIFF_SHARED_WORK, DIFF_THINK_FACTOR, DIFF_TWO_WAYS_MEAN, DIFF_UNIFORM_SPREAD,
+    DIFF_ZERO_WINDOW_SHARE,
 };
 use crate::units::{count, duration_us as dur, percent, seconds, significant};
 
@@ -68,7 +71,9 @@ pub(crate) fn verdict(d: &Diff) -> String {
     // Runs that did different work (or one held at a cap) compare mixes, not one workload before and
     // after a change: every story of why the times moved would be told of the mix.
     let apart = different_work(d).or_else(|| one_run_capped(d));
-    let direction = direction.filter(|_| apart.is_none());
+    // Times that moved two ways have no one direction to explain.
+    let two_ways = moved_two_ways(d).filter(|_| apart.is_none());
+    let direction = direction.filter(|_| apart.is_none() && two_ways.is_none());
     // The clients' zero windows that hold much of the added time lead: the server and the path are
     // then not to blame for it, which the stories below would otherwise do.
     let held = direction.and_then(|dir| windows.iter().find(|w| w.holds(d, dir)).map(|w| (dir, w)));
@@ -79,9 +84,13 @@ pub(crate) fn verdict(d: &Diff) -> String {
     } else if let Some((dir, w)) = held {
         said.push(clients_held_the_time(d, dir, w));
     } else if let Some(s) = path_at_server(d) {
+        // Told of the think times, not of a direction of response times: both stand.
         said.push(s);
+        said.extend(two_ways.clone());
         rate_said = true;
         path_said = true;
+    } else if let Some(s) = &two_ways {
+        said.push(s.clone());
     } else if let Some((s, rate)) = load_changed(d, direction) {
         said.push(s);
         rate_said = rate;
@@ -102,7 +111,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
         said.extend(rate(d));
     }
     said.extend(transactions(d));
-    if direction.is_none() && !said.is_empty() && apart.is_none() {
+    if direction.is_none() && !said.is_empty() && apart.is_none() && two_ways.is_none() {
         said.push(match (d.rt_us.a.count, d.rt_us.b.count) {
             (0, 0) => "No answered request in either run to compare response times.".to_string(),
             (_, 0) | (0, _) => format!(
@@ -514,6 +523,61 @@ fn quoted(s: &StatementDiff) -> String {
     format!("`{}`", elide(&statement_label(&s.command, &s.fingerprint)))
 }
 
+/// "Response times moved two ways: ..." when the median moved one way beyond the runs' noise and the
+/// mean the other by [`DIFF_TWO_WAYS_MEAN`] or more: most of B's requests faster and a few far slower
+/// (retransmission timeouts, a lock wait, one huge statement), or the reverse. The stories of one
+/// direction (less load, a slower path, a slower server) would each explain one half and contradict the
+/// other, so none is told.
+fn moved_two_ways(d: &Diff) -> Option<String> {
+    let (a, b) = (&d.rt_us.a, &d.rt_us.b);
+    if a.count.min(b.count) < DIFF_FEW_REQUESTS || a.p50 <= 0.0 || a.mean <= 0.0 {
+        return None;
+    }
+    let t = d.rt_us.test.filter(|t| t.significant)?;
+    let (p50, mean) = (b.p50 / a.p50, b.mean / a.mean);
+    let figures = |x: f64, y: f64| format!("{} -> {}", dur(x), dur(y));
+    // The p95 is cited beside the median only when it moved the same way: a tail may begin below it.
+    let typical = if (b.p95 < a.p95) == (p50 < 1.0) && b.p95 != a.p95 {
+        format!(
+            "p50 {}, p95 {}",
+            figures(a.p50, b.p50),
+            figures(a.p95, b.p95)
+        )
+    } else {
+        format!("p50 {}", figures(a.p50, b.p50))
+    };
+    // The tail's figure: the p99 or else the maximum, whichever moved the mean's way (none may have,
+    // when the tail lies between them).
+    let tail = |grew: bool| {
+        [("p99", a.p99, b.p99), ("max", a.max, b.max)]
+            .into_iter()
+            .find(|&(_, x, y)| if grew { y > x } else { y < x })
+            .map(|(name, x, y)| format!(" ({name} {})", figures(x, y)))
+            .unwrap_or_default()
+    };
+    if t.effect < 0.5 && p50 < 1.0 && mean >= DIFF_TWO_WAYS_MEAN {
+        Some(format!(
+            "Response times moved two ways: most of B's requests were answered faster ({typical}), \
+             while a few took far longer{}, so that the mean grew {}× ({}). The time B lost is in a tail of \
+             slow requests, not in the typical one.",
+            tail(true),
+            significant(mean, 3),
+            figures(a.mean, b.mean),
+        ))
+    } else if t.effect > 0.5 && p50 > 1.0 && mean <= 1.0 / DIFF_TWO_WAYS_MEAN {
+        Some(format!(
+            "Response times moved two ways: most of B's requests were answered slower ({typical}), \
+             while A had a few that took far longer{}, so that B's mean is {} lower ({}). The time B \
+             gained is A's tail of slow requests gone, not a faster typical request.",
+            tail(false),
+            percent(1.0 - mean),
+            figures(a.mean, b.mean),
+        ))
+    } else {
+        None
+    }
+}
+
 /// Whether response times changed, and which way: the time B's requests spent beyond A's speed over
 /// the statements that changed significantly, when it is a large enough share of B's time; else the
 /// overall rank test.
@@ -719,12 +783,18 @@ fn load_changed(d: &Diff, dir: Option<Direction>) -> Option<(String, bool)> {
         1.0
     };
     let conns = &d.load.active_connections;
+    let inflight = &d.load.in_flight;
+    // A server "less busy" with more requests in flight (or busier with fewer) is not one: the load
+    // story needs the requests in flight to have moved with the rate.
     let (less, more) = (
-        t.ratio < 1.0 && (think_ratio >= DIFF_THINK_FACTOR || conns.b < conns.a),
-        t.ratio > 1.0 && (think_ratio <= 1.0 / DIFF_THINK_FACTOR || conns.b > conns.a),
+        t.ratio < 1.0
+            && inflight.b < inflight.a
+            && (think_ratio >= DIFF_THINK_FACTOR || conns.b < conns.a),
+        t.ratio > 1.0
+            && inflight.b > inflight.a
+            && (think_ratio <= 1.0 / DIFF_THINK_FACTOR || conns.b > conns.a),
     );
     let r = &d.load.requests_per_s;
-    let inflight = &d.load.in_flight;
     let connections = if conns.a == conns.b {
         format!(
             "over the same {}",
