@@ -1469,11 +1469,19 @@ fn path_changed(d: &Diff, windows: &[WindowChange<'_>]) -> Option<String> {
                 String::new()
             };
             format!(
-                "{} fast retransmits, {} timeouts, {} tail loss probes, {} others{not_lost}",
-                count(x.fast_retransmit + y.fast_retransmit),
-                count(x.timeout + y.timeout),
-                count(x.tail_loss_probe + y.tail_loss_probe),
-                count(x.other + y.other)
+                "{}, {}, {}, {}{not_lost}",
+                plural(
+                    x.fast_retransmit + y.fast_retransmit,
+                    "fast retransmit",
+                    "fast retransmits"
+                ),
+                plural(x.timeout + y.timeout, "timeout", "timeouts"),
+                plural(
+                    x.tail_loss_probe + y.tail_loss_probe,
+                    "tail loss probe",
+                    "tail loss probes"
+                ),
+                plural(x.other + y.other, "other", "others")
             )
         };
         parts.push(format!(
