@@ -167,7 +167,19 @@ struct Conn<'a> {
 
 const STEP_US: u64 = 10;
 
-impl Conn<'_> {
+impl<'a> Conn<'a> {
+    /// A connection from `client` to [`SERVER`], its first segment after `us`.
+    fn new(pcap: &'a mut Pcap, client: ([u8; 4], u16), us: u64) -> Self {
+        Conn {
+            pcap,
+            client,
+            server: SERVER,
+            client_seq: 1000,
+            server_seq: 5000,
+            us,
+        }
+    }
+
     fn send(&mut self, from_client: bool, flags: u8, payload: &[u8]) -> std::io::Result<()> {
         self.us += STEP_US;
         let takes = payload.len() as u32 + u32::from(flags & (SYN | FIN) != 0);
@@ -239,17 +251,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "closed" => {
             let mut us = START_US;
             for i in 0..n {
-                let mut c = Conn {
-                    pcap: &mut pcap,
-                    client: (
-                        [10, (i >> 16) as u8, (i >> 8) as u8, i as u8],
-                        40_000 + (i % 20_000) as u16,
-                    ),
-                    server: SERVER,
-                    client_seq: 1000,
-                    server_seq: 5000,
-                    us,
-                };
+                let client = (
+                    [10, (i >> 16) as u8, (i >> 8) as u8, i as u8],
+                    40_000 + (i % 20_000) as u16,
+                );
+                let mut c = Conn::new(&mut pcap, client, us);
                 c.handshake_and_login()?;
                 let query = format!("\x03select * from t where id = {i}");
                 c.send(true, PSH | ACK, &mysql_packet(0, query.as_bytes()))?;
@@ -262,14 +268,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         "statements" => {
-            let mut c = Conn {
-                pcap: &mut pcap,
-                client: ([10, 0, 0, 2], 40_000),
-                server: SERVER,
-                client_seq: 1000,
-                server_seq: 5000,
-                us: START_US,
-            };
+            let mut c = Conn::new(&mut pcap, ([10, 0, 0, 2], 40_000), START_US);
             c.handshake_and_login()?;
             let ok = mysql_packet(1, OK);
             for i in 0..n {
@@ -286,14 +285,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             c.send(true, ACK, &[])?;
         }
         "trickle" => {
-            let mut c = Conn {
-                pcap: &mut pcap,
-                client: ([10, 0, 0, 2], 40_000),
-                server: SERVER,
-                client_seq: 1000,
-                server_seq: 5000,
-                us: START_US,
-            };
+            let mut c = Conn::new(&mut pcap, ([10, 0, 0, 2], 40_000), START_US);
             c.handshake_and_login()?;
             let (query, ok) = (mysql_packet(0, b"\x03select 1"), mysql_packet(1, OK));
             for i in 1..=u64::from(n) {

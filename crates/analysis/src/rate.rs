@@ -1249,6 +1249,7 @@ fn choose(mut found: Vec<Candidate>) -> Vec<Ceiling> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::widening::{merged_both_ways, narrowest};
     use proptest::prelude::*;
 
     const SEC: i64 = 1_000_000_000;
@@ -1302,27 +1303,12 @@ mod tests {
         #[test]
         fn series_widened_in_parts_are_the_series_widened_whole(
             items in proptest::collection::vec((1u8..4, -3_000_000i64..30_000_000, 1u64..4), 1..200),
-            mut cuts in proptest::collection::vec(0usize..200, 0..6),
+            cuts in proptest::collection::vec(0usize..200, 0..6),
             kept in (3usize..40, 3usize..40),
         ) {
             let whole = fed(&items, kept);
-            cuts.push(items.len());
-            cuts.sort_unstable();
-            let mut parts = Vec::new();
-            let mut from = 0;
-            for &c in &cuts {
-                let to = c.min(items.len()).max(from);
-                parts.push(fed(&items[from..to], kept));
-                from = to;
-            }
-            let mut forward = RateAggregate::default();
-            for p in parts.iter().cloned() {
-                forward.merge(p);
-            }
-            let mut backward = RateAggregate::default();
-            for p in parts.into_iter().rev() {
-                backward.merge(p);
-            }
+            let (forward, backward) =
+                merged_both_ways(&items, cuts, |part| fed(part, kept), RateAggregate::merge);
             prop_assert!(forward == whole);
             prop_assert!(backward == whole);
             // The narrowest width that fits: all traffic's cells and each server's.
@@ -1333,10 +1319,7 @@ mod tests {
                     .collect();
                 cells.len() <= kept.0
             };
-            let mut w = BinWidth::new(1_000_000);
-            while !fits(w) && !w.widest() {
-                w = w.doubled();
-            }
+            let w = narrowest(1_000_000, fits);
             prop_assert_eq!(whole.printed_width, w);
             let counted = |r: &RateAggregate| -> u64 {
                 r.printed[0].cells.iter().map(|(_, c)| c.packets[C2S]).sum()

@@ -829,6 +829,7 @@ pub struct RtReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::widening::{merged_both_ways, narrowest};
     use proptest::prelude::*;
 
     /// Logins `(server, µs, ns)` into an aggregate of 1 ms rows keeping `kept` distributions.
@@ -851,27 +852,12 @@ mod tests {
         #[test]
         fn rows_widened_in_parts_are_the_rows_widened_whole(
             items in proptest::collection::vec((1u8..4, -3_000_000i64..30_000_000, 1u64..1_000_000), 1..200),
-            mut cuts in proptest::collection::vec(0usize..200, 0..6),
+            cuts in proptest::collection::vec(0usize..200, 0..6),
             kept in 2usize..40,
         ) {
             let whole = fed(&items, kept);
-            cuts.push(items.len());
-            cuts.sort_unstable();
-            let mut parts = Vec::new();
-            let mut from = 0;
-            for &c in &cuts {
-                let to = c.min(items.len()).max(from);
-                parts.push(fed(&items[from..to], kept));
-                from = to;
-            }
-            let mut forward = RtAggregate::default();
-            for p in parts.iter().cloned() {
-                forward.merge(p);
-            }
-            let mut backward = RtAggregate::default();
-            for p in parts.into_iter().rev() {
-                backward.merge(p);
-            }
+            let (forward, backward) =
+                merged_both_ways(&items, cuts, |part| fed(part, kept), RtAggregate::merge);
             prop_assert!(forward == whole);
             prop_assert!(backward == whole);
             let fits = |w: BinWidth| {
@@ -879,10 +865,7 @@ mod tests {
                     items.iter().map(|&(s, us, _)| (s, w.bin(us * 1_000))).collect();
                 rows.len() <= kept
             };
-            let mut w = BinWidth::new(1_000_000);
-            while !fits(w) && !w.widest() {
-                w = w.doubled();
-            }
+            let w = narrowest(1_000_000, fits);
             prop_assert_eq!(whole.width, w);
             let counted: u64 = whole.connect.per_interval.values().map(|(h, _)| h.count()).sum();
             prop_assert_eq!(counted, items.len() as u64);

@@ -98,6 +98,46 @@ pub fn over(cells: usize, cap: usize, width: BinWidth) -> bool {
     cells > cap.max(1) && !width.widest()
 }
 
+/// What the widening property tests of the series check: `items` cut at `cuts` (positions, any order,
+/// past the end allowed), each part fed to an instance of its own, the parts merged forward and
+/// backward. Both must be the instance fed the whole.
+#[cfg(test)]
+pub(crate) fn merged_both_ways<I, T: Clone + Default>(
+    items: &[I],
+    mut cuts: Vec<usize>,
+    feed: impl Fn(&[I]) -> T,
+    merge: impl Fn(&mut T, T),
+) -> (T, T) {
+    cuts.push(items.len());
+    cuts.sort_unstable();
+    let mut parts = Vec::new();
+    let mut from = 0;
+    for &c in &cuts {
+        let to = c.min(items.len()).max(from);
+        parts.push(feed(&items[from..to]));
+        from = to;
+    }
+    let mut forward = T::default();
+    for p in parts.iter().cloned() {
+        merge(&mut forward, p);
+    }
+    let mut backward = T::default();
+    for p in parts.into_iter().rev() {
+        merge(&mut backward, p);
+    }
+    (forward, backward)
+}
+
+/// The narrowest width, from `asked_ns` doubling, at which `fits` holds (or the widest).
+#[cfg(test)]
+pub(crate) fn narrowest(asked_ns: i64, fits: impl Fn(BinWidth) -> bool) -> BinWidth {
+    let mut w = BinWidth::new(asked_ns);
+    while !fits(w) && !w.widest() {
+        w = w.doubled();
+    }
+    w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
