@@ -261,7 +261,7 @@ fn greeting_wait(f: &CloseFacts<'_>, waited: i64, greeted: Option<FrameRef>) -> 
             &[g.frame],
         );
     }
-    c.wait_s = Some(waited as f64 / 1e9);
+    c.waited(waited);
     c.setting = Some(Setting::ConnectTimeout);
     c
 }
@@ -318,11 +318,11 @@ fn error_before(f: &CloseFacts<'_>) -> Option<Cause> {
             format!(
                 "the request (frame {}) was answered {} after its first byte",
                 at.frame,
-                units::seconds(waited as f64 / 1e9)
+                wait_words(waited)
             ),
             &[at.frame],
         );
-        c.wait_s = Some(waited as f64 / 1e9);
+        c.waited(waited);
     }
     c.setting = meaning.and_then(|m| m.setting);
     c.error = Some(CauseError {
@@ -412,7 +412,7 @@ fn after_own_fin(f: &CloseFacts<'_>) -> Option<Cause> {
             &[fin.event.at.frame],
         );
     }
-    c.wait_s = Some(gap as f64 / 1e9);
+    c.waited(gap);
     Some(c)
 }
 

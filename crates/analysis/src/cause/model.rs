@@ -317,9 +317,19 @@ pub(crate) enum WaitKind {
 
 impl Cause {
     /// The cause rests on a wait of `kind`, `wait_ns` long.
+    /// A wait below zero (the capture's clock stepped back between its packets) is no timed wait: it
+    /// is left out, and the cause's words say why ([`super::wait::wait_words`]).
     pub(super) fn timed(&mut self, kind: WaitKind, wait_ns: i64) {
-        self.wait_s = Some(wait_ns as f64 / 1e9);
+        if wait_ns < 0 {
+            return;
+        }
+        self.waited(wait_ns);
         self.wait_kind = Some(kind);
+    }
+
+    /// The wait the cause rests on, `wait_ns`; none below zero (a clock that stepped back).
+    pub(super) fn waited(&mut self, wait_ns: i64) {
+        self.wait_s = (wait_ns >= 0).then(|| wait_ns as f64 / 1e9);
     }
 
     /// The kind of wait the cause rests on, and the wait (ns), when it rests on one a timer could have made.

@@ -94,7 +94,7 @@ pub(crate) fn device_closed_both(f: &DeviceCloseFacts<'_>) -> Cause {
             ),
             &[frame],
         );
-        c.wait_s = Some(w as f64 / 1e9);
+        c.waited(w);
     }
     c.sender = Sender::Path;
     if timer.is_some() {

@@ -31,8 +31,17 @@ pub fn round_wait(wait_ns: i64) -> Option<RoundWait> {
 }
 
 /// A wait in words, precise enough to show a timer's: "3.000 s", "1.96 s" ("3 s" reads as rounded).
+/// A wait below zero is no wait: the later packet is stamped earlier, because the capture's clock
+/// stepped back between them (or the capture's records are out of order), and the words say so rather
+/// than give a negative time.
 pub fn wait_words(wait_ns: i64) -> String {
     let s = wait_ns as f64 / 1e9;
+    if wait_ns < 0 {
+        return format!(
+            "an unknown time (the later packet is stamped {} earlier: the capture's clock stepped back)",
+            units::seconds(-s)
+        );
+    }
     if round_wait(wait_ns).is_some() && s < 1000.0 {
         format!("{s:.3} s")
     } else {
@@ -77,5 +86,13 @@ mod tests {
     fn waits_at_a_timer_read_to_the_millisecond() {
         assert_eq!(wait_words(3_000_400_000), "3.000 s");
         assert_eq!(wait_words(1_225_246_000), "1.23 s");
+    }
+
+    #[test]
+    fn a_wait_across_a_clock_that_stepped_back_is_not_given_as_a_negative_time() {
+        let words = wait_words(-34_800_000_000_000);
+        assert!(!words.contains('-'), "{words}");
+        assert!(words.contains("34,800 s earlier"), "{words}");
+        assert!(words.contains("clock stepped back"), "{words}");
     }
 }
