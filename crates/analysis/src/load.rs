@@ -34,7 +34,7 @@ use crate::thresholds::{
 };
 use crate::timeline::plausible_response_time;
 use crate::units;
-use crate::widening::{self, BinWidth};
+use crate::widening::{self, BinMemo, BinWidth};
 
 mod sweep;
 use sweep::{sweep, Level, Spans};
@@ -83,6 +83,8 @@ pub struct LoadTest {
     /// order on a connection, so most fall in the bin of the one before (added when one falls
     /// elsewhere, and before `bins` is read; addition commutes, so the sums are the same).
     pending: Option<(i64, BinCounts)>,
+    /// The bin of the latest request, remembered (a division saved per request).
+    memo: BinMemo,
     /// Response times of the answered requests (logins aside): how many, and their sum in ns (only the
     /// mean is needed; `mysql` and `rt` keep the distribution).
     rt_count: u64,
@@ -528,17 +530,14 @@ impl LoadTest {
         }
     }
 
-    fn bin(&self, ts_ns: i64) -> i64 {
-        self.width.bin(ts_ns)
+    fn bin(&mut self, ts_ns: i64) -> i64 {
+        self.memo.bin(self.width, ts_ns)
     }
 
     /// The counts of the interval of `ts_ns` (see `pending`).
     fn cell(&mut self, ts_ns: i64) -> &mut BinCounts {
-        if self
-            .pending
-            .as_ref()
-            .is_none_or(|(b, _)| *b != self.bin(ts_ns))
-        {
+        let bin = self.bin(ts_ns);
+        if self.pending.as_ref().is_none_or(|(b, _)| *b != bin) {
             self.flush_bin();
         }
         // After the flush, which may have widened the intervals.

@@ -63,8 +63,9 @@ pub(crate) struct Batch {
     /// The merges of two analysis instances (a tree of them, in parallel, as the track phase's pieces
     /// finish).
     pub(crate) fold_tasks: Vec<f64>,
-    /// The merge of the batch's fold into the run's instance (serial).
-    pub(crate) last_merge: f64,
+    /// The merge of the previous batch's fold into the run's instance: a task beside this batch's
+    /// scans.
+    pub(crate) last_merge: Vec<f64>,
 }
 
 #[derive(Debug, Default)]
@@ -234,6 +235,7 @@ impl Phases {
         let (scan_busy, scan_max, scan_n) = busy(&|b| &b.scan_tasks);
         let (track_busy, track_max, track_n) = busy(&|b| &b.track_tasks);
         let (release_busy, release_max, _) = busy(&|b| &b.releases);
+        let (last_merge_busy, last_merge_max, _) = busy(&|b| &b.last_merge);
         let scan_wall = sum(&|b| b.scan_wall);
         let track_wall = sum(&|b| b.track_wall);
         let serial = sum(&|b| b.serial);
@@ -251,9 +253,11 @@ impl Phases {
         );
         out.push_str(&format!(
             "  scan    wall {scan_wall:.3} s, tasks' CPU {:.3} s (page releases {release_busy:.3} s, \
+             longest {:.1} ms; the previous batch's fold merged into the run's {last_merge_busy:.3} s, \
              longest {:.1} ms), longest split {:.1} ms\n",
-            scan_busy + release_busy,
+            scan_busy + release_busy + last_merge_busy,
             release_max * 1e3,
+            last_merge_max * 1e3,
             scan_max * 1e3
         ));
         out.push_str(&format!(
@@ -284,12 +288,17 @@ impl Phases {
                 .batches
                 .iter()
                 .map(|b| {
-                    let scan: Vec<f64> = b.scan_tasks.iter().chain(&b.releases).copied().collect();
+                    let scan: Vec<f64> = b
+                        .scan_tasks
+                        .iter()
+                        .chain(&b.releases)
+                        .chain(&b.last_merge)
+                        .copied()
+                        .collect();
                     makespan(&scan, n)
                         + b.serial
                         + makespan(&b.track_tasks, n)
                         + fold_makespan(&b.fold_tasks, n)
-                        + b.last_merge
                 })
                 .sum();
             let at_n = phases + planning + makespan(&log.end_tasks, n) + finish;

@@ -127,6 +127,8 @@ pub struct Rates {
     pending: PendingPackets,
     /// Response times not yet counted into `rates` (see [`PendingResponseTimes`]).
     pending_rt: PendingResponseTimes,
+    /// What the path told, not yet counted into `rates` (see [`PendingPath`]).
+    pending_path: PendingPath,
     /// Whether the path is timed (round trips, duplicate ACKs, resends by kind, zero windows).
     path: PathTiming,
 }
@@ -181,6 +183,19 @@ struct PendingPackets {
     cell: Cell,
 }
 
+/// What the segments of one scope's connections told about the path in one printed bin, since a segment
+/// told it of another: counted into the two cells it belongs to (all traffic and the scope) as
+/// [`PendingPackets`] are, so that a round trip is one histogram addition instead of two, and no cell
+/// is looked up per segment.
+#[derive(Debug, Default)]
+struct PendingPath {
+    /// (scope id, printed bin); `None` when there is nothing pending.
+    key: Option<(u32, i64)>,
+    /// The printed width when the key was made (the series may widen before it is counted).
+    width: BinWidth,
+    cell: PathCell,
+}
+
 /// Numbers every [`Rates`] instance.
 static RATES_INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -204,13 +219,52 @@ impl Rates {
             instance: RATES_INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             pending: PendingPackets::default(),
             pending_rt: PendingResponseTimes::default(),
+            pending_path: PendingPath::default(),
         }
     }
 
-    /// Counts the pending packets and response times into the aggregate.
+    /// Counts the pending packets, response times and path events into the aggregate.
     fn flush(&mut self) {
         self.flush_packets();
         self.flush_response_times();
+        self.flush_path();
+    }
+
+    /// Counts the pending path events ([`PendingPath`]) into the aggregate.
+    fn flush_path(&mut self) {
+        let pending = &mut self.pending_path;
+        if let Some((scope, bin)) = pending.key.take() {
+            let cell = std::mem::take(&mut pending.cell);
+            self.rates.path_cell(scope, bin, pending.width, &cell);
+        }
+    }
+
+    /// What a segment of a connection to the server of scope `scope` told about the path (`client` is
+    /// the connection's client side, `side` the segment's sender).
+    #[inline]
+    fn path_events(&mut self, scope: u32, client: Side, side: Side, ev: &PathEvents, ts_ns: i64) {
+        let role = |s: Side| usize::from(s != client);
+        let width = self.rates.printed_width;
+        let key = Some((scope, self.rates.bins_of(ts_ns).0));
+        if self.pending_path.key != key || self.pending_path.width != width {
+            self.flush_path();
+            self.pending_path.key = key;
+            self.pending_path.width = width;
+        }
+        let c = &mut self.pending_path.cell;
+        if let Some((acker, rtt)) = ev.rtt {
+            // Acknowledged by the server: the round trip to the server (index 0).
+            c.rtt[1 - role(acker)].add(rtt);
+        }
+        c.dup_acks[role(side)] += u64::from(ev.dup_ack);
+        if let Some(k) = ev.resend {
+            c.resends[role(side)][resend_index(k)] += 1;
+        }
+        // A D-SACK reports the other side's resend as spurious.
+        c.spurious[role(side.other())] += u64::from(ev.spurious);
+        if let Some(since) = ev.zero_window_ended {
+            self.rates.zero_window(scope, role(side), since, ts_ns);
+        }
     }
 
     /// Counts the pending packets ([`PendingPackets`]) into the aggregate.
@@ -301,7 +355,7 @@ impl Analysis for Rates {
                 conn.tcp().initial_rtt(),
             );
             if ev != PathEvents::default() {
-                self.rates.path_events(id, client, seg.side, &ev, ts_ns);
+                self.path_events(id, client, seg.side, &ev, ts_ns);
             }
         }
     }
@@ -498,26 +552,12 @@ impl RateAggregate {
             .collect()
     }
 
-    /// What a segment of a connection to the server of scope `scope` told about the path (`client` is
-    /// the connection's client side, `side` the segment's sender).
-    fn path_events(&mut self, scope: u32, client: Side, side: Side, ev: &PathEvents, ts_ns: i64) {
-        let role = |s: Side| usize::from(s != client);
-        let bin = self.printed_width.bin(ts_ns);
+    /// Path events counted together ([`PendingPath`]): of scope `scope`, in printed bin `bin` of width
+    /// `at`.
+    fn path_cell(&mut self, scope: u32, bin: i64, at: BinWidth, cell: &PathCell) {
+        let bin = at.rebin(bin, self.printed_width);
         for id in [0, scope as usize] {
-            let c = self.path[id].entry(bin).or_default();
-            if let Some((acker, rtt)) = ev.rtt {
-                // Acknowledged by the server: the round trip to the server (index 0).
-                c.rtt[1 - role(acker)].add(rtt);
-            }
-            c.dup_acks[role(side)] += u64::from(ev.dup_ack);
-            if let Some(k) = ev.resend {
-                c.resends[role(side)][resend_index(k)] += 1;
-            }
-            // A D-SACK reports the other side's resend as spurious.
-            c.spurious[role(side.other())] += u64::from(ev.spurious);
-        }
-        if let Some(since) = ev.zero_window_ended {
-            self.zero_window(scope, role(side), since, ts_ns);
+            self.path[id].entry(bin).or_default().add(cell);
         }
     }
 

@@ -91,6 +91,50 @@ impl BinWidth {
     }
 }
 
+/// [`BinWidth::bin`] remembered for the last bin worked out: instants that come in time order fall in
+/// the bin before them nearly always, and are told so by two comparisons instead of a division.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BinMemo {
+    width: BinWidth,
+    bin: i64,
+    /// The instants `[from, to)` of `bin` at `width` (saturating: never more than the bin's).
+    from: i64,
+    to: i64,
+}
+
+impl BinMemo {
+    /// `width.bin(ts_ns)`.
+    #[inline]
+    pub fn bin(&mut self, width: BinWidth, ts_ns: i64) -> i64 {
+        if !(self.holds(ts_ns) && self.width == width) {
+            self.work_out(width, ts_ns);
+        }
+        self.bin
+    }
+
+    /// Whether `ts_ns` falls in the last bin worked out (at the width it was worked out for).
+    #[inline]
+    pub fn holds(&self, ts_ns: i64) -> bool {
+        self.from <= ts_ns && ts_ns < self.to
+    }
+
+    /// The end of the last bin worked out: the first instant of the next (saturating).
+    pub fn end(&self) -> i64 {
+        self.to
+    }
+
+    #[inline(never)]
+    fn work_out(&mut self, width: BinWidth, ts_ns: i64) {
+        let bin = width.bin(ts_ns);
+        *self = BinMemo {
+            width,
+            bin,
+            from: width.start(bin),
+            to: width.start(bin.saturating_add(1)),
+        };
+    }
+}
+
 /// Whether a series of bins of `width` holding `cells` cells (across every scope) must widen to keep at
 /// most `cap`: never past [`BinWidth::widest`], where a series holds at most four cells a scope (the
 /// widening stops at the same width however the run was split, as the module says).
@@ -167,5 +211,35 @@ mod tests {
         assert_eq!(w.bin(i64::MAX), 0);
         assert_eq!(w.bin(i64::MIN), -1);
         assert_eq!(w.start(0), 0);
+    }
+
+    proptest::proptest! {
+        /// The memo gives the bin the division gives, whatever the order of the instants, the widths
+        /// asked (widened or not, between calls) and the clock's ends.
+        #[test]
+        fn a_remembered_bin_is_the_bin(
+            asked in 1i64..5_000_000_000,
+            calls in proptest::collection::vec(
+                (proptest::prop_oneof![
+                    -20_000_000_000i64..20_000_000_000,
+                    proptest::strategy::Just(i64::MIN),
+                    proptest::strategy::Just(i64::MAX),
+                    proptest::strategy::Just(i64::MAX - 1),
+                ], 0u32..70),
+                1..60,
+            ),
+        ) {
+            let mut memo = BinMemo::default();
+            for (ts, shift) in calls {
+                let mut w = BinWidth::new(asked);
+                for _ in 0..shift {
+                    w = w.doubled();
+                }
+                let bin = memo.bin(w, ts);
+                proptest::prop_assert_eq!(bin, w.bin(ts));
+                proptest::prop_assert!(memo.holds(ts) || memo.end() == i64::MAX || ts == i64::MAX);
+                proptest::prop_assert_eq!(memo.end(), w.start(bin.saturating_add(1)));
+            }
+        }
     }
 }

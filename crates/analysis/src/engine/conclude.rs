@@ -30,6 +30,7 @@ pub(super) fn conclude_run<A: Analysis>(
         mapped,
         analyses,
         mut analysis,
+        unmerged,
         counts,
         first_ts,
         last_ts,
@@ -41,6 +42,10 @@ pub(super) fn conclude_run<A: Analysis>(
     } = run;
     let ((), concluded) = rayon::join(
         || {
+            // The last batch's instance, beside the conclusions.
+            if let Some(last_batch) = unmerged {
+                analysis.merge(last_batch);
+            }
             release
                 .par_iter()
                 .for_each(|(cap, from, to)| cap.release(*from, *to));

@@ -58,6 +58,8 @@ enum ScanWork<'p, 'a> {
     Split(usize, &'p Piece<'a>, EventLists),
     /// Release pages the previous batch read.
     Release(&'p (&'p Capture, u64, u64)),
+    /// Merge the previous batch's fold into the run's instance ([`Pass::unmerged`]).
+    Merge,
 }
 
 /// One task per thread of the pool, each taking its work from a queue the phase's threads share
@@ -86,8 +88,12 @@ pub(super) struct Pass<'o, A: Analysis> {
     pub(super) buckets: Vec<Bucket<A>>,
     /// Makes the analysis instances.
     pub(super) analyses: &'o (dyn Fn() -> A + Sync),
-    /// The buckets' instances of the batches done, merged.
+    /// The buckets' instances of the batches done, merged (but for [`Pass::unmerged`]).
     pub(super) analysis: A,
+    /// The last batch's instances merged, not yet merged into [`Pass::analysis`]: that is done beside
+    /// the next batch's scans, or at the end of the run (a merge of the run's large instance, one
+    /// thread's work, made no thread wait for it). Merging commutes, so when is not seen in the result.
+    pub(super) unmerged: Option<A>,
     pub(super) counts: PacketCounts,
     pub(super) first_ts: Option<Timestamp>,
     pub(super) last_ts: Option<Timestamp>,
@@ -202,8 +208,8 @@ impl<A: Analysis> Pass<'_, A> {
         let phases = self.phases;
         let hints = PayloadHint::wanted(self.opts.mysql, self.opts.mysql_depth);
         let scan_clock = phases.start();
-        let (releases, scan_tasks) = (phases.tasks(), phases.tasks());
-        let mut scans = self.scan_phase(pieces, release, hints, &releases, &scan_tasks);
+        let (releases, scan_tasks, merged) = (phases.tasks(), phases.tasks(), phases.tasks());
+        let mut scans = self.scan_phase(pieces, release, hints, [&releases, &scan_tasks, &merged]);
         let scan_wall = scan_clock.seconds();
         let serial_clock = phases.task();
         self.rescan_shrunk(pieces, &mut scans, hints);
@@ -219,11 +225,10 @@ impl<A: Analysis> Pass<'_, A> {
             .extend(scans.into_iter().map(|sc| sc.buckets.recycled()));
         let track_wall = track_clock.seconds();
         let fold_clock = phases.start();
-        let last_merge = phases.task();
-        if let Some(batch) = batch {
-            self.analysis.merge(batch);
+        // Merged during the next batch's scans (the scans took the previous one).
+        if let Some(earlier) = std::mem::replace(&mut self.unmerged, batch) {
+            self.analysis.merge(earlier);
         }
-        let last_merge = last_merge.seconds();
         phases.batch(Batch {
             scan_wall,
             scan_tasks: scan_tasks.into_times(),
@@ -233,7 +238,7 @@ impl<A: Analysis> Pass<'_, A> {
             track_tasks: track_tasks.into_times(),
             fold_wall: fold_clock.seconds(),
             fold_tasks: merges.into_times(),
-            last_merge,
+            last_merge: merged.into_times(),
         });
         self.expected
             .clone()
@@ -241,14 +246,14 @@ impl<A: Analysis> Pass<'_, A> {
     }
 
     /// Phase 1 of a batch: scans `pieces` in parallel, each into event lists of the pool, and releases
-    /// the pages of `release` meanwhile. Returns the scans in the pieces' order.
+    /// the pages of `release` and merges the previous batch's instance ([`Pass::unmerged`]) meanwhile
+    /// (timed in `releases`, `scan_tasks` and `merged`). Returns the scans in the pieces' order.
     fn scan_phase<'a>(
         &mut self,
         pieces: &[Piece<'a>],
         release: &[(&Capture, u64, u64)],
         hints: bool,
-        releases: &Tasks,
-        scan_tasks: &Tasks,
+        [releases, scan_tasks, merged]: [&Tasks; 3],
     ) -> Vec<Scan<'a>> {
         let nbuckets = self.nbuckets;
         let lists: Vec<EventLists> = pieces
@@ -264,7 +269,13 @@ impl<A: Analysis> Pass<'_, A> {
         // one thread start its splits late: the phase kept the cores 87% busy; after all the splits,
         // they kept two batches' pages at once, 16-64 MB more.)
         let mut releases_left = release.iter().map(ScanWork::Release);
-        let mut work: Vec<ScanWork<'_, '_>> = Vec::with_capacity(pieces.len() + release.len());
+        let mut work: Vec<ScanWork<'_, '_>> = Vec::with_capacity(pieces.len() + release.len() + 1);
+        // The merge first: the longest task, and the scans fill in around it.
+        let unmerged = self.unmerged.take();
+        if unmerged.is_some() {
+            work.push(ScanWork::Merge);
+        }
+        let to_merge = Mutex::new(unmerged.map(|u| (&mut self.analysis, u)));
         for (i, (p, lists)) in pieces.iter().zip(lists).enumerate() {
             work.push(ScanWork::Split(i, p, lists));
             work.extend(releases_left.next());
@@ -287,6 +298,15 @@ impl<A: Analysis> Pass<'_, A> {
                         )),
                         ScanWork::Release((cap, from, to)) => {
                             releases.time(|| cap.release(*from, *to));
+                        }
+                        ScanWork::Merge => {
+                            let taken = to_merge
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .take();
+                            if let Some((run, earlier)) = taken {
+                                merged.time(|| run.merge(earlier));
+                            }
                         }
                     }
                 }

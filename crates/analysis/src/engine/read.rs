@@ -44,6 +44,7 @@ pub(super) fn run_engine<A: Analysis>(
         buckets: (0..nbuckets).map(|_| Bucket::new()).collect(),
         analyses,
         analysis: analyses(),
+        unmerged: None,
         counts: PacketCounts::default(),
         first_ts: None,
         last_ts: None,

@@ -18,6 +18,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use rayon::slice::ParallelSliceMut;
+
+use crate::widening::{BinMemo, BinWidth};
+
 /// Bytes of spans kept in memory (about a million spans) before they are written out as a run.
 const SPILL_AT: usize = 8 << 20;
 
@@ -208,11 +212,17 @@ fn next_fresh(bytes: &[u8], at: &mut usize, prev: &mut i64) -> Option<(i64, i64)
 impl Spans {
     /// Keeps `[start, end)`; `end` is at least `start`.
     pub(super) fn push(&mut self, start: i64, end: i64) {
+        self.encode(start, end);
+        self.count += 1;
+        self.unended |= end == i64::MAX;
+    }
+
+    /// Writes `[start, end)` after the spans in memory.
+    #[inline]
+    fn encode(&mut self, start: i64, end: i64) {
         put_varint(&mut self.fresh, zigzag(start.wrapping_sub(self.fresh_last)));
         put_varint(&mut self.fresh, (end as u64).wrapping_sub(start as u64));
         self.fresh_last = start;
-        self.count += 1;
-        self.unended |= end == i64::MAX;
     }
 
     /// Spans kept.
@@ -231,8 +241,7 @@ impl Spans {
         // The other's first start is told from 0: told again from this one's last, the rest follow.
         let (mut at, mut prev) = (0, 0);
         if let Some((start, end)) = next_fresh(&o.fresh, &mut at, &mut prev) {
-            put_varint(&mut self.fresh, zigzag(start.wrapping_sub(self.fresh_last)));
-            put_varint(&mut self.fresh, (end as u64).wrapping_sub(start as u64));
+            self.encode(start, end);
             self.fresh.extend_from_slice(&o.fresh[at..]);
             self.fresh_last = o.fresh_last;
         }
@@ -256,7 +265,10 @@ impl Spans {
         while let Some(s) = next_fresh(&self.fresh, &mut at, &mut prev) {
             spans.push(s);
         }
-        spans.sort_unstable();
+        // About a million spans when they are written out, sorted during a batch's scans (the run's
+        // instance writes them out as it merges the batch before): in parallel, so that the threads that
+        // finish their scans first sort too.
+        spans.par_sort_unstable();
         spans
     }
 
@@ -482,6 +494,8 @@ fn sweep_events(
         let last = bins.len() - 1;
         &mut bins[last].1
     }
+    // Events come in time order: a bin is worked out once, not once per event.
+    let (width, mut at) = (BinWidth::new(interval_ns), BinMemo::default());
     let (mut level, mut area, mut max, mut max_at) = (0u64, 0u128, 0u64, 0i64);
     let mut prev = first;
     while let Some(&(t, _)) = events.peek() {
@@ -490,8 +504,8 @@ fn sweep_events(
             if with_bins {
                 let mut a = prev;
                 while a < t {
-                    let bin = a.div_euclid(interval_ns);
-                    let b_end = (bin + 1).saturating_mul(interval_ns).min(t);
+                    let bin = at.bin(width, a);
+                    let b_end = at.end().min(t);
                     let c = cell(&mut bins, bin);
                     c.area += u128::from(level) * (b_end - a) as u128;
                     c.max = c.max.max(level);
@@ -514,7 +528,7 @@ fn sweep_events(
             max_at = t;
         }
         if with_bins && peak > 0 {
-            let c = cell(&mut bins, t.div_euclid(interval_ns));
+            let c = cell(&mut bins, at.bin(width, t));
             c.max = c.max.max(peak);
         }
         prev = t;

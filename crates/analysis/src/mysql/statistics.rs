@@ -18,7 +18,7 @@ use crate::facts::CaptureFacts;
 use crate::histogram::{Binned, Histogram, RtSummary};
 use crate::replication::ReplicationStream;
 use crate::timeline::plausible_response_time;
-use crate::widening::{self, BinWidth};
+use crate::widening::{self, BinMemo, BinWidth};
 
 /// Which transactions the MySQL report counts (`pcapsleuth mysql --port/--server/--errors-only/--slower-than`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -745,6 +745,8 @@ struct PendingSecond {
     /// The second (since the epoch) of the pending requests, as a bin of the width then; `None` when
     /// there are none.
     sec: Option<(i64, BinWidth)>,
+    /// The bin of the last request: requests come in time order.
+    memo: BinMemo,
     requests: u64,
     errors: u64,
 }
@@ -752,15 +754,25 @@ struct PendingSecond {
 impl PendingSecond {
     #[inline]
     fn count(&mut self, ts_ns: i64, is_err: bool, per_second: &mut PerSecond) {
-        let w = per_second.width();
-        if self.sec != Some((w.bin(ts_ns), w)) {
-            self.flush(per_second);
-            // After the flush, which may have widened the rows.
-            let w = per_second.width();
-            self.sec = Some((w.bin(ts_ns), w));
+        // The rows widen only when pending requests are added (`flush`, which empties `sec`): while
+        // `sec` holds a bin, it is the memo's, at the rows' width.
+        if self.sec.is_none() || !self.memo.holds(ts_ns) {
+            self.count_in_another_bin(ts_ns, per_second);
         }
         self.requests += 1;
         self.errors += u64::from(is_err);
+    }
+
+    /// [`PendingSecond::count`] of a request outside the pending bin (or the first).
+    #[inline(never)]
+    fn count_in_another_bin(&mut self, ts_ns: i64, per_second: &mut PerSecond) {
+        let w = per_second.width();
+        if self.sec != Some((self.memo.bin(w, ts_ns), w)) {
+            self.flush(per_second);
+            // After the flush, which may have widened the rows.
+            let w = per_second.width();
+            self.sec = Some((self.memo.bin(w, ts_ns), w));
+        }
     }
 
     fn flush(&mut self, per_second: &mut PerSecond) {
@@ -1189,8 +1201,17 @@ impl MysqlAggregate {
                 if let Some(p) = phases {
                     self.phases.add(p);
                 }
-                if let Some(ns) = first_byte_ns(t) {
-                    self.first_byte.add(ns);
+                // A response in one packet has its first byte at its last: its bin is the response
+                // time's, worked out already.
+                match rt {
+                    Some(rt) if t.first_response_ts_ns == t.last_response_ts_ns => {
+                        self.first_byte.add_binned(rt);
+                    }
+                    _ => {
+                        if let Some(ns) = first_byte_ns(t) {
+                            self.first_byte.add(ns);
+                        }
+                    }
                 }
             }
             let s = servers.get(server);
