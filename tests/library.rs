@@ -14,8 +14,11 @@ fn example(name: &str) -> PathBuf {
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
     let path = profile_dir.join("examples").join(name);
     if !path.exists() {
+        // Into the directory it is looked for in: `cargo test --release` runs from `target/release`.
+        let release = profile_dir.file_name().is_some_and(|d| d == "release");
         let status = Command::new(env!("CARGO"))
             .args(["build", "--quiet", "-p", "pcapsleuth", "--example", name])
+            .args(release.then_some("--release"))
             .status()
             .unwrap();
         assert!(status.success(), "building the example {name}");
