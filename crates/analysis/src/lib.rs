@@ -112,7 +112,7 @@ pub use diff::{
     count_test, diff, holm, rank_test, rate_test, CapturePoint, Change, Compared, ConnectionFacts,
     ConnectionLoad, CountTest, Diff, DiffSide, ErrorDiff, ErrorStatement, Load, LoadProfile,
     Matching, Method, Pair, PathFacts, PathLeg, RankTest, RateTest, RunProfile, RunSummary,
-    ServerDiff, ServerMatch, StatementDiff, StatementSide, Throughput,
+    ServerDiff, ServerMatch, StatementDiff, StatementSide, TailTest, Throughput,
 };
 pub use engine::{
     analyze, analyze_set, EngineOptions, Inputs, Run, BATCH_TARGET_BYTES, SPLIT_TARGET_BYTES,

@@ -409,6 +409,16 @@ pub const DIFF_FEW_REQUESTS: u64 = 20;
 /// reverse), and no single story of load, path or server is told of both.
 pub const DIFF_TWO_WAYS_MEAN: f64 = 1.5;
 
+/// The tail of the response times both runs' requests share: the quantile of A's and B's requests
+/// together above which each run's share is compared ([`crate::diff::tail_test`]). A median can stay
+/// put while the slowest requests move: a rank test, which weighs every request alike, then says
+/// nothing, and a DBA looks at the p99.
+pub const DIFF_TAIL_QUANTILE: f64 = 0.99;
+
+/// The slowest requests moved when one run's share above [`DIFF_TAIL_QUANTILE`] of both is at least
+/// this many times the other's (with the count test's level): a tail twice as thick.
+pub const DIFF_TAIL_FACTOR: f64 = 2.0;
+
 /// Two runs are one workload before and after a change when the statement groups both ran hold at
 /// least this share of each run's requests; below it, a diff compares two mixes, and says so instead
 /// of explaining their difference by a change of load, path or server.

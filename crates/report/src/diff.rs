@@ -254,6 +254,24 @@ fn load_rows(out: &mut String, d: &Diff) {
         &rt.test,
         ("slower", "faster"),
     );
+    if let Some(t) = &d.rt_tail {
+        let judged = if t.significant {
+            format!(
+                "{} (p {})",
+                if t.ratio > 1.0 { "slower" } else { "faster" },
+                p_value(t.p)
+            )
+        } else {
+            format!("within noise (p {})", p_value(t.p))
+        };
+        side_row(
+            out,
+            &format!("  {}+ (both p99)", duration(t.threshold_us)),
+            percent(t.a_share()),
+            percent(t.b_share()),
+            format!("{}  {judged}", relative(t.a_share(), t.b_share())),
+        );
+    }
     let think = &d.load.think_time_us;
     time_rows(
         out,

@@ -27,7 +27,9 @@ pub use model::{
 };
 pub use profile::{ConnectionLoad, LoadProfile, RunProfile};
 pub use side::DiffSide;
-pub use significance::{count_test, holm, rank_test, rate_test, CountTest, RankTest, RateTest};
+pub use significance::{
+    count_test, holm, rank_test, rate_test, tail_test, CountTest, RankTest, RateTest, TailTest,
+};
 
 use crate::histogram::Histogram;
 use crate::mysql::ErrorDetail;
@@ -89,6 +91,7 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
             b: summary(&b.profile.rt),
             test: tests.get(tests.overall),
         },
+        rt_tail: tail_test(&a.profile.rt, &b.profile.rt),
         load: load(a, b, tests.get(tests.think)),
         statements,
         errors,

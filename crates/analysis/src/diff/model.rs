@@ -8,7 +8,7 @@ use crate::mysql::ServerRow;
 use crate::path::ResendCounts;
 use crate::rate::Ceiling;
 
-use super::significance::{CountTest, RankTest, RateTest};
+use super::significance::{CountTest, RankTest, RateTest, TailTest};
 
 /// A figure of each run: `a` (the baseline) and `b`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,6 +33,9 @@ pub struct Diff {
     pub matched: Matching,
     /// Response times of the answered requests (logins aside), µs, and their rank test.
     pub rt_us: Compared<RtSummary>,
+    /// The slowest requests: each run's share of answered requests slower than the p99 of both runs'
+    /// together, and its test; `None` when either run has none answered.
+    pub rt_tail: Option<TailTest>,
     /// The load the clients offered.
     pub load: Load,
     /// Statement groups (command and fingerprint), the largest change of time first.

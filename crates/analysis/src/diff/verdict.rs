@@ -118,10 +118,12 @@ pub(crate) fn verdict(d: &Diff) -> String {
                 "Response times not compared: {} has no answered request.",
                 if d.rt_us.a.count == 0 { "A" } else { "B" }
             ),
-            _ => format!(
-                "Response times unchanged within the runs' noise ({}).",
-                p50_and_mean(&d.rt_us.a, &d.rt_us.b)
-            ),
+            _ => tail_moved(d).unwrap_or_else(|| {
+                format!(
+                    "Response times unchanged within the runs' noise ({}).",
+                    p50_and_mean(&d.rt_us.a, &d.rt_us.b)
+                )
+            }),
         });
     }
     if !path_said {
@@ -1393,6 +1395,34 @@ fn rtt_moved(d: &Diff) -> Vec<(&'static str, &Compared<RtSummary>)> {
     .filter(|(_, _, c)| c.test.is_some_and(|t| t.significant))
     .map(|(_, w, c)| (w, c))
     .collect()
+}
+
+/// When no direction of the response times was found (the rank test weighs every request alike, so a
+/// median that held hides a tail that moved) but the slowest requests moved: a share of one run's
+/// requests above the p99 of both runs' together at least twice the other's, beyond the noise
+/// ([`super::TailTest`]). What the slow requests have in common is for the statements' table and the
+/// humps to say; this says that they exist.
+fn tail_moved(d: &Diff) -> Option<String> {
+    let t = d.rt_tail.filter(|t| t.significant)?;
+    let (a, b) = (&d.rt_us.a, &d.rt_us.b);
+    let word = if t.ratio > 1.0 { "slower" } else { "faster" };
+    Some(format!(
+        "Response times unchanged at the median within the runs' noise (p50 {} -> {}), but the \
+         slowest requests got {word}: {} of B's answered requests ({}) took {} or longer (the p99 \
+         of both runs' requests together), against {} of A's ({}; p {}); p99 {} -> {}, mean {} -> {}.",
+        dur(a.p50),
+        dur(b.p50),
+        percent(t.b_share()),
+        count(t.b_above),
+        dur(t.threshold_us),
+        percent(t.a_share()),
+        count(t.a_above),
+        p_text(t.p),
+        dur(a.p99),
+        dur(b.p99),
+        dur(a.mean),
+        dur(b.mean)
+    ))
 }
 
 /// "2,408 and 2,520 samples; Mann-Whitney p < 1e-15".
