@@ -1028,3 +1028,21 @@ fn a_tail_that_moved_under_a_median_that_held_is_said() {
         verdict(&back)
     );
 }
+
+/// A rate that grew many times over is said as a factor ("13.3× as many"), as the table says it, not
+/// as "1234% more"; the factor is the rate test's ratio.
+#[test]
+fn a_rate_many_times_over_is_said_as_a_factor() {
+    let d = diff_files("proxy-6033.pcap", "no-cap.pcap");
+    let v = verdict(&d);
+    let t = &d["load"]["rate_test"];
+    assert_eq!(t["significant"], true, "{t}");
+    let ratio = f(&t["ratio"]);
+    assert!(ratio > 10.0, "{t}");
+    let said = format!(
+        "B sent {:.1}× as many requests per second (226 -> 3,010/s)",
+        ratio
+    );
+    assert!(v.contains(&said), "{said}: {v}");
+    assert!(!v.contains("% more requests per second"), "{v}");
+}

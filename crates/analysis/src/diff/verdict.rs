@@ -758,6 +758,17 @@ fn grew(a: &RtSummary, b: &RtSummary) -> bool {
 fn requests_per_second(d: &Diff) -> String {
     let r = &d.load.requests_per_s;
     match d.load.rate_test {
+        Some(t) if t.significant && !t.ratio.is_finite() => format!(
+            "B sent requests where A sent none (0 -> {}/s).",
+            significant(r.b, 3)
+        ),
+        // "13.3× as many", not "1234% more".
+        Some(t) if t.significant && t.ratio >= 2.0 => format!(
+            "B sent {}× as many requests per second ({} -> {}/s).",
+            significant(t.ratio, 3),
+            significant(r.a, 3),
+            significant(r.b, 3)
+        ),
         Some(t) if t.significant => format!(
             "B sent {} {} requests per second ({} -> {}/s).",
             percent((t.ratio - 1.0).abs()),
