@@ -1046,3 +1046,109 @@ fn a_rate_many_times_over_is_said_as_a_factor() {
     assert!(v.contains(&said), "{said}: {v}");
     assert!(!v.contains("% more requests per second"), "{v}");
 }
+
+/// The queries sysbench says it sent in one run of a lab pair (`fixtures/lab/diff-NAME.RUN.sysbench.txt`).
+fn sysbench_queries(name: &str, run: &str) -> f64 {
+    let log = std::fs::read_to_string(common::fixture(&format!(
+        "lab/diff-{name}.{run}.sysbench.txt"
+    )))
+    .unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.trim_start().starts_with("queries:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The lab's path-delay pair again with every connection in TLS and no key log (TLS 1.3): no request
+/// can be read, so the exchanges timed from the TLS records are compared, said as estimates. At the
+/// client they are 11× slower at p50, and the round trip to the server grew by as much: the path, not
+/// the server. One exchange per query sysbench sent (logins aside), and tshark's timing of every
+/// exchange (tcprstat's way, over the TLS records) has the same medians.
+#[test]
+fn encrypted_runs_are_compared_on_their_tls_records() {
+    let d = diff_json("tls-path-delay");
+    let v = verdict(&d);
+    assert_eq!(
+        (f(&d["rt_us"]["a"]["count"]), f(&d["rt_us"]["b"]["count"])),
+        (0.0, 0.0)
+    );
+    let e = &d["tls_estimated_us"];
+    assert_eq!(
+        f(&e["a"]["count"]),
+        sysbench_queries("tls-path-delay", "a"),
+        "{e}"
+    );
+    assert_eq!(
+        f(&e["b"]["count"]),
+        sysbench_queries("tls-path-delay", "b"),
+        "{e}"
+    );
+    assert_eq!(e["test"]["significant"], true, "{e}");
+    let factor = f(&e["b"]["p50"]) / f(&e["a"]["p50"]);
+    assert!(factor > 5.0, "{e}");
+    assert!(
+        v.starts_with(
+            "Neither run's MySQL requests can be read: their sessions are encrypted (TLS)"
+        ),
+        "{v}"
+    );
+    assert!(
+        v.contains(&format!("B's exchanges are {:.0}× slower at p50", factor)),
+        "{v}"
+    );
+    assert!(
+        v.contains("the round trip to the server (client data to the ACK that first covers it) grew by about as much"),
+        "{v}"
+    );
+    assert!(
+        v.contains("the time added to the exchanges is on the path, not in the server's work"),
+        "{v}"
+    );
+    let text = common::flat(&common::text(&[
+        "diff",
+        common::fixture("diff-tls-path-delay.a.pcap")
+            .to_str()
+            .unwrap(),
+        common::fixture("diff-tls-path-delay.b.pcap")
+            .to_str()
+            .unwrap(),
+    ]));
+    assert!(text.contains("TLS exchange (est.) p50"), "{text}");
+    if let Some(tshark) = oracle::tshark() {
+        for run in ["a", "b"] {
+            let file = common::fixture(&format!("diff-tls-path-delay.{run}.pcap"));
+            let mut times = tcprstat_times_us(&tshark, file.to_str().unwrap());
+            times.sort_by(f64::total_cmp);
+            let median = times[times.len() / 2];
+            let ours = f(&e[run]["p50"]);
+            assert!(
+                (ours - median).abs() <= 0.1 * median,
+                "{run}: tshark p50 {median} µs over {} exchanges, diff {ours}",
+                times.len()
+            );
+        }
+    }
+}
+
+/// The same runs captured at the server: the server answered as fast (its exchanges, seen there,
+/// hold no path), while the round trip to the clients grew by the delay line's 2 ms: the path.
+#[test]
+fn encrypted_runs_at_the_server_name_the_path_not_the_server() {
+    let d = diff_json("tls-path-delay-server");
+    let v = verdict(&d);
+    let e = &d["tls_estimated_us"];
+    assert!(f(&e["b"]["p50"]) < 1.5 * f(&e["a"]["p50"]), "{e}");
+    assert!(
+        v.contains("B's exchanges took as long as A's within the runs' noise"),
+        "{v}"
+    );
+    assert!(
+        v.contains("each answer reached the clients later, on the path"),
+        "{v}"
+    );
+    let rtt = &d["path"]["rtt_to_client_us"];
+    assert!(f(&rtt["b"]["p50"]) - f(&rtt["a"]["p50"]) > 1500.0, "{rtt}");
+    // Runs in the clear have no estimate to compare.
+    assert_eq!(diff_json("missing-table")["tls_estimated_us"], Value::Null);
+}

@@ -254,6 +254,16 @@ fn load_rows(out: &mut String, d: &Diff) {
         &rt.test,
         ("slower", "faster"),
     );
+    if let Some(e) = &d.tls_estimated_us {
+        time_rows(
+            out,
+            "TLS exchange (est.)",
+            &e.a,
+            &e.b,
+            &e.test,
+            ("slower", "faster"),
+        );
+    }
     if let Some(t) = &d.rt_tail {
         let judged = if t.significant {
             format!(

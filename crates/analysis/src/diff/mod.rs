@@ -92,6 +92,18 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
             test: tests.get(tests.overall),
         },
         rt_tail: tail_test(&a.profile.rt, &b.profile.rt),
+        tls_estimated_us: (a.tls_estimated.count() + b.tls_estimated.count() > 0).then(|| {
+            Compared {
+                a: summary(&a.tls_estimated),
+                b: summary(&b.tls_estimated),
+                // Tested on its own, as the transactions' times are: not one of the requests' figures.
+                test: rank_test(&a.tls_estimated, &b.tls_estimated).map(|t| {
+                    let mut one = [t];
+                    holm(&mut one);
+                    one[0]
+                }),
+            }
+        }),
         load: load(a, b, tests.get(tests.think)),
         statements,
         errors,

@@ -36,6 +36,11 @@ pub struct Diff {
     /// The slowest requests: each run's share of answered requests slower than the p99 of both runs'
     /// together, and its test; `None` when either run has none answered.
     pub rt_tail: Option<TailTest>,
+    /// The exchanges of the MySQL sessions in TLS that were not decrypted, timed from their records
+    /// (as `mysql --json`'s `tls.estimated_from_tls_records.rt_us`), with a rank test of their own;
+    /// `None` when neither run has one. Estimates: an exchange is the client's records and the
+    /// server's until the client's next, whatever statements they held.
+    pub tls_estimated_us: Option<Compared<RtSummary>>,
     /// The load the clients offered.
     pub load: Load,
     /// Statement groups (command and fingerprint), the largest change of time first.

@@ -45,6 +45,9 @@ pub struct DiffSide {
     /// The path over the whole run, every interval of `rate`'s path series added up (empty when the
     /// run's rates did not time the path).
     pub(crate) path: crate::path::PathCell,
+    /// The exchanges of the MySQL sessions in TLS not decrypted, timed from their records (logins
+    /// aside): all a run without its key log shows of its response times.
+    pub(crate) tls_estimated: Histogram,
 }
 
 /// A statement group of one run.
@@ -142,6 +145,7 @@ impl DiffSide {
         DiffSide {
             load: stats.load.clone(),
             path: stats.rates.path_total().unwrap_or_default(),
+            tls_estimated: mysql.tls.estimated_rt().clone(),
             summary: RunSummary {
                 files,
                 packets: run.capture.counts.packets,

@@ -66,6 +66,9 @@ impl Direction {
 /// The verdict of `d` (every figure it reads is in `d`, so the JSON holds its evidence).
 pub(crate) fn verdict(d: &Diff) -> String {
     let mut said: Vec<String> = Vec::new();
+    // Runs whose requests are all in TLS, not decrypted: their records' timing is what there is.
+    let encrypted = encrypted_runs(d);
+    said.extend(encrypted.as_ref().map(|(s, _)| s.clone()));
     let direction = rt_direction(d);
     let windows = window_changes(d);
     // Runs that did different work (or one held at a cap) compare mixes, not one workload before and
@@ -78,7 +81,7 @@ pub(crate) fn verdict(d: &Diff) -> String {
     // then not to blame for it, which the stories below would otherwise do.
     let held = direction.and_then(|dir| windows.iter().find(|w| w.holds(d, dir)).map(|w| (dir, w)));
     let mut rate_said = false;
-    let mut path_said = false;
+    let mut path_said = encrypted.as_ref().is_some_and(|(_, path)| *path);
     if let Some(s) = &apart {
         said.push(s.clone());
     } else if let Some((dir, w)) = held {
@@ -111,7 +114,12 @@ pub(crate) fn verdict(d: &Diff) -> String {
         said.extend(rate(d));
     }
     said.extend(transactions(d));
-    if direction.is_none() && !said.is_empty() && apart.is_none() && two_ways.is_none() {
+    if direction.is_none()
+        && !said.is_empty()
+        && apart.is_none()
+        && two_ways.is_none()
+        && encrypted.is_none()
+    {
         said.push(match (d.rt_us.a.count, d.rt_us.b.count) {
             (0, 0) => "No answered request in either run to compare response times.".to_string(),
             (_, 0) | (0, _) => format!(
@@ -1434,6 +1442,107 @@ fn tail_moved(d: &Diff) -> Option<String> {
         dur(a.mean),
         dur(b.mean)
     ))
+}
+
+/// When neither run's requests could be read (their MySQL sessions are in TLS and were not
+/// decrypted) but both have exchanges timed from their TLS records: those compared, said as what they
+/// are. Most MySQL 8 captures are encrypted, and a before and after without the key logs still shows
+/// whether the server's answers came later.
+fn encrypted_runs(d: &Diff) -> Option<(String, bool)> {
+    if d.rt_us.a.count > 0 || d.rt_us.b.count > 0 {
+        return None;
+    }
+    let e = d
+        .tls_estimated_us
+        .as_ref()
+        .filter(|e| e.a.count > 0 && e.b.count > 0)?;
+    let (a, b) = (&e.a, &e.b);
+    let moved = e
+        .test
+        .filter(|t| t.significant && a.p50 > 0.0 && b.p50 > 0.0)
+        .map(|t| {
+            if t.effect > 0.5 {
+                Direction::Slower
+            } else {
+                Direction::Faster
+            }
+        });
+    let judged = match moved {
+        Some(dir) => {
+            let r = b.p50 / a.p50;
+            let factor = if dir == Direction::Slower { r } else { 1.0 / r };
+            let how = if factor >= 2.0 {
+                format!("{}× {}", significant(factor, 3), dir.word())
+            } else {
+                format!("{} {}", percent((r - 1.0).abs()), dir.word())
+            };
+            format!(
+                "B's exchanges are {how} at p50 ({} -> {}; mean {} -> {}; {})",
+                dur(a.p50),
+                dur(b.p50),
+                dur(a.mean),
+                dur(b.mean),
+                samples(e)
+            )
+        }
+        None => format!(
+            "B's exchanges took as long as A's within the runs' noise ({}; {})",
+            p50_and_mean(a, b),
+            samples(e)
+        ),
+    };
+    let intro = format!(
+        "Neither run's MySQL requests can be read: their sessions are encrypted (TLS) and were not \
+         decrypted (a key log, --tls-keylog, or a pcapng with its secrets, would let them be). Timed \
+         from the TLS records instead (an exchange: the client's records, then the server's until the \
+         client's next; each session's login left out), {judged}"
+    );
+    // The path is the one cause the records can show: the round trip on the leg that crosses it.
+    let added = b.p50 - a.p50;
+    let ack = &d.path.synack_to_ack_us;
+    let path = match (d.path.path_leg, rtt_grew(d)) {
+        // At the client an exchange holds the round trip to the server: the path, when that grew by
+        // about as much as the exchanges.
+        (Some(PathLeg::ToServer), Some((_, c)))
+            if moved == Some(Direction::Slower)
+                && c.b.p50 - c.a.p50 >= DIFF_HANDSHAKE_SHARE * added =>
+        {
+            Some(format!(
+                "; the round trip to the server (client data to the ACK that first covers it) grew by \
+                 about as much, from {} to {} at p50 ({}): the time added to the exchanges is on the \
+                 path, not in the server's work.",
+                dur(c.a.p50),
+                dur(c.b.p50),
+                samples(c)
+            ))
+        }
+        // At the server it does not: a server that answered as fast while the round trip to the
+        // clients grew (and the handshakes, a bare round trip, do not rule a longer route out).
+        (Some(PathLeg::ToClient), Some((_, c)))
+            if moved != Some(Direction::Slower)
+                && !handshakes_rule_out(&ack.a, &ack.b, c.b.p50 - c.a.p50) =>
+        {
+            Some(format!(
+                "; the round trip to the clients (server data to the ACK that first covers it) went \
+                 from {} to {} at p50 ({}): each answer reached the clients later, on the path, which a \
+                 capture at the server does not see in its exchanges.",
+                dur(c.a.p50),
+                dur(c.b.p50),
+                samples(c)
+            ))
+        }
+        _ => None,
+    };
+    Some(match path {
+        Some(p) => (format!("{intro}{p}"), true),
+        None => (
+            format!(
+                "{intro}. What the exchanges held (statements, errors) is not known, so no cause is \
+                 named from them."
+            ),
+            false,
+        ),
+    })
 }
 
 /// "2,408 and 2,520 samples; Mann-Whitney p < 1e-15".
