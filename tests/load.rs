@@ -473,3 +473,57 @@ fn load_has_a_row_per_server() {
     ]);
     assert!(!one.contains("servers, by requests:"), "{one}");
 }
+
+/// A load test whose connections are all in TLS with no key log (the lab's diff pair, TLS 1.3): no
+/// request can be read, so the load is told from the TLS records, as estimates: one exchange per query
+/// sysbench sent, their rate over the capture's span, their times, and the exchanges in flight by
+/// Little's law. A run in the clear has no such figures.
+#[test]
+fn a_load_in_tls_without_keys_is_told_from_its_records() {
+    for run in ["a", "b"] {
+        let name = format!("diff-tls-path-delay.{run}.pcap");
+        let r = load(&name);
+        assert_eq!(u(&r["requests"]), 0);
+        let e = &r["tls_estimated"];
+        let log = std::fs::read_to_string(common::fixture(&format!(
+            "lab/diff-tls-path-delay.{run}.sysbench.txt"
+        )))
+        .unwrap();
+        let queries: u64 = log
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("queries:"))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(u(&e["exchanges"]), queries, "{run}: {e}");
+        // Each connection's COM_QUIT has no answer.
+        assert_eq!(u(&e["unfinished"]), 4, "{run}: {e}");
+        let per_s = f(&e["exchanges_per_s"]);
+        assert!(
+            (per_s - queries as f64 / f(&r["span_s"])).abs() < 1e-6 * per_s,
+            "{e}"
+        );
+        let little = per_s * f(&e["rt_us"]["mean"]) / 1e6;
+        assert!((f(&e["littles_law"]) - little).abs() < 1e-9, "{e}");
+        let text = common::flat(&common::text(&[
+            "load",
+            common::fixture(&name).to_str().unwrap(),
+        ]));
+        let thousands = format!("{},{:03}", queries / 1000, queries % 1000);
+        assert!(
+            text.contains(&format!(
+                "in TLS sessions not decrypted (no key log), timed from their records: {thousands} exchanges"
+            )),
+            "{text}"
+        );
+    }
+    // The delay line's 2 ms on every answer, in the exchanges' times.
+    let (a, b) = (
+        load("diff-tls-path-delay.a.pcap"),
+        load("diff-tls-path-delay.b.pcap"),
+    );
+    let grew = f(&b["tls_estimated"]["rt_us"]["p50"]) - f(&a["tls_estimated"]["rt_us"]["p50"]);
+    assert!((2000.0..2600.0).contains(&grew), "{grew}");
+    assert_eq!(load("no-cap.pcap")["tls_estimated"], Value::Null);
+}

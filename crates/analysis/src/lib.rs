@@ -134,9 +134,10 @@ pub use histogram::{Histogram, RtSummary};
 pub use hump_findings::hump_lines;
 pub use humps::{HumpConnection, HumpConnections, HumpError, HumpRequest};
 pub use load::{
-    ConnectionRow, Connections, IdleGap, InFlight, LoadConnection, LoadInterval, LoadReport,
-    LoadTest, ServerLoad, TransactionCounts, TransactionRow, TransactionStatement, Transactions,
-    LOAD_TRANSACTION_STATEMENTS_KEPT, LOAD_WORST_CONNECTIONS, LOAD_WORST_TRANSACTIONS,
+    ConnectionRow, Connections, EstimatedLoad, IdleGap, InFlight, LoadConnection, LoadInterval,
+    LoadReport, LoadTest, ServerLoad, TransactionCounts, TransactionRow, TransactionStatement,
+    Transactions, LOAD_TRANSACTION_STATEMENTS_KEPT, LOAD_WORST_CONNECTIONS,
+    LOAD_WORST_TRANSACTIONS,
 };
 pub use modes::{detect_modes, Mode, ModeAnalysis, Valley};
 pub use mysql::{

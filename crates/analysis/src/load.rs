@@ -28,6 +28,7 @@ use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
+use crate::mysql::EstimatedExchangeView;
 use crate::mysql::Fate;
 use crate::thresholds::{
     IDLE_IN_TRANSACTION_MIN_S, IDLE_IN_TRANSACTION_PATH_SHARE, IDLE_IN_TRANSACTION_SHARE,
@@ -103,6 +104,10 @@ pub struct LoadTest {
     worst_transactions: Vec<TransactionRow>,
     /// Per server: what its connections added up to.
     servers: BTreeMap<Endpoint, ServerCounts>,
+    /// The exchanges of the MySQL sessions in TLS not decrypted, timed from their records (logins
+    /// aside), and those not timed (cut off, or open at the end).
+    tls_rt: Histogram,
+    tls_unfinished: u64,
 }
 
 /// What one server's connections added up to.
@@ -1071,6 +1076,23 @@ impl Analysis for LoadTest {
         for (k, v) in o.servers {
             self.servers.entry(k).or_default().add(&v);
         }
+        self.tls_rt.merge(&o.tls_rt);
+        self.tls_unfinished += o.tls_unfinished;
+    }
+
+    fn estimated_exchange(
+        &mut self,
+        _: &mut Option<Box<LoadConnection>>,
+        _: &ConnectionView<'_>,
+        x: &EstimatedExchangeView<'_>,
+    ) {
+        if x.is_login() {
+            return;
+        }
+        match x.response_time_ns() {
+            Some(ns) => self.tls_rt.add(ns),
+            None => self.tls_unfinished += 1,
+        }
     }
 
     fn finish(mut self, capture: &CaptureFacts) -> LoadReport {
@@ -1160,11 +1182,31 @@ pub struct LoadReport {
     pub worst_think_time: Vec<ConnectionRow>,
     /// One row per server (`ip:port`), the most requests first.
     pub servers: Vec<ServerLoad>,
+    /// The exchanges of the MySQL sessions in TLS that were not decrypted (no key log), timed from
+    /// their records: what such a run shows of its load; `None` when there are none.
+    pub tls_estimated: Option<EstimatedLoad>,
     /// What the figures could not know, in words.
     pub notes: Vec<String>,
     /// The transactions' times, ns, for tests of their change (`diff`).
     #[serde(skip)]
     pub(crate) transaction_rt: Histogram,
+}
+
+/// The load of MySQL sessions in TLS that were not decrypted, as their records' timing shows it: an
+/// exchange is a burst of client records and the server's records until the client's next (one request
+/// and its response, as far as the timing tells; [`EstimatedExchangeView`]). Estimates, never decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EstimatedLoad {
+    /// Exchanges timed (each session's login aside).
+    pub exchanges: u64,
+    /// Exchanges not timed: no answer came before a close (a `COM_QUIT` looks so) or the capture's end.
+    pub unfinished: u64,
+    /// Exchanges timed per second of the span.
+    pub exchanges_per_s: f64,
+    /// Their times (the first client record's first byte to the last server record's), µs.
+    pub rt_us: RtSummary,
+    /// Little's law: exchanges per second x their mean time, the exchanges in flight on average.
+    pub littles_law: f64,
 }
 
 /// Requests in flight over the run.
@@ -1379,6 +1421,17 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         worst_idle_in_transaction: l.worst_idle,
         worst_think_time: l.worst_think,
         servers: servers(&l.servers, span),
+        tls_estimated: (l.tls_rt.count() + l.tls_unfinished > 0).then(|| {
+            let rt_us = l.tls_rt.summary_us();
+            let per_s = span.per_s(l.tls_rt.count() as f64);
+            EstimatedLoad {
+                exchanges: l.tls_rt.count(),
+                unfinished: l.tls_unfinished,
+                exchanges_per_s: per_s,
+                rt_us,
+                littles_law: per_s * rt_us.mean / 1e6,
+            }
+        }),
         notes,
         transaction_rt: l.transaction_rt,
     }

@@ -65,6 +65,27 @@ fn write_requests(out: &mut String, r: &LoadReport) {
         r.in_flight.littles_law,
         agreement
     );
+    if let Some(e) = &r.tls_estimated {
+        let unfinished = if e.unfinished > 0 {
+            format!(
+                ", {} more without an answer (a COM_QUIT, a close or the capture's end)",
+                count(e.unfinished)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "in TLS sessions not decrypted (no key log), timed from their records: {} exchanges ({:.1}/s){unfinished}; \
+             p50 {}, mean {}; in flight by Little's law {:.2} (estimates: an exchange is the client's records \
+             and the server's until the client's next)",
+            count(e.exchanges),
+            e.exchanges_per_s,
+            duration(e.rt_us.p50),
+            duration(e.rt_us.mean),
+            e.littles_law
+        );
+    }
 }
 
 /// The transactions: how many ended and how, how they were told, those not timed, their time,
