@@ -212,7 +212,7 @@ pub fn count_test(n_a: u64, requests_a: u64, n_b: u64, requests_b: u64) -> Optio
 }
 
 /// The slowest requests of two runs compared: each run's share of requests at or above the
-/// [`DIFF_TAIL_QUANTILE`] (p99) of both runs' requests together, by the conditional binomial test of
+/// p99 (`DIFF_TAIL_QUANTILE`) of both runs' requests together, by the conditional binomial test of
 /// [`count_test`] (requests in the tail per request). A threshold taken from both runs is the same
 /// whichever is called A; bins of the histograms, not values, are compared: the threshold is the
 /// lower edge of the bin that holds the p99, and a request is in the tail when its bin is.

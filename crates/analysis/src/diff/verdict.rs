@@ -1471,13 +1471,16 @@ fn encrypted_runs(d: &Diff) -> Option<(String, bool)> {
         Some(dir) => {
             let r = b.p50 / a.p50;
             let factor = if dir == Direction::Slower { r } else { 1.0 / r };
-            let how = if factor >= 2.0 {
-                format!("{}× {}", significant(factor, 3), dir.word())
+            // The rank test's direction, said at p50 only when the median moved that way too.
+            let how = if factor <= 1.0 {
+                format!("{} by the rank test, not at p50", dir.word())
+            } else if factor >= 2.0 {
+                format!("{}× {} at p50", significant(factor, 3), dir.word())
             } else {
-                format!("{} {}", percent((r - 1.0).abs()), dir.word())
+                format!("{} {} at p50", percent((r - 1.0).abs()), dir.word())
             };
             format!(
-                "B's exchanges are {how} at p50 ({} -> {}; mean {} -> {}; {})",
+                "B's exchanges are {how} ({} -> {}; mean {} -> {}; {})",
                 dur(a.p50),
                 dur(b.p50),
                 dur(a.mean),
@@ -1502,10 +1505,11 @@ fn encrypted_runs(d: &Diff) -> Option<(String, bool)> {
     let ack = &d.path.synack_to_ack_us;
     let path = match (d.path.path_leg, rtt_grew(d)) {
         // At the client an exchange holds the round trip to the server: the path, when that grew by
-        // about as much as the exchanges.
+        // about as much as the exchanges (within a factor of two either way).
         (Some(PathLeg::ToServer), Some((_, c)))
             if moved == Some(Direction::Slower)
-                && c.b.p50 - c.a.p50 >= DIFF_HANDSHAKE_SHARE * added =>
+                && c.b.p50 - c.a.p50 >= DIFF_HANDSHAKE_SHARE * added
+                && c.b.p50 - c.a.p50 <= added / DIFF_HANDSHAKE_SHARE =>
         {
             Some(format!(
                 "; the round trip to the server (client data to the ACK that first covers it) grew by \
