@@ -105,7 +105,7 @@ pub struct LoadTest {
     /// Per server: what its connections added up to.
     servers: BTreeMap<Endpoint, ServerCounts>,
     /// The exchanges of the MySQL sessions in TLS not decrypted, timed from their records (logins
-    /// aside), and those not timed (cut off, or open at the end).
+    /// aside), and those without an answer (a `COM_QUIT`, a close or the capture's end).
     tls_rt: Histogram,
     tls_unfinished: u64,
 }

@@ -438,7 +438,7 @@ fn render_tls(out: &mut String, t: &TlsReport) {
             stats(&e.rt_us, "exchange", "exchanges"),
             if e.unfinished > 0 {
                 format!(
-                    "; {} not timed (cut off, or open at the end)",
+                    "; {} without an answer (a COM_QUIT, a close or the capture's end)",
                     count(e.unfinished)
                 )
             } else {

@@ -512,6 +512,6 @@ pub struct EstimatedRt {
     pub exchanges: u64,
     /// Their response times, µs.
     pub rt_us: RtSummary,
-    /// Exchanges not timed: cut off by a close, or still open when the capture ended.
+    /// Exchanges not timed: no answer came before a close (a `COM_QUIT` looks so) or the capture's end.
     pub unfinished: u64,
 }
