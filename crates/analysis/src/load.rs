@@ -28,8 +28,8 @@ use crate::events::{Analysis, ConnectionView, EndView, TransactionView};
 use crate::facts::CaptureFacts;
 use crate::finding::{Finding, FindingKind};
 use crate::histogram::{Histogram, RtSummary};
-use crate::mysql::EstimatedExchangeView;
 use crate::mysql::Fate;
+use crate::mysql::{EstimatedExchangeView, EstimatedTimes};
 use crate::thresholds::{
     IDLE_IN_TRANSACTION_MIN_S, IDLE_IN_TRANSACTION_PATH_SHARE, IDLE_IN_TRANSACTION_SHARE,
 };
@@ -104,10 +104,8 @@ pub struct LoadTest {
     worst_transactions: Vec<TransactionRow>,
     /// Per server: what its connections added up to.
     servers: BTreeMap<Endpoint, ServerCounts>,
-    /// The exchanges of the MySQL sessions in TLS not decrypted, timed from their records (logins
-    /// aside), and those without an answer (a `COM_QUIT`, a close or the capture's end).
-    tls_rt: Histogram,
-    tls_unfinished: u64,
+    /// The exchanges of the MySQL sessions in TLS not decrypted, timed from their records.
+    tls: EstimatedTimes,
 }
 
 /// What one server's connections added up to.
@@ -1076,8 +1074,7 @@ impl Analysis for LoadTest {
         for (k, v) in o.servers {
             self.servers.entry(k).or_default().add(&v);
         }
-        self.tls_rt.merge(&o.tls_rt);
-        self.tls_unfinished += o.tls_unfinished;
+        self.tls.merge(&o.tls);
     }
 
     fn estimated_exchange(
@@ -1086,13 +1083,7 @@ impl Analysis for LoadTest {
         _: &ConnectionView<'_>,
         x: &EstimatedExchangeView<'_>,
     ) {
-        if x.is_login() {
-            return;
-        }
-        match x.response_time_ns() {
-            Some(ns) => self.tls_rt.add(ns),
-            None => self.tls_unfinished += 1,
-        }
+        self.tls.add(x);
     }
 
     fn finish(mut self, capture: &CaptureFacts) -> LoadReport {
@@ -1421,12 +1412,12 @@ fn report(l: LoadTest, capture: &CaptureFacts) -> LoadReport {
         worst_idle_in_transaction: l.worst_idle,
         worst_think_time: l.worst_think,
         servers: servers(&l.servers, span),
-        tls_estimated: (l.tls_rt.count() + l.tls_unfinished > 0).then(|| {
-            let rt_us = l.tls_rt.summary_us();
-            let per_s = span.per_s(l.tls_rt.count() as f64);
+        tls_estimated: (l.tls.rt.count() + l.tls.unfinished > 0).then(|| {
+            let rt_us = l.tls.rt.summary_us();
+            let per_s = span.per_s(l.tls.rt.count() as f64);
             EstimatedLoad {
-                exchanges: l.tls_rt.count(),
-                unfinished: l.tls_unfinished,
+                exchanges: l.tls.rt.count(),
+                unfinished: l.tls.unfinished,
                 exchanges_per_s: per_s,
                 rt_us,
                 littles_law: per_s * rt_us.mean / 1e6,

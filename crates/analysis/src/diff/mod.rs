@@ -97,11 +97,7 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
                 a: summary(&a.tls_estimated),
                 b: summary(&b.tls_estimated),
                 // Tested on its own, as the transactions' times are: not one of the requests' figures.
-                test: rank_test(&a.tls_estimated, &b.tls_estimated).map(|t| {
-                    let mut one = [t];
-                    holm(&mut one);
-                    one[0]
-                }),
+                test: rank_test_alone(&a.tls_estimated, &b.tls_estimated),
             }
         }),
         load: load(a, b, tests.get(tests.think)),
@@ -128,6 +124,16 @@ pub fn diff(a: &DiffSide, b: &DiffSide) -> Diff {
     };
     d.verdict = verdict::verdict(&d);
     d
+}
+
+/// The rank test of a figure judged on its own, not in the Holm family of the response times (a
+/// family of one: the level as it is).
+fn rank_test_alone(a: &Histogram, b: &Histogram) -> Option<RankTest> {
+    rank_test(a, b).map(|t| {
+        let mut one = [t];
+        holm(&mut one);
+        one[0]
+    })
 }
 
 /// The statement groups of A and B as they were paired, each with its own in `b` (or `None`).
@@ -327,11 +333,7 @@ fn load(a: &DiffSide, b: &DiffSide, think: Option<RankTest>) -> Load {
         transaction_rt_us: Compared {
             a: summary(&a.load.transaction_rt),
             b: summary(&b.load.transaction_rt),
-            test: rank_test(&a.load.transaction_rt, &b.load.transaction_rt).map(|t| {
-                let mut one = [t];
-                holm(&mut one);
-                one[0]
-            }),
+            test: rank_test_alone(&a.load.transaction_rt, &b.load.transaction_rt),
         },
         idle_in_transaction_share: Pair {
             a: a.load.transactions.idle_share,

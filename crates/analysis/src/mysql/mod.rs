@@ -54,10 +54,10 @@ pub use statistics::{
     ERROR_EXAMPLES, SLOW_REQUESTS_LISTED, STATEMENT_GROUPS_KEPT,
 };
 pub(crate) use tail::Home;
-pub(crate) use tls::Told;
 pub use tls::{
     EstimatedExchangeView, EstimatedRt, TlsAggregate, TlsKeys, TlsReport, TlsResumption,
     TlsSession, TlsSessionFacts,
 };
+pub(crate) use tls::{EstimatedTimes, Told};
 pub(crate) use track::MysqlTrack;
 pub use transaction_view::TransactionView;

@@ -315,6 +315,32 @@ impl EstimatedExchangeView<'_> {
     }
 }
 
+/// The exchanges estimated on sessions not decrypted, as `mysql` and `load` count them: the times of
+/// those answered (each session's login aside), and how many had no answer (a `COM_QUIT`, a close or
+/// the capture's end). Mergeable in any order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct EstimatedTimes {
+    pub(crate) rt: Histogram,
+    pub(crate) unfinished: u64,
+}
+
+impl EstimatedTimes {
+    pub(crate) fn add(&mut self, x: &EstimatedExchangeView<'_>) {
+        if x.is_login() {
+            return;
+        }
+        match x.response_time_ns() {
+            Some(ns) => self.rt.add(ns),
+            None => self.unfinished += 1,
+        }
+    }
+
+    pub(crate) fn merge(&mut self, o: &EstimatedTimes) {
+        self.rt.merge(&o.rt);
+        self.unfinished += o.unfinished;
+    }
+}
+
 /// What the MySQL glue tells an analysis (the engine turns each into an [`crate::Analysis`] call).
 pub(crate) enum Told<'a> {
     Transaction(&'a TransactionView<'a>),
@@ -334,8 +360,7 @@ pub struct TlsAggregate {
     failed_bytes: u64,
     handshake: Histogram,
     estimated_sessions: u64,
-    estimated_rt: Histogram,
-    estimated_unfinished: u64,
+    estimated: EstimatedTimes,
     /// The first sessions, by their first frame.
     listed: Vec<TlsSession>,
 }
@@ -402,13 +427,7 @@ impl TlsAggregate {
 
     /// An exchange estimated from the records of a session not decrypted.
     pub(crate) fn exchange(&mut self, x: &EstimatedExchangeView<'_>) {
-        if x.is_login() {
-            return;
-        }
-        match x.response_time_ns() {
-            Some(ns) => self.estimated_rt.add(ns),
-            None => self.estimated_unfinished += 1,
-        }
+        self.estimated.add(x);
     }
 
     pub(crate) fn merge(&mut self, o: &TlsAggregate) {
@@ -429,8 +448,7 @@ impl TlsAggregate {
         self.failed_bytes += o.failed_bytes;
         self.handshake.merge(&o.handshake);
         self.estimated_sessions += o.estimated_sessions;
-        self.estimated_rt.merge(&o.estimated_rt);
-        self.estimated_unfinished += o.estimated_unfinished;
+        self.estimated.merge(&o.estimated);
         self.listed.extend(o.listed.iter().cloned());
         self.keep_first();
     }
@@ -443,16 +461,16 @@ impl TlsAggregate {
 
     /// The distribution of estimated response times (for plots and modes).
     pub fn estimated_rt(&self) -> &Histogram {
-        &self.estimated_rt
+        &self.estimated.rt
     }
 
     /// The response times estimated from the records of the sessions not decrypted.
     pub fn estimated(&self) -> EstimatedRt {
         EstimatedRt {
             sessions: self.estimated_sessions,
-            exchanges: self.estimated_rt.count(),
-            rt_us: self.estimated_rt.summary_us(),
-            unfinished: self.estimated_unfinished,
+            exchanges: self.estimated.rt.count(),
+            rt_us: self.estimated.rt.summary_us(),
+            unfinished: self.estimated.unfinished,
         }
     }
 
